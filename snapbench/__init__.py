@@ -1,0 +1,3 @@
+"""snapbench: paired robustness evaluation of image+text retrieval."""
+
+__version__ = "0.1.0"

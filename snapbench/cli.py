@@ -1,0 +1,37 @@
+"""The ``snapbench`` command line: thin typer commands over the library modules."""
+
+from __future__ import annotations
+
+import typer
+
+from .commands.conditions import conditions
+
+app = typer.Typer(
+    name="snapbench",
+    help=(
+        "Paired robustness evaluation of image+text retrieval.\n\n"
+        "corrupt queries -> score with your model -> evaluate ΔR@k with CIs -> fuse with MOOR."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+
+@app.callback()
+def _root() -> None:
+    """Paired robustness evaluation of image+text retrieval."""
+
+
+app.command("conditions")(conditions)
+# --- commands registered by feature modules (one line each) -----------------------------------
+# ------------------------------------------------------------------------------------------------
+
+
+def main() -> None:  # console-script entry point
+    app()
+
+
+if __name__ == "__main__":
+    main()

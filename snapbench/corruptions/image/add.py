@@ -1,0 +1,1 @@
+"""(placeholder: operators of this primitive are being written)"""

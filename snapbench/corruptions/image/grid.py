@@ -1,0 +1,120 @@
+"""The severity grid: one table of every image operator's parameters at every severity.
+
+Defaults are the grid of the authors' release of SnapBench (SPEC §3), so results are comparable
+with the paper.  Override values or add severities from one place: pass a grid to the functions
+that take ``grid=``, or load one with :func:`load_grid` from a JSON or TOML file shaped like::
+
+    [motion_blur.s2]        # TOML             {"motion_blur": {"s2": {"kernel": 15}},   # JSON
+    kernel = 15                                 "defocus_blur": {"s4": {"sigma": 16.0}}}
+    [defocus_blur.s4]
+    sigma = 16.0
+
+A file entry updates the named keys of an existing level and creates new levels; operators not
+named keep their defaults.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = ["Grid", "DEFAULT_GRID", "load_grid", "merge_grid", "severities_of"]
+
+Grid = dict[str, dict[int, dict[str, Any]]]
+
+DEFAULT_GRID: Grid = {
+    # --- degrade ---------------------------------------------------------------------------
+    "low_light": {  # multiply brightness, add per-pixel per-channel Gaussian noise (0-255 units)
+        1: {"brightness": 0.70, "noise_sigma": 3.0},
+        2: {"brightness": 0.40, "noise_sigma": 10.0},
+        3: {"brightness": 0.15, "noise_sigma": 22.0},
+    },
+    "overexposure": {1: {"gain": 1.4}, 2: {"gain": 2.2}, 3: {"gain": 3.0}},
+    "defocus_blur": {1: {"sigma": 1.0}, 2: {"sigma": 3.5}, 3: {"sigma": 10.0}},
+    "motion_blur": {  # line kernel, angle in degrees (0 = horizontal)
+        1: {"kernel": 5, "angle": 0.0},
+        2: {"kernel": 13, "angle": 0.0},
+        3: {"kernel": 25, "angle": 0.0},
+    },
+    "compression": {1: {"quality": 50}, 2: {"quality": 18}, 3: {"quality": 5}},  # JPEG, RGB-correct
+    "low_resolution": {1: {"scale": 0.50}, 2: {"scale": 0.25}, 3: {"scale": 0.08}},  # nearest down+up
+    # --- transform -------------------------------------------------------------------------
+    "rotation": {1: {"angle": 10.0}, 2: {"angle": 45.0}, 3: {"angle": 180.0}},
+    "perspective": {1: {"d": 0.10}, 2: {"d": 0.20}, 3: {"d": 0.30}},  # fraction of the short side
+    "lens_distortion": {1: {"k1": -0.10}, 2: {"k1": -0.20}, 3: {"k1": -0.30}},
+    # --- remove ----------------------------------------------------------------------------
+    "cropping": {1: {"keep": 0.90}, 2: {"keep": 0.65}, 3: {"keep": 0.40}},  # of each side, seeded offset
+    "downscale": {1: {"scale": 0.20}, 2: {"scale": 0.10}, 3: {"scale": 0.04}},  # output stays small
+    # --- add -------------------------------------------------------------------------------
+    "watermark": {
+        1: {"layout": "single", "opacity": 80, "text": "SAMPLE", "width_frac": 0.16},
+        2: {"layout": "tiled_center", "opacity": 160, "text": "SAMPLE", "width_frac": 0.16},
+        3: {"layout": "tiled_full", "opacity": 220, "text": "SAMPLE", "width_frac": 0.16},
+    },
+    "mosaic": {
+        1: {"blocks": 1, "block_frac": 0.20, "cell": 42},
+        2: {"blocks": 2, "block_frac": 0.35, "cell": 42},
+        3: {"blocks": 4, "block_frac": 0.55, "cell": 42},
+    },
+    "scribble": {
+        1: {"strokes": 3, "thickness": 2},
+        2: {"strokes": 6, "thickness": 4},
+        3: {"strokes": 9, "thickness": 5},
+    },
+    "ui_elements": {
+        1: {"status_bar": 0.05, "nav_bar": 0.0, "address_bar": False, "floating_button": False},
+        2: {"status_bar": 0.05, "nav_bar": 0.08, "address_bar": False, "floating_button": False},
+        3: {"status_bar": 0.05, "nav_bar": 0.08, "address_bar": True, "floating_button": True},
+    },
+}
+
+_LEVEL_RE = re.compile(r"^s?(\d+)$")
+
+
+def severities_of(grid: Mapping[str, Mapping[int, Any]]) -> dict[str, list[int]]:
+    """Sorted severity levels per operator in ``grid``."""
+    return {op: sorted(levels) for op, levels in grid.items()}
+
+
+def merge_grid(base: Mapping[str, Mapping[int, Mapping[str, Any]]], override: Mapping[str, Any]) -> Grid:
+    """Return a new grid: ``base`` updated by ``override`` (levels given as 1 / "1" / "s1")."""
+    out: Grid = copy.deepcopy({op: dict(levels) for op, levels in base.items()})
+    for op, levels in override.items():
+        if not isinstance(levels, Mapping):
+            raise ValueError(f"grid entry for {op!r} must map severities to parameter tables")
+        target = out.setdefault(op, {})
+        for level, params in levels.items():
+            m = _LEVEL_RE.match(str(level))
+            if not m or int(m[1]) < 1:
+                raise ValueError(f"grid entry {op}.{level}: severity must look like 's1', '2', ...")
+            if not isinstance(params, Mapping):
+                raise ValueError(f"grid entry {op}.{level}: parameters must be a table")
+            target.setdefault(int(m[1]), {}).update(copy.deepcopy(dict(params)))
+    return out
+
+
+def load_grid(path: str | Path, base: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None) -> Grid:
+    """Load a JSON (``.json``) or TOML (``.toml``) override file and merge it over ``base``."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read grid file ({exc.strerror})") from exc
+    try:
+        if path.suffix.lower() == ".toml":
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except Exception as exc:  # noqa: BLE001 - report any parse error with the file name
+        raise ValueError(f"{path}: not a valid grid file: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: grid file must hold a table of operators")
+    try:
+        return merge_grid(DEFAULT_GRID if base is None else base, data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
