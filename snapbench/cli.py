@@ -26,6 +26,8 @@ def _root() -> None:
 
 app.command("conditions")(conditions)
 # --- commands registered by feature modules (one line each) -----------------------------------
+from .commands.corrupt import corrupt as _corrupt; app.command("corrupt")(_corrupt)  # noqa: E402,E702
+from .commands.preview import preview as _preview; app.command("preview")(_preview)  # noqa: E402,E702
 # ------------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,172 @@
+"""Contact sheet of one query: the clean image and every image condition as labelled thumbnails.
+
+Layout: a first row with the clean image, then one row per image operator with one column per
+severity (15 rows x 3 by default).  Every thumbnail is scaled by the *same* factor as the clean
+image and centred in its cell (letterbox), so size-changing operators (cropping, downscale) appear
+at their true relative size; their pixel size is also written in the label.  With a question, the
+text conditions are rendered as lines under the grid.  Labels use OpenCV's Hershey font, which only
+has ASCII: other characters are drawn as "?" (the returned lines keep the real text).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+__all__ = ["ContactSheet", "contact_sheet"]
+
+_BG = (255, 255, 255)
+_CELL_BG = (225, 225, 225)
+_STRIP_BG = (40, 40, 40)
+_FONT = 0  # cv2.FONT_HERSHEY_SIMPLEX
+
+
+@dataclass(frozen=True)
+class ContactSheet:
+    """The sheet (HxWx3 uint8 RGB) and the text lines drawn under it (``condition: question``)."""
+
+    image: np.ndarray
+    lines: list[str]
+
+
+def _ascii(text: str) -> str:
+    return "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in text)
+
+
+def _put_fitted(canvas: np.ndarray, text: str, x: int, y_base: int, max_w: int, colour, scale: float = 0.42) -> None:
+    import cv2
+
+    text = _ascii(text)
+    while scale > 0.25:
+        (w, _), _ = cv2.getTextSize(text, _FONT, scale, 1)
+        if w <= max_w:
+            break
+        scale -= 0.02
+    cv2.putText(canvas, text, (x, y_base), _FONT, scale, colour, 1, cv2.LINE_AA)
+
+
+def _wrap(text: str, max_w: int, scale: float) -> list[str]:
+    import cv2
+
+    words, lines, cur = _ascii(text).split(" "), [], ""
+    for word in words:
+        cand = f"{cur} {word}" if cur else word
+        if cur and cv2.getTextSize(cand, _FONT, scale, 1)[0][0] > max_w:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = cand
+    lines.append(cur)
+    return lines
+
+
+def _thumb(image: np.ndarray, factor: float, box_w: int, box_h: int) -> np.ndarray:
+    import cv2
+
+    h, w = image.shape[:2]
+    f = min(factor, box_w / w, box_h / h)  # never overflow the cell (a variant larger than clean)
+    tw, th = max(1, round(w * f)), max(1, round(h * f))
+    interp = cv2.INTER_AREA if f < 1 else cv2.INTER_NEAREST
+    return cv2.resize(image, (tw, th), interpolation=interp)
+
+
+def contact_sheet(
+    image: np.ndarray,
+    *,
+    question: str | None = None,
+    entity: str | None = None,
+    seed: int = 0,
+    key: str = "preview",
+    grid: str | os.PathLike | Mapping[str, Any] | None = None,
+    cell: tuple[int, int] = (240, 180),
+) -> ContactSheet:
+    """Build the contact sheet of ``image`` (HxWx3 uint8 RGB) for every image condition of the grid.
+
+    ``key`` is the query id that keys the randomness (use the id from your manifest to see exactly
+    what ``snapbench corrupt`` writes for that query).  ``cell`` is the thumbnail box (width, height)
+    of each cell; a label strip is added under it.  A condition that fails is shown as a cell with
+    the reason.  With ``question``, the 8 text conditions (and failures, as ``skipped: reason``) are
+    drawn under the grid and returned in ``lines``.
+    """
+    import cv2
+
+    from ..conditions import Condition
+    from .pipeline import _generate, _Skip, resolve_conditions, resolve_grid
+
+    if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+        raise ValueError("contact_sheet expects an HxWx3 uint8 RGB image")
+    table = resolve_grid(grid)
+    conds = resolve_conditions(None, grid=table)
+    img_conds = [c for c in conds if c.kind == "image"]
+    txt_conds = [c for c in conds if c.kind == "text"] if question is not None else []
+    operators = list(dict.fromkeys(c.image_operator for c in img_conds))
+    sev_cols = sorted({c.severity for c in img_conds}) or [1, 2, 3]
+    ncols = max(len(sev_cols), 1)
+
+    results: dict[str, Any] = {}
+    for item in _generate(image, question, key=str(key), entity=entity, seed=seed,
+                          conds=[Condition("clean")] + img_conds + txt_conds, table=table):
+        results[item.condition] = item
+
+    box_w, box_h = cell
+    strip, pad = 20, 4
+    cw, ch = box_w + 2 * pad, box_h + strip + 2 * pad
+    nrows = 1 + len(operators)
+    H, W = image.shape[:2]
+    factor = min(box_w / W, box_h / H)
+
+    text_scale, line_h = 0.5, 20
+    text_lines: list[str] = []
+    for c in txt_conds:
+        item = results[c.id]
+        text_lines.append(f"{c.id}: {item.reason}" if isinstance(item, _Skip) else f"{c.id}: {item.question}")
+    wrapped: list[str] = []
+    if question is not None:
+        wrapped = _wrap(f"clean: {question}", ncols * cw - 16, text_scale)
+        for line in text_lines:
+            wrapped += _wrap(line, ncols * cw - 16, text_scale)
+    text_h = (len(wrapped) * line_h + 16) if wrapped else 0
+
+    sheet = np.full((nrows * ch + text_h, ncols * cw, 3), _BG, dtype=np.uint8)
+
+    def draw_cell(row: int, col: int, label: str, img: np.ndarray | None, failure: str | None = None) -> None:
+        y0, x0 = row * ch + pad, col * cw + pad
+        sheet[y0 : y0 + box_h, x0 : x0 + box_w] = _CELL_BG
+        if img is not None:
+            t = _thumb(img, factor, box_w, box_h)
+            th, tw = t.shape[:2]
+            ty, tx = y0 + (box_h - th) // 2, x0 + (box_w - tw) // 2
+            sheet[ty : ty + th, tx : tx + tw] = t
+            if (img.shape[0], img.shape[1]) != (H, W):
+                label = f"{label} {img.shape[1]}x{img.shape[0]}"
+        elif failure:
+            for i, part in enumerate(_wrap(failure, box_w - 8, 0.38)[:8]):
+                _put_fitted(sheet, part, x0 + 4, y0 + 16 + 15 * i, box_w - 8, (200, 0, 0), 0.38)
+        sheet[y0 + box_h : y0 + box_h + strip, x0 : x0 + box_w] = _STRIP_BG
+        _put_fitted(sheet, label, x0 + 4, y0 + box_h + 14, box_w - 8, (255, 255, 255))
+
+    draw_cell(0, 0, f"clean {W}x{H}", image)
+    if ncols > 1:  # the rest of the first row: what produced this sheet
+        info = [f"key: {key}", f"seed: {seed}", f"grid: {'default' if grid is None else 'custom'}",
+                "thumbnails share the clean image's scale"]
+        for i, text in enumerate(info):
+            _put_fitted(sheet, text, cw + pad + 4, pad + 24 + 22 * i, (ncols - 1) * cw - 16, (0, 0, 0), 0.5)
+    for r, op in enumerate(operators, start=1):
+        for c_idx, sev in enumerate(sev_cols):
+            cid = f"img/{op}/s{sev}"
+            item = results.get(cid)
+            if item is None:
+                continue
+            if isinstance(item, _Skip):
+                draw_cell(r, c_idx, cid, None, item.reason)
+            else:
+                draw_cell(r, c_idx, cid, item.image)
+    y = nrows * ch + 8
+    for line in wrapped:
+        y += line_h
+        cv2.putText(sheet, line, (8, y - 5), _FONT, text_scale, (0, 0, 0), 1, cv2.LINE_AA)
+    lines = ([f"clean: {question}"] + text_lines) if question is not None else []
+    return ContactSheet(sheet, lines)
