@@ -214,7 +214,7 @@ def load_manifest(path: str | os.PathLike) -> list[QueryRecord]:
     if stripped[0] == "{":
         # JSONL if the first line is a complete object by itself; otherwise one (pretty) document.
         try:
-            jsonl = isinstance(json.loads(first_line), dict)
+            jsonl = isinstance(json.loads(first_line), dict) and len(stripped.strip().splitlines()) > 1
         except json.JSONDecodeError:
             jsonl = False
     if not jsonl:
@@ -228,7 +228,7 @@ def load_manifest(path: str | os.PathLike) -> list[QueryRecord]:
             key = next(k for k in _LIST_KEYS if isinstance(whole.get(k), list))
             entries = [(f"{path}: {key} record #{i + 1}", obj) for i, obj in enumerate(whole[key])]
         elif isinstance(whole, dict) and any(k in whole for k in _ID_ALIASES):
-            entries = [(f"{path}: record #1", whole)]
+            entries = [(f"{path}: {'line 1' if len(stripped.strip().splitlines()) == 1 else 'record #1'}", whole)]
         elif isinstance(whole, dict):
             raise ManifestError(
                 f"{path}: JSON object without a query list (expected the list under one of "
@@ -282,7 +282,8 @@ def _grid_json(table: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> dict[str
 def _text_operator_names() -> tuple[str, ...]:
     from . import text as text_mod
 
-    names = getattr(text_mod, "TEXT_OPERATORS", None)
+    registry = getattr(text_mod, "text_operators", None)  # built-ins + user-registered operators
+    names = registry() if callable(registry) else None
     return tuple(names) if names else TEXT_OPERATORS
 
 

@@ -1,0 +1,407 @@
+"""The batch pipeline and the streaming API on real files (JPEG/PNG/WebP crops of scikit-image photos).
+
+References are independent of the pipeline: files are hashed with hashlib and decoded with
+OpenCV; pixels are compared with the public single-image API (corrupt_image / corrupt_text) and
+with Pillow's decoding of the sources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from PIL import Image
+from skimage import data
+
+from snapbench.conditions import IMAGE_OPERATORS, TEXT_OPERATORS
+from snapbench.corruptions import corrupt_image, corrupt_text
+from snapbench.corruptions.io import load_image
+from snapbench.corruptions.pipeline import (
+    MANIFEST_FIELDS,
+    ManifestError,
+    QueryRecord,
+    RunConfigError,
+    iter_variants,
+    load_manifest,
+    resolve_conditions,
+    run_corruption,
+    stream_corruptions,
+)
+
+# A small subset of conditions: random (cropping, scribble) and deterministic (overexposure)
+# operators, a size change (downscale), two text operators and two joint pairs (one not in the paper).
+SUBSET = [
+    "img/cropping/s2",
+    "img/overexposure/s3",
+    "img/scribble/s1",
+    "img/downscale/s3",
+    "txt/char_swap",
+    "txt/sent_add",
+    "joint/scribble+char_swap/s1",
+    "joint/overexposure+word_repeat/s2",
+]
+
+
+def make_query_set(root: Path, *, bad: bool = True) -> Path:
+    """Three photos (JPEG, PNG, WebP) + optionally one broken file; returns the manifest path."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "imgs").mkdir(exist_ok=True)
+    Image.fromarray(data.astronaut()[20:116, 160:288]).save(root / "imgs" / "astronaut.jpg", quality=92)
+    Image.fromarray(data.chelsea()[40:136, 100:228]).save(root / "imgs" / "cat.png")
+    Image.fromarray(data.coffee()[100:196, 200:328]).save(root / "imgs" / "coffee.webp", quality=90)
+    rows = [
+        {"id": "q_astro", "image": "imgs/astronaut.jpg", "question": "Which astronaut is this?", "entity": "astronaut", "domain": "photo"},
+        {"id": "q_cat", "image": "imgs/cat.png", "question": "What kind of cat is this?", "entity": "cat"},
+        {"id": "q_coffee", "image": "imgs/coffee.webp", "question": "What type of coffee is in this cup?", "entity": "coffee"},
+    ]
+    if bad:
+        (root / "imgs" / "broken.jpg").write_bytes((root / "imgs" / "astronaut.jpg").read_bytes()[:700])
+        rows.append({"id": "q_broken", "image": "imgs/broken.jpg", "question": "What is this dog?", "entity": "dog"})
+    path = root / "queries.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def file_hashes(out: Path) -> dict[str, str]:
+    """Every file under out/images (hidden ones too) -> sha256 of its bytes."""
+    return {
+        str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((out / "images").rglob("*"))
+        if p.is_file()
+    }
+
+
+def manifest_lines(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+
+
+def skip_lines(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "skips.jsonl").read_text().splitlines()]
+
+
+def by_key(lines: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(x["id"], x["condition"]): x for x in lines}
+
+
+@pytest.fixture(scope="module")
+def query_set(tmp_path_factory) -> Path:
+    return make_query_set(tmp_path_factory.mktemp("qs"))
+
+
+@pytest.fixture(scope="module")
+def subset_run(query_set: Path, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("run") / "out"
+    summary = run_corruption(query_set, out, seed=0, conditions=SUBSET, progress=False)
+    assert summary.written == 3 * (1 + len(SUBSET)) and summary.reused == 0
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# input manifests
+
+
+def test_load_manifest_layouts(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    jsonl = tmp_path / "sub" / "q.jsonl"
+    jsonl.write_text(
+        '{"id": 1, "image": "a.jpg", "question": "What cat?", "entity": "cat", "tags": {"domain": "pets"}, "src": "S_V"}\n'
+        "\n"
+        '{"id": "b", "question": "Where is this?"}\n'
+    )
+    recs = load_manifest(jsonl)
+    assert recs[0] == QueryRecord("1", tmp_path / "sub" / "a.jpg", "What cat?", "cat", {"domain": "pets", "src": "S_V"})
+    assert recs[1] == QueryRecord("b", None, "Where is this?", None, {})
+
+    lst = tmp_path / "q.json"
+    lst.write_text(json.dumps([{"id": "x", "image": "/abs/x.png", "question": "Q?"}], indent=2))
+    assert load_manifest(lst)[0].image == Path("/abs/x.png")
+
+    # the authors' snap_bench.json-like layout with field aliases
+    snap = tmp_path / "snap_bench.json"
+    snap.write_text(json.dumps({"version": 1, "queries": [
+        {"query_id": "s1", "query_image": "img/1.jpg", "query_text": "What bird is this?", "category": "bird", "domain": "nature"},
+        {"qid": "s2", "img": "img/2.jpg", "query": "Who is this?", "target": "person"},
+    ]}, indent=1))
+    recs = load_manifest(snap)
+    assert [r.id for r in recs] == ["s1", "s2"]
+    assert recs[0].image == tmp_path / "img" / "1.jpg" and recs[0].question == "What bird is this?"
+    assert recs[0].entity == "bird" and recs[0].tags == {"domain": "nature"}
+    assert recs[1].entity == "person" and recs[1].question == "Who is this?"
+
+
+@pytest.mark.parametrize(
+    "content,pattern",
+    [
+        ('{"id": "a", "question": "Q?"}\n{"image": "x.jpg", "question": "Q?"}\n', r"line 2: record has no id"),
+        ('{"id": "a", "question": "Q?"}\n{"id": "b", "question": "Q?"}\n{"id": "a", "question": "R?"}\n',
+         r"line 3: duplicate id 'a' \(first at line 1\)"),
+        ('{"id": "a", "question": "Q?"}\n{"id": "b", "question": "Q?"}\n{"id": "c", "question": \n', r"line 3: invalid JSON"),
+        ('{"id": "a"}\n', r"line 1 \(id 'a'\): record has neither an image nor a question"),
+        ('{"id": "a/b", "question": "Q?"}\n', r"line 1: id 'a/b' cannot be used as a file name"),
+        ('{"id": "a", "question": 3}\n', r"line 1 \(id 'a'\): question must be a string"),
+        ('[{"id": "a", "question": "Q?"}, 5]', r"record #2: a query record must be a JSON object"),
+        ('{"meta": {"name": "x"}}', r"JSON object without a query list"),
+        ("", r"empty"),
+    ],
+)
+def test_load_manifest_errors_name_file_and_record(tmp_path: Path, content: str, pattern: str) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_text(content)
+    with pytest.raises(ManifestError, match=r"m\.jsonl.*" + pattern):
+        load_manifest(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# conditions
+
+
+def test_resolve_conditions_defaults_and_validation() -> None:
+    default = [c.id for c in resolve_conditions(None)]
+    assert len(default) == 54 and default[0] == "clean"
+    assert len(resolve_conditions(None, joint=True)) == 72
+    assert {c.split("/")[1] for c in default if c.startswith("img/")} == set(IMAGE_OPERATORS)
+    assert {c.split("/")[1] for c in default if c.startswith("txt/")} == set(TEXT_OPERATORS)
+    # any image x text pair, clean always first, duplicates dropped
+    got = [c.id for c in resolve_conditions(["joint/scribble+char_swap/s2", "txt/char_swap", "txt/char_swap"])]
+    assert got == ["clean", "joint/scribble+char_swap/s2", "txt/char_swap"]
+    with pytest.raises(ValueError, match=r"'img/motion_blr/s2'.*did you mean img/motion_blur/s2"):
+        resolve_conditions(["img/motion_blr/s2"])
+    with pytest.raises(ValueError, match=r"no severity s4"):
+        resolve_conditions(["img/motion_blur/s4"])
+    with pytest.raises(ValueError, match=r"unknown text operator 'typo'"):
+        resolve_conditions(["joint/mosaic+typo/s1"])
+    with pytest.raises(ValueError, match=r"(?s)'nonsense'.*valid forms"):
+        resolve_conditions(["nonsense"])
+    # a grid with an extra level makes s4 valid
+    grid = {"motion_blur": {"s4": {"kernel": 31}}}
+    assert resolve_conditions(["img/motion_blur/s4"], grid=run_grid(grid))[1].id == "img/motion_blur/s4"
+
+
+def run_grid(override: dict) -> dict:
+    from snapbench.corruptions.pipeline import resolve_grid
+
+    return resolve_grid(override)
+
+
+# ---------------------------------------------------------------------------------------------
+# the batch run
+
+
+def test_outputs_manifest_and_skips_are_verified_independently(query_set: Path, subset_run: Path) -> None:
+    out = subset_run
+    lines = manifest_lines(out)
+    keyed = by_key(lines)
+    ids = ["q_astro", "q_cat", "q_coffee"]
+    assert len(lines) == len(keyed) == 3 * (1 + len(SUBSET))
+    assert {k[0] for k in keyed} == set(ids)  # the broken query produced nothing ...
+    assert skip_lines(out) == [  # ... and is one skip line naming the file and the problem
+        {"id": "q_broken", "condition": None, "reason": skip_lines(out)[0]["reason"]}
+    ]
+    assert "broken.jpg" in skip_lines(out)[0]["reason"] and "truncated" in skip_lines(out)[0]["reason"]
+
+    records = {r.id: r for r in load_manifest(query_set)}
+    for line in lines:
+        assert tuple(line) == MANIFEST_FIELDS
+        assert line["seed"] == 0
+        f = out / line["path"]
+        assert line["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
+        pixels = cv2.imread(str(f), cv2.IMREAD_UNCHANGED)[..., ::-1]
+        assert (line["width"], line["height"]) == (pixels.shape[1], pixels.shape[0])
+        cond, qid = line["condition"], line["id"]
+        rec = records[qid]
+        if cond != "clean" and not cond.startswith("txt/"):
+            assert line["path"] == f"images/{cond.replace('/', '__')}/{qid}.png"
+
+        if cond == "clean":
+            assert line["path"] == f"images/clean/{qid}.png"
+            assert line["question"] == rec.question and line["image_params"] is None and line["text_params"] is None
+            # the source decoded by Pillow, saved without loss
+            np.testing.assert_array_equal(pixels, np.asarray(Image.open(rec.image).convert("RGB")))
+        elif cond.startswith("img/"):
+            _, op, sev = cond.split("/")
+            expected = corrupt_image(load_image(rec.image), op, int(sev[1:]), seed=0, key=qid)
+            np.testing.assert_array_equal(pixels, expected)
+            assert line["question"] == rec.question and line["image_params"] and line["text_params"] is None
+        elif cond.startswith("txt/"):
+            op = cond.split("/")[1]
+            assert line["question"] == corrupt_text(rec.question, op, entity=rec.entity, seed=0, key=qid)
+            assert line["question"] != rec.question
+            assert line["path"] == keyed[(qid, "clean")]["path"] and line["sha256"] == keyed[(qid, "clean")]["sha256"]
+            assert line["image_params"] is None and line["text_params"]
+        else:  # joint: the image of img/<op>/s<N> and the question of txt/<op>
+            pair, sev = cond.split("/")[1:]
+            img_op, txt_op = pair.split("+")
+            expected = corrupt_image(load_image(rec.image), img_op, int(sev[1:]), seed=0, key=qid)
+            np.testing.assert_array_equal(pixels, expected)
+            assert line["question"] == corrupt_text(rec.question, txt_op, entity=rec.entity, seed=0, key=qid)
+            assert line["image_params"] and line["text_params"]
+    # downscale keeps its small size; joint images equal their single-condition files byte for byte
+    small = keyed[("q_cat", "img/downscale/s3")]
+    assert small["width"] < 128 * 0.1 and small["height"] < 96 * 0.1
+    for qid in ids:
+        assert keyed[(qid, "joint/scribble+char_swap/s1")]["sha256"] == keyed[(qid, "img/scribble/s1")]["sha256"]
+        assert keyed[(qid, "joint/scribble+char_swap/s1")]["question"] == keyed[(qid, "txt/char_swap")]["question"]
+    run = json.loads((out / "run.json").read_text())
+    assert run["seed"] == 0 and run["conditions"] == ["clean"] + SUBSET and "motion_blur" in run["grid"]
+    assert not [p for p in out.rglob("*.tmp")]
+
+
+def test_worker_count_does_not_change_a_single_byte(query_set: Path, subset_run: Path, tmp_path: Path) -> None:
+    out2 = tmp_path / "w2"
+    run_corruption(query_set, out2, seed=0, conditions=SUBSET, workers=2, progress=False)
+    assert file_hashes(out2) == file_hashes(subset_run)
+    assert (out2 / "manifest.jsonl").read_bytes() == (subset_run / "manifest.jsonl").read_bytes()
+    assert (out2 / "skips.jsonl").read_bytes() == (subset_run / "skips.jsonl").read_bytes()
+
+
+def test_seed_changes_random_operators_only(query_set: Path, subset_run: Path, tmp_path: Path) -> None:
+    out1 = tmp_path / "seed1"
+    run_corruption(query_set, out1, seed=1, conditions=SUBSET, progress=False)
+    a, b = by_key(manifest_lines(subset_run)), by_key(manifest_lines(out1))
+    ids = ["q_astro", "q_cat", "q_coffee"]
+    for qid in ids:  # deterministic operators and clean: identical files
+        for cond in ("clean", "img/overexposure/s3", "img/downscale/s3"):
+            assert a[(qid, cond)]["sha256"] == b[(qid, cond)]["sha256"]
+    # random ones: the seed moves the crop / strokes / edited letters for at least one query
+    for cond in ("img/cropping/s2", "img/scribble/s1", "txt/sent_add"):
+        assert any(a[(q, cond)]["sha256"] != b[(q, cond)]["sha256"] or a[(q, cond)]["question"] != b[(q, cond)]["question"]
+                   for q in ids), cond
+        assert any(a[(q, cond)]["image_params"] != b[(q, cond)]["image_params"]
+                   or a[(q, cond)]["text_params"] != b[(q, cond)]["text_params"] for q in ids), cond
+
+
+def test_entity_not_found_skips_text_and_joint_only(tmp_path: Path) -> None:
+    root = tmp_path / "qs"
+    make_query_set(root, bad=False)
+    rows = [json.loads(x) for x in (root / "queries.jsonl").read_text().splitlines()]
+    rows[1]["entity"] = "zebra"  # not in "What kind of cat is this?"
+    (root / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    summary = run_corruption(root / "queries.jsonl", out, conditions=SUBSET, progress=False)
+    skipped = {(s["id"], s["condition"]): s["reason"] for s in skip_lines(out)}
+    text_like = [c for c in SUBSET if not c.startswith("img/")]
+    assert set(skipped) == {("q_cat", c) for c in text_like}
+    assert all("zebra" in r and "not found" in r for r in skipped.values())
+    done = by_key(manifest_lines(out))
+    assert {c for q, c in done if q == "q_cat"} == {"clean"} | {c for c in SUBSET if c.startswith("img/")}
+    assert summary.skipped == len(text_like) and summary.skipped_queries == 0
+    assert summary.written == 3 * (1 + len(SUBSET)) - len(text_like)
+
+
+def test_text_only_and_image_only_queries(tmp_path: Path) -> None:
+    root = tmp_path / "qs"
+    make_query_set(root, bad=False)
+    (root / "q.jsonl").write_text(
+        json.dumps({"id": "t", "question": "What kind of cat is this?", "entity": "cat"}) + "\n"
+        + json.dumps({"id": "i", "image": "imgs/cat.png"}) + "\n"
+    )
+    out = tmp_path / "out"
+    run_corruption(root / "q.jsonl", out, conditions=["img/overexposure/s1", "txt/char_swap"], progress=False)
+    done = by_key(manifest_lines(out))
+    assert done[("t", "txt/char_swap")]["path"] is None and done[("t", "txt/char_swap")]["question"] != "What kind of cat is this?"
+    assert done[("t", "clean")]["path"] is None and done[("i", "clean")]["question"] is None
+    assert done[("i", "img/overexposure/s1")]["question"] is None
+    assert {(s["id"], s["condition"], s["reason"]) for s in skip_lines(out)} == {
+        ("t", "img/overexposure/s1", "query has no image"),
+        ("i", "txt/char_swap", "query has no question"),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# resume and reruns
+
+
+def test_resume_tolerates_a_cut_last_line_and_redoes_damaged_files(query_set: Path, subset_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "resume"
+    run_corruption(query_set, out, seed=0, conditions=SUBSET, progress=False)
+    reference_files, reference_lines = file_hashes(out), sorted((out / "manifest.jsonl").read_text().splitlines())
+    # a kill mid-append leaves half a line; a damaged image must not be trusted
+    raw = (out / "manifest.jsonl").read_bytes()
+    (out / "manifest.jsonl").write_bytes(raw[: len(raw) - 40])
+    cut_line = json.loads(raw.splitlines()[-1])
+    damaged = out / "images" / "img__cropping__s2" / "q_cat.png"
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    (out / "images" / "clean" / ".q_x.png.abc.tmp").write_bytes(b"left by a kill")
+
+    summary = run_corruption(query_set, out, seed=0, conditions=SUBSET, progress=False)
+    assert summary.written == 2  # the cut line's output and the damaged file, nothing else
+    assert summary.reused == 3 * (1 + len(SUBSET)) - 2
+    assert (cut_line["id"], cut_line["condition"]) != ("q_cat", "img/cropping/s2")
+    assert file_hashes(out) == reference_files == file_hashes(subset_run)
+    assert sorted((out / "manifest.jsonl").read_text().splitlines()) == reference_lines
+    assert skip_lines(out) == skip_lines(subset_run)  # skips are retried and recorded again
+
+    # a third run has nothing to do
+    again = run_corruption(query_set, out, seed=0, conditions=SUBSET, progress=False)
+    assert again.written == 0 and again.reused == 3 * (1 + len(SUBSET))
+    # adding conditions to an existing directory only computes the new ones
+    more = run_corruption(query_set, out, seed=0, conditions=SUBSET + ["img/mosaic/s1"], progress=False)
+    assert more.written == 3 and json.loads((out / "run.json").read_text())["conditions"][-1] == "img/mosaic/s1"
+
+
+def test_a_bad_line_inside_the_manifest_is_an_error(query_set: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    run_corruption(query_set, out, conditions=["txt/char_swap"], progress=False)
+    lines = (out / "manifest.jsonl").read_text().splitlines()
+    lines[1] = "{garbage"
+    (out / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"manifest\.jsonl: line 2 is not a valid manifest record"):
+        run_corruption(query_set, out, conditions=["txt/char_swap"], progress=False)
+
+
+def test_other_seed_or_grid_refuses_unless_forced(query_set: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    conds = ["img/cropping/s1", "img/motion_blur/s2"]
+    run_corruption(query_set, out, seed=0, conditions=conds, progress=False)
+    with pytest.raises(RunConfigError, match=r"seed 0 \(this run: 5\).*--force"):
+        run_corruption(query_set, out, seed=5, conditions=conds, progress=False)
+    with pytest.raises(RunConfigError, match=r"different severity grid"):
+        run_corruption(query_set, out, seed=0, conditions=conds, grid={"motion_blur": {"s2": {"kernel": 15}}}, progress=False)
+    (out / "images" / "notes").mkdir()  # not ours: --force must leave it alone
+    forced = run_corruption(query_set, out, seed=5, conditions=conds[:1], force=True, progress=False)
+    fresh = tmp_path / "fresh"
+    run_corruption(query_set, fresh, seed=5, conditions=conds[:1], progress=False)
+    assert forced.reused == 0
+    assert file_hashes(out) == file_hashes(fresh)  # nothing of the seed-0 run survives
+    assert (out / "manifest.jsonl").read_bytes() == (fresh / "manifest.jsonl").read_bytes()
+    assert (out / "images" / "notes").is_dir()
+
+
+# ---------------------------------------------------------------------------------------------
+# streaming
+
+
+def test_streaming_variants_equal_the_written_files(query_set: Path, subset_run: Path) -> None:
+    keyed = by_key(manifest_lines(subset_run))
+    rec = load_manifest(query_set)[1]
+    variants = list(iter_variants(load_image(rec.image), rec.question, key=rec.id, entity=rec.entity, conditions=SUBSET))
+    assert [v.condition for v in variants] == ["clean"] + SUBSET
+    for v in variants:
+        line = keyed[(rec.id, v.condition)]
+        written = cv2.imread(str(subset_run / line["path"]), cv2.IMREAD_UNCHANGED)[..., ::-1]
+        np.testing.assert_array_equal(v.image, written)
+        assert v.question == line["question"]
+        assert v.params.get("image") == line["image_params"] and v.params.get("text") == line["text_params"]
+    by_cond = {v.condition: v for v in variants}
+    assert by_cond["txt/char_swap"].image_from == "clean"
+    assert by_cond["joint/scribble+char_swap/s1"].image_from == "img/scribble/s1"
+    assert by_cond["joint/scribble+char_swap/s1"].text_from == "txt/char_swap"
+
+    skips: list[dict] = []
+    pairs = list(stream_corruptions(query_set, conditions=SUBSET, skips=skips))
+    assert len(pairs) == 3 * (1 + len(SUBSET))
+    assert [s["id"] for s in skips] == ["q_broken"] and skips[0]["condition"] is None
+    for r, v in pairs:
+        assert v.question == keyed[(r.id, v.condition)]["question"]
+
+
+def test_iter_variants_errors_raise_or_skip() -> None:
+    img = np.zeros((32, 32, 3), np.uint8)
+    with pytest.raises(ValueError, match=r"query 'k'.*txt/char_swap.*zebra"):
+        list(iter_variants(img, "What cat is this?", key="k", entity="zebra", conditions=["txt/char_swap"]))
+    got = list(iter_variants(img, "What cat is this?", key="k", entity="zebra", conditions=["txt/char_swap"], errors="skip"))
+    assert [v.condition for v in got] == ["clean"]
