@@ -22,6 +22,7 @@ from snapbench.corruptions.image import (
     corrupt_image_with_params,
     get_image_operator,
 )
+from snapbench.corruptions.image.add import ui_regions
 
 REMOVE = ("cropping", "downscale")
 ADD = ("watermark", "mosaic", "scribble", "ui_elements")
@@ -320,6 +321,10 @@ def test_ui_elements_stay_in_their_bars(photos):
             zone = (rows < status + address) | (rows >= H - nav)
             zone = zone | ((rows - cy) ** 2 + (cols - cx) ** 2 <= (rad + max(1, rad // 8) + 2) ** 2)
         assert not changed[~zone].any(), s
+        reported = np.zeros((H, W), bool)
+        for t, l, h, w in ui_regions((H, W), r.params):
+            reported[max(t, 0) : t + h, max(l, 0) : l + w] = True
+        assert not changed[~reported].any(), s
         assert changed[:status].mean() > 0.9  # the status bar is drawn over the full width
         if s >= 2:
             assert changed[H - nav :].mean() > 0.9
