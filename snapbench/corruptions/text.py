@@ -1,5 +1,606 @@
-"""(placeholder: the 8 text operators are being written)"""
+"""The eight text operators (SPEC §4), the entity finder and the text-operator registry.
+
+Every operator edits the *entity* of the question (given per query, located by :func:`find_entity`)
+or, at sentence level, the question around it:
+
+========  ============  ======================================================================
+level     operator      edit (example on "What kind of fish is this?", entity "fish")
+========  ============  ======================================================================
+char      char_add      insert one random letter strictly inside an entity word: "fiish"
+char      char_delete   delete one letter of an entity word that has >= 2 letters: "fsh"
+char      char_change   replace one letter by a QWERTY neighbour, keeping case: "gish"
+char      char_swap     transpose one adjacent pair of different letters: "ifsh"
+word      word_repeat   repeat the entity span once: "fish fish"
+word      word_swap     swap the entity span with its left or right neighbour word (seeded)
+sentence  sent_add      add an unrelated everyday sentence before or after (seeded)
+sentence  sent_replace  replace the question by a generic one with the same question word
+========  ============  ======================================================================
+
+Decisions (documented here because they change outputs):
+
+* **Entity matching** (:func:`find_entity`): case-insensitive, on whole words, in three stages --
+  exact phrase, then plural/stem forms (fish/fishes, berry/berries, knife/knives, leaf/leaves,
+  irregulars such as mouse/mice; both directions), then, for a multi-word entity, its last word
+  (exact, then plural).  The leftmost match of the first stage that matches wins.  Hyphens and
+  possessive ``'s`` are word boundaries ("shirt" is found in "t-shirt", "fish" in "fish's"); other
+  apostrophes join words ("don" is not in "don't").  In scripts written without spaces (CJK, kana,
+  Thai) a match needs no word boundary.  Whitespace inside the entity matches any whitespace run.
+  Positions are code-point offsets into the text exactly as given (no Unicode normalisation).
+* **No entity** (``entity=None`` or blank): the entity is the last word of the text that is not a
+  stopword (question words, auxiliaries, pronouns, determiners, prepositions, "kind/type/name",
+  "taken/made/..."; see :data:`~snapbench.corruptions.text_data.STOPWORDS`) and contains a letter.
+  An entity that is given but not found raises :class:`EntityNotFoundError`; so does a text with
+  no candidate word when none is given.  All operators resolve the entity, including the sentence
+  ones, so a query with a bad entity is skipped consistently across the eight text conditions.
+* **Char operators** act on the letter runs inside the entity span (a multi-word entity offers all
+  of its words); the position is drawn uniformly over all admissible positions.  ``char_add``
+  inserts between two letters of a run (positions 1..len-1, so first and last letters stay); only
+  when no run has two letters (a one-letter entity such as "X" or "鱼") may it insert before or
+  after the letter.  The inserted letter is a-z, upper-case when the letters on both sides of the
+  insertion point are upper-case.  ``char_change`` edits only letters whose base letter (accents
+  stripped, NFD) is a-z; a precomposed "é" becomes a neighbour of "e" (the accent goes with the
+  key), while a separate combining mark stays in place (one code point is substituted either way).
+  ``char_swap`` transposes the two characters literally ("Fish" -> "iFsh") so the edit is exactly
+  one Damerau transposition; "different" is judged case-insensitively.
+* **word_swap**: words are runs of letters/digits joined by internal apostrophes; a character of a
+  no-space script is one word.  Only the two words move; everything between and around them
+  (spaces, punctuation) stays in place.  Side is drawn 50/50 when both neighbours exist and both
+  swaps change the text.
+* **word_repeat** inserts ``" " + span`` after the span (no space in no-space scripts).
+* **sent_add**: side drawn 50/50.  "before" inserts at the start of the text.  "after" appends at
+  the end -- unless the text ends with a question mark, which must stay last: then the sentence
+  goes immediately before the final question sentence (for a one-sentence question this equals
+  "before").  ``params["placement"]`` records where it went.
+* **sent_replace** replaces the final sentence (the question; earlier context sentences are kept)
+  by the first generic form for its question word (the first of what/which/who/.../how found in
+  it, "how much/many/old/big/long" kept as a unit, "what" when none) that differs from the
+  original, compared case-insensitively and ignoring spacing and final punctuation.
+* Every corrupted text differs from the clean one.  The operator runs with
+  ``text_rng(seed, key, operator, attempt)`` for attempt = 0, 1, ... :data:`MAX_ATTEMPTS`-1 until
+  the output differs; an operator that has no admissible edit at all (``char_swap`` on "aa")
+  raises :class:`TextCorruptionError` at once, and a deterministic operator (``random=False``) gets
+  one attempt, as a retry would repeat it.  No whitespace is normalised anywhere.
+
+Randomness: ``char_*``, ``word_swap`` and ``sent_add`` draw from the generator; ``word_repeat`` and
+``sent_replace`` are deterministic.  Only instance-local generators from
+:func:`snapbench.seeding.text_rng` are used, so outputs depend on (text, entity, seed, key,
+operator) alone -- not on the process, call order or thread.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..conditions import TEXT_OPERATORS
+from ..seeding import text_rng
+from .text_data import (
+    GENERIC_QUESTIONS,
+    HOW_QUANTIFIERS,
+    IRREGULAR_PLURALS,
+    QUESTION_WORDS,
+    QWERTY_NEIGHBOURS,
+    SENTENCE_POOL,
+    STOPWORDS,
+)
+
+__all__ = [
+    "TEXT_OPERATORS",
+    "MAX_ATTEMPTS",
+    "CorruptedText",
+    "TextCorruptionError",
+    "EntityNotFoundError",
+    "TextOperatorFn",
+    "corrupt_text",
+    "corrupt_text_with_params",
+    "find_entity",
+    "register_text_operator",
+    "get_text_operator",
+    "text_operators",
+]
+
+MAX_ATTEMPTS = 10
+
+Span = tuple[int, int]
+TextOperatorFn = Callable[[str, Span, "np.random.Generator | None"], tuple[str, dict[str, Any]]]
+"""A text operator: ``fn(text, (start, end) of the entity, rng) -> (new_text, params)``; ``rng`` is
+``None`` only for operators registered with ``random=False``."""
 
 
-def corrupt_text(text, operator, *, entity=None, seed=0, key=""):
-    raise NotImplementedError
+class TextCorruptionError(ValueError):
+    """The operator could not produce a text that differs from the input."""
+
+
+class EntityNotFoundError(ValueError):
+    """The entity is not in the question (or, with no entity given, no candidate word is)."""
+
+
+@dataclass(frozen=True)
+class CorruptedText:
+    """A corrupted question, the operator that made it and the JSON-serialisable edit description.
+
+    ``params`` always has ``entity``, ``entity_span`` ([start, end) in the *clean* text),
+    ``entity_match`` (exact / plural / last_word / last_word_plural / fallback) and ``attempt``,
+    plus the operator's own keys (positions refer to the clean text unless named ``*_new``).
+    """
+
+    text: str
+    operator: str
+    params: dict[str, Any]
+
+
+# --------------------------------------------------------------------------------------------
+# Character classes
+
+
+# Scripts written without spaces between words: a match there needs no word boundary and every
+# character counts as a word for word_swap.
+_NOSPACE_RANGES = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_NOSPACE_RE = re.compile(f"[{_NOSPACE_RANGES}]")
+_WORD_RE = re.compile(f"[{_NOSPACE_RANGES}]|[^\\W_{_NOSPACE_RANGES}]+(?:['’][^\\W_{_NOSPACE_RANGES}]+)*")
+_POSSESSIVE_RE = re.compile(r"['’][sS]$")
+_POSSESSIVE_AFTER_RE = re.compile(r"['’][sS](?![^\W_])")
+_QMARKS = "?？"
+_SENT_BOUNDARY_RE = re.compile(r"[.!?…]+[\"'”’)\]]*\s+|[。！？]+\s*")
+_TERMINATORS = ".!?。！？…"
+
+
+def _is_word_char(ch: str) -> bool:
+    # Combining marks belong to the letter before them ("cafe" + U+0301 is one word).
+    return ch.isalnum() or unicodedata.category(ch)[0] == "M"
+
+
+def _nospace(ch: str) -> bool:
+    return _NOSPACE_RE.match(ch) is not None
+
+
+def _left_ok(text: str, s: int) -> bool:
+    if s == 0:
+        return True
+    prev = text[s - 1]
+    return not _is_word_char(prev) or _nospace(prev) or _nospace(text[s])
+
+
+def _right_ok(text: str, e: int) -> bool:
+    if e >= len(text):
+        return True
+    nxt = text[e]
+    if _nospace(nxt) or _nospace(text[e - 1]):
+        return True
+    if _is_word_char(nxt):
+        return False
+    if nxt in "'’" and e + 1 < len(text) and _is_word_char(text[e + 1]):
+        # Only a possessive 's ends the word; "don't" does not contain "don".
+        return text[e + 1] in "sS" and (e + 2 >= len(text) or not _is_word_char(text[e + 2]))
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# Entity finder
+
+
+def _plural_forms(w: str) -> set[str]:
+    forms = {w + "s", w + "es"}
+    if len(w) >= 2 and w.endswith("y") and w[-2] not in "aeiou":
+        forms.add(w[:-1] + "ies")
+    if w.endswith("fe"):
+        forms.add(w[:-2] + "ves")
+    elif w.endswith("f"):
+        forms.add(w[:-1] + "ves")
+    if w in IRREGULAR_PLURALS:
+        forms.add(IRREGULAR_PLURALS[w])
+    return forms
+
+
+_IRREGULAR_SINGULARS = {pl: sg for sg, pl in IRREGULAR_PLURALS.items()}
+
+
+def _singular_forms(w: str) -> set[str]:
+    forms: set[str] = set()
+    if len(w) > 3 and w.endswith("ies"):
+        forms.add(w[:-3] + "y")
+    if len(w) > 3 and w.endswith("ves"):
+        forms.update((w[:-3] + "f", w[:-3] + "fe"))
+    if len(w) > 2 and w.endswith("es"):
+        forms.add(w[:-2])
+    if len(w) > 1 and w.endswith("s") and not w.endswith("ss"):
+        forms.add(w[:-1])
+    if w in _IRREGULAR_SINGULARS:
+        forms.add(_IRREGULAR_SINGULARS[w])
+    return forms
+
+
+def _word_pattern(word: str, plural: bool) -> str:
+    w = word.lower()
+    forms = {w} | (_plural_forms(w) | _singular_forms(w) if plural else set())
+    # Longest first so "fishes" wins over "fish" at the same position.
+    return "(?:" + "|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f))) + ")"
+
+
+@functools.lru_cache(maxsize=4096)
+def _entity_regex(words: tuple[str, ...], plural: bool) -> re.Pattern[str]:
+    # Cached: a query set repeats each entity across the eight operators.
+    return re.compile(r"\s+".join(_word_pattern(w, plural) for w in words), re.IGNORECASE)
+
+
+def _search(text: str, words: list[str], plural: bool) -> Span | None:
+    pattern = _entity_regex(tuple(words), plural)
+    pos = 0
+    while (m := pattern.search(text, pos)) is not None:
+        s, e = m.span()
+        if e > s and _left_ok(text, s) and _right_ok(text, e):
+            return s, e
+        pos = s + 1
+    return None
+
+
+def _fallback_entity(text: str) -> Span | None:
+    best: Span | None = None
+    for m in _WORD_RE.finditer(text):
+        s, e = m.span()
+        word = m.group()
+        if (pm := _POSSESSIVE_RE.search(word)) is not None:
+            e = s + pm.start()
+            word = word[: pm.start()]
+        if word.lower().replace("’", "'").replace("'", "") in STOPWORDS or not any(c.isalpha() for c in word):
+            continue
+        best = (s, e)
+    return best
+
+
+def _locate(text: str, entity: str | None) -> tuple[int, int, str]:
+    if not isinstance(text, str):
+        raise TypeError(f"question must be a str, got {type(text).__name__}")
+    if entity is not None and not isinstance(entity, str):
+        raise TypeError(f"entity must be a str or None, got {type(entity).__name__}")
+    return _locate_cached(text, entity)
+
+
+# The eight operators of one query look up the same (question, entity): cache the span.
+@functools.lru_cache(maxsize=1024)
+def _locate_cached(text: str, entity: str | None) -> tuple[int, int, str]:
+    if entity is None or not entity.strip():
+        span = _fallback_entity(text)
+        if span is None:
+            raise EntityNotFoundError(
+                f"no entity given and no candidate entity word (non-stopword) in question {text!r}"
+            )
+        return span[0], span[1], "fallback"
+    words = entity.split()
+    stages: list[tuple[list[str], bool, str]] = [(words, False, "exact"), (words, True, "plural")]
+    if len(words) > 1:
+        stages += [(words[-1:], False, "last_word"), (words[-1:], True, "last_word_plural")]
+    for ws, plural, how in stages:
+        if (span := _search(text, ws, plural)) is not None:
+            return span[0], span[1], how
+    raise EntityNotFoundError(
+        f"entity {entity!r} not found in question {text!r} "
+        "(tried exact, plural/stem and last-word matching)"
+    )
+
+
+def find_entity(text: str, entity: str | None) -> tuple[int, int]:
+    """Return the ``(start, end)`` character span of ``entity`` in ``text``.
+
+    Matching is case-insensitive on whole words: exact phrase first, then plural/stem forms
+    (either side may be the plural), then -- for a multi-word entity -- its last word; the leftmost
+    match of the first successful stage is returned.  With ``entity=None`` (or blank) the last
+    non-stopword word of the text is used.  Raises :class:`EntityNotFoundError` (a ``ValueError``)
+    naming the entity and the question when nothing matches.
+    """
+    s, e, _ = _locate(text, entity)
+    return s, e
+
+
+# --------------------------------------------------------------------------------------------
+# Registry
+
+
+_REGISTRY: dict[str, TextOperatorFn] = {}
+_DETERMINISTIC: set[str] = set()  # operators registered with random=False
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+def register_text_operator(
+    name: str, *, replace: bool = False, random: bool = True
+) -> Callable[[TextOperatorFn], TextOperatorFn]:
+    """Decorator registering ``fn(text, span, rng) -> (new_text, params)`` as text operator ``name``.
+
+    ``span`` is the entity's ``(start, end)``; ``rng`` a seeded ``numpy.random.Generator`` (one per
+    attempt); ``params`` must be JSON-serialisable.  Returning ``text`` unchanged makes the caller
+    retry with the next attempt's generator; raise :class:`TextCorruptionError` when no edit is
+    possible at all.  An operator that draws nothing is registered with ``random=False``: it gets
+    ``rng=None`` (deriving a generator costs more than most edits) and a single attempt, since a
+    retry would give the same output.  Re-registering a name needs ``replace=True``.
+    """
+    if not _NAME_RE.match(name):
+        raise ValueError(f"text operator name {name!r} must match [A-Za-z0-9_.-]+ (it appears in condition ids)")
+
+    def _register(fn: TextOperatorFn) -> TextOperatorFn:
+        if name in _REGISTRY and not replace:
+            raise ValueError(f"text operator {name!r} is already registered (pass replace=True)")
+        _REGISTRY[name] = fn
+        if random:
+            _DETERMINISTIC.discard(name)
+        else:
+            _DETERMINISTIC.add(name)
+        return fn
+
+    return _register
+
+
+def get_text_operator(name: str) -> TextOperatorFn:
+    """The registered function for ``name``; ``ValueError`` listing the known names otherwise."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown text operator {name!r}; known: {', '.join(text_operators())}") from None
+
+
+def text_operators() -> tuple[str, ...]:
+    """Registered operator names: the eight built-ins in SPEC order, then user operators."""
+    return tuple(n for n in TEXT_OPERATORS if n in _REGISTRY) + tuple(
+        sorted(n for n in _REGISTRY if n not in TEXT_OPERATORS)
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Public entry points
+
+
+def corrupt_text_with_params(
+    text: str, operator: str, *, entity: str | None = None, seed: int = 0, key: str = ""
+) -> CorruptedText:
+    """Apply text ``operator`` to ``text`` and return the result with the edit's parameters.
+
+    Deterministic in (text, entity, seed, key, operator).  Raises :class:`EntityNotFoundError`
+    when the entity cannot be located and :class:`TextCorruptionError` when no differing output
+    is produced within :data:`MAX_ATTEMPTS` attempts; both are ``ValueError`` and name the query
+    ``key`` when one is given.
+    """
+    fn = get_text_operator(operator)
+    where = f"query {key!r}: " if key else ""
+    try:
+        s, e, how = _locate(text, entity)
+    except EntityNotFoundError as exc:
+        raise EntityNotFoundError(f"{where}{exc}") from None
+    deterministic = operator in _DETERMINISTIC
+    attempts = 1 if deterministic else MAX_ATTEMPTS
+    for attempt in range(attempts):
+        rng = None if deterministic else text_rng(seed, key, operator, attempt)
+        try:
+            new_text, params = fn(text, (s, e), rng)  # type: ignore[arg-type]
+        except TextCorruptionError as exc:
+            raise TextCorruptionError(f"{where}{operator} on {text!r}: {exc}") from None
+        if not isinstance(new_text, str) or not isinstance(params, dict):
+            raise TypeError(f"text operator {operator!r} must return (str, dict), got {type(new_text).__name__}")
+        if new_text != text:
+            head = {"entity": text[s:e], "entity_span": [s, e], "entity_match": how}
+            return CorruptedText(new_text, operator, {**head, **params, "attempt": attempt})
+    raise TextCorruptionError(
+        f"{where}{operator} left question {text!r} unchanged in {attempts} attempt(s)"
+    )
+
+
+def corrupt_text(text: str, operator: str, *, entity: str | None = None, seed: int = 0, key: str = "") -> str:
+    """The corrupted question (see :func:`corrupt_text_with_params`)."""
+    return corrupt_text_with_params(text, operator, entity=entity, seed=seed, key=key).text
+
+
+# --------------------------------------------------------------------------------------------
+# Character operators
+
+
+def _letter_runs(text: str, span: Span) -> list[Span]:
+    """Maximal runs of letters (with their combining marks) inside ``span``."""
+    runs: list[Span] = []
+    start = None
+    for i in range(span[0], span[1]):
+        ch = text[i]
+        inside = ch.isalpha() or (start is not None and unicodedata.category(ch)[0] == "M")
+        if inside and start is None:
+            start = i
+        elif not inside and start is not None:
+            runs.append((start, i))
+            start = None
+    if start is not None:
+        runs.append((start, span[1]))
+    return runs
+
+
+def _pick(rng: np.random.Generator, n: int) -> int:
+    # floor(u * n) with a 53-bit uniform u: uniform for any n we use, and ~3x cheaper than
+    # rng.integers(n) (which dominates a single edit otherwise).
+    return int(rng.random() * n)
+
+
+def _no_edit(text: str, span: Span, why: str) -> TextCorruptionError:
+    return TextCorruptionError(f"cannot edit entity {text[span[0]:span[1]]!r}: {why}")
+
+
+@register_text_operator("char_add")
+def _char_add(text: str, span: Span, rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
+    runs = _letter_runs(text, span)
+    positions = [p for a, b in runs for p in range(a + 1, b)]
+    if not positions:  # only one-letter words: before or after the letter is all there is
+        positions = [p for a, b in runs for p in (a, b)]
+    if not positions:
+        raise _no_edit(text, span, "it has no letter")
+    pos = positions[_pick(rng, len(positions))]
+    letter = chr(ord("a") + _pick(rng, 26))
+    left = text[pos - 1] if pos > span[0] and text[pos - 1].isalpha() else ""
+    right = text[pos] if pos < span[1] and text[pos].isalpha() else ""
+    sides = left + right
+    if sides and all(c.isupper() for c in sides):
+        letter = letter.upper()
+    return text[:pos] + letter + text[pos:], {"position": pos, "inserted": letter}
+
+
+@register_text_operator("char_delete")
+def _char_delete(text: str, span: Span, rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
+    positions = [p for a, b in _letter_runs(text, span) if b - a >= 2 for p in range(a, b) if text[p].isalpha()]
+    if not positions:
+        raise _no_edit(text, span, "no word with two letters (a word must keep one)")
+    pos = positions[_pick(rng, len(positions))]
+    return text[:pos] + text[pos + 1 :], {"position": pos, "deleted": text[pos]}
+
+
+def _base_letter(ch: str) -> str:
+    return unicodedata.normalize("NFD", ch)[0].lower()
+
+
+@register_text_operator("char_change")
+def _char_change(text: str, span: Span, rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
+    positions = [p for p in range(span[0], span[1]) if text[p].isalpha() and _base_letter(text[p]) in QWERTY_NEIGHBOURS]
+    if not positions:
+        raise _no_edit(text, span, "no letter a-z (with or without accent) on a QWERTY key")
+    pos = positions[_pick(rng, len(positions))]
+    original = text[pos]
+    neighbours = QWERTY_NEIGHBOURS[_base_letter(original)]
+    new = neighbours[_pick(rng, len(neighbours))]
+    if original.isupper():
+        new = new.upper()
+    return text[:pos] + new + text[pos + 1 :], {"position": pos, "original": original, "replacement": new}
+
+
+@register_text_operator("char_swap")
+def _char_swap(text: str, span: Span, rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
+    positions = [
+        p
+        for a, b in _letter_runs(text, span)
+        for p in range(a, b - 1)
+        if text[p].isalpha() and text[p + 1].isalpha() and text[p].casefold() != text[p + 1].casefold()
+    ]
+    if not positions:
+        raise _no_edit(text, span, "no adjacent pair of different letters")
+    pos = positions[_pick(rng, len(positions))]
+    new = text[:pos] + text[pos + 1] + text[pos] + text[pos + 2 :]
+    return new, {"position": pos, "pair": text[pos : pos + 2]}
+
+
+# --------------------------------------------------------------------------------------------
+# Word operators
+
+
+@register_text_operator("word_repeat", random=False)
+def _word_repeat(text: str, span: Span, rng: np.random.Generator | None) -> tuple[str, dict[str, Any]]:
+    s, e = span
+    sep = "" if _nospace(text[e - 1]) else " "
+    new = text[:e] + sep + text[s:e] + text[e:]
+    return new, {"inserted_span_new": [e + len(sep), e + len(sep) + (e - s)], "separator": sep}
+
+
+def _neighbours(text: str, span: Span) -> dict[str, Span]:
+    s, e = span
+    out: dict[str, Span] = {}
+    left = None
+    for m in _WORD_RE.finditer(text, 0, s):
+        left = m.span()
+    if left is not None:
+        out["left"] = left
+    # A possessive 's belongs to the entity's word, not to its right neighbour.
+    if (pm := _POSSESSIVE_AFTER_RE.match(text, e)) is not None:
+        e = pm.end()
+    if (m := _WORD_RE.search(text, e)) is not None:
+        out["right"] = m.span()
+    return out
+
+
+@register_text_operator("word_swap")
+def _word_swap(text: str, span: Span, rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
+    s, e = span
+    ent = text[s:e]
+    options = {side: sp for side, sp in _neighbours(text, span).items() if text[sp[0] : sp[1]] != ent}
+    if not options:
+        raise _no_edit(text, span, "no neighbouring word that differs from it")
+    if len(options) == 1:
+        (side,) = options
+    else:
+        side = "left" if rng.random() < 0.5 else "right"
+    a, b = options[side]
+    if side == "left":
+        new = text[:a] + ent + text[b:s] + text[a:b] + text[e:]
+    else:
+        new = text[:s] + text[a:b] + text[e:a] + ent + text[b:]
+    return new, {"side": side, "neighbour": text[a:b], "neighbour_span": [a, b]}
+
+
+# --------------------------------------------------------------------------------------------
+# Sentence operators
+
+
+def _last_sentence_start(text: str) -> int:
+    """Start of the final sentence (the question): after the last sentence boundary before it."""
+    body_end = len(text.rstrip())
+    question_end = len(text[:body_end].rstrip(_TERMINATORS))
+    start = len(text) - len(text.lstrip())
+    for m in _SENT_BOUNDARY_RE.finditer(text, 0, question_end):
+        if m.end() < question_end:
+            start = m.end()
+    return start
+
+
+@register_text_operator("sent_add")
+def _sent_add(text: str, span: Span, rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
+    index = _pick(rng, len(SENTENCE_POOL))
+    sentence = SENTENCE_POOL[index]
+    side = "before" if rng.random() < 0.5 else "after"
+    body_end = len(text.rstrip())
+    if side == "before":
+        pos = len(text) - len(text.lstrip())
+        placement = "start"
+    elif text[:body_end].endswith(tuple(_QMARKS)):
+        pos = _last_sentence_start(text)
+        placement = "before_question"
+    else:
+        pos = body_end
+        placement = "end"
+    if placement == "end":
+        new = text[:pos] + " " + sentence + text[pos:]
+    else:
+        new = text[:pos] + sentence + " " + text[pos:]
+    return new, {
+        "side": side,
+        "placement": placement,
+        "position": pos,
+        "sentence_index": index,
+        "sentence": sentence,
+    }
+
+
+def _question_word(question: str) -> str:
+    words = [m.group().lower().replace("’", "'").split("'")[0] for m in _WORD_RE.finditer(question)]
+    for i, w in enumerate(words):
+        if w in QUESTION_WORDS:
+            if w == "how" and i + 1 < len(words) and words[i + 1] in HOW_QUANTIFIERS:
+                return f"how {words[i + 1]}"
+            return w
+    return "what"
+
+
+def _norm_question(q: str) -> str:
+    return " ".join(q.casefold().replace("’", "'").split()).rstrip(_TERMINATORS + " ")
+
+
+@register_text_operator("sent_replace", random=False)
+def _sent_replace(text: str, span: Span, rng: np.random.Generator | None) -> tuple[str, dict[str, Any]]:
+    start = _last_sentence_start(text)
+    end = len(text.rstrip())
+    question = text[start:end]
+    qword = _question_word(question)
+    forms = GENERIC_QUESTIONS[qword]
+    for i, form in enumerate(forms):
+        if _norm_question(form) != _norm_question(question):
+            new = text[:start] + form + text[end:]
+            return new, {
+                "question_word": qword,
+                "replaced_span": [start, end],
+                "replacement": form,
+                "form_index": i,
+            }
+    raise TextCorruptionError(f"sent_replace: every generic {qword!r} question equals {question!r}")
