@@ -28,6 +28,7 @@ app.command("conditions")(conditions)
 # --- commands registered by feature modules (one line each) -----------------------------------
 from .commands.corrupt import corrupt as _corrupt; app.command("corrupt")(_corrupt)  # noqa: E402,E702
 from .commands.preview import preview as _preview; app.command("preview")(_preview)  # noqa: E402,E702
+from .commands.moor import moor as _moor; app.command("moor")(_moor)  # noqa: E402,E702
 # ------------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,151 @@
+"""`snapbench moor`: MOOR fusion of embeddings or path scores into a SCORES_DIR (or TREC runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+_EPILOG = (
+    "Inputs, one of:\n\n"
+    "* --q-image --q-text --g-image --g-text: embeddings, .npy or .safetensors (file.safetensors#key; "
+    "needs snapbench\\[safetensors]). A .npy gallery is streamed from disk.\n\n"
+    "* --paths-dir DIR: four path score matrices per condition, DIR/<cond>.II.npy .TT.npy .IT.npy .TI.npy "
+    "or DIR/II/<cond>.npy ... (each sub-folder a SCORES_DIR), plus query_ids.txt and gallery_ids.txt.\n\n"
+    "Output: --out OUT is a SCORES_DIR that `snapbench evaluate` reads: OUT/<cond>.npy fused scores (Q x N) "
+    "or, with --topk K, OUT/<cond>.trec TREC runs; OUT/query_ids.txt, OUT/gallery_ids.txt; per-query weights "
+    "in OUT/moor_weights/<cond>.csv (query_id, w_II, w_TT, w_IT, w_TI, r_TT, r_IT, r_TI, text_share, fallback).\n\n"
+    "Example: snapbench moor --q-image qI.npy --q-text qT.npy --g-image gI.npy --g-text gT.npy --out fused/"
+)
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(code=2)
+
+
+def moor(
+    out: Path = typer.Option(..., "--out", "-o", help="Output SCORES_DIR (created if missing)."),
+    q_image: Optional[Path] = typer.Option(None, "--q-image", help="Query image embeddings (Q x d)."),
+    q_text: Optional[Path] = typer.Option(None, "--q-text", help="Query text embeddings (Q x d)."),
+    g_image: Optional[Path] = typer.Option(None, "--g-image", help="Gallery image embeddings (N x d)."),
+    g_text: Optional[Path] = typer.Option(None, "--g-text", help="Gallery text (caption) embeddings (N x d)."),
+    paths_dir: Optional[Path] = typer.Option(None, "--paths-dir", help="Folder of path score matrices (see below)."),
+    condition: str = typer.Option("clean", "--condition", help="Condition name for embedding input (output file stem)."),
+    query_ids: Optional[Path] = typer.Option(None, "--query-ids", help="query_ids.txt (default: from --paths-dir, else q0, q1, ...)."),
+    gallery_ids: Optional[Path] = typer.Option(None, "--gallery-ids", help="gallery_ids.txt (default: from --paths-dir, else g0, g1, ...)."),
+    no_whiten: bool = typer.Option(False, "--no-whiten", help="Skip gallery-side whitening (only L2-normalise)."),
+    gate: str = typer.Option("bell", "--gate", help="Gate: bell, linear, sigmoid, inverse_bell, pure_r2, none."),
+    topk: Optional[int] = typer.Option(None, "--topk", min=1, help="Write a top-K TREC run per condition instead of dense scores."),
+    chunk_size: int = typer.Option(8192, "--chunk-size", min=1, help="Gallery rows per chunk (streaming fit and top-k)."),
+    ann: bool = typer.Option(False, "--ann", help="With --topk: FAISS HNSW approximate search (pip install snapbench\\[ann])."),
+    dtype: str = typer.Option("float64", "--dtype", help="float64 (exact) or float32 (faster scoring)."),
+    weights_format: str = typer.Option("csv", "--weights-format", help="csv (with query ids) or npy (Q x 4)."),
+    fusion_eps: float = typer.Option(1e-6, "--fusion-eps", help="Σw below this falls back to s_II."),
+) -> None:
+    """Apply MOOR (whitening, four paths, Bell gate, variance weights) to embeddings or path scores."""
+    import numpy as np
+
+    from ..fusion import MOORIndex, moor_from_scores, write_trec_run
+    from ..fusion.gates import get_gate
+    from ..fusion.io import find_path_conditions, load_matrix, load_path_scores, read_ids, write_ids, write_weights
+    from ..fusion.search import topk as dense_topk
+
+    emb = [q_image, q_text, g_image, g_text]
+    if paths_dir is not None and any(e is not None for e in emb):
+        _fail("give either --paths-dir or the four embedding files, not both")
+    if paths_dir is None and not all(e is not None for e in emb):
+        missing = [n for n, e in zip(("--q-image", "--q-text", "--g-image", "--g-text"), emb) if e is None]
+        _fail(f"missing {', '.join(missing)} (or use --paths-dir)")
+    if ann and topk is None:
+        _fail("--ann needs --topk K")
+    if weights_format not in ("csv", "npy"):
+        _fail(f"--weights-format must be csv or npy, got {weights_format!r}")
+    if dtype not in ("float32", "float64"):
+        _fail(f"--dtype must be float32 or float64, got {dtype!r}")
+    try:
+        get_gate(gate)
+    except ValueError as exc:
+        _fail(f"--gate: {exc}")
+    if "/" in condition:
+        condition = condition.replace("/", "__")
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "moor_weights").mkdir(exist_ok=True)
+
+    def ids_or_default(path: Optional[Path], fallback_dir: Optional[Path], fname: str, n: int, prefix: str, what: str) -> list[str]:
+        src = path
+        if src is None and fallback_dir is not None:
+            for cand in (fallback_dir / fname, fallback_dir / "II" / fname):
+                if cand.exists():
+                    src = cand
+                    break
+        if src is None:
+            return [f"{prefix}{i}" for i in range(n)]
+        ids = read_ids(src, what)
+        if len(ids) != n:
+            raise ValueError(f"{what}: {src} has {len(ids)} ids, the scores have {n} {'rows' if prefix == 'q' else 'columns'}")
+        return ids
+
+    def write_result(cond: str, res, qids: list[str], gids: list[str], top=None) -> None:
+        if top is not None:
+            write_trec_run(out / f"{cond}.trec", top, qids, gids, run_name=f"moor-{gate}")
+        else:
+            np.save(out / f"{cond}.npy", res.scores)
+        wpath = out / "moor_weights" / f"{cond}.{weights_format}"
+        write_weights(wpath, res.weights, res.correlations, res.text_share, res.fallback, qids)
+
+    try:
+        if paths_dir is not None:
+            conds = find_path_conditions(paths_dir)
+            qids = gids = None
+            for cond, files in sorted(conds.items()):
+                ps = load_path_scores(files, condition=cond)
+                Q, N = ps["II"].shape
+                if qids is None:
+                    qids = ids_or_default(query_ids, paths_dir, "query_ids.txt", Q, "q", "query ids")
+                    gids = ids_or_default(gallery_ids, paths_dir, "gallery_ids.txt", N, "g", "gallery ids")
+                if (Q, N) != (len(qids), len(gids)):
+                    raise ValueError(f"condition {cond!r}: scores are {Q} x {N}, ids give {len(qids)} x {len(gids)}")
+                res = moor_from_scores(ps["II"], ps["TT"], ps["IT"], ps["TI"], gate=gate, fusion_eps=fusion_eps)
+                top = dense_topk(res.scores, topk) if topk is not None else None
+                write_result(cond, res, qids, gids, top)
+                typer.echo(f"{cond}: {Q} queries x {N} gallery, mean text share {res.text_share.mean():.4f}, "
+                           f"fallback {int(res.fallback.sum())}")
+        else:
+            assert q_image and q_text and g_image and g_text
+            qI = load_matrix(q_image, "--q-image")
+            qT = load_matrix(q_text, "--q-text")
+            is_npy = g_image.suffix == ".npy" and g_text.suffix == ".npy"
+            index = MOORIndex(
+                whiten=not no_whiten, gate=gate, fusion_eps=fusion_eps, dtype=dtype, chunk_size=chunk_size,
+                keep_gallery=None if not is_npy else topk is None,
+            )
+            if is_npy:
+                index.fit(str(g_image), str(g_text))  # streamed from disk
+            else:
+                index.fit(load_matrix(g_image, "--g-image"), load_matrix(g_text, "--g-text"))
+            qids = ids_or_default(query_ids, None, "query_ids.txt", qI.shape[0], "q", "query ids")
+            gids = ids_or_default(gallery_ids, None, "gallery_ids.txt", index.n_gallery, "g", "gallery ids")
+            if topk is not None:
+                if ann:
+                    index.build_ann("hnsw")
+                t = index.topk(qI, qT, topk, ann=ann)
+                from ..fusion.search import TopK
+
+                write_result(condition, t.result, qids, gids, TopK(t.indices, t.scores))
+                res = t.result
+            else:
+                res = index.query(qI, qT)
+                write_result(condition, res, qids, gids)
+            typer.echo(f"{condition}: {len(qids)} queries x {len(gids)} gallery, mean text share "
+                       f"{res.text_share.mean():.4f}, fallback {int(res.fallback.sum())}")
+        write_ids(out / "query_ids.txt", qids)
+        write_ids(out / "gallery_ids.txt", gids)
+    except (ValueError, ImportError) as exc:
+        _fail(str(exc))
+    typer.echo(f"wrote {out}")
+
+
+moor.__doc__ = (moor.__doc__ or "") + "\n\n" + _EPILOG

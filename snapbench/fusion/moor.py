@@ -1,0 +1,656 @@
+r"""MOOR — Modality-anchored, Outlier-aware, Optimal Reweighting (SnapBench Algorithm 1, SPEC §9).
+
+The algorithm, per query (q^I, q^T) against a gallery (G^I, G^T) of N items:
+
+1. whitening (gallery statistics, :mod:`snapbench.fusion.whitening`):
+   G~^I, q~^I with (μ^I, σ^I); G~^T, q~^T with (μ^T, σ^T); cross-whitened q^^I with (μ^T, σ^T) and
+   q^^T with (μ^I, σ^I).  Whitening off: every vector is only L2-normalised and q^^I = q~^I, q^^T = q~^T.
+2. four paths  s^II = G~^I q~^I,  s^TT = G~^T q~^T,  s^IT = G~^T q^^I,  s^TI = G~^I q^^T   (N-vectors).
+3. gates  r_ab = Pearson(s^II, s^ab) over the gallery,  g_ab = gate(r_ab)  for ab in {TT, IT, TI}.
+4. weights  w_II = Var(s^II),  w_ab = g_ab · Var(s^ab)   (population variances over the gallery).
+5. fusion  s = Σ_p w_p s^p / Σ_p w_p;  if Σ_p w_p < eps_fusion then s = s^II.
+
+Exact algebra used here (no Q x N matrix is needed for steps 3–4)
+----------------------------------------------------------------
+Write the whitened gallery rows as x_n = g~^I_n (image) and y_n = g~^T_n (text), their means
+m_I = mean_n x_n, m_T = mean_n y_n, and the population covariance blocks (d x d, float64)
+
+    C_II = mean_n (x_n − m_I)(x_n − m_I)ᵀ,  C_TT = mean_n (y_n − m_T)(y_n − m_T)ᵀ,
+    C_IT = mean_n (x_n − m_I)(y_n − m_T)ᵀ.
+
+Every path is linear in the gallery rows: s^ab_n = a · z^b_n with a query-side vector a and z^b_n the
+row of modality b (a = q~^I, b = I for II; a = q~^T, b = T for TT; a = q^^I, b = T for IT;
+a = q^^T, b = I for TI).  Hence, exactly,
+
+    mean_n s^ab_n = a · m_b,
+    Var(s^ab)     = mean_n (a·(z^b_n − m_b))² = aᵀ C_bb a,
+    Cov(s^II, s^ab) = mean_n (q~^I·(x_n − m_I)) (a·(z^b_n − m_b)) = q~^Iᵀ C_Ib a,
+
+with C_Ib = C_II for b = I and C_IT for b = T.  Concretely (five d x d products per query batch):
+
+    Var_II = q~^Iᵀ C_II q~^I      Var_TT = q~^Tᵀ C_TT q~^T      Var_IT = q^^Iᵀ C_TT q^^I
+    Var_TI = q^^Tᵀ C_II q^^T      Cov_TT = q~^Iᵀ C_IT q~^T      Cov_IT = q~^Iᵀ C_IT q^^I
+    Cov_TI = q~^Iᵀ C_II q^^T      r_ab = Cov_ab / sqrt(Var_II · Var_ab).
+
+The fused score is then one inner product in 2d dimensions.  Grouping the four paths by the gallery
+modality they read,
+
+    Σ_p w_p s^p_n = w_II q~^I·x_n + w_TI q^^T·x_n + w_TT q~^T·y_n + w_IT q^^I·y_n
+                  = [w_II q~^I + w_TI q^^T , w_TT q~^T + w_IT q^^I] · [x_n | y_n],
+
+so with the composed query vector
+
+    u_q = [ (w_II q~^I + w_TI q^^T) , (w_TT q~^T + w_IT q^^I) ] / Σ_p w_p        (fallback: [q~^I, 0])
+
+s^MOOR_n = u_q · [G~^I | G~^T]_n.  The gallery statistics (μ, σ, m, C) are computed once per gallery
+(:class:`MOORIndex`); a query batch costs the whitening of its vectors, five (Q x d)·(d x d) products
+and one (Q x 2d)·(2d x N) product — one plain retrieval over the concatenated gallery — or a streaming
+/ approximate top-k search with u_q (:mod:`snapbench.fusion.search`).
+
+Numerics
+--------
+* Gallery statistics stream in float64: per-dimension μ, σ with the chunk-merge (Chan et al.) update;
+  m and C from a second pass over the whitened gallery, again merging per-chunk centred co-moments
+  (no ``E[xxᵀ] − m mᵀ`` cancellation).  So the fit reads the gallery twice (plus once per search).
+* ``dtype=float64`` (default of :func:`moor`) computes everything in float64 and matches a dense
+  float64 transcription of the algorithm to ~1e-12.  ``dtype=float32`` keeps the statistics C, m in
+  float64 but runs the query-side products and the gallery product in float32 (≈2x faster, scores
+  within ~1e-6 of float64).
+* Constant paths.  A path is treated as constant (variance 0, r = 0, as the SPEC says) when its
+  variance is at or below ``CONST_RTOL = 1e-10`` times its rounding-error scale
+  ``(Σ_i |a_i| sqrt(C_bb[i,i]))²`` — the bound on |aᵀ C a| that rounding in C and in the quadratic
+  form can reach.  Rounding noise sits near d·2⁻⁵³ ≈ 1e-13 of that scale and a path that carries signal
+  has a ratio of order 1/d or more, so 1e-10 separates the two; the rule is scale-free (no absolute
+  threshold) and ignores query mass in dimensions where the gallery does not vary.  From scores
+  (:func:`moor_from_scores`) the scale is mean(s²).  N = 1 gives every variance 0 → r = 0, Σw = 0 → the
+  s^II fallback.
+* ``Σw < fusion_eps`` (default 1e-6, the SPEC's eps) → s^MOOR = s^II; the result's ``fallback`` flags
+  those queries and their ``text_share`` is 0.
+* All-zero whitened rows (e.g. the single row of a one-item gallery) stay zero instead of NaN
+  (see :mod:`snapbench.fusion.whitening`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ._validate import as_matrix, check_finite
+from .gates import GateLike, get_gate
+from .search import ANNIndex, GallerySource, NpyRowReader, StreamingTopK, TopK
+from .whitening import RunningMoments, Whitener
+
+__all__ = [
+    "MOORResult",
+    "MOORIndex",
+    "MOORTopK",
+    "PathScores",
+    "PATHS",
+    "path_scores",
+    "moor",
+    "moor_topk",
+    "moor_from_scores",
+    "CONST_RTOL",
+    "DEFAULT_EPS",
+    "DEFAULT_FUSION_EPS",
+]
+
+PATHS = ("II", "TT", "IT", "TI")
+TEXT_PATHS = ("TT", "IT", "TI")
+DEFAULT_EPS = 1e-6
+DEFAULT_FUSION_EPS = 1e-6
+CONST_RTOL = 1e-10
+
+
+@dataclass
+class MOORResult:
+    """MOOR output for Q queries.
+
+    ``scores`` (Q x N fused scores; ``None`` when only weights or a top-k were asked for),
+    ``weights`` (Q x 4, unnormalised, order II, TT, IT, TI), ``correlations`` (Q x 3: r_TT, r_IT, r_TI),
+    ``variances`` (Q x 4 path variances over the gallery), ``text_share`` (Q,) =
+    (w_TT + w_IT + w_TI) / Σw (0 where the fallback applied), ``fallback`` (Q,) bool: Σw < eps → s^II.
+    """
+
+    scores: np.ndarray | None
+    weights: np.ndarray
+    correlations: np.ndarray
+    variances: np.ndarray
+    text_share: np.ndarray
+    fallback: np.ndarray
+    gate: str = "bell"
+
+    @property
+    def normalized_weights(self) -> np.ndarray:
+        """Weights divided by Σw (rows of the fallback are [1, 0, 0, 0])."""
+        total = self.weights.sum(axis=1, keepdims=True)
+        out = np.divide(self.weights, total, out=np.zeros_like(self.weights), where=total > 0)
+        out[self.fallback] = [1.0, 0.0, 0.0, 0.0]
+        return out
+
+
+@dataclass
+class MOORTopK:
+    """Top-k of MOOR: ``indices`` / ``scores`` (Q x k, best first, ties by gallery order) + ``result``
+    (weights, correlations, ... with ``scores=None``)."""
+
+    indices: np.ndarray
+    scores: np.ndarray
+    result: MOORResult
+
+
+@dataclass
+class PathScores:
+    """The four path score matrices (each Q x N): s^II, s^TT, s^IT, s^TI."""
+
+    II: np.ndarray
+    TT: np.ndarray
+    IT: np.ndarray
+    TI: np.ndarray
+
+    def __post_init__(self) -> None:
+        arrays = {}
+        for p in PATHS:
+            arrays[p] = as_matrix(getattr(self, p), f"s_{p}")
+            setattr(self, p, arrays[p])
+        shapes = {p: a.shape for p, a in arrays.items()}
+        if len(set(shapes.values())) != 1:
+            desc = ", ".join(f"s_{p} {s}" for p, s in shapes.items())
+            raise ValueError(f"path score matrices differ in shape: {desc}")
+
+    def as_list(self) -> list[np.ndarray]:
+        return [self.II, self.TT, self.IT, self.TI]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.II.shape  # type: ignore[return-value]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in PATHS:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def rows(self, idx: Any) -> "PathScores":
+        return PathScores(self.II[idx], self.TT[idx], self.IT[idx], self.TI[idx])
+
+
+# ---------------------------------------------------------------------------------------------------
+# steps 3–5 from per-query statistics
+# ---------------------------------------------------------------------------------------------------
+
+
+def _gate_name(gate: GateLike) -> str:
+    return gate if isinstance(gate, str) else getattr(gate, "__name__", "custom")
+
+
+def _fuse_stats(
+    var: np.ndarray, cov: np.ndarray, const: np.ndarray, gate: GateLike, fusion_eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Gates, weights, text share and fallback from variances (Q x 4), covariances with s^II (Q x 3)
+    and the constant-path flags (Q x 4)."""
+    gate_fn = get_gate(gate)
+    var = np.where(const, 0.0, np.maximum(var, 0.0))
+    denom = np.sqrt(var[:, :1] * var[:, 1:])
+    undefined = const[:, :1] | const[:, 1:] | ~(denom > 0)
+    r = np.divide(cov, denom, out=np.zeros_like(cov), where=~undefined)
+    r = np.clip(r, -1.0, 1.0)  # rounding can push |r| a hair past 1
+    g = np.stack([gate_fn(r[:, j]) for j in range(3)], axis=1)
+    weights = np.concatenate([var[:, :1], g * var[:, 1:]], axis=1)
+    total = weights.sum(axis=1)
+    fallback = ~(total >= fusion_eps)
+    share = np.divide(weights[:, 1:].sum(axis=1), total, out=np.zeros_like(total), where=~fallback)
+    return weights, r, var, share, fallback
+
+
+def moor_from_scores(
+    s_II: Any,
+    s_TT: Any,
+    s_IT: Any,
+    s_TI: Any,
+    *,
+    gate: GateLike = "bell",
+    fusion_eps: float = DEFAULT_FUSION_EPS,
+    block: int = 256,
+) -> MOORResult:
+    """MOOR steps 3–5 on path score matrices you already have (each Q x N, same shape).
+
+    Variances and correlations are computed per query over the N gallery columns in float64 (two-pass:
+    centre, then multiply), in query blocks of ``block`` rows to bound temporaries.  A path is
+    constant when Var ≤ 1e-10 · mean(s²).  Returns a :class:`MOORResult` with ``.scores``.
+    """
+    paths = PathScores(s_II, s_TT, s_IT, s_TI)
+    Q, N = paths.shape
+    var = np.empty((Q, 4))
+    cov = np.empty((Q, 3))
+    const = np.empty((Q, 4), dtype=bool)
+    for b0 in range(0, Q, block):
+        sl = slice(b0, b0 + block)
+        centred = []
+        for j, p in enumerate(PATHS):
+            s = paths[p][sl]
+            m = s.mean(axis=1, keepdims=True)
+            c = s - m
+            v = np.einsum("ij,ij->i", c, c) / N
+            var[sl, j] = v
+            const[sl, j] = v <= CONST_RTOL * (v + m[:, 0] ** 2)
+            centred.append(c)
+        for j in range(3):
+            cov[sl, j] = np.einsum("ij,ij->i", centred[0], centred[j + 1]) / N
+    weights, r, var, share, fallback = _fuse_stats(var, cov, const, gate, fusion_eps)
+    total = weights.sum(axis=1, keepdims=True)
+    scores = np.empty((Q, N))
+    for b0 in range(0, Q, block):
+        sl = slice(b0, b0 + block)
+        acc = weights[sl, 0:1] * paths.II[sl]
+        for j, p in enumerate(TEXT_PATHS, start=1):
+            acc += weights[sl, j : j + 1] * paths[p][sl]
+        np.divide(acc, np.where(fallback[sl, None], 1.0, total[sl]), out=acc)
+        acc[fallback[sl]] = paths.II[sl][fallback[sl]]
+        scores[sl] = acc
+    return MOORResult(scores, weights, r, var, share, fallback, _gate_name(gate))
+
+
+# ---------------------------------------------------------------------------------------------------
+# the fitted index
+# ---------------------------------------------------------------------------------------------------
+
+
+def _rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,ij->i", a, b, dtype=np.float64)
+
+
+@dataclass
+class _QueryState:
+    tI: np.ndarray  # q~^I
+    tT: np.ndarray  # q~^T
+    hI: np.ndarray  # q^^I
+    hT: np.ndarray  # q^^T
+
+
+class MOORIndex:
+    """MOOR over one gallery, fitted once: whitening statistics, covariance blocks, whitened gallery.
+
+    Parameters
+    ----------
+    whiten:
+        Gallery-side whitening (SPEC §9 step 1); ``False`` only L2-normalises.
+    gate:
+        Default gate (name from :mod:`snapbench.fusion.gates` or a callable); each query method
+        accepts ``gate=`` to override it without refitting.
+    eps:
+        Added to the per-dimension std (1e-6).
+    fusion_eps:
+        Σw below this → the fused score is s^II (1e-6).
+    dtype:
+        float64 (exact; default) or float32 (query-side products and gallery scoring in float32).
+    chunk_size:
+        Gallery rows per chunk when fitting and searching.
+    keep_gallery:
+        Keep the whitened gallery ``[G~^I | G~^T]`` (N x 2d, ``dtype``) in memory.  Default: yes for
+        in-memory arrays, no for ``.npy`` paths, memmaps and chunk callables (then every search
+        re-reads and re-whitens the gallery chunk by chunk, or reads ``cache_path``).
+    cache_path:
+        If given, :meth:`fit` also writes the whitened concatenated gallery there (``.npy``, ``dtype``),
+        and searches read it instead of re-whitening.
+
+    Attributes after :meth:`fit`: ``whitener_image``, ``whitener_text``, ``n_gallery``, ``dim``,
+    ``mean_image`` / ``mean_text`` (m_I, m_T), ``cov_ii``, ``cov_tt``, ``cov_it`` (float64 d x d),
+    ``gallery_`` (or ``None``).
+    """
+
+    def __init__(
+        self,
+        *,
+        whiten: bool = True,
+        gate: GateLike = "bell",
+        eps: float = DEFAULT_EPS,
+        fusion_eps: float = DEFAULT_FUSION_EPS,
+        dtype: Any = np.float64,
+        chunk_size: int = 8192,
+        keep_gallery: bool | None = None,
+        cache_path: str | os.PathLike | None = None,
+    ) -> None:
+        self.whiten = bool(whiten)
+        get_gate(gate)  # fail early on an unknown name
+        self.gate = gate
+        self.eps = float(eps)
+        self.fusion_eps = float(fusion_eps)
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise ValueError(f"dtype must be float32 or float64, got {self.dtype}")
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        self.chunk_size = int(chunk_size)
+        self.keep_gallery = keep_gallery
+        self.cache_path = Path(cache_path) if cache_path is not None else None
+        self._source: GallerySource | None = None
+        self.gallery_: np.ndarray | None = None
+        self.ann_: ANNIndex | None = None
+        self.n_gallery = 0
+        self.dim = 0
+
+    # -- fitting ---------------------------------------------------------------------------------
+    def fit(self, g_image: Any, g_text: Any = None) -> "MOORIndex":
+        """Fit on the gallery: arrays, memmaps, two ``.npy`` paths, or one callable returning an
+        iterator of ``(image_chunk, text_chunk)`` pairs (called once per pass)."""
+        src = GallerySource.from_any(g_image, g_text)
+        name_i, name_t = src.names
+        wI = Whitener(eps=self.eps, enabled=self.whiten)
+        wT = Whitener(eps=self.eps, enabled=self.whiten)
+        # pass 1: per-dimension μ, σ of each modality (float64 chunk merge)
+        seen = False
+        for start, ci, ct in src.chunks(self.chunk_size):
+            wI.partial_fit(ci, name=name_i, row_offset=start)
+            wT.partial_fit(ct, name=name_t, row_offset=start)
+            seen = True
+        if not seen or src.n == 0:
+            raise ValueError(f"{name_i}: the gallery is empty (0 rows)")
+        N, d = int(src.n or wI.n_samples_), wI.dim
+        if wT.dim != d:
+            raise ValueError(f"embedding dimensions differ: {name_i} has dim {d}, {name_t} has dim {wT.dim}")
+        keep = src.in_memory if self.keep_gallery is None else bool(self.keep_gallery)
+        gallery = np.empty((N, 2 * d), dtype=self.dtype) if keep else None
+        cache_f = None
+        cache_offset = 0
+        if self.cache_path is not None:
+            mm = np.lib.format.open_memmap(self.cache_path, mode="w+", dtype=self.dtype, shape=(N, 2 * d))
+            cache_offset = int(mm.offset)
+            del mm
+            cache_f = open(self.cache_path, "r+b")
+        # pass 2: whitened rows -> mean and centred co-moment of [x | y] (float64 chunk merge)
+        moments = RunningMoments(2 * d, cross=True)
+        buf = None
+        try:
+            for start, ci, ct in src.chunks(self.chunk_size):
+                n = ci.shape[0]
+                if buf is None or buf.shape[0] < n:
+                    buf = np.empty((n, 2 * d), dtype=np.float64)
+                z = buf[:n]
+                wI.transform(ci, name=name_i, out=z[:, :d])
+                wT.transform(ct, name=name_t, out=z[:, d:])
+                moments.update(z)
+                if gallery is not None:
+                    gallery[start : start + n] = z
+                if cache_f is not None:
+                    cache_f.seek(cache_offset + start * 2 * d * self.dtype.itemsize)
+                    cache_f.write(np.ascontiguousarray(z, dtype=self.dtype).tobytes())
+        finally:
+            if cache_f is not None:
+                cache_f.close()
+        if moments.n != N:
+            raise ValueError(f"the gallery yielded {moments.n} rows in the second pass, {N} in the first")
+        C = moments.var
+        self.whitener_image, self.whitener_text = wI, wT
+        self.n_gallery, self.dim = N, d
+        self.mean_image, self.mean_text = moments.mean[:d].copy(), moments.mean[d:].copy()
+        self.cov_ii = np.ascontiguousarray(C[:d, :d])
+        self.cov_tt = np.ascontiguousarray(C[d:, d:])
+        self.cov_it = np.ascontiguousarray(C[:d, d:])
+        self._sd_ii = np.sqrt(np.maximum(np.diag(self.cov_ii), 0.0))
+        self._sd_tt = np.sqrt(np.maximum(np.diag(self.cov_tt), 0.0))
+        self._cov32 = None
+        self._source = src
+        self.gallery_ = gallery
+        self.ann_ = None
+        return self
+
+    def _check_fitted(self) -> None:
+        if self._source is None:
+            raise RuntimeError("MOORIndex is not fitted: call fit(g_image, g_text) first")
+
+    # -- query side ------------------------------------------------------------------------------
+    def _prepare(self, q_image: Any, q_text: Any) -> _QueryState:
+        self._check_fitted()
+        qI = as_matrix(q_image, "q_image", allow_vector=True)
+        qT = as_matrix(q_text, "q_text", allow_vector=True)
+        for q, nm in ((qI, "q_image"), (qT, "q_text")):
+            if q.shape[1] != self.dim:
+                raise ValueError(f"{nm}: has dim {q.shape[1]}, the gallery has dim {self.dim}")
+        if qI.shape[0] != qT.shape[0]:
+            raise ValueError(f"query counts differ: q_image has {qI.shape[0]} rows, q_text has {qT.shape[0]}")
+        wI, wT = self.whitener_image, self.whitener_text
+        tI = wI.transform(qI, name="q_image")
+        tT = wT.transform(qT, name="q_text")
+        if self.whiten:
+            hI = wT.transform(qI, name="q_image")  # cross-whitened with the *text* statistics
+            hT = wI.transform(qT, name="q_text")
+        else:
+            hI, hT = tI, tT
+        return _QueryState(tI, tT, hI, hT)
+
+    def _stats(self, st: _QueryState, gate: GateLike | None):
+        """Variances, covariances with s^II, constant flags -> weights etc. (see module docstring)."""
+        if self.dtype == np.float32:
+            if self._cov32 is None:
+                self._cov32 = tuple(c.astype(np.float32) for c in (self.cov_ii, self.cov_tt, self.cov_it))
+            Cii, Ctt, Cit = self._cov32
+            tI, tT, hI, hT = (a.astype(np.float32) for a in (st.tI, st.tT, st.hI, st.hT))
+        else:
+            Cii, Ctt, Cit = self.cov_ii, self.cov_tt, self.cov_it
+            tI, tT, hI, hT = st.tI, st.tT, st.hI, st.hT
+        A = tI @ Cii
+        B = hT @ Cii
+        Ct = tT @ Ctt
+        D = hI @ Ctt
+        E = tI @ Cit
+        var = np.stack([_rowdot(A, tI), _rowdot(Ct, tT), _rowdot(D, hI), _rowdot(B, hT)], axis=1)
+        cov = np.stack([_rowdot(E, tT), _rowdot(E, hI), _rowdot(A, hT)], axis=1)
+        scale = np.stack(
+            [
+                (np.abs(st.tI) @ self._sd_ii) ** 2,
+                (np.abs(st.tT) @ self._sd_tt) ** 2,
+                (np.abs(st.hI) @ self._sd_tt) ** 2,
+                (np.abs(st.hT) @ self._sd_ii) ** 2,
+            ],
+            axis=1,
+        )
+        const = var <= CONST_RTOL * scale
+        g = self.gate if gate is None else gate
+        weights, r, var, share, fallback = _fuse_stats(var, cov, const, g, self.fusion_eps)
+        return weights, r, var, share, fallback, _gate_name(g)
+
+    def _compose(self, st: _QueryState, weights: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+        """u_q = [w_II q~^I + w_TI q^^T, w_TT q~^T + w_IT q^^I] / Σw  (fallback rows: [q~^I, 0])."""
+        total = weights.sum(axis=1, keepdims=True)
+        total = np.where(fallback[:, None], 1.0, total)
+        w = weights / total
+        uI = w[:, 0:1] * st.tI + w[:, 3:4] * st.hT
+        uT = w[:, 1:2] * st.tT + w[:, 2:3] * st.hI
+        uI[fallback] = st.tI[fallback]
+        uT[fallback] = 0.0
+        return np.concatenate([uI, uT], axis=1)
+
+    def query_vectors(self, q_image: Any, q_text: Any, *, gate: GateLike | None = None) -> tuple[np.ndarray, MOORResult]:
+        """The composed 2d-dim query vectors u (Q x 2d, float64) and the weights (``scores=None``).
+
+        ``u @ [G~^I | G~^T].T`` are the MOOR scores: use them with any inner-product search.
+        """
+        st = self._prepare(q_image, q_text)
+        weights, r, var, share, fallback, gname = self._stats(st, gate)
+        u = self._compose(st, weights, fallback)
+        return u, MOORResult(None, weights, r, var, share, fallback, gname)
+
+    def weights(self, q_image: Any, q_text: Any, *, gate: GateLike | None = None) -> np.ndarray:
+        """Per-query weights (Q x 4: II, TT, IT, TI), unnormalised."""
+        return self.explain(q_image, q_text, gate=gate).weights
+
+    def explain(self, q_image: Any, q_text: Any, *, gate: GateLike | None = None) -> MOORResult:
+        """Weights, correlations, variances, text share, fallback — without scoring the gallery."""
+        st = self._prepare(q_image, q_text)
+        weights, r, var, share, fallback, gname = self._stats(st, gate)
+        return MOORResult(None, weights, r, var, share, fallback, gname)
+
+    # -- gallery side ----------------------------------------------------------------------------
+    def whitened_chunks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """``(start, rows)`` chunks of the whitened concatenated gallery ``[G~^I | G~^T]`` in ``dtype``
+        (from memory, from ``cache_path``, or re-whitened from the source)."""
+        self._check_fitted()
+        cs = self.chunk_size
+        if self.gallery_ is not None:
+            for start in range(0, self.n_gallery, cs):
+                yield start, self.gallery_[start : start + cs]
+            return
+        if self.cache_path is not None and self.cache_path.exists():
+            reader = NpyRowReader(self.cache_path, "whitened gallery cache")
+            if reader.shape == (self.n_gallery, 2 * self.dim) and reader.dtype == self.dtype:
+                yield from reader.chunks(cs)
+                return
+        assert self._source is not None
+        d = self.dim
+        name_i, name_t = self._source.names
+        buf = None
+        for start, ci, ct in self._source.chunks(cs):
+            n = ci.shape[0]
+            if buf is None or buf.shape[0] < n:
+                buf = np.empty((n, 2 * d), dtype=self.dtype)
+            z = buf[:n]
+            self.whitener_image.transform(ci, name=name_i, dtype=self.dtype, out=z[:, :d])
+            self.whitener_text.transform(ct, name=name_t, dtype=self.dtype, out=z[:, d:])
+            yield start, z
+
+    def query(self, q_image: Any, q_text: Any, *, gate: GateLike | None = None) -> MOORResult:
+        """Dense MOOR: fused scores (Q x N) plus weights, correlations, text share."""
+        u, res = self.query_vectors(q_image, q_text, gate=gate)
+        U = u.astype(self.dtype, copy=False)
+        if self.gallery_ is not None:
+            res.scores = U @ self.gallery_.T
+        else:
+            out = np.empty((U.shape[0], self.n_gallery), dtype=self.dtype)
+            for start, z in self.whitened_chunks():
+                out[:, start : start + z.shape[0]] = U @ z.T
+            res.scores = out
+        return res
+
+    def scores(self, q_image: Any, q_text: Any, *, gate: GateLike | None = None) -> np.ndarray:
+        """Fused scores (Q x N)."""
+        res = self.query(q_image, q_text, gate=gate)
+        assert res.scores is not None
+        return res.scores
+
+    def topk(
+        self,
+        q_image: Any,
+        q_text: Any,
+        k: int = 10,
+        *,
+        gate: GateLike | None = None,
+        ann: bool = False,
+    ) -> MOORTopK:
+        """Top-k gallery columns per query, streaming over gallery chunks (memory O(Q·chunk + Q·k)),
+        or through the ANN index built by :meth:`build_ann` (``ann=True``)."""
+        u, res = self.query_vectors(q_image, q_text, gate=gate)
+        if ann:
+            if self.ann_ is None:
+                raise RuntimeError("no ANN index: call build_ann() first")
+            top = self.ann_.search(u.astype(np.float32), k)
+            return MOORTopK(top.indices, top.scores, res)
+        U = u.astype(self.dtype, copy=False)
+        acc = StreamingTopK(U.shape[0], k)
+        for start, z in self.whitened_chunks():
+            acc.push(U @ z.T, start)
+        top = acc.result()
+        return MOORTopK(top.indices, top.scores, res)
+
+    def build_ann(self, kind: str = "hnsw", **params: Any) -> ANNIndex:
+        """Build a FAISS inner-product index over the whitened gallery (``pip install snapbench[ann]``);
+        ``params`` go to :class:`~snapbench.fusion.search.ANNIndex` (M, ef_construction, ef_search,
+        nlist, nprobe)."""
+        self._check_fitted()
+        index = ANNIndex(2 * self.dim, kind=kind, n_total=self.n_gallery, **params)
+        for _, z in self.whitened_chunks():
+            index.add(z)
+        index._flush()
+        self.ann_ = index
+        return index
+
+    def __repr__(self) -> str:
+        if self._source is None:
+            return f"MOORIndex(whiten={self.whiten}, gate={_gate_name(self.gate)!r}; unfitted)"
+        return (
+            f"MOORIndex(whiten={self.whiten}, gate={_gate_name(self.gate)!r}, dtype={self.dtype.name}; "
+            f"N={self.n_gallery}, d={self.dim}, gallery {'in memory' if self.gallery_ is not None else 'streamed'})"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# one-shot helpers
+# ---------------------------------------------------------------------------------------------------
+
+
+def moor(
+    q_image: Any,
+    q_text: Any,
+    g_image: Any,
+    g_text: Any,
+    *,
+    whiten: bool = True,
+    gate: GateLike = "bell",
+    eps: float = DEFAULT_EPS,
+    fusion_eps: float = DEFAULT_FUSION_EPS,
+    dtype: Any = np.float64,
+) -> MOORResult:
+    """MOOR (SnapBench Algorithm 1) of queries (Q x d image and text embeddings) against a gallery
+    (N x d each): returns :class:`MOORResult` with ``.scores`` (Q x N), ``.weights`` (Q x 4: II, TT, IT,
+    TI), ``.correlations`` (Q x 3: TT, IT, TI), ``.text_share`` (Q,).
+
+    Fits a :class:`MOORIndex` on the gallery each call — fit one yourself to score many query batches.
+    """
+    index = MOORIndex(whiten=whiten, gate=gate, eps=eps, fusion_eps=fusion_eps, dtype=dtype)
+    return index.fit(g_image, g_text).query(q_image, q_text)
+
+
+def moor_topk(
+    q_image: Any,
+    q_text: Any,
+    g_image: Any,
+    g_text: Any = None,
+    k: int = 10,
+    *,
+    whiten: bool = True,
+    gate: GateLike = "bell",
+    eps: float = DEFAULT_EPS,
+    fusion_eps: float = DEFAULT_FUSION_EPS,
+    dtype: Any = np.float32,
+    chunk_size: int = 8192,
+) -> MOORTopK:
+    """Streaming MOOR top-k for galleries larger than memory (``.npy`` paths, memmaps, arrays, or a
+    chunk callable): fit (two passes) + one search pass; memory O(chunk·(d + Q) + Q·k)."""
+    index = MOORIndex(
+        whiten=whiten, gate=gate, eps=eps, fusion_eps=fusion_eps, dtype=dtype, chunk_size=chunk_size, keep_gallery=False
+    )
+    return index.fit(g_image, g_text).topk(q_image, q_text, k)
+
+
+def path_scores(
+    q_image: Any,
+    q_text: Any,
+    g_image: Any,
+    g_text: Any,
+    *,
+    whiten: bool = True,
+    eps: float = DEFAULT_EPS,
+) -> PathScores:
+    """The four dense path matrices of MOOR step 2 (float64, whitened as in step 1 unless
+    ``whiten=False``, then cosine similarities)."""
+    gI = as_matrix(g_image, "g_image")
+    gT = as_matrix(g_text, "g_text")
+    qI = as_matrix(q_image, "q_image", allow_vector=True)
+    qT = as_matrix(q_text, "q_text", allow_vector=True)
+    from ._validate import check_same_dim
+
+    check_same_dim({"q_image": qI, "q_text": qT, "g_image": gI, "g_text": gT})
+    if gI.shape[0] != gT.shape[0]:
+        raise ValueError(f"gallery row counts differ: g_image has {gI.shape[0]} rows, g_text has {gT.shape[0]}")
+    if qI.shape[0] != qT.shape[0]:
+        raise ValueError(f"query counts differ: q_image has {qI.shape[0]} rows, q_text has {qT.shape[0]}")
+    wI = Whitener(eps=eps, enabled=whiten).fit(gI, name="g_image")
+    wT = Whitener(eps=eps, enabled=whiten).fit(gT, name="g_text")
+    GI, GT = wI.transform(gI), wT.transform(gT)
+    tI, tT = wI.transform(qI), wT.transform(qT)
+    hI, hT = (wT.transform(qI), wI.transform(qT)) if whiten else (tI, tT)
+    return PathScores(tI @ GI.T, tT @ GT.T, hI @ GT.T, hT @ GI.T)

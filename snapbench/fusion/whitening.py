@@ -1,0 +1,189 @@
+"""Gallery-side whitening (SPEC §9 step 1) with an explicit fit / transform split.
+
+A :class:`Whitener` is fitted once on one gallery modality: per-dimension mean ``μ`` and population
+standard deviation ``σ`` (ddof 0), then ``σ += eps`` (``eps = 1e-6``, the authors' convention).
+``transform`` standardises ``(x - μ) / σ`` and L2-normalises each row.  With ``enabled=False`` the
+transform only L2-normalises (some models degrade with whitening; then MOOR's cross-whitened queries
+equal the plain ones).
+
+Zero rows.  A row whose standardised vector is exactly zero (e.g. the single row of a one-item gallery)
+cannot be normalised; it is left as the zero vector (``x / max(‖x‖, tiny)``, ``tiny`` = the smallest
+normal float of the dtype), so it scores 0 against everything instead of producing NaN.
+
+Streaming.  ``partial_fit`` merges per-chunk statistics with the pairwise update of Chan, Golub and
+LeVeque (each chunk's mean and centred sum of squares are computed in float64, then combined), so a
+gallery larger than memory is fitted in one pass without the cancellation of the naive
+``E[x²] − E[x]²`` formula; ``fit`` on an in-memory array gives the same values as ``np.mean``/``np.std``
+up to float64 rounding.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from ._validate import as_matrix, check_finite
+
+__all__ = ["Whitener", "l2_normalize", "RunningMoments"]
+
+
+def l2_normalize(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+    """Divide each row by its L2 norm; all-zero rows stay zero (documented above)."""
+    x = np.asarray(x)
+    dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.float64
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=dtype))
+    np.maximum(norms, np.finfo(dtype).tiny, out=norms)
+    if out is None:
+        return x / norms[:, None]
+    np.divide(x, norms[:, None], out=out)
+    return out
+
+
+class RunningMoments:
+    """Chunk-merged mean and centred second moment (sum of squares or full co-moment matrix).
+
+    ``cross=False`` keeps per-column sums of squared deviations (for μ, σ); ``cross=True`` keeps the
+    full ``d x d`` co-moment ``Σ (x - m)(x - m)ᵀ`` (for the covariance blocks of the whitened gallery).
+    Everything is float64.
+    """
+
+    def __init__(self, dim: int, *, cross: bool = False) -> None:
+        self.n = 0
+        self.mean = np.zeros(dim, dtype=np.float64)
+        self.m2 = np.zeros((dim, dim) if cross else dim, dtype=np.float64)
+        self.cross = cross
+
+    def update(self, chunk: np.ndarray) -> None:
+        x = np.asarray(chunk, dtype=np.float64)
+        nb = x.shape[0]
+        if nb == 0:
+            return
+        mb = x.mean(axis=0)
+        xc = x - mb
+        m2b = xc.T @ xc if self.cross else np.einsum("ij,ij->j", xc, xc)
+        if self.n == 0:
+            self.n, self.mean, self.m2 = nb, mb, m2b
+            return
+        n = self.n + nb
+        delta = mb - self.mean
+        self.mean = self.mean + delta * (nb / n)
+        corr = (self.n * nb / n)
+        self.m2 = self.m2 + m2b + (np.outer(delta, delta) if self.cross else delta * delta) * corr
+        self.n = n
+
+    @property
+    def var(self) -> np.ndarray:
+        """Population (ddof 0) variance / covariance."""
+        if self.n == 0:
+            raise ValueError("no rows were seen")
+        return self.m2 / self.n
+
+
+class Whitener:
+    """Standardise with a gallery's per-dimension mean and std (+eps), then L2-normalise rows.
+
+    Parameters
+    ----------
+    eps:
+        Added to the population std (ddof 0) of every dimension (authors' convention: 1e-6), which
+        keeps zero-variance dimensions finite.
+    enabled:
+        ``False`` turns whitening off: ``transform`` only L2-normalises.
+
+    Attributes after fitting: ``mean_`` and ``scale_`` (= std + eps), float64 vectors of length d,
+    and ``n_samples_``.
+    """
+
+    def __init__(self, *, eps: float = 1e-6, enabled: bool = True) -> None:
+        if not (eps >= 0 and np.isfinite(eps)):
+            raise ValueError(f"eps must be a finite number >= 0, got {eps}")
+        self.eps = float(eps)
+        self.enabled = bool(enabled)
+        self._moments: RunningMoments | None = None
+        self.mean_: np.ndarray | None = None
+        self.scale_: np.ndarray | None = None
+        self.n_samples_: int = 0
+
+    # -- fitting ---------------------------------------------------------------------------------
+    def fit(self, gallery: Any, *, name: str = "gallery", chunk_size: int = 65536) -> "Whitener":
+        """Fit on a whole gallery (array or memmap; read in chunks of ``chunk_size`` rows)."""
+        g = np.asarray(gallery)
+        if g.ndim != 2 or g.shape[0] == 0 or g.shape[1] == 0:
+            as_matrix(g, name)  # raises the descriptive error
+        self._moments = None
+        for start in range(0, g.shape[0], chunk_size):
+            self.partial_fit(g[start : start + chunk_size], name=name, row_offset=start)
+        return self
+
+    def fit_chunks(self, chunks: Iterable[np.ndarray], *, name: str = "gallery") -> "Whitener":
+        """Fit from an iterable of row chunks (one pass)."""
+        self._moments = None
+        offset = 0
+        for chunk in chunks:
+            self.partial_fit(chunk, name=name, row_offset=offset)
+            offset += np.shape(chunk)[0]
+        if self._moments is None:
+            raise ValueError(f"{name}: is empty (no chunks)")
+        return self
+
+    def partial_fit(self, chunk: Any, *, name: str = "gallery", row_offset: int = 0) -> "Whitener":
+        """Add one chunk of gallery rows to the running statistics."""
+        x = np.asarray(chunk)
+        if x.ndim != 2 or x.shape[1] == 0:
+            raise ValueError(f"{name}: expected 2-D chunks (rows, dim), got shape {x.shape}")
+        if self._moments is not None and x.shape[1] != self._moments.mean.shape[0]:
+            raise ValueError(f"{name}: chunk dimension {x.shape[1]} differs from {self._moments.mean.shape[0]}")
+        check_finite(x, name, row_offset=row_offset)
+        if self._moments is None:
+            self._moments = RunningMoments(x.shape[1])
+        self._moments.update(x)
+        if self._moments.n:
+            self.mean_ = self._moments.mean.copy()
+            self.scale_ = np.sqrt(self._moments.var) + self.eps
+            self.n_samples_ = self._moments.n
+        return self
+
+    @property
+    def dim(self) -> int:
+        self._check_fitted()
+        assert self.mean_ is not None
+        return int(self.mean_.shape[0])
+
+    def _check_fitted(self) -> None:
+        if self.mean_ is None:
+            raise RuntimeError("Whitener is not fitted: call fit(gallery) first")
+
+    # -- transforming ------------------------------------------------------------------------------
+    def transform(self, x: Any, *, name: str = "x", dtype: Any = np.float64, out: np.ndarray | None = None) -> np.ndarray:
+        """Whitened, row-normalised copy of ``x`` (rows, d) in ``dtype`` (float64 by default).
+
+        ``out`` (rows, d) may be a strided view (e.g. one half of a concatenated buffer).
+        """
+        self._check_fitted()
+        arr = np.asarray(x)
+        if arr.ndim == 1:
+            arr = arr[None, :]
+        if arr.ndim != 2:
+            raise ValueError(f"{name}: expected a 2-D (rows, dim) matrix, got shape {arr.shape}")
+        if arr.shape[1] != self.dim:
+            raise ValueError(f"{name}: has dim {arr.shape[1]}, the whitener was fitted on dim {self.dim}")
+        check_finite(arr, name)
+        dtype = np.dtype(dtype)
+        if out is None:
+            out = np.empty(arr.shape, dtype=dtype)
+        if self.enabled:
+            assert self.mean_ is not None and self.scale_ is not None
+            np.subtract(arr, self.mean_.astype(dtype, copy=False), out=out, casting="unsafe")
+            # divide (not multiply by 1/σ) so the float64 path is the literal (x - μ) / σ
+            np.divide(out, self.scale_.astype(dtype, copy=False), out=out)
+        else:
+            np.copyto(out, arr, casting="unsafe")
+        return l2_normalize(out, out=out)
+
+    def fit_transform(self, gallery: Any, *, name: str = "gallery", dtype: Any = np.float64) -> np.ndarray:
+        return self.fit(gallery, name=name).transform(gallery, name=name, dtype=dtype)
+
+    def __repr__(self) -> str:
+        state = f"fitted on {self.n_samples_} rows, d={self.dim}" if self.mean_ is not None else "unfitted"
+        return f"Whitener(eps={self.eps}, enabled={self.enabled}; {state})"
