@@ -481,3 +481,15 @@ def test_sentence_pool() -> None:
     assert len(SENTENCE_POOL) >= 40 and len(set(SENTENCE_POOL)) == len(SENTENCE_POOL)
     for s in SENTENCE_POOL:
         assert s[0].isupper() and s.endswith(".") and "?" not in s and s.count(". ") == 0
+
+
+def test_public_entry_point_and_bad_input() -> None:
+    from snapbench.corruptions import corrupt_text as exported
+
+    assert exported is corrupt_text
+    with pytest.raises(TypeError, match="question must be a str"):
+        corrupt_text(None, "char_add", entity="fish")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="entity must be a str"):
+        corrupt_text(FISH, "char_add", entity=["fish"])  # type: ignore[arg-type]
+    # a blank entity means "not given": the stopword fallback finds "fish"
+    assert find_entity(FISH, "  ") == (13, 17)
