@@ -11,8 +11,20 @@ from .image import (
     register_image_operator,
 )
 from .text import corrupt_text
+from .io import ImageLoadError, load_image, save_png
+from .pipeline import QueryRecord, RunSummary, Variant, iter_variants, load_manifest, run_corruption, stream_corruptions
 
 __all__ = [
+    "ImageLoadError",
+    "QueryRecord",
+    "RunSummary",
+    "Variant",
+    "iter_variants",
+    "load_image",
+    "load_manifest",
+    "run_corruption",
+    "save_png",
+    "stream_corruptions",
     "DEFAULT_GRID",
     "corrupt_image",
     "corrupt_image_with_params",
