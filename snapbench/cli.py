@@ -29,6 +29,8 @@ app.command("conditions")(conditions)
 from .commands.corrupt import corrupt as _corrupt; app.command("corrupt")(_corrupt)  # noqa: E402,E702
 from .commands.preview import preview as _preview; app.command("preview")(_preview)  # noqa: E402,E702
 from .commands.moor import moor as _moor; app.command("moor")(_moor)  # noqa: E402,E702
+from .commands.evaluate import evaluate as _evaluate; app.command("evaluate")(_evaluate)  # noqa: E402,E702
+from .commands.evaluate import additivity as _additivity; app.command("additivity")(_additivity)  # noqa: E402,E702
 # ------------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,159 @@
+"""`snapbench evaluate` and `snapbench additivity`: paired robustness reports from score files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..evaluate.io import EvaluationInputError
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(2)
+
+
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise EvaluationInputError(f"--k must be comma-separated integers, got {text!r}") from None
+    if not ks or any(k < 1 for k in ks):
+        raise EvaluationInputError(f"--k needs positive integers, got {text!r}")
+    return ks
+
+
+def _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold, stability_metric,
+            cliff_tol, cliff_ratio, workers):
+    from ..evaluate.runner import EvaluationConfig
+
+    if resamples < 1:
+        raise EvaluationInputError("--resamples must be >= 1")
+    if not 0 < ci < 1:
+        raise EvaluationInputError(f"--ci must be in (0, 1), e.g. 0.95; got {ci}")
+    kw = {} if workers is None else {"workers": max(1, workers)}
+    cfg = EvaluationConfig(
+        ks=_ks(k), metrics=metrics, resamples=resamples, permutations=permutations, ci=ci, seed=seed,
+        include_zero_gt=include_zero_gt, set_threshold=set_threshold, stability_metric=stability_metric,
+        curve_tol=cliff_tol, curve_ratio=cliff_ratio, **kw,
+    )
+    try:
+        cfg.metric_list()
+    except EvaluationInputError:
+        raise
+    except ValueError as e:
+        raise EvaluationInputError(f"--metrics: {e}") from None
+    return cfg
+
+
+def evaluate(
+    scores_dir: Path = typer.Argument(
+        ..., help="Folder with one <condition>.npy score matrix per condition (Q x N; 'clean.npy', "
+        "'img__motion_blur__s2.npy', 'joint__compression+char_add__s3.npy', ...) plus query_ids.txt and "
+        "gallery_ids.txt; or one <condition>.run/.trec TREC run per condition."
+    ),
+    qrels: Path = typer.Option(
+        ..., "--qrels", help="Relevance labels: TREC qrels ('qid 0 docid rel') or JSON {query_id: \\[gallery_id, ...]} "
+        "(empty list = zero-GT query) or {query_id: {gallery_id: grade}}."
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the JSON report here."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resamples and permutations."),
+    k: str = typer.Option("1,5,10,20", "--k", help="Cut-offs for hit/recall/ndcg given without @k."),
+    metrics: Optional[str] = typer.Option(
+        None, "--metrics", help="Comma list: hit, recall, ndcg (optionally @k), mrr, mrr@k, set_precision, set_recall, "
+        "set_f1, reject_precision, reject_recall, reject_f1, or 'set'/'reject'. Default: hit,recall,ndcg,mrr "
+        "(+ set and reject metrics when --set-threshold is given)."
+    ),
+    resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples of the queries (paired, shared by all conditions)."),
+    permutations: Optional[int] = typer.Option(None, "--permutations", help="Permutations for the non-hit metrics' test (default = --resamples)."),
+    ci: float = typer.Option(0.95, "--ci", help="Confidence level of the percentile bootstrap intervals."),
+    tags: Optional[Path] = typer.Option(None, "--tags", help="Query tags: JSON {query_id: \\[tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
+    group_by: Optional[str] = typer.Option(None, "--group-by", help="With --tags: group by the values of this field (tags 'field=value'); default: one group per tag."),
+    include_zero_gt: bool = typer.Option(False, "--include-zero-gt", help="Score zero-GT queries as 0 in ranking metrics instead of excluding them."),
+    set_threshold: Optional[float] = typer.Option(None, "--set-threshold", help="Answer set = items scoring >= this; enables set and reject metrics (empty set = rejection)."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="Compose a retrieval mode from per-path files <cond>.II/.TT/.IT/.TI.npy: I2I, T2T, IT2IT, I2IT, T2IT."),
+    conditions: Optional[str] = typer.Option(None, "--conditions", help="Only these condition ids (comma list); clean is always included."),
+    allow_unknown_items: bool = typer.Option(False, "--allow-unknown-items", help="Drop (with a warning) qrels gallery ids that are not in gallery_ids.txt instead of failing."),
+    table_out: Optional[Path] = typer.Option(None, "--table-out", help="Also write a table: .csv (long, complete) or .md (readable)."),
+    export_run: Optional[Path] = typer.Option(None, "--export-run", help="Write each condition's top-k as a TREC run DIR/<condition>.run (re-check with trec_eval/ranx)."),
+    export_depth: Optional[int] = typer.Option(None, "--export-depth", help="Depth of exported runs (default: largest k)."),
+    primary: str = typer.Option("hit@1", "--primary", help="Metric whose Δ, CI and p the printed table shows."),
+    stability_metric: str = typer.Option("hit@1", "--stability-metric", help="hit@k metric for the stability classes (stably correct / drag / persistently wrong / boost)."),
+    cliff_tol: float = typer.Option(0.01, "--cliff-tol", help="Severity-curve rule: drops <= this (metric units) count as no drop."),
+    cliff_ratio: float = typer.Option(2.0, "--cliff-ratio", help="Severity-curve rule: 'cliff' when the last step's drop exceeds ratio x the earlier drop."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Threads for row blocks (default: min(4, CPUs))."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the tables."),
+) -> None:
+    """Paired evaluation of every condition against clean: metrics, ΔR@k with bootstrap CIs and
+    Holm-corrected p-values, severity curves, stability classes, additivity of joint conditions."""
+    from ..evaluate.report import print_report, write_report, write_table
+    from ..evaluate.runner import evaluate_directory
+
+    try:
+        cfg = _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold,
+                      stability_metric, cliff_tol, cliff_ratio, workers)
+        conds = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
+        report = evaluate_directory(
+            scores_dir, qrels, cfg, mode=mode, conditions=conds, tags=tags, group_by=group_by,
+            unknown_items="drop" if allow_unknown_items else "error", export_run=export_run,
+            export_depth=export_depth,
+        )
+        for w in report.get("warnings", []):
+            typer.echo(f"warning: {w}", err=True)
+        if out is not None:
+            write_report(report, out)
+        if table_out is not None:
+            write_table(report, table_out, primary=primary)
+    except EvaluationInputError as e:
+        _fail(str(e))
+        return
+    if not quiet:
+        print_report(report, primary=primary)
+    if out is not None and not quiet:
+        typer.echo(f"report written to {out}", err=True)
+
+
+def additivity(
+    source: Path = typer.Argument(..., help="A report written by 'snapbench evaluate --out', or a SCORES_DIR (then --qrels is needed)."),
+    qrels: Optional[Path] = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR."),
+    metric: str = typer.Option("hit@1", "--metric", help="Metric of the table (SnapBench's R@1 = hit@1)."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed (SCORES_DIR only)."),
+    resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples (SCORES_DIR only)."),
+    ci: float = typer.Option(0.95, "--ci", help="CI level (SCORES_DIR only)."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="Retrieval mode from per-path files (see 'evaluate --help')."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the (additivity-only) JSON report (SCORES_DIR only)."),
+) -> None:
+    """Print the additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI per joint pair x
+    severity, then the means per pair, per severity and overall (drops = clean − corrupted)."""
+    from ..evaluate.additivity import joint_parts
+    from ..evaluate.io import ScoresDir
+    from ..evaluate.report import print_additivity, read_report, write_report
+    from ..evaluate.runner import evaluate_directory
+
+    try:
+        if source.is_file():
+            report = read_report(source)
+            ms = report.get("meta", {}).get("metrics") or []
+            if ms and metric not in ms:
+                raise EvaluationInputError(f"{source}: metric {metric!r} not in the report (has {', '.join(ms)})")
+        else:
+            if qrels is None:
+                raise EvaluationInputError(f"{source}: a SCORES_DIR needs --qrels")
+            cfg = _config("1,5,10,20", metric, resamples, 0, ci, seed, False, None, "hit@1", 0.01, 2.0, None)
+            sd = ScoresDir(source, mode=mode, qrels=qrels)
+            joints, _ = joint_parts(sd.conditions)
+            need = sorted({c for j, parts in joints.items() for c in (j, *parts)})
+            need += [c for c in sd.conditions if c.startswith("joint/") and c not in need]  # reported as skipped
+            report = evaluate_directory(source, qrels, cfg, mode=mode, conditions=need or ["clean"])
+            for w in report.get("warnings", []):
+                typer.echo(f"warning: {w}", err=True)
+            if out is not None:
+                write_report(report, out)
+    except EvaluationInputError as e:
+        _fail(str(e))
+        return
+    print_additivity(report, metric=metric)
+    sys.stdout.flush()

@@ -1,0 +1,88 @@
+"""Retrieval modes of a dual encoder from its four similarity paths (SPEC §6).
+
+Query = (image, question), gallery item = (image, caption):
+``s_II`` = sim(query image, gallery image), ``s_TT`` = sim(question, caption),
+``s_IT`` = sim(query image, caption), ``s_TI`` = sim(question, gallery image).
+
+=========  ======================  =====================
+mode       scores                  SnapBench name
+=========  ======================  =====================
+``I2I``    s_II                    I→I
+``T2T``    s_TT                    T→T
+``IT2IT``  (s_II + s_TT) / 2       IT→IT (fixed joint)
+``I2IT``   (s_II + s_IT) / 2       I→IT
+``T2IT``   (s_TI + s_TT) / 2       T→IT
+=========  ======================  =====================
+
+A model with a native joint embedding supplies its own IT→IT matrix instead.  Coarse-text drag =
+R@1(IT→IT) − R@1(I→I) on clean queries (negative: the question hurts).
+
+On disk (``snapbench evaluate --mode``): next to ``<condition>.npy`` a SCORES_DIR may hold the
+paths as ``<condition>.II.npy``, ``<condition>.TT.npy``, ``<condition>.IT.npy``,
+``<condition>.TI.npy``; a mode's matrix is composed from them one condition at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from .metrics import Labels, hit_at_k
+from .ranking import topk_indices
+
+__all__ = ["PATHS", "MODES", "MODE_LABELS", "mode_paths", "mode_scores", "all_mode_scores", "coarse_text_drag"]
+
+PATHS: tuple[str, ...] = ("II", "TT", "IT", "TI")
+MODES: dict[str, dict[str, float]] = {
+    "I2I": {"II": 1.0},
+    "T2T": {"TT": 1.0},
+    "IT2IT": {"II": 0.5, "TT": 0.5},
+    "I2IT": {"II": 0.5, "IT": 0.5},
+    "T2IT": {"TI": 0.5, "TT": 0.5},
+}
+MODE_LABELS: dict[str, str] = {"I2I": "I→I", "T2T": "T→T", "IT2IT": "IT→IT", "I2IT": "I→IT", "T2IT": "T→IT"}
+
+
+def mode_paths(mode: str) -> tuple[str, ...]:
+    """The similarity paths a mode needs (``ValueError`` for an unknown mode)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)}")
+    return tuple(MODES[mode])
+
+
+def mode_scores(mode: str, paths: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Scores of ``mode`` from the path matrices in ``paths`` (keys among :data:`PATHS`)."""
+    need = mode_paths(mode)
+    missing = [p for p in need if p not in paths]
+    if missing:
+        raise ValueError(f"mode {mode} needs path(s) {', '.join(missing)}")
+    if len(need) == 1:
+        return np.asarray(paths[need[0]])
+    a, b = (np.asarray(paths[p]) for p in need)
+    if a.shape != b.shape:
+        raise ValueError(f"mode {mode}: path shapes differ {a.shape} vs {b.shape}")
+    return (a + b) / 2
+
+
+def all_mode_scores(
+    s_ii: np.ndarray, s_tt: np.ndarray, s_it: np.ndarray | None = None, s_ti: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """Every mode computable from the given paths (I2I, T2T, IT2IT always; I2IT / T2IT when the
+    cross paths are given)."""
+    paths = {"II": s_ii, "TT": s_tt}
+    if s_it is not None:
+        paths["IT"] = s_it
+    if s_ti is not None:
+        paths["TI"] = s_ti
+    return {m: mode_scores(m, paths) for m in MODES if all(p in paths for p in MODES[m])}
+
+
+def coarse_text_drag(joint_scores: np.ndarray, image_scores: np.ndarray, labels: Labels) -> float:
+    """R@1(joint) − R@1(image-only) = hit@1 difference on the given (clean) queries, queries
+    without positives excluded."""
+    inc = labels.n_pos > 0
+    if not inc.any():
+        return float("nan")
+    h = [hit_at_k(labels.lookup(topk_indices(s, 1)), 1)[inc].mean() for s in (joint_scores, image_scores)]
+    return float(h[0] - h[1])

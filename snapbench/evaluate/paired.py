@@ -1,0 +1,303 @@
+"""Paired statistics over conditions that share queries, gallery and labels.
+
+* **Bootstrap** (PAL-Bench style, paired): resample queries with replacement, the *same* resample for
+  every condition and metric, so differences keep their pairing.  The resamples are drawn once per
+  seed as a counts matrix ``W`` (B x Q, row b = how often each query occurs in resample b); a metric
+  ``Σnum/Σden`` of every condition under every resample is then ``(W @ NUM) / (W @ DEN)`` -- two
+  matrix products instead of B x C loops.  CI = percentile interval (numpy "linear" quantiles) of the
+  resampled delta; resamples where a ratio metric is 0/0 are dropped.
+* **Significance**: ``hit@k`` (0/1 per query) -> exact two-sided McNemar test (binomial on the
+  discordant pairs); every other metric -> paired permutation test that swaps the two conditions'
+  per-query values at random (for a mean metric this is the sign-flip test), two-sided,
+  p = (1 + #{|Δ*| >= |Δ|}) / (1 + R).  No scipy needed.
+* **Multiple conditions**: Holm(-Bonferroni) over all paired conditions, separately per metric.
+  Reports carry ``p`` (Holm-adjusted) and ``p_raw``.
+
+All randomness comes from :func:`snapbench.seeding.derive_generator` keyed by the seed, so results
+are identical in any process.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..seeding import derive_generator
+from .metrics import QueryStat, is_binary_metric
+
+__all__ = [
+    "DEFAULT_RESAMPLES",
+    "DEFAULT_CI",
+    "CLIFF_RULE",
+    "bootstrap_counts",
+    "swap_matrix",
+    "bootstrap_values",
+    "percentile_ci",
+    "mcnemar_exact",
+    "permutation_pvalues",
+    "holm",
+    "stability_classes",
+    "cliff_label",
+    "rank_displacement",
+    "paired_analysis",
+    "binary_or_permutation_pvalues",
+]
+
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_CI = 0.95
+_CHUNK = 1024  # rows of resample indices drawn per call; fixed so results never depend on memory
+CLIFF_RULE = (
+    "drops d_s = metric(clean) - metric(s) per severity; 'flat' if no d_s exceeds tol; 'cliff' if the "
+    "last drop exceeds tol and d_last - max(earlier d) > ratio * max(max(earlier d), 0) (default ratio 2: "
+    "under a third of the final drop has happened before the last severity); else 'gradual'"
+)
+
+
+def bootstrap_counts(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int = 0, *, key: str = "") -> np.ndarray:
+    """(resamples, n) float64 matrix: how often each of ``n`` queries occurs in each resample.
+
+    Row b comes from ``n`` indices drawn uniformly with replacement; the draw depends only on
+    (seed, key, n), so the same seed gives the same resamples for every condition and metric.
+    """
+    if n < 1:
+        raise ValueError("bootstrap needs at least one query")
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    rng = derive_generator("evaluate.bootstrap", int(seed), str(key), int(n))
+    out = np.empty((resamples, n), dtype=np.float64)
+    for a in range(0, resamples, _CHUNK):
+        b = min(a + _CHUNK, resamples)
+        idx = rng.integers(0, n, size=(b - a, n), dtype=np.int64)
+        idx += np.arange(b - a, dtype=np.int64)[:, None] * n
+        out[a:b] = np.bincount(idx.ravel(), minlength=(b - a) * n).reshape(b - a, n)
+    return out
+
+
+def swap_matrix(n: int, permutations: int = DEFAULT_RESAMPLES, seed: int = 0, *, key: str = "") -> np.ndarray:
+    """(permutations, n) float64 0/1 matrix: 1 = swap the two conditions' values of that query."""
+    rng = derive_generator("evaluate.permutation", int(seed), str(key), int(n))
+    out = np.empty((permutations, n), dtype=np.float64)
+    for a in range(0, permutations, _CHUNK):
+        b = min(a + _CHUNK, permutations)
+        out[a:b] = rng.integers(0, 2, size=(b - a, n), dtype=np.int64)
+    return out
+
+
+def _stack(stats: Sequence[QueryStat]) -> tuple[np.ndarray, np.ndarray, bool]:
+    num = np.stack([s.num for s in stats], axis=1).astype(np.float64, copy=False)
+    den0 = stats[0].den
+    shared = all(s.den is den0 or np.array_equal(s.den, den0) for s in stats)
+    den = den0[:, None].astype(np.float64) if shared else np.stack([s.den for s in stats], axis=1)
+    return num, den, shared
+
+
+def bootstrap_values(stats: Sequence[QueryStat], counts: np.ndarray) -> np.ndarray:
+    """(B, C) value of each of C metrics/conditions under each resample row of ``counts``.
+
+    NaN where a resample makes the denominator 0.
+    """
+    num, den, _ = _stack(stats)
+    wn = counts @ num
+    wd = counts @ den
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = wn / wd
+    out[np.broadcast_to(wd, out.shape) == 0] = np.nan
+    return out
+
+
+def percentile_ci(samples: np.ndarray, level: float = DEFAULT_CI, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval [(1-level)/2, 1-(1-level)/2] of ``samples`` along ``axis`` (NaNs ignored)."""
+    if not 0 < level < 1:
+        raise ValueError(f"CI level must be in (0, 1), got {level}")
+    a = (1.0 - level) / 2.0
+    s = np.asarray(samples, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        if np.isnan(s).any():
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns -> NaN, on purpose
+                lo, hi = np.nanquantile(s, [a, 1.0 - a], axis=axis)
+        else:
+            lo, hi = np.quantile(s, [a, 1.0 - a], axis=axis)
+    return lo, hi
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact two-sided McNemar p-value from the discordant counts ``b`` (1->0) and ``c`` (0->1).
+
+    p = min(1, 2 · P[X <= min(b, c)]) with X ~ Binomial(b + c, 1/2); 1.0 when there is no
+    discordant pair.  Computed with exact integers.
+    """
+    b, c = int(b), int(c)
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def permutation_pvalues(clean: QueryStat, others: Sequence[QueryStat], swaps: np.ndarray) -> np.ndarray:
+    """Two-sided paired permutation p-value of value(other) - value(clean) for each of ``others``.
+
+    Each row of ``swaps`` (from :func:`swap_matrix`) exchanges the two conditions' per-query
+    (num, den) for the queries marked 1.  NaN where the observed difference is undefined.
+    """
+    num, den, shared = _stack(list(others))
+    d_num = clean.num[:, None] - num
+    s_num = swaps @ d_num
+    tn0, tnc = float(np.sum(clean.num)), num.sum(axis=0)
+    if shared and np.array_equal(clean.den, others[0].den):
+        td = float(np.sum(clean.den))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            perm = ((tnc + s_num) - (tn0 - s_num)) / td if td else np.full(s_num.shape, np.nan)
+        obs = (tnc - tn0) / td if td else np.full(num.shape[1], np.nan)
+    else:
+        den_full = np.broadcast_to(den, num.shape)
+        d_den = clean.den[:, None] - den_full
+        s_den = swaps @ d_den
+        td0, tdc = float(np.sum(clean.den)), den_full.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            perm = (tnc + s_num) / (tdc + s_den) - (tn0 - s_num) / (td0 - s_den)
+            obs = tnc / tdc - tn0 / td0 if td0 else np.full(num.shape[1], np.nan)
+        perm = np.where(np.isfinite(perm), perm, np.nan)
+        obs = np.where(np.isfinite(obs), obs, np.nan)
+    # Exact ties with the observed statistic must count as extreme; allow float round-off.
+    thr = np.abs(obs) * (1 - 1e-9) - 1e-12
+    defined = ~np.isnan(perm)
+    extreme = np.count_nonzero((np.abs(perm) >= thr) & defined, axis=0)
+    n_def = np.count_nonzero(defined, axis=0)
+    p = (1.0 + extreme) / (1.0 + n_def)
+    p[np.isnan(obs)] = np.nan
+    return p
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm(-Bonferroni) step-down adjusted p-values; ``None``/NaN entries are left out of the family.
+
+    Sorted ascending p_(1) <= ... <= p_(m): adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j)).
+    """
+    vals = [None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p) for p in pvalues]
+    idx = [i for i, p in enumerate(vals) if p is not None]
+    m = len(idx)
+    order = sorted(idx, key=lambda i: vals[i])
+    out: list[float | None] = [None] * len(vals)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * vals[i]))
+        out[i] = running
+    return out
+
+
+def stability_classes(
+    clean_correct: np.ndarray, cond_correct: np.ndarray, included: np.ndarray | None = None
+) -> dict[str, int]:
+    """Counts of stably correct, drag (correct -> wrong), persistently wrong, boost (wrong -> correct)."""
+    c0 = np.asarray(clean_correct, dtype=bool)
+    c1 = np.asarray(cond_correct, dtype=bool)
+    inc = np.ones(c0.shape, dtype=bool) if included is None else np.asarray(included, dtype=bool)
+    return {
+        "stably_correct": int(np.count_nonzero(c0 & c1 & inc)),
+        "drag": int(np.count_nonzero(c0 & ~c1 & inc)),
+        "persistently_wrong": int(np.count_nonzero(~c0 & ~c1 & inc)),
+        "boost": int(np.count_nonzero(~c0 & c1 & inc)),
+        "n": int(np.count_nonzero(inc)),
+    }
+
+
+def cliff_label(drops: Sequence[float], *, tol: float = 0.01, ratio: float = 2.0) -> str:
+    """'cliff', 'gradual' or 'flat' for drops ordered by severity (see :data:`CLIFF_RULE`).
+
+    Drops are clean minus corrupted (positive = worse), in metric units (0.01 = 1 point).
+    """
+    d = [float(x) for x in drops]
+    if len(d) < 2 or any(math.isnan(x) for x in d):
+        return "n/a"
+    if max(d) <= tol:
+        return "flat"
+    early = max(d[:-1])
+    if d[-1] > tol and d[-1] - early > ratio * max(early, 0.0):
+        return "cliff"
+    return "gradual"
+
+
+def rank_displacement(clean_rank: np.ndarray, cond_rank: np.ndarray) -> QueryStat:
+    """Per-query (corrupted rank - clean rank) of the first positive as a mean :class:`QueryStat`
+    over queries where both ranks are finite (positive = the first positive moved down)."""
+    r0 = np.asarray(clean_rank, dtype=np.float64)
+    r1 = np.asarray(cond_rank, dtype=np.float64)
+    ok = np.isfinite(r0) & np.isfinite(r1)
+    d = np.where(ok, r1 - r0, 0.0)
+    return QueryStat(d, ok.astype(np.float64))
+
+
+def paired_analysis(
+    stats: Mapping[str, Mapping[str, QueryStat]],
+    *,
+    clean: str = "clean",
+    resamples: int = DEFAULT_RESAMPLES,
+    ci: float = DEFAULT_CI,
+    seed: int = 0,
+    permutations: int | None = None,
+    counts: np.ndarray | None = None,
+    swaps: np.ndarray | None = None,
+) -> dict[str, dict[str, dict]]:
+    """``{cond: {metric: {"delta", "ci", "p", "p_raw"}}}`` for every condition except ``clean``.
+
+    ``stats[cond][metric]`` are per-query :class:`QueryStat` (same queries in the same order for all
+    conditions).  delta = value(cond) - value(clean); CI from the paired bootstrap; ``p`` is
+    Holm-adjusted over the conditions (per metric), ``p_raw`` unadjusted.  ``counts``/``swaps``
+    may be passed to reuse resamples (they must come from the same seed to be reproducible).
+    """
+    if clean not in stats:
+        raise ValueError(f"paired analysis needs the {clean!r} condition")
+    conds = [c for c in stats if c != clean]
+    metrics = list(stats[clean])
+    n = len(next(iter(stats[clean].values())).num) if metrics else 0
+    out: dict[str, dict[str, dict]] = {c: {} for c in conds}
+    if not conds or not metrics:
+        return out
+    if counts is None:
+        counts = bootstrap_counts(n, resamples, seed)
+    if swaps is None and any(not is_binary_metric(m) for m in metrics):
+        swaps = swap_matrix(n, permutations or counts.shape[0], seed)
+    for m in metrics:
+        base = stats[clean][m]
+        others = [stats[c][m] for c in conds]
+        v0 = base.value
+        boot = bootstrap_values([base] + others, counts)
+        lo, hi = percentile_ci(boot[:, 1:] - boot[:, :1], ci)
+        p_raw = binary_or_permutation_pvalues(m, base, others, swaps)
+        p_adj = holm(list(p_raw))
+        for j, c in enumerate(conds):
+            delta = others[j].value - v0
+            out[c][m] = {
+                "delta": delta,
+                "ci": [float(lo[j]), float(hi[j])],
+                "p": p_adj[j],
+                "p_raw": None if math.isnan(p_raw[j]) else float(p_raw[j]),
+            }
+    return out
+
+
+def binary_or_permutation_pvalues(
+    metric: str, clean: QueryStat, others: Sequence[QueryStat], swaps: np.ndarray | None
+) -> np.ndarray:
+    """Raw p-values for ``others`` vs ``clean``: exact McNemar for hit@k, permutation otherwise."""
+    if is_binary_metric(metric):
+        out = []
+        inc0 = clean.den > 0
+        for o in others:
+            inc = inc0 & (o.den > 0)
+            x0 = clean.num[inc] > 0
+            x1 = o.num[inc] > 0
+            if not inc.any():
+                out.append(float("nan"))
+                continue
+            out.append(mcnemar_exact(np.count_nonzero(x0 & ~x1), np.count_nonzero(~x0 & x1)))
+        return np.asarray(out, dtype=np.float64)
+    if swaps is None:
+        raise ValueError("permutation test needs a swap matrix")
+    return permutation_pvalues(clean, others, swaps)
