@@ -10,7 +10,16 @@ from .image import (
     load_grid,
     register_image_operator,
 )
-from .text import corrupt_text
+from .text import (
+    CorruptedText,
+    EntityNotFoundError,
+    TextCorruptionError,
+    corrupt_text,
+    corrupt_text_with_params,
+    find_entity,
+    register_text_operator,
+    text_operators,
+)
 from .io import ImageLoadError, load_image, save_png
 from .pipeline import QueryRecord, RunSummary, Variant, iter_variants, load_manifest, run_corruption, stream_corruptions
 
@@ -29,6 +38,13 @@ __all__ = [
     "corrupt_image",
     "corrupt_image_with_params",
     "corrupt_text",
+    "corrupt_text_with_params",
+    "CorruptedText",
+    "EntityNotFoundError",
+    "TextCorruptionError",
+    "find_entity",
+    "register_text_operator",
+    "text_operators",
     "default_grid",
     "get_image_operator",
     "image_operators",
