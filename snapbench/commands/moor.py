@@ -126,6 +126,10 @@ def moor(
                 index.fit(str(g_image), str(g_text))  # streamed from disk
             else:
                 index.fit(load_matrix(g_image, "--g-image"), load_matrix(g_text, "--g-text"))
+            if qI.shape != qT.shape:
+                raise ValueError(f"--q-image {q_image} has shape {qI.shape}, --q-text {q_text} has shape {qT.shape}")
+            if qI.shape[1] != index.dim:
+                raise ValueError(f"queries ({q_image}, {q_text}) have dim {qI.shape[1]}, the gallery ({g_image}) has dim {index.dim}")
             qids = ids_or_default(query_ids, None, "query_ids.txt", qI.shape[0], "q", "query ids")
             gids = ids_or_default(gallery_ids, None, "gallery_ids.txt", index.n_gallery, "g", "gallery ids")
             if topk is not None:

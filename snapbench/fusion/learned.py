@@ -47,7 +47,7 @@ def meta_features(paths: PathScores) -> np.ndarray:
         m = s.mean(axis=1, keepdims=True)
         c = s - m
         var = np.einsum("ij,ij->i", c, c) / s.shape[1]
-        const = var <= CONST_RTOL * (var + m[:, 0] ** 2)
+        const = var <= CONST_RTOL**2 * (var + m[:, 0] ** 2)  # std <= 1e-10 rms, as in moor_from_scores
         sd = np.where(const, 0.0, np.sqrt(var))
         safe = np.where(sd > 0, sd, 1.0)
         if s.shape[1] >= 2:

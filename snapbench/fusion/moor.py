@@ -56,14 +56,18 @@ Numerics
   float64 transcription of the algorithm to ~1e-12.  ``dtype=float32`` keeps the statistics C, m in
   float64 but runs the query-side products and the gallery product in float32 (≈2x faster, scores
   within ~1e-6 of float64).
-* Constant paths.  A path is treated as constant (variance 0, r = 0, as the SPEC says) when its
-  variance is at or below ``CONST_RTOL = 1e-10`` times its rounding-error scale
-  ``(Σ_i |a_i| sqrt(C_bb[i,i]))²`` — the bound on |aᵀ C a| that rounding in C and in the quadratic
-  form can reach.  Rounding noise sits near d·2⁻⁵³ ≈ 1e-13 of that scale and a path that carries signal
-  has a ratio of order 1/d or more, so 1e-10 separates the two; the rule is scale-free (no absolute
-  threshold) and ignores query mass in dimensions where the gallery does not vary.  From scores
-  (:func:`moor_from_scores`) the scale is mean(s²).  N = 1 gives every variance 0 → r = 0, Σw = 0 → the
-  s^II fallback.
+* Constant paths.  A path is treated as constant (variance 0, r = 0, as the SPEC says) when
+  ``Var ≤ CONST_RTOL · B_std · B_rms`` with ``CONST_RTOL = 1e-10``, where
+  ``B_std = Σ_i |a_i| σ_i`` (σ_i = sqrt(C_bb[i,i])) and ``B_rms = Σ_i |a_i| rms_i``
+  (rms_i = sqrt(C_bb[i,i] + m_b[i]²)) bound the path's standard deviation and root mean square
+  over the gallery (|C_ij| ≤ σ_i σ_j).  The rounding error of the computed variance is at most of
+  order d·2⁻⁵³·B_std·B_rms (centring leaves errors ~2⁻⁵³·rms in each coordinate, which enter C
+  multiplied by the deviations), so the rule stays above rounding noise for d up to ~10⁴ while a path
+  that carries signal — std/rms far above 1e-10 — is never zeroed.  It is scale-free and catches an
+  exactly constant gallery (identical captions), whose covariance is pure rounding noise.  From
+  scores (:func:`moor_from_scores`) B_std and B_rms are the exact std and rms of the score row, i.e.
+  a path is constant when std(s) ≤ 1e-10 · rms(s).  N = 1 gives every variance 0 → r = 0, Σw = 0 →
+  the s^II fallback.
 * ``Σw < fusion_eps`` (default 1e-6, the SPEC's eps) → s^MOOR = s^II; the result's ``fallback`` flags
   those queries and their ``text_share`` is 0.
 * All-zero whitened rows (e.g. the single row of a one-item gallery) stay zero instead of NaN
@@ -73,14 +77,13 @@ Numerics
 from __future__ import annotations
 
 import os
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator
 
 import numpy as np
 
-from ._validate import as_matrix, check_finite
+from ._validate import as_matrix, check_same_dim
 from .gates import GateLike, get_gate
 from .search import ANNIndex, GallerySource, NpyRowReader, StreamingTopK, TopK
 from .whitening import RunningMoments, Whitener
@@ -221,7 +224,7 @@ def moor_from_scores(
 
     Variances and correlations are computed per query over the N gallery columns in float64 (two-pass:
     centre, then multiply), in query blocks of ``block`` rows to bound temporaries.  A path is
-    constant when Var ≤ 1e-10 · mean(s²).  Returns a :class:`MOORResult` with ``.scores``.
+    constant when std(s) ≤ 1e-10 · rms(s).  Returns a :class:`MOORResult` with ``.scores``.
     """
     paths = PathScores(s_II, s_TT, s_IT, s_TI)
     Q, N = paths.shape
@@ -237,7 +240,7 @@ def moor_from_scores(
             c = s - m
             v = np.einsum("ij,ij->i", c, c) / N
             var[sl, j] = v
-            const[sl, j] = v <= CONST_RTOL * (v + m[:, 0] ** 2)
+            const[sl, j] = v <= CONST_RTOL**2 * (v + m[:, 0] ** 2)  # std <= 1e-10 rms
             centred.append(c)
         for j in range(3):
             cov[sl, j] = np.einsum("ij,ij->i", centred[0], centred[j + 1]) / N
@@ -391,8 +394,11 @@ class MOORIndex:
         self.cov_ii = np.ascontiguousarray(C[:d, :d])
         self.cov_tt = np.ascontiguousarray(C[d:, d:])
         self.cov_it = np.ascontiguousarray(C[:d, d:])
-        self._sd_ii = np.sqrt(np.maximum(np.diag(self.cov_ii), 0.0))
-        self._sd_tt = np.sqrt(np.maximum(np.diag(self.cov_tt), 0.0))
+        # per-coordinate std and rms of the whitened gallery: the scale of the constant-path test
+        self._sd_i = np.sqrt(np.maximum(np.diag(self.cov_ii), 0.0))
+        self._sd_t = np.sqrt(np.maximum(np.diag(self.cov_tt), 0.0))
+        self._rms_i = np.sqrt(self._sd_i**2 + self.mean_image**2)
+        self._rms_t = np.sqrt(self._sd_t**2 + self.mean_text**2)
         self._cov32 = None
         self._source = src
         self.gallery_ = gallery
@@ -440,12 +446,16 @@ class MOORIndex:
         E = tI @ Cit
         var = np.stack([_rowdot(A, tI), _rowdot(Ct, tT), _rowdot(D, hI), _rowdot(B, hT)], axis=1)
         cov = np.stack([_rowdot(E, tT), _rowdot(E, hI), _rowdot(A, hT)], axis=1)
+        def bound(a: np.ndarray, sd: np.ndarray, rms: np.ndarray) -> np.ndarray:
+            aa = np.abs(a)
+            return (aa @ sd) * (aa @ rms)
+
         scale = np.stack(
             [
-                (np.abs(st.tI) @ self._sd_ii) ** 2,
-                (np.abs(st.tT) @ self._sd_tt) ** 2,
-                (np.abs(st.hI) @ self._sd_tt) ** 2,
-                (np.abs(st.hT) @ self._sd_ii) ** 2,
+                bound(st.tI, self._sd_i, self._rms_i),
+                bound(st.tT, self._sd_t, self._rms_t),
+                bound(st.hI, self._sd_t, self._rms_t),
+                bound(st.hT, self._sd_i, self._rms_i),
             ],
             axis=1,
         )
@@ -641,8 +651,6 @@ def path_scores(
     gT = as_matrix(g_text, "g_text")
     qI = as_matrix(q_image, "q_image", allow_vector=True)
     qT = as_matrix(q_text, "q_text", allow_vector=True)
-    from ._validate import check_same_dim
-
     check_same_dim({"q_image": qI, "q_text": qT, "g_image": gI, "g_text": gT})
     if gI.shape[0] != gT.shape[0]:
         raise ValueError(f"gallery row counts differ: g_image has {gI.shape[0]} rows, g_text has {gT.shape[0]}")

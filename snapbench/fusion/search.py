@@ -287,6 +287,7 @@ class GallerySource:
             src = cls("npy", ri, rt, len(ri), None, (f"{names[0]} ({ri.path})", f"{names[1]} ({rt.path})"))
             src._check_pair(ri.shape, rt.shape)
             return src
+        mapped = isinstance(g_image, np.memmap) or isinstance(g_text, np.memmap)
         gi, gt = np.asarray(g_image), np.asarray(g_text)
         for arr, nm in ((gi, names[0]), (gt, names[1])):
             if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
@@ -297,7 +298,7 @@ class GallerySource:
                 raise ValueError(f"{nm}: is empty (0 rows)")
             if arr.shape[1] == 0:
                 raise ValueError(f"{nm}: has dimension 0")
-        src = cls("array", gi, gt, gi.shape[0], None, names)
+        src = cls("memmap" if mapped else "array", gi, gt, gi.shape[0], None, names)
         src._check_pair(gi.shape, gt.shape)
         return src
 
@@ -311,12 +312,12 @@ class GallerySource:
     @property
     def in_memory(self) -> bool:
         """True for plain in-memory ndarrays (not memmaps, files or callables)."""
-        return self.kind == "array" and not isinstance(self._image, np.memmap) and not isinstance(self._text, np.memmap)
+        return self.kind == "array"
 
     def chunks(self, chunk_size: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-        if self.kind == "array":
+        if self.kind in ("array", "memmap"):
             for start in range(0, self.n or 0, chunk_size):
                 yield start, self._image[start : start + chunk_size], self._text[start : start + chunk_size]
         elif self.kind == "npy":

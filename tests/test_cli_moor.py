@@ -1,0 +1,139 @@
+"""`snapbench moor` end to end: embeddings or path scores in, SCORES_DIR / TREC runs / weights out."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from snapbench.cli import app
+from snapbench.fusion import moor, moor_from_scores, path_scores
+from snapbench.seeding import derive_generator
+
+runner = CliRunner()
+
+
+@pytest.fixture()
+def emb(tmp_path):
+    rng = derive_generator("test-cli-moor")
+    gI = rng.standard_normal((50, 8)).astype(np.float32)
+    gT = (gI + rng.standard_normal((50, 8))).astype(np.float32)
+    qI = (gI[:6] + 0.3 * rng.standard_normal((6, 8))).astype(np.float32)
+    qT = (gT[:6] + 0.3 * rng.standard_normal((6, 8))).astype(np.float32)
+    for name, a in (("qI", qI), ("qT", qT), ("gI", gI), ("gT", gT)):
+        np.save(tmp_path / f"{name}.npy", a)
+    return tmp_path, (qI, qT, gI, gT)
+
+
+def _args(d, *extra):
+    return ["moor", "--q-image", str(d / "qI.npy"), "--q-text", str(d / "qT.npy"),
+            "--g-image", str(d / "gI.npy"), "--g-text", str(d / "gT.npy"), *extra]
+
+
+def test_embeddings_to_scores_dir(emb):
+    d, (qI, qT, gI, gT) = emb
+    r = runner.invoke(app, _args(d, "--out", str(d / "out"), "--condition", "img/motion_blur/s2"))
+    assert r.exit_code == 0, r.output
+    got = np.load(d / "out" / "img__motion_blur__s2.npy")
+    assert np.abs(got - moor(qI, qT, gI, gT).scores).max() < 1e-12
+    assert (d / "out" / "query_ids.txt").read_text().split() == [f"q{i}" for i in range(6)]
+    assert len((d / "out" / "gallery_ids.txt").read_text().split()) == 50
+    rows = list(csv.DictReader(open(d / "out" / "moor_weights" / "img__motion_blur__s2.csv")))
+    assert len(rows) == 6 and rows[0]["query_id"] == "q0"
+    w = np.array([[float(row[k]) for k in ("w_II", "w_TT", "w_IT", "w_TI")] for row in rows])
+    assert np.allclose(w, moor(qI, qT, gI, gT).weights, rtol=1e-12)
+    # only condition .npy files at the top level: the folder stays a valid SCORES_DIR
+    assert sorted(p.name for p in (d / "out").glob("*.npy")) == ["img__motion_blur__s2.npy"]
+
+
+def test_options_no_whiten_gate_topk_and_ids(emb):
+    d, (qI, qT, gI, gT) = emb
+    (d / "qids.txt").write_text("".join(f"query{i}\n" for i in range(6)))
+    (d / "gids.txt").write_text("".join(f"item{i}\n" for i in range(50)))
+    r = runner.invoke(app, _args(d, "--out", str(d / "o2"), "--no-whiten", "--gate", "linear", "--topk", "3",
+                                 "--chunk-size", "7", "--query-ids", str(d / "qids.txt"),
+                                 "--gallery-ids", str(d / "gids.txt"), "--dtype", "float64"))
+    assert r.exit_code == 0, r.output
+    dense = moor(qI, qT, gI, gT, whiten=False, gate="linear").scores
+    lines = (d / "o2" / "clean.trec").read_text().splitlines()
+    assert len(lines) == 18
+    for q in range(6):
+        want = sorted(range(50), key=lambda j: (-dense[q, j], j))[:3]
+        got = [ln.split() for ln in lines[3 * q : 3 * q + 3]]
+        assert [g[0] for g in got] == [f"query{q}"] * 3
+        assert [g[2] for g in got] == [f"item{j}" for j in want]
+        assert [int(g[3]) for g in got] == [1, 2, 3]
+        assert np.allclose([float(g[4]) for g in got], dense[q, want], atol=1e-12)
+
+
+def test_paths_dir_flat_and_subfolders(emb):
+    d, (qI, qT, gI, gT) = emb
+    ps = path_scores(qI, qT, gI, gT)
+    ps2 = path_scores(qI[::-1], qT, gI, gT)
+    flat, sub = d / "flat", d / "sub"
+    flat.mkdir()
+    for p in ("II", "TT", "IT", "TI"):
+        np.save(flat / f"clean.{p}.npy", getattr(ps, p))
+        np.save(flat / f"txt__char_swap.{p}.npy", getattr(ps2, p))
+        (sub / p).mkdir(parents=True)
+        np.save(sub / p / "clean.npy", getattr(ps, p))
+    (flat / "query_ids.txt").write_text("".join(f"a{i}\n" for i in range(6)))
+    for src in (flat, sub):
+        out = d / f"out_{src.name}"
+        r = runner.invoke(app, ["moor", "--paths-dir", str(src), "--out", str(out), "--weights-format", "npy"])
+        assert r.exit_code == 0, r.output
+        want = moor_from_scores(ps.II, ps.TT, ps.IT, ps.TI)
+        assert np.array_equal(np.load(out / "clean.npy"), want.scores)
+        assert np.array_equal(np.load(out / "moor_weights" / "clean.npy"), want.weights)
+    assert (d / "out_flat" / "txt__char_swap.npy").exists()
+    assert (d / "out_flat" / "query_ids.txt").read_text().split()[0] == "a0"
+
+
+def test_cli_errors_name_the_file(emb, tmp_path):
+    d, (qI, qT, gI, gT) = emb
+    bad = qT.copy()
+    bad[1, 1] = np.nan
+    np.save(d / "qT.npy", bad)
+    r = runner.invoke(app, _args(d, "--out", str(d / "o")))
+    assert r.exit_code != 0 and "qT.npy" in r.output and "non-finite" in r.output
+    np.save(d / "qT.npy", qT[:, :5])
+    r = runner.invoke(app, _args(d, "--out", str(d / "o")))
+    assert r.exit_code != 0 and "--q-text" in r.output and "qT.npy" in r.output
+    np.save(d / "qT.npy", qT)
+    r = runner.invoke(app, ["moor", "--q-image", str(d / "qI.npy"), "--out", str(d / "o")])
+    assert r.exit_code != 0 and "--q-text" in r.output
+    r = runner.invoke(app, _args(d, "--out", str(d / "o"), "--ann"))
+    assert r.exit_code != 0 and "--topk" in r.output
+    (d / "pd").mkdir()
+    np.save(d / "pd" / "clean.II.npy", np.zeros((2, 3)))
+    r = runner.invoke(app, ["moor", "--paths-dir", str(d / "pd"), "--out", str(d / "o")])
+    assert r.exit_code != 0 and "TT" in r.output
+    r = runner.invoke(app, _args(d, "--out", str(d / "o"), "--gate", "cosine"))
+    assert r.exit_code != 0 and "unknown gate" in r.output
+    (d / "gI.npy").unlink()
+    r = runner.invoke(app, _args(d, "--out", str(d / "o")))
+    assert r.exit_code != 0 and "gI.npy" in r.output
+
+
+def test_safetensors_input(emb):
+    safetensors = pytest.importorskip("safetensors.numpy")
+    d, (qI, qT, gI, gT) = emb
+    safetensors.save_file({"image": qI, "text": qT}, str(d / "q.safetensors"))
+    safetensors.save_file({"emb": gI}, str(d / "gI.safetensors"))
+    r = runner.invoke(app, ["moor", "--q-image", str(d / "q.safetensors") + "#image", "--q-text",
+                            str(d / "q.safetensors") + "#text", "--g-image", str(d / "gI.safetensors"),
+                            "--g-text", str(d / "gT.npy"), "--out", str(d / "st")])
+    assert r.exit_code == 0, r.output
+    assert np.abs(np.load(d / "st" / "clean.npy") - moor(qI, qT, gI, gT).scores).max() < 1e-12
+    r = runner.invoke(app, ["moor", "--q-image", str(d / "q.safetensors"), "--q-text", str(d / "qT.npy"),
+                            "--g-image", str(d / "gI.npy"), "--g-text", str(d / "gT.npy"), "--out", str(d / "st2")])
+    assert r.exit_code != 0 and "image, text" in r.output
+
+
+def test_help_lists_options():
+    r = runner.invoke(app, ["moor", "--help"])
+    assert r.exit_code == 0
+    for opt in ("--paths-dir", "--no-whiten", "--gate", "--topk", "--chunk-size", "--ann", "--out"):
+        assert opt in r.output
