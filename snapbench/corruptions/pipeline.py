@@ -831,7 +831,7 @@ def run_corruption(
         "conditions": all_ids,
         "grid_file": str(grid) if isinstance(grid, (str, os.PathLike)) else None,
         "grid": grid_json,
-        "png_compression": PNG_COMPRESSION,
+        "png": {"level": PNG_COMPRESSION, "filter": "paeth", "strategy": "rle"},
         "max_pixels": int(max_pixels),
     }
     write_bytes_atomic(out / "run.json", (json.dumps(run_cfg, indent=2, ensure_ascii=False) + "\n").encode())
