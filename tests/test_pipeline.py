@@ -343,6 +343,32 @@ def test_resume_tolerates_a_cut_last_line_and_redoes_damaged_files(query_set: Pa
     assert more.written == 3 and json.loads((out / "run.json").read_text())["conditions"][-1] == "img/mosaic/s1"
 
 
+def test_changed_inputs_are_redone(tmp_path: Path) -> None:
+    root = tmp_path / "qs"
+    manifest = make_query_set(root, bad=False)
+    out = tmp_path / "o"
+    conds = ["img/cropping/s1", "txt/char_swap"]
+    run_corruption(manifest, out, conditions=conds, progress=False)
+    before = by_key(manifest_lines(out))
+    # replace one photo (same path), change another query's question
+    Image.fromarray(data.rocket()[:96, :128]).save(root / "imgs" / "cat.png")
+    rows = [json.loads(x) for x in manifest.read_text().splitlines()]
+    rows[2]["question"] = "What type of coffee is in this mug?"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = run_corruption(manifest, out, conditions=conds, progress=False)
+    assert summary.written == 6 and summary.reused == 3
+    after = by_key(manifest_lines(out))
+    assert after[("q_astro", "clean")] == before[("q_astro", "clean")]
+    assert after[("q_cat", "clean")]["sha256"] != before[("q_cat", "clean")]["sha256"]
+    np.testing.assert_array_equal(
+        cv2.imread(str(out / after[("q_cat", "img/cropping/s1")]["path"]))[..., ::-1],
+        corrupt_image(np.asarray(data.rocket()[:96, :128]), "cropping", 1, seed=0, key="q_cat"),
+    )
+    assert after[("q_coffee", "txt/char_swap")]["question"].endswith("in this mug?")
+    assert after[("q_coffee", "clean")]["question"] == "What type of coffee is in this mug?"
+    assert len(after) == 9
+
+
 def test_a_bad_line_inside_the_manifest_is_an_error(query_set: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     run_corruption(query_set, out, conditions=["txt/char_swap"], progress=False)

@@ -27,7 +27,8 @@ Decisions (documented here because they shape every consumer):
   register them at import time of a module, or use ``workers=1``.
 * Resume: images are written atomically (temp file + ``os.replace``); manifest lines are appended
   by the parent only, flushed and fsynced once per completed query.  A rerun keeps every manifest
-  line whose file still exists with the recorded sha256 (a truncated last line from a kill is
+  line whose file still exists with the recorded sha256 and whose query inputs (image file bytes,
+  question, entity: ``input_sha256``) are unchanged (a truncated last line from a kill is
   dropped), and redoes the rest.  Skipped pairs are retried on every run (the input may have been
   fixed), so ``skips.jsonl`` is rewritten by each run.
 """
@@ -88,6 +89,7 @@ MANIFEST_FIELDS = (
     "image_params", # parameters the image operator actually applied (null for clean/text)
     "text_params",  # parameters the text operator actually applied (null for clean/image)
     "seed",
+    "input_sha256", # fingerprint of the query's inputs (image file bytes, question, entity)
 )
 
 _ID_ALIASES = ("id", "query_id", "qid")
@@ -569,6 +571,7 @@ class _Task:
     table: dict
     max_pixels: int
     clean_ref: tuple[str, str, int, int] | None  # (path, sha256, width, height) of a reused clean image
+    fingerprint: str
 
 
 @dataclass
@@ -655,6 +658,7 @@ def _process_query(task: _Task) -> _Result:
                 "image_params": item.params.get("image"),
                 "text_params": item.params.get("text"),
                 "seed": task.seed,
+                "input_sha256": task.fingerprint,
             }
         )
     return _Result(rec.id, lines, skips)
@@ -724,6 +728,14 @@ def _sha256_file(path: Path) -> str | None:
         return None
 
 
+def _input_fingerprint(rec: QueryRecord) -> str:
+    """sha256 over what a query's outputs depend on besides seed and grid: the image file's bytes,
+    the question and the entity (not the path, so a moved data set stays valid)."""
+    image_sha = _sha256_file(rec.image) if rec.image is not None else None
+    payload = json.dumps([image_sha, rec.question, rec.entity], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
 def _clear_previous(out: Path) -> None:
     """--force: remove what an earlier run wrote (only our files and condition directories)."""
     for name in ("manifest.jsonl", "skips.jsonl", "run.json"):
@@ -786,7 +798,8 @@ def run_corruption(
     work unit; outputs are byte-identical for any worker count.
 
     Rerunning into the same directory resumes: outputs recorded in ``manifest.jsonl`` whose file
-    still has the recorded sha256 are kept, everything else is redone.  If ``out_dir`` was written
+    still has the recorded sha256 are kept, everything else is redone; so are all outputs of a query
+    whose image file, question or entity changed (``input_sha256``).  If ``out_dir`` was written
     with a different seed or grid, :class:`RunConfigError` is raised unless ``force=True``, which
     first removes the earlier run's manifest, skips, run.json and condition image directories.
 
@@ -839,9 +852,18 @@ def run_corruption(
     _remove_stale_temps(out)
     # Resume: keep verified lines, rewrite the manifest without a possibly cut last line.
     manifest_file = out / "manifest.jsonl"
+    fingerprints = {rec.id: _input_fingerprint(rec) for rec in records}
     kept: dict[tuple[str, str], dict[str, Any]] = {}
     sha_cache: dict[str, str | None] = {}
     for line in _read_run_manifest(manifest_file):
+        if line.get("seed") != int(seed):  # possible only if run.json was deleted or edited
+            raise RunConfigError(
+                f"{manifest_file} holds outputs made with seed {line.get('seed')} (this run: {int(seed)}); "
+                "use a new --out directory, or --force to discard them"
+            )
+        qid = str(line["id"])
+        if qid in fingerprints and line.get("input_sha256") != fingerprints[qid]:
+            continue  # the image file, question or entity changed since: redo the query
         rel = line.get("path")
         if rel is not None:
             if rel not in sha_cache:
@@ -862,7 +884,7 @@ def run_corruption(
         clean_ref = None
         if clean_line is not None and clean_line.get("path"):
             clean_ref = (clean_line["path"], clean_line["sha256"], clean_line["width"], clean_line["height"])
-        tasks.append(_Task(rec, pending, str(out), int(seed), table, int(max_pixels), clean_ref))
+        tasks.append(_Task(rec, pending, str(out), int(seed), table, int(max_pixels), clean_ref, fingerprints[rec.id]))
 
     written = skipped = skipped_queries = 0
     with open(manifest_file, "a", encoding="utf-8") as mf, open(out / "skips.jsonl", "w", encoding="utf-8") as sf:
