@@ -1,0 +1,187 @@
+"""`snapbench evaluate` / `snapbench additivity` end to end on a small synthetic SCORES_DIR."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from snapbench.cli import app
+
+Q, N = 30, 50
+QIDS = [f"q{i}" for i in range(Q)]
+GIDS = [f"g{j}" for j in range(N)]
+CONDS = ["clean", "img__motion_blur__s1", "img__motion_blur__s2", "img__motion_blur__s3", "txt__char_add",
+         "joint__motion_blur+char_add__s1", "joint__motion_blur+char_add__s3"]
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> tuple[Path, Path, dict]:
+    root = tmp_path_factory.mktemp("cli")
+    d = root / "scores"
+    d.mkdir()
+    (d / "query_ids.txt").write_text("\n".join(QIDS) + "\n")
+    (d / "gallery_ids.txt").write_text("\n".join(GIDS) + "\n")
+    rng = np.random.default_rng(3)
+    rel = np.zeros((Q, N))
+    gold = {}
+    for i, q in enumerate(QIDS):
+        if i % 6 == 5:
+            gold[q] = []
+            continue
+        cols = rng.choice(N, 2, replace=False)
+        rel[i, cols] = 1
+        gold[q] = [GIDS[j] for j in cols]
+    base = rng.standard_normal((Q, N)) + 2.5 * rel
+    mats = {}
+    for k, c in enumerate(CONDS):
+        mats[c] = (base + 0.6 * k * rng.standard_normal((Q, N))).astype(np.float32)
+        np.save(d / f"{c}.npy", mats[c])
+    qp = root / "qrels.json"
+    qp.write_text(json.dumps(gold))
+    tags = root / "tags.json"
+    tags.write_text(json.dumps({q: {"domain": "a" if i % 2 else "b"} for i, q in enumerate(QIDS)}))
+    return d, qp, {"rel": rel, "mats": mats, "root": root, "tags": tags}
+
+
+def test_evaluate_end_to_end_schema(data):
+    d, qp, extra = data
+    out = extra["root"] / "report.json"
+    md = extra["root"] / "table.md"
+    csv = extra["root"] / "table.csv"
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--out", str(out), "--seed", "3",
+                            "--resamples", "400", "--table-out", str(md), "--tags", str(extra["tags"]),
+                            "--group-by", "domain"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(out.read_text())
+    for key in ("conditions", "paired", "additivity", "n_queries", "n_excluded_zero_gt"):
+        assert key in rep
+    assert rep["n_queries"] == Q and rep["n_excluded_zero_gt"] == 5
+    ids = ["clean", "img/motion_blur/s1", "img/motion_blur/s2", "img/motion_blur/s3", "txt/char_add",
+           "joint/motion_blur+char_add/s1", "joint/motion_blur+char_add/s3"]
+    assert list(rep["conditions"]) == ids
+    assert list(rep["paired"]) == ids[1:]
+    for c in ids:
+        for m in ("hit@1", "hit@5", "hit@10", "hit@20", "recall@10", "ndcg@10", "mrr"):
+            assert 0.0 <= rep["conditions"][c][m] <= 1.0
+    e = rep["paired"]["img/motion_blur/s3"]["hit@1"]
+    assert set(e) >= {"delta", "ci", "p", "p_raw"} and e["ci"][0] <= e["delta"] <= e["ci"][1]
+    assert e["p"] >= e["p_raw"]
+    a = rep["additivity"]["joint/motion_blur+char_add/s3"]["hit@1"]
+    assert set(a) >= {"exp", "obs", "delta", "ci"}
+    assert a["delta"] == pytest.approx(a["obs"] - a["exp"])
+    assert rep["severity_curves"]["motion_blur"]["hit@1"]["label"] in ("cliff", "gradual", "flat")
+    assert set(rep["groups"]) == {"a", "b"} and rep["groups"]["a"]["n_queries"] == 15
+    assert rep["meta"]["seed"] == 3 and rep["meta"]["resamples"] == 400
+    assert "stability" in rep and "rank_displacement" in rep
+    assert "joint/motion_blur+char_add/s1" in md.read_text()
+    # the printed table
+    assert "img/motion_blur/s3" in r.output and "additivity" in r.output
+    # independent check of a value: numpy full sort of the clean matrix
+    rel, clean = extra["rel"], extra["mats"]["clean"]
+    order = np.argsort(-clean, axis=1, kind="stable")
+    has = rel.sum(1) > 0
+    hit1 = rel[np.arange(Q), order[:, 0]][has].mean()
+    assert rep["conditions"]["clean"]["hit@1"] == pytest.approx(hit1)
+    # csv table
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "50", "--quiet",
+                            "--table-out", str(csv), "--metrics", "hit@1,mrr"])
+    assert r.exit_code == 0, r.output
+    lines = csv.read_text().splitlines()
+    assert lines[0] == "condition,metric,value,delta,ci_lo,ci_hi,p,p_raw" and len(lines) == 1 + 2 * len(ids)
+
+
+def test_same_seed_same_report_and_additivity_command(data, tmp_path):
+    d, qp, _ = data
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"r{i}.json"
+        r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--out", str(out), "--resamples", "300",
+                                "--quiet", "--seed", "9"])
+        assert r.exit_code == 0, r.output
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    r = runner.invoke(app, ["additivity", str(tmp_path / "r0.json")])
+    assert r.exit_code == 0, r.output
+    assert "joint/motion_blur+char_add/s3" in r.output and "mean (all joint conditions)" in r.output
+    r2 = runner.invoke(app, ["additivity", str(d), "--qrels", str(qp), "--resamples", "300", "--seed", "9"])
+    assert r2.exit_code == 0, r2.output
+    assert r2.output == r.output  # same numbers from the directory as from the report (same seed)
+
+
+def test_exported_runs_evaluate_like_the_matrices(data, tmp_path):
+    """Second code path: export the full ranking as TREC runs, evaluate the run directory."""
+    d, qp, _ = data
+    runs = tmp_path / "runs"
+    out1, out2 = tmp_path / "a.json", tmp_path / "b.json"
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--out", str(out1), "--resamples", "100",
+                            "--quiet", "--export-run", str(runs), "--export-depth", str(N)])
+    assert r.exit_code == 0, r.output
+    assert (runs / "joint__motion_blur+char_add__s3.run").is_file()
+    for f in ("query_ids.txt", "gallery_ids.txt"):
+        (runs / f).write_text((d / f).read_text())
+    r = runner.invoke(app, ["evaluate", str(runs), "--qrels", str(qp), "--out", str(out2), "--resamples", "100", "--quiet"])
+    assert r.exit_code == 0, r.output
+    a, b = json.loads(out1.read_text()), json.loads(out2.read_text())
+    for c in a["conditions"]:
+        for m, v in a["conditions"][c].items():
+            assert b["conditions"][c][m] == pytest.approx(v, abs=1e-12), (c, m)
+
+
+def test_bad_input_exits_2_with_clear_message(data, tmp_path):
+    d, qp, _ = data
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in ("query_ids.txt", "gallery_ids.txt"):
+        (bad / f).write_text((d / f).read_text())
+    np.save(bad / "img__motion_blur__s1.npy", np.zeros((Q, N), np.float32))
+    r = runner.invoke(app, ["evaluate", str(bad), "--qrels", str(qp)])
+    assert r.exit_code == 2
+    assert "error:" in r.output and "no clean condition" in r.output and str(bad) in r.output
+    assert "Traceback" not in r.output
+    m = np.zeros((Q, N), np.float32)
+    m[2, 3] = np.nan
+    np.save(bad / "clean.npy", m)
+    r = runner.invoke(app, ["evaluate", str(bad), "--qrels", str(qp)])
+    assert r.exit_code == 2 and "clean.npy: non-finite score" in r.output
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--metrics", "precision@3"])
+    assert r.exit_code == 2 and "unknown metric" in r.output
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--metrics", "reject"])
+    assert r.exit_code == 2 and "--set-threshold" in r.output
+
+
+def test_set_threshold_modes_and_drag(tmp_path):
+    d = tmp_path / "s"
+    d.mkdir()
+    (d / "query_ids.txt").write_text("a\nb\nc\n")
+    (d / "gallery_ids.txt").write_text("x\ny\nz\n")
+    # II: image path ranks the positive first for a, b; TT ranks it last; IT2IT = mean
+    ii = np.array([[0.9, 0.1, 0.2], [0.1, 0.8, 0.0], [0.5, 0.4, 0.3]], np.float32)
+    tt = np.array([[0.0, 1.0, 0.9], [0.9, 0.0, 0.95], [0.2, 0.7, 0.1]], np.float32)
+    np.save(d / "clean.II.npy", ii)
+    np.save(d / "clean.TT.npy", tt)
+    np.save(d / "txt__char_add.II.npy", ii)
+    np.save(d / "txt__char_add.TT.npy", tt * 0.5)
+    qp = tmp_path / "q.json"
+    qp.write_text(json.dumps({"a": ["x"], "b": ["y"], "c": []}))
+    out = tmp_path / "r.json"
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--mode", "IT2IT", "--out", str(out),
+                            "--resamples", "200", "--set-threshold", "0.6", "--quiet"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(out.read_text())
+    # IT2IT clean: a -> [0.45, 0.55, 0.55] top = y (miss); b -> [0.5, 0.4, 0.475] top = x (miss)
+    assert rep["conditions"]["clean"]["hit@1"] == 0.0
+    # I2I clean hits both -> drag = 0 - 1
+    assert rep["coarse_text_drag"]["value"] == -1.0 and rep["coarse_text_drag"]["image_value"] == 1.0
+    # sets at >= 0.6 on IT2IT clean: a {}, b {}, c {} (max 0.55) -> all rejected: A = 1 (c), B = 2 (a, b), C = 0
+    c = rep["conditions"]["clean"]
+    assert c["reject_precision"] == pytest.approx(1 / 3) and c["reject_recall"] == 1.0
+    assert c["set_precision"] == 0.0
+    assert rep["meta"]["mode"] == "IT→IT"
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--quiet"])
+    assert r.exit_code == 2 and "--mode" in r.output
