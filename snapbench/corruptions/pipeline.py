@@ -51,7 +51,6 @@ from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
 import numpy as np
 
 from ..conditions import (
-    IMAGE_OPERATORS,
     JOINT_PAIRS,
     TEXT_OPERATORS,
     Condition,
