@@ -165,10 +165,11 @@ def test_bad_parameters_raise_clear_errors(photo, op, params, words):
     assert words in str(exc.value)
 
 
-def test_missing_parameter_names_it(photo):
-    grid = {"compression": {1: {"q": 50}}}
-    with pytest.raises(ValueError, match="missing parameter 'quality'"):
-        corrupt_image(photo, "compression", 1, grid=grid)
+def test_missing_or_unknown_parameter_is_named(photo):
+    with pytest.raises(ValueError, match="compression: missing parameter 'quality'"):
+        corrupt_image(photo, "compression", 1, grid={"compression": {1: {}}})
+    with pytest.raises(ValueError, match="motion_blur: unknown parameter.*'angel'"):
+        corrupt_image(photo, "motion_blur", 1, grid={"motion_blur": {1: {"kernel": 5, "angel": 45}}})
 
 
 # ---------------------------------------------------------------------------------------------

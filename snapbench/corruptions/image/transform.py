@@ -21,7 +21,7 @@ import cv2
 import numpy as np
 
 from .base import register_image_operator
-from .degrade import _number
+from .degrade import _known, _number
 
 __all__ = [
     "rotation",
@@ -45,6 +45,7 @@ def _to_pixel_convention(m: np.ndarray) -> np.ndarray:
 
 
 def _sample_rotation(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
+    _known("rotation", level, "angle")
     return {"angle": _number("rotation", level, "angle")}
 
 
@@ -106,6 +107,7 @@ def rotation(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 
 def _sample_perspective(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
+    _known("perspective", level, "d")
     return {"d": _number("perspective", level, "d", lo=0.0)}
 
 
@@ -160,6 +162,7 @@ _K1_MIN = -1.0 / 3.0  # below this r*(1 + k1*r^2) stops increasing before the co
 
 
 def _sample_lens(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
+    _known("lens_distortion", level, "k1")
     return {"k1": _lens_k1(level)}
 
 
