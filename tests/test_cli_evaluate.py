@@ -77,6 +77,14 @@ def test_evaluate_end_to_end_schema(data):
     assert a["delta"] == pytest.approx(a["obs"] - a["exp"])
     assert rep["severity_curves"]["motion_blur"]["hit@1"]["label"] in ("cliff", "gradual", "flat")
     assert set(rep["groups"]) == {"a", "b"} and rep["groups"]["a"]["n_queries"] == 15
+    rows_a = np.array([i for i in range(Q) if i % 2 and extra["rel"][i].sum() > 0])
+    for c, f in (("clean", "clean"), ("img/motion_blur/s3", "img__motion_blur__s3")):
+        top1 = np.argsort(-extra["mats"][f], axis=1, kind="stable")[:, 0]
+        want = extra["rel"][rows_a, top1[rows_a]].mean()
+        assert rep["groups"]["a"]["conditions"][c]["hit@1"] == pytest.approx(want)
+    g = rep["groups"]["a"]["paired"]["img/motion_blur/s3"]["hit@1"]
+    assert g["delta"] == pytest.approx(rep["groups"]["a"]["conditions"]["img/motion_blur/s3"]["hit@1"]
+                                       - rep["groups"]["a"]["conditions"]["clean"]["hit@1"])
     assert rep["meta"]["seed"] == 3 and rep["meta"]["resamples"] == 400
     assert "stability" in rep and "rank_displacement" in rep
     assert "joint/motion_blur+char_add/s1" in md.read_text()
@@ -94,6 +102,14 @@ def test_evaluate_end_to_end_schema(data):
     assert r.exit_code == 0, r.output
     lines = csv.read_text().splitlines()
     assert lines[0] == "condition,metric,value,delta,ci_lo,ci_hi,p,p_raw" and len(lines) == 1 + 2 * len(ids)
+    # --conditions restricts (clean always kept); --include-zero-gt counts zero-GT queries as 0
+    sub = extra["root"] / "sub.json"
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "50", "--quiet", "--out", str(sub),
+                            "--conditions", "img/motion_blur/s3", "--include-zero-gt", "--metrics", "hit@1"])
+    assert r.exit_code == 0, r.output
+    rs = json.loads(sub.read_text())
+    assert list(rs["conditions"]) == ["clean", "img/motion_blur/s3"] and rs["n_excluded_zero_gt"] == 0
+    assert rs["conditions"]["clean"]["hit@1"] == pytest.approx(hit1 * 25 / 30)
 
 
 def test_same_seed_same_report_and_additivity_command(data, tmp_path):

@@ -66,6 +66,18 @@ def test_topk_equals_stable_argsort_with_ties(dtype, k):
         assert (got[:, 60:] == -1).all()
 
 
+@pytest.mark.parametrize("levels", [None, 400, 3])
+@pytest.mark.parametrize("k", [1, 7, 20, 50])
+def test_topk_large_gallery_equals_stable_argsort(levels, k):
+    """Large galleries take the chunk-maxima candidate filter (or fall back under massive ties)."""
+    rng = np.random.default_rng(k)
+    s = rng.standard_normal((40, 3000)) if levels is None else rng.integers(0, levels, (40, 3000)).astype(float)
+    s[::2, ::97] = s.max()  # 31 exact ties at the very top of every other row
+    s[1::4, 5::301] = np.sort(s[1::4], axis=1)[:, -k - 1 : -k]  # ties right at the k-boundary
+    np.testing.assert_array_equal(topk_indices(s, k), _reference_order(s)[:, :k])
+    np.testing.assert_array_equal(topk_indices(s.astype(np.float32), k), _reference_order(s.astype(np.float32))[:, :k])
+
+
 def test_topk_boundary_ties_are_resolved_by_column():
     s = np.array([[1.0, 5.0, 3.0, 3.0, 3.0, 0.0, 3.0]])
     # sorted: col1 (5), then the 3s at cols 2,3,4,6 in column order
@@ -265,3 +277,60 @@ def test_set_metrics_hand_cases_and_reject_stats():
     assert st["reject_precision"].value == 0.5 and st["reject_recall"].value == 1.0
     assert st["reject_f1"].value == pytest.approx(2 / 3)
     assert isinstance(st["reject_f1"], QueryStat)
+
+
+@pytest.mark.parametrize("workers,block_rows", [(1, 256), (2, 7)])
+def test_evaluate_matrix_blocks_threads_and_first_rank(workers, block_rows):
+    """evaluate_matrix (row blocks, threads, top-k shortcut for the first-positive rank) agrees with a
+    full stable argsort of every row and with the single-pass metrics."""
+    from snapbench.evaluate import evaluate_matrix
+
+    scores, rel = _data(31, ties=True)
+    lab = Labels.from_dense(rel)
+    ms = parse_metrics("hit,recall,ndcg,mrr", (1, 5, 10))
+    ev = evaluate_matrix(scores, lab, ms, workers=workers, block_rows=block_rows)
+    order = _reference_order(scores)
+    for q in range(N_Q):
+        pos = np.flatnonzero(rel[q] > 0)
+        want = np.flatnonzero(np.isin(order[q], pos))[0] + 1 if pos.size else np.nan
+        np.testing.assert_equal(ev.first_rank[q], want)
+    assert np.nanmax(ev.first_rank) > 10  # some first positives lie beyond the top-k list
+    ref = query_stats(order[:, :10], ev.first_rank, lab, ms)
+    for m in ms:
+        np.testing.assert_allclose(ev.stats[m].num, ref[m].num, atol=1e-12)
+
+
+def test_answer_set_metrics_from_lists():
+    from snapbench.evaluate import answer_set_metrics
+
+    pred = [["a", "b"], [], ["x"], [], ["c"]]
+    gold = [["a"], ["d"], [], [], ["c", "e"]]
+    r = answer_set_metrics(pred, gold)
+    # normal queries 0, 1, 4: P = (1/2, 0, 1), R = (1, 0, 1/2), F1 = (2/3, 0, 2/3)
+    assert r["set_precision"] == pytest.approx(0.5)
+    assert r["set_recall"] == pytest.approx(0.5)
+    assert r["set_f1"] == pytest.approx(4 / 9)
+    # A: q3 (both empty); B: q1 (gold d, rejected); C: q2 (gold empty, answered x); D: q0, q4
+    assert (r["A"], r["B"], r["C"], r["D"]) == (1, 1, 1, 2)
+    assert r["reject_precision"] == 0.5 and r["reject_recall"] == 0.5 and r["reject_f1"] == 0.5
+
+
+def test_modes_and_coarse_text_drag_by_hand():
+    from snapbench.evaluate import MODES, all_mode_scores, coarse_text_drag, mode_scores
+
+    ii = np.array([[0.9, 0.1], [0.2, 0.8]])
+    tt = np.array([[0.0, 1.0], [0.9, 0.1]])
+    it = np.array([[0.5, 0.4], [0.1, 0.3]])
+    ti = np.array([[0.3, 0.2], [0.6, 0.0]])
+    m = all_mode_scores(ii, tt, it, ti)
+    assert set(m) == set(MODES)
+    np.testing.assert_allclose(m["IT2IT"], [[0.45, 0.55], [0.55, 0.45]])
+    np.testing.assert_allclose(m["I2IT"], [[0.7, 0.25], [0.15, 0.55]])
+    np.testing.assert_allclose(m["T2IT"], [[0.15, 0.6], [0.75, 0.05]])
+    np.testing.assert_array_equal(mode_scores("T2T", {"TT": tt}), tt)
+    assert set(all_mode_scores(ii, tt)) == {"I2I", "T2T", "IT2IT"}
+    with pytest.raises(ValueError, match="needs path"):
+        mode_scores("I2IT", {"II": ii})
+    lab = Labels.from_lists([[0], [1]], 2)
+    # I→I hits both; IT→IT misses both -> drag = 0 - 1
+    assert coarse_text_drag(m["IT2IT"], ii, lab) == -1.0

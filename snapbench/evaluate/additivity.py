@@ -75,27 +75,20 @@ def additivity_analysis(
     "delta_image", "delta_text"}`` and ``summary = {"by_pair": {"i+t": {...}}, "by_severity":
     {"s1": {...}}, "mean": {...}}`` (means of the per-joint numbers; "n" = joints averaged).
     """
+    names = list(joints)
     per: dict[str, dict] = {}
     per_boot: dict[str, np.ndarray] = {}
-    for j, (img, txt) in joints.items():
+    if boot is not None and names:
+        # (B, J) resampled δ of every joint condition: the four states share each resample row.
+        bd = np.stack(
+            [additivity_terms(boot[clean], boot[i], boot[t], boot[j])["delta"] for j, (i, t) in joints.items()], axis=1
+        )
+        per_boot = {j: bd[:, k] for k, j in enumerate(names)}
+        lo_all, hi_all = percentile_ci(bd, ci)
+    for k, (j, (img, txt)) in enumerate(joints.items()):
         t = additivity_terms(values[clean], values[img], values[txt], values[j])
-        if boot is not None:
-            bd = additivity_terms(boot[clean], boot[img], boot[txt], boot[j])["delta"]
-            per_boot[j] = bd
-            lo, hi = percentile_ci(bd, ci)
-        else:
-            lo = hi = float("nan")
+        lo, hi = (lo_all[k], hi_all[k]) if boot is not None else (float("nan"), float("nan"))
         per[j] = _entry(t, lo, hi)
-
-    def summarise(group: list[str]) -> dict:
-        terms = {k: float(np.mean([per[j][k] for j in group])) for k in ("delta_image", "delta_text", "exp", "obs", "delta")}
-        if boot is not None:
-            lo, hi = percentile_ci(np.mean([per_boot[j] for j in group], axis=0), ci)
-        else:
-            lo = hi = float("nan")
-        e = _entry(terms, lo, hi)
-        e["n"] = len(group)
-        return e
 
     by_pair: dict[str, list[str]] = {}
     by_sev: dict[str, list[str]] = {}
@@ -103,10 +96,22 @@ def additivity_analysis(
         c = parse_condition(j)
         by_pair.setdefault(f"{c.image_operator}+{c.text_operator}", []).append(j)
         by_sev.setdefault(f"s{c.severity}", []).append(j)
-    summary: dict[str, dict] = {
-        "by_pair": {k: summarise(v) for k, v in by_pair.items()},
-        "by_severity": {k: summarise(v) for k, v in sorted(by_sev.items())},
-    }
+    groups: list[tuple[str, str, list[str]]] = [("by_pair", k, v) for k, v in by_pair.items()]
+    groups += [("by_severity", k, v) for k, v in sorted(by_sev.items())]
     if per:
-        summary["mean"] = summarise(list(per))
+        groups.append(("mean", "", list(per)))
+    if boot is not None and groups:
+        # the CI of a mean of δ = percentiles of the mean of the same resampled δ
+        means = np.stack([np.mean([per_boot[j] for j in g], axis=0) for _, _, g in groups], axis=1)
+        g_lo, g_hi = percentile_ci(means, ci)
+    summary: dict[str, dict] = {"by_pair": {}, "by_severity": {}}
+    for k, (section, key, group) in enumerate(groups):
+        terms = {t: float(np.mean([per[j][t] for j in group])) for t in ("delta_image", "delta_text", "exp", "obs", "delta")}
+        lo, hi = (g_lo[k], g_hi[k]) if boot is not None else (float("nan"), float("nan"))
+        e = _entry(terms, lo, hi)
+        e["n"] = len(group)
+        if section == "mean":
+            summary["mean"] = e
+        else:
+            summary[section][key] = e
     return per, summary

@@ -49,6 +49,7 @@ __all__ = [
     "reject_scores",
     "safe_ratio",
     "query_stats",
+    "answer_set_metrics",
 ]
 
 DEFAULT_KS: tuple[int, ...] = (1, 5, 10, 20)
@@ -129,6 +130,14 @@ class Labels:
         return Labels(
             stop - start, self.n_items, self.indptr[start : stop + 1] - a, self.items[a:b], self.grades[a:b]
         )
+
+    def select(self, rows: np.ndarray) -> "Labels":
+        """The labels of the given query rows, in that order (renumbered from 0)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        lo, hi = self.indptr[rows], self.indptr[rows + 1]
+        take = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)]) if rows.size else np.zeros(0, np.int64)
+        indptr = np.concatenate([[0], np.cumsum(hi - lo)]).astype(np.int64)
+        return Labels(rows.size, self.n_items, indptr, self.items[take].astype(np.int64), self.grades[take])
 
     def lookup(self, idx: np.ndarray) -> np.ndarray:
         """Grades of the items ``idx`` (Q, K) of each query row; 0 for non-relevant or ``-1`` slots."""
@@ -357,4 +366,29 @@ def query_stats(
         else:  # pragma: no cover - parse_metrics rejects these first
             raise ValueError(f"unknown metric {m!r}")
         out[m] = QueryStat(v * inc, inc)
+    return out
+
+
+def answer_set_metrics(predicted: Sequence[Iterable], gold: Sequence[Iterable]) -> dict[str, float]:
+    """Set and reject metrics for variable-length answers given directly as id collections.
+
+    ``predicted[i]`` / ``gold[i]`` are the returned and the relevant ids of query i (an empty
+    prediction is a rejection, an empty gold set a zero-GT query).  Set precision/recall/F1 are
+    averaged over queries with gold; reject metrics count over all queries (NaN for 0/0).  Also
+    returns the counts ``A``, ``B``, ``C``, ``D``.
+    """
+    if len(predicted) != len(gold):
+        raise ValueError(f"{len(predicted)} predictions for {len(gold)} gold sets")
+    p_sets = [set(p) for p in predicted]
+    g_sets = [set(g) for g in gold]
+    tp = np.array([len(p & g) for p, g in zip(p_sets, g_sets)], dtype=np.float64)
+    ps = np.array([len(p) for p in p_sets], dtype=np.float64)
+    gs = np.array([len(g) for g in g_sets], dtype=np.float64)
+    per = set_scores(tp, ps, gs)
+    normal = gs > 0
+    out = {m: float(v[normal].mean()) if normal.any() else float("nan") for m, v in per.items()}
+    c = reject_counts(ps == 0, gs == 0)
+    sums = {k: float(v.sum()) for k, v in c.items()}
+    out.update(reject_scores(sums["a"], sums["b"], sums["c"]))
+    out.update({"A": sums["a"], "B": sums["b"], "C": sums["c"], "D": sums["d"]})
     return out

@@ -76,34 +76,51 @@ def bootstrap_counts(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int = 0, 
 
 
 def swap_matrix(n: int, permutations: int = DEFAULT_RESAMPLES, seed: int = 0, *, key: str = "") -> np.ndarray:
-    """(permutations, n) float64 0/1 matrix: 1 = swap the two conditions' values of that query."""
+    """(permutations, n) float64 0/1 matrix: 1 = swap the two conditions' values of that query.
+
+    Fair coin flips from the generator's raw bytes (8 per byte), determined by (seed, key, n)."""
     rng = derive_generator("evaluate.permutation", int(seed), str(key), int(n))
     out = np.empty((permutations, n), dtype=np.float64)
     for a in range(0, permutations, _CHUNK):
         b = min(a + _CHUNK, permutations)
-        out[a:b] = rng.integers(0, 2, size=(b - a, n), dtype=np.int64)
+        m = (b - a) * n
+        bits = np.unpackbits(np.frombuffer(rng.bytes((m + 7) // 8), dtype=np.uint8), count=m)
+        out[a:b] = bits.reshape(b - a, n)
     return out
 
 
-def _stack(stats: Sequence[QueryStat]) -> tuple[np.ndarray, np.ndarray, bool]:
-    num = np.stack([s.num for s in stats], axis=1).astype(np.float64, copy=False)
-    den0 = stats[0].den
-    shared = all(s.den is den0 or np.array_equal(s.den, den0) for s in stats)
-    den = den0[:, None].astype(np.float64) if shared else np.stack([s.den for s in stats], axis=1)
-    return num, den, shared
+def _den_groups(stats: Sequence[QueryStat]) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct denominator vectors (Q, U) and, per stat, the index of its denominator.
+
+    Most metrics share one denominator (the included-queries mask), so ``W @ DEN`` is a handful of
+    columns instead of one per metric and condition."""
+    uniq: list[np.ndarray] = []
+    where = np.empty(len(stats), dtype=np.int64)
+    for i, st in enumerate(stats):
+        for u, d in enumerate(uniq):
+            if st.den is d or np.array_equal(st.den, d):
+                where[i] = u
+                break
+        else:
+            uniq.append(st.den)
+            where[i] = len(uniq) - 1
+    return np.stack(uniq, axis=1).astype(np.float64, copy=False), where
 
 
 def bootstrap_values(stats: Sequence[QueryStat], counts: np.ndarray) -> np.ndarray:
     """(B, C) value of each of C metrics/conditions under each resample row of ``counts``.
 
-    NaN where a resample makes the denominator 0.
+    One matrix product for all numerators, one for the distinct denominators.  NaN where a
+    resample makes the denominator 0.
     """
-    num, den, _ = _stack(stats)
-    wn = counts @ num
-    wd = counts @ den
+    num = np.stack([s.num for s in stats], axis=1).astype(np.float64, copy=False)
+    dens, where = _den_groups(stats)
+    out = counts @ num
+    wd = (counts @ dens)[:, where]
+    zero = wd == 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = wn / wd
-    out[np.broadcast_to(wd, out.shape) == 0] = np.nan
+        out /= wd
+    out[zero] = np.nan
     return out
 
 
@@ -139,31 +156,41 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * tail / 2**n)
 
 
-def permutation_pvalues(clean: QueryStat, others: Sequence[QueryStat], swaps: np.ndarray) -> np.ndarray:
+def permutation_pvalues(
+    clean: QueryStat | Sequence[QueryStat], others: Sequence[QueryStat], swaps: np.ndarray
+) -> np.ndarray:
     """Two-sided paired permutation p-value of value(other) - value(clean) for each of ``others``.
 
-    Each row of ``swaps`` (from :func:`swap_matrix`) exchanges the two conditions' per-query
-    (num, den) for the queries marked 1.  NaN where the observed difference is undefined.
+    ``clean`` is one :class:`QueryStat` or one per entry of ``others`` (to test many metrics in one
+    matrix product).  Each row of ``swaps`` (from :func:`swap_matrix`) exchanges the two
+    conditions' per-query (num, den) for the queries marked 1; for a mean metric that is the
+    sign-flip test.  NaN where the observed difference is undefined.
     """
-    num, den, shared = _stack(list(others))
-    d_num = clean.num[:, None] - num
-    s_num = swaps @ d_num
-    tn0, tnc = float(np.sum(clean.num)), num.sum(axis=0)
-    if shared and np.array_equal(clean.den, others[0].den):
-        td = float(np.sum(clean.den))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            perm = ((tnc + s_num) - (tn0 - s_num)) / td if td else np.full(s_num.shape, np.nan)
-        obs = (tnc - tn0) / td if td else np.full(num.shape[1], np.nan)
-    else:
-        den_full = np.broadcast_to(den, num.shape)
-        d_den = clean.den[:, None] - den_full
-        s_den = swaps @ d_den
-        td0, tdc = float(np.sum(clean.den)), den_full.sum(axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            perm = (tnc + s_num) / (tdc + s_den) - (tn0 - s_num) / (td0 - s_den)
-            obs = tnc / tdc - tn0 / td0 if td0 else np.full(num.shape[1], np.nan)
-        perm = np.where(np.isfinite(perm), perm, np.nan)
-        obs = np.where(np.isfinite(obs), obs, np.nan)
+    bases = [clean] * len(others) if isinstance(clean, QueryStat) else list(clean)
+    if len(bases) != len(others):
+        raise ValueError("need one clean stat per other stat")
+    num0 = np.stack([b.num for b in bases], axis=1)
+    num1 = np.stack([o.num for o in others], axis=1)
+    den0 = np.stack([b.den for b in bases], axis=1)
+    den1 = np.stack([o.den for o in others], axis=1)
+    s_num = swaps @ (num0 - num1)
+    tn0, tn1 = num0.sum(axis=0), num1.sum(axis=0)
+    td0, td1 = den0.sum(axis=0), den1.sum(axis=0)
+    d_den = den0 - den1
+    varying = np.any(d_den != 0, axis=0)
+    perm = np.empty_like(s_num)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        obs = tn1 / td1 - tn0 / td0
+        same = np.flatnonzero(~varying)
+        if same.size:  # equal denominators (every mean metric): Δ* = (Δnum + 2 Σ swapped d) / den
+            perm[:, same] = (tn1[same] - tn0[same] + 2.0 * s_num[:, same]) / td0[same]
+        vary = np.flatnonzero(varying)
+        if vary.size:  # ratio metrics whose denominators differ between the two conditions
+            s_den = swaps @ d_den[:, vary]
+            sn = s_num[:, vary]
+            perm[:, vary] = (tn1[vary] + sn) / (td1[vary] + s_den) - (tn0[vary] - sn) / (td0[vary] - s_den)
+    perm[~np.isfinite(perm)] = np.nan
+    obs = np.where(np.isfinite(obs), obs, np.nan)
     # Exact ties with the observed statistic must count as extreme; allow float round-off.
     thr = np.abs(obs) * (1 - 1e-9) - 1e-12
     defined = ~np.isnan(perm)

@@ -37,7 +37,7 @@ def _sort_key(values: np.ndarray) -> np.ndarray:
 def topk_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Column indices of the ``k`` best items per row, best first, under :data:`TIE_RULE`.
 
-    ``scores`` is a 2-d array (queries x gallery).  Returns an ``int64`` array of shape ``(Q, k)``;
+    ``scores`` is a 2-d array (queries x gallery) of finite values.  Returns an ``int64`` array of shape ``(Q, k)``;
     when ``k`` exceeds the gallery size the missing slots are ``-1``.  Equal to
     ``np.argsort(-scores, axis=1, kind="stable")[:, :k]`` exactly, ties included.
     """
@@ -54,17 +54,22 @@ def topk_indices(scores: np.ndarray, k: int) -> np.ndarray:
     if kk == n:
         out[:, :kk] = np.argsort(_sort_key(s), axis=1, kind="stable")
         return out
+    if n >= 4 * _CHUNKS_PER_K * kk:
+        fast = _topk_via_chunk_maxima(s, kk)
+        if fast is not None:
+            out[:, :kk] = fast
+            return out
     # k-th largest value per row; every item strictly above it is in, ties at it compete for slots.
     kth = np.partition(s, n - kk, axis=1)[:, n - kk]
-    ge = s >= kth[:, None]
-    n_ge = np.count_nonzero(ge, axis=1)
-    exact = n_ge == kk  # common case: no surplus ties at the boundary
-    sel = np.empty((n_q, kk), dtype=np.int64)
+    flat = np.flatnonzero(s >= kth[:, None])  # row-major: rows ascending, columns ascending
+    starts = np.searchsorted(flat, np.arange(n_q + 1, dtype=np.int64) * n)
+    exact = np.diff(starts) == kk  # common case: no surplus ties at the boundary
     if exact.all():
-        sel[:] = (np.flatnonzero(ge) % n).reshape(n_q, kk)
+        sel = (flat % n).reshape(n_q, kk)
     else:
-        if exact.any():
-            sel[exact] = (np.flatnonzero(ge[exact]) % n).reshape(-1, kk)
+        sel = np.empty((n_q, kk), dtype=np.int64)
+        rows = np.flatnonzero(exact)
+        sel[rows] = flat[starts[rows, None] + np.arange(kk)] % n
         for r in np.flatnonzero(~exact):
             row = s[r]
             above = np.flatnonzero(row > kth[r])
@@ -75,6 +80,37 @@ def topk_indices(scores: np.ndarray, k: int) -> np.ndarray:
     order = np.argsort(_sort_key(vals), axis=1, kind="stable")
     out[:, :kk] = np.take_along_axis(sel, order, axis=1)
     return out
+
+
+_CHUNKS_PER_K = 8
+
+
+def _topk_via_chunk_maxima(s: np.ndarray, kk: int) -> np.ndarray | None:
+    """Top-kk through a cheap candidate filter; ``None`` when ties make the filter useless.
+
+    Split each row into ``8·kk`` column chunks and let t = the kk-th largest chunk maximum.  At
+    least kk items score >= t, so the kk-th best score is >= t and every item of the exact top-kk
+    -- boundary ties included -- scores >= t.  Those candidates (typically ~kk per row) keep their
+    column order, so the exact selection on them applies the same tie rule.
+    """
+    n_q, n = s.shape
+    width = -(-n // (_CHUNKS_PER_K * kk))
+    maxima = np.maximum.reduceat(s, np.arange(0, n, width), axis=1)
+    nc = maxima.shape[1]
+    t = np.partition(maxima, nc - kk, axis=1)[:, nc - kk]
+    flat = np.flatnonzero(s >= t[:, None])
+    starts = np.searchsorted(flat, np.arange(n_q + 1, dtype=np.int64) * n)
+    count = np.diff(starts)
+    w = int(count.max())
+    if w > n // 4:  # massive ties: the filter keeps most of the row
+        return None
+    pos = np.minimum(starts[:-1, None] + np.arange(w), flat.size - 1)
+    cols = flat[pos] % n
+    cand = np.take_along_axis(s, cols, axis=1)
+    if cand.dtype.kind != "f":
+        cand = cand.astype(np.float64)
+    cand = np.where(np.arange(w) < count[:, None], cand, -np.inf)  # padding ranks below every real score
+    return np.take_along_axis(cols, topk_indices(cand, kk)[:, :kk], axis=1)
 
 
 def streaming_topk(
@@ -157,7 +193,7 @@ def first_positive_rank(scores: np.ndarray, pos_rows: np.ndarray, pos_cols: np.n
     best_rep = np.repeat(best, np.diff(np.append(starts, pos_rows.size)))
     cand_cols = np.where(pv == best_rep, pos_cols, n)
     best_col = np.minimum.reduceat(cand_cols, starts)
-    sub = s[rows]
+    sub = s if rows.size == n_q else s[rows]  # copy only when some rows have no positive
     n_gt = np.count_nonzero(sub > best[:, None], axis=1)
     eq = sub == best[:, None]
     n_eq = np.count_nonzero(eq, axis=1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -42,6 +42,7 @@ from .paired import (
     cliff_label,
     holm,
     percentile_ci,
+    permutation_pvalues,
     rank_displacement,
     stability_classes,
     swap_matrix,
@@ -115,11 +116,13 @@ def evaluate_matrix(
     export_depth: int = 0,
     block_rows: int = 256,
     workers: int = 1,
+    executor: Executor | None = None,
 ) -> ConditionEval:
     """Evaluate one Q x N score matrix (array, memmap, or anything sliceable by row blocks).
 
     Rows are processed in blocks of ``block_rows`` (on ``workers`` threads; numpy releases the GIL
-    in partition/compare), so at most ``workers x block_rows x N`` scores are materialised.
+    in partition/compare), so at most ``workers x block_rows x N`` scores are materialised; pass an
+    ``executor`` to reuse one thread pool across conditions.
     NaN/inf scores raise :class:`EvaluationInputError` naming ``name``, the row and the column.
     """
     n_q, n = scores.shape
@@ -147,7 +150,15 @@ def evaluate_matrix(
             )
         lab = labels.rows(r0, r1)
         idx = topk_indices(s, depth)
-        fr = first_positive_rank(s, lab.pos_rows, lab.items)
+        # The top-k list is the exact prefix of the full ranking: a positive found there has its
+        # final rank; only the other rows need the full-gallery count.
+        pos_k = lab.lookup(idx) > 0
+        found = pos_k.any(axis=1)
+        fr = np.where(found, np.argmax(pos_k, axis=1) + 1.0, np.nan)
+        need = np.flatnonzero(~found & (lab.n_pos > 0))
+        if need.size:
+            sub = lab.select(need)
+            fr[need] = first_positive_rank(s[need], sub.pos_rows, sub.items)
         pred = tp = None
         if set_threshold is not None:
             pred = np.count_nonzero(s >= set_threshold, axis=1)
@@ -160,7 +171,9 @@ def evaluate_matrix(
         return idx, fr, pred, tp, vals
 
     bounds = [(a, min(a + block_rows, n_q)) for a in range(0, n_q, block_rows)]
-    if workers > 1 and len(bounds) > 1:
+    if executor is not None and len(bounds) > 1:
+        parts = list(executor.map(lambda b: block(*b), bounds))
+    elif workers > 1 and len(bounds) > 1:
         with ThreadPoolExecutor(max_workers=workers) as ex:
             parts = list(ex.map(lambda b: block(*b), bounds))
     else:
@@ -255,16 +268,28 @@ def evaluate_conditions(
     }
     add_summary: dict = {}
     values_by_metric: dict[str, dict[str, float]] = {}
-    for m in metrics:
+    n_c = len(conds)
+    # One pass of matrix products for every metric x condition (the bulk of the statistics' cost).
+    boot_all = bootstrap_values([evals[c].stats[m] for m in metrics for c in conds], counts)
+    perm_metrics = [m for m in metrics if not is_binary_metric(m)]
+    perm_p: dict[str, np.ndarray] = {}
+    if others and perm_metrics:
+        pp = permutation_pvalues(
+            [evals[clean].stats[m] for m in perm_metrics for _ in others],
+            [evals[c].stats[m] for m in perm_metrics for c in others],
+            swaps,
+        )
+        perm_p = {m: pp[i * len(others) : (i + 1) * len(others)] for i, m in enumerate(perm_metrics)}
+    for mi, m in enumerate(metrics):
         stats = [evals[c].stats[m] for c in conds]
-        boot = bootstrap_values(stats, counts)
+        boot = boot_all[:, mi * n_c : (mi + 1) * n_c]
         vals = {c: s.value for c, s in zip(conds, stats)}
         values_by_metric[m] = vals
         for c in conds:
             report["conditions"][c][m] = _f(vals[c])
         if others:
             lo, hi = percentile_ci(boot[:, 1:] - boot[:, :1], cfg.ci)
-            p_raw = binary_or_permutation_pvalues(m, stats[0], stats[1:], swaps)
+            p_raw = perm_p[m] if m in perm_p else binary_or_permutation_pvalues(m, stats[0], stats[1:], None)
             p_adj = holm(list(p_raw))
             for j, c in enumerate(others):
                 report["paired"][c][m] = {
@@ -285,6 +310,7 @@ def evaluate_conditions(
                 else:
                     for key, e in d.items():
                         add_summary.setdefault(section, {}).setdefault(key, {})[m] = _clean_floats(e)
+    del boot_all
     report["additivity_summary"] = add_summary
     if skipped:
         report["additivity_skipped"] = skipped
@@ -454,31 +480,37 @@ def evaluate_directory(
         depth = export_depth or max(_depth(metrics), 1)
         Path(export_run).mkdir(parents=True, exist_ok=True)
     evals: dict[str, ConditionEval] = {}
-    for c in conds:
-        if progress:
-            progress(c)
-        if sd.kind == "npy":
-            ev = evaluate_matrix(
-                sd.scores(c),
-                labels,
-                metrics,
-                name=sd.describe(c),
-                query_ids=sd.query_ids,
-                set_threshold=cfg.set_threshold,
-                include_zero_gt=cfg.include_zero_gt,
-                export_depth=depth,
-                block_rows=cfg.block_rows,
-                workers=cfg.workers,
-            )
-        else:
-            ev = evaluate_ranking(
-                sd.run(c), labels, metrics, set_threshold=cfg.set_threshold,
-                include_zero_gt=cfg.include_zero_gt, export_depth=depth,
-            )
-        if export_run is not None:
-            write_run(Path(export_run) / f"{sd.filename(c)}.run", sd.query_ids, sd.gallery_ids, ev.topk_idx, ev.topk_scores)
-            ev.topk_idx = ev.topk_scores = None  # keep only per-query vectors in memory
-        evals[c] = ev
+    pool = ThreadPoolExecutor(max_workers=cfg.workers) if cfg.workers > 1 else None
+    try:
+        for c in conds:
+            if progress:
+                progress(c)
+            if sd.kind == "npy":
+                ev = evaluate_matrix(
+                    sd.scores(c),
+                    labels,
+                    metrics,
+                    name=sd.describe(c),
+                    query_ids=sd.query_ids,
+                    set_threshold=cfg.set_threshold,
+                    include_zero_gt=cfg.include_zero_gt,
+                    export_depth=depth,
+                    block_rows=cfg.block_rows,
+                    executor=pool,
+                )
+            else:
+                ev = evaluate_ranking(
+                    sd.run(c), labels, metrics, set_threshold=cfg.set_threshold,
+                    include_zero_gt=cfg.include_zero_gt, export_depth=depth,
+                )
+            if export_run is not None:
+                write_run(Path(export_run) / f"{sd.filename(c)}.run", sd.query_ids, sd.gallery_ids,
+                          ev.topk_idx, ev.topk_scores)
+                ev.topk_idx = ev.topk_scores = None  # keep only per-query vectors in memory
+            evals[c] = ev
+    finally:
+        if pool is not None:
+            pool.shutdown()
     groups = None
     if tags is not None:
         groups = query_groups(load_tags(tags, sd.query_ids), sd.query_ids, group_by)
