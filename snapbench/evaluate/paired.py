@@ -256,7 +256,8 @@ def rank_displacement(clean_rank: np.ndarray, cond_rank: np.ndarray) -> QuerySta
     r0 = np.asarray(clean_rank, dtype=np.float64)
     r1 = np.asarray(cond_rank, dtype=np.float64)
     ok = np.isfinite(r0) & np.isfinite(r1)
-    d = np.where(ok, r1 - r0, 0.0)
+    with np.errstate(invalid="ignore"):  # inf - inf on queries that are masked out anyway
+        d = np.where(ok, r1 - r0, 0.0)
     return QueryStat(d, ok.astype(np.float64))
 
 

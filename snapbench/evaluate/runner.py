@@ -63,7 +63,9 @@ REPORT_SCHEMA_VERSION = 1
 
 @dataclass
 class EvaluationConfig:
-    """Settings of one evaluation (all have CLI flags of the same name)."""
+    """Settings of one evaluation (CLI flags: --k, --metrics, --resamples, --ci, --seed,
+    --permutations, --include-zero-gt, --set-threshold, --stability-metric, --cliff-tol,
+    --cliff-ratio, --workers)."""
 
     ks: tuple[int, ...] = DEFAULT_KS
     metrics: str | Sequence[str] | None = None  # default: hit, recall, ndcg over ks, and mrr
@@ -74,7 +76,6 @@ class EvaluationConfig:
     include_zero_gt: bool = False
     set_threshold: float | None = None  # predicted set = items scoring >= threshold
     stability_metric: str = "hit@1"
-    curve_metric: str | None = None  # label rule reported for every metric; this one is printed
     curve_tol: float = 0.01
     curve_ratio: float = 2.0
     block_rows: int = 256
@@ -252,6 +253,10 @@ def evaluate_conditions(
         raise EvaluationInputError(f"no {clean!r} condition: paired results are against clean")
     conds = [clean] + [c for c in evals if c != clean]
     others = conds[1:]
+    for c in conds:
+        missing = [m for m in metrics if m not in evals[c].stats]
+        if missing:
+            raise ValueError(f"condition {c!r} was evaluated without {', '.join(missing)}")
     n_q = labels.n_queries
     n_zero = int(np.count_nonzero(labels.n_pos == 0))
     counts = bootstrap_counts(n_q, cfg.resamples, cfg.seed)
