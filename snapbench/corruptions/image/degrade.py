@@ -77,6 +77,10 @@ def _integer(op: str, params: Mapping[str, Any], name: str, *, lo: int, hi: int 
     return int(value)
 
 
+def _gain_lut(gain: float) -> np.ndarray:
+    return np.clip(np.rint(np.arange(256, dtype=np.float64) * gain), 0, 255).astype(np.uint8)
+
+
 # --------------------------------------------------------------------------------------------
 # low_light
 
@@ -144,12 +148,12 @@ def low_light(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     if "noise_seed" not in params:
         raise ValueError("low_light: missing parameter 'noise_seed' (sample() draws it)")
     seed = _integer("low_light", params, "noise_seed", lo=0)
-    base = cv2.LUT(image, (np.arange(256, dtype=np.float32) * np.float32(p["brightness"])))
     if p["noise_sigma"] == 0.0:
-        return cv2.convertScaleAbs(base)  # values are >= 0, so |x| is x: round + saturate
+        return cv2.LUT(image, _gain_lut(p["brightness"]))
     noise = gaussian_noise_u16(seed, image.shape, p["noise_sigma"])
-    # float32 sum, then OpenCV's saturate_cast: round half to even and clip to 0..255
-    return cv2.add(base, noise, dtype=cv2.CV_8U)
+    # One pass: image * brightness + noise in float32, then OpenCV's saturate_cast (round half to
+    # even, clip to 0..255).
+    return cv2.addWeighted(image, p["brightness"], noise, 1.0, 0.0, dtype=cv2.CV_8U)
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,10 +163,6 @@ def low_light(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 def _sample_overexposure(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     _known("overexposure", level, "gain")
     return {"gain": _number("overexposure", level, "gain", lo=0.0)}
-
-
-def _gain_lut(gain: float) -> np.ndarray:
-    return np.clip(np.rint(np.arange(256, dtype=np.float64) * gain), 0, 255).astype(np.uint8)
 
 
 # Severity table: grid.DEFAULT_GRID["overexposure"] (gain).
