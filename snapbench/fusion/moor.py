@@ -47,6 +47,10 @@ s^MOOR_n = u_q · [G~^I | G~^T]_n.  The gallery statistics (μ, σ, m, C) are co
 and one (Q x 2d)·(2d x N) product — one plain retrieval over the concatenated gallery — or a streaming
 / approximate top-k search with u_q (:mod:`snapbench.fusion.search`).
 
+Streaming without keeping the whitened gallery, the whitening is folded too: with ρ_n = 1/‖(g_n − μ)/σ‖
+stored at fit time, u · g~_n = (u_I/σ_I)·(x_n − μ_I) ρ^I_n + (u_T/σ_T)·(y_n − μ_T) ρ^T_n, so a raw chunk
+only needs a subtract-and-scale pass before the product.
+
 Numerics
 --------
 * Gallery statistics stream in float64: per-dimension μ, σ with the chunk-merge (Chan et al.) update;
@@ -296,7 +300,8 @@ class MOORIndex:
     keep_gallery:
         Keep the whitened gallery ``[G~^I | G~^T]`` (N x 2d, ``dtype``) in memory.  Default: yes for
         in-memory arrays, no for ``.npy`` paths, memmaps and chunk callables (then every search
-        re-reads and re-whitens the gallery chunk by chunk, or reads ``cache_path``).
+        re-reads the raw gallery chunk by chunk — whitening folded into the query vectors and a stored
+        per-row norm, see :meth:`score_chunks` — or reads ``cache_path``).
     cache_path:
         If given, :meth:`fit` also writes the whitened concatenated gallery there (``.npy``, ``dtype``),
         and searches read it instead of re-whitening.
@@ -367,6 +372,9 @@ class MOORIndex:
             cache_f = open(self.cache_path, "r+b")
         # pass 2: whitened rows -> mean and centred co-moment of [x | y] (float64 chunk merge)
         moments = RunningMoments(2 * d, cross=True)
+        # norms of the standardised rows: streamed scoring applies 1/norm per row instead of re-whitening
+        norms_i = np.empty(N, dtype=np.float64)
+        norms_t = np.empty(N, dtype=np.float64)
         buf = None
         try:
             for start, ci, ct in src.chunks(self.chunk_size):
@@ -374,8 +382,8 @@ class MOORIndex:
                 if buf is None or buf.shape[0] < n:
                     buf = np.empty((n, 2 * d), dtype=np.float64)
                 z = buf[:n]
-                wI.transform(ci, name=name_i, out=z[:, :d])
-                wT.transform(ct, name=name_t, out=z[:, d:])
+                wI.transform(ci, name=name_i, out=z[:, :d], norms_out=norms_i[start : start + n])
+                wT.transform(ct, name=name_t, out=z[:, d:], norms_out=norms_t[start : start + n])
                 moments.update(z)
                 if gallery is not None:
                     gallery[start : start + n] = z
@@ -400,6 +408,9 @@ class MOORIndex:
         self._rms_i = np.sqrt(self._sd_i**2 + self.mean_image**2)
         self._rms_t = np.sqrt(self._sd_t**2 + self.mean_text**2)
         self._cov32 = None
+        # ρ_n = 1 / ‖(g_n − μ) / σ‖ (0 for an all-zero standardised row, which whitens to zero)
+        self._rho_i = np.divide(1.0, norms_i, out=np.zeros_like(norms_i), where=norms_i > 0)
+        self._rho_t = np.divide(1.0, norms_t, out=np.zeros_like(norms_t), where=norms_t > 0)
         self._source = src
         self.gallery_ = gallery
         self.ann_ = None
@@ -447,8 +458,8 @@ class MOORIndex:
         var = np.stack([_rowdot(A, tI), _rowdot(Ct, tT), _rowdot(D, hI), _rowdot(B, hT)], axis=1)
         cov = np.stack([_rowdot(E, tT), _rowdot(E, hI), _rowdot(A, hT)], axis=1)
         def bound(a: np.ndarray, sd: np.ndarray, rms: np.ndarray) -> np.ndarray:
-            aa = np.abs(a)
-            return (aa @ sd) * (aa @ rms)
+            b = np.abs(a) @ np.stack([sd, rms], axis=1)
+            return b[:, 0] * b[:, 1]
 
         scale = np.stack(
             [
@@ -519,9 +530,45 @@ class MOORIndex:
             if buf is None or buf.shape[0] < n:
                 buf = np.empty((n, 2 * d), dtype=self.dtype)
             z = buf[:n]
-            self.whitener_image.transform(ci, name=name_i, dtype=self.dtype, out=z[:, :d])
-            self.whitener_text.transform(ct, name=name_t, dtype=self.dtype, out=z[:, d:])
+            # rows were checked for NaN/inf during the fit
+            self.whitener_image.transform(ci, name=name_i, dtype=self.dtype, out=z[:, :d], check=False)
+            self.whitener_text.transform(ct, name=name_t, dtype=self.dtype, out=z[:, d:], check=False)
             yield start, z
+
+    def score_chunks(self, u: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        """``(start, u @ [G~^I | G~^T][start:stop].T)`` score chunks (Q x chunk, ``dtype``) for composed
+        query vectors ``u`` (Q x 2d), in gallery order.
+
+        From memory or the whitened cache this is one product per chunk.  Streaming from the source,
+        the whitening is folded: u · g~_n = (u_I / σ_I) · (x_n − μ_I) ρ^I_n + (u_T / σ_T) · (y_n − μ_T) ρ^T_n
+        with ρ_n = 1/‖(g_n − μ)/σ‖ stored at fit time, so each chunk costs one subtract-and-scale pass
+        (about what copying it into a concatenated buffer costs) instead of a full re-whitening.
+        """
+        self._check_fitted()
+        U = np.ascontiguousarray(u, dtype=self.dtype)
+        if self.gallery_ is not None or (self.cache_path is not None and self.cache_path.exists()):
+            for start, z in self.whitened_chunks():
+                yield start, U @ z.T
+            return
+        assert self._source is not None
+        d = self.dim
+        wI, wT = self.whitener_image, self.whitener_text
+        V = U / np.concatenate([wI.divisor_, wT.divisor_]).astype(self.dtype)
+        mu_i, mu_t = wI.center_.astype(self.dtype), wT.center_.astype(self.dtype)
+        rho_i, rho_t = self._rho_i.astype(self.dtype), self._rho_t.astype(self.dtype)
+        buf = None
+        for start, ci, ct in self._source.chunks(self.chunk_size):
+            n = ci.shape[0]
+            if buf is None or buf.shape[0] < n:
+                buf = np.empty((n, 2 * d), dtype=self.dtype)
+            z = buf[:n]
+            for half, x, mu, rho in ((z[:, :d], ci, mu_i, rho_i), (z[:, d:], ct, mu_t, rho_t)):
+                if self.whiten:
+                    np.subtract(x, mu, out=half, casting="unsafe")
+                    np.multiply(half, rho[start : start + n, None], out=half)
+                else:
+                    np.multiply(x, rho[start : start + n, None], out=half, casting="unsafe")
+            yield start, V @ z.T
 
     def query(self, q_image: Any, q_text: Any, *, gate: GateLike | None = None) -> MOORResult:
         """Dense MOOR: fused scores (Q x N) plus weights, correlations, text share."""
@@ -531,8 +578,8 @@ class MOORIndex:
             res.scores = U @ self.gallery_.T
         else:
             out = np.empty((U.shape[0], self.n_gallery), dtype=self.dtype)
-            for start, z in self.whitened_chunks():
-                out[:, start : start + z.shape[0]] = U @ z.T
+            for start, S in self.score_chunks(u):
+                out[:, start : start + S.shape[1]] = S
             res.scores = out
         return res
 
@@ -559,10 +606,9 @@ class MOORIndex:
                 raise RuntimeError("no ANN index: call build_ann() first")
             top = self.ann_.search(u.astype(np.float32), k)
             return MOORTopK(top.indices, top.scores, res)
-        U = u.astype(self.dtype, copy=False)
-        acc = StreamingTopK(U.shape[0], k)
-        for start, z in self.whitened_chunks():
-            acc.push(U @ z.T, start)
+        acc = StreamingTopK(u.shape[0], k)
+        for start, S in self.score_chunks(u):
+            acc.push(S, start)
         top = acc.result()
         return MOORTopK(top.indices, top.scores, res)
 

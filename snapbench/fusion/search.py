@@ -20,8 +20,9 @@ growing with the pages of a memory map), or a zero-argument callable returning a
 
 ANN: :class:`ANNIndex` wraps FAISS (``pip install snapbench[ann]``) with inner-product metric over the
 concatenated whitened gallery ``[G~^I | G~^T]``.  Defaults: ``hnsw`` = ``IndexHNSWFlat(D, M=32)`` with
-``efConstruction=100``, ``efSearch=128``; ``ivf`` = ``IndexIVFFlat`` with ``nlist = 4·√N`` (at least 1),
-``nprobe = 32``, trained on the first ``max(nlist·40, 10000)`` rows streamed in.  All gallery rows of the
+``efConstruction=100``, ``efSearch=128``; ``ivf`` = ``IndexIVFFlat`` with ``nlist = √N`` (at least 1),
+``nprobe = 32``, k-means trained on the first ``max(40·nlist, 10000)`` rows streamed in (≥ the 39
+points per centroid FAISS asks for; a larger nlist such as 4·√N trains far longer on 2 cores).  All gallery rows of the
 concatenated whitened gallery have norm √2 (each half is unit-norm), so maximum inner product equals
 nearest cosine neighbour on the gallery side, the regime graph indexes are built for.
 """
@@ -118,7 +119,10 @@ class StreamingTopK:
         c = S.shape[1]
         if c == 0:
             return
-        check_finite(S, "scores")
+        rowmax = S.max(axis=1)
+        # max and min propagate NaN and ±inf: two reductions instead of an isfinite pass per chunk
+        if not (np.isfinite(rowmax).all() and np.isfinite(S.min(axis=1)).all()):
+            check_finite(S, "scores")
         if self._vals is None:
             dtype = S.dtype if np.issubdtype(S.dtype, np.floating) else np.float64
             self._vals = np.full((self.n_queries, self.k), -np.inf, dtype=dtype)
@@ -126,10 +130,15 @@ class StreamingTopK:
         S = S.astype(vals.dtype, copy=False)
         self._next = offset + c
         thr = vals[:, -1]
-        mask = S > thr[:, None]
-        n_cand = int(np.count_nonzero(mask))
-        if n_cand == 0:
+        # rows whose chunk maximum beats their k-th best: after the first few chunks these are few
+        active = np.flatnonzero(rowmax > thr)
+        if active.size == 0:
             return
+        if active.size == self.n_queries:
+            mask = S > thr[:, None]
+        else:
+            mask = S[active] > thr[active, None]
+        n_cand = int(np.count_nonzero(mask))
         if n_cand > 4 * self.n_queries * self.k:
             cv, ci = _chunk_topk(S, self.k)
             ci = ci + offset
@@ -141,6 +150,8 @@ class StreamingTopK:
             self._idx = np.take_along_axis(alli, order, 1)
             return
         rows, cols = np.nonzero(mask)
+        if active.size != self.n_queries:
+            rows = active[rows]
         Q, k = self.n_queries, self.k
         all_rows = np.concatenate([np.repeat(np.arange(Q), k), rows])
         all_vals = np.concatenate([vals.ravel(), S[rows, cols]])
@@ -155,10 +166,8 @@ class StreamingTopK:
     def result(self) -> TopK:
         if self._vals is None:
             raise ValueError("no scores were pushed (empty gallery)")
-        k_eff = min(self.k, self._next) if self._next < self.k else self.k
-        # columns never seen keep the sentinel: drop them (gallery smaller than k)
-        n_real = int(np.count_nonzero(self._idx[0] != _IDX_SENTINEL))
-        k_eff = min(k_eff, n_real)
+        # a gallery smaller than k leaves sentinel slots (every row saw the same columns): drop them
+        k_eff = int(np.count_nonzero(self._idx[0] != _IDX_SENTINEL))
         return TopK(indices=self._idx[:, :k_eff].copy(), scores=self._vals[:, :k_eff].copy())
 
 
@@ -407,7 +416,7 @@ class ANNIndex:
     """Approximate maximum-inner-product index (FAISS) over float32 rows added in order.
 
     ``kind="hnsw"`` (default: M=32, efConstruction=100, efSearch=128) or ``kind="ivf"``
-    (nlist = 4·√N, nprobe = 32; trained on the first rows added, so pass ``n_total``).
+    (nlist = √N, nprobe = 32; trained on the first rows added, so pass ``n_total``).
     """
 
     def __init__(
@@ -438,7 +447,7 @@ class ANNIndex:
             if nlist is None:
                 if n_total is None:
                     raise ValueError("ivf needs n_total (gallery size) or an explicit nlist")
-                nlist = max(1, int(4 * np.sqrt(n_total)))
+                nlist = max(1, int(np.sqrt(n_total)))
             self.nlist = int(nlist)
             self._quantizer = faiss.IndexFlatIP(self.dim)
             self.index = faiss.IndexIVFFlat(self._quantizer, self.dim, self.nlist, faiss.METRIC_INNER_PRODUCT)
@@ -490,10 +499,14 @@ class ANNIndex:
         return TopK(indices=I, scores=D)
 
 
-def recall_at_k(exact: np.ndarray | TopK, approx: np.ndarray | TopK, k: int | None = None) -> float:
-    """Mean over queries of |approx top-k ∩ exact top-k| / k (the usual ANN recall@k)."""
-    e = exact.indices if isinstance(exact, TopK) else np.asarray(exact)
-    a = approx.indices if isinstance(approx, TopK) else np.asarray(approx)
+def recall_at_k(exact: Any, approx: Any, k: int | None = None) -> float:
+    """Mean over queries of |approx top-k ∩ exact top-k| / k (the usual ANN recall@k).
+
+    ``exact`` / ``approx``: (Q x k) index arrays or results with an ``.indices`` attribute."""
+    e = np.asarray(getattr(exact, "indices", exact))
+    a = np.asarray(getattr(approx, "indices", approx))
+    if e.ndim != 2 or a.ndim != 2:
+        raise ValueError(f"expected (queries, k) index matrices, got shapes {e.shape} and {a.shape}")
     if e.shape[0] != a.shape[0]:
         raise ValueError(f"exact has {e.shape[0]} queries, approx {a.shape[0]}")
     k = int(k or e.shape[1])

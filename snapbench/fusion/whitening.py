@@ -28,11 +28,15 @@ from ._validate import as_matrix, check_finite
 __all__ = ["Whitener", "l2_normalize", "RunningMoments"]
 
 
-def l2_normalize(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
-    """Divide each row by its L2 norm; all-zero rows stay zero (documented above)."""
+def l2_normalize(x: np.ndarray, *, out: np.ndarray | None = None, norms_out: np.ndarray | None = None) -> np.ndarray:
+    """Divide each row by its L2 norm; all-zero rows stay zero (documented above).
+
+    ``norms_out`` (rows,) receives the norms before normalisation."""
     x = np.asarray(x)
     dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.float64
     norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=dtype))
+    if norms_out is not None:
+        norms_out[...] = norms
     np.maximum(norms, np.finfo(dtype).tiny, out=norms)
     if out is None:
         return x / norms[:, None]
@@ -155,10 +159,21 @@ class Whitener:
             raise RuntimeError("Whitener is not fitted: call fit(gallery) first")
 
     # -- transforming ------------------------------------------------------------------------------
-    def transform(self, x: Any, *, name: str = "x", dtype: Any = np.float64, out: np.ndarray | None = None) -> np.ndarray:
+    def transform(
+        self,
+        x: Any,
+        *,
+        name: str = "x",
+        dtype: Any = np.float64,
+        out: np.ndarray | None = None,
+        check: bool = True,
+        norms_out: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Whitened, row-normalised copy of ``x`` (rows, d) in ``dtype`` (float64 by default).
 
-        ``out`` (rows, d) may be a strided view (e.g. one half of a concatenated buffer).
+        ``out`` (rows, d) may be a strided view (e.g. one half of a concatenated buffer).  ``check=False``
+        skips the NaN/inf scan (for gallery chunks already validated during the fit).  ``norms_out``
+        receives each row's norm after standardising (before the L2 normalisation).
         """
         self._check_fitted()
         arr = np.asarray(x)
@@ -168,7 +183,8 @@ class Whitener:
             raise ValueError(f"{name}: expected a 2-D (rows, dim) matrix, got shape {arr.shape}")
         if arr.shape[1] != self.dim:
             raise ValueError(f"{name}: has dim {arr.shape[1]}, the whitener was fitted on dim {self.dim}")
-        check_finite(arr, name)
+        if check:
+            check_finite(arr, name)
         dtype = np.dtype(dtype)
         if out is None:
             out = np.empty(arr.shape, dtype=dtype)
@@ -179,7 +195,21 @@ class Whitener:
             np.divide(out, self.scale_.astype(dtype, copy=False), out=out)
         else:
             np.copyto(out, arr, casting="unsafe")
-        return l2_normalize(out, out=out)
+        return l2_normalize(out, out=out, norms_out=norms_out)
+
+    @property
+    def center_(self) -> np.ndarray:
+        """The vector subtracted by ``transform`` (μ, or 0 with whitening off)."""
+        self._check_fitted()
+        assert self.mean_ is not None
+        return self.mean_ if self.enabled else np.zeros_like(self.mean_)
+
+    @property
+    def divisor_(self) -> np.ndarray:
+        """The per-dimension divisor used by ``transform`` (σ + eps, or 1 with whitening off)."""
+        self._check_fitted()
+        assert self.scale_ is not None
+        return self.scale_ if self.enabled else np.ones_like(self.scale_)
 
     def fit_transform(self, gallery: Any, *, name: str = "gallery", dtype: Any = np.float64) -> np.ndarray:
         return self.fit(gallery, name=name).transform(gallery, name=name, dtype=dtype)
