@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ..conditions import TEXT_OPERATORS, list_conditions
+from ..conditions import list_conditions
 
 
 def conditions(
@@ -20,11 +20,12 @@ def conditions(
 ) -> None:
     """List condition ids, one per line: clean, 45 image, 8 text (54 states); --joint adds 18 joint."""
     from ..corruptions.image import default_grid, image_operators, load_grid
+    from ..corruptions.text import text_operators
 
     table = load_grid(grid, base=default_grid()) if grid else default_grid()
     ops = [op for op in image_operators() if op in table]
     severities = {op: sorted(table[op]) for op in ops}
-    conds = list_conditions(joint=joint, image_operators=ops, text_operators=TEXT_OPERATORS, severities=severities)
+    conds = list_conditions(joint=joint, image_operators=ops, text_operators=list(text_operators()), severities=severities)
     if as_json:
         typer.echo(json.dumps([c.to_dict() for c in conds], indent=2))
     else:
