@@ -31,6 +31,8 @@ from .commands.preview import preview as _preview; app.command("preview")(_previ
 from .commands.moor import moor as _moor; app.command("moor")(_moor)  # noqa: E402,E702
 from .commands.evaluate import evaluate as _evaluate; app.command("evaluate")(_evaluate)  # noqa: E402,E702
 from .commands.evaluate import additivity as _additivity; app.command("additivity")(_additivity)  # noqa: E402,E702
+from .commands.encode import encode as _encode; app.command("encode")(_encode)  # noqa: E402,E702
+from .commands.demo import demo as _demo; app.command("demo")(_demo)  # noqa: E402,E702
 # ------------------------------------------------------------------------------------------------
 
 

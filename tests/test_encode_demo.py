@@ -1,0 +1,85 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from snapbench.corruptions import load_image, run_corruption
+from snapbench.encode import encode_corrupted, load_gallery
+from snapbench.models import get_encoder
+
+DEMO = Path(__file__).resolve().parents[1] / "assets" / "demo"
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("enc")
+    qs = [json.loads(line) for line in (DEMO / "queries.jsonl").read_text().splitlines()][:3]
+    for q in qs:
+        q["image"] = str(DEMO / q["image"])
+    qs[2]["entity"] = "zebra"  # not in its question: skipped under text conditions
+    (tmp / "q.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    conds = ["img/cropping/s3", "txt/char_swap"]
+    run_corruption(tmp / "q.jsonl", tmp / "c", conditions=conds, progress=False)
+    return tmp, conds
+
+
+def test_encode_writes_paired_embeddings_and_the_four_cosines(small_run):
+    tmp, conds = small_run
+    enc = get_encoder("toy")
+    s = encode_corrupted(tmp / "c", DEMO / "gallery.jsonl", enc, tmp / "e")
+    # the query whose entity is missing has no text output, so it is dropped everywhere (stay paired)
+    assert list(s.dropped_queries) == ["q_coffee"]
+    qids = (tmp / "e" / "query_ids.txt").read_text().split()
+    assert qids == ["q_astronaut", "q_chelsea"]
+    gallery = load_gallery(DEMO / "gallery.jsonl")
+    assert (tmp / "e" / "paths" / "gallery_ids.txt").read_text().split() == [g.id for g in gallery]
+
+    # second code path: encode the written variant files and questions directly
+    man = [json.loads(x) for x in (tmp / "c" / "manifest.jsonl").read_text().splitlines()]
+    row = {(m["id"], m["condition"]): m for m in man}
+    g_img = enc.encode_images([load_image(g.image) for g in gallery])
+    g_txt = enc.encode_texts([g.caption for g in gallery])
+    for cond, stem in [("clean", "clean"), ("img/cropping/s3", "img__cropping__s3"), ("txt/char_swap", "txt__char_swap")]:
+        rows = [row[(q, cond)] for q in qids]
+        q_img = enc.encode_images([load_image(tmp / "c" / r["path"]) for r in rows])
+        q_txt = enc.encode_texts([r["question"] for r in rows])
+        np.testing.assert_allclose(np.load(tmp / "e" / "embeddings" / f"{stem}.image.npy"), q_img, atol=1e-6)
+
+        def cos(a, b):
+            a = a / np.linalg.norm(a, axis=1, keepdims=True)
+            b = b / np.linalg.norm(b, axis=1, keepdims=True)
+            return a @ b.T
+
+        expect = {"II": cos(q_img, g_img), "TT": cos(q_txt, g_txt), "IT": cos(q_img, g_txt), "TI": cos(q_txt, g_img)}
+        for p, m in expect.items():
+            np.testing.assert_allclose(np.load(tmp / "e" / "paths" / f"{stem}.{p}.npy"), m, atol=1e-5)
+    # text condition shares the clean image embedding; image condition the clean question
+    clean_i = np.load(tmp / "e" / "embeddings" / "clean.image.npy")
+    assert np.array_equal(np.load(tmp / "e" / "embeddings" / "txt__char_swap.image.npy"), clean_i)
+    assert not np.array_equal(np.load(tmp / "e" / "embeddings" / "img__cropping__s3.image.npy"), clean_i)
+
+
+def test_gallery_manifest_errors_name_the_file_and_line(tmp_path):
+    p = tmp_path / "g.jsonl"
+    p.write_text('{"id": "a", "image": "a.jpg", "caption": "x"}\n{"id": "a", "image": "b.jpg", "caption": "y"}\n')
+    with pytest.raises(ValueError, match=r"g.jsonl: line 2: duplicate gallery id 'a'"):
+        load_gallery(p)
+    p.write_text('{"id": "a", "image": "a.jpg"}\n')
+    with pytest.raises(ValueError, match="line 1: gallery item 'a' has no 'caption'"):
+        load_gallery(p)
+    with pytest.raises(ValueError, match="no manifest.jsonl"):
+        encode_corrupted(tmp_path, p, get_encoder("toy"), tmp_path / "o")
+
+
+def test_demo_command_runs_end_to_end(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "snapbench.cli", "demo", "--out", str(tmp_path / "d"), "--resamples", "200"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    for name in ("report_joint.json", "report_moor.json"):
+        rep = json.loads((tmp_path / "d" / name).read_text())
+        assert len(rep["conditions"]) == 72 and rep["n_excluded_zero_gt"] == 1
+        assert set(rep["additivity"]) == {c for c in rep["conditions"] if c.startswith("joint/")}
+    assert "MOOR" in r.stdout
