@@ -73,12 +73,14 @@ def evaluate(
     tags: Optional[Path] = typer.Option(None, "--tags", help="Query tags: JSON {query_id: \\[tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="With --tags: group by the values of this field (tags 'field=value'); default: one group per tag."),
     include_zero_gt: bool = typer.Option(False, "--include-zero-gt", help="Score zero-GT queries as 0 in ranking metrics instead of excluding them."),
-    set_threshold: Optional[float] = typer.Option(None, "--set-threshold", help="Answer set = items scoring >= this; enables set and reject metrics (empty set = rejection)."),
+    set_threshold: Optional[float] = typer.Option(None, "--set-threshold", help="Answer set = items scoring >= this; enables set and reject metrics (empty set = rejection). "
+        "With TREC runs, -inf takes each run's list as the answer."),
     mode: Optional[str] = typer.Option(None, "--mode", help="Compose a retrieval mode from per-path files <cond>.II/.TT/.IT/.TI.npy: I2I, T2T, IT2IT, I2IT, T2IT."),
     conditions: Optional[str] = typer.Option(None, "--conditions", help="Only these condition ids (comma list); clean is always included."),
     allow_unknown_items: bool = typer.Option(False, "--allow-unknown-items", help="Drop (with a warning) qrels gallery ids that are not in gallery_ids.txt instead of failing."),
     table_out: Optional[Path] = typer.Option(None, "--table-out", help="Also write a table: .csv (long, complete) or .md (readable)."),
-    export_run: Optional[Path] = typer.Option(None, "--export-run", help="Write each condition's top-k as a TREC run DIR/<condition>.run (re-check with trec_eval/ranx)."),
+    export_run: Optional[Path] = typer.Option(None, "--export-run", help="Write each condition's top-k as a TREC run DIR/<condition>.run to re-check with trec_eval/ranx "
+        "(they re-break equal scores their own way)."),
     export_depth: Optional[int] = typer.Option(None, "--export-depth", help="Depth of exported runs (default: largest k)."),
     primary: str = typer.Option("hit@1", "--primary", help="Metric whose Δ, CI and p the printed table shows."),
     stability_metric: str = typer.Option("hit@1", "--stability-metric", help="hit@k metric for the stability classes (stably correct / drag / persistently wrong / boost)."),
