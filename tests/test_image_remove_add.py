@@ -345,3 +345,17 @@ def test_tiny_images_do_not_crash(hw):
             else:
                 assert 1 <= out.shape[0] <= hw[0] and 1 <= out.shape[1] <= hw[1]
     assert corrupt_image(np.zeros((1, 1, 3), np.uint8), "downscale", 3).shape == (1, 1, 3)
+
+
+@pytest.mark.parametrize(
+    "op, typo",
+    [("cropping", "kep"), ("downscale", "scal"), ("watermark", "opacty"), ("mosaic", "block"),
+     ("scribble", "stroke"), ("ui_elements", "navbar")],
+)
+def test_unknown_grid_key_is_rejected_not_ignored(op, typo):
+    # A typo in a grid override (e.g. {"mosaic": {"s2": {"block": 3}}}) must not silently run the
+    # default level: the operator names the key, as the degrade/transform operators do.
+    img = np.zeros((64, 80, 3), np.uint8)
+    level = {**DEFAULT_GRID[op][2], typo: 3}
+    with pytest.raises(ValueError, match=rf"{op}.*unknown parameter.*'{typo}'"):
+        corrupt_image(img, op, 2, grid={op: {2: level}})

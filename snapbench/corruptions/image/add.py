@@ -17,6 +17,7 @@ import cv2
 import numpy as np
 
 from .base import register_image_operator
+from .degrade import _known
 from .remove import scaled_side
 
 __all__ = [
@@ -162,6 +163,7 @@ def sample_watermark(rng: np.random.Generator, level: Mapping[str, Any], shape: 
     words inside the image; one centred tile if none fits).  ``tiled_full``: the same lattice over the
     whole image, cut at the borders.
     """
+    _known("watermark", level, "layout", "opacity", "text", "width_frac", "color", "outline_color")
     H, W = int(shape[0]), int(shape[1])
     layout = str(_level("watermark", level, "layout"))
     if layout not in ("single", "tiled_center", "tiled_full"):
@@ -252,6 +254,7 @@ def sample_mosaic(rng: np.random.Generator, level: Mapping[str, Any], shape: tup
     except that it is capped at half the block's shorter side so every block keeps at least 2x2
     cells on small images (a one-cell block would be a flat patch, a different corruption).
     """
+    _known("mosaic", level, "blocks", "block_frac", "cell")
     H, W = int(shape[0]), int(shape[1])
     n = int(_level("mosaic", level, "blocks"))
     frac = float(_level("mosaic", level, "block_frac"))
@@ -362,6 +365,7 @@ def _stroke(rng: np.random.Generator, H: int, W: int) -> list[list[int]]:
 
 def sample_scribble(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """Draw ``strokes`` free-hand polylines (points in (x, y) pixels) and a palette colour for each."""
+    _known("scribble", level, "strokes", "thickness")
     H, W = int(shape[0]), int(shape[1])
     n = int(_level("scribble", level, "strokes"))
     thickness = int(_level("scribble", level, "thickness"))
@@ -418,6 +422,7 @@ def sample_ui_elements(rng: np.random.Generator, level: Mapping[str, Any], shape
     Every detail is drawn whether or not its element is enabled, so turning one element on or off in
     the grid does not reshuffle the others.
     """
+    _known("ui_elements", level, "status_bar", "nav_bar", "address_bar", "floating_button")
     H, W = int(shape[0]), int(shape[1])
     status_h = _fraction_px(H, _level("ui_elements", level, "status_bar"), "status_bar")
     nav_h = _fraction_px(H, _level("ui_elements", level, "nav_bar"), "nav_bar")

@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 
 from .base import register_image_operator
+from .degrade import _known
 
 __all__ = ["scaled_side", "sample_cropping", "cropping", "sample_downscale", "downscale"]
 
@@ -45,6 +46,7 @@ def _fraction(operator: str, level: Mapping[str, Any], name: str) -> float:
 
 def sample_cropping(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """Draw the crop window: ``keep`` of each side at a uniformly random (seeded) offset."""
+    _known("cropping", level, "keep")
     keep = _fraction("cropping", level, "keep")
     h, w = int(shape[0]), int(shape[1])
     ch, cw = scaled_side(h, keep), scaled_side(w, keep)
@@ -75,6 +77,7 @@ def cropping(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 def sample_downscale(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """No randomness: record the scale and the resulting output size."""
+    _known("downscale", level, "scale")
     scale = _fraction("downscale", level, "scale")
     h, w = int(shape[0]), int(shape[1])
     return {**dict(level), "scale": scale, "height": scaled_side(h, scale), "width": scaled_side(w, scale)}
