@@ -176,6 +176,13 @@ def test_exit_status_when_nothing_can_be_processed(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "missing.jsonl" in res.output and "not found" in res.output
 
 
+def test_bad_grid_file_is_an_option_error(queries: Path, tmp_path: Path) -> None:
+    (tmp_path / "g.json").write_text(json.dumps({"mosaic": {"s2": {"block": 3}}}))
+    res = runner.invoke(app, ["corrupt", str(queries), "--out", str(tmp_path / "o"), "--grid", str(tmp_path / "g.json"),
+                              "--conditions", "img/mosaic/s2", "--no-progress"])
+    assert res.exit_code == 2 and "img/mosaic/s2" in res.output and "'block'" in res.output, res.output
+
+
 def test_conditions_command_counts() -> None:
     res = runner.invoke(app, ["conditions"])
     assert res.exit_code == 0 and len(res.output.split()) == 54

@@ -181,6 +181,19 @@ def test_resolve_conditions_defaults_and_validation() -> None:
     assert resolve_conditions(["img/motion_blur/s4"], grid=run_grid(grid))[1].id == "img/motion_blur/s4"
 
 
+def test_invalid_grid_level_is_an_error_before_any_query(query_set: Path, tmp_path: Path) -> None:
+    # A bad grid value or a typo is an option error (corrupt exits 2), not one skip per query with
+    # exit status 0 and the condition silently missing from the whole run.
+    bad = {"motion_blur": {"s2": {"kernal": 15}}, "compression": {"s1": {"quality": 500}}}
+    with pytest.raises(ValueError, match=r"img/motion_blur/s2.*unknown parameter.*'kernal'"):
+        resolve_conditions(["img/motion_blur/s2"], grid=run_grid(bad))
+    with pytest.raises(ValueError, match=r"img/compression/s1.*quality"):
+        run_corruption(query_set, tmp_path / "o", conditions=["img/compression/s1"], grid=bad, progress=False)
+    assert not (tmp_path / "o" / "manifest.jsonl").exists()
+    # levels the run does not use are not its concern
+    assert [c.id for c in resolve_conditions(["img/mosaic/s2"], grid=run_grid(bad))] == ["clean", "img/mosaic/s2"]
+
+
 def run_grid(override: dict) -> dict:
     from snapbench.corruptions.pipeline import resolve_grid
 

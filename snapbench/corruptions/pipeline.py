@@ -299,7 +299,9 @@ def resolve_conditions(
     ``conditions=None`` means clean + every registered image operator at every severity of the grid
     + the 8 text operators (54 states by default); ``joint=True`` adds the paper's 18 joint
     conditions.  Explicit ids may include any ``joint/<image op>+<text op>/s<N>`` pair.  Unknown ids
-    raise ``ValueError`` naming the id, the closest valid ids, and the valid forms.
+    raise ``ValueError`` naming the id, the closest valid ids, and the valid forms; so does a grid
+    level of the chosen conditions that its operator rejects (a typo or an out-of-range value),
+    before any query is processed.
     """
     from .image import image_operators
 
@@ -310,8 +312,11 @@ def resolve_conditions(
 
     if conditions is None:
         pairs = [(i, t) for i, t in JOINT_PAIRS if i in img_ops and t in txt_ops]
-        return list_conditions(
-            joint=joint, image_operators=img_ops, text_operators=txt_ops, severities=sevs, joint_pairs=pairs
+        return _check_grid_levels(
+            list_conditions(
+                joint=joint, image_operators=img_ops, text_operators=txt_ops, severities=sevs, joint_pairs=pairs
+            ),
+            table,
         )
 
     valid_single = [c.id for c in list_conditions(image_operators=img_ops, text_operators=txt_ops, severities=sevs)]
@@ -360,7 +365,37 @@ def resolve_conditions(
             for s in sevs[i]
         ]
         out += [c for c in extra if c not in out]
-    return out
+    return _check_grid_levels(out, table)
+
+
+def _check_grid_levels(
+    conds: list[Condition], table: Mapping[str, Mapping[int, Mapping[str, Any]]]
+) -> list[Condition]:
+    """Run each image level's ``sample`` once on a stand-in frame so that a level the operator rejects
+    (unknown key, bad value) fails the run up front instead of becoming one skip per query."""
+    from ..seeding import derive_generator
+    from .image import get_image_operator
+
+    for op, sev in dict.fromkeys((c.image_operator, c.severity) for c in conds if c.image_operator is not None):
+        sample = get_image_operator(op).sample
+        level = table[op][sev]
+        # iter_variants resolves per query: check each distinct level once per process
+        memo = (op, sev, id(sample), _dumps_sorted(level))
+        if memo in _CHECKED_LEVELS:
+            continue
+        try:
+            sample(derive_generator("grid-check", op, sev), level, (480, 640))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ValueError(f"severity grid entry for img/{op}/s{sev} is invalid: {exc}") from None
+        _CHECKED_LEVELS.add(memo)
+    return conds
+
+
+_CHECKED_LEVELS: set[tuple[str, int, int, str]] = set()
+
+
+def _dumps_sorted(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, default=repr)
 
 
 # ------------------------------------------------------------------------------------------------
