@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import struct
+import zlib
 from pathlib import Path
 
 import cv2
@@ -285,6 +288,30 @@ def test_seed_changes_random_operators_only(query_set: Path, subset_run: Path, t
                    for q in ids), cond
         assert any(a[(q, cond)]["image_params"] != b[(q, cond)]["image_params"]
                    or a[(q, cond)]["text_params"] != b[(q, cond)]["text_params"] for q in ids), cond
+
+
+def test_each_kind_of_bad_file_is_a_named_skip_and_the_batch_goes_on(tmp_path: Path) -> None:
+    root = tmp_path / "qs"
+    (root / "imgs").mkdir(parents=True)
+    Image.fromarray(data.astronaut()[20:116, 160:288]).save(root / "imgs" / "ok.jpg", quality=92)
+    good = (root / "imgs" / "ok.jpg").read_bytes()
+    (root / "imgs" / "cut.jpg").write_bytes(good[: len(good) // 2])
+    (root / "imgs" / "empty.jpg").write_bytes(b"")
+    (root / "imgs" / "notes.jpg").write_text("not an image\n")
+    # a complete 10000x6000 1-bit PNG, ~7 kB on disk
+    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))  # noqa: E731
+    ihdr, idat = struct.pack(">IIBBBBB", 10_000, 6_000, 1, 0, 0, 0, 0), zlib.compress(b"\x00" * 1251 * 6000, 9)
+    (root / "imgs" / "huge.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+    names = ["cut.jpg", "ok.jpg", "empty.jpg", "notes.jpg", "huge.png", "missing.jpg"]
+    rows = [{"id": n.split(".")[0], "image": f"imgs/{n}", "question": "What kind of astronaut is this?"} for n in names]
+    (root / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = run_corruption(root / "q.jsonl", tmp_path / "out", conditions=["img/mosaic/s1"], progress=False)
+    assert summary.written == 2 and summary.skipped_queries == 5
+    reasons = {s["id"]: s["reason"] for s in skip_lines(tmp_path / "out")}
+    assert set(reasons) == {"cut", "empty", "notes", "huge", "missing"}
+    for qid, pattern in {"cut": r"cut\.jpg.*truncated", "empty": r"empty\.jpg.*empty", "notes": r"notes\.jpg.*not a recognised image",
+                         "huge": r"huge\.png.*too large.*10000x6000", "missing": r"missing\.jpg.*not found"}.items():
+        assert re.search(pattern, reasons[qid]), (qid, reasons[qid])
 
 
 def test_entity_not_found_skips_text_and_joint_only(tmp_path: Path) -> None:
