@@ -1,0 +1,109 @@
+"""Time every image condition on real photos at 512x512 and 1024x768, one thread.
+
+    python bench/bench_corruptions.py [--repeats 7] [--out bench/RESULTS_corruptions.md]
+
+Anchor (SPEC §3, the authors' release on this kind of machine): all 45 conditions ~520 ms at 1024x768
+and ~180 ms at 512x512.  Target: >= 5x faster, no condition above 15 ms at 1024x768.
+Also times the text operators and the lossless PNG write used by `snapbench corrupt`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import cv2  # noqa: E402
+import numpy as np  # noqa: E402
+from skimage import data  # noqa: E402
+
+from snapbench.conditions import TEXT_OPERATORS  # noqa: E402
+from snapbench.corruptions import corrupt_image, corrupt_text, default_grid, image_operators  # noqa: E402
+
+ANCHOR_MS = {(512, 512): 180.0, (768, 1024): 520.0}
+PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")
+
+
+def machine() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        model = next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")), "?")
+    except OSError:
+        model = platform.processor() or "?"
+    return f"{model}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, Python {platform.python_version()}, OpenCV {cv2.__version__}, NumPy {np.__version__}"
+
+
+def timed(fn, repeats: int) -> float:
+    fn()  # warm caches (lru maps, text masks)
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--out", default=str(Path(__file__).with_name("RESULTS_corruptions.md")))
+    args = ap.parse_args()
+    cv2.setNumThreads(1)
+
+    grid = default_grid()
+    ops = [op for op in image_operators() if op in grid]
+    conds = [(op, s) for op in ops for s in sorted(grid[op])]
+    photos = {name: getattr(data, name)() for name in PHOTOS}
+    photos = {k: (v if v.ndim == 3 else np.dstack([v] * 3))[..., :3] for k, v in photos.items()}
+
+    lines = [
+        "# Corruption speed",
+        "",
+        f"- date: {dt.date.today().isoformat()}",
+        f"- machine: {machine()}",
+        f"- one thread (cv2.setNumThreads(1), OMP_NUM_THREADS=1); median of {args.repeats} runs per photo, "
+        f"mean over photos: {', '.join(PHOTOS)} (scikit-image), resized with INTER_AREA/INTER_CUBIC",
+        "- anchor (SPEC §3, authors' release, same kind of machine): 45 conditions ~520 ms at 1024x768, ~180 ms at 512x512",
+        "",
+    ]
+    per_size: dict[tuple[int, int], dict[str, float]] = {}
+    png_ms: dict[tuple[int, int], float] = {}
+    for (h, w) in ((512, 512), (768, 1024)):
+        imgs = [np.ascontiguousarray(cv2.resize(p, (w, h), interpolation=cv2.INTER_AREA if p.shape[1] > w else cv2.INTER_CUBIC))
+                for p in photos.values()]
+        res = {}
+        for op, s in conds:
+            res[f"img/{op}/s{s}"] = float(np.mean([timed(lambda im=im: corrupt_image(im, op, s, seed=0, key="q"), args.repeats) for im in imgs]))
+        per_size[(h, w)] = res
+        png_ms[(h, w)] = float(np.mean([timed(lambda im=im: cv2.imencode(".png", im[..., ::-1], [cv2.IMWRITE_PNG_COMPRESSION, 1]), 3) for im in imgs]))
+
+    lines += ["| condition | 512x512 ms | 1024x768 ms |", "|---|---:|---:|"]
+    for cid in per_size[(512, 512)]:
+        lines.append(f"| `{cid}` | {per_size[(512, 512)][cid]:.2f} | {per_size[(768, 1024)][cid]:.2f} |")
+    lines.append("")
+    for size, res in per_size.items():
+        total = sum(res.values())
+        worst = max(res, key=res.get)
+        anchor = ANCHOR_MS[size]
+        lines.append(
+            f"- **{size[1]}x{size[0]}**: total over {len(res)} conditions **{total:.1f} ms** "
+            f"(anchor {anchor:.0f} ms -> {anchor / total:.1f}x faster); slowest `{worst}` {res[worst]:.2f} ms; "
+            f"PNG write (level 1) {png_ms[size]:.1f} ms per image"
+        )
+    q = "What kind of fish is this?"
+    txt = {op: timed(lambda op=op: [corrupt_text(q, op, entity="fish", seed=i, key="q") for i in range(100)], 5) * 10
+           for op in TEXT_OPERATORS}
+    lines += ["", "Text operators (µs per edit): " + ", ".join(f"{op} {v:.1f}" for op, v in txt.items()), ""]
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
