@@ -441,6 +441,30 @@ def test_other_seed_or_grid_refuses_unless_forced(query_set: Path, tmp_path: Pat
 # streaming
 
 
+def test_a_query_holds_only_the_variants_still_needed(tmp_path: Path) -> None:
+    # Memory per query must not grow with the number of conditions (45 variants of a 12 Mpx phone
+    # photo are ~1.6 GB): each variant and its PNG bytes are released after their last use.
+    import tracemalloc
+
+    img = np.ascontiguousarray(cv2.resize(data.coffee(), (640, 480), interpolation=cv2.INTER_AREA))
+    Image.fromarray(img).save(tmp_path / "c.png")
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "a", "image": "c.png", "question": "What is this?"}) + "\n")
+    conds = [f"img/{op}/s{s}" for op in ("overexposure", "motion_blur", "rotation", "mosaic", "scribble", "watermark") for s in (1, 2, 3)]
+    run_corruption(tmp_path / "q.jsonl", tmp_path / "warm", conditions=conds, progress=False)  # caches, imports
+    tracemalloc.start()
+    try:
+        run_corruption(tmp_path / "q.jsonl", tmp_path / "o", conditions=conds, progress=False)
+        run_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        for _ in iter_variants(img, None, key="a", conditions=conds):
+            pass
+        stream_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # 18 conditions: holding them all costs ~29x (run, with PNG bytes) and ~18x (stream) the image
+    assert run_peak < 8 * img.nbytes and stream_peak < 8 * img.nbytes, (run_peak / img.nbytes, stream_peak / img.nbytes)
+
+
 def test_streaming_variants_equal_the_written_files(query_set: Path, subset_run: Path) -> None:
     keyed = by_key(manifest_lines(subset_run))
     rec = load_manifest(query_set)[1]

@@ -43,7 +43,7 @@ import multiprocessing
 import os
 import shutil
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
@@ -475,7 +475,18 @@ def _generate(
                 txt_cache[op] = f"text operator {op}: {exc}"
         return txt_cache[op]
 
+    # An image part is kept only until the last condition that uses it (a joint condition reuses
+    # its image condition's part): a query's 45 variants of a 12 Mpx photo would hold ~1.6 GB.
+    uses = Counter((c.image_operator, c.severity) for c in conds if c.kind in ("image", "joint"))
+    prev: Condition | None = None
     for cond in conds:
+        # Resumed: the consumer is done with the previous condition's variant.
+        if prev is not None and prev.kind in ("image", "joint"):
+            part = (prev.image_operator, prev.severity)
+            uses[part] -= 1
+            if uses[part] <= 0:
+                img_cache.pop(part, None)
+        prev = cond
         cid = cond.id
         if cond.kind == "clean":
             yield Variant(cid, "clean", image, question, {}, "clean" if image is not None else None,
@@ -652,6 +663,9 @@ def _process_query(task: _Task) -> _Result:
     lines: list[dict[str, Any]] = []
     skips: list[dict[str, Any]] = []
     encoded: dict[str, tuple[bytes, str]] = {}  # image_from condition -> (png bytes, sha256)
+    # image_from of each pending condition that writes an image; PNG bytes are dropped after their last use
+    source = {c.id: (c.image_part.id if c.kind in ("image", "joint") else "clean") for c in conds if c.kind != "text"}
+    uses = Counter(source.values())
     clean_ref = task.clean_ref
 
     def image_file(variant: Variant, cond_id: str) -> tuple[str, str, int, int]:
@@ -671,14 +685,21 @@ def _process_query(task: _Task) -> _Result:
         return rel, sha, int(w), int(h)
 
     for item in _generate(image, rec.question, key=rec.id, entity=rec.entity, seed=task.seed, conds=conds, table=task.table):
+        src = source.get(item.condition)
+        if src is not None:
+            uses[src] -= 1
         if isinstance(item, _Skip):
             skips.append({"id": rec.id, "condition": item.condition, "reason": item.reason})
+            if src is not None and uses[src] <= 0:
+                encoded.pop(src, None)
             continue
         path = sha = width = height = None
         if item.image is not None:
             path, sha, width, height = image_file(item, item.condition)
             if item.kind == "clean":
                 clean_ref = (path, sha, width, height)
+            if src is not None and uses[src] <= 0:
+                encoded.pop(src, None)
         lines.append(
             {
                 "id": rec.id,
