@@ -190,6 +190,16 @@ def test_conditions_command_counts() -> None:
     assert res.exit_code == 0 and len(res.output.split()) == 72
 
 
+def test_conditions_with_a_bad_grid_file_is_a_clean_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text("{not json")
+    for grid in (tmp_path / "bad.json", tmp_path / "missing.toml"):
+        res = runner.invoke(app, ["conditions", "--grid", str(grid)])
+        assert res.exit_code == 2 and res.output.startswith("error: ") and grid.name in res.output, res.output
+    (tmp_path / "extra.json").write_text(json.dumps({"motion_blur": {"s4": {"kernel": 31}}}))
+    res = runner.invoke(app, ["conditions", "--grid", str(tmp_path / "extra.json")])
+    assert res.exit_code == 0 and "img/motion_blur/s4" in res.output.split()
+
+
 def test_preview_writes_one_labelled_contact_sheet(tmp_path: Path) -> None:
     src = tmp_path / "cat.png"
     photo = data.chelsea()[40:232, 100:356]  # 192x256
