@@ -183,6 +183,12 @@ def test_bad_grid_file_is_an_option_error(queries: Path, tmp_path: Path) -> None
     assert res.exit_code == 2 and "img/mosaic/s2" in res.output and "'block'" in res.output, res.output
 
 
+def test_out_that_is_a_file_is_a_clean_error(queries: Path, tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file, not a directory")
+    res = runner.invoke(app, ["corrupt", str(queries), "--out", str(tmp_path / "taken"), "--no-progress"])
+    assert res.exit_code == 2 and res.output.startswith("error: ") and "taken" in res.output, res.output
+
+
 def test_conditions_command_counts() -> None:
     res = runner.invoke(app, ["conditions"])
     assert res.exit_code == 0 and len(res.output.split()) == 54

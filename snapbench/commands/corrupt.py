@@ -50,6 +50,8 @@ def corrupt(
         )
     except ValueError as exc:  # bad manifest, unknown condition, seed/grid mismatch, bad grid file
         _fail(str(exc))
+    except OSError as exc:  # --out not a writable directory (or the disk fails mid-run)
+        _fail(f"{exc.filename or out}: {exc.strerror or exc}")
 
     n_cond = len(summary.conditions)
     typer.echo(
