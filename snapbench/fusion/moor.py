@@ -58,7 +58,8 @@ Numerics
   (no ``E[xxᵀ] − m mᵀ`` cancellation).  So the fit reads the gallery twice (plus once per search).
 * ``dtype=float64`` (default of :func:`moor`) computes everything in float64 and matches a dense
   float64 transcription of the algorithm to ~1e-12.  ``dtype=float32`` keeps the statistics C, m in
-  float64 but runs the query-side products and the gallery product in float32 (≈2x faster, scores
+  float64 but runs the query whitening, the five query-side products and the gallery product in
+  float32 (≈2x faster, scores
   within ~1e-6 of float64).
 * Constant paths.  A path is treated as constant (variance 0, r = 0, as the SPEC says) when
   ``Var ≤ CONST_RTOL · B_std · B_rms`` with ``CONST_RTOL = 1e-10``, where
@@ -89,7 +90,7 @@ import numpy as np
 
 from ._validate import as_matrix, check_same_dim
 from .gates import GateLike, get_gate
-from .search import ANNIndex, GallerySource, NpyRowReader, StreamingTopK, TopK
+from .search import ANNIndex, GallerySource, NpyRowReader, StreamingTopK
 from .whitening import RunningMoments, Whitener
 
 __all__ = [
@@ -268,7 +269,7 @@ def moor_from_scores(
 
 
 def _rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,ij->i", a, b, dtype=np.float64)
+    return np.einsum("ij,ij->i", a, b).astype(np.float64, copy=False)
 
 
 @dataclass
@@ -423,19 +424,22 @@ class MOORIndex:
     # -- query side ------------------------------------------------------------------------------
     def _prepare(self, q_image: Any, q_text: Any) -> _QueryState:
         self._check_fitted()
-        qI = as_matrix(q_image, "q_image", allow_vector=True)
-        qT = as_matrix(q_text, "q_text", allow_vector=True)
+        # checked here once (finite, 2-D, non-empty); converted by the whitening below
+        qI = as_matrix(q_image, "q_image", allow_vector=True, dtype=None)
+        qT = as_matrix(q_text, "q_text", allow_vector=True, dtype=None)
         for q, nm in ((qI, "q_image"), (qT, "q_text")):
             if q.shape[1] != self.dim:
                 raise ValueError(f"{nm}: has dim {q.shape[1]}, the gallery has dim {self.dim}")
         if qI.shape[0] != qT.shape[0]:
             raise ValueError(f"query counts differ: q_image has {qI.shape[0]} rows, q_text has {qT.shape[0]}")
         wI, wT = self.whitener_image, self.whitener_text
-        tI = wI.transform(qI, name="q_image")
-        tT = wT.transform(qT, name="q_text")
+        # query-side work runs in the index dtype (float32: ~1e-7 relative, like the scoring itself)
+        kw = {"dtype": self.dtype, "check": False}
+        tI = wI.transform(qI, name="q_image", **kw)
+        tT = wT.transform(qT, name="q_text", **kw)
         if self.whiten:
-            hI = wT.transform(qI, name="q_image")  # cross-whitened with the *text* statistics
-            hT = wI.transform(qT, name="q_text")
+            hI = wT.transform(qI, name="q_image", **kw)  # cross-whitened with the *text* statistics
+            hT = wI.transform(qT, name="q_text", **kw)
         else:
             hI, hT = tI, tT
         return _QueryState(tI, tT, hI, hT)
@@ -444,12 +448,16 @@ class MOORIndex:
         """Variances, covariances with s^II, constant flags -> weights etc. (see module docstring)."""
         if self.dtype == np.float32:
             if self._cov32 is None:
-                self._cov32 = tuple(c.astype(np.float32) for c in (self.cov_ii, self.cov_tt, self.cov_it))
-            Cii, Ctt, Cit = self._cov32
-            tI, tT, hI, hT = (a.astype(np.float32) for a in (st.tI, st.tT, st.hI, st.hT))
+                self._cov32 = tuple(
+                    c.astype(np.float32)
+                    for c in (self.cov_ii, self.cov_tt, self.cov_it, np.stack([self._sd_i, self._rms_i], 1),
+                              np.stack([self._sd_t, self._rms_t], 1))
+                )
+            Cii, Ctt, Cit, Si, St = self._cov32
         else:
             Cii, Ctt, Cit = self.cov_ii, self.cov_tt, self.cov_it
-            tI, tT, hI, hT = st.tI, st.tT, st.hI, st.hT
+            Si, St = np.stack([self._sd_i, self._rms_i], 1), np.stack([self._sd_t, self._rms_t], 1)
+        tI, tT, hI, hT = st.tI, st.tT, st.hI, st.hT
         A = tI @ Cii
         B = hT @ Cii
         Ct = tT @ Ctt
@@ -457,19 +465,11 @@ class MOORIndex:
         E = tI @ Cit
         var = np.stack([_rowdot(A, tI), _rowdot(Ct, tT), _rowdot(D, hI), _rowdot(B, hT)], axis=1)
         cov = np.stack([_rowdot(E, tT), _rowdot(E, hI), _rowdot(A, hT)], axis=1)
-        def bound(a: np.ndarray, sd: np.ndarray, rms: np.ndarray) -> np.ndarray:
-            b = np.abs(a) @ np.stack([sd, rms], axis=1)
+        def bound(a: np.ndarray, sd_rms: np.ndarray) -> np.ndarray:
+            b = (np.abs(a) @ sd_rms).astype(np.float64)
             return b[:, 0] * b[:, 1]
 
-        scale = np.stack(
-            [
-                bound(st.tI, self._sd_i, self._rms_i),
-                bound(st.tT, self._sd_t, self._rms_t),
-                bound(st.hI, self._sd_t, self._rms_t),
-                bound(st.hT, self._sd_i, self._rms_i),
-            ],
-            axis=1,
-        )
+        scale = np.stack([bound(tI, Si), bound(tT, St), bound(hI, St), bound(hT, Si)], axis=1)
         const = var <= CONST_RTOL * scale
         g = self.gate if gate is None else gate
         weights, r, var, share, fallback = _fuse_stats(var, cov, const, g, self.fusion_eps)
@@ -479,7 +479,7 @@ class MOORIndex:
         """u_q = [w_II q~^I + w_TI q^^T, w_TT q~^T + w_IT q^^I] / Σw  (fallback rows: [q~^I, 0])."""
         total = weights.sum(axis=1, keepdims=True)
         total = np.where(fallback[:, None], 1.0, total)
-        w = weights / total
+        w = (weights / total).astype(st.tI.dtype, copy=False)
         uI = w[:, 0:1] * st.tI + w[:, 3:4] * st.hT
         uT = w[:, 1:2] * st.tT + w[:, 2:3] * st.hI
         uI[fallback] = st.tI[fallback]
@@ -487,7 +487,7 @@ class MOORIndex:
         return np.concatenate([uI, uT], axis=1)
 
     def query_vectors(self, q_image: Any, q_text: Any, *, gate: GateLike | None = None) -> tuple[np.ndarray, MOORResult]:
-        """The composed 2d-dim query vectors u (Q x 2d, float64) and the weights (``scores=None``).
+        """The composed 2d-dim query vectors u (Q x 2d, in the index dtype) and the weights (``scores=None``).
 
         ``u @ [G~^I | G~^T].T`` are the MOOR scores: use them with any inner-product search.
         """
