@@ -59,8 +59,7 @@ Numerics
 * ``dtype=float64`` (default of :func:`moor`) computes everything in float64 and matches a dense
   float64 transcription of the algorithm to ~1e-12.  ``dtype=float32`` keeps the statistics C, m in
   float64 but runs the query whitening, the five query-side products and the gallery product in
-  float32 (≈2x faster, scores
-  within ~1e-6 of float64).
+  float32 (≈2x faster, scores within ~1e-6 of float64).
 * Constant paths.  A path is treated as constant (variance 0, r = 0, as the SPEC says) when
   ``Var ≤ CONST_RTOL · B_std · B_rms`` with ``CONST_RTOL = 1e-10``, where
   ``B_std = Σ_i |a_i| σ_i`` (σ_i = sqrt(C_bb[i,i])) and ``B_rms = Σ_i |a_i| rms_i``
