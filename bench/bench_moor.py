@@ -356,6 +356,9 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} cores (nproc), numpy {np.__version__}, Python {platform.python_version()}"
 
 
+READING = ["(a) asks for >= 10x with the gallery fitted once. The fitted path's floor is one composed product (1,145 x 1,536) x (1,536 x 9,085) = 32 GFLOP (~0.24 s in float32 at ~135 GFLOP/s, near this 2-core machine's peak) plus five (1,145 x 768) x (768 x 768) products for the per-query statistics (6.8 GFLOP); the dense reference needs 64 GFLOP in float64 plus ~10 passes over Q x N float64 matrices (2.2-3.0 s here, depending on load). So on this CPU the float32 ratio tops out around 9-12x and the float64 one around 5x unless exactness is given up (e.g. a low-rank gallery); the measured values are in the table.", '(b) asks for <= 1.2x a plain top-10 search: the raw-gallery MOOR search adds one subtract-and-scale pass per chunk (whitening folded into the query, stored row norms) to the same product; the cached search reads one whitened file instead of two raw ones.', "float32 mode rounds scores at ~1e-7 (column 'max abs diff'); float64 matches the reference to ~1e-15."]
+
+
 def render(a: dict | None, b: dict | None, c: dict | None, notes: list[str]) -> str:
     L = ["# MOOR benchmark", "", f"Machine: {machine()}  ", f"Date: {_dt.date.today().isoformat()}  ",
          "Command: `python bench/bench_moor.py` (all numbers from one run; times are the best of repeats where "
@@ -415,6 +418,7 @@ def render(a: dict | None, b: dict | None, c: dict | None, notes: list[str]) -> 
             r = c[kind]
             L.append(f"| {r['index']} | {r['build_s']:.1f} s | {r['search_s']:.2f} s | {r['recall@10']:.3f} |")
         L += ["", f"Worker peak RSS: {c['ru_maxrss_mb']:.0f} MB.", ""]
+    L += ["## Reading the numbers", ""] + [f"- {r}" for r in READING] + [""]
     if notes:
         L += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(L)
