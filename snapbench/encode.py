@@ -30,7 +30,7 @@ import numpy as np
 
 from .conditions import condition_to_filename, parse_condition
 from .corruptions.io import load_image
-from .models import Encoder, path_scores
+from .models import Encoder, cosine_path_scores
 
 __all__ = ["GalleryItem", "EncodeSummary", "load_gallery", "encode_corrupted"]
 
@@ -187,7 +187,7 @@ def encode_corrupted(
         stem = condition_to_filename(cond)
         _atomic_save(out_dir / "embeddings" / f"{stem}.image.npy", q_img)
         _atomic_save(out_dir / "embeddings" / f"{stem}.text.npy", q_txt)
-        for name, s in path_scores(q_img, q_txt, g_img, g_txt).items():
+        for name, s in cosine_path_scores(q_img, q_txt, g_img, g_txt).items():
             _atomic_save(out_dir / "paths" / f"{stem}.{name}.npy", s)
         if progress:
             progress(cond, n, len(wanted))

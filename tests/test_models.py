@@ -4,7 +4,7 @@ import sys
 import numpy as np
 import pytest
 
-from snapbench.models import Encoder, get_encoder, path_scores, register_encoder
+from snapbench.models import Encoder, get_encoder, cosine_path_scores, register_encoder
 
 
 def test_toy_encoder_is_an_encoder_and_deterministic_across_processes():
@@ -29,7 +29,7 @@ def test_toy_image_features_see_the_image():
 def test_path_scores_are_the_four_cosines():
     rng = np.random.default_rng(1)
     qi, qt, gi, gt = (rng.normal(size=(n, 8)) for n in (3, 3, 5, 5))
-    s = path_scores(qi, qt, gi, gt)
+    s = cosine_path_scores(qi, qt, gi, gt)
 
     def cos(a, b):
         return np.array([[x @ y / np.linalg.norm(x) / np.linalg.norm(y) for y in b] for x in a])

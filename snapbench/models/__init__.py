@@ -21,7 +21,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Encoder", "register_encoder", "get_encoder", "encoders", "path_scores", "l2_normalize"]
+__all__ = ["Encoder", "register_encoder", "get_encoder", "encoders", "cosine_path_scores", "l2_normalize"]
 
 
 @runtime_checkable
@@ -70,7 +70,7 @@ def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), eps)
 
 
-def path_scores(q_image: np.ndarray, q_text: np.ndarray, g_image: np.ndarray, g_text: np.ndarray) -> dict[str, np.ndarray]:
+def cosine_path_scores(q_image: np.ndarray, q_text: np.ndarray, g_image: np.ndarray, g_text: np.ndarray) -> dict[str, np.ndarray]:
     """Cosine similarities of the four paths (SPEC §6): II, TT, IT (query image vs gallery text), TI."""
     qi, qt, gi, gt = (l2_normalize(a) for a in (q_image, q_text, g_image, g_text))
     return {"II": qi @ gi.T, "TT": qt @ gt.T, "IT": qi @ gt.T, "TI": qt @ gi.T}
