@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
 
+import cv2
 import numpy as np
 
 from ..conditions import (
@@ -895,6 +896,10 @@ def run_corruption(
     all_ids += [c for c in cond_ids if c not in all_ids]
     run_cfg = {
         "snapbench_version": __version__,
+        # Pixel bytes of the text-drawing operators (watermark, ui_elements) depend on the OpenCV
+        # major version (its Hershey glyphs changed in 5.x): recorded so a mismatch can be traced.
+        "opencv_version": cv2.__version__,
+        "numpy_version": np.__version__,
         "seed": int(seed),
         "conditions": all_ids,
         "grid_file": str(grid) if isinstance(grid, (str, os.PathLike)) else None,
