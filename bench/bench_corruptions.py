@@ -12,9 +12,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import platform
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from skimage import data  # noqa: E402
 
 from snapbench.conditions import TEXT_OPERATORS  # noqa: E402
 from snapbench.corruptions import corrupt_image, corrupt_text, default_grid, image_operators  # noqa: E402
+from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 ANCHOR_MS = {(512, 512): 180.0, (768, 1024): 520.0}
 # SPEC §2 also times two primitives on the anchor machine; timing them here in the same run tells how
@@ -34,13 +33,6 @@ REFERENCE_PRIMITIVES_MS = {"exact GaussianBlur sigma 10, 1024x768": 16.0, "2.4M 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")
 
 
-def machine() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        model = next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")), "?")
-    except OSError:
-        model = platform.processor() or "?"
-    return f"{model}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, Python {platform.python_version()}, OpenCV {cv2.__version__}, NumPy {np.__version__}"
 
 
 def timed(fn, repeats: int) -> float:

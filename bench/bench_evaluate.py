@@ -24,7 +24,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -36,18 +35,12 @@ import numpy as np
 
 from snapbench.conditions import list_conditions
 from snapbench.evaluate import EvaluationConfig, Labels, evaluate_directory, evaluate_matrix, write_report
+from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 Q, N = 1145, 9085
 POS_PER_QUERY = 4.8
 
 
-def machine() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        model = next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")), "?")
-    except OSError:
-        model = platform.processor() or "?"
-    return f"{model}, nproc {os.cpu_count()}, Python {platform.python_version()}, numpy {np.__version__}"
 
 
 def write_dataset(d: Path, seed: int = 0) -> None:

@@ -15,10 +15,8 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -32,18 +30,11 @@ from skimage import data  # noqa: E402
 
 from snapbench.corruptions.io import PNG_COMPRESSION, encode_png  # noqa: E402
 from snapbench.corruptions.pipeline import run_corruption, stream_corruptions  # noqa: E402
+from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")
 
 
-def machine() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        model = next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")), "?")
-    except OSError:
-        model = platform.processor() or "?"
-    return (f"{model}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}, OpenCV {cv2.__version__}, NumPy {np.__version__}")
 
 
 def _rgb(img: np.ndarray) -> np.ndarray:

@@ -15,9 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import platform
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from snapbench.conditions import TEXT_OPERATORS
 from snapbench.corruptions import text as text_mod
 from snapbench.corruptions.text import corrupt_text, find_entity, get_text_operator
 from snapbench.seeding import text_rng
+from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 QUESTIONS = [
     ("What kind of fish is this?", "fish"),
@@ -38,13 +37,6 @@ QUESTIONS = [
 ]
 
 
-def machine() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        model = next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")), "?")
-    except OSError:
-        model = platform.processor() or "?"
-    return f"{model}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}"
 
 
 def per_call_us(fn, n: int, repeats: int = 7) -> float:
