@@ -1,0 +1,47 @@
+"""Each optional dependency, when missing, fails with a 'pip install snapbench[x]' hint."""
+
+import importlib
+import sys
+
+import numpy as np
+import pytest
+
+from snapbench.fusion import MOORIndex, MetaFusion, PathScores
+from snapbench.fusion.io import load_matrix
+
+
+def _hide(monkeypatch, *names):
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, None)  # makes `import name` raise ImportError
+
+
+def test_ann_without_faiss(monkeypatch):
+    rng = np.random.default_rng(0)
+    index = MOORIndex().fit(rng.normal(size=(20, 4)), rng.normal(size=(20, 4)))
+    _hide(monkeypatch, "faiss")
+    with pytest.raises(ImportError, match=r"pip install snapbench\[ann\]"):
+        index.build_ann()
+
+
+def test_safetensors_without_the_package(monkeypatch, tmp_path):
+    f = tmp_path / "emb.safetensors"
+    f.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
+    _hide(monkeypatch, "safetensors", "safetensors.numpy")
+    with pytest.raises(ImportError, match=r"pip install snapbench\[safetensors\]"):
+        load_matrix(f, "g_image")
+
+
+def test_learned_without_sklearn(monkeypatch):
+    rng = np.random.default_rng(0)
+    paths = PathScores(*(rng.normal(size=(4, 6)) for _ in range(4)))
+    _hide(monkeypatch, "sklearn")
+    with pytest.raises(ImportError, match=r"pip install snapbench\[learned\]"):
+        MetaFusion("lr").fit(paths, np.eye(4, 6), ["a", "b", "c", "d"])
+
+
+def test_albumentations_without_the_package(monkeypatch):
+    _hide(monkeypatch, "albumentations")
+    monkeypatch.delitem(sys.modules, "snapbench.corruptions.albumentations", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'snapbench\[albumentations\]'"):
+        importlib.import_module("snapbench.corruptions.albumentations")
+    monkeypatch.delitem(sys.modules, "snapbench.corruptions.albumentations", raising=False)
