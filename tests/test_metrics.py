@@ -334,3 +334,16 @@ def test_modes_and_coarse_text_drag_by_hand():
     lab = Labels.from_lists([[0], [1]], 2)
     # I→I hits both; IT→IT misses both -> drag = 0 - 1
     assert coarse_text_drag(m["IT2IT"], ii, lab) == -1.0
+
+
+@pytest.mark.parametrize("n", [4, 200])
+def test_topk_refuses_nan_scores(n):
+    """A NaN has no place in a ranking: argpartition would return duplicate or arbitrary columns."""
+    s = np.linspace(0, 1, 2 * n).reshape(2, n)
+    s[1, 1] = np.nan
+    for k in (1, 2, n):
+        with pytest.raises(ValueError, match="NaN"):
+            topk_indices(s, k)
+    with pytest.raises(ValueError, match="NaN"):
+        streaming_topk(s, 2, chunk=3)
+    assert np.array_equal(topk_indices(np.where(np.isnan(s), -np.inf, s), n)[1, -1], 1)  # inf is fine

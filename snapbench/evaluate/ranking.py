@@ -37,7 +37,8 @@ def _sort_key(values: np.ndarray) -> np.ndarray:
 def topk_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Column indices of the ``k`` best items per row, best first, under :data:`TIE_RULE`.
 
-    ``scores`` is a 2-d array (queries x gallery) of finite values.  Returns an ``int64`` array of shape ``(Q, k)``;
+    ``scores`` is a 2-d array (queries x gallery); ``±inf`` ranks first/last, NaN raises
+    ``ValueError`` (it has no place in a ranking).  Returns an ``int64`` array of shape ``(Q, k)``;
     when ``k`` exceeds the gallery size the missing slots are ``-1``.  Equal to
     ``np.argsort(-scores, axis=1, kind="stable")[:, :k]`` exactly, ties included.
     """
@@ -51,10 +52,13 @@ def topk_indices(scores: np.ndarray, k: int) -> np.ndarray:
     out = np.full((n_q, int(k)), -1, dtype=np.int64)
     if kk == 0 or n_q == 0:
         return out
+    use_fast = n >= 4 * _CHUNKS_PER_K * kk
+    if not use_fast:
+        _refuse_nan(np.max(s, axis=1))  # the fast path checks its chunk maxima instead
     if kk == n:
         out[:, :kk] = np.argsort(_sort_key(s), axis=1, kind="stable")
         return out
-    if n >= 4 * _CHUNKS_PER_K * kk:
+    if use_fast:
         fast = _topk_via_chunk_maxima(s, kk)
         if fast is not None:
             out[:, :kk] = fast
@@ -85,6 +89,16 @@ def topk_indices(scores: np.ndarray, k: int) -> np.ndarray:
 _CHUNKS_PER_K = 8
 
 
+def _refuse_nan(row_maxima: np.ndarray) -> None:
+    """Raise if any row holds a NaN (``np.max`` / ``np.maximum`` propagate NaN into the row maxima)."""
+    if row_maxima.dtype.kind == "f":
+        bad = np.isnan(row_maxima).reshape(row_maxima.shape[0], -1).any(axis=1)
+        if bad.any():
+            raise ValueError(
+                f"scores contain NaN (first in row {int(np.argmax(bad))}); rankings need numbers, not NaN"
+            )
+
+
 def _topk_via_chunk_maxima(s: np.ndarray, kk: int) -> np.ndarray | None:
     """Top-kk through a cheap candidate filter; ``None`` when ties make the filter useless.
 
@@ -96,6 +110,7 @@ def _topk_via_chunk_maxima(s: np.ndarray, kk: int) -> np.ndarray | None:
     n_q, n = s.shape
     width = -(-n // (_CHUNKS_PER_K * kk))
     maxima = np.maximum.reduceat(s, np.arange(0, n, width), axis=1)
+    _refuse_nan(maxima)
     nc = maxima.shape[1]
     t = np.partition(maxima, nc - kk, axis=1)[:, nc - kk]
     flat = np.flatnonzero(s >= t[:, None])
