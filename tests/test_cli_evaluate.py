@@ -201,3 +201,23 @@ def test_set_threshold_modes_and_drag(tmp_path):
     assert rep["meta"]["mode"] == "IT→IT"
     r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--quiet"])
     assert r.exit_code == 2 and "--mode" in r.output
+
+
+def test_outputs_go_to_new_folders_atomically_and_unwritable_is_a_clean_error(data, tmp_path):
+    d, qp, _ = data
+    out = tmp_path / "new" / "dir" / "report.json"
+    table = tmp_path / "tables" / "t.md"
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "50", "-q",
+                            "--out", str(out), "--table-out", str(table)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(out.read_text())["n_queries"] == Q and table.read_text().startswith("| condition")
+    assert sorted(p.name for p in out.parent.iterdir()) == ["report.json"]  # no temp file left
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "50", "-q",
+                            "--out", str(blocker / "report.json")])
+    assert r.exit_code == 2 and "error:" in r.output and "report.json" in r.output
+    assert "Traceback" not in r.output
+    for flag, target in (("--table-out", blocker / "t.csv"), ("--export-run", blocker)):
+        r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "50", "-q", flag, str(target)])
+        assert r.exit_code == 2 and f"error: {target}" in r.output and "Traceback" not in r.output, r.output

@@ -33,6 +33,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -54,6 +57,7 @@ __all__ = [
     "RunRanking",
     "read_run",
     "write_run",
+    "atomic_writer",
     "ScoresDir",
 ]
 
@@ -386,6 +390,33 @@ def read_run(path: str | Path, query_ids: Sequence[str], gallery_ids: Sequence[s
     return RunRanking(idx, sc)
 
 
+@contextmanager
+def atomic_writer(path: str | Path, *, newline: str | None = None) -> Iterator:
+    """A text file handle whose content appears at ``path`` only when the block succeeds.
+
+    Parent folders are created; the text goes to a temporary file in the same folder that replaces
+    ``path`` with ``os.replace`` (so an interrupted run never leaves a half-written report, table or
+    run).  An ``OSError`` becomes :class:`EvaluationInputError` naming the file.
+    """
+    p = Path(path)
+    tmp = None
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as fh:
+            yield fh
+        os.replace(tmp, p)
+        tmp = None
+    except OSError as e:
+        raise EvaluationInputError(f"{p}: cannot write ({e.strerror or e})") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
 def write_run(
     path: str | Path,
     query_ids: Sequence[str],
@@ -396,9 +427,8 @@ def write_run(
 ) -> None:
     """Write a TREC run (``qid Q0 docid rank score tag``) of the given top-k lists; ``-1`` slots are
     skipped.  Scores are written with full precision; note that trec_eval re-sorts equal scores
-    by document id, so for a tie-exact re-check compare on data without ties."""
-    p = Path(path)
-    with open(p, "w", encoding="utf-8") as fh:
+    by document id, so for a tie-exact re-check compare on data without ties.  Written atomically."""
+    with atomic_writer(path) as fh:
         for qi, q in enumerate(query_ids):
             rank = 0
             for j, s in zip(idx[qi], scores[qi]):

@@ -37,7 +37,12 @@ def report_to_json(report: dict, indent: int | None = 2) -> str:
 
 
 def write_report(report: dict, path: str | Path) -> None:
-    Path(path).write_text(report_to_json(report) + "\n", encoding="utf-8")
+    """Write the JSON report atomically (parent folders are created)."""
+    from .io import atomic_writer
+
+    text = report_to_json(report) + "\n"
+    with atomic_writer(path) as fh:
+        fh.write(text)
 
 
 def read_report(path: str | Path) -> dict:
@@ -179,11 +184,14 @@ def print_additivity(report: dict, *, metric: str = "hit@1", console=None) -> No
 
 def write_table(report: dict, path: str | Path, *, primary: str = "hit@1") -> None:
     """``.csv``: long format (condition, metric, value, delta, ci_lo, ci_hi, p, p_raw), complete.
-    ``.md``: a readable wide table (values in %, Δ of ``primary`` with CI and p) + additivity."""
+    ``.md``: a readable wide table (values in %, Δ of ``primary`` with CI and p) + additivity.
+    Written atomically."""
+    from .io import atomic_writer
+
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".csv":
-        with open(p, "w", newline="", encoding="utf-8") as fh:
+        with atomic_writer(p, newline="") as fh:
             w = csv.writer(fh)
             w.writerow(["condition", "metric", "value", "delta", "ci_lo", "ci_hi", "p", "p_raw"])
             for c, vals in report["conditions"].items():
@@ -214,4 +222,5 @@ def write_table(report: dict, path: str | Path, *, primary: str = "hit@1") -> No
                   "| joint condition | Exp | Obs | δ | CI(δ) |", "|---|---:|---:|---:|---:|"]
         for r in rows:
             lines.append(f"| {r['joint']} | {_pct(r['exp'], True)} | {_pct(r['obs'], True)} | {_pct(r['delta'], True)} | {_ci(r['ci'])} |")
-    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with atomic_writer(p) as fh:
+        fh.write("\n".join(lines) + "\n")

@@ -483,7 +483,10 @@ def evaluate_directory(
     depth = 0
     if export_run is not None:
         depth = export_depth or max(_depth(metrics), 1)
-        Path(export_run).mkdir(parents=True, exist_ok=True)
+        try:
+            Path(export_run).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise EvaluationInputError(f"{export_run}: cannot create the run folder ({e.strerror or e})") from None
     evals: dict[str, ConditionEval] = {}
     pool = ThreadPoolExecutor(max_workers=cfg.workers) if cfg.workers > 1 else None
     try:
