@@ -137,3 +137,24 @@ def test_help_lists_options():
     assert r.exit_code == 0
     for opt in ("--paths-dir", "--no-whiten", "--gate", "--topk", "--chunk-size", "--ann", "--out"):
         assert opt in r.output
+
+
+def test_outputs_are_written_atomically(emb, monkeypatch):
+    # a write that dies half-way must leave the previous output intact, never a truncated .npy
+    d, _ = emb
+    out = d / "atomic"
+    out.mkdir()
+    old = np.arange(6.0).reshape(2, 3)
+    np.save(out / "clean.npy", old)
+
+    def dying_write_array(fp, array, *args, **kwargs):
+        fp.write(b"\x93NUMPY partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(np.lib.format, "write_array", dying_write_array)
+    r = runner.invoke(app, _args(d, "--out", str(out)))
+    assert r.exit_code != 0
+    monkeypatch.undo()
+    assert np.array_equal(np.load(out / "clean.npy"), old)
+    assert sorted(p.name for p in out.iterdir() if p.name.endswith(".tmp")) == []
+

@@ -135,6 +135,23 @@ def test_write_trec_run(tmp_path):
         write_trec_run(tmp_path / "r.trec", res, ["q 1", "q2"], ["a", "b", "c"])
 
 
+def test_write_trec_run_is_atomic(tmp_path):
+    # a failure half-way leaves the previous run file untouched
+    (tmp_path / "r.trec").write_text("old\n")
+
+    class DyingIds(list):
+        def __getitem__(self, i):
+            if i == 2:
+                raise RuntimeError("interrupted")
+            return list.__getitem__(self, i)
+
+    res = TopK(indices=np.array([[0, 1], [1, 2]]), scores=np.array([[0.5, 0.25], [1.0, -0.125]]))
+    with pytest.raises(RuntimeError):
+        write_trec_run(tmp_path / "r.trec", res, ["q1", "q2"], DyingIds(["a", "b", "c"]))
+    assert (tmp_path / "r.trec").read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.trec"]
+
+
 def test_recall_at_k():
     exact = np.array([[1, 2, 3], [4, 5, 6]])
     approx = np.array([[3, 2, 9], [7, 8, 9]])

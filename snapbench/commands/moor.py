@@ -45,11 +45,9 @@ def moor(
     fusion_eps: float = typer.Option(1e-6, "--fusion-eps", help="Σw below this falls back to s_II."),
 ) -> None:
     """Apply MOOR (whitening, four paths, Bell gate, variance weights) to embeddings or path scores."""
-    import numpy as np
-
     from ..fusion import MOORIndex, moor_from_scores, write_trec_run
     from ..fusion.gates import get_gate
-    from ..fusion.io import find_path_conditions, load_matrix, load_path_scores, read_ids, write_ids, write_weights
+    from ..fusion.io import find_path_conditions, load_matrix, load_path_scores, read_ids, save_npy, write_ids, write_weights
     from ..fusion.search import topk as dense_topk
 
     emb = [q_image, q_text, g_image, g_text]
@@ -92,7 +90,7 @@ def moor(
         if top is not None:
             write_trec_run(out / f"{cond}.trec", top, qids, gids, run_name=f"moor-{gate}")
         else:
-            np.save(out / f"{cond}.npy", res.scores)
+            save_npy(out / f"{cond}.npy", res.scores)
         wpath = out / "moor_weights" / f"{cond}.{weights_format}"
         write_weights(wpath, res.weights, res.correlations, res.text_share, res.fallback, qids)
 

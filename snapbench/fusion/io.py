@@ -18,21 +18,26 @@ either flat — ``<condition>.II.npy``, ``<condition>.TT.npy``, ``<condition>.IT
 layouts for one condition is an error.
 
 Per-query MOOR weights are written *outside* the condition files (``moor_weights/<condition>.csv`` or
-``.npy``) so that the SCORES_DIR stays readable by ``snapbench evaluate``.
+``.npy``) so that the SCORES_DIR stays readable by ``snapbench evaluate``.  Every output file is written
+atomically (temporary file + ``os.replace``), so an interrupted run leaves no truncated file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
+import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from ._validate import check_finite
 
 __all__ = [
+    "atomic_output",
+    "save_npy",
     "load_matrix",
     "read_ids",
     "write_ids",
@@ -43,6 +48,30 @@ __all__ = [
 ]
 
 PATH_NAMES = ("II", "TT", "IT", "TI")
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success it replaces ``path`` (``os.replace``), on an
+    exception it is removed.  An interrupted write never leaves a truncated output under the final
+    name.  The temporary name (``.<name>.<random>.tmp``) ends in neither ``.npy`` nor ``.trec``, so a
+    leftover is never read as a score file."""
+    p = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def save_npy(path: str | os.PathLike, array: np.ndarray) -> None:
+    """``np.save`` to ``path`` atomically (see :func:`atomic_output`)."""
+    with atomic_output(path) as tmp, open(tmp, "wb") as f:
+        np.save(f, np.asarray(array), allow_pickle=False)
 
 
 def _safetensors_load(path: Path, key: str | None, name: str) -> np.ndarray:
@@ -134,7 +163,9 @@ def read_ids(path: str | os.PathLike, name: str = "ids") -> list[str]:
 
 
 def write_ids(path: str | os.PathLike, ids: Sequence[str]) -> None:
-    Path(path).write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
+    """One id per line, written atomically."""
+    with atomic_output(path) as tmp:
+        tmp.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
 
 
 def find_path_conditions(paths_dir: str | os.PathLike) -> dict[str, dict[str, Path]]:
@@ -196,14 +227,14 @@ def write_weights(
     p = Path(path)
     w = np.asarray(weights)
     if p.suffix == ".npy":
-        np.save(p, w)
+        save_npy(p, w)
         return
     if p.suffix != ".csv":
         raise ValueError(f"weights file {p} must end in .csv or .npy")
     qids: Sequence[Any] = query_ids if query_ids is not None else [str(i) for i in range(w.shape[0])]
     if len(qids) != w.shape[0]:
         raise ValueError(f"{len(qids)} query ids for {w.shape[0]} weight rows")
-    with open(p, "w", newline="", encoding="utf-8") as f:
+    with atomic_output(p) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         wr = csv.writer(f)
         wr.writerow(["query_id", "w_II", "w_TT", "w_IT", "w_TI", "r_TT", "r_IT", "r_TI", "text_share", "fallback"])
         for i, q in enumerate(qids):

@@ -37,6 +37,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ._validate import check_finite
+from .io import atomic_output
 
 __all__ = [
     "StreamingTopK",
@@ -370,7 +371,7 @@ def write_trec_run(
     *,
     run_name: str = "snapbench-moor",
 ) -> None:
-    """Write a TREC run (``qid Q0 docid rank score run``), ranks 1-based in our tie order.
+    """Write a TREC run (``qid Q0 docid rank score run``), ranks 1-based in our tie order, atomically.
 
     Scores are written with enough digits to round-trip (17 significant for float64, 9 for float32).
     Note: trec_eval re-sorts by score and breaks ties by document id, not by our rank column.
@@ -385,7 +386,7 @@ def write_trec_run(
     if idx.size and idx.max() >= len(gallery_ids):
         raise ValueError(f"gallery_ids has {len(gallery_ids)} ids but results index column {idx.max()}")
     digits = 9 if sc.dtype == np.float32 else 17
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for qi, qid in enumerate(query_ids):
             for rank, (j, s) in enumerate(zip(idx[qi], sc[qi]), start=1):
                 f.write(f"{qid} Q0 {gallery_ids[j]} {rank} {float(s):.{digits}g} {run_name}\n")
