@@ -135,6 +135,14 @@ def test_write_trec_run(tmp_path):
         write_trec_run(tmp_path / "r.trec", res, ["q 1", "q2"], ["a", "b", "c"])
 
 
+def test_write_trec_run_skips_empty_ann_slots(tmp_path):
+    # ANNIndex.search marks slots FAISS left empty with the sentinel index and -inf: not written
+    sentinel = np.iinfo(np.int64).max
+    res = TopK(indices=np.array([[1, sentinel], [0, 2]]), scores=np.array([[0.5, -np.inf], [0.75, 0.25]]))
+    write_trec_run(tmp_path / "r.trec", res, ["q1", "q2"], ["a", "b", "c"], run_name="x")
+    assert (tmp_path / "r.trec").read_text().splitlines() == ["q1 Q0 b 1 0.5 x", "q2 Q0 a 1 0.75 x", "q2 Q0 c 2 0.25 x"]
+
+
 def test_write_trec_run_is_atomic(tmp_path):
     # a failure half-way leaves the previous run file untouched
     (tmp_path / "r.trec").write_text("old\n")

@@ -374,21 +374,23 @@ def write_trec_run(
     """Write a TREC run (``qid Q0 docid rank score run``), ranks 1-based in our tie order, atomically.
 
     Scores are written with enough digits to round-trip (17 significant for float64, 9 for float32).
+    Empty slots (an ANN search that found fewer than k items) are skipped.
     Note: trec_eval re-sorts by score and breaks ties by document id, not by our rank column.
     """
     idx, sc = np.asarray(result.indices), np.asarray(result.scores)
+    filled = idx != _IDX_SENTINEL
     if len(query_ids) != idx.shape[0]:
         raise ValueError(f"query_ids has {len(query_ids)} ids for {idx.shape[0]} result rows")
     for what, ids in (("query", query_ids), ("gallery", gallery_ids)):
         for i in ids:
             if not str(i) or any(ch.isspace() for ch in str(i)):
                 raise ValueError(f"{what} id {i!r} is empty or contains whitespace (not allowed in TREC files)")
-    if idx.size and idx.max() >= len(gallery_ids):
-        raise ValueError(f"gallery_ids has {len(gallery_ids)} ids but results index column {idx.max()}")
+    if filled.any() and idx[filled].max() >= len(gallery_ids):
+        raise ValueError(f"gallery_ids has {len(gallery_ids)} ids but results index column {idx[filled].max()}")
     digits = 9 if sc.dtype == np.float32 else 17
     with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for qi, qid in enumerate(query_ids):
-            for rank, (j, s) in enumerate(zip(idx[qi], sc[qi]), start=1):
+            for rank, (j, s) in enumerate(zip(idx[qi][filled[qi]], sc[qi][filled[qi]]), start=1):
                 f.write(f"{qid} Q0 {gallery_ids[j]} {rank} {float(s):.{digits}g} {run_name}\n")
 
 
@@ -484,7 +486,9 @@ class ANNIndex:
         self.ntotal += data.shape[0]
 
     def search(self, queries: np.ndarray, k: int) -> TopK:
-        """Top-k by inner product; results re-sorted by our tie rule; missing slots dropped."""
+        """Top-k by inner product; results re-sorted by our tie rule.  Slots FAISS leaves empty (fewer
+        than k found) hold index ``2**63 - 1`` and score ``-inf`` (sorted last; :func:`write_trec_run`
+        skips them)."""
         self._flush()
         q = np.ascontiguousarray(queries, dtype=np.float32)
         if q.ndim != 2 or q.shape[1] != self.dim:
