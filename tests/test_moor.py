@@ -289,6 +289,29 @@ def test_streaming_fit_equals_in_memory(tmp_path):
     assert (tmp_path / "white.npy").exists()
 
 
+def test_failed_refit_keeps_the_whitened_cache(tmp_path):
+    # the cache is renamed into place only after a successful fit: a refit that dies in its second
+    # pass must not leave rows of the new gallery in the file the (still old) index searches
+    qI, qT, gI, gT = _data(Q=5, N=40, seed="cache")
+    cache = tmp_path / "white.npy"
+    index = MOORIndex(chunk_size=8, cache_path=cache, keep_gallery=False).fit(gI, gT)
+    before = index.topk(qI, qT, k=5)
+    passes = []
+
+    def dying_source():
+        passes.append(1)
+        for i in range(0, 40, 8):
+            if len(passes) == 2 and i == 16:
+                raise OSError("read error")
+            yield -gI[i : i + 8], -gT[i : i + 8]
+
+    with pytest.raises(OSError):
+        index.fit(dying_source)
+    after = index.topk(qI, qT, k=5)
+    assert np.array_equal(after.indices, before.indices) and np.array_equal(after.scores, before.scores)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["white.npy"]
+
+
 def test_float32_mode_close_to_float64():
     qI, qT, gI, gT = _data(Q=10, N=200, d=32, seed="f32")
     r64 = moor(qI, qT, gI, gT)

@@ -81,6 +81,7 @@ Numerics
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -365,11 +366,7 @@ class MOORIndex:
         gallery = np.empty((N, 2 * d), dtype=self.dtype) if keep else None
         cache_f = None
         cache_offset = 0
-        if self.cache_path is not None:
-            mm = np.lib.format.open_memmap(self.cache_path, mode="w+", dtype=self.dtype, shape=(N, 2 * d))
-            cache_offset = int(mm.offset)
-            del mm
-            cache_f = open(self.cache_path, "r+b")
+        cache_tmp: Path | None = None
         # pass 2: whitened rows -> mean and centred co-moment of [x | y] (float64 chunk merge)
         moments = RunningMoments(2 * d, cross=True)
         # norms of the standardised rows: streamed scoring applies 1/norm per row instead of re-whitening
@@ -377,6 +374,16 @@ class MOORIndex:
         norms_t = np.empty(N, dtype=np.float64)
         buf = None
         try:
+            if self.cache_path is not None:
+                # written under a temporary name and renamed once the fit succeeds: a failed or interrupted
+                # (re)fit never leaves a partial cache that a search would read as the whitened gallery
+                fd, tmp_name = tempfile.mkstemp(prefix=f".{self.cache_path.name}.", suffix=".tmp", dir=self.cache_path.parent)
+                os.close(fd)
+                cache_tmp = Path(tmp_name)
+                mm = np.lib.format.open_memmap(cache_tmp, mode="w+", dtype=self.dtype, shape=(N, 2 * d))
+                cache_offset = int(mm.offset)
+                del mm
+                cache_f = open(cache_tmp, "r+b")
             for start, ci, ct in src.chunks(self.chunk_size):
                 n = ci.shape[0]
                 if buf is None or buf.shape[0] < n:
@@ -390,11 +397,18 @@ class MOORIndex:
                 if cache_f is not None:
                     cache_f.seek(cache_offset + start * 2 * d * self.dtype.itemsize)
                     cache_f.write(np.ascontiguousarray(z, dtype=self.dtype).tobytes())
-        finally:
+            if moments.n != N:
+                raise ValueError(f"the gallery yielded {moments.n} rows in the second pass, {N} in the first")
+        except BaseException:
             if cache_f is not None:
                 cache_f.close()
-        if moments.n != N:
-            raise ValueError(f"the gallery yielded {moments.n} rows in the second pass, {N} in the first")
+                cache_f = None
+            if cache_tmp is not None:
+                cache_tmp.unlink(missing_ok=True)
+            raise
+        if cache_f is not None and cache_tmp is not None and self.cache_path is not None:
+            cache_f.close()
+            os.replace(cache_tmp, self.cache_path)
         C = moments.var
         self.whitener_image, self.whitener_text = wI, wT
         self.n_gallery, self.dim = N, d
