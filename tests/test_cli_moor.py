@@ -158,3 +158,17 @@ def test_outputs_are_written_atomically(emb, monkeypatch):
     assert np.array_equal(np.load(out / "clean.npy"), old)
     assert sorted(p.name for p in out.iterdir() if p.name.endswith(".tmp")) == []
 
+
+def test_out_that_is_a_file_and_bad_condition_are_clean_errors(emb):
+    d, _ = emb
+    (d / "taken").write_text("not a folder")
+    r = runner.invoke(app, _args(d, "--out", str(d / "taken")))
+    assert r.exit_code == 2, r.output
+    assert "error:" in r.output and "taken" in r.output and "Traceback" not in r.output
+    # the output folder must stay readable by `snapbench evaluate`: the stem has to be a condition id
+    r = runner.invoke(app, _args(d, "--out", str(d / "o"), "--condition", "bogus/x"))
+    assert r.exit_code == 2 and "--condition" in r.output and "not a condition id" in r.output
+    assert not (d / "o" / "bogus__x.npy").exists()
+    r = runner.invoke(app, _args(d, "--out", str(d / "o"), "--condition", "txt__char_swap"))
+    assert r.exit_code == 0, r.output
+    assert (d / "o" / "txt__char_swap.npy").exists()

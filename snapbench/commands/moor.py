@@ -12,7 +12,10 @@ _EPILOG = (
     "* --q-image --q-text --g-image --g-text: embeddings, .npy or .safetensors (file.safetensors#key; "
     "needs snapbench\\[safetensors]). A .npy gallery is streamed from disk.\n\n"
     "* --paths-dir DIR: four path score matrices per condition, DIR/<cond>.II.npy .TT.npy .IT.npy .TI.npy "
-    "or DIR/II/<cond>.npy ... (each sub-folder a SCORES_DIR), plus query_ids.txt and gallery_ids.txt.\n\n"
+    "or DIR/II/<cond>.npy ... (each sub-folder a SCORES_DIR), plus query_ids.txt and gallery_ids.txt "
+    "(the layout `snapbench encode` writes to OUT/paths). Path scores are fused as given (gates, variance "
+    "weights, fusion): whitening needs the embeddings, so --no-whiten, --dtype, --chunk-size and --ann do "
+    "not apply; `snapbench encode` writes plain cosine paths, i.e. MOOR without whitening.\n\n"
     "Output: --out OUT is a SCORES_DIR that `snapbench evaluate` reads: OUT/<cond>.npy fused scores (Q x N) "
     "or, with --topk K, OUT/<cond>.trec TREC runs; OUT/query_ids.txt, OUT/gallery_ids.txt; per-query weights "
     "in OUT/moor_weights/<cond>.csv (query_id, w_II, w_TT, w_IT, w_TI, r_TT, r_IT, r_TI, text_share, fallback).\n\n"
@@ -32,7 +35,7 @@ def moor(
     g_image: Optional[Path] = typer.Option(None, "--g-image", help="Gallery image embeddings (N x d)."),
     g_text: Optional[Path] = typer.Option(None, "--g-text", help="Gallery text (caption) embeddings (N x d)."),
     paths_dir: Optional[Path] = typer.Option(None, "--paths-dir", help="Folder of path score matrices (see below)."),
-    condition: str = typer.Option("clean", "--condition", help="Condition name for embedding input (output file stem)."),
+    condition: str = typer.Option("clean", "--condition", help="Condition id of the embedding input, e.g. clean or img/motion_blur/s2 (output file stem, '/' as '__')."),
     query_ids: Optional[Path] = typer.Option(None, "--query-ids", help="query_ids.txt (default: from --paths-dir, else q0, q1, ...)."),
     gallery_ids: Optional[Path] = typer.Option(None, "--gallery-ids", help="gallery_ids.txt (default: from --paths-dir, else g0, g1, ...)."),
     no_whiten: bool = typer.Option(False, "--no-whiten", help="Skip gallery-side whitening (only L2-normalise)."),
@@ -45,6 +48,7 @@ def moor(
     fusion_eps: float = typer.Option(1e-6, "--fusion-eps", help="Σw below this falls back to s_II."),
 ) -> None:
     """Apply MOOR (whitening, four paths, Bell gate, variance weights) to embeddings or path scores."""
+
     from ..fusion import MOORIndex, moor_from_scores, write_trec_run
     from ..fusion.gates import get_gate
     from ..fusion.io import find_path_conditions, load_matrix, load_path_scores, read_ids, save_npy, write_ids, write_weights
@@ -66,11 +70,19 @@ def moor(
         get_gate(gate)
     except ValueError as exc:
         _fail(f"--gate: {exc}")
-    if "/" in condition:
-        condition = condition.replace("/", "__")
+    from ..conditions import condition_to_filename, parse_condition
 
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "moor_weights").mkdir(exist_ok=True)
+    try:
+        # the output must stay a SCORES_DIR that `snapbench evaluate` reads: file stem = condition id
+        condition = condition_to_filename(parse_condition(condition).id)
+    except ValueError as exc:
+        _fail(f"--condition: {exc}")
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "moor_weights").mkdir(exist_ok=True)
+    except OSError as exc:
+        _fail(f"{out}: cannot create the output folder --out ({exc.strerror or exc})")
 
     def ids_or_default(path: Optional[Path], fallback_dir: Optional[Path], fname: str, n: int, prefix: str, what: str) -> list[str]:
         src = path
