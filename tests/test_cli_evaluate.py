@@ -221,3 +221,30 @@ def test_outputs_go_to_new_folders_atomically_and_unwritable_is_a_clean_error(da
     for flag, target in (("--table-out", blocker / "t.csv"), ("--export-run", blocker)):
         r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "50", "-q", flag, str(target)])
         assert r.exit_code == 2 and f"error: {target}" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_short_id_list_is_reported_as_a_shape_mismatch_not_as_unknown_qrels_ids(data, tmp_path):
+    d, qp, _ = data
+    bad = tmp_path / "short"
+    bad.mkdir()
+    np.save(bad / "clean.npy", np.load(d / "clean.npy"))
+    (bad / "query_ids.txt").write_text("\n".join(QIDS[:3]) + "\n")
+    (bad / "gallery_ids.txt").write_text((d / "gallery_ids.txt").read_text())
+    r = runner.invoke(app, ["evaluate", str(bad), "--qrels", str(qp), "--resamples", "50", "-q"])
+    assert r.exit_code == 2
+    assert f"{bad / 'clean.npy'}: {Q} rows but query_ids.txt lists 3 queries" in r.output, r.output
+
+
+def test_explicit_primary_and_stability_metric_must_be_evaluated(data):
+    d, qp, _ = data
+    base = ["evaluate", str(d), "--qrels", str(qp), "--resamples", "50", "-q"]
+    r = runner.invoke(app, base + ["--primary", "hit@3"])
+    assert r.exit_code == 2 and "--primary" in r.output and "hit@3" in r.output
+    r = runner.invoke(app, base + ["--stability-metric", "hit@3"])
+    assert r.exit_code == 2 and "--stability-metric" in r.output
+    r = runner.invoke(app, base + ["--stability-metric", "ndcg@10"])
+    assert r.exit_code == 2 and "hit@k" in r.output
+    r = runner.invoke(app, base + ["--metrics", "ndcg@10,mrr"])  # defaults adapt silently
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, base + ["--stability-metric", "hit@5", "--primary", "mrr", "--out", str(d.parent / "s.json")])
+    assert r.exit_code == 0 and json.loads((d.parent / "s.json").read_text())["stability"]["txt/char_add"]["metric"] == "hit@5"

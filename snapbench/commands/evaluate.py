@@ -49,6 +49,19 @@ def _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_
     return cfg
 
 
+def _check_chosen_metrics(evaluated: list[str], primary: str, stability_metric: str) -> None:
+    """An explicitly chosen --primary / --stability-metric must be evaluated (defaults adapt)."""
+    if primary != "hit@1" and primary not in evaluated:
+        raise EvaluationInputError(f"--primary: {primary!r} is not among the evaluated metrics ({', '.join(evaluated)})")
+    if stability_metric != "hit@1":
+        if not stability_metric.startswith("hit@"):
+            raise EvaluationInputError(f"--stability-metric must be a hit@k metric, got {stability_metric!r}")
+        if stability_metric not in evaluated:
+            raise EvaluationInputError(
+                f"--stability-metric: {stability_metric!r} is not among the evaluated metrics (add it to --metrics or --k)"
+            )
+
+
 def evaluate(
     scores_dir: Path = typer.Argument(
         ..., help="Folder with one <condition>.npy score matrix per condition (Q x N; 'clean.npy', "
@@ -97,6 +110,7 @@ def evaluate(
     try:
         cfg = _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold,
                       stability_metric, cliff_tol, cliff_ratio, workers)
+        _check_chosen_metrics(cfg.metric_list(), primary, stability_metric)
         conds = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
         report = evaluate_directory(
             scores_dir, qrels, cfg, mode=mode, conditions=conds, tags=tags, group_by=group_by,

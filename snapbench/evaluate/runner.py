@@ -467,6 +467,8 @@ def evaluate_directory(
     cfg = config or EvaluationConfig()
     metrics = cfg.metric_list()
     sd = ScoresDir(scores_dir, mode=mode, qrels=qrels)
+    if sd.kind == "npy":
+        sd.scores("clean")  # a wrong id list shows up as a shape mismatch, not as unknown qrels ids
     labels, notes = load_qrels(qrels, sd.query_ids, sd.gallery_ids, unknown_items=unknown_items)
     conds = list(sd.conditions)
     if conditions is not None:
