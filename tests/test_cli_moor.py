@@ -172,3 +172,14 @@ def test_out_that_is_a_file_and_bad_condition_are_clean_errors(emb):
     r = runner.invoke(app, _args(d, "--out", str(d / "o"), "--condition", "txt__char_swap"))
     assert r.exit_code == 0, r.output
     assert (d / "o" / "txt__char_swap.npy").exists()
+
+
+def test_outputs_get_the_usual_file_mode(emb):
+    # atomic writes must not turn outputs private (mkstemp's 0o600): same mode as a plain open()
+    d, _ = emb
+    r = runner.invoke(app, _args(d, "--out", str(d / "mode")))
+    assert r.exit_code == 0, r.output
+    (d / "plain").write_text("x")
+    want = (d / "plain").stat().st_mode & 0o777
+    for f in ("clean.npy", "query_ids.txt", "gallery_ids.txt", "moor_weights/clean.csv"):
+        assert (d / "mode" / f).stat().st_mode & 0o777 == want, f

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -57,8 +57,16 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
     name.  The temporary name (``.<name>.<random>.tmp``) ends in neither ``.npy`` nor ``.trec``, so a
     leftover is never read as a score file."""
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    os.close(fd)
+    # like mkstemp (unique name, O_EXCL) but with the mode a plain open() gives (0o666 & ~umask), not 0o600
+    for _ in range(100):
+        tmp = p.with_name(f".{p.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 48 random bits
+        raise FileExistsError(f"{p}: cannot create a temporary file next to it")
     try:
         yield Path(tmp)
         os.replace(tmp, p)
