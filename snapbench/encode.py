@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .atomic import save_npy_atomic, write_text_atomic
 from .conditions import condition_to_filename, parse_condition
 from .corruptions.io import load_image
 from .models import Encoder, cosine_path_scores
@@ -104,16 +105,8 @@ def _read_run_manifest(corrupt_dir: Path) -> list[dict]:
     return lines
 
 
-def _atomic_save(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(path.name + ".tmp.npy")
-    np.save(tmp, array)
-    os.replace(tmp, path)
-
-
 def _write_ids(path: Path, ids: Sequence[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, "".join(f"{i}\n" for i in ids))
 
 
 def encode_corrupted(
@@ -167,8 +160,8 @@ def encode_corrupted(
 
     g_img = batched(encoder.encode_images, [load_image(g.image) for g in items])
     g_txt = batched(encoder.encode_texts, [g.caption for g in items])
-    _atomic_save(out_dir / "embeddings" / "gallery.image.npy", g_img)
-    _atomic_save(out_dir / "embeddings" / "gallery.text.npy", g_txt)
+    save_npy_atomic(out_dir / "embeddings" / "gallery.image.npy", g_img)
+    save_npy_atomic(out_dir / "embeddings" / "gallery.text.npy", g_txt)
 
     image_cache: dict[str, np.ndarray] = {}  # sha256 of the variant file -> embedding
     text_cache: dict[str, np.ndarray] = {}
@@ -185,10 +178,10 @@ def encode_corrupted(
         q_img = np.stack([image_cache[r["sha256"]] for r in rows])
         q_txt = np.stack([text_cache[r["question"]] for r in rows])
         stem = condition_to_filename(cond)
-        _atomic_save(out_dir / "embeddings" / f"{stem}.image.npy", q_img)
-        _atomic_save(out_dir / "embeddings" / f"{stem}.text.npy", q_txt)
+        save_npy_atomic(out_dir / "embeddings" / f"{stem}.image.npy", q_img)
+        save_npy_atomic(out_dir / "embeddings" / f"{stem}.text.npy", q_txt)
         for name, s in cosine_path_scores(q_img, q_txt, g_img, g_txt).items():
-            _atomic_save(out_dir / "paths" / f"{stem}.{name}.npy", s)
+            save_npy_atomic(out_dir / "paths" / f"{stem}.{name}.npy", s)
         if progress:
             progress(cond, n, len(wanted))
     return EncodeSummary(out_dir, wanted, len(query_ids), len(items), dropped)

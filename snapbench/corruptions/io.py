@@ -32,11 +32,12 @@ import hashlib
 import io
 import os
 import struct
-import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+from ..atomic import write_bytes_atomic
 
 __all__ = ["ImageLoadError", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
 
@@ -205,31 +206,6 @@ def encode_png(image: np.ndarray, *, compression: int = PNG_COMPRESSION) -> byte
     if not ok:
         raise ValueError(f"PNG encoding failed for an image of shape {image.shape}")
     return buf.tobytes()
-
-
-def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, fsync: bool = False) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same directory and ``os.replace``.
-
-    A reader (or a resumed run) sees either the old file or the complete new one, never a partial
-    one.  ``fsync`` is off by default: the batch pipeline verifies every reused file by its sha256,
-    so a file lost in a power cut is detected and redone without paying an fsync per image.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def save_png(

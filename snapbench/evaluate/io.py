@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +40,7 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ..atomic import atomic_path
 from ..conditions import IMAGE_OPERATORS, TEXT_OPERATORS, condition_to_filename, parse_condition
 from .metrics import Labels
 from .modes import MODES, PATHS, mode_paths
@@ -399,23 +398,11 @@ def atomic_writer(path: str | Path, *, newline: str | None = None) -> Iterator:
     run).  An ``OSError`` becomes :class:`EvaluationInputError` naming the file.
     """
     p = Path(path)
-    tmp = None
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as fh:
+        with atomic_path(p) as tmp, open(tmp, "w", encoding="utf-8", newline=newline) as fh:
             yield fh
-        os.replace(tmp, p)
-        tmp = None
     except OSError as e:
         raise EvaluationInputError(f"{p}: cannot write ({e.strerror or e})") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-
 
 def write_run(
     path: str | Path,

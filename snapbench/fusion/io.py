@@ -27,11 +27,12 @@ from __future__ import annotations
 import contextlib
 import csv
 import os
-import secrets
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
+
+from ..atomic import atomic_path, save_npy_atomic
 
 from ._validate import check_finite
 
@@ -50,36 +51,14 @@ __all__ = [
 PATH_NAMES = ("II", "TT", "IT", "TI")
 
 
-@contextlib.contextmanager
-def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; on success it replaces ``path`` (``os.replace``), on an
-    exception it is removed.  An interrupted write never leaves a truncated output under the final
-    name.  The temporary name (``.<name>.<random>.tmp``) ends in neither ``.npy`` nor ``.trec``, so a
-    leftover is never read as a score file."""
-    p = Path(path)
-    # like mkstemp (unique name, O_EXCL) but with the mode a plain open() gives (0o666 & ~umask), not 0o600
-    for _ in range(100):
-        tmp = p.with_name(f".{p.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - 100 collisions of 48 random bits
-        raise FileExistsError(f"{p}: cannot create a temporary file next to it")
-    try:
-        yield Path(tmp)
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def atomic_output(path: str | os.PathLike) -> "contextlib.AbstractContextManager[Path]":
+    """Yield a temporary path next to ``path`` that replaces it on success (see :mod:`snapbench.atomic`)."""
+    return atomic_path(path)
 
 
 def save_npy(path: str | os.PathLike, array: np.ndarray) -> None:
-    """``np.save`` to ``path`` atomically (see :func:`atomic_output`)."""
-    with atomic_output(path) as tmp, open(tmp, "wb") as f:
-        np.save(f, np.asarray(array), allow_pickle=False)
+    """``np.save`` to ``path`` atomically (see :mod:`snapbench.atomic`)."""
+    save_npy_atomic(path, array)
 
 
 def _safetensors_load(path: Path, key: str | None, name: str) -> np.ndarray:

@@ -1,0 +1,70 @@
+"""Atomic file output, shared by every layer: a file appears under its final name complete or not at all.
+
+The temporary file lives next to the target (same filesystem, so ``os.replace`` is atomic), is
+created exclusively with the mode a plain ``open()`` would give (``0o666 & ~umask``, unlike
+``tempfile.mkstemp``'s private 0600), and is removed if the write fails.  Its name
+(``.<name>.<random>.tmp``) ends in none of the extensions snapbench reads, so a leftover from a
+killed process is never mistaken for an output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+__all__ = ["atomic_path", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic"]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, *, fsync: bool = False) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success it replaces ``path``, on error it is removed.
+
+    Parent folders are created.  ``fsync`` flushes the file to disk before the rename.
+    """
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(100):
+        tmp = p.with_name(f".{p.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 48 random bits
+        raise FileExistsError(f"{p}: cannot create a temporary file next to it")
+    try:
+        yield tmp
+        if fsync:
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, fsync: bool = False) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_path(path, fsync=fsync) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, *, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding=encoding)
+
+
+def save_npy_atomic(path: str | os.PathLike, array: np.ndarray) -> None:
+    """``np.save`` to ``path`` atomically (the file name is used as given: no ``.npy`` is appended)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
