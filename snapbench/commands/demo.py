@@ -28,6 +28,7 @@ def demo(
     from rich.console import Console
     from rich.table import Table
 
+    from ..atomic import save_npy_atomic, write_bytes_atomic, write_text_atomic
     from ..conditions import condition_to_filename, parse_condition
     from ..corruptions.pipeline import run_corruption
     from ..encode import encode_corrupted
@@ -57,12 +58,12 @@ def demo(
     moor_dir = out / "moor"
     moor_dir.mkdir(exist_ok=True)
     for name in ("query_ids.txt", "gallery_ids.txt"):
-        (moor_dir / name).write_bytes((out / "encoded" / name).read_bytes())
+        write_bytes_atomic(moor_dir / name, (out / "encoded" / name).read_bytes())
     shares = []
     for cond in enc.conditions:
         stem = condition_to_filename(cond)
         res = index.query(np.load(emb / f"{stem}.image.npy"), np.load(emb / f"{stem}.text.npy"))
-        np.save(moor_dir / f"{stem}.npy", res.scores)
+        save_npy_atomic(moor_dir / f"{stem}.npy", res.scores)
         shares.append(float(np.mean(res.text_share)))
     console.print(f"mean text-path weight share {np.mean(shares):.3f} (paper: ~0.065)")
 
@@ -96,4 +97,4 @@ def demo(
         f"reports: {out / 'report_joint.json'}, {out / 'report_moor.json'}; "
         f"tables: snapbench evaluate {out / 'moor'} --qrels {need[2]}"
     )
-    (out / "summary.json").write_text(json.dumps({k: {"n_queries": r["n_queries"], "n_excluded_zero_gt": r["n_excluded_zero_gt"]} for k, r in reports.items()}, indent=2))
+    write_text_atomic(out / "summary.json", json.dumps({k: {"n_queries": r["n_queries"], "n_excluded_zero_gt": r["n_excluded_zero_gt"]} for k, r in reports.items()}, indent=2))
