@@ -100,18 +100,27 @@ def read_ids(path: str | Path, what: str = "ids") -> list[str]:
 
 
 # ------------------------------------------------------------------------------ qrels
+def _read_json_object_or_text(path: Path, what: str, shape: str) -> tuple[dict | None, str]:
+    """Read a file that is either a JSON object (``.json`` or text starting with "{") or a text
+    format: returns (the object, text) for JSON, (None, text) otherwise."""
+    if not path.is_file():
+        raise EvaluationInputError(f"{path}: {what} file not found")
+    text = path.read_text(encoding="utf-8")
+    if not (path.suffix.lower() == ".json" or text.lstrip().startswith("{")):
+        return None, text
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise EvaluationInputError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise EvaluationInputError(f"{path}: JSON {what} must be an object {shape}")
+    return data, text
+
+
 def _parse_qrels(path: Path) -> dict[str, dict[str, float]]:
     """Raw qrels: query id -> {gallery id: grade} (grades as given, zero/negative kept)."""
-    if not path.is_file():
-        raise EvaluationInputError(f"{path}: qrels file not found")
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise EvaluationInputError(f"{path}: not valid JSON ({e})") from None
-        if not isinstance(data, dict):
-            raise EvaluationInputError(f"{path}: JSON qrels must be an object {{query_id: [gallery_id, ...]}}")
+    data, text = _read_json_object_or_text(path, "qrels", "{query_id: [gallery_id, ...]}")
+    if data is not None:
         out: dict[str, dict[str, float]] = {}
         for q, v in data.items():
             if isinstance(v, list):
@@ -208,17 +217,9 @@ def load_tags(path: str | Path, query_ids: Sequence[str]) -> dict[str, list[str]
     Unknown query ids are an error; queries without tags belong to no group.
     """
     p = Path(path)
-    if not p.is_file():
-        raise EvaluationInputError(f"{p}: tags file not found")
-    text = p.read_text(encoding="utf-8")
+    data, text = _read_json_object_or_text(p, "tags", "{query_id: [tag, ...]}")
     out: dict[str, list[str]] = {}
-    if p.suffix.lower() == ".json" or text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise EvaluationInputError(f"{p}: not valid JSON ({e})") from None
-        if not isinstance(data, dict):
-            raise EvaluationInputError(f"{p}: JSON tags must be an object {{query_id: [tag, ...]}}")
+    if data is not None:
         for q, v in data.items():
             if isinstance(v, str):
                 out[str(q)] = [v]
