@@ -361,3 +361,48 @@ def test_bad_inputs_raise_naming_the_argument(tmp_path):
     np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(ValueError, match="obj.npy"):
         MOORIndex().fit(str(tmp_path / "obj.npy"), str(tmp_path / "gT.npy"))
+
+
+# --------------------------------------------------------------------------------------------------
+# magnitudes far from 1: no silent zero vectors, no silent NaN
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e19, 1e36])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unwhitened_scores_do_not_depend_on_magnitude(scale, dtype):
+    # without whitening every vector is only L2-normalised, so scaling all embeddings changes nothing;
+    # in float32 the sum of squares of 1e19-sized entries overflows and of 1e-30-sized ones underflows
+    qI, qT, gI, gT = _data(Q=5, N=40, d=8, seed="magnitude")
+    res = moor(qI * scale, qT * scale, gI * scale, gT * scale, whiten=False, dtype=dtype)
+    assert np.isfinite(res.scores).all()
+    ref_s, _, _ = reference_moor(qI, qT, gI, gT, whiten=False)
+    assert np.abs(res.scores - ref_s).max() < (1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_values_beyond_the_dtype_range_raise_naming_the_input():
+    qI, qT, gI, gT = _data(Q=4, N=30, d=6, seed="range")
+    with pytest.raises(ValueError, match="g_image.*float32 range"):
+        moor(qI, qT, gI * 1e100, gT, dtype=np.float32)
+    with pytest.raises(ValueError, match="q_text.*overflows float32"):
+        moor(qI, qT * 1e100, gI, gT, dtype=np.float32)
+    with pytest.raises(ValueError, match="g_text.*too large to standardise"):
+        moor(qI, qT, gI, gT * 1e200)
+    # float64 without whitening needs no statistics of the values: 1e200 works and is scale-free
+    res = moor(qI * 1e200, qT * 1e200, gI * 1e200, gT * 1e200, whiten=False)
+    assert np.abs(res.scores - reference_moor(qI, qT, gI, gT, whiten=False)[0]).max() < 1e-12
+
+
+def test_from_scores_large_magnitudes():
+    rng = derive_generator("test-moor", "scores-magnitude")
+    S = [rng.standard_normal((5, 40)) + (0.5 * j) * rng.standard_normal((5, 1)) for j in range(4)]
+    S[1] = S[1] + 0.8 * S[0]
+    ref = moor_from_scores(*S)
+    for scale in (1e60, 1e100, 1e150):
+        res = moor_from_scores(*(s * scale for s in S))
+        assert np.isfinite(res.scores).all()
+        # correlations are scale-free and the fused score scales with the inputs (w ~ s² used to overflow)
+        assert np.abs(res.correlations - ref.correlations).max() < 1e-12
+        assert np.abs(res.scores / scale - ref.scores).max() < 1e-12
+    with pytest.raises(ValueError, match="query row 0.*too large"):
+        moor_from_scores(*(s * 1e160 for s in S))

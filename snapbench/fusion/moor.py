@@ -203,7 +203,7 @@ def _fuse_stats(
     and the constant-path flags (Q x 4)."""
     gate_fn = get_gate(gate)
     var = np.where(const, 0.0, np.maximum(var, 0.0))
-    denom = np.sqrt(var[:, :1] * var[:, 1:])
+    denom = np.sqrt(var[:, :1]) * np.sqrt(var[:, 1:])  # not sqrt(v·v): that overflows for |s| > ~1e77
     undefined = const[:, :1] | const[:, 1:] | ~(denom > 0)
     r = np.divide(cov, denom, out=np.zeros_like(cov), where=~undefined)
     r = np.clip(r, -1.0, 1.0)  # rounding can push |r| a hair past 1
@@ -236,28 +236,35 @@ def moor_from_scores(
     var = np.empty((Q, 4))
     cov = np.empty((Q, 3))
     const = np.empty((Q, 4), dtype=bool)
-    for b0 in range(0, Q, block):
-        sl = slice(b0, b0 + block)
-        centred = []
-        for j, p in enumerate(PATHS):
-            s = paths[p][sl]
-            m = s.mean(axis=1, keepdims=True)
-            c = s - m
-            v = np.einsum("ij,ij->i", c, c) / N
-            var[sl, j] = v
-            const[sl, j] = v <= CONST_RTOL**2 * (v + m[:, 0] ** 2)  # std <= 1e-10 rms
-            centred.append(c)
-        for j in range(3):
-            cov[sl, j] = np.einsum("ij,ij->i", centred[0], centred[j + 1]) / N
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported just below
+        for b0 in range(0, Q, block):
+            sl = slice(b0, b0 + block)
+            centred = []
+            for j, p in enumerate(PATHS):
+                s = paths[p][sl]
+                m = s.mean(axis=1, keepdims=True)
+                c = s - m
+                v = np.einsum("ij,ij->i", c, c) / N
+                var[sl, j] = v
+                const[sl, j] = v <= CONST_RTOL**2 * (v + m[:, 0] ** 2)  # std <= 1e-10 rms
+                centred.append(c)
+            for j in range(3):
+                cov[sl, j] = np.einsum("ij,ij->i", centred[0], centred[j + 1]) / N
+    if not (np.isfinite(var).all() and np.isfinite(cov).all()):
+        q = int(np.argwhere(~(np.isfinite(var).all(1) & np.isfinite(cov).all(1)))[0][0])
+        big = max(float(np.abs(paths[p][q]).max()) for p in PATHS)
+        raise ValueError(f"path scores of query row {q} are too large for float64 variances "
+                         f"(largest |score| {big:.3g}); rescale the scores")
     weights, r, var, share, fallback = _fuse_stats(var, cov, const, gate, fusion_eps)
     total = weights.sum(axis=1, keepdims=True)
+    # weights are normalised before they multiply the scores: w·s would overflow first (w ~ s²)
+    wn = weights / np.where(fallback[:, None], 1.0, total)
     scores = np.empty((Q, N))
     for b0 in range(0, Q, block):
         sl = slice(b0, b0 + block)
-        acc = weights[sl, 0:1] * paths.II[sl]
+        acc = wn[sl, 0:1] * paths.II[sl]
         for j, p in enumerate(TEXT_PATHS, start=1):
-            acc += weights[sl, j : j + 1] * paths[p][sl]
-        np.divide(acc, np.where(fallback[sl, None], 1.0, total[sl]), out=acc)
+            acc += wn[sl, j : j + 1] * paths[p][sl]
         acc[fallback[sl]] = paths.II[sl][fallback[sl]]
         scores[sl] = acc
     return MOORResult(scores, weights, r, var, share, fallback, _gate_name(gate))
@@ -384,8 +391,14 @@ class MOORIndex:
                 cache_offset = int(mm.offset)
                 del mm
                 cache_f = open(cache_tmp, "r+b")
+            # a float32 search folds the whitening into raw chunks, (x - μ) in float32: it must not overflow
+            limit = np.finfo(np.float32).max / 2 if self.dtype == np.float32 else np.inf
             for start, ci, ct in src.chunks(self.chunk_size):
                 n = ci.shape[0]
+                for chunk, nm in ((ci, name_i), (ct, name_t)):
+                    if limit < np.inf and chunk.dtype.itemsize > 4 and np.abs(chunk).max() > limit:
+                        raise ValueError(f"{nm}: values in rows {start}..{start + n - 1} exceed the float32 range "
+                                         f"(largest |value| {float(np.abs(chunk).max()):.3g}); use dtype=float64")
                 if buf is None or buf.shape[0] < n:
                     buf = np.empty((n, 2 * d), dtype=np.float64)
                 z = buf[:n]

@@ -31,13 +31,24 @@ __all__ = ["Whitener", "l2_normalize", "RunningMoments"]
 def l2_normalize(x: np.ndarray, *, out: np.ndarray | None = None, norms_out: np.ndarray | None = None) -> np.ndarray:
     """Divide each row by its L2 norm; all-zero rows stay zero (documented above).
 
-    ``norms_out`` (rows,) receives the norms before normalisation."""
+    ``norms_out`` (rows,) receives the norms before normalisation.  Rows whose sum of squares would
+    overflow (|x| above ~1e19 in float32, ~1e154 in float64) or underflow are rescaled by their largest
+    magnitude first, so their direction survives instead of collapsing to the zero vector."""
     x = np.asarray(x)
     dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.float64
     norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=dtype))
+    info = np.finfo(dtype)
+    # sqrt(tiny) / eps: below it the squares of the entries may have lost precision to underflow
+    risky = ~np.isfinite(norms) | (norms < np.sqrt(info.tiny) / info.eps)
+    if risky.any():
+        rows = np.asarray(x[risky], dtype=dtype)
+        big = np.abs(rows).max(axis=1)
+        big[big == 0] = 1
+        scaled = rows / big[:, None]
+        norms[risky] = big * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
     if norms_out is not None:
         norms_out[...] = norms
-    np.maximum(norms, np.finfo(dtype).tiny, out=norms)
+    np.maximum(norms, info.tiny, out=norms)
     if out is None:
         return x / norms[:, None]
     np.divide(x, norms[:, None], out=out)
@@ -143,8 +154,15 @@ class Whitener:
             self._moments = RunningMoments(x.shape[1])
         self._moments.update(x)
         if self._moments.n:
+            scale = np.sqrt(self._moments.var) + self.eps
+            if self.enabled and not (np.isfinite(scale).all() and np.isfinite(self._moments.mean).all()):
+                big = float(np.abs(x).max())
+                raise ValueError(
+                    f"{name}: values are too large to standardise in float64 (largest |value| in rows "
+                    f"{row_offset}..{row_offset + x.shape[0] - 1}: {big:.3g}); rescale the embeddings"
+                )
             self.mean_ = self._moments.mean.copy()
-            self.scale_ = np.sqrt(self._moments.var) + self.eps
+            self.scale_ = scale
             self.n_samples_ = self._moments.n
         return self
 
@@ -188,13 +206,22 @@ class Whitener:
         dtype = np.dtype(dtype)
         if out is None:
             out = np.empty(arr.shape, dtype=dtype)
-        if self.enabled:
-            assert self.mean_ is not None and self.scale_ is not None
-            np.subtract(arr, self.mean_.astype(dtype, copy=False), out=out, casting="unsafe")
-            # divide (not multiply by 1/σ) so the float64 path is the literal (x - μ) / σ
-            np.divide(out, self.scale_.astype(dtype, copy=False), out=out)
-        else:
-            np.copyto(out, arr, casting="unsafe")
+        # overflow into a narrower dtype is detected below and reported, not warned about
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.enabled:
+                assert self.mean_ is not None and self.scale_ is not None
+                np.subtract(arr, self.mean_.astype(dtype, copy=False), out=out, casting="unsafe")
+                # divide (not multiply by 1/σ) so the float64 path is the literal (x - μ) / σ
+                np.divide(out, self.scale_.astype(dtype, copy=False), out=out)
+            else:
+                np.copyto(out, arr, casting="unsafe")
+        if (check or arr.dtype.itemsize > dtype.itemsize) and not np.isfinite(out).all():
+            # finite input, non-finite result: the values overflow the target dtype (e.g. > 3.4e38 in float32)
+            row = int(np.argwhere(~np.isfinite(out))[0][0])
+            raise ValueError(
+                f"{name}: row {row} overflows {dtype} when standardised (largest |value| "
+                f"{float(np.abs(arr[row]).max()):.3g}); use float64 or rescale the embeddings"
+            )
         return l2_normalize(out, out=out, norms_out=norms_out)
 
     @property
