@@ -24,3 +24,37 @@ def machine() -> str:
         opencv = ""
     return (f"{model}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, "
             f"Python {platform.python_version()}, NumPy {np.__version__}{opencv}")
+
+
+# SPEC §2 times two primitives on the anchor machine (where the authors' figures were measured); timing
+# them here in the same run tells how much slower or faster this machine is, so anchors can be scaled.
+REFERENCE_PRIMITIVES_MS = {"exact GaussianBlur sigma 10, 1024x768": 16.0, "2.4M standard normals (numpy)": 19.0}
+
+
+def reference_primitives(repeats: int = 7) -> tuple[dict[str, float], float]:
+    """Median ms of SPEC §2's two reference primitives here (one thread) and the geometric-mean factor
+    (this machine's time / the anchor machine's; > 1 means slower)."""
+    import statistics
+    import time
+
+    import cv2
+
+    cv2.setNumThreads(1)
+    rng = np.random.default_rng(0)
+    probe = rng.integers(0, 256, size=(768, 1024, 3), dtype=np.uint8)
+
+    def timed(fn) -> float:
+        fn()
+        ts = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts) * 1e3
+
+    here = {
+        "exact GaussianBlur sigma 10, 1024x768": timed(lambda: cv2.GaussianBlur(probe, (0, 0), 10.0)),
+        "2.4M standard normals (numpy)": timed(lambda: rng.standard_normal(2_359_296)),
+    }
+    factor = float(np.exp(np.mean([np.log(here[k] / v) for k, v in REFERENCE_PRIMITIVES_MS.items()])))
+    return here, factor

@@ -24,12 +24,9 @@ from skimage import data  # noqa: E402
 
 from snapbench.conditions import TEXT_OPERATORS  # noqa: E402
 from snapbench.corruptions import corrupt_image, corrupt_text, default_grid, image_operators  # noqa: E402
-from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
+from _machine import REFERENCE_PRIMITIVES_MS, machine, reference_primitives  # noqa: E402  (bench/ is on sys.path)
 
 ANCHOR_MS = {(512, 512): 180.0, (768, 1024): 520.0}
-# SPEC §2 also times two primitives on the anchor machine; timing them here in the same run tells how
-# much slower or faster this machine is, so the anchor can be scaled to it.
-REFERENCE_PRIMITIVES_MS = {"exact GaussianBlur sigma 10, 1024x768": 16.0, "2.4M standard normals (numpy)": 19.0}
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")
 
 
@@ -68,13 +65,7 @@ def main() -> None:
         "- anchor (SPEC §3, authors' release, same kind of machine): 45 conditions ~520 ms at 1024x768, ~180 ms at 512x512",
         "",
     ]
-    probe = np.ascontiguousarray(cv2.resize(photos["astronaut"], (1024, 768), interpolation=cv2.INTER_CUBIC))
-    gen = np.random.default_rng(0)
-    here = {
-        "exact GaussianBlur sigma 10, 1024x768": timed(lambda: cv2.GaussianBlur(probe, (0, 0), 10.0), args.repeats),
-        "2.4M standard normals (numpy)": timed(lambda: gen.standard_normal(2_359_296), args.repeats),
-    }
-    factor = float(np.exp(np.mean([np.log(here[k] / v) for k, v in REFERENCE_PRIMITIVES_MS.items()])))
+    here, factor = reference_primitives(args.repeats)
     lines.append("- machine speed vs the anchor machine, from SPEC §2's reference primitives timed in this run: "
                  + "; ".join(f"{k} {here[k]:.1f} ms (anchor {v:.0f} ms)" for k, v in REFERENCE_PRIMITIVES_MS.items())
                  + f" -> this machine is **{factor:.2f}x** slower; 'scaled anchor' = anchor x {factor:.2f}")

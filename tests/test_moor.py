@@ -406,3 +406,24 @@ def test_from_scores_large_magnitudes():
         assert np.abs(res.scores / scale - ref.scores).max() < 1e-12
     with pytest.raises(ValueError, match="query row 0.*too large"):
         moor_from_scores(*(s * 1e160 for s in S))
+
+
+def test_query_into_a_reused_buffer(tmp_path):
+    qI, qT, gI, gT = _data(Q=7, N=50, d=9, seed="out-buffer")
+    for dtype in (np.float64, np.float32):
+        for source in ("memory", "disk"):
+            if source == "disk":
+                np.save(tmp_path / "gI.npy", gI)
+                np.save(tmp_path / "gT.npy", gT)
+                index = MOORIndex(dtype=dtype, chunk_size=16).fit(str(tmp_path / "gI.npy"), str(tmp_path / "gT.npy"))
+            else:
+                index = MOORIndex(dtype=dtype).fit(gI, gT)
+            buf = np.full((7, 50), np.nan, dtype=dtype)
+            for rows in (slice(0, 7), slice(None, None, -1)):  # two "states" through one buffer
+                res = index.query(qI[rows], qT[rows], out=buf)
+                assert res.scores is buf
+                assert np.array_equal(buf, index.query(qI[rows], qT[rows]).scores)
+    index = MOORIndex().fit(gI, gT)
+    for bad in (np.empty((7, 49)), np.empty((7, 50), dtype=np.float32), np.empty((50, 7)).T):
+        with pytest.raises(ValueError, match="out: expected"):
+            index.query(qI, qT, out=bad)

@@ -596,17 +596,31 @@ class MOORIndex:
                     np.multiply(x, rho[start : start + n, None], out=half, casting="unsafe")
             yield start, V @ z.T
 
-    def query(self, q_image: Any, q_text: Any, *, gate: GateLike | None = None) -> MOORResult:
-        """Dense MOOR: fused scores (Q x N) plus weights, correlations, text share."""
+    def query(
+        self, q_image: Any, q_text: Any, *, gate: GateLike | None = None, out: np.ndarray | None = None
+    ) -> MOORResult:
+        """Dense MOOR: fused scores (Q x N) plus weights, correlations, text share.
+
+        ``out``: a C-contiguous (Q x N) array of the index dtype to write the scores into (returned as
+        ``.scores``).  A loop over the states of one evaluation that saves each state's scores before the
+        next can reuse one buffer instead of allocating and page-faulting a fresh Q x N array per state.
+        """
         u, res = self.query_vectors(q_image, q_text, gate=gate)
         U = u.astype(self.dtype, copy=False)
+        shape = (U.shape[0], self.n_gallery)
+        if out is None:
+            out = np.empty(shape, dtype=self.dtype)
+        elif out.shape != shape or out.dtype != self.dtype or not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError(
+                f"out: expected a writeable C-contiguous {shape} {self.dtype} array, got "
+                f"{out.shape} {out.dtype}{'' if out.flags.c_contiguous else ' (not C-contiguous)'}"
+            )
         if self.gallery_ is not None:
-            res.scores = U @ self.gallery_.T
+            np.matmul(U, self.gallery_.T, out=out)
         else:
-            out = np.empty((U.shape[0], self.n_gallery), dtype=self.dtype)
             for start, S in self.score_chunks(u):
                 out[:, start : start + S.shape[1]] = S
-            res.scores = out
+        res.scores = out
         return res
 
     def scores(self, q_image: Any, q_text: Any, *, gate: GateLike | None = None) -> np.ndarray:
