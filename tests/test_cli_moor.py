@@ -183,3 +183,95 @@ def test_outputs_get_the_usual_file_mode(emb):
     want = (d / "plain").stat().st_mode & 0o777
     for f in ("clean.npy", "query_ids.txt", "gallery_ids.txt", "moor_weights/clean.csv"):
         assert (d / "mode" / f).stat().st_mode & 0o777 == want, f
+
+
+def _encode_layout(root, rng, Q=6, N=40, d=8):
+    """The folder layout `snapbench encode` writes: OUT/embeddings/*.npy plus OUT/query_ids.txt etc."""
+    emb_dir = root / "embeddings"
+    emb_dir.mkdir(parents=True)
+    gI = rng.standard_normal((N, d)).astype(np.float32)
+    gT = (gI + rng.standard_normal((N, d))).astype(np.float32)
+    np.save(emb_dir / "gallery.image.npy", gI)
+    np.save(emb_dir / "gallery.text.npy", gT)
+    queries = {}
+    for stem in ("clean", "img__motion_blur__s2", "txt__typo"):
+        qI = (gI[:Q] + 0.4 * rng.standard_normal((Q, d))).astype(np.float32)
+        qT = (gT[:Q] + 0.4 * rng.standard_normal((Q, d))).astype(np.float32)
+        np.save(emb_dir / f"{stem}.image.npy", qI)
+        np.save(emb_dir / f"{stem}.text.npy", qT)
+        queries[stem] = (qI, qT)
+    (root / "query_ids.txt").write_text("".join(f"Q{i}\n" for i in range(Q)))
+    (root / "gallery_ids.txt").write_text("".join(f"G{i}\n" for i in range(N)))
+    return emb_dir, gI, gT, queries
+
+
+def test_embeddings_dir_fuses_every_condition_with_one_fit(tmp_path):
+    emb_dir, gI, gT, queries = _encode_layout(tmp_path / "enc", derive_generator("test-cli-moor", "emb-dir"))
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--out", str(tmp_path / "fused")])
+    assert r.exit_code == 0, r.output
+    for stem, (qI, qT) in queries.items():
+        got = np.load(tmp_path / "fused" / f"{stem}.npy")
+        assert np.abs(got - moor(qI, qT, gI, gT).scores).max() < 1e-12, stem
+        assert stem in r.output
+        rows = list(csv.DictReader(open(tmp_path / "fused" / "moor_weights" / f"{stem}.csv")))
+        assert [row["query_id"] for row in rows] == [f"Q{i}" for i in range(6)]
+    # ids come from encode's OUT (the parent of the embeddings folder)
+    assert (tmp_path / "fused" / "gallery_ids.txt").read_text().split() == [f"G{i}" for i in range(40)]
+    # the output is a SCORES_DIR that `snapbench evaluate` reads
+    qrels = {f"Q{i}": [f"G{i}"] for i in range(6)}
+    import json
+
+    (tmp_path / "qrels.json").write_text(json.dumps(qrels))
+    r = runner.invoke(app, ["evaluate", str(tmp_path / "fused"), "--qrels", str(tmp_path / "qrels.json"),
+                            "--resamples", "200", "--out", str(tmp_path / "report.json")])
+    assert r.exit_code == 0, r.output
+    assert set(json.loads((tmp_path / "report.json").read_text())["conditions"]) >= {"img/motion_blur/s2", "txt/typo"}
+
+
+def test_embeddings_dir_errors(tmp_path):
+    emb_dir, *_ = _encode_layout(tmp_path / "enc", derive_generator("test-cli-moor", "emb-dir-bad"))
+    out = str(tmp_path / "o")
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--condition", "txt/typo", "--out", out])
+    assert r.exit_code != 0 and "--condition" in r.output
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--paths-dir", str(emb_dir), "--out", out])
+    assert r.exit_code != 0 and "not several" in r.output
+    (emb_dir / "txt__typo.text.npy").unlink()
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--out", out])
+    assert r.exit_code != 0 and "txt__typo.text.npy" in r.output
+    np.save(emb_dir / "txt__typo.text.npy", np.zeros((5, 8), dtype=np.float32))
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--out", out])
+    assert r.exit_code != 0 and "txt__typo.image.npy" in r.output and "(5, 8)" in r.output
+    (emb_dir / "gallery.text.npy").unlink()
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--out", out])
+    assert r.exit_code != 0 and "gallery.text.npy" in r.output
+
+
+def test_ann_run_reports_recall_against_exact_moor(tmp_path):
+    from snapbench.fusion import recall_at_k, topk
+    from snapbench.fusion.search import ann_available
+
+    if not ann_available():
+        pytest.skip("faiss not installed")
+    import json
+
+    rng = derive_generator("test-cli-moor", "ann")
+    emb_dir, gI, gT, queries = _encode_layout(tmp_path / "enc", rng, Q=12, N=600, d=16)
+    out = tmp_path / "ann"
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--topk", "5", "--ann", "--ann-check", "100",
+                            "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    report = json.loads((out / "ann_recall.json").read_text())
+    assert set(report) == set(queries)
+    for stem, (qI, qT) in queries.items():
+        # recompute from the written run and the dense exact scores: same number
+        exact = topk(moor(qI, qT, gI, gT).scores, 5).indices
+        approx = np.full((12, 5), -1)
+        for line in (out / f"{stem}.trec").read_text().splitlines():
+            qid, _, gid, rank, *_ = line.split()
+            approx[int(qid[1:]), int(rank) - 1] = int(gid[1:])
+        assert report[stem] == {"k": 5, "queries": 12, "recall": pytest.approx(recall_at_k(exact, approx, 5))}
+        assert f"ANN recall@5 {report[stem]['recall']:.4f}" in r.output
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--topk", "5", "--ann", "--ann-check", "4",
+                            "--out", str(tmp_path / "ann4")])
+    assert r.exit_code == 0, r.output
+    assert {v["queries"] for v in json.loads((tmp_path / "ann4" / "ann_recall.json").read_text()).values()} == {4}

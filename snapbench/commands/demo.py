@@ -60,9 +60,10 @@ def demo(
     for name in ("query_ids.txt", "gallery_ids.txt"):
         write_bytes_atomic(moor_dir / name, (out / "encoded" / name).read_bytes())
     shares = []
+    scores = np.empty((enc.n_queries, enc.n_gallery))  # reused by every state: each is saved before the next
     for cond in enc.conditions:
         stem = condition_to_filename(cond)
-        res = index.query(np.load(emb / f"{stem}.image.npy"), np.load(emb / f"{stem}.text.npy"))
+        res = index.query(np.load(emb / f"{stem}.image.npy"), np.load(emb / f"{stem}.text.npy"), out=scores)
         save_npy_atomic(moor_dir / f"{stem}.npy", res.scores)
         shares.append(float(np.mean(res.text_share)))
     console.print(f"mean text-path weight share {np.mean(shares):.3f} (paper: ~0.065)")

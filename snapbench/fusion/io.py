@@ -17,6 +17,11 @@ either flat — ``<condition>.II.npy``, ``<condition>.TT.npy``, ``<condition>.IT
 ``gallery_ids.txt`` are taken from the folder itself or, failing that, from ``II/``.  Mixing both
 layouts for one condition is an error.
 
+EMBEDDINGS_DIR (what ``snapbench moor --embeddings-dir`` reads; ``snapbench encode`` writes it to
+``OUT/embeddings``): ``gallery.image.npy`` and ``gallery.text.npy`` (N x d) plus ``<condition>.image.npy``
+and ``<condition>.text.npy`` (Q x d) per condition; ``query_ids.txt`` / ``gallery_ids.txt`` are taken
+from the folder itself or, failing that, from its parent (encode's OUT).
+
 Per-query MOOR weights are written *outside* the condition files (``moor_weights/<condition>.csv`` or
 ``.npy``) so that the SCORES_DIR stays readable by ``snapbench evaluate``.  Every output file is written
 atomically (temporary file + ``os.replace``), so an interrupted run leaves no truncated file.
@@ -43,6 +48,7 @@ __all__ = [
     "read_ids",
     "write_ids",
     "find_path_conditions",
+    "find_embedding_conditions",
     "load_path_scores",
     "write_weights",
     "PATH_NAMES",
@@ -187,6 +193,32 @@ def find_path_conditions(paths_dir: str | os.PathLike) -> dict[str, dict[str, Pa
         if missing:
             raise ValueError(f"--paths-dir: condition {cond!r} lacks the {', '.join(missing)} path file(s) in {d}")
     return found
+
+
+def find_embedding_conditions(emb_dir: str | os.PathLike) -> tuple[tuple[Path, Path], dict[str, tuple[Path, Path]]]:
+    """``((gallery image, gallery text), {condition name -> (query image, query text)})`` for an
+    EMBEDDINGS_DIR (layout in the module docstring)."""
+    d = Path(emb_dir)
+    if not d.is_dir():
+        raise ValueError(f"--embeddings-dir: {d} is not a directory")
+    gallery = (d / "gallery.image.npy", d / "gallery.text.npy")
+    missing = [g.name for g in gallery if not g.is_file()]
+    if missing:
+        raise ValueError(f"--embeddings-dir: {d} lacks {', '.join(missing)} (the gallery embeddings)")
+    found: dict[str, dict[str, Path]] = {}
+    for f in sorted(d.glob("*.npy")):
+        cond, _, modality = f.name[: -len(".npy")].rpartition(".")
+        if cond and cond != "gallery" and modality in ("image", "text"):
+            found.setdefault(cond, {})[modality] = f
+    if not found:
+        raise ValueError(f"--embeddings-dir: {d} holds no query embeddings (<condition>.image.npy / .text.npy)")
+    conds: dict[str, tuple[Path, Path]] = {}
+    for cond, files in found.items():
+        lacking = [m for m in ("image", "text") if m not in files]
+        if lacking:
+            raise ValueError(f"--embeddings-dir: condition {cond!r} lacks {cond}.{lacking[0]}.npy in {d}")
+        conds[cond] = (files["image"], files["text"])
+    return gallery, conds
 
 
 def load_path_scores(files: dict[str, Path], *, condition: str = "") -> dict[str, np.ndarray]:
