@@ -24,7 +24,6 @@ import argparse
 import datetime as _dt
 import json
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -335,7 +334,7 @@ def worker_ann(args) -> dict:
         t = time.perf_counter()
         approx = index.topk(qI, qT, 10, ann=True)
         q_s = time.perf_counter() - t
-        desc = (f"HNSWFlat M=32 efConstruction=100 efSearch=128" if kind == "hnsw"
+        desc = ("HNSWFlat M=32 efConstruction=100 efSearch=128" if kind == "hnsw"
                 else f"IVFFlat nlist={ann.nlist} nprobe={ann.index.nprobe}")
         out[kind] = {"index": desc, "build_s": build, "search_s": q_s, "recall@10": recall_at_k(exact, approx.indices)}
     out["ru_maxrss_mb"] = peak_rss_mb()
