@@ -171,6 +171,14 @@ def test_bad_input_exits_2_with_clear_message(data, tmp_path):
     assert r.exit_code == 2 and "--set-threshold" in r.output
 
 
+def test_group_by_unknown_field_names_the_tags_file(data):
+    d, qp, extra = data
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--tags", str(extra["tags"]),
+                            "--group-by", "scene"])
+    assert r.exit_code == 2
+    assert str(extra["tags"]) in r.output and "scene=" in r.output and "domain" in r.output
+
+
 def test_set_threshold_modes_and_drag(tmp_path):
     d = tmp_path / "s"
     d.mkdir()

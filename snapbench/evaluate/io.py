@@ -254,10 +254,15 @@ def load_tags(path: str | Path, query_ids: Sequence[str]) -> dict[str, list[str]
 
 
 def query_groups(
-    tags: Mapping[str, Sequence[str]], query_ids: Sequence[str], group_by: str | None = None
+    tags: Mapping[str, Sequence[str]],
+    query_ids: Sequence[str],
+    group_by: str | None = None,
+    *,
+    source: str | Path | None = None,
 ) -> dict[str, np.ndarray]:
     """Group name -> query row indices.  Without ``group_by`` every distinct tag is a group (a query
-    may be in several); with ``group_by=FIELD`` the groups are the values of ``FIELD=value`` tags."""
+    may be in several); with ``group_by=FIELD`` the groups are the values of ``FIELD=value`` tags.
+    ``source`` (the tags file) is named in the error when no query carries a ``FIELD=`` tag."""
     rows: dict[str, list[int]] = {}
     for i, q in enumerate(query_ids):
         for t in tags.get(q, ()):
@@ -270,7 +275,10 @@ def query_groups(
                 name = value
             rows.setdefault(name, []).append(i)
     if group_by is not None and not rows:
-        raise EvaluationInputError(f"no query has a tag '{group_by}=...' (check --group-by)")
+        fields = sorted({t.partition("=")[0] for ts in tags.values() for t in ts if "=" in t})
+        where = f"{source}: " if source is not None else ""
+        have = f"; its FIELD=value tags use {', '.join(fields[:10])}" if fields else "; it has no FIELD=value tags"
+        raise EvaluationInputError(f"{where}no query has a tag '{group_by}=...' (check --group-by){have}")
     return {k: np.asarray(v, dtype=np.int64) for k, v in sorted(rows.items())}
 
 

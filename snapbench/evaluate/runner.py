@@ -523,7 +523,7 @@ def evaluate_directory(
             pool.shutdown()
     groups = None
     if tags is not None:
-        groups = query_groups(load_tags(tags, sd.query_ids), sd.query_ids, group_by)
+        groups = query_groups(load_tags(tags, sd.query_ids), sd.query_ids, group_by, source=tags)
     elif group_by is not None:
         raise EvaluationInputError("--group-by needs --tags FILE")
     report = evaluate_conditions(evals, labels, cfg, groups=groups)
