@@ -496,3 +496,21 @@ def test_lens_distortion_barrel_bows_lines_outward():
     # pincushion (k1 > 0) bends it the other way
     cols = [int(np.argmin(_apply(img, "lens_distortion", k1=0.3)[r, :, 0])) for r in rows]
     assert cols[1] < cols[0] - 5 and cols[1] < cols[2] - 5, cols
+
+
+def test_lens_map_cache_is_bounded_by_bytes(monkeypatch):
+    from snapbench.corruptions.image import transform as tr
+
+    monkeypatch.setattr(tr, "LENS_MAP_CACHE_BYTES", 3 * 64 * 48 * 6)  # room for three 64x48 map pairs
+    monkeypatch.setattr(tr, "_lens_cache", type(tr._lens_cache)())
+    img = np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    first = _apply(img, "lens_distortion", k1=-0.1)
+    for k1 in (-0.2, -0.3, 0.2, 0.3):
+        _apply(img, "lens_distortion", k1=k1)
+    cached = sum(a.nbytes + b.nbytes for a, b in tr._lens_cache.values())
+    assert len(tr._lens_cache) == 3 and cached <= tr.LENS_MAP_CACHE_BYTES
+    assert (48, 64, -0.1) not in tr._lens_cache  # least recently used went first
+    assert np.array_equal(_apply(img, "lens_distortion", k1=-0.1), first)  # recomputed, same pixels
+    big = np.zeros((200, 300, 3), dtype=np.uint8)  # one pair larger than the bound: used, not kept
+    _apply(big, "lens_distortion", k1=-0.1)
+    assert all(key[:2] != (200, 300) for key in tr._lens_cache)

@@ -14,7 +14,7 @@ replicate the edge pixel rather than read black.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from collections import OrderedDict
 from typing import Any, Mapping
 
 import cv2
@@ -212,8 +212,32 @@ def lens_crop_scale(height: int, width: int, k1: float) -> float:
     return lo
 
 
-@lru_cache(maxsize=16)
+# Per-process cache of remap tables, bounded by bytes rather than entries: a 1024x768 map pair is
+# ~4.7 MB, a 12-megapixel photo's ~72 MB, so a count bound let 16 sizes reach ~1 GB per worker.
+LENS_MAP_CACHE_BYTES = 256 * 2**20
+_lens_cache: "OrderedDict[tuple[int, int, float], tuple[np.ndarray, np.ndarray]]" = OrderedDict()
+
+
 def _lens_maps(height: int, width: int, k1: float) -> tuple[np.ndarray, np.ndarray]:
+    """Fixed-point remap tables for (height, width, k1), from a least-recently-used cache of at most
+    ``LENS_MAP_CACHE_BYTES`` (a single larger pair is computed and returned, not kept)."""
+    key = (int(height), int(width), float(k1))
+    hit = _lens_cache.get(key)
+    if hit is not None:
+        _lens_cache.move_to_end(key)
+        return hit
+    maps = _compute_lens_maps(*key)
+    size = sum(m.nbytes for m in maps)
+    if size <= LENS_MAP_CACHE_BYTES:
+        _lens_cache[key] = maps
+        total = sum(a.nbytes + b.nbytes for a, b in _lens_cache.values())
+        while total > LENS_MAP_CACHE_BYTES:
+            _, (a, b) = _lens_cache.popitem(last=False)
+            total -= a.nbytes + b.nbytes
+    return maps
+
+
+def _compute_lens_maps(height: int, width: int, k1: float) -> tuple[np.ndarray, np.ndarray]:
     half_diag = math.hypot(width, height) / 2.0
     s = lens_crop_scale(height, width, k1)
     # Output pixel centre -> distorted plane (zoomed in by 1/s) -> undistorted source point.
