@@ -427,6 +427,13 @@ def test_other_seed_or_grid_refuses_unless_forced(query_set: Path, tmp_path: Pat
         run_corruption(query_set, out, seed=5, conditions=conds, progress=False)
     with pytest.raises(RunConfigError, match=r"different severity grid"):
         run_corruption(query_set, out, seed=0, conditions=conds, grid={"motion_blur": {"s2": {"kernel": 15}}}, progress=False)
+    cfg = json.loads((out / "run.json").read_text())
+    major = int(cv2.__version__.split(".")[0])
+    (out / "run.json").write_text(json.dumps({**cfg, "opencv_version": f"{major - 1}.9.0"}))
+    with pytest.raises(RunConfigError, match=rf"OpenCV {major - 1}\.9\.0 \(this run: {cv2.__version__}\)"):
+        run_corruption(query_set, out, seed=0, conditions=conds, progress=False)
+    (out / "run.json").write_text(json.dumps({**cfg, "opencv_version": f"{major}.99.1"}))  # same major: resumes
+    assert run_corruption(query_set, out, seed=0, conditions=conds, progress=False).reused > 0
     (out / "images" / "notes").mkdir()  # not ours: --force must leave it alone
     forced = run_corruption(query_set, out, seed=5, conditions=conds[:1], force=True, progress=False)
     fresh = tmp_path / "fresh"

@@ -883,6 +883,12 @@ def run_corruption(
             diffs.append(f"seed {previous.get('seed')} (this run: {int(seed)})")
         if _dumps(previous.get("grid")) != _dumps(grid_json):
             diffs.append("a different severity grid")
+        # a resumed run must not mix bytes from two OpenCV majors (watermark/ui_elements glyphs differ)
+        # or two NumPy majors (the Generator streams behind every sampled parameter may change there)
+        for lib, now in (("opencv", cv2.__version__), ("numpy", np.__version__)):
+            before = previous.get(f"{lib}_version")
+            if before and str(before).split(".")[0] != now.split(".")[0]:
+                diffs.append(f"{'OpenCV' if lib == 'opencv' else 'NumPy'} {before} (this run: {now})")
         if diffs:
             raise RunConfigError(
                 f"{out} holds a run made with {' and '.join(diffs)} (see {out / 'run.json'}); "
