@@ -368,29 +368,69 @@ def test_bad_inputs_raise_naming_the_argument(tmp_path):
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scale", [1e-30, 1e19, 1e36])
+def _scaled_case(scale, in_dtype, d=8, seed="magnitude"):
+    scaled = tuple((a * scale).astype(in_dtype) for a in _data(Q=5, N=40, d=d, seed=seed))
+    return tuple(a.astype(np.float64) / scale for a in scaled), scaled  # (what was given, back at unit scale)
+
+
+# (scale, input dtype): float32 inputs up to 2e37 (whose squares and, at d = 768, norms overflow
+# float32), float64 inputs far outside float32's range (overflow to inf, or flush to 0, when cast)
+MAGNITUDES = [(1e-30, np.float32), (1e19, np.float32), (1e36, np.float32), (2e37, np.float32),
+              (1e-45, np.float64), (1e100, np.float64), (1e300, np.float64)]
+
+
+@pytest.mark.parametrize("scale,in_dtype", MAGNITUDES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_unwhitened_scores_do_not_depend_on_magnitude(scale, dtype):
-    # without whitening every vector is only L2-normalised, so scaling all embeddings changes nothing;
-    # in float32 the sum of squares of 1e19-sized entries overflows and of 1e-30-sized ones underflows
-    qI, qT, gI, gT = _data(Q=5, N=40, d=8, seed="magnitude")
-    res = moor(qI * scale, qT * scale, gI * scale, gT * scale, whiten=False, dtype=dtype)
-    assert np.isfinite(res.scores).all()
-    ref_s, _, _ = reference_moor(qI, qT, gI, gT, whiten=False)
-    assert np.abs(res.scores - ref_s).max() < (1e-5 if dtype == np.float32 else 1e-12)
+@pytest.mark.parametrize("d", [8, 768])
+def test_unwhitened_scores_do_not_depend_on_magnitude(scale, in_dtype, dtype, d):
+    # without whitening every vector is only L2-normalised, so scaling all embeddings changes nothing:
+    # the result equals the unit-scale transcription, never zeros or NaN
+    unit, scaled = _scaled_case(scale, in_dtype, d=d)
+    res = moor(*scaled, whiten=False, dtype=dtype)
+    ref_s, _, _ = reference_moor(*unit, whiten=False)
+    assert np.abs(res.scores - ref_s).max() < (1e-5 if dtype == np.float32 else 1e-9)
 
 
-def test_values_beyond_the_dtype_range_raise_naming_the_input():
-    qI, qT, gI, gT = _data(Q=4, N=30, d=6, seed="range")
-    with pytest.raises(ValueError, match="g_image.*float32 range"):
-        moor(qI, qT, gI * 1e100, gT, dtype=np.float32)
-    with pytest.raises(ValueError, match="q_text.*overflows float32"):
-        moor(qI, qT * 1e100, gI, gT, dtype=np.float32)
+@pytest.mark.parametrize("scale,in_dtype", [m for m in MAGNITUDES if 1 < m[0] < 1e150])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_whitened_scores_at_large_magnitudes(scale, in_dtype, dtype):
+    # (x - μ) / (σ + 1e-6) is scale-free once σ >> 1e-6; at unit scale the eps itself moves scores ~1e-7
+    unit, scaled = _scaled_case(scale, in_dtype, d=768)
+    res = moor(*scaled, dtype=dtype)
+    assert np.abs(res.scores - reference_moor(*unit)[0]).max() < 1e-5
+
+
+def test_values_no_dtype_can_handle_raise_naming_the_input(tmp_path):
+    unit, scaled = _scaled_case(1e200, np.float64)
+    qI, qT, gI, gT = unit
     with pytest.raises(ValueError, match="g_text.*too large to standardise"):
         moor(qI, qT, gI, gT * 1e200)
-    # float64 without whitening needs no statistics of the values: 1e200 works and is scale-free
-    res = moor(qI * 1e200, qT * 1e200, gI * 1e200, gT * 1e200, whiten=False)
-    assert np.abs(res.scores - reference_moor(qI, qT, gI, gT, whiten=False)[0]).max() < 1e-12
+    # a float32 index streaming the raw gallery folds (x - μ)·ρ in float32: out-of-range values are refused
+    for name, arr in (("big", gI.astype(np.float32) * 2e37), ("tiny", gI * 1e-45)):
+        np.save(tmp_path / f"{name}.npy", arr)
+        np.save(tmp_path / f"{name}_t.npy", arr)
+        with pytest.raises(ValueError, match=rf"{name}(_t)?\.npy.*(float32 index streaming|dtype='float64')"):
+            MOORIndex(dtype=np.float32, whiten=False).fit(str(tmp_path / f"{name}.npy"), str(tmp_path / f"{name}_t.npy"))
+        # in float64, or kept in memory, the same files work
+        ok = MOORIndex(dtype=np.float64, whiten=False).fit(str(tmp_path / f"{name}.npy"), str(tmp_path / f"{name}_t.npy"))
+        top = ok.topk(qI, qT, 3)
+        kept = MOORIndex(dtype=np.float32, whiten=False, keep_gallery=True).fit(str(tmp_path / f"{name}.npy"), str(tmp_path / f"{name}_t.npy"))
+        ref = reference_moor(qI, qT, gI, gI, whiten=False)[0]
+        assert np.abs(kept.query(qI, qT).scores - ref).max() < 1e-5
+        assert np.abs(np.take_along_axis(ref, top.indices, 1) - np.sort(ref, 1)[:, ::-1][:, :3]).max() < 1e-9
+
+
+def test_l2_normalize_extreme_rows():
+    from snapbench.fusion.whitening import l2_normalize
+
+    x = np.array([[1.5e308, 1.5e308], [3e-320, 4e-320], [0.0, 0.0], [3.0, 4.0]])
+    out = l2_normalize(x)
+    assert np.allclose(out[0], [2**-0.5, 2**-0.5]) and np.allclose(out[1], [0.6, 0.8], atol=1e-3)
+    assert np.array_equal(out[2], [0, 0]) and np.allclose(out[3], [0.6, 0.8])
+    f = np.array([[2e37] * 768, [1e-40] * 4 + [0] * 764], dtype=np.float32)
+    out = l2_normalize(f)
+    assert out.dtype == np.float32 and np.isfinite(out).all()
+    assert np.allclose(np.linalg.norm(out.astype(np.float64), axis=1), 1.0, atol=1e-6)
 
 
 def test_from_scores_large_magnitudes():

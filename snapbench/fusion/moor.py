@@ -391,14 +391,17 @@ class MOORIndex:
                 cache_offset = int(mm.offset)
                 del mm
                 cache_f = open(cache_tmp, "r+b")
-            # a float32 search folds the whitening into raw chunks, (x - μ) in float32: it must not overflow
-            limit = np.finfo(np.float32).max / 2 if self.dtype == np.float32 else np.inf
+            # without a kept gallery or cache, searches fold the whitening into raw chunks in the index
+            # dtype ((x - μ)·ρ, see score_chunks): in float32 that needs raw values well inside its range
+            folded = gallery is None and self.cache_path is None
+            raw_limit = 1e37 if folded and self.dtype == np.float32 else np.inf
             for start, ci, ct in src.chunks(self.chunk_size):
                 n = ci.shape[0]
                 for chunk, nm in ((ci, name_i), (ct, name_t)):
-                    if limit < np.inf and chunk.dtype.itemsize > 4 and np.abs(chunk).max() > limit:
-                        raise ValueError(f"{nm}: values in rows {start}..{start + n - 1} exceed the float32 range "
-                                         f"(largest |value| {float(np.abs(chunk).max()):.3g}); use dtype=float64")
+                    if raw_limit < np.inf and np.abs(chunk).max() > raw_limit:
+                        raise ValueError(f"{nm}: values in rows {start}..{start + n - 1} reach "
+                                         f"{float(np.abs(chunk).max()):.3g}, beyond what a float32 index streaming "
+                                         "the raw gallery can fold; use dtype='float64' or an in-memory gallery")
                 if buf is None or buf.shape[0] < n:
                     buf = np.empty((n, 2 * d), dtype=np.float64)
                 z = buf[:n]
@@ -412,6 +415,17 @@ class MOORIndex:
                     cache_f.write(np.ascontiguousarray(z, dtype=self.dtype).tobytes())
             if moments.n != N:
                 raise ValueError(f"the gallery yielded {moments.n} rows in the second pass, {N} in the first")
+            if folded:
+                # ρ = 1/norm must be representable in the dtype the folded search runs in
+                lo, hi = (1e-30, 1e30) if self.dtype == np.float32 else (1e-300, np.finfo(np.float64).max)
+                for norms, nm in ((norms_i, name_i), (norms_t, name_t)):
+                    bad = np.flatnonzero((norms != 0) & ~((norms >= lo) & (norms <= hi)))
+                    if bad.size:
+                        raise ValueError(
+                            f"{nm}: row {int(bad[0])} has norm {float(norms[bad[0]]):.3g} after standardising, outside "
+                            f"what a {self.dtype} index streaming the raw gallery can represent; rescale the "
+                            "embeddings, use dtype='float64', or keep the gallery in memory / give cache_path"
+                        )
         except BaseException:
             if cache_f is not None:
                 cache_f.close()

@@ -32,26 +32,36 @@ def l2_normalize(x: np.ndarray, *, out: np.ndarray | None = None, norms_out: np.
     """Divide each row by its L2 norm; all-zero rows stay zero (documented above).
 
     ``norms_out`` (rows,) receives the norms before normalisation.  Rows whose sum of squares would
-    overflow (|x| above ~1e19 in float32, ~1e154 in float64) or underflow are rescaled by their largest
-    magnitude first, so their direction survives instead of collapsing to the zero vector."""
+    overflow (|x| above ~1e19 in float32, ~1e154 in float64) or underflow are normalised in float64
+    after dividing by their largest magnitude, so their direction survives instead of collapsing to
+    the zero vector or NaN; their norm is then computed in float64 (inf only beyond ~1.8e308)."""
     x = np.asarray(x)
-    dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.float64
-    norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=dtype))
+    dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.float64)
     info = np.finfo(dtype)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=dtype))
     # sqrt(tiny) / eps: below it the squares of the entries may have lost precision to underflow
-    risky = ~np.isfinite(norms) | (norms < np.sqrt(info.tiny) / info.eps)
+    risky = ~(norms >= np.sqrt(info.tiny) / info.eps) | ~np.isfinite(norms)
+    unit = None
     if risky.any():
-        rows = np.asarray(x[risky], dtype=dtype)
+        rows = np.asarray(x[risky], dtype=np.float64)
         big = np.abs(rows).max(axis=1)
-        big[big == 0] = 1
+        big[big == 0] = 1.0
         scaled = rows / big[:, None]
-        norms[risky] = big * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+        n = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+        unit = np.divide(scaled, n[:, None], out=np.zeros_like(scaled), where=n[:, None] > 0)
+        norms = norms.astype(np.float64)
+        with np.errstate(over="ignore"):
+            norms[risky] = big * n
     if norms_out is not None:
         norms_out[...] = norms
-    np.maximum(norms, info.tiny, out=norms)
     if out is None:
-        return x / norms[:, None]
-    np.divide(x, norms[:, None], out=out)
+        out = np.empty(x.shape, dtype=dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # risky rows are overwritten just below
+        safe = np.maximum(norms, info.tiny).astype(dtype, copy=False)
+        np.divide(x, safe[:, None], out=out)
+    if unit is not None:
+        out[risky] = unit
     return out
 
 
@@ -206,23 +216,34 @@ class Whitener:
         dtype = np.dtype(dtype)
         if out is None:
             out = np.empty(arr.shape, dtype=dtype)
-        # overflow into a narrower dtype is detected below and reported, not warned about
-        with np.errstate(over="ignore", invalid="ignore"):
-            if self.enabled:
-                assert self.mean_ is not None and self.scale_ is not None
-                np.subtract(arr, self.mean_.astype(dtype, copy=False), out=out, casting="unsafe")
-                # divide (not multiply by 1/σ) so the float64 path is the literal (x - μ) / σ
-                np.divide(out, self.scale_.astype(dtype, copy=False), out=out)
-            else:
-                np.copyto(out, arr, casting="unsafe")
-        if (check or arr.dtype.itemsize > dtype.itemsize) and not np.isfinite(out).all():
-            # finite input, non-finite result: the values overflow the target dtype (e.g. > 3.4e38 in float32)
-            row = int(np.argwhere(~np.isfinite(out))[0][0])
-            raise ValueError(
-                f"{name}: row {row} overflows {dtype} when standardised (largest |value| "
-                f"{float(np.abs(arr[row]).max()):.3g}); use float64 or rescale the embeddings"
-            )
-        return l2_normalize(out, out=out, norms_out=norms_out)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            self._standardize(arr, out)
+            if dtype.itemsize >= 8:
+                return l2_normalize(out, out=out, norms_out=norms_out)
+            # a narrow dtype (float32) is fast but overflows beyond ~3e38 and flushes tiny values to 0:
+            # rows whose standardised norm left a comfortable range are redone in float64, then cast
+            n2 = np.einsum("ij,ij->i", out, out)
+            redo = ~((n2 >= 1e-30) & (n2 <= 1e30))
+            l2_normalize(out, out=out, norms_out=norms_out)
+        if redo.any():
+            rows = np.empty((int(redo.sum()), arr.shape[1]), dtype=np.float64)
+            self._standardize(arr[redo], rows)
+            row_norms = np.empty(rows.shape[0], dtype=np.float64)
+            out[redo] = l2_normalize(rows, out=rows, norms_out=row_norms)
+            if norms_out is not None:
+                norms_out[redo] = row_norms
+        return out
+
+    def _standardize(self, arr: np.ndarray, out: np.ndarray) -> None:
+        """``(arr - μ) / σ`` (or a copy with whitening off) into ``out``, computed in ``out``'s dtype."""
+        dtype = out.dtype
+        if self.enabled:
+            assert self.mean_ is not None and self.scale_ is not None
+            np.subtract(arr, self.mean_.astype(dtype, copy=False), out=out, casting="unsafe")
+            # divide (not multiply by 1/σ) so the float64 path is the literal (x - μ) / σ
+            np.divide(out, self.scale_.astype(dtype, copy=False), out=out)
+        else:
+            np.copyto(out, arr, casting="unsafe")
 
     @property
     def center_(self) -> np.ndarray:
