@@ -232,18 +232,26 @@ def test_embeddings_dir_errors(tmp_path):
     emb_dir, *_ = _encode_layout(tmp_path / "enc", derive_generator("test-cli-moor", "emb-dir-bad"))
     out = str(tmp_path / "o")
     r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--condition", "txt/typo", "--out", out])
-    assert r.exit_code != 0 and "--condition" in r.output
+    assert r.exit_code == 2 and "--condition" in r.output
     r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--paths-dir", str(emb_dir), "--out", out])
-    assert r.exit_code != 0 and "not several" in r.output
+    assert r.exit_code == 2 and "not several" in r.output
+    # a stray pair whose name is no condition id would make the output unreadable for `evaluate`
+    for suffix in ("image", "text"):
+        np.save(emb_dir / f"backup.{suffix}.npy", np.zeros((6, 8), dtype=np.float32))
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--out", out])
+    assert r.exit_code == 2 and "backup.image.npy" in r.output and "not a condition id" in r.output
+    assert not (tmp_path / "o" / "clean.npy").exists()  # refused before any work
+    for suffix in ("image", "text"):
+        (emb_dir / f"backup.{suffix}.npy").unlink()
     (emb_dir / "txt__typo.text.npy").unlink()
     r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--out", out])
-    assert r.exit_code != 0 and "txt__typo.text.npy" in r.output
+    assert r.exit_code == 2 and "txt__typo.text.npy" in r.output
     np.save(emb_dir / "txt__typo.text.npy", np.zeros((5, 8), dtype=np.float32))
     r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--out", out])
-    assert r.exit_code != 0 and "txt__typo.image.npy" in r.output and "(5, 8)" in r.output
+    assert r.exit_code == 2 and "txt__typo.image.npy" in r.output and "(5, 8)" in r.output
     (emb_dir / "gallery.text.npy").unlink()
     r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--out", out])
-    assert r.exit_code != 0 and "gallery.text.npy" in r.output
+    assert r.exit_code == 2 and "gallery.text.npy" in r.output
 
 
 def test_ann_run_reports_recall_against_exact_moor(tmp_path):
@@ -269,9 +277,52 @@ def test_ann_run_reports_recall_against_exact_moor(tmp_path):
         for line in (out / f"{stem}.trec").read_text().splitlines():
             qid, _, gid, rank, *_ = line.split()
             approx[int(qid[1:]), int(rank) - 1] = int(gid[1:])
-        assert report[stem] == {"k": 5, "queries": 12, "recall": pytest.approx(recall_at_k(exact, approx, 5))}
+        assert report[stem] == {"k": 5, "queries": 12, "recall": pytest.approx(recall_at_k(exact, approx, 5)),
+                                "rows": list(range(12))}
         assert f"ANN recall@5 {report[stem]['recall']:.4f}" in r.output
-    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--topk", "5", "--ann", "--ann-check", "4",
-                            "--out", str(tmp_path / "ann4")])
+    runs = []
+    for name in ("ann4", "ann4-again"):
+        r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--topk", "5", "--ann", "--ann-check", "4",
+                                "--out", str(tmp_path / name)])
+        assert r.exit_code == 0, r.output
+        runs.append(json.loads((tmp_path / name / "ann_recall.json").read_text()))
+    assert runs[0] == runs[1]  # the sampled rows are seeded
+    for entry in runs[0].values():
+        assert entry["queries"] == 4 and entry["rows"] == sorted(set(entry["rows"])) and max(entry["rows"]) < 12
+    # a rerun without --ann drops the recall entries of the conditions it rewrote (no stale numbers)
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--topk", "5", "--out", str(tmp_path / "ann4")])
     assert r.exit_code == 0, r.output
-    assert {v["queries"] for v in json.loads((tmp_path / "ann4" / "ann_recall.json").read_text()).values()} == {4}
+    assert not (tmp_path / "ann4" / "ann_recall.json").exists()
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--topk", "5", "--ann-check", "3", "--out", str(out)])
+    assert r.exit_code == 2 and "--ann-check" in r.output
+
+
+def test_ann_recall_counts_misses():
+    # the recall helper against a deliberately damaged approximate result: the expected value is known
+    from snapbench.commands.moor import _ann_recall
+    from snapbench.fusion import MOORIndex
+
+    rng = derive_generator("test-cli-moor", "recall-helper")
+    gI, gT = rng.standard_normal((80, 6)), rng.standard_normal((80, 6))
+    qI, qT = rng.standard_normal((10, 6)), rng.standard_normal((10, 6))
+    index = MOORIndex().fit(gI, gT)
+    approx = index.topk(qI, qT, 5).indices.copy()
+    approx[0, :2] = -1        # two misses
+    approx[3, 4] = approx[3, 0]  # a duplicate counts once: one miss
+    approx[7] = approx[7][::-1]  # order does not matter
+    got = _ann_recall(index, qI, qT, approx, 5, 100, "clean")
+    assert got["queries"] == 10 and got["rows"] == list(range(10))
+    assert got["recall"] == pytest.approx(1 - 3 / 50)
+    part = _ann_recall(index, qI, qT, approx, 5, 4, "clean")
+    misses = {0: 2, 3: 1}
+    assert part["recall"] == pytest.approx(1 - sum(misses.get(r, 0) for r in part["rows"]) / 20)
+
+
+def test_paths_dir_overflow_error_names_condition_and_files(tmp_path):
+    rng = derive_generator("test-cli-moor", "paths-overflow")
+    d = tmp_path / "paths"
+    d.mkdir()
+    for p in ("II", "TT", "IT", "TI"):
+        np.save(d / f"txt__typo.{p}.npy", rng.standard_normal((4, 9)) * (1e160 if p == "TT" else 1.0))
+    r = runner.invoke(app, ["moor", "--paths-dir", str(d), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "'txt__typo'" in r.output and "txt__typo.TT.npy" in r.output and "too large" in r.output

@@ -503,6 +503,7 @@ def test_lens_map_cache_is_bounded_by_bytes(monkeypatch):
 
     monkeypatch.setattr(tr, "LENS_MAP_CACHE_BYTES", 3 * 64 * 48 * 6)  # room for three 64x48 map pairs
     monkeypatch.setattr(tr, "_lens_cache", type(tr._lens_cache)())
+    monkeypatch.setattr(tr, "_lens_cache_bytes", 0)
     img = np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8)
     first = _apply(img, "lens_distortion", k1=-0.1)
     for k1 in (-0.2, -0.3, 0.2, 0.3):
@@ -514,3 +515,38 @@ def test_lens_map_cache_is_bounded_by_bytes(monkeypatch):
     big = np.zeros((200, 300, 3), dtype=np.uint8)  # one pair larger than the bound: used, not kept
     _apply(big, "lens_distortion", k1=-0.1)
     assert all(key[:2] != (200, 300) for key in tr._lens_cache)
+
+
+def test_lens_map_cache_is_thread_safe(monkeypatch):
+    import sys
+    import threading
+
+    from snapbench.corruptions.image import transform as tr
+
+    monkeypatch.setattr(tr, "LENS_MAP_CACHE_BYTES", 2 * 40 * 30 * 6)  # constant eviction
+    monkeypatch.setattr(tr, "_lens_cache", type(tr._lens_cache)())
+    monkeypatch.setattr(tr, "_lens_cache_bytes", 0, raising=False)
+    old_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
+    errors: list[BaseException] = []
+    ref = {k1: tr._compute_lens_maps(30, 40, k1) for k1 in (-0.1, -0.2, -0.3, 0.2)}
+
+    def work(seed: int) -> None:
+        try:
+            for i in range(60):
+                k1 = (-0.1, -0.2, -0.3, 0.2)[(seed + i) % 4]
+                m1, m2 = tr._lens_maps(30, 40, k1)
+                assert np.array_equal(m1, ref[k1][0]) and np.array_equal(m2, ref[k1][1])
+        except BaseException as exc:  # noqa: BLE001 - collected for the main thread
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old_interval)
+    assert not errors, errors[:3]
+    assert getattr(tr, "_lens_cache_bytes") == sum(a.nbytes + b.nbytes for a, b in tr._lens_cache.values()) <= tr.LENS_MAP_CACHE_BYTES

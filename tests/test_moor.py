@@ -467,3 +467,7 @@ def test_query_into_a_reused_buffer(tmp_path):
     for bad in (np.empty((7, 49)), np.empty((7, 50), dtype=np.float32), np.empty((50, 7)).T):
         with pytest.raises(ValueError, match="out: expected"):
             index.query(qI, qT, out=bad)
+    frozen = np.empty((7, 50))
+    frozen.setflags(write=False)
+    with pytest.raises(ValueError, match=r"read-only"):
+        index.query(qI, qT, out=frozen)

@@ -432,6 +432,10 @@ def test_other_seed_or_grid_refuses_unless_forced(query_set: Path, tmp_path: Pat
     (out / "run.json").write_text(json.dumps({**cfg, "opencv_version": f"{major - 1}.9.0"}))
     with pytest.raises(RunConfigError, match=rf"OpenCV {major - 1}\.9\.0 \(this run: {cv2.__version__}\)"):
         run_corruption(query_set, out, seed=0, conditions=conds, progress=False)
+    np_major = int(np.__version__.split(".")[0])
+    (out / "run.json").write_text(json.dumps({**cfg, "numpy_version": f"{np_major + 1}.0.0"}))
+    with pytest.raises(RunConfigError, match=rf"NumPy {np_major + 1}\.0\.0 \(this run: {np.__version__}\)"):
+        run_corruption(query_set, out, seed=0, conditions=conds, progress=False)
     (out / "run.json").write_text(json.dumps({**cfg, "opencv_version": f"{major}.99.1"}))  # same major: resumes
     assert run_corruption(query_set, out, seed=0, conditions=conds, progress=False).reused > 0
     (out / "images" / "notes").mkdir()  # not ours: --force must leave it alone

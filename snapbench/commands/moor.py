@@ -25,8 +25,8 @@ _EPILOG = (
     "Output: --out OUT is a SCORES_DIR that `snapbench evaluate` reads: OUT/<cond>.npy fused scores (Q x N) "
     "or, with --topk K, OUT/<cond>.trec TREC runs; OUT/query_ids.txt, OUT/gallery_ids.txt; per-query weights "
     "in OUT/moor_weights/<cond>.csv (query_id, w_II, w_TT, w_IT, w_TI, r_TT, r_IT, r_TI, text_share, fallback). "
-    "With --ann, OUT/ann_recall.json holds recall@K of the approximate top-K against exact MOOR on "
-    "--ann-check sampled queries per condition.\n\n"
+    "With --ann, OUT/ann_recall.json holds, per condition, recall@K of the approximate top-K against exact "
+    "MOOR on --ann-check sampled queries (and which query rows were sampled).\n\n"
     "Example: snapbench moor --q-image qI.npy --q-text qT.npy --g-image gI.npy --g-text gT.npy --out fused/"
 )
 
@@ -59,7 +59,30 @@ def _ann_recall(index, qI: np.ndarray, qT: np.ndarray, approx: np.ndarray, k: in
     Q = qI.shape[0]
     rows = np.arange(Q) if n_check >= Q else np.sort(derive_generator("moor-ann-check", 0, cond).choice(Q, n_check, replace=False))
     exact = index.topk(qI[rows], qT[rows], k, ann=False)
-    return {"k": k, "queries": int(rows.size), "recall": recall_at_k(exact.indices, approx[rows], k)}
+    return {"k": k, "queries": int(rows.size), "recall": recall_at_k(exact.indices, approx[rows], k),
+            "rows": rows.tolist()}
+
+
+def _update_ann_recall(path: Path, conditions: list[str], recalls: dict[str, dict]) -> None:
+    """Merge this run's recall entries into ``path``: conditions fused now without a recall measurement
+    lose their old entry (no stale numbers next to new scores); others (earlier runs into the same
+    --out, e.g. one --condition at a time) are kept."""
+    from ..atomic import write_text_atomic
+
+    merged: dict = {}
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+            merged = old if isinstance(old, dict) else {}
+        except (OSError, ValueError):
+            merged = {}
+    for cond in conditions:
+        merged.pop(cond, None)
+    merged.update(recalls)
+    if merged:
+        write_text_atomic(path, json.dumps(dict(sorted(merged.items())), indent=2))
+    elif path.exists():
+        path.unlink()
 
 
 def moor(
@@ -71,14 +94,14 @@ def moor(
     paths_dir: Optional[Path] = typer.Option(None, "--paths-dir", help="Folder of path score matrices (see below)."),
     embeddings_dir: Optional[Path] = typer.Option(None, "--embeddings-dir", help="Folder of per-condition query embeddings + the gallery's (see below); one fit for all conditions."),
     condition: str = typer.Option("clean", "--condition", help="Condition id of the embedding input, e.g. clean or img/motion_blur/s2 (output file stem, '/' as '__')."),
-    query_ids: Optional[Path] = typer.Option(None, "--query-ids", help="query_ids.txt (default: from --paths-dir, else q0, q1, ...)."),
-    gallery_ids: Optional[Path] = typer.Option(None, "--gallery-ids", help="gallery_ids.txt (default: from --paths-dir, else g0, g1, ...)."),
+    query_ids: Optional[Path] = typer.Option(None, "--query-ids", help="query_ids.txt (default: from --paths-dir, or --embeddings-dir or its parent; else q0, q1, ...)."),
+    gallery_ids: Optional[Path] = typer.Option(None, "--gallery-ids", help="gallery_ids.txt (default: from --paths-dir, or --embeddings-dir or its parent; else g0, g1, ...)."),
     no_whiten: bool = typer.Option(False, "--no-whiten", help="Skip gallery-side whitening (only L2-normalise)."),
     gate: str = typer.Option("bell", "--gate", help="Gate: bell, linear, sigmoid, inverse_bell, pure_r2, none."),
     topk: Optional[int] = typer.Option(None, "--topk", min=1, help="Write a top-K TREC run per condition instead of dense scores."),
     chunk_size: int = typer.Option(8192, "--chunk-size", min=1, help="Gallery rows per chunk (streaming fit and top-k)."),
     ann: bool = typer.Option(False, "--ann", help="With --topk: FAISS HNSW approximate search (pip install snapbench\\[ann])."),
-    ann_check: int = typer.Option(256, "--ann-check", min=0, help="With --ann: queries per condition (sampled, seeded) whose exact top-K measures the ANN recall@K; 0 skips it."),
+    ann_check: Optional[int] = typer.Option(None, "--ann-check", min=0, help="With --ann: queries per condition (sampled, seeded) whose exact top-K measures the ANN recall@K (default 256); 0 skips it."),
     dtype: str = typer.Option("float64", "--dtype", help="float64 (exact) or float32 (faster scoring)."),
     weights_format: str = typer.Option("csv", "--weights-format", help="csv (with query ids) or npy (Q x 4)."),
     fusion_eps: float = typer.Option(1e-6, "--fusion-eps", help="Σw below this falls back to s_II."),
@@ -103,6 +126,10 @@ def moor(
         _fail("--condition names the single condition of --q-image/--q-text; --embeddings-dir takes the names from its files")
     if ann and topk is None:
         _fail("--ann needs --topk K")
+    if ann_check is not None and not ann:
+        _fail("--ann-check measures the recall of --ann; add --ann (and --topk K)")
+    if ann_check is None:
+        ann_check = 256
     if weights_format not in ("csv", "npy"):
         _fail(f"--weights-format must be csv or npy, got {weights_format!r}")
     if dtype not in ("float32", "float64"):
@@ -133,7 +160,11 @@ def moor(
             return [f"{prefix}{i}" for i in range(n)]
         ids = read_ids(src, what)
         if len(ids) != n:
-            raise ValueError(f"{what}: {src} has {len(ids)} ids, the scores have {n} {'rows' if prefix == 'q' else 'columns'}")
+            if paths_dir is not None:
+                have = f"the scores have {n} {'rows' if prefix == 'q' else 'columns'}"
+            else:
+                have = f"the embeddings hold {n} {'queries' if prefix == 'q' else 'gallery items'}"
+            raise ValueError(f"{what}: {src} has {len(ids)} ids, {have}")
         return ids
 
     def write_result(cond: str, res, qids: list[str], gids: list[str], top=None) -> None:
@@ -144,9 +175,20 @@ def moor(
         wpath = out / "moor_weights" / f"{cond}.{weights_format}"
         write_weights(wpath, res.weights, res.correlations, res.text_share, res.fallback, qids)
 
+    def check_condition_names(names_to_files: dict) -> None:
+        # outputs are named <condition>.npy/.trec: a stem that is no condition id would make the whole
+        # SCORES_DIR unreadable for `snapbench evaluate`, so refuse before any work
+        for stem, files in sorted(names_to_files.items()):
+            try:
+                parse_condition(stem)
+            except ValueError as exc:
+                first = next(iter(files.values())) if isinstance(files, dict) else files[0]
+                raise ValueError(f"{first}: {stem!r} is not a condition id ({exc}); rename or move the file") from None
+
     try:
         if paths_dir is not None:
             conds = find_path_conditions(paths_dir)
+            check_condition_names(conds)
             qids = gids = None
             with _conditions_progress(len(conds)) as (advance, say):
                 for cond, files in sorted(conds.items()):
@@ -157,7 +199,10 @@ def moor(
                         gids = ids_or_default(gallery_ids, [paths_dir], "gallery_ids.txt", N, "g", "gallery ids")
                     if (Q, N) != (len(qids), len(gids)):
                         raise ValueError(f"condition {cond!r}: scores are {Q} x {N}, ids give {len(qids)} x {len(gids)}")
-                    res = moor_from_scores(ps["II"], ps["TT"], ps["IT"], ps["TI"], gate=gate, fusion_eps=fusion_eps)
+                    try:
+                        res = moor_from_scores(ps["II"], ps["TT"], ps["IT"], ps["TI"], gate=gate, fusion_eps=fusion_eps)
+                    except ValueError as exc:
+                        raise ValueError(f"condition {cond!r} ({', '.join(str(f) for f in files.values())}): {exc}") from None
                     top = dense_topk(res.scores, topk) if topk is not None else None
                     write_result(cond, res, qids, gids, top)
                     say(f"{cond}: {Q} queries x {N} gallery, mean text share {res.text_share.mean():.4f}, "
@@ -166,6 +211,7 @@ def moor(
         else:
             if embeddings_dir is not None:
                 (g_image, g_text), emb_conds = find_embedding_conditions(embeddings_dir)
+                check_condition_names(emb_conds)
                 states = sorted(emb_conds.items())
                 id_dirs = [embeddings_dir, embeddings_dir.parent]
             else:
@@ -214,10 +260,7 @@ def moor(
                     say(f"{cond}: {len(qids)} queries x {len(gids)} gallery, mean text share "
                         f"{res.text_share.mean():.4f}, fallback {int(res.fallback.sum())}{extra}")
                     advance()
-            if recalls:
-                from ..atomic import write_text_atomic
-
-                write_text_atomic(out / "ann_recall.json", json.dumps(recalls, indent=2))
+            _update_ann_recall(out / "ann_recall.json", [c for c, _ in states], recalls)
         write_ids(out / "query_ids.txt", qids)
         write_ids(out / "gallery_ids.txt", gids)
     except (ValueError, ImportError) as exc:

@@ -277,7 +277,8 @@ def query_groups(
     if group_by is not None and not rows:
         fields = sorted({t.partition("=")[0] for ts in tags.values() for t in ts if "=" in t})
         where = f"{source}: " if source is not None else ""
-        have = f"; its FIELD=value tags use {', '.join(fields[:10])}" if fields else "; it has no FIELD=value tags"
+        listed = ", ".join(fields[:10]) + (f", ... ({len(fields)} fields)" if len(fields) > 10 else "")
+        have = f"; its FIELD=value tags use {listed}" if fields else "; it has no FIELD=value tags"
         raise EvaluationInputError(f"{where}no query has a tag '{group_by}=...' (check --group-by){have}")
     return {k: np.asarray(v, dtype=np.int64) for k, v in sorted(rows.items())}
 

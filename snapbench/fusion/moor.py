@@ -625,9 +625,11 @@ class MOORIndex:
         if out is None:
             out = np.empty(shape, dtype=self.dtype)
         elif out.shape != shape or out.dtype != self.dtype or not out.flags.c_contiguous or not out.flags.writeable:
+            flaws = [w for w, bad in (("not C-contiguous", not out.flags.c_contiguous),
+                                      ("read-only", not out.flags.writeable)) if bad]
             raise ValueError(
                 f"out: expected a writeable C-contiguous {shape} {self.dtype} array, got "
-                f"{out.shape} {out.dtype}{'' if out.flags.c_contiguous else ' (not C-contiguous)'}"
+                f"{out.shape} {out.dtype}{' (' + ', '.join(flaws) + ')' if flaws else ''}"
             )
         if self.gallery_ is not None:
             np.matmul(U, self.gallery_.T, out=out)

@@ -14,6 +14,7 @@ replicate the edge pixel rather than read black.
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from typing import Any, Mapping
 
@@ -216,24 +217,29 @@ def lens_crop_scale(height: int, width: int, k1: float) -> float:
 # ~4.7 MB, a 12-megapixel photo's ~72 MB, so a count bound let 16 sizes reach ~1 GB per worker.
 LENS_MAP_CACHE_BYTES = 256 * 2**20
 _lens_cache: "OrderedDict[tuple[int, int, float], tuple[np.ndarray, np.ndarray]]" = OrderedDict()
+_lens_cache_bytes = 0
+_lens_lock = threading.Lock()  # corrupt_image is public API and may run in threads
 
 
 def _lens_maps(height: int, width: int, k1: float) -> tuple[np.ndarray, np.ndarray]:
     """Fixed-point remap tables for (height, width, k1), from a least-recently-used cache of at most
     ``LENS_MAP_CACHE_BYTES`` (a single larger pair is computed and returned, not kept)."""
+    global _lens_cache_bytes
     key = (int(height), int(width), float(k1))
-    hit = _lens_cache.get(key)
-    if hit is not None:
-        _lens_cache.move_to_end(key)
-        return hit
-    maps = _compute_lens_maps(*key)
+    with _lens_lock:
+        hit = _lens_cache.get(key)
+        if hit is not None:
+            _lens_cache.move_to_end(key)
+            return hit
+    maps = _compute_lens_maps(*key)  # outside the lock: two threads may both compute a missing entry
     size = sum(m.nbytes for m in maps)
-    if size <= LENS_MAP_CACHE_BYTES:
-        _lens_cache[key] = maps
-        total = sum(a.nbytes + b.nbytes for a, b in _lens_cache.values())
-        while total > LENS_MAP_CACHE_BYTES:
-            _, (a, b) = _lens_cache.popitem(last=False)
-            total -= a.nbytes + b.nbytes
+    with _lens_lock:
+        if size <= LENS_MAP_CACHE_BYTES and key not in _lens_cache:
+            _lens_cache[key] = maps
+            _lens_cache_bytes += size
+            while _lens_cache_bytes > LENS_MAP_CACHE_BYTES:
+                _, (a, b) = _lens_cache.popitem(last=False)
+                _lens_cache_bytes -= a.nbytes + b.nbytes
     return maps
 
 
