@@ -202,6 +202,8 @@ def part_a(reps: int = 3) -> dict:
             "query_dense_s": best[f"{dt}/query_dense"],
             "query_dense_all_s": timings[f"{dt}/query_dense"],
             "query_dense_out_s": best[f"{dt}/query_dense_out"],
+            # the repeats are interleaved, so each one's ratio compares runs under the same background load
+            "ratio_per_repeat": [x / y for x, y in zip(timings["direct"], timings[f"{dt}/query_dense"])],
             "query_top10_s": best[f"{dt}/query_top10"],
             "one_shot_s": best[f"{dt}/one_shot"],
             "query_peak_mb": peak,
@@ -363,21 +365,46 @@ READING_B = [
 ]
 
 
+def cpu_flags() -> set[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
 def reading_a(a: dict) -> str:
     r = a["float32"]
-    return (
+    measured = a["direct_s"] / min(r["query_dense_s"], r["query_dense_out_s"])
+    ceiling = a["direct_s"] / a["gemm_floor_s"]
+    flags = cpu_flags()
+    simd = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16") if f in flags]
+    per = sorted(r["ratio_per_repeat"])
+    median = per[len(per) // 2] if len(per) % 2 else (per[len(per) // 2 - 1] + per[len(per) // 2]) / 2
+    measured = min(measured, median)
+    text = (
         f"(a) asks for >= 10x with the gallery fitted once. Measured: {a['direct_s'] / r['query_dense_s']:.1f}x "
-        f"(fresh result array), {a['direct_s'] / r['query_dense_out_s']:.1f}x into a reused buffer. Any exact method "
-        "must compute the composed product (1,145 x 1,536) x (1,536 x 9,085) = 32 GFLOP, plus the per-query "
+        f"best vs best (fresh result array), {a['direct_s'] / r['query_dense_out_s']:.1f}x into a reused buffer; "
+        f"per interleaved repeat {', '.join(f'{x:.1f}' for x in r['ratio_per_repeat'])}x (median {median:.1f}x). "
+        "Any exact method "
+        "must compute the composed product (1,145 x 1,536) x (1,536 x 9,085) = 32 GFLOP plus the per-query "
         f"statistics (6.8 GFLOP). That product alone took {a['gemm_floor_s']:.3f} s in this run "
-        f"({2 * 1145 * 1536 * 9085 / a['gemm_floor_s'] / 1e9:.0f} GFLOP/s, close to the ~157 GFLOP/s float32 FMA "
-        "peak of these two AVX2 cores at 2.45 GHz), i.e. "
-        f"{a['direct_s'] / a['gemm_floor_s']:.1f}x the direct transcription, with zero time for everything else; "
-        f"the statistics took another {a['stats_f32_s']:.3f} s. So on this CPU 10x is out of reach for an exact "
-        "method: float32 is the narrowest floating type with hardware GEMM here (no AVX-512, BF16 or VNNI), the "
-        "gallery is full rank, and a triangular (Cholesky) route to the statistics was measured no faster with "
-        "numpy's BLAS. The dense reference needs 64 GFLOP in float64 plus ~10 passes over Q x N float64 matrices."
+        f"({2 * 1145 * 1536 * 9085 / a['gemm_floor_s'] / 1e9:.0f} GFLOP/s; CPU SIMD flags: "
+        f"{', '.join(simd) or 'unknown'}), i.e. {ceiling:.1f}x the direct transcription with zero time for "
+        f"everything else; the statistics took another {a['stats_f32_s']:.3f} s. "
     )
+    if measured >= 10:
+        text += "The target is met in this run (best-vs-best and median per-repeat ratio both >= 10x)."
+    elif ceiling < 10 or a["direct_s"] / (a["gemm_floor_s"] + a["stats_f32_s"]) < 10:
+        text += ("So in this run 10x was out of reach for an exact method: the product plus the statistics "
+                 f"alone allow {a['direct_s'] / (a['gemm_floor_s'] + a['stats_f32_s']):.1f}x. Lower precision than "
+                 "float32 would need hardware GEMM support this CPU lacks when no bf16/vnni flag is listed; "
+                 "a triangular (Cholesky) route to the statistics was measured no faster with numpy's BLAS.")
+    else:
+        text += "The floor allows 10x; the rest of the gap is query whitening, composition and allocation."
+    return text + " The dense reference needs 64 GFLOP in float64 plus ~10 passes over Q x N float64 matrices."
 
 
 def render(a: dict | None, b: dict | None, c: dict | None, notes: list[str]) -> str:
@@ -471,7 +498,7 @@ def main() -> None:
     ap.add_argument("--skip-ann", action="store_true")
     ap.add_argument("--reuse-large", action="store_true",
                     help="with --skip-large/--skip-ann: render (b)/(c) from the previous run's RESULTS_moor.json")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--reps-large", type=int, default=2, help="interleaved plain/MOOR repeats at N = 1M")
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS_moor.md"))
     args = ap.parse_args()
@@ -509,16 +536,26 @@ def main() -> None:
             shutil.rmtree(d_dir)
     notes.append(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     raw = Path(args.out).with_suffix(".json")
+    today = _dt.date.today().isoformat()
+    for part in (a, b, c):
+        if part is not None:
+            part.setdefault("date", today)
     if args.reuse_large and raw.exists():
-        # (b) and (c) take ~20 minutes: keep the previous run's numbers, say so in the notes
+        # (b) and (c) take ~20 minutes: keep an earlier run's numbers (same N only), say so in the notes
         old = json.loads(raw.read_text(encoding="utf-8"))
-        if b is None and old.get("b"):
-            b = old["b"]
-            notes.append(f"(b) reused from the run of {old.get('date', '?')} (--reuse-large)")
-        if c is None and old.get("c"):
-            c = old["c"]
-            notes.append(f"(c) reused from the run of {old.get('date', '?')} (--reuse-large)")
-    raw.write_text(json.dumps({"date": _dt.date.today().isoformat(), "a": a, "b": b, "c": c}, indent=1), encoding="utf-8")
+        for key, want in (("b", args.n_large), ("c", args.n_ann)):
+            prev = old.get(key)
+            if (b if key == "b" else c) is not None or not prev:
+                continue
+            if prev.get("N") != want:
+                notes.append(f"({key}) not reused: the earlier run had N = {prev.get('N')}, this one asks for {want}")
+                continue
+            notes.append(f"({key}) reused from the run of {prev.get('date', '?')} (--reuse-large)")
+            if key == "b":
+                b = prev
+            else:
+                c = prev
+    raw.write_text(json.dumps({"a": a, "b": b, "c": c}, indent=1), encoding="utf-8")
     Path(args.out).write_text(render(a, b, c, notes), encoding="utf-8")
     print("wrote", args.out)
 
