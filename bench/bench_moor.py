@@ -398,10 +398,13 @@ def reading_a(a: dict) -> str:
     if measured >= 10:
         text += "The target is met in this run (best-vs-best and median per-repeat ratio both >= 10x)."
     elif ceiling < 10 or a["direct_s"] / (a["gemm_floor_s"] + a["stats_f32_s"]) < 10:
+        narrow = [f for f in ("avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16") if f in flags]
         text += ("So in this run 10x was out of reach for an exact method: the product plus the statistics "
-                 f"alone allow {a['direct_s'] / (a['gemm_floor_s'] + a['stats_f32_s']):.1f}x. Lower precision than "
-                 "float32 would need hardware GEMM support this CPU lacks when no bf16/vnni flag is listed; "
-                 "a triangular (Cholesky) route to the statistics was measured no faster with numpy's BLAS.")
+                 f"alone allow {a['direct_s'] / (a['gemm_floor_s'] + a['stats_f32_s']):.1f}x. "
+                 + ("This CPU has no bf16 or int8 dot-product instructions, so float32 is the narrowest type with "
+                    "fast GEMM here; " if not narrow else f"(This CPU lists {', '.join(narrow)}: a bf16/int8 GEMM "
+                    "might go lower, at the cost of exactness.) ")
+                 + "a triangular (Cholesky) route to the statistics was measured no faster with numpy's BLAS.")
     else:
         text += "The floor allows 10x; the rest of the gap is query whitening, composition and allocation."
     return text + " The dense reference needs 64 GFLOP in float64 plus ~10 passes over Q x N float64 matrices."
