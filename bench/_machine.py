@@ -31,30 +31,31 @@ def machine() -> str:
 REFERENCE_PRIMITIVES_MS = {"exact GaussianBlur sigma 10, 1024x768": 16.0, "2.4M standard normals (numpy)": 19.0}
 
 
-def reference_primitives(repeats: int = 7) -> tuple[dict[str, float], float]:
-    """Median ms of SPEC §2's two reference primitives here (one thread) and the geometric-mean factor
-    (this machine's time / the anchor machine's; > 1 means slower)."""
+def timed_ms(fn, repeats: int) -> float:
+    """Median wall time of ``fn()`` in ms over ``repeats`` runs, after one warm-up call (caches, JIT)."""
     import statistics
     import time
 
+    fn()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def reference_primitives(repeats: int = 7) -> tuple[dict[str, float], float]:
+    """Median ms of SPEC §2's two reference primitives here (one thread) and the geometric-mean factor
+    (this machine's time / the anchor machine's; > 1 means slower)."""
     import cv2
 
     cv2.setNumThreads(1)
     rng = np.random.default_rng(0)
     probe = rng.integers(0, 256, size=(768, 1024, 3), dtype=np.uint8)
-
-    def timed(fn) -> float:
-        fn()
-        ts = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t0)
-        return statistics.median(ts) * 1e3
-
     here = {
-        "exact GaussianBlur sigma 10, 1024x768": timed(lambda: cv2.GaussianBlur(probe, (0, 0), 10.0)),
-        "2.4M standard normals (numpy)": timed(lambda: rng.standard_normal(2_359_296)),
+        "exact GaussianBlur sigma 10, 1024x768": timed_ms(lambda: cv2.GaussianBlur(probe, (0, 0), 10.0), repeats),
+        "2.4M standard normals (numpy)": timed_ms(lambda: rng.standard_normal(2_359_296), repeats),
     }
     factor = float(np.exp(np.mean([np.log(here[k] / v) for k, v in REFERENCE_PRIMITIVES_MS.items()])))
     return here, factor

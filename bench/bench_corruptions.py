@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import statistics
-import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -24,22 +22,10 @@ from skimage import data  # noqa: E402
 
 from snapbench.conditions import TEXT_OPERATORS  # noqa: E402
 from snapbench.corruptions import corrupt_image, corrupt_text, default_grid, image_operators  # noqa: E402
-from _machine import REFERENCE_PRIMITIVES_MS, machine, reference_primitives  # noqa: E402  (bench/ is on sys.path)
+from _machine import REFERENCE_PRIMITIVES_MS, machine, reference_primitives, timed_ms as timed  # noqa: E402  (bench/ is on sys.path)
 
 ANCHOR_MS = {(512, 512): 180.0, (768, 1024): 520.0}
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")
-
-
-
-
-def timed(fn, repeats: int) -> float:
-    fn()  # warm caches (lru maps, text masks)
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
 
 
 def main() -> None:
