@@ -405,6 +405,11 @@ def test_values_no_dtype_can_handle_raise_naming_the_input(tmp_path):
     qI, qT, gI, gT = unit
     with pytest.raises(ValueError, match="g_text.*too large to standardise"):
         moor(qI, qT, gI, gT * 1e200)
+    q = qT * 0.1
+    q[2] = np.where(np.arange(q.shape[1]) % 2, 1.7e308, -1.7e308)  # finite, but (x - μ) / σ with σ ~ 0.1 is not
+    for dtype in (np.float64, np.float32):
+        with pytest.raises(ValueError, match="q_text: row 2 overflows float64"):
+            moor(qI * 0.1, q, gI * 0.1, gT * 0.1, dtype=dtype)
     # a float32 index streaming the raw gallery folds (x - μ)·ρ in float32: out-of-range values are refused
     for name, arr in (("big", gI.astype(np.float32) * 2e37), ("tiny", gI * 1e-45)):
         np.save(tmp_path / f"{name}.npy", arr)

@@ -218,21 +218,37 @@ class Whitener:
             out = np.empty(arr.shape, dtype=dtype)
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             self._standardize(arr, out)
-            if dtype.itemsize >= 8:
-                return l2_normalize(out, out=out, norms_out=norms_out)
-            # a narrow dtype (float32) is fast but overflows beyond ~3e38 and flushes tiny values to 0:
-            # rows whose standardised norm left a comfortable range are redone in float64, then cast
-            n2 = np.einsum("ij,ij->i", out, out)
-            redo = ~((n2 >= 1e-30) & (n2 <= 1e30))
+            redo = rows = None
+            if dtype.itemsize < 8:
+                # a narrow dtype (float32) is fast but overflows beyond ~3e38 and flushes tiny values to 0:
+                # rows whose standardised norm left a comfortable range are redone in float64, then cast
+                n2 = np.einsum("ij,ij->i", out, out)
+                redo = np.flatnonzero(~((n2 >= 1e-30) & (n2 <= 1e30)))
+                if redo.size:
+                    rows = np.empty((redo.size, arr.shape[1]), dtype=np.float64)
+                    self._standardize(arr[redo], rows)
+                    self._check_standardized(rows, arr, name, redo)
+            else:
+                self._check_standardized(out, arr, name)
             l2_normalize(out, out=out, norms_out=norms_out)
-        if redo.any():
-            rows = np.empty((int(redo.sum()), arr.shape[1]), dtype=np.float64)
-            self._standardize(arr[redo], rows)
-            row_norms = np.empty(rows.shape[0], dtype=np.float64)
-            out[redo] = l2_normalize(rows, out=rows, norms_out=row_norms)
-            if norms_out is not None:
-                norms_out[redo] = row_norms
+            if rows is not None:
+                row_norms = np.empty(rows.shape[0], dtype=np.float64)
+                out[redo] = l2_normalize(rows, out=rows, norms_out=row_norms)
+                if norms_out is not None:
+                    norms_out[redo] = row_norms
         return out
+
+    @staticmethod
+    def _check_standardized(z: np.ndarray, arr: np.ndarray, name: str, rows: np.ndarray | None = None) -> None:
+        """Finite input, non-finite ``(x - μ) / σ`` (σ << 1 with |x| near float64's limit): a clear error."""
+        if np.isfinite(z).all():
+            return
+        i = int(np.argwhere(~np.isfinite(z))[0][0])
+        row = int(rows[i]) if rows is not None else i
+        raise ValueError(
+            f"{name}: row {row} overflows float64 when standardised (largest |value| "
+            f"{float(np.abs(arr[row]).max()):.3g}); rescale the embeddings"
+        )
 
     def _standardize(self, arr: np.ndarray, out: np.ndarray) -> None:
         """``(arr - μ) / σ`` (or a copy with whitening off) into ``out``, computed in ``out``'s dtype."""
