@@ -256,3 +256,14 @@ def test_explicit_primary_and_stability_metric_must_be_evaluated(data):
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, base + ["--stability-metric", "hit@5", "--primary", "mrr", "--out", str(d.parent / "s.json")])
     assert r.exit_code == 0 and json.loads((d.parent / "s.json").read_text())["stability"]["txt/char_add"]["metric"] == "hit@5"
+
+
+def test_two_files_for_one_condition_are_refused(data, tmp_path):
+    import shutil
+
+    d, qp, _ = data
+    dup = tmp_path / "dup"
+    shutil.copytree(d, dup)
+    shutil.copy(dup / "img__motion_blur__s1.npy", dup / "img__motion_blur__s01.npy")
+    r = runner.invoke(app, ["evaluate", str(dup), "--qrels", str(qp)])
+    assert r.exit_code == 2 and "both hold condition 'img/motion_blur/s1'" in r.output

@@ -242,7 +242,11 @@ def test_embeddings_dir_errors(tmp_path):
     assert r.exit_code == 2 and "backup.image.npy" in r.output and "not a condition id" in r.output
     assert not (tmp_path / "o" / "clean.npy").exists()  # refused before any work
     for suffix in ("image", "text"):
-        (emb_dir / f"backup.{suffix}.npy").unlink()
+        (emb_dir / f"backup.{suffix}.npy").rename(emb_dir / f"img__compression__s01.{suffix}.npy")
+    r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--out", out])
+    assert r.exit_code == 2 and "'img__compression__s1'" in r.output and "s01" in r.output
+    for suffix in ("image", "text"):
+        (emb_dir / f"img__compression__s01.{suffix}.npy").unlink()
     (emb_dir / "txt__typo.text.npy").unlink()
     r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--out", out])
     assert r.exit_code == 2 and "txt__typo.text.npy" in r.output
@@ -326,3 +330,21 @@ def test_paths_dir_overflow_error_names_condition_and_files(tmp_path):
         np.save(d / f"txt__typo.{p}.npy", rng.standard_normal((4, 9)) * (1e160 if p == "TT" else 1.0))
     r = runner.invoke(app, ["moor", "--paths-dir", str(d), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2 and "'txt__typo'" in r.output and "txt__typo.TT.npy" in r.output and "too large" in r.output
+
+
+def test_exact_rerun_drops_stale_ann_recall_entries(tmp_path):
+    import json
+
+    rng = derive_generator("test-cli-moor", "stale-recall")
+    d = tmp_path / "paths"
+    d.mkdir()
+    for p in ("II", "TT", "IT", "TI"):
+        np.save(d / f"clean.{p}.npy", rng.standard_normal((4, 9)))
+    out = tmp_path / "o"
+    out.mkdir()
+    # entries as an earlier --ann run would have left them: one for a condition rewritten now, one not
+    (out / "ann_recall.json").write_text(json.dumps({"clean": {"k": 5, "queries": 4, "recall": 0.5, "rows": [0, 1, 2, 3]},
+                                                     "txt__typo": {"k": 5, "queries": 4, "recall": 0.75, "rows": [0, 1, 2, 3]}}))
+    r = runner.invoke(app, ["moor", "--paths-dir", str(d), "--topk", "5", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert set(json.loads((out / "ann_recall.json").read_text())) == {"txt__typo"}

@@ -476,3 +476,23 @@ def test_query_into_a_reused_buffer(tmp_path):
     frozen.setflags(write=False)
     with pytest.raises(ValueError, match=r"read-only"):
         index.query(qI, qT, out=frozen)
+
+
+def test_unwhitened_fit_of_huge_values_is_quiet_and_exact(recwarn):
+    # the running mean/std overflow at ~1e154 but are unused without whitening: no warning, exact scores
+    import warnings
+
+    qI, qT, gI, gT = _data(Q=4, N=30, d=6, seed="huge-unwhitened")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        index = MOORIndex(whiten=False, chunk_size=7).fit(gI * 1e200, gT * 1e200)
+        res = index.query(qI * 1e200, qT * 1e200)
+    assert np.abs(res.scores - reference_moor(qI, qT, gI, gT, whiten=False)[0]).max() < 1e-12
+
+
+def test_eps_zero_with_a_constant_dimension_names_the_cause():
+    qI, qT, gI, gT = _data(Q=4, N=30, d=6, seed="eps0")
+    gI = gI.copy()
+    gI[:, 2] = 3.0
+    with pytest.raises(ValueError, match=r"g_image: \(x - μ\) / σ is undefined in dimension 2.*eps=0.0"):
+        moor(qI, qT, gI, gT, eps=0.0)

@@ -148,7 +148,6 @@ def moor(
 
     try:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "moor_weights").mkdir(exist_ok=True)
     except OSError as exc:
         _fail(f"{out}: cannot create the output folder --out ({exc.strerror or exc})")
 
@@ -172,6 +171,7 @@ def moor(
             write_trec_run(out / f"{cond}.trec", top, qids, gids, run_name=f"moor-{gate}")
         else:
             save_npy(out / f"{cond}.npy", res.scores)
+        (out / "moor_weights").mkdir(exist_ok=True)
         wpath = out / "moor_weights" / f"{cond}.{weights_format}"
         write_weights(wpath, res.weights, res.correlations, res.text_share, res.fallback, qids)
 
@@ -179,12 +179,15 @@ def moor(
         # outputs are named <condition>.npy/.trec: a stem that is no condition id would make the whole
         # SCORES_DIR unreadable for `snapbench evaluate`, so refuse before any work
         for stem, files in sorted(names_to_files.items()):
+            first = next(iter(files.values())) if isinstance(files, dict) else files[0]
             try:
-                parse_condition(stem)
+                canonical = condition_to_filename(parse_condition(stem).id)
             except ValueError as exc:
-                first = next(iter(files.values())) if isinstance(files, dict) else files[0]
-                raise ValueError(f"{first}: {stem!r} is not a condition id ({exc}); rename or move the file") from None
+                raise ValueError(f"{first}: {exc}; rename or move the file") from None
+            if canonical != stem:  # e.g. s01 for s1: evaluate would read both as one condition
+                raise ValueError(f"{first}: write the condition as {canonical!r}, not {stem!r}")
 
+    recall_file = out / "ann_recall.json"
     try:
         if paths_dir is not None:
             conds = find_path_conditions(paths_dir)
@@ -205,6 +208,7 @@ def moor(
                         raise ValueError(f"condition {cond!r} ({', '.join(str(f) for f in files.values())}): {exc}") from None
                     top = dense_topk(res.scores, topk) if topk is not None else None
                     write_result(cond, res, qids, gids, top)
+                    _update_ann_recall(recall_file, [cond], {})  # exact scores now: an old ANN recall is stale
                     say(f"{cond}: {Q} queries x {N} gallery, mean text share {res.text_share.mean():.4f}, "
                         f"fallback {int(res.fallback.sum())}")
                     advance()
@@ -256,11 +260,12 @@ def moor(
                             buf = np.empty((qI.shape[0], index.n_gallery), dtype=index.dtype)
                         res = index.query(qI, qT, out=buf)
                         write_result(cond, res, qids, gids)
+                    # per condition, so a run that fails later leaves no stale entry for what it rewrote
+                    _update_ann_recall(recall_file, [cond], {cond: recalls[cond]} if cond in recalls else {})
                     extra = f", ANN recall@{topk} {recalls[cond]['recall']:.4f} on {recalls[cond]['queries']} queries" if cond in recalls else ""
                     say(f"{cond}: {len(qids)} queries x {len(gids)} gallery, mean text share "
                         f"{res.text_share.mean():.4f}, fallback {int(res.fallback.sum())}{extra}")
                     advance()
-            _update_ann_recall(out / "ann_recall.json", [c for c, _ in states], recalls)
         write_ids(out / "query_ids.txt", qids)
         write_ids(out / "gallery_ids.txt", gids)
     except (ValueError, ImportError) as exc:

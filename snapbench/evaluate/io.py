@@ -466,9 +466,9 @@ class ScoresDir:
                 stem = f.name[: -len(".npy")]
                 base, dot, suffix = stem.rpartition(".")
                 if dot and suffix in PATHS:
-                    self._paths.setdefault(self._cid(base, f), {})[suffix] = f
+                    self._add(self._paths.setdefault(self._cid(base, f), {}), suffix, f)
                 else:
-                    self._files[self._cid(stem, f)] = f
+                    self._add(self._files, self._cid(stem, f), f)
             qf, gf = self.path / "query_ids.txt", self.path / "gallery_ids.txt"
             if not qf.is_file() or not gf.is_file():
                 raise EvaluationInputError(
@@ -478,7 +478,7 @@ class ScoresDir:
             self.gallery_ids = read_ids(gf, "gallery ids")
         else:
             for f in runs:
-                self._files[self._cid(f.stem, f)] = f
+                self._add(self._files, self._cid(f.stem, f), f)
             self.query_ids, self.gallery_ids = self._run_ids(qrels)
         if mode is not None:
             if self.kind != "npy":
@@ -503,6 +503,13 @@ class ScoresDir:
                 + (f" / clean.<path>.npy for mode {mode}" if mode else "")
                 + "); paired results are against clean"
             )
+
+    @staticmethod
+    def _add(files: dict, key: str, f: Path) -> None:
+        # e.g. img__compression__s1.npy and img__compression__s01.npy name one condition: never pick one silently
+        if key in files:
+            raise EvaluationInputError(f"{files[key]} and {f} both hold condition {key!r}; keep one")
+        files[key] = f
 
     @staticmethod
     def _cid(stem: str, f: Path) -> str:

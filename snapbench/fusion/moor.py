@@ -401,7 +401,7 @@ class MOORIndex:
                     if raw_limit < np.inf and np.abs(chunk).max() > raw_limit:
                         raise ValueError(f"{nm}: values in rows {start}..{start + n - 1} reach "
                                          f"{float(np.abs(chunk).max()):.3g}, beyond what a float32 index streaming "
-                                         "the raw gallery can fold; use dtype='float64' or an in-memory gallery")
+                                         "the raw gallery can fold; use a float64 index (CLI: --dtype float64) or an in-memory gallery")
                 if buf is None or buf.shape[0] < n:
                     buf = np.empty((n, 2 * d), dtype=np.float64)
                 z = buf[:n]
@@ -417,14 +417,14 @@ class MOORIndex:
                 raise ValueError(f"the gallery yielded {moments.n} rows in the second pass, {N} in the first")
             if folded:
                 # ρ = 1/norm must be representable in the dtype the folded search runs in
-                lo, hi = (1e-30, 1e30) if self.dtype == np.float32 else (1e-300, np.finfo(np.float64).max)
+                lo, hi = (1e-30, 1e30) if self.dtype == np.float32 else (1 / np.finfo(np.float64).max, np.finfo(np.float64).max)
                 for norms, nm in ((norms_i, name_i), (norms_t, name_t)):
                     bad = np.flatnonzero((norms != 0) & ~((norms >= lo) & (norms <= hi)))
                     if bad.size:
                         raise ValueError(
                             f"{nm}: row {int(bad[0])} has norm {float(norms[bad[0]]):.3g} after standardising, outside "
                             f"what a {self.dtype} index streaming the raw gallery can represent; rescale the "
-                            "embeddings, use dtype='float64', or keep the gallery in memory / give cache_path"
+                            "embeddings, use a float64 index (CLI: --dtype float64), or keep the gallery in memory / give cache_path"
                         )
         except BaseException:
             if cache_f is not None:

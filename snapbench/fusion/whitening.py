@@ -162,9 +162,12 @@ class Whitener:
         check_finite(x, name, row_offset=row_offset)
         if self._moments is None:
             self._moments = RunningMoments(x.shape[1])
-        self._moments.update(x)
-        if self._moments.n:
-            scale = np.sqrt(self._moments.var) + self.eps
+        # huge values overflow the running statistics: reported just below when whitening needs them,
+        # harmless (unused) with whitening off
+        with np.errstate(over="ignore", invalid="ignore"):
+            self._moments.update(x)
+            scale = np.sqrt(self._moments.var) + self.eps if self._moments.n else None
+        if scale is not None:
             if self.enabled and not (np.isfinite(scale).all() and np.isfinite(self._moments.mean).all()):
                 big = float(np.abs(x).max())
                 raise ValueError(
@@ -238,13 +241,18 @@ class Whitener:
                     norms_out[redo] = row_norms
         return out
 
-    @staticmethod
-    def _check_standardized(z: np.ndarray, arr: np.ndarray, name: str, rows: np.ndarray | None = None) -> None:
-        """Finite input, non-finite ``(x - μ) / σ`` (σ << 1 with |x| near float64's limit): a clear error."""
+    def _check_standardized(self, z: np.ndarray, arr: np.ndarray, name: str, rows: np.ndarray | None = None) -> None:
+        """Finite input, non-finite ``(x - μ) / σ`` (σ << 1 with |x| near float64's limit, or σ = 0 with
+        ``eps=0``): a clear error."""
         if np.isfinite(z).all():
             return
-        i = int(np.argwhere(~np.isfinite(z))[0][0])
+        i, j = (int(v) for v in np.argwhere(~np.isfinite(z))[0])
         row = int(rows[i]) if rows is not None else i
+        if self.enabled and self.scale_ is not None and self.scale_[j] == 0:
+            raise ValueError(
+                f"{name}: (x - μ) / σ is undefined in dimension {j} (row {row}): the gallery is constant there "
+                f"and eps={self.eps} leaves σ = 0; use eps > 0 (the authors' 1e-6)"
+            )
         raise ValueError(
             f"{name}: row {row} overflows float64 when standardised (largest |value| "
             f"{float(np.abs(arr[row]).max()):.3g}); rescale the embeddings"
