@@ -6,7 +6,14 @@ Flow: ``corrupt`` -> ``encode`` (or your own encoder) -> ``evaluate`` / ``moor``
 
 from __future__ import annotations
 
+import functools
+import sys
+from typing import Any, Callable
+
 import typer
+
+from . import __version__
+from .errors import SnapbenchError
 
 from .commands.conditions import conditions
 from .commands.corrupt import corrupt
@@ -28,9 +35,45 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"snapbench {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the snapbench version and exit."
+    ),
+) -> None:
     """Paired robustness evaluation of image+text retrieval."""
+
+
+def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a command; map snapbench's errors and OS errors to ``error: <file>: <problem>``, exit 2.
+
+    This is the one place where library exceptions become CLI messages: commands raise
+    :class:`~snapbench.errors.SnapbenchError` (or let ``OSError`` through) instead of printing.
+    """
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except SnapbenchError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        except OSError as exc:
+            where = exc.filename if exc.filename is not None else ""
+            what = exc.strerror or str(exc)
+            typer.echo(f"error: {where}: {what}" if where else f"error: {what}", err=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted; rerun the same command to resume (finished outputs are kept)", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper
 
 
 for _name, _command in (
@@ -43,7 +86,7 @@ for _name, _command in (
     ("moor", moor),
     ("demo", demo),
 ):
-    app.command(_name)(_command)
+    app.command(_name)(guarded(_command))
 
 
 def main() -> None:
