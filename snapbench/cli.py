@@ -22,6 +22,7 @@ from .commands.encode import encode
 from .commands.evaluate import additivity, evaluate
 from .commands.moor import moor
 from .commands.preview import preview
+from .commands.run import run
 
 app = typer.Typer(
     name="snapbench",
@@ -84,6 +85,7 @@ for _name, _command in (
     ("evaluate", evaluate),
     ("additivity", additivity),
     ("moor", moor),
+    ("run", run),
     ("demo", demo),
 ):
     app.command(_name)(guarded(_command))

@@ -1,0 +1,77 @@
+"""`snapbench run`: from a dataset and a model to the whole paired robustness report, one command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def _csv(text: Optional[str]) -> Optional[list[str]]:
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise typer.BadParameter("empty list")
+    return items
+
+
+def run(
+    dataset: Path = typer.Argument(..., help="Dataset: snap_bench.json, a PhotoBench folder, an ImageFolder copy, or a JSONL query manifest (with --gallery/--qrels) or a folder holding queries.jsonl, gallery.jsonl, qrels.json."),
+    encoder: str = typer.Option(..., "--encoder", "-e", help="Encoder spec: toy, sentence-transformers:NAME_OR_PATH, hf:NAME_OR_PATH, open_clip:ARCH[:PRETRAINED], or package.module:attribute."),
+    out: Path = typer.Option(..., "--out", help="Output folder (reports per mode, MOOR, report.html); rerun to resume."),
+    format: Optional[str] = typer.Option(None, "--format", help="Force the dataset format (snapbench-json, hf-imagefolder, photobench, jsonl); default: detected."),
+    images: Optional[Path] = typer.Option(None, "--images", help="Folder holding the dataset's images when they are not next to it."),
+    gallery: Optional[Path] = typer.Option(None, "--gallery", help="Gallery JSONL for a JSONL query manifest."),
+    qrels: Optional[Path] = typer.Option(None, "--qrels", help="Relevance labels (TREC or JSON) where the dataset has none of its own."),
+    modes: Optional[str] = typer.Option(None, "--modes", help="Comma-separated modes among I2I, T2T, IT2IT, I2IT, T2IT (default: all the data and model allow)."),
+    conditions: Optional[str] = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: the 54 states)."),
+    joint: bool = typer.Option(True, "--joint/--no-joint", help="Add the paper's 18 joint image+text conditions."),
+    variants: str = typer.Option("generated", "--variants", help="generated (snapbench's seeded operators) or released (the variants the dataset ships)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the corruptions and the bootstrap."),
+    device: Optional[str] = typer.Option(None, "--device", help="Encoder device (default: cuda when available, else cpu)."),
+    batch_size: int = typer.Option(32, "--batch-size", help="Encoder batch size."),
+    workers: int = typer.Option(1, "--workers", help="Processes that corrupt queries while the encoder runs."),
+    resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples for the CIs."),
+    k: str = typer.Option("1,5,10,20", "--k", help="Cut-offs of hit@k, recall@k, ndcg@k."),
+    group_by: Optional[str] = typer.Option(None, "--group-by", help="Also report per value of this query field (e.g. domain, source)."),
+    grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache."),
+    force: bool = typer.Option(False, "--force", help="Discard an earlier run in --out made with another configuration."),
+    no_report: bool = typer.Option(False, "--no-report", help="Skip the HTML/markdown/LaTeX report."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
+) -> None:
+    """Run the whole paired evaluation: load -> corrupt -> encode -> score -> fuse -> evaluate -> report.
+
+    Writes OUT/<MODE>/report.json for each evaluated mode (I2I, T2T, IT2IT, I2IT, T2IT), OUT/MOOR/report.json,
+    fixed-fusion baselines under OUT/fusion/, and OUT/report.html. A killed run resumes where it stopped.
+    """
+    from ..errors import ConfigError
+    from ..pipeline import RunOptions, run_benchmark
+
+    try:
+        ks = tuple(int(x) for x in k.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"--k must be comma-separated integers, got {k!r}") from None
+    for flag, value, low in (("--workers", workers, 1), ("--batch-size", batch_size, 1), ("--resamples", resamples, 1)):
+        if value < low:
+            raise ConfigError(f"{flag} must be >= {low}, got {value}")
+    if variants not in ("generated", "released"):
+        raise ConfigError(f"--variants must be 'generated' or 'released', got {variants!r}")
+    opts = RunOptions(
+        modes=_csv(modes), conditions=_csv(conditions), joint=joint, variants=variants, seed=seed, grid=grid,
+        device=device, batch_size=batch_size, workers=workers, resamples=resamples, ks=ks, group_by=group_by,
+        cache_dir=cache_dir, use_cache=not no_cache, dataset_format=format, images=images, qrels=qrels,
+        gallery=gallery, force=force, report=not no_report, progress=not no_progress,
+    )
+    result = run_benchmark(dataset, encoder, out, opts, log=lambda msg: typer.echo(msg, err=True))
+    typer.echo(
+        f"{result.n_queries} queries x {len(result.conditions)} conditions vs {result.n_gallery} gallery items; "
+        f"modes: {', '.join(result.modes)}; {len(result.dropped)} dropped; {result.elapsed_s:.1f} s"
+    )
+    for name, path in result.reports.items():
+        typer.echo(f"  {name:14s} {path}")
+    if result.html is not None:
+        typer.echo(f"report: {result.html}")
