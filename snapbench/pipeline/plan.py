@@ -1,0 +1,173 @@
+"""What a run evaluates: modes from the sides the data and model have, conditions, sources."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..conditions import JOINT_PAIRS, Condition, parse_condition
+from ..errors import ConfigError
+
+MODES: tuple[str, ...] = ("I2I", "T2T", "IT2IT", "I2IT", "T2IT")
+# Which side (query, gallery) each path reads: II = image vs image, IT = query image vs caption, ...
+PATH_SIDES: dict[str, tuple[str, str]] = {
+    "II": ("image", "image"),
+    "TT": ("text", "text"),
+    "IT": ("image", "text"),
+    "TI": ("text", "image"),
+}
+BLOCK_QUERIES = 16
+BASELINES: tuple[str, ...] = ("comb_sum", "rrf")
+RUN_SCHEMA = 1
+
+
+@dataclass
+class RunOptions:
+    """Everything ``snapbench run`` takes besides the dataset and the encoder (CLI flags in brackets)."""
+
+    modes: Sequence[str] | None = None  # [--modes] default: every mode the data and the model allow
+    conditions: Sequence[str] | None = None  # [--conditions] default: the 54 states
+    joint: bool = True  # [--joint/--no-joint] the paper's 18 joint conditions
+    variants: str = "generated"  # [--variants] generated | released
+    seed: int = 0
+    grid: str | os.PathLike | Mapping[str, Any] | None = None
+    device: str | None = None
+    batch_size: int = 32
+    workers: int = 1
+    resamples: int = 10_000
+    ks: tuple[int, ...] = (1, 5, 10, 20)
+    group_by: str | None = None
+    cache_dir: str | os.PathLike | None = None
+    use_cache: bool = True
+    dataset_format: str | None = None
+    images: str | os.PathLike | None = None
+    qrels: str | os.PathLike | None = None
+    gallery: str | os.PathLike | None = None
+    force: bool = False
+    report: bool = True
+    progress: bool = True
+
+
+@dataclass
+class RunResult:
+    """What :func:`run_benchmark` produced."""
+
+    out_dir: Path
+    modes: list[str]
+    conditions: list[str]
+    n_queries: int
+    n_gallery: int
+    dropped: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+    reports: dict[str, Path] = field(default_factory=dict)
+    html: Path | None = None
+    elapsed_s: float = 0.0
+
+
+# ------------------------------------------------------------------------------------------------
+# planning: which modes, conditions and sources a run needs
+# ------------------------------------------------------------------------------------------------
+
+
+def image_source(cond: Condition) -> str:
+    return cond.image_part.id if cond.kind in ("image", "joint") else "clean"
+
+
+def text_source(cond: Condition) -> str:
+    return cond.text_part.id if cond.kind in ("text", "joint") else "clean"
+
+
+def available_sides(dataset: Any, encoder: Any) -> tuple[dict[str, bool], dict[str, bool], list[str]]:
+    """Which query sides and gallery sides can be encoded, and why the others cannot."""
+    mods = set(getattr(encoder, "modalities", {"image", "text"}))
+    why: list[str] = []
+    q_has_img = bool(dataset.has_query_images)
+    g_has_img = bool(dataset.has_gallery_images)
+    q_has_txt = any(q.question for q in dataset.queries)
+    g_has_txt = bool(dataset.gallery) and all(g.caption for g in dataset.gallery)
+    if not q_has_img:
+        why.append("the queries have no images")
+    if not g_has_img:
+        why.append("the gallery has no images")
+    if not q_has_txt:
+        why.append("the queries have no questions")
+    if not g_has_txt:
+        why.append("some gallery items have no caption")
+    if "image" not in mods:
+        why.append(f"the encoder {getattr(encoder, 'name', '?')} encodes no images")
+    if "text" not in mods:
+        why.append(f"the encoder {getattr(encoder, 'name', '?')} encodes no text")
+    query = {"image": q_has_img and "image" in mods, "text": q_has_txt and "text" in mods}
+    gallery = {"image": g_has_img and "image" in mods, "text": g_has_txt and "text" in mods}
+    return query, gallery, why
+
+
+def plan_modes(query: Mapping[str, bool], gallery: Mapping[str, bool], requested: Sequence[str] | None) -> tuple[list[str], list[str], bool]:
+    """(modes to evaluate, paths needed, whether MOOR can run) given the sides that exist."""
+    from ..evaluate.modes import MODES as MODE_WEIGHTS
+
+    paths_ok = {p: query[qs] and gallery[gs] for p, (qs, gs) in PATH_SIDES.items()}
+    if requested is None:
+        wanted = list(MODES)
+    else:
+        wanted = []
+        for m in requested:
+            key = str(m).strip().upper()
+            if key not in MODES:
+                raise ConfigError(f"unknown mode {m!r}; modes: {', '.join(MODES)}")
+            if key not in wanted:
+                wanted.append(key)
+    modes = [m for m in wanted if all(paths_ok[p] for p in MODE_WEIGHTS[m])]
+    moor_ok = all(paths_ok.values())
+    needed = sorted({p for m in modes for p in MODE_WEIGHTS[m]} | (set(PATH_SIDES) if moor_ok else set()))
+    return modes, needed, moor_ok
+
+
+def plan_conditions(
+    options: RunOptions, dataset: Any, *, use_query_images: bool, use_query_text: bool, grid: Mapping[str, Any]
+) -> tuple[list[Condition], list[str]]:
+    """The conditions of the run, in order (clean first), and notes on those left out."""
+    from ..corruptions.pipeline import resolve_conditions  # TODO(merge)
+
+    notes: list[str] = []
+    if options.variants == "released":
+        rel = dataset.released
+        if rel is None:
+            raise ConfigError(f"dataset {dataset.name!r} ({dataset.format}) ships no variants; use variants='generated'")
+        conds = [Condition("clean")]
+        txt_ops = sorted({op for per in rel.texts.values() for op in per})
+        img_parts = sorted({key for per in rel.images.values() for key in per})
+        conds += [Condition("image", image_operator=op, severity=s) for op, s in img_parts]
+        conds += [Condition("text", text_operator=op) for op in txt_ops]
+        if options.joint:
+            conds += [
+                Condition("joint", image_operator=i, text_operator=t, severity=s)
+                for i, t in JOINT_PAIRS
+                for (op, s) in img_parts
+                if op == i and t in txt_ops
+            ]
+        if options.conditions is not None:
+            want = {parse_condition(c).id for c in options.conditions} | {"clean"}
+            unknown = sorted(want - {c.id for c in conds})
+            if unknown:
+                raise ConfigError(f"the dataset ships no variants for {', '.join(unknown)}")
+            conds = [c for c in conds if c.id in want]
+    else:
+        conds = resolve_conditions(options.conditions, joint=options.joint, grid=grid)
+    kept = []
+    for c in conds:
+        if c.kind in ("image", "joint") and not use_query_images:
+            continue
+        if c.kind in ("text", "joint") and not use_query_text:
+            continue
+        kept.append(c)
+    left = len(conds) - len(kept)
+    if left:
+        kinds = sorted({c.kind for c in conds if c not in kept})
+        notes.append(f"{left} {'/'.join(kinds)} condition(s) left out: no evaluated mode reads that side of the query")
+    return kept, notes
+
+
+# ------------------------------------------------------------------------------------------------

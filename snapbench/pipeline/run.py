@@ -1,0 +1,289 @@
+"""The run itself: plan, resume check, encode, evaluate, report."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..atomic import write_text_atomic
+from ..errors import ConfigError, InputError
+from .plan import (
+    BLOCK_QUERIES,
+    MODES,
+    PATH_SIDES,
+    RUN_SCHEMA,
+    RunOptions,
+    RunResult,
+    available_sides,
+    image_source,
+    plan_conditions,
+    plan_modes,
+    text_source,
+)
+from .scoring import evaluate_all
+from .sources import (
+    Batcher,
+    QueryStore,
+    SourceTask,
+    encode_gallery,
+    iter_sources,
+    read_blocks,
+)
+
+
+class Progress:
+    """A rich progress display on stderr, or nothing."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.p = None
+
+    def __enter__(self) -> "Progress":
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                              TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True))
+            self.p.__enter__()
+        return self
+
+    def add(self, description: str, total: int) -> Any:
+        return self.p.add_task(description, total=total) if self.p else None
+
+    def advance(self, task: Any, n: int = 1) -> None:
+        if self.p is not None and task is not None:
+            self.p.advance(task, n)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.p is not None:
+            self.p.__exit__(*exc)
+
+
+# ------------------------------------------------------------------------------------------------
+# the run
+# ------------------------------------------------------------------------------------------------
+
+
+def run_fingerprint(dataset: Any, encoder: Any, options: RunOptions, grid_json: Any, conds: list[str], sources: dict) -> dict:
+    import hashlib
+
+    ids = hashlib.sha256("\x1f".join(q.id for q in dataset.queries).encode()).hexdigest()
+    gids = hashlib.sha256("\x1f".join(g.id for g in dataset.gallery).encode()).hexdigest()
+    return {
+        "dataset_queries_sha256": ids,
+        "dataset_gallery_sha256": gids,
+        "encoder_fingerprint": str(getattr(encoder, "fingerprint", getattr(encoder, "name", type(encoder).__name__))),
+        "seed": int(options.seed),
+        "variants": options.variants,
+        "grid": grid_json,
+        "block_queries": BLOCK_QUERIES,
+        "batch_size": int(options.batch_size),
+        "sources": sources,
+    }
+
+
+def run_benchmark(
+    dataset: str | os.PathLike | Any,
+    encoder: str | Any,
+    out_dir: str | os.PathLike,
+    options: RunOptions | None = None,
+    *,
+    log: Callable[[str], None] | None = None,
+) -> RunResult:
+    """From a dataset and an encoder to the paired robustness reports (layout in the module docstring).
+
+    ``dataset`` is a path (any format :func:`snapbench.data.load_dataset` reads) or a loaded
+    :class:`snapbench.data.Dataset`; ``encoder`` a spec string (``toy``,
+    ``sentence-transformers:NAME``, ``hf:NAME``, ``open_clip:ARCH[:PRETRAINED]``, ``module:attr``)
+    or an encoder object.  Rerunning into the same ``out_dir`` resumes; a run made with another
+    dataset, encoder, seed, grid or variants is refused unless ``options.force``.
+    """
+    from ..corruptions.pipeline import (
+        resolve_grid,  # TODO(merge): snapbench.corruptions public name
+    )
+
+    opts = options or RunOptions()
+    say = log or (lambda _msg: None)
+    t0 = time.perf_counter()
+    if opts.workers < 1:
+        raise ConfigError(f"workers must be >= 1, got {opts.workers}")
+    if opts.batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {opts.batch_size}")
+    if opts.variants not in ("generated", "released"):
+        raise ConfigError(f"variants must be 'generated' or 'released', got {opts.variants!r}")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"the output folder is an existing file: {out}")
+
+    if hasattr(dataset, "queries"):
+        ds = dataset
+    else:
+        from ..data import load_dataset
+
+        ds = load_dataset(dataset, format=opts.dataset_format, images=opts.images, qrels=opts.qrels, gallery=opts.gallery)
+    enc = load_encoder(encoder, opts)
+    notes = list(getattr(ds, "notes", []))
+
+    q_sides, g_sides, why = available_sides(ds, enc)
+    modes, paths, moor_ok = plan_modes(q_sides, g_sides, opts.modes)
+    if not modes and not moor_ok:
+        raise ConfigError(
+            "no retrieval mode can run: " + "; ".join(why or ["the requested modes need sides that are missing"])
+        )
+    skipped_modes = [m for m in (opts.modes or MODES) if str(m).upper() not in modes]
+    if skipped_modes:
+        notes.append(f"modes skipped: {', '.join(str(m).upper() for m in skipped_modes)} ({'; '.join(why) or 'not requested'})")
+    if not moor_ok:
+        notes.append("MOOR skipped: it needs query and gallery images and texts, and an encoder for both")
+    use_q_img = any(PATH_SIDES[p][0] == "image" for p in paths)
+    use_q_txt = any(PATH_SIDES[p][0] == "text" for p in paths)
+    table = resolve_grid(opts.grid)
+    conds, cnotes = plan_conditions(opts, ds, use_query_images=use_q_img, use_query_text=use_q_txt, grid=table)
+    notes += cnotes
+    img_sources = tuple(dict.fromkeys(image_source(c) for c in conds)) if use_q_img else ()
+    txt_sources = tuple(dict.fromkeys(text_source(c) for c in conds)) if use_q_txt else ()
+    for n in notes:
+        say(n)
+
+    grid_json = {op: {f"s{s}": dict(v) for s, v in sorted(levels.items())} for op, levels in sorted(table.items())}
+    fp = run_fingerprint(ds, enc, opts, grid_json, [c.id for c in conds], {"image": list(img_sources), "text": list(txt_sources)})
+    out.mkdir(parents=True, exist_ok=True)
+    run_json = out / "run.json"
+    emb_dir = out / "embeddings"
+    qdir = emb_dir / "queries"
+    if run_json.exists() and not opts.force:
+        try:
+            before = json.loads(run_json.read_text(encoding="utf-8")).get("fingerprint")
+        except (OSError, ValueError):
+            before = None
+        if before != fp:
+            diff = sorted(k for k in fp if not isinstance(before, dict) or before.get(k) != fp[k])
+            raise ConfigError(
+                f"{out} holds a run made with another {', '.join(diff) or 'configuration'}; "
+                "use a new output folder, or force to discard it"
+            )
+    if opts.force and qdir.exists():
+        for f in qdir.iterdir():
+            f.unlink()
+        for f in emb_dir.glob("gallery.*.npy"):
+            f.unlink()
+    qdir.mkdir(parents=True, exist_ok=True)
+    from .. import __version__
+
+    first_img = next((q for q in ds.queries if q.image is not None and Path(q.image).exists()), None)
+    meta = {
+        "schema": RUN_SCHEMA,
+        "snapbench_version": __version__,
+        "dataset": {"name": ds.name, "format": ds.format, "root": str(ds.root), "n_queries": len(ds.queries), "n_gallery": len(ds.gallery)},
+        "encoder": {"spec": encoder if isinstance(encoder, str) else type(encoder).__name__, "name": getattr(enc, "name", None)},
+        "seed": int(opts.seed),
+        "variants": opts.variants,
+        "modes": modes + (["MOOR"] if moor_ok else []),
+        "conditions": [c.id for c in conds],
+        "fingerprint": fp,
+        "status": "running",
+        "contact_sheet": {"image": str(first_img.image), "key": first_img.id, "seed": int(opts.seed)} if first_img else None,
+        "notes": notes,
+    }
+    write_text_atomic(run_json, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+
+    n_q = len(ds.queries)
+    blocks_log = qdir / "blocks.jsonl"
+    done = read_blocks(blocks_log)
+    n_blocks = (n_q + BLOCK_QUERIES - 1) // BLOCK_QUERIES
+    img_store = QueryStore(qdir, n_q, "image")
+    txt_store = QueryStore(qdir, n_q, "text")
+    released = ds.released if opts.variants == "released" else None
+    grid_arg = table if opts.grid is not None else None
+
+    with Progress(opts.progress) as bar:
+        gallery = encode_gallery(ds, enc, emb_dir, g_sides, opts.batch_size, bar)
+        qtask = bar.add("corrupt + encode queries", n_q)
+        bar.advance(qtask, sum(min(BLOCK_QUERIES, n_q - b * BLOCK_QUERIES) for b in done if b < n_blocks))
+        todo = [b for b in range(n_blocks) if b not in done]
+        tasks = [
+            SourceTask(i, q.id, None if q.image is None else str(q.image), q.question, q.entity, int(opts.seed),
+                        img_sources, txt_sources, grid_arg)
+            for b in todo
+            for i, q in enumerate(ds.queries[b * BLOCK_QUERIES : (b + 1) * BLOCK_QUERIES], start=b * BLOCK_QUERIES)
+        ]
+        img_batch = Batcher(enc.encode_images, opts.batch_size, img_store.put)
+        txt_batch = Batcher(enc.encode_texts, opts.batch_size, txt_store.put)
+        block_skips: list[dict[str, Any]] = []
+        with open(blocks_log, "a", encoding="utf-8") as logf:
+            for res in iter_sources(tasks, opts.workers, released):
+                for src in img_sources:
+                    if src in res.images:
+                        img_batch.add(res.index, src, res.images[src])
+                for src in txt_sources:
+                    if src in res.texts:
+                        txt_batch.add(res.index, src, res.texts[src])
+                block_skips += res.skips
+                bar.advance(qtask)
+                b = res.index // BLOCK_QUERIES
+                if res.index == min((b + 1) * BLOCK_QUERIES, n_q) - 1:  # last query of its block
+                    img_batch.flush()
+                    txt_batch.flush()
+                    img_store.flush()
+                    txt_store.flush()
+                    logf.write(json.dumps({"block": b, "skips": block_skips}, ensure_ascii=False) + "\n")
+                    logf.flush()
+                    os.fsync(logf.fileno())
+                    done[b] = block_skips
+                    block_skips = []
+
+        # ---- paired query set -------------------------------------------------------------------
+        dropped: dict[str, str] = {}
+        for skips in done.values():
+            for s in skips:
+                dropped.setdefault(s["id"], f"{s['condition'] or 'all conditions'}: {s['reason']}")
+        keep = np.array([i for i, q in enumerate(ds.queries) if q.id not in dropped], dtype=np.int64)
+        if keep.size == 0:
+            raise InputError(f"no query could be produced under every condition (see {out / 'dropped_queries.json'})")
+        write_text_atomic(out / "dropped_queries.json", json.dumps(dropped, indent=2, ensure_ascii=False) + "\n")
+        if dropped:
+            say(f"{len(dropped)} quer{'y' if len(dropped) == 1 else 'ies'} dropped from every state (listed in {out / 'dropped_queries.json'})")
+        q_emb = {("image", s): img_store.load(s) for s in img_sources}
+        q_emb.update({("text", s): txt_store.load(s) for s in txt_sources})
+
+        reports = evaluate_all(ds, out, conds, modes, moor_ok, gallery, q_emb, keep, opts, bar, say)
+
+    meta["status"] = "complete"
+    meta["n_queries_evaluated"] = int(keep.size)
+    write_text_atomic(run_json, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    html = None
+    if opts.report:
+        try:
+            from ..report import build_report
+
+            html = build_report(out).html
+        except ImportError as exc:
+            say(f"no HTML report: {exc} (pip install 'snapbench[report]', then snapbench report {out})")
+    return RunResult(out, modes + (["MOOR"] if moor_ok else []), [c.id for c in conds], int(keep.size), len(ds.gallery),
+                     dropped, notes, reports, html, time.perf_counter() - t0)
+
+
+def load_encoder(encoder: str | Any, opts: RunOptions) -> Any:
+    if not isinstance(encoder, str):
+        return encoder
+    from ..models import CachedEncoder, load_encoder
+
+    enc = load_encoder(encoder, device=opts.device, batch_size=opts.batch_size)
+    if opts.use_cache:
+        enc = CachedEncoder(enc, opts.cache_dir)
+    return enc
+
+

@@ -1,0 +1,240 @@
+"""Query variants as encoder inputs: sources generated in workers or read from released files, encoded in
+block-bounded batches into per-source memmaps, with the block resume log; the gallery encoded batch by batch."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import multiprocessing
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+from ..conditions import condition_to_filename, parse_condition
+from ..errors import InputError
+
+# variant sources per query (generated in workers, or read from the dataset's released files)
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceTask:
+    index: int
+    query_id: str
+    image: str | None
+    question: str | None
+    entity: str | None
+    seed: int
+    image_sources: tuple[str, ...]
+    text_sources: tuple[str, ...]
+    grid: Any
+
+
+@dataclass
+class SourceResult:
+    index: int
+    images: dict[str, np.ndarray]
+    texts: dict[str, str]
+    skips: list[dict[str, Any]]
+
+
+def generate_sources(task: SourceTask) -> SourceResult:
+    """Corrupt one query into its image and text sources (runs in a worker process)."""
+    from ..corruptions import ImageLoadError, iter_variants, load_image
+
+    images: dict[str, np.ndarray] = {}
+    texts: dict[str, str] = {}
+    skips: list[dict[str, Any]] = []
+    image = None
+    if task.image_sources:
+        try:
+            image = load_image(task.image)
+        except ImageLoadError as exc:
+            return SourceResult(task.index, {}, {}, [{"id": task.query_id, "condition": None, "reason": str(exc)}])
+    question = task.question if task.text_sources else None
+    wanted = list(dict.fromkeys(["clean", *task.image_sources, *task.text_sources]))
+    produced = set()
+    for v in iter_variants(
+        image, question, key=task.query_id, entity=task.entity, seed=task.seed,
+        conditions=wanted, grid=task.grid, errors="skip",
+    ):
+        produced.add(v.condition)
+        if v.condition in task.image_sources and v.image is not None:
+            images[v.condition] = v.image
+        if v.condition in task.text_sources and v.question is not None:
+            texts[v.condition] = v.question
+    for cid in wanted:
+        if cid not in produced:
+            skips.append({"id": task.query_id, "condition": cid, "reason": "could not be produced (see snapbench corrupt's skips for the reason)"})
+    return SourceResult(task.index, images, texts, skips)
+
+
+def worker_init() -> None:
+    import cv2
+
+    cv2.setNumThreads(1)  # one process per core: OpenCV's own pool would oversubscribe
+
+
+def released_sources(task: SourceTask, released: Any) -> SourceResult:
+    from ..corruptions import ImageLoadError, load_image
+
+    images: dict[str, np.ndarray] = {}
+    texts: dict[str, str] = {}
+    skips: list[dict[str, Any]] = []
+    for src in task.image_sources:
+        if src == "clean":
+            path = task.image
+        else:
+            c = parse_condition(src)
+            path = released.images.get(task.query_id, {}).get((c.image_operator, c.severity))
+        if path is None:
+            skips.append({"id": task.query_id, "condition": src, "reason": "the dataset ships no file for it"})
+            continue
+        try:
+            images[src] = load_image(path)
+        except ImageLoadError as exc:
+            skips.append({"id": task.query_id, "condition": src, "reason": str(exc)})
+    for src in task.text_sources:
+        text = task.question if src == "clean" else released.texts.get(task.query_id, {}).get(parse_condition(src).text_operator)
+        if text is None:
+            skips.append({"id": task.query_id, "condition": src, "reason": "the dataset ships no perturbed question for it"})
+        else:
+            texts[src] = text
+    return SourceResult(task.index, images, texts, skips)
+
+
+def iter_sources(tasks: list[SourceTask], workers: int, released: Any) -> Iterator[SourceResult]:
+    """Results in task order; generation runs ahead in ``workers`` processes while the caller encodes."""
+    if released is not None:
+        for t in tasks:
+            yield released_sources(t, released)
+        return
+    if workers <= 1 or len(tasks) <= 1 or not any(t.image_sources for t in tasks):
+        for t in tasks:
+            yield generate_sources(t)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init) as pool:
+        window: deque[cf.Future] = deque()
+        try:
+            for t in tasks:
+                window.append(pool.submit(generate_sources, t))
+                if len(window) >= 2 * workers:
+                    yield window.popleft().result()
+            while window:
+                yield window.popleft().result()
+        except BaseException:
+            for fut in window:
+                fut.cancel()
+            raise
+
+
+# ------------------------------------------------------------------------------------------------
+# encoding with a block-level resume log
+# ------------------------------------------------------------------------------------------------
+
+
+class Batcher:
+    """Collect (row, source, item) triples and encode them ``batch_size`` at a time into memmaps."""
+
+    def __init__(self, encode: Callable[[list], np.ndarray], batch_size: int, store: Callable[[str, int, np.ndarray], None]):
+        self.encode, self.batch_size, self.store = encode, batch_size, store
+        self.pending: list[tuple[int, str, Any]] = []
+        self.waited = 0.0
+
+    def add(self, row: int, source: str, item: Any) -> None:
+        self.pending.append((row, source, item))
+        if len(self.pending) >= self.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        embs = np.asarray(self.encode([p[2] for p in self.pending]), dtype=np.float32)
+        if embs.ndim != 2 or embs.shape[0] != len(self.pending):
+            raise InputError(f"the encoder returned an array of shape {embs.shape} for {len(self.pending)} items")
+        for (row, source, _), e in zip(self.pending, embs):
+            self.store(source, row, e)
+        self.pending = []
+
+
+class QueryStore:
+    """Per-source query embedding files (Q x d, float32) opened as memmaps, created on first use."""
+
+    def __init__(self, folder: Path, n_queries: int, modality: str):
+        self.folder, self.n, self.modality = folder, n_queries, modality
+        self.maps: dict[str, np.memmap] = {}
+
+    def path(self, source: str) -> Path:
+        return self.folder / f"{condition_to_filename(source)}.{self.modality}.npy"
+
+    def put(self, source: str, row: int, emb: np.ndarray) -> None:
+        m = self.maps.get(source)
+        if m is None:
+            p = self.path(source)
+            if p.exists():
+                m = np.load(p, mmap_mode="r+", allow_pickle=False)
+                if m.shape != (self.n, emb.shape[0]):
+                    raise InputError(f"{p}: shape {m.shape} does not match this run ({self.n} x {emb.shape[0]}); rerun with --force")
+            else:
+                m = np.lib.format.open_memmap(p, mode="w+", dtype=np.float32, shape=(self.n, emb.shape[0]))
+            self.maps[source] = m
+        m[row] = emb
+
+    def flush(self) -> None:
+        for m in self.maps.values():
+            m.flush()
+
+    def load(self, source: str) -> np.ndarray:
+        return np.load(self.path(source), mmap_mode="r", allow_pickle=False)
+
+
+def encode_gallery(dataset: Any, encoder: Any, emb_dir: Path, sides: Mapping[str, bool], batch_size: int, bar: Any) -> dict[str, np.ndarray]:
+    """Gallery embeddings per side, encoded batch by batch (images decoded per batch) or reloaded."""
+    from ..atomic import save_npy_atomic
+    from ..corruptions import load_image
+
+    out: dict[str, np.ndarray] = {}
+    n = len(dataset.gallery)
+    for side in ("image", "text"):
+        if not sides[side]:
+            continue
+        path = emb_dir / f"gallery.{side}.npy"
+        if path.exists():
+            arr = np.load(path, allow_pickle=False)
+            if arr.shape[0] == n:
+                out[side] = arr
+                continue
+        rows = []
+        task = bar.add(f"encode gallery {side}s", n)
+        for i in range(0, n, batch_size):
+            items = dataset.gallery[i : i + batch_size]
+            if side == "image":
+                batch = [load_image(g.image) for g in items]
+                rows.append(np.asarray(encoder.encode_images(batch), dtype=np.float32))
+            else:
+                rows.append(np.asarray(encoder.encode_texts([g.caption for g in items]), dtype=np.float32))
+            bar.advance(task, len(items))
+        arr = np.concatenate(rows)
+        save_npy_atomic(path, arr)
+        out[side] = arr
+    return out
+
+
+def read_blocks(path: Path) -> dict[int, list[dict[str, Any]]]:
+    """Finished blocks of the resume log (a line cut by a kill is ignored: that block is redone)."""
+    done: dict[int, list[dict[str, Any]]] = {}
+    if not path.exists():
+        return done
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+            done[int(rec["block"])] = list(rec.get("skips", []))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return done
+
+
