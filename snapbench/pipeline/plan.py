@@ -64,6 +64,8 @@ class RunResult:
     reports: dict[str, Path] = field(default_factory=dict)
     html: Path | None = None
     elapsed_s: float = 0.0
+    # where the query phase spent its time: waiting for variants, encoding them (seconds)
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -220,11 +220,18 @@ def run_benchmark(
             for b in todo
             for i, q in enumerate(ds.queries[b * BLOCK_QUERIES : (b + 1) * BLOCK_QUERIES], start=b * BLOCK_QUERIES)
         ]
+        timings = {"wait_s": 0.0, "encode_s": 0.0}
         img_batch = Batcher(enc.encode_images, opts.batch_size, img_store.put)
         txt_batch = Batcher(enc.encode_texts, opts.batch_size, txt_store.put)
         block_skips: list[dict[str, Any]] = []
         with open(blocks_log, "a", encoding="utf-8") as logf:
-            for res in iter_sources(tasks, opts.workers, released):
+            sources = iter_sources(tasks, opts.workers, released)
+            while True:
+                t_wait = time.perf_counter()
+                res = next(sources, None)
+                timings["wait_s"] += time.perf_counter() - t_wait
+                if res is None:
+                    break
                 for src in img_sources:
                     if src in res.images:
                         img_batch.add(res.index, src, res.images[src])
@@ -245,6 +252,7 @@ def run_benchmark(
                     done[b] = block_skips
                     block_skips = []
 
+        timings["encode_s"] = img_batch.busy_s + txt_batch.busy_s
         # ---- paired query set -------------------------------------------------------------------
         dropped: dict[str, str] = {}
         for skips in done.values():
@@ -273,7 +281,7 @@ def run_benchmark(
         except ImportError as exc:
             say(f"no HTML report: {exc} (pip install 'snapbench[report]', then snapbench report {out})")
     return RunResult(out, modes + (["MOOR"] if moor_ok else []), [c.id for c in conds], int(keep.size), len(ds.gallery),
-                     dropped, notes, reports, html, time.perf_counter() - t0)
+                     dropped, notes, reports, html, time.perf_counter() - t0, timings)
 
 
 def load_encoder(encoder: str | Any, opts: RunOptions) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import multiprocessing
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,7 +144,7 @@ class Batcher:
     def __init__(self, encode: Callable[[list], np.ndarray], batch_size: int, store: Callable[[str, int, np.ndarray], None]):
         self.encode, self.batch_size, self.store = encode, batch_size, store
         self.pending: list[tuple[int, str, Any]] = []
-        self.waited = 0.0
+        self.busy_s = 0.0  # time spent inside the encoder
 
     def add(self, row: int, source: str, item: Any) -> None:
         self.pending.append((row, source, item))
@@ -153,7 +154,9 @@ class Batcher:
     def flush(self) -> None:
         if not self.pending:
             return
+        t0 = time.perf_counter()
         embs = np.asarray(self.encode([p[2] for p in self.pending]), dtype=np.float32)
+        self.busy_s += time.perf_counter() - t0
         if embs.ndim != 2 or embs.shape[0] != len(self.pending):
             raise InputError(f"the encoder returned an array of shape {embs.shape} for {len(self.pending)} items")
         for (row, source, _), e in zip(self.pending, embs):
