@@ -42,6 +42,7 @@ def run(
     force: bool = typer.Option(False, "--force", help="Discard an earlier run in --out made with another configuration."),
     no_report: bool = typer.Option(False, "--no-report", help="Skip the HTML/markdown/LaTeX report."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
+    block_queries: int = typer.Option(16, "--block-queries", hidden=True, help="Queries per resume checkpoint."),
 ) -> None:
     """Run the whole paired evaluation: load -> corrupt -> encode -> score -> fuse -> evaluate -> report.
 
@@ -55,7 +56,7 @@ def run(
         ks = tuple(int(x) for x in k.split(",") if x.strip())
     except ValueError:
         raise ConfigError(f"--k must be comma-separated integers, got {k!r}") from None
-    for flag, value, low in (("--workers", workers, 1), ("--batch-size", batch_size, 1), ("--resamples", resamples, 1)):
+    for flag, value, low in (("--workers", workers, 1), ("--batch-size", batch_size, 1), ("--resamples", resamples, 1), ("--block-queries", block_queries, 1)):
         if value < low:
             raise ConfigError(f"{flag} must be >= {low}, got {value}")
     if variants not in ("generated", "released"):
@@ -64,7 +65,7 @@ def run(
         modes=_csv(modes), conditions=_csv(conditions), joint=joint, variants=variants, seed=seed, grid=grid,
         device=device, batch_size=batch_size, workers=workers, resamples=resamples, ks=ks, group_by=group_by,
         cache_dir=cache_dir, use_cache=not no_cache, dataset_format=format, images=images, qrels=qrels,
-        gallery=gallery, force=force, report=not no_report, progress=not no_progress,
+        gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries,
     )
     result = run_benchmark(dataset, encoder, out, opts, log=lambda msg: typer.echo(msg, err=True))
     typer.echo(

@@ -48,6 +48,7 @@ class RunOptions:
     force: bool = False
     report: bool = True
     progress: bool = True
+    block_queries: int = BLOCK_QUERIES  # queries per resume checkpoint
 
 
 @dataclass

@@ -13,7 +13,6 @@ import numpy as np
 from ..atomic import write_text_atomic
 from ..errors import ConfigError, InputError
 from .plan import (
-    BLOCK_QUERIES,
     MODES,
     PATH_SIDES,
     RUN_SCHEMA,
@@ -89,7 +88,7 @@ def run_fingerprint(dataset: Any, encoder: Any, options: RunOptions, grid_json: 
         "seed": int(options.seed),
         "variants": options.variants,
         "grid": grid_json,
-        "block_queries": BLOCK_QUERIES,
+        "block_queries": int(options.block_queries),
         "batch_size": int(options.batch_size),
         "sources": sources,
     }
@@ -120,6 +119,8 @@ def run_benchmark(
     t0 = time.perf_counter()
     if opts.workers < 1:
         raise ConfigError(f"workers must be >= 1, got {opts.workers}")
+    if opts.block_queries < 1:
+        raise ConfigError(f"block_queries must be >= 1, got {opts.block_queries}")
     if opts.batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {opts.batch_size}")
     if opts.variants not in ("generated", "released"):
@@ -203,7 +204,8 @@ def run_benchmark(
     n_q = len(ds.queries)
     blocks_log = qdir / "blocks.jsonl"
     done = read_blocks(blocks_log)
-    n_blocks = (n_q + BLOCK_QUERIES - 1) // BLOCK_QUERIES
+    B = int(opts.block_queries)
+    n_blocks = (n_q + B - 1) // B
     img_store = QueryStore(qdir, n_q, "image")
     txt_store = QueryStore(qdir, n_q, "text")
     released = ds.released if opts.variants == "released" else None
@@ -212,13 +214,13 @@ def run_benchmark(
     with Progress(opts.progress) as bar:
         gallery = encode_gallery(ds, enc, emb_dir, g_sides, opts.batch_size, bar)
         qtask = bar.add("corrupt + encode queries", n_q)
-        bar.advance(qtask, sum(min(BLOCK_QUERIES, n_q - b * BLOCK_QUERIES) for b in done if b < n_blocks))
+        bar.advance(qtask, sum(min(B, n_q - b * B) for b in done if b < n_blocks))
         todo = [b for b in range(n_blocks) if b not in done]
         tasks = [
             SourceTask(i, q.id, None if q.image is None else str(q.image), q.question, q.entity, int(opts.seed),
                         img_sources, txt_sources, grid_arg)
             for b in todo
-            for i, q in enumerate(ds.queries[b * BLOCK_QUERIES : (b + 1) * BLOCK_QUERIES], start=b * BLOCK_QUERIES)
+            for i, q in enumerate(ds.queries[b * B : (b + 1) * B], start=b * B)
         ]
         timings = {"wait_s": 0.0, "encode_s": 0.0}
         img_batch = Batcher(enc.encode_images, opts.batch_size, img_store.put)
@@ -240,8 +242,8 @@ def run_benchmark(
                         txt_batch.add(res.index, src, res.texts[src])
                 block_skips += res.skips
                 bar.advance(qtask)
-                b = res.index // BLOCK_QUERIES
-                if res.index == min((b + 1) * BLOCK_QUERIES, n_q) - 1:  # last query of its block
+                b = res.index // B
+                if res.index == min((b + 1) * B, n_q) - 1:  # last query of its block
                     img_batch.flush()
                     txt_batch.flush()
                     img_store.flush()

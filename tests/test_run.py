@@ -1,0 +1,208 @@
+"""`snapbench run` end to end: equal to the step-by-step route, resumable, paired, bounded in memory.
+
+The step-by-step route (corrupt to PNG files -> encode -> evaluate --mode / MOORIndex) is an
+independent second code path: it writes and decodes real files, composes modes from saved path
+matrices and reads everything back through the evaluator's file readers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.data import load_dataset
+from snapbench.errors import ConfigError
+from snapbench.models import get_encoder
+from snapbench.pipeline import RunOptions, run_benchmark
+
+CONDS = ["clean", "img/motion_blur/s2", "img/compression/s3", "txt/char_swap", "txt/char_add", "joint/compression+char_add/s3"]
+
+
+def _values(report: dict) -> dict:
+    return {c: {m: v for m, v in vals.items()} for c, vals in report["conditions"].items()}
+
+
+def _opts(**kw) -> RunOptions:
+    base = dict(conditions=CONDS, joint=False, resamples=200, report=False, progress=False, use_cache=False)
+    base.update(kw)
+    return RunOptions(**base)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return load_dataset(DEFAULT_DATA)
+
+
+@pytest.fixture(scope="module")
+def streamed(demo, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    res = run_benchmark(demo, "toy", out, _opts())
+    return out, res
+
+
+def test_run_equals_the_stepwise_route(streamed, tmp_path):
+    from snapbench.corruptions import run_corruption
+    from snapbench.encode import encode_corrupted
+    from snapbench.evaluate import EvaluationConfig, evaluate_directory
+    from snapbench.fusion import MOORIndex
+
+    out, res = streamed
+    assert res.modes == ["I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR"]
+    run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / "c", conditions=CONDS, progress=False)
+    enc = encode_corrupted(tmp_path / "c", DEFAULT_DATA / "gallery.jsonl", get_encoder("toy"), tmp_path / "e")
+    cfg = EvaluationConfig(seed=0, resamples=200)
+    qrels = DEFAULT_DATA / "qrels.json"
+    for mode in ("I2I", "T2T", "IT2IT", "I2IT", "T2IT"):
+        ref = evaluate_directory(tmp_path / "e" / "paths", qrels, cfg, mode=mode)
+        got = json.loads((out / mode / "report.json").read_text())
+        assert _values(got) == _values(ref), mode
+        assert got["paired"] == ref["paired"], mode
+        assert got["additivity"] == ref["additivity"], mode
+    # MOOR: fused scores from encode's embeddings, saved as a SCORES_DIR and evaluated from files
+    emb = tmp_path / "e" / "embeddings"
+    index = MOORIndex().fit(np.load(emb / "gallery.image.npy"), np.load(emb / "gallery.text.npy"))
+    mdir = tmp_path / "m"
+    mdir.mkdir()
+    for name in ("query_ids.txt", "gallery_ids.txt"):
+        (mdir / name).write_bytes((tmp_path / "e" / name).read_bytes())
+    for cond in enc.conditions:
+        stem = cond.replace("/", "__")
+        np.save(mdir / f"{stem}.npy", index.scores(np.load(emb / f"{stem}.image.npy"), np.load(emb / f"{stem}.text.npy")))
+    ref = evaluate_directory(mdir, qrels, cfg)
+    got = json.loads((out / "MOOR" / "report.json").read_text())
+    assert _values(got) == _values(ref)
+    share = json.loads((out / "MOOR" / "text_share.json").read_text())
+    assert set(share) == set(CONDS) and all(0 <= v <= 1 for v in share.values())
+
+
+def test_run_writes_per_query_values_that_average_to_the_report(streamed):
+    out, _ = streamed
+    import csv
+
+    rows = list(csv.DictReader((out / "T2T" / "per_query.csv").open()))
+    rep = json.loads((out / "T2T" / "report.json").read_text())
+    for cond in CONDS:
+        vals = [float(r["value"]) for r in rows if r["condition"] == cond and r["metric"] == "hit@1" and r["value"]]
+        assert np.mean(vals) == pytest.approx(rep["conditions"][cond]["hit@1"], abs=1e-12)
+    assert rep["coarse_text_drag"]["value"] == pytest.approx(
+        rep["conditions"]["clean"]["hit@1"] - json.loads((out / "I2I" / "report.json").read_text())["conditions"]["clean"]["hit@1"]
+    )
+
+
+class _CrashingToy:
+    """The toy encoder, failing after ``budget`` image batches (a crash mid-run)."""
+
+    def __init__(self, budget: int):
+        self.inner = get_encoder("toy")
+        self.name, self.fingerprint, self.modalities = "toy", "toy", frozenset({"image", "text"})
+        self.budget = budget
+
+    def encode_images(self, images):
+        self.budget -= 1
+        if self.budget < 0:
+            raise RuntimeError("simulated crash")
+        return self.inner.encode_images(images)
+
+    def encode_texts(self, texts):
+        return self.inner.encode_texts(texts)
+
+
+def test_a_crashed_run_resumes_to_the_same_reports(demo, tmp_path):
+    opts = _opts(block_queries=4, batch_size=8)
+    ref_enc = _CrashingToy(10**9)
+    ref = run_benchmark(demo, ref_enc, tmp_path / "ref", opts)
+    ref_calls = 10**9 - ref_enc.budget
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_benchmark(demo, _CrashingToy(5), tmp_path / "r", opts)
+    log = (tmp_path / "r" / "embeddings" / "queries" / "blocks.jsonl").read_text().splitlines()
+    assert 0 < len(log) < 3  # some blocks finished, not all
+    calls = _CrashingToy(10**9)
+    run_benchmark(demo, calls, tmp_path / "r", opts)
+    # only the unfinished blocks were encoded again (the gallery and finished blocks were not)
+    assert 0 < 10**9 - calls.budget < ref_calls - 5
+    for name in ref.reports:
+        a = json.loads((tmp_path / "ref" / name / "report.json").read_text())
+        b = json.loads((tmp_path / "r" / name / "report.json").read_text())
+        assert _values(a) == _values(b) and a["paired"] == b["paired"], name
+
+
+def test_workers_do_not_change_results(demo, streamed, tmp_path):
+    out, _ = streamed
+    run_benchmark(demo, "toy", tmp_path / "w2", _opts(workers=2))
+    for mode in ("IT2IT", "MOOR"):
+        a = json.loads((out / mode / "report.json").read_text())
+        b = json.loads((tmp_path / "w2" / mode / "report.json").read_text())
+        assert _values(a) == _values(b) and a["paired"] == b["paired"]
+
+
+def test_a_different_seed_in_the_same_folder_is_refused(demo, tmp_path):
+    run_benchmark(demo, "toy", tmp_path / "o", _opts(conditions=["clean", "txt/char_swap"]))
+    with pytest.raises(ConfigError, match="seed"):
+        run_benchmark(demo, "toy", tmp_path / "o", _opts(conditions=["clean", "txt/char_swap"], seed=1))
+
+
+def test_peak_memory_does_not_grow_with_the_gallery_beyond_its_embeddings(demo, tmp_path):
+    """Gallery x 1 vs x 8 (the same photos under new ids): the extra peak is bounded by a small
+    multiple of the extra embeddings, not by Q x N matrices or decoded gallery images."""
+    from dataclasses import replace
+
+    def grown(factor: int):
+        gal = [replace(g, id=f"{g.id}~{k}") for k in range(factor) for g in demo.gallery]
+        qrels = {q: {f"{g}~0": r for g, r in rel.items()} for q, rel in demo.qrels.items()}
+        return replace(demo, gallery=gal, qrels=qrels)
+
+    peaks = {}
+    for factor in (1, 8):
+        ds = grown(factor)
+        tracemalloc.start()
+        run_benchmark(ds, "toy", tmp_path / f"g{factor}", _opts(conditions=["clean", "img/motion_blur/s1"]))
+        peaks[factor] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    n_extra = 7 * len(demo.gallery)
+    emb_bytes = n_extra * 2 * 256 * 4  # image + text embeddings, toy d = 256, float32
+    one_image = 512 * 512 * 3
+    assert peaks[8] - peaks[1] < 8 * emb_bytes + 4 * one_image, peaks
+
+
+def test_a_killed_cli_run_resumes_to_the_same_report(tmp_path):
+    """kill -9 of `snapbench run` mid-way, then the same command again: same report as in one go."""
+    mod = tmp_path / "slow_enc.py"
+    mod.write_text(
+        "import time\nfrom snapbench.models import get_encoder\n"
+        "class Slow:\n"
+        "    name = fingerprint = 'slow-toy'\n"
+        "    modalities = frozenset({'image', 'text'})\n"
+        "    def __init__(self):\n        self.inner = get_encoder('toy')\n"
+        "    def encode_images(self, xs):\n        time.sleep(0.05 * len(xs)); return self.inner.encode_images(xs)\n"
+        "    def encode_texts(self, xs):\n        return self.inner.encode_texts(xs)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+
+    def cmd(out):
+        return [sys.executable, "-m", "snapbench", "run", str(DEFAULT_DATA), "--encoder", "slow_enc:Slow", "--out", str(out),
+                "--conditions", ",".join(CONDS), "--no-joint", "--resamples", "200", "--no-report", "--no-progress",
+                "--no-cache", "--batch-size", "4", "--block-queries", "4"]
+
+    subprocess.run(cmd(tmp_path / "ref"), check=True, env=env, capture_output=True)
+    proc = subprocess.Popen(cmd(tmp_path / "k"), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path / "k" / "embeddings" / "queries" / "blocks.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (log.exists() and log.read_text().strip()):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    subprocess.run(cmd(tmp_path / "k"), check=True, env=env, capture_output=True)
+    for mode in ("IT2IT", "MOOR"):
+        a = json.loads((tmp_path / "ref" / mode / "report.json").read_text())
+        b = json.loads((tmp_path / "k" / mode / "report.json").read_text())
+        assert _values(a) == _values(b) and a["paired"] == b["paired"]
