@@ -51,6 +51,8 @@ def generate_sources(task: SourceTask) -> SourceResult:
     skips: list[dict[str, Any]] = []
     image = None
     if task.image_sources:
+        if task.image is None:
+            return SourceResult(task.index, {}, {}, [{"id": task.query_id, "condition": None, "reason": "the query has no image"}])
         try:
             image = load_image(task.image)
         except ImageLoadError as exc:
@@ -92,7 +94,8 @@ def released_sources(task: SourceTask, released: Any) -> SourceResult:
             c = parse_condition(src)
             path = released.images.get(task.query_id, {}).get((c.image_operator, c.severity))
         if path is None:
-            skips.append({"id": task.query_id, "condition": src, "reason": "the dataset ships no file for it"})
+            why = "the query has no image" if src == "clean" else "the dataset ships no file for it"
+            skips.append({"id": task.query_id, "condition": src, "reason": why})
             continue
         try:
             images[src] = load_image(path)
