@@ -57,21 +57,21 @@ def snapbench_records() -> list[dict]:
         return {"local": local, "caption": caption}
 
     recs = [
-        dict(query_id="bench_0000", query_text="what cup is this?", query_entity="cup",
-             query_image_local="0000.jpg", domain="product",
-             gallery={"gt": [g("08805.jpg", "red cup")], "hard_negative": [g("08806.jpg", "blue cup"), g("08807.jpg", "green cup")]}),
-        dict(query_id="bench_0001", query_text="which rocket is it?", query_entity="rocket",
-             query_image_local="0001.jpg", domain="place",
-             gallery={"gt": [g("08806.jpg", "blue cup"), g("01000.png", "a rocket")], "hard_negative": [g("08805.jpg", "red cup")]}),
-        dict(query_id="bench_0002", query_text="what mug is that?", query_entity="mug",
-             query_image_local="0002.jpg", domain="product",
-             gallery={"gt": [g("08805.jpg", "a crimson mug")], "hard_negative": [g("02000.webp", "a cat")]}),
-        dict(query_id="bench_0003", query_text="is this a tiger?", query_entity="tiger",
-             query_image_local="0003.jpg", domain="nature",
-             gallery={"gt": [], "hard_negative": [g("02000.webp", "a cat"), g("01000.jpg", "a rocket on pad")]}),
-        dict(query_id="bench_0004", query_text="what coins are these?", query_entity="coins",
-             query_image_local="0004.jpg", domian="product",
-             gallery={"gt": [g("03000.jpeg", "coins")], "hard_negative": []}),
+        {"query_id": "bench_0000", "query_text": "what cup is this?", "query_entity": "cup",
+             "query_image_local": "0000.jpg", "domain": "product",
+             "gallery": {"gt": [g("08805.jpg", "red cup")], "hard_negative": [g("08806.jpg", "blue cup"), g("08807.jpg", "green cup")]}},
+        {"query_id": "bench_0001", "query_text": "which rocket is it?", "query_entity": "rocket",
+             "query_image_local": "0001.jpg", "domain": "place",
+             "gallery": {"gt": [g("08806.jpg", "blue cup"), g("01000.png", "a rocket")], "hard_negative": [g("08805.jpg", "red cup")]}},
+        {"query_id": "bench_0002", "query_text": "what mug is that?", "query_entity": "mug",
+             "query_image_local": "0002.jpg", "domain": "product",
+             "gallery": {"gt": [g("08805.jpg", "a crimson mug")], "hard_negative": [g("02000.webp", "a cat")]}},
+        {"query_id": "bench_0003", "query_text": "is this a tiger?", "query_entity": "tiger",
+             "query_image_local": "0003.jpg", "domain": "nature",
+             "gallery": {"gt": [], "hard_negative": [g("02000.webp", "a cat"), g("01000.jpg", "a rocket on pad")]}},
+        {"query_id": "bench_0004", "query_text": "what coins are these?", "query_entity": "coins",
+             "query_image_local": "0004.jpg", "domian": "product",
+             "gallery": {"gt": [g("03000.jpeg", "coins")], "hard_negative": []}},
     ]
     for r in recs:
         names = TEXT_OPS_RELEASE

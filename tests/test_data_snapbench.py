@@ -80,7 +80,7 @@ def test_released_texts(release):
     texts = ds.released.texts
     ops8 = {"char_add", "char_delete", "char_change", "char_swap", "word_repeat", "word_swap", "sent_add", "sent_replace"}
     assert set(texts) == {f"bench_000{i}" for i in range(5)}
-    for qid, ops in texts.items():
+    for ops in texts.values():
         assert set(ops) == ops8
     # the variant spellings of bench_0004 map to snapbench's names, carrying their own text
     assert texts["bench_0004"]["char_add"] == "[char-add] what coins are these?"

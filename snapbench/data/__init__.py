@@ -69,7 +69,7 @@ def detect_format(path: str | os.PathLike) -> str:
 
     Files: ``metadata.jsonl``/``metadata.csv`` -> hf-imagefolder; a JSON list whose records have
     ``query_id`` and one of ``query_image_local``/``text_perturbations``/``gallery`` ->
-    snapbench-json; ``query_en``/``query_cn`` records -> photobench; any other JSON/JSONL -> jsonl.
+    snapbench-json; a JSON list of ``query_en``/``query_cn`` records -> photobench; any other JSON/JSONL -> jsonl.
     Folders: ``query.json`` (or album folders holding one) -> photobench; ``snap_bench.json``
     (also under ``benchmark/``) -> snapbench-json; ``queries.jsonl`` -> jsonl; ImageFolder
     metadata (up to two levels down) -> hf-imagefolder.
@@ -83,7 +83,7 @@ def detect_format(path: str | os.PathLike) -> str:
             f'"{k}"' in head for k in ("query_image_local", "text_perturbations", "gallery")
         ):
             return "snapbench-json"
-        if '"query_en"' in head or '"query_cn"' in head:
+        if head.startswith("[") and ('"query_en"' in head or '"query_cn"' in head):
             return "photobench"
         return "jsonl"
     if p.is_dir():

@@ -15,8 +15,8 @@ Column aliases: id ``query_id``|``id``; question ``query_text``|``question``; en
 ``query_entity``|``entity``; gallery id ``gallery_id``|``id`` (default: ``file_name`` without its
 suffix).  ``gt``/``hard_negative`` entries are gallery ids, gallery file names, or objects
 ``{"local": file, "caption": ...}`` as in snap_bench.json (in CSV, a JSON-encoded cell).  Without a
-gallery table, the gallery is built from those objects as for snap_bench.json (images under
-``ROOT/gallery/``).  Other columns become query tags (``split`` = the split folder, if any).
+gallery table, the gallery is built from those objects as for snap_bench.json (images in the ``gallery`` folder
+beside the ``query`` folder, else ``ROOT/gallery/``).  Other columns become query tags (``split`` = the split folder, if any).
 
 Ids: every query and gallery id is prefixed ``hf-`` and the dataset format is ``hf-imagefolder``:
 this copy's ids are its own id space, so its scores and qrels can never be paired by accident with
@@ -176,7 +176,10 @@ def load_hf_imagefolder(root: Path) -> Dataset:
         add_key(Path(row["file_name"]).name, gid)
         add_key((Path(row["file_name"]).name, cap or ""), gid)
     build = not grows  # build the gallery from the records' {local, caption} objects
-    gal_root = next((d for d in (root / "gallery", root) if d.is_dir()), root)
+    # next to the (first) query table's folder, else ROOT/gallery (kept as the expected place if absent)
+    qdir = qrows[0][0].parent
+    cands = [qdir.parent / "gallery", root / "gallery"] if qdir.name.lower() in _QUERY_DIRS else [root / "gallery"]
+    gal_root = next((d for d in cands if d.is_dir()), root / "gallery")
     built: dict[tuple[str, str], str] = {}
 
     queries: list[QueryRecord] = []
@@ -195,8 +198,10 @@ def load_hf_imagefolder(root: Path) -> Dataset:
         if not isinstance(question, str):
             raise InputError(f"{where} (id {str(raw_id)!r}): no question (expected one of {', '.join(_QTEXT)})", path=p)
         entity = _first(row, _QENT)
-        gal = row.get("gallery") if isinstance(row.get("gallery"), dict) else {}
-        refs = {part: row.get(part, gal.get(part)) or [] for part in ("gt", "hard_negative")}
+        # nested columns may be JSON-encoded strings (CSV cells, or datasets stored them as text)
+        gal = _cell(row.get("gallery"))
+        gal = gal if isinstance(gal, dict) else {}
+        refs = {part: _cell(row.get(part, gal.get(part))) or [] for part in ("gt", "hard_negative")}
         pos: dict[str, float] = {}
         for part, items in refs.items():
             if not isinstance(items, list):
