@@ -1,0 +1,193 @@
+"""Helpers shared by the dataset loaders: JSON/qrels/gallery readers and the notes on images."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .model import MODE_PATHS, Dataset, GalleryItem
+
+__all__ = [
+    "IMAGE_SUFFIXES",
+    "check_qrels",
+    "did_you_mean",
+    "examples",
+    "image_notes",
+    "read_gallery_manifest",
+    "read_json",
+    "read_qrels_file",
+]
+
+#: Image file suffixes a gallery folder is listed with (lower case).
+IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".heic")
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest choices, or ``""``."""
+    close = difflib.get_close_matches(name, list(choices), n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+def examples(items: Sequence[Any], n: int = 5) -> str:
+    items = list(items)
+    more = f" (and {len(items) - n} more)" if len(items) > n else ""
+    return ", ".join(repr(x) for x in items[:n]) + more
+
+
+def read_json(path: Path, what: str) -> Any:
+    """Parse a JSON file; InputError naming the file for a missing file or bad JSON."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {what} ({exc})", path=path) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path) from None
+
+
+def _grade(path: Path, where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{where}: grade must be a finite number, got {value!r}", path=path)
+    return float(value)
+
+
+def read_qrels_file(path: Path) -> dict[str, dict[str, float]]:
+    """Read qrels in the two forms ``snapbench evaluate`` accepts.
+
+    * JSON object ``{query_id: [gallery_id, ...]}`` (grade 1 each; ``[]`` = zero-GT query) or
+      ``{query_id: {gallery_id: grade}}``;
+    * TREC qrels: ``qid 0 docid rel`` per line (``#`` comments and blank lines ignored).
+    """
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("qrels file not found", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read qrels ({exc})", path=path) from None
+    out: dict[str, dict[str, float]] = {}
+    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+        data = read_json(path, "qrels")
+        if not isinstance(data, dict):
+            raise InputError("JSON qrels must be an object {query_id: [gallery_id, ...]}", path=path)
+        for q, v in data.items():
+            if isinstance(v, list):
+                if not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
+                    raise InputError(f"query {q!r}: the list must hold gallery ids (strings)", path=path)
+                out[str(q)] = {str(x): 1.0 for x in v}
+            elif isinstance(v, dict):
+                out[str(q)] = {str(d): _grade(path, f"query {q!r}, item {d!r}", g) for d, g in v.items()}
+            else:
+                raise InputError(f"query {q!r}: expected a list of gallery ids or an object {{gallery_id: grade}}", path=path)
+        return out
+    for lineno, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        if len(parts) != 4:
+            raise InputError(f"line {lineno}: expected 'qid 0 docid rel' (4 fields), got {len(parts)}", path=path)
+        try:
+            grade = float(parts[3])
+        except ValueError:
+            raise InputError(f"line {lineno}: relevance {parts[3]!r} is not a number", path=path) from None
+        if not math.isfinite(grade):
+            raise InputError(f"line {lineno}: relevance {parts[3]!r} is not finite", path=path)
+        out.setdefault(parts[0], {})[parts[2]] = grade
+    if not out:
+        raise InputError("no judgements found", path=path)
+    return out
+
+
+def check_qrels(
+    path: Path, raw: dict[str, dict[str, float]], query_ids: Sequence[str], gallery_ids: Sequence[str]
+) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """Align qrels with the dataset: unknown ids are errors, unjudged queries become zero-GT (noted).
+
+    Grades <= 0 are kept out of the result (they are not positives)."""
+    qset, gset = set(query_ids), set(gallery_ids)
+    unknown_q = [q for q in raw if q not in qset]
+    if unknown_q:
+        raise InputError(f"{len(unknown_q)} query id(s) are not in the query set: {examples(unknown_q)}", path=path)
+    unknown_g = sorted({d for g in raw.values() for d in g if d not in gset})
+    if unknown_g:
+        raise InputError(f"{len(unknown_g)} gallery id(s) are not in the gallery: {examples(unknown_g)}", path=path)
+    notes = []
+    missing = [q for q in query_ids if q not in raw]
+    if missing:
+        notes.append(f"{path}: {len(missing)} query(ies) have no judgements and count as zero-GT: {examples(missing)}")
+    return {q: {d: r for d, r in raw.get(q, {}).items() if r > 0} for q in query_ids}, notes
+
+
+def read_gallery_manifest(path: Path) -> list[GalleryItem]:
+    """Read a gallery manifest: JSONL or a JSON list of ``{"id", "image", "caption"}``.
+
+    ``image`` is relative to the manifest's folder; an item needs an id and an image or a caption.
+    """
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("gallery manifest not found", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read gallery manifest ({exc})", path=path) from None
+    if text.lstrip().startswith("["):
+        data = read_json(path, "gallery manifest")
+        objs = [(f"record #{i + 1}", o) for i, o in enumerate(data)]
+    else:
+        objs = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    objs.append((f"line {lineno}", json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"line {lineno}: invalid JSON ({exc.msg})", path=path) from None
+    items: list[GalleryItem] = []
+    seen: set[str] = set()
+    for where, o in objs:
+        if not isinstance(o, dict) or "id" not in o:
+            raise InputError(f"{where}: a gallery item must be an object with an 'id'", path=path)
+        gid = str(o["id"])
+        image, caption = o.get("image"), o.get("caption", o.get("text"))
+        if image is not None and (not isinstance(image, str) or not image.strip()):
+            raise InputError(f"{where} (id {gid!r}): 'image' must be a non-empty path string", path=path)
+        if caption is not None and not isinstance(caption, str):
+            raise InputError(f"{where} (id {gid!r}): 'caption' must be a string", path=path)
+        if image is None and not caption:
+            raise InputError(f"{where} (id {gid!r}): a gallery item needs an 'image' or a 'caption'", path=path)
+        if gid in seen:
+            raise InputError(f"{where}: duplicate gallery id {gid!r}", path=path)
+        seen.add(gid)
+        items.append(GalleryItem(gid, None if image is None else (path.parent / image), caption or None))
+    if not items:
+        raise InputError("the gallery is empty", path=path)
+    return items
+
+
+def _missing(paths: list[Path | None]) -> int:
+    return sum(1 for p in paths if p is None or not p.is_file())
+
+
+def image_notes(ds: Dataset) -> list[str]:
+    """Notes on absent images and on the retrieval modes that can run with what is present."""
+    notes = []
+    nq, ng = _missing([q.image for q in ds.queries]), _missing([g.image for g in ds.gallery])
+    if nq:
+        notes.append(f"query images: {nq} of {len(ds.queries)} absent")
+    if ng:
+        notes.append(f"gallery images: {ng} of {len(ds.gallery)} absent")
+    modes = ds.runnable_modes
+    if nq or ng or len(modes) < len(MODE_PATHS):
+        extra = ""
+        if "TI" in ds.available_paths and "T→IT" not in modes:
+            extra = "; question→image (T→I, path TI) can run"
+        notes.append(
+            "retrieval modes that can run: " + (", ".join(modes) if modes else "none") + extra
+            + (f" (not: {', '.join(m for m in MODE_PATHS if m not in modes)})" if len(modes) < len(MODE_PATHS) else "")
+        )
+    return notes

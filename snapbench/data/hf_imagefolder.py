@@ -1,0 +1,258 @@
+"""Reader for a Hugging Face ImageFolder copy of a query/gallery benchmark.
+
+ImageFolder convention: a folder of images plus a ``metadata.jsonl`` or ``metadata.csv`` whose
+``file_name`` column names each image relative to the metadata file's folder; every other column
+is a feature.  Expected layout (split folders such as ``train/`` or ``test/`` may sit above)::
+
+    ROOT/query/metadata.jsonl     file_name, query_id, query_text, query_entity, domain, gt,
+                                  hard_negative (or gallery = {"gt": [...], "hard_negative": [...]})
+    ROOT/gallery/metadata.jsonl   file_name, gallery_id (or id), caption
+
+A table is a query table when its folder is ``query``/``queries`` or it has a ``query_text`` /
+``question`` column (or a ``role`` column equal to ``query``), a gallery table when its folder is
+``gallery``/``corpus`` or it has a ``caption`` column and no question (or ``role`` = ``gallery``).
+Column aliases: id ``query_id``|``id``; question ``query_text``|``question``; entity
+``query_entity``|``entity``; gallery id ``gallery_id``|``id`` (default: ``file_name`` without its
+suffix).  ``gt``/``hard_negative`` entries are gallery ids, gallery file names, or objects
+``{"local": file, "caption": ...}`` as in snap_bench.json (in CSV, a JSON-encoded cell).  Without a
+gallery table, the gallery is built from those objects as for snap_bench.json (images in the ``gallery`` folder
+beside the ``query`` folder, else ``ROOT/gallery/``).  Other columns become query tags (``split`` = the split folder, if any).
+
+Ids: every query and gallery id is prefixed ``hf-`` and the dataset format is ``hf-imagefolder``:
+this copy's ids are its own id space, so its scores and qrels can never be paired by accident with
+a run on snap_bench.json.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from ..corruptions import QueryRecord
+from ..errors import InputError
+from .common import examples, image_notes
+from .model import Dataset, GalleryItem
+
+__all__ = ["ID_PREFIX", "METADATA_NAMES", "find_metadata", "load_hf_imagefolder"]
+
+ID_PREFIX = "hf-"
+METADATA_NAMES: tuple[str, ...] = ("metadata.jsonl", "metadata.csv")
+_QUERY_DIRS = {"query", "queries"}
+_GALLERY_DIRS = {"gallery", "corpus", "candidates"}
+_QID = ("query_id", "id")
+_QTEXT = ("query_text", "question")
+_QENT = ("query_entity", "entity")
+_GID = ("gallery_id", "id")
+_CAPTION = ("caption", "text")
+
+
+def find_metadata(root: Path, depth: int = 2) -> list[Path]:
+    """``metadata.jsonl``/``metadata.csv`` files in ``root`` and up to ``depth`` folders below."""
+    found: list[Path] = []
+    level = [Path(root)]
+    for _ in range(depth + 1):
+        nxt = []
+        for d in level:
+            found += [d / n for n in METADATA_NAMES if (d / n).is_file()]
+            nxt += sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))
+        level = nxt
+    return found
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
+        try:
+            return json.loads(v)
+        except json.JSONDecodeError:
+            return v
+    return None if v == "" else v
+
+
+def _read_table(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read ({exc})", path=path) from None
+    rows: list[dict[str, Any]] = []
+    if path.suffix == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        for row in reader:
+            rows.append({k: _cell(v) for k, v in row.items() if k is not None})
+    else:
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"line {lineno}: invalid JSON ({exc.msg})", path=path) from None
+            if not isinstance(obj, dict):
+                raise InputError(f"line {lineno}: expected a JSON object", path=path)
+            rows.append(obj)
+    if not rows:
+        raise InputError("the metadata table is empty", path=path)
+    for i, row in enumerate(rows):
+        if not isinstance(row.get("file_name"), str) or not row["file_name"].strip():
+            raise InputError(f"row {i + 1}: no 'file_name' (ImageFolder metadata needs one per row)", path=path)
+    return rows
+
+
+def _first(row: dict, names: tuple[str, ...]) -> Any:
+    return next((row[n] for n in names if row.get(n) is not None), None)
+
+
+def _kind(path: Path, root: Path, row: dict) -> str | None:
+    role = str(row.get("role") or "").lower()
+    if role in ("query", "gallery"):
+        return role
+    parts = {p.lower() for p in path.parent.relative_to(root).parts}
+    if parts & _QUERY_DIRS:
+        return "query"
+    if parts & _GALLERY_DIRS:
+        return "gallery"
+    if _first(row, _QTEXT) is not None:
+        return "query"
+    if _first(row, _CAPTION) is not None:
+        return "gallery"
+    return None
+
+
+def _layout_error(root: Path, tables: dict[Path, list[dict]], problem: str) -> InputError:
+    found = "; ".join(
+        f"{p.relative_to(root)} ({len(rows)} rows, columns: {', '.join(sorted({k for r in rows for k in r})[:12])})"
+        for p, rows in tables.items()
+    ) or "no metadata.jsonl/metadata.csv (top level: " + ", ".join(sorted(p.name for p in root.iterdir())[:12]) + ")"
+    return InputError(
+        f"{problem}. Expected ImageFolder tables query/metadata.jsonl (file_name, query_id, query_text, gt, ...) "
+        f"and gallery/metadata.jsonl (file_name, gallery_id, caption), or query rows carrying the snap_bench.json "
+        f"'gallery' objects. Found: {found}", path=root
+    )
+
+
+def load_hf_imagefolder(root: Path) -> Dataset:
+    """Load an ImageFolder copy (see the module docstring for the expected layout)."""
+    root = Path(root)
+    if root.is_file() and root.name in METADATA_NAMES:
+        root = root.parent
+    if not root.is_dir():
+        raise InputError("ImageFolder root folder not found", path=root)
+    tables = {p: _read_table(p) for p in find_metadata(root)}
+    qrows: list[tuple[Path, int, dict]] = []
+    grows: list[tuple[Path, int, dict]] = []
+    for p, rows in tables.items():
+        for i, row in enumerate(rows):
+            kind = _kind(p, root, row)
+            if kind is None:
+                raise _layout_error(root, tables, f"{p}: row {i + 1} is neither a query nor a gallery row")
+            (qrows if kind == "query" else grows).append((p, i, row))
+    if not qrows:
+        raise _layout_error(root, tables, "no query table")
+
+    notes: list[str] = []
+    gallery: list[GalleryItem] = []
+    lookup: dict[Any, str] = {}
+    ambiguous: set[Any] = set()
+
+    def add_key(key: Any, gid: str) -> None:
+        if key in lookup and lookup[key] != gid:
+            ambiguous.add(key)
+        lookup.setdefault(key, gid)
+
+    gids: set[str] = set()
+    for p, i, row in grows:
+        raw = _first(row, _GID)
+        gid = ID_PREFIX + str(raw if raw is not None else Path(row["file_name"]).with_suffix("").as_posix())
+        if gid in gids:
+            raise InputError(f"row {i + 1}: duplicate gallery id {gid!r}", path=p)
+        cap = _first(row, _CAPTION)
+        gids.add(gid)
+        gallery.append(GalleryItem(gid, p.parent / row["file_name"], None if cap is None else str(cap)))
+        add_key(gid, gid)
+        if raw is not None:
+            add_key(str(raw), gid)
+        add_key(row["file_name"], gid)
+        add_key(Path(row["file_name"]).name, gid)
+        add_key((Path(row["file_name"]).name, cap or ""), gid)
+    build = not grows  # build the gallery from the records' {local, caption} objects
+    # next to the (first) query table's folder, else ROOT/gallery (kept as the expected place if absent)
+    qdir = qrows[0][0].parent
+    cands = [qdir.parent / "gallery", root / "gallery"] if qdir.name.lower() in _QUERY_DIRS else [root / "gallery"]
+    gal_root = next((d for d in cands if d.is_dir()), root / "gallery")
+    built: dict[tuple[str, str], str] = {}
+
+    queries: list[QueryRecord] = []
+    qrels: dict[str, dict[str, float]] = {}
+    seen: dict[str, str] = {}
+    for p, i, row in qrows:
+        where = f"row {i + 1}"
+        raw_id = _first(row, _QID)
+        if raw_id is None:
+            raise InputError(f"{where}: no query id (expected one of {', '.join(_QID)})", path=p)
+        qid = ID_PREFIX + str(raw_id)
+        if qid in seen:
+            raise InputError(f"{where}: duplicate query id {str(raw_id)!r} (first in {seen[qid]})", path=p)
+        seen[qid] = f"{p} {where}"
+        question = _first(row, _QTEXT)
+        if not isinstance(question, str):
+            raise InputError(f"{where} (id {str(raw_id)!r}): no question (expected one of {', '.join(_QTEXT)})", path=p)
+        entity = _first(row, _QENT)
+        # nested columns may be JSON-encoded strings (CSV cells, or datasets stored them as text)
+        gal = _cell(row.get("gallery"))
+        gal = gal if isinstance(gal, dict) else {}
+        refs = {part: _cell(row.get(part, gal.get(part))) or [] for part in ("gt", "hard_negative")}
+        pos: dict[str, float] = {}
+        for part, items in refs.items():
+            if not isinstance(items, list):
+                raise InputError(f"{where} (id {str(raw_id)!r}): {part!r} must be a list, got {items!r}", path=p)
+            for ref in items:
+                if isinstance(ref, dict):
+                    local, cap = ref.get("local", ref.get("file_name")), ref.get("caption") or ""
+                    if not isinstance(local, str):
+                        raise InputError(f"{where} (id {str(raw_id)!r}): {part} item {ref!r} has no 'local' file", path=p)
+                    if build:
+                        gid = built.setdefault((local, cap), f"{ID_PREFIX}{len(built)}")
+                    else:
+                        gid = lookup.get((Path(local).name, cap)) or lookup.get(local)
+                else:
+                    if build:
+                        raise _layout_error(root, tables, f"{p}: {where}: {part} entry {ref!r} names a gallery item but there is no gallery table")
+                    gid = lookup.get(str(ref)) or lookup.get(ID_PREFIX + str(ref))
+                    if str(ref) in ambiguous:
+                        raise InputError(f"{where} (id {str(raw_id)!r}): {part} entry {ref!r} matches several gallery items", path=p)
+                if gid is None:
+                    raise InputError(f"{where} (id {str(raw_id)!r}): {part} entry {ref!r} is not in the gallery", path=p)
+                if part == "gt":
+                    pos[gid] = 1.0
+        qrels[qid] = pos
+        used = {"file_name", "gallery", "gt", "hard_negative", "role", *_QID, *_QTEXT, *_QENT}
+        tags = {k: v for k, v in row.items() if k not in used and not isinstance(v, (list, dict))}
+        split = p.parent.relative_to(root).parts
+        split = [s for s in split if s.lower() not in _QUERY_DIRS]
+        if split:
+            tags["split"] = "/".join(split)
+        queries.append(QueryRecord(qid, p.parent / row["file_name"], question, None if entity is None else str(entity), tags))
+
+    if build:
+        # ids as in snap_bench.json: file stem, or stem#k when the stem has several captions
+        by_stem: dict[str, list[tuple[str, str]]] = {}
+        for key in built:
+            by_stem.setdefault(Path(key[0]).stem, []).append(key)
+        rename = {}
+        for stem, keys in by_stem.items():
+            for k, key in enumerate(keys, 1):
+                rename[built[key]] = ID_PREFIX + (stem if len(keys) == 1 else f"{stem}#{k}")
+        gallery = [GalleryItem(rename[g], gal_root / key[0], key[1] or None) for key, g in built.items()]
+        qrels = {q: {rename[g]: r for g, r in pos.items()} for q, pos in qrels.items()}
+        notes.append(f"{root}: no gallery table; gallery built from the query rows' gt/hard_negative objects")
+    if not gallery:
+        raise _layout_error(root, tables, "no gallery items")
+    zero = [q for q, v in qrels.items() if not v]
+    if zero:
+        notes.append(f"{len(zero)} zero-GT query(ies) (no gt entries): {examples(zero)}")
+    notes.append("ids carry the 'hf-' prefix: this ImageFolder copy is its own id space (not that of snap_bench.json)")
+    ds = Dataset(name=f"{root.name}-hf", format="hf-imagefolder", root=root, queries=queries, gallery=gallery,
+                 qrels=qrels, released=None, notes=notes)
+    ds.notes.extend(image_notes(ds))
+    return ds

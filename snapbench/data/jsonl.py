@@ -1,0 +1,67 @@
+"""The generic triple: query manifest (as ``snapbench corrupt`` reads it) + gallery JSONL + qrels.
+
+``load_jsonl(manifest, gallery=..., qrels=...)``.  When ``gallery``/``qrels`` are not given, files
+next to the manifest are used if present (``gallery.jsonl``/``gallery.json`` and
+``qrels.json``/``qrels.txt``/``qrels.trec``, noted); a gallery is required, qrels are not (without
+them the dataset has no ground truth).  ``path`` may also be a folder holding ``queries.jsonl``.
+Queries missing from the qrels count as zero-GT queries (noted), as in ``snapbench evaluate``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..corruptions import load_manifest
+from ..errors import InputError, SnapbenchError
+from .common import check_qrels, image_notes, read_gallery_manifest, read_qrels_file
+from .model import Dataset
+
+__all__ = ["GALLERY_NAMES", "MANIFEST_NAMES", "QRELS_NAMES", "load_jsonl"]
+
+MANIFEST_NAMES: tuple[str, ...] = ("queries.jsonl", "queries.json", "manifest.jsonl")
+GALLERY_NAMES: tuple[str, ...] = ("gallery.jsonl", "gallery.json")
+QRELS_NAMES: tuple[str, ...] = ("qrels.json", "qrels.txt", "qrels.trec")
+
+
+def _sibling(folder: Path, names: tuple[str, ...]) -> Path | None:
+    return next((folder / n for n in names if (folder / n).is_file()), None)
+
+
+def load_jsonl(path: Path, *, gallery: Path | None = None, qrels: Path | None = None) -> Dataset:
+    """Load the generic JSONL triple (see the module docstring)."""
+    path = Path(path)
+    notes: list[str] = []
+    if path.is_dir():
+        found = _sibling(path, MANIFEST_NAMES)
+        if found is None:
+            raise InputError(f"no query manifest ({', '.join(MANIFEST_NAMES)}) in this folder", path=path)
+        path = found
+    try:
+        queries = load_manifest(path)
+    except SnapbenchError:
+        raise
+    except ValueError as exc:  # the manifest reader's own error type: same message, our family
+        raise InputError(str(exc)) from None
+    if gallery is None:
+        gallery = _sibling(path.parent, GALLERY_NAMES)
+        if gallery is None:
+            raise InputError(
+                f"no gallery: pass gallery=<gallery manifest> (or put one of {', '.join(GALLERY_NAMES)} next to it)",
+                path=path,
+            )
+        notes.append(f"gallery: using {gallery} (found next to the query manifest)")
+    if qrels is None:
+        qrels = _sibling(path.parent, QRELS_NAMES)
+        if qrels is not None:
+            notes.append(f"qrels: using {qrels} (found next to the query manifest)")
+    items = read_gallery_manifest(Path(gallery))
+    gt: dict[str, dict[str, float]] = {}
+    if qrels is not None:
+        gt, more = check_qrels(Path(qrels), read_qrels_file(Path(qrels)), [q.id for q in queries], [g.id for g in items])
+        notes += more
+    else:
+        notes.append(f"{path}: no qrels: pass qrels=<file> to compute metrics")
+    ds = Dataset(name=path.stem, format="jsonl", root=path.parent, queries=queries, gallery=items,
+                 qrels=gt, released=None, notes=notes)
+    ds.notes.extend(image_notes(ds))
+    return ds

@@ -1,0 +1,137 @@
+"""The in-memory form of a benchmark dataset, whatever file layout it came from.
+
+A :class:`Dataset` is what every loader in :mod:`snapbench.data` returns: queries (the same
+:class:`~snapbench.corruptions.QueryRecord` that ``snapbench corrupt`` reads), a fixed gallery,
+graded qrels, the variants the release ships (if any) and human-readable notes.  Image paths are
+kept even when the file is absent so a user can see where an image was expected; the
+``has_*_images`` properties say whether retrieval modes that need pixels can run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..corruptions import QueryRecord
+
+__all__ = [
+    "FORMATS",
+    "MODE_PATHS",
+    "PATHS",
+    "Dataset",
+    "GalleryItem",
+    "ReleasedVariants",
+]
+
+#: Formats :func:`snapbench.data.load_dataset` reads (``format=`` takes one of these).
+FORMATS: tuple[str, ...] = ("snapbench-json", "hf-imagefolder", "photobench", "jsonl")
+
+#: The four similarity paths (query side first): image-image, question-caption, image-caption,
+#: question-image.
+PATHS: tuple[str, ...] = ("II", "TT", "IT", "TI")
+
+#: The retrieval modes and the paths each one needs (SnapBench names; the evaluator calls them
+#: I2I, T2T, IT2IT, I2IT, T2IT).  Kept here only to tell users which modes a dataset supports.
+MODE_PATHS: dict[str, tuple[str, ...]] = {
+    "I→I": ("II",),
+    "T→T": ("TT",),
+    "IT→IT": ("II", "TT"),
+    "I→IT": ("II", "IT"),
+    "T→IT": ("TI", "TT"),
+}
+
+
+@dataclass(frozen=True)
+class GalleryItem:
+    """One gallery item.  ``image`` is the expected file (it may not exist); ``None`` when the
+    format gives no image for the item, ``caption`` ``None`` when it has no caption."""
+
+    id: str
+    image: Path | None
+    caption: str | None
+
+
+@dataclass(frozen=True)
+class ReleasedVariants:
+    """Corrupted queries a dataset ships, so they can be used instead of being regenerated.
+
+    ``texts``: query id -> {snapbench text operator: perturbed question}.
+    ``images``: query id -> {(snapbench image operator, severity 1|2|3): image file}; only files
+    that exist are listed (the SnapBench release does not ship them, its generator writes them).
+    """
+
+    texts: dict[str, dict[str, str]] = field(default_factory=dict)
+    images: dict[str, dict[tuple[str, int], Path]] = field(default_factory=dict)
+
+
+def _all_exist(paths: list[Path | None]) -> bool:
+    return bool(paths) and all(p is not None and p.is_file() for p in paths)
+
+
+@dataclass
+class Dataset:
+    """A loaded benchmark.
+
+    ``qrels`` maps query id -> {gallery id: grade}; a query present with ``{}`` is a zero-GT query
+    (it counts in the reject metrics).  ``qrels == {}`` as a whole means the dataset came without
+    ground truth (PhotoBench without a ground-truth file): see :attr:`has_ground_truth`.
+    ``format`` says which id space the ids belong to: ids from different formats of the same
+    benchmark (the SnapBench JSON and its ImageFolder copy) are not interchangeable.
+    """
+
+    name: str
+    format: str
+    root: Path
+    queries: list[QueryRecord]
+    gallery: list[GalleryItem]
+    qrels: dict[str, dict[str, float]]
+    released: ReleasedVariants | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_query_images(self) -> bool:
+        """True when every query names an image file and all of them exist."""
+        return _all_exist([q.image for q in self.queries])
+
+    @property
+    def has_gallery_images(self) -> bool:
+        """True when every gallery item names an image file and all of them exist."""
+        return _all_exist([g.image for g in self.gallery])
+
+    @property
+    def has_questions(self) -> bool:
+        return bool(self.queries) and all(q.question for q in self.queries)
+
+    @property
+    def has_captions(self) -> bool:
+        return bool(self.gallery) and all(g.caption for g in self.gallery)
+
+    @property
+    def has_ground_truth(self) -> bool:
+        """False only for a dataset loaded without any ground truth (no qrels at all)."""
+        return bool(self.qrels)
+
+    @property
+    def available_paths(self) -> tuple[str, ...]:
+        """The similarity paths (of :data:`PATHS`) whose inputs are all present."""
+        have = {
+            "II": self.has_query_images and self.has_gallery_images,
+            "TT": self.has_questions and self.has_captions,
+            "IT": self.has_query_images and self.has_captions,
+            "TI": self.has_questions and self.has_gallery_images,
+        }
+        return tuple(p for p in PATHS if have[p])
+
+    @property
+    def runnable_modes(self) -> tuple[str, ...]:
+        """The retrieval modes (keys of :data:`MODE_PATHS`) whose paths are all available."""
+        paths = set(self.available_paths)
+        return tuple(m for m, need in MODE_PATHS.items() if set(need) <= paths)
+
+    @property
+    def query_ids(self) -> list[str]:
+        return [q.id for q in self.queries]
+
+    @property
+    def gallery_ids(self) -> list[str]:
+        return [g.id for g in self.gallery]
