@@ -28,7 +28,8 @@ trigrams) for the demo and the tests; its cross-modal similarities carry no mean
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -36,16 +37,16 @@ from ..errors import ConfigError
 from .cache import CachedEncoder, default_cache_dir
 
 __all__ = [
-    "Encoder",
-    "load_encoder",
-    "available_encoders",
     "CachedEncoder",
-    "default_cache_dir",
-    "register_encoder",
-    "get_encoder",
-    "encoders",
+    "Encoder",
+    "available_encoders",
     "cosine_path_scores",
+    "default_cache_dir",
+    "encoders",
+    "get_encoder",
     "l2_normalize",
+    "load_encoder",
+    "register_encoder",
 ]
 
 

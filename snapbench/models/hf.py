@@ -4,13 +4,21 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError
-from .torch_support import TorchEncoderBase, fingerprint_of, hash_model_dir, load_or_explain, require, to_pil
+from .torch_support import (
+    TorchEncoderBase,
+    fingerprint_of,
+    hash_model_dir,
+    load_or_explain,
+    require,
+    to_pil,
+)
 
 __all__ = ["HFEncoder"]
 

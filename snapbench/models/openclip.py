@@ -8,13 +8,21 @@ pretrained tag is used (not random weights: a random model would silently measur
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError
-from .torch_support import TorchEncoderBase, file_sha256, fingerprint_of, load_or_explain, require, to_pil
+from .torch_support import (
+    TorchEncoderBase,
+    file_sha256,
+    fingerprint_of,
+    load_or_explain,
+    require,
+    to_pil,
+)
 
 __all__ = ["OpenClipEncoder"]
 

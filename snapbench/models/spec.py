@@ -21,14 +21,15 @@ import inspect
 import os
 import re
 import sys
+from collections.abc import Callable, Sequence
 from importlib import metadata
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["ENTRY_POINT_GROUP", "ADAPTER_PREFIXES", "DescribedEncoder", "resolve", "plugin_names", "describe"]
+__all__ = ["ADAPTER_PREFIXES", "ENTRY_POINT_GROUP", "DescribedEncoder", "describe", "plugin_names", "resolve"]
 
 ENTRY_POINT_GROUP = "snapbench.encoders"
 ADAPTER_PREFIXES = ("sentence-transformers:", "open_clip:", "hf:")

@@ -7,13 +7,21 @@ Text models (all-MiniLM-L6-v2, ...) encode texts only; their ``modalities`` is `
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError
-from .torch_support import TorchEncoderBase, fingerprint_of, hash_model_dir, load_or_explain, require, to_pil
+from .torch_support import (
+    TorchEncoderBase,
+    fingerprint_of,
+    hash_model_dir,
+    load_or_explain,
+    require,
+    to_pil,
+)
 
 __all__ = ["SentenceTransformersEncoder"]
 
@@ -39,8 +47,8 @@ def _model_folder(source: str) -> Path | None:
     for repo in (source, f"sentence-transformers/{source}") if "/" not in source else (source,):
         try:
             return Path(snapshot_download(repo, local_files_only=True))
-        except Exception:  # noqa: BLE001 - not cached under that name
-            continue
+        except Exception:  # noqa: BLE001, S110 - not cached under that name: try the next one
+            pass
     return None
 
 

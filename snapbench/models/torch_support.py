@@ -14,8 +14,9 @@ import importlib
 import json
 import os
 import re
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,12 +24,12 @@ from ..errors import ConfigError
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
-    "require",
     "TorchEncoderBase",
-    "load_or_explain",
-    "hash_model_dir",
-    "fingerprint_of",
     "file_sha256",
+    "fingerprint_of",
+    "hash_model_dir",
+    "load_or_explain",
+    "require",
     "to_pil",
 ]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import cv2
 import numpy as np
