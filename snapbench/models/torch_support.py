@@ -107,13 +107,13 @@ def load_or_explain(what: str, source: str, load: Callable[[], Any]) -> Any:
     except OSError as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if looks_like_path:
-            raise ConfigError(f"{what} {source!r}: cannot load the model folder ({detail})") from None
+            raise ConfigError(f"{what}: cannot load the model folder {source!r} ({detail})") from None
         offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0")
         raise ConfigError(
-            f"{what} {source!r}: the model is not a local folder, not in the local model cache, and cannot be "
-            f"downloaded{' (HF_HUB_OFFLINE is set)' if offline else ''} [{detail}]; give the path of a local copy "
-            "or pre-download it on a machine with internet access (e.g. huggingface-cli download NAME) "
-            "and copy the cache (~/.cache/huggingface) here"
+            f"{what}: model {source!r} is not a local folder, not in the local model cache, and cannot be "
+            f"downloaded{' (HF_HUB_OFFLINE is set)' if offline else ''} [{detail}]; give the path of a local copy, "
+            "or pre-download it where there is internet access (e.g. `hf download NAME`) and copy the cache "
+            "(~/.cache/huggingface) here"
         ) from None
 
 
