@@ -176,7 +176,7 @@ for spec in ("sentence-transformers:snapbench-no-such-model", "hf:MISSING"):
 
 def test_a_missing_extra_names_the_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "open_clip", None)  # what `import open_clip` sees when it is not installed
-    with pytest.raises(ConfigError, match=r"pip install 'snapbench\[models\]'"):
+    with pytest.raises(ConfigError, match=r"'open_clip_torch', which is not installed .*pip install 'snapbench\[openclip\]'"):
         load_encoder("open_clip:ViT-B-32", device="cpu")
 
 

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,6 +14,7 @@ from .torch_support import (
     fingerprint_of,
     hash_model_dir,
     load_or_explain,
+    local_model_folder,
     require,
     to_pil,
 )
@@ -36,20 +35,6 @@ def _features(out: Any, kind: str) -> Any:
         if val is not None:
             return val
     raise ConfigError(f"get_{kind}_features returned {type(out).__name__}, which holds no feature tensor")
-
-
-def _model_folder(source: str) -> Path | None:
-    """The folder the weights were read from: the given path, or the hub cache snapshot."""
-    p = Path(os.path.expanduser(source))
-    if p.is_dir():
-        return p
-    try:
-        from transformers.utils import cached_file
-
-        cfg = cached_file(source, "config.json", _raise_exceptions_for_missing_entries=False)
-    except Exception:  # noqa: BLE001 - any failure just means "no folder to hash"
-        return None
-    return Path(cfg).parent if cfg else None
 
 
 class HFEncoder(TorchEncoderBase):
@@ -81,7 +66,7 @@ class HFEncoder(TorchEncoderBase):
         cfg = self.model.config
         self._siglip = "siglip" in str(getattr(cfg, "model_type", "")).lower()
         self.dim = getattr(cfg, "projection_dim", None) if not self._siglip else None
-        folder = _model_folder(source)
+        folder = local_model_folder(source)
         self.fingerprint = fingerprint_of(
             {
                 "adapter": "hf/1",

@@ -6,9 +6,7 @@ Text models (all-MiniLM-L6-v2, ...) encode texts only; their ``modalities`` is `
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +17,7 @@ from .torch_support import (
     fingerprint_of,
     hash_model_dir,
     load_or_explain,
+    local_model_folder,
     require,
     to_pil,
 )
@@ -35,23 +34,6 @@ def _supports(model: Any, modality: str) -> bool:
     return any(type(m).__name__ == "CLIPModel" for m in model.modules())
 
 
-def _model_folder(source: str) -> Path | None:
-    p = Path(os.path.expanduser(source))
-    if p.is_dir():
-        return p
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        return None
-    # sentence-transformers resolves bare names under its own organisation.
-    for repo in (source, f"sentence-transformers/{source}") if "/" not in source else (source,):
-        try:
-            return Path(snapshot_download(repo, local_files_only=True))
-        except Exception:  # noqa: BLE001, S110 - not cached under that name: try the next one
-            pass
-    return None
-
-
 class SentenceTransformersEncoder(TorchEncoderBase):
     """``SentenceTransformer(NAME).encode`` over batches (texts as strings, images as PIL images)."""
 
@@ -65,7 +47,8 @@ class SentenceTransformersEncoder(TorchEncoderBase):
         self.modalities = frozenset(m for m in ("image", "text") if _supports(self.model, m))
         getdim = getattr(self.model, "get_embedding_dimension", None) or getattr(self.model, "get_sentence_embedding_dimension", None)
         self.dim = getdim() if callable(getdim) else None
-        folder = _model_folder(source)
+        # sentence-transformers resolves bare names under its own organisation
+        folder = local_model_folder(source, alternatives=() if "/" in source else (f"sentence-transformers/{source}",))
         self.fingerprint = fingerprint_of(
             {
                 "adapter": "sentence-transformers/1",

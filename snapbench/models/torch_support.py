@@ -29,6 +29,7 @@ __all__ = [
     "fingerprint_of",
     "hash_model_dir",
     "load_or_explain",
+    "local_model_folder",
     "require",
     "to_pil",
 ]
@@ -50,7 +51,7 @@ def require(module: str, *, for_what: str) -> Any:
     except ImportError as exc:
         raise ConfigError(
             f"{for_what} needs the Python package {_PIP.get(module, module)!r}, which is not installed "
-            f"({exc}); install it with: pip install 'snapbench[models]'"
+            f"({exc}); install it with: pip install 'snapbench[{'openclip' if module == 'open_clip' else 'models'}]'"
         ) from None
 
 
@@ -97,6 +98,24 @@ def hash_model_dir(folder: str | os.PathLike) -> dict[str, str]:
             elif target.is_file():
                 out[rel] = file_sha256(target)
     return out
+
+
+def local_model_folder(source: str, *, alternatives: tuple[str, ...] = ()) -> Path | None:
+    """The folder a model's files are read from: ``source`` itself when it is a folder, else the local
+    Hugging Face cache snapshot of ``source`` (or of one of ``alternatives``); ``None`` if neither."""
+    p = Path(os.path.expanduser(source))
+    if p.is_dir():
+        return p
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    for repo in (source, *alternatives):
+        try:
+            return Path(snapshot_download(repo, local_files_only=True))
+        except Exception:  # noqa: BLE001, S112 - not cached under that name: try the next one
+            continue
+    return None
 
 
 def load_or_explain(what: str, source: str, load: Callable[[], Any]) -> Any:
