@@ -19,7 +19,9 @@ from .torch_support import (
     TorchEncoderBase,
     file_sha256,
     fingerprint_of,
+    hash_model_dir,
     load_or_explain,
+    local_model_folder,
     require,
     to_pil,
 )
@@ -35,27 +37,16 @@ class OpenClipEncoder(TorchEncoderBase):
         super().__init__(device, batch_size)
         spec = f"open_clip:{arch}" + (f":{pretrained}" if pretrained else "")
         open_clip = require("open_clip", for_what=f"encoder {spec!r}")
-        if arch not in open_clip.list_models():
+        if arch.startswith(("hf-hub:", "local-dir:")):
+            folder = local_model_folder(arch.split(":", 1)[1])
+            weights_id: dict = {"files": hash_model_dir(folder)} if folder is not None else {"repo": arch}
+            pretrained = None
+        elif arch not in open_clip.list_models():
             raise ConfigError(f"encoder {spec!r}: unknown OpenCLIP architecture {arch!r} (open_clip.list_models() lists them)")
-        if not pretrained:
-            tags = [tag for a, tag in open_clip.list_pretrained() if a == arch]
-            if not tags:
-                raise ConfigError(f"encoder {spec!r}: OpenCLIP has no pretrained weights for {arch!r}; give a checkpoint file")
-            pretrained = tags[0]
-        weights_file = Path(os.path.expanduser(pretrained))
-        if weights_file.is_file():
-            weights_id = {"file_sha256": file_sha256(weights_file)}
-        elif pretrained.startswith((".", "/", "~")) or os.sep in pretrained:
-            raise ConfigError(f"encoder {spec!r}: checkpoint file {pretrained!r} does not exist")
         else:
-            if pretrained not in open_clip.list_pretrained_tags_by_model(arch):
-                raise ConfigError(
-                    f"encoder {spec!r}: {pretrained!r} is neither a file nor an OpenCLIP pretrained tag of {arch} "
-                    f"(known: {', '.join(open_clip.list_pretrained_tags_by_model(arch))})"
-                )
-            weights_id = {"tag": pretrained}
+            pretrained, weights_id = self._weights(open_clip, spec, arch, pretrained)
         model, _, preprocess = load_or_explain(
-            f"encoder {spec!r}", pretrained,
+            f"encoder {spec!r}", pretrained or arch,
             lambda: open_clip.create_model_and_transforms(arch, pretrained=pretrained, device=self.device),
         )
         self.model = model.eval()
@@ -68,6 +59,29 @@ class OpenClipEncoder(TorchEncoderBase):
             {"adapter": "open_clip/1", "arch": arch, "weights": weights_id, "precision": self.precision,
              "open_clip": getattr(open_clip, "__version__", None)}
         )
+
+    @staticmethod
+    def _weights(open_clip: Any, spec: str, arch: str, pretrained: str | None) -> tuple[str, dict]:
+        """The pretrained tag or checkpoint file to load, and what identifies those weights."""
+        if not pretrained:
+            tags = [tag for a, tag in open_clip.list_pretrained() if a == arch]
+            if not tags:
+                raise ConfigError(f"encoder {spec!r}: OpenCLIP has no pretrained weights for {arch!r}; give a checkpoint file")
+            pretrained = tags[0]
+        weights_file = Path(os.path.expanduser(pretrained))
+        if weights_file.is_file():
+            weights_id = {"file_sha256": file_sha256(weights_file)}
+            pretrained = str(weights_file)
+        elif pretrained.startswith((".", "/", "~")) or os.sep in pretrained:
+            raise ConfigError(f"encoder {spec!r}: checkpoint file {pretrained!r} does not exist")
+        else:
+            if pretrained not in open_clip.list_pretrained_tags_by_model(arch):
+                raise ConfigError(
+                    f"encoder {spec!r}: {pretrained!r} is neither a file nor an OpenCLIP pretrained tag of {arch} "
+                    f"(known: {', '.join(open_clip.list_pretrained_tags_by_model(arch))})"
+                )
+            weights_id = {"tag": pretrained}
+        return pretrained, weights_id
 
     def encode_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
         torch = self._torch

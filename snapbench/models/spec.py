@@ -155,6 +155,8 @@ def resolve(spec: str, registry: dict[str, Callable[..., Any]], kwargs: dict[str
             return SentenceTransformersEncoder(rest, **kwargs)
         from .openclip import OpenClipEncoder
 
+        if rest.startswith(("hf-hub:", "local-dir:")):  # OpenCLIP's own schemes: the weights come with the name
+            return OpenClipEncoder(rest, None, **kwargs)
         arch, _, pretrained = rest.partition(":")
         return OpenClipEncoder(arch, pretrained or None, **kwargs)
     eps = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec]
