@@ -47,7 +47,7 @@ from .corruptions.io import load_image
 from .errors import ConfigError, InputError, OutputError
 from .models import Encoder, cosine_path_scores
 
-__all__ = ["PATHS", "EncodeSummary", "GalleryItem", "encode_corrupted", "load_gallery"]
+__all__ = ["PATHS", "EncodeSummary", "GalleryItem", "encode_corrupted", "load_gallery", "prepare_out_dir"]
 
 #: The four paths: name -> (query side, gallery side).
 PATHS: dict[str, tuple[str, str]] = {"II": ("image", "image"), "TT": ("text", "text"), "IT": ("image", "text"), "TI": ("text", "image")}
@@ -150,8 +150,10 @@ def _read_skips(corrupt_dir: Path) -> dict[tuple[str, str | None], str]:
     return out
 
 
-def _prepare_out_dir(out_dir: Path) -> None:
-    """Fail before any encoding if ``out_dir`` cannot hold the outputs."""
+def prepare_out_dir(out_dir: str | os.PathLike) -> None:
+    """Create ``out_dir/embeddings`` and ``out_dir/paths``; raise :class:`OutputError` (or the
+    ``OSError``) if ``out_dir`` cannot hold the outputs — before any encoding is spent."""
+    out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputError("exists and is not a folder (choose a folder for the outputs)", path=out_dir)
     for sub in ("embeddings", "paths"):
@@ -168,8 +170,11 @@ def _write_ids(path: Path, ids: Sequence[str]) -> None:
 
 
 def _encode_stream(encode: Callable[[list], np.ndarray], items: Sequence[Any], load: Callable[[Any], Any],
-                   batch_size: int, what: str) -> np.ndarray:
-    """Load, encode and drop ``items`` batch by batch; only the (n, d) float32 embeddings are kept."""
+                   batch_size: int, what: str, on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+    """Load, encode and drop ``items`` batch by batch; only the (n, d) float32 embeddings are kept.
+
+    ``on_batch(n_done)`` is called after each batch.
+    """
     chunks = []
     for i in range(0, len(items), batch_size):
         batch = [load(x) for x in items[i : i + batch_size]]
@@ -178,6 +183,8 @@ def _encode_stream(encode: Callable[[list], np.ndarray], items: Sequence[Any], l
             raise ConfigError(f"the encoder returned shape {emb.shape} for a batch of {len(batch)} {what}")
         chunks.append(emb)
         del batch
+        if on_batch:
+            on_batch(i + emb.shape[0])
     if not chunks:
         raise ConfigError(f"no {what} to encode")
     return np.concatenate(chunks)
@@ -208,7 +215,8 @@ def encode_corrupted(
     and ``caption`` (str or ``None``).  ``conditions`` restricts the conditions encoded (``clean``
     is always included).  ``batch_size``: images decoded (and passed to the encoder) at a time;
     memory grows with it, not with the gallery.  ``progress(stage, done, total)`` is called after
-    the gallery (stage ``"gallery"``) and after each condition.  The encoder's ``modalities``
+    each gallery batch (stage ``"gallery images"`` / ``"gallery captions"``, counting items) and
+    after each condition (stage = the condition id, counting conditions).  The encoder's ``modalities``
     (default: both) decide, with the data, which paths are written (module docstring).
     """
     if not isinstance(batch_size, int) or batch_size < 1:
@@ -272,7 +280,7 @@ def encode_corrupted(
         raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped_paths.items()))
     need = {("q", PATHS[p][0]) for p in paths} | {("g", PATHS[p][1]) for p in paths}
 
-    _prepare_out_dir(out_dir)
+    prepare_out_dir(out_dir)
     for d in (out_dir, out_dir / "paths"):
         _write_ids(d / "query_ids.txt", query_ids)
         _write_ids(d / "gallery_ids.txt", gallery_ids)
@@ -287,14 +295,17 @@ def encode_corrupted(
 
     emb_dir, path_dir = out_dir / "embeddings", out_dir / "paths"
     g_emb: dict[str, np.ndarray | None] = {"image": None, "text": None}
+    def gallery_tick(stage: str) -> Callable[[int], None] | None:
+        return None if progress is None else (lambda done: progress(stage, done, len(items)))
+
     if ("g", "image") in need:
-        g_emb["image"] = _encode_stream(encoder.encode_images, items, lambda g: load_image(g.image), batch_size, "gallery images")
+        g_emb["image"] = _encode_stream(encoder.encode_images, items, lambda g: load_image(g.image), batch_size,
+                                        "gallery images", gallery_tick("gallery images"))
     if ("g", "text") in need:
-        g_emb["text"] = _encode_stream(encoder.encode_texts, [g.caption for g in items], lambda t: t, batch_size, "gallery captions")
+        g_emb["text"] = _encode_stream(encoder.encode_texts, [g.caption for g in items], lambda t: t, batch_size,
+                                       "gallery captions", gallery_tick("gallery captions"))
     for side, arr in g_emb.items():
         put(emb_dir / f"gallery.{side}.npy", arr)
-    if progress:
-        progress("gallery", 0, len(wanted))
 
     image_memo: dict[str, np.ndarray] = {}  # sha256 of the variant file -> embedding
     text_memo: dict[str, np.ndarray] = {}

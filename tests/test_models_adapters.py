@@ -151,7 +151,10 @@ def test_sentence_transformers_minilm_is_a_real_text_model():
 def test_offline_missing_model_is_one_clear_error(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(ROOT))
     spec = "hf:nobody/snapbench-no-such-model"
-    r = subprocess.run([sys.executable, "-m", "snapbench", "encode", str(tmp_path), "--gallery", str(tmp_path / "g.jsonl"),
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "manifest.jsonl").write_text('{"id": "q", "condition": "clean", "path": null, "question": "a dog"}\n')
+    (tmp_path / "g.jsonl").write_text('{"id": "g", "caption": "a cat"}\n')
+    r = subprocess.run([sys.executable, "-m", "snapbench", "encode", str(tmp_path / "c"), "--gallery", str(tmp_path / "g.jsonl"),
                         "--out", str(tmp_path / "o"), "--encoder", spec, "--device", "cpu"],
                        capture_output=True, text=True, env=env, timeout=300, check=False)
     assert r.returncode == 2, r.stderr[-2000:]

@@ -33,10 +33,16 @@ def encode(
     """
     from rich.progress import Progress
 
-    from ..encode import encode_corrupted
+    from ..encode import encode_corrupted, load_gallery, prepare_out_dir
+    from ..errors import InputError
     from ..models import CachedEncoder, load_encoder
 
     cond_list = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
+    # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
+    if not (corrupted / "manifest.jsonl").is_file():
+        raise InputError("no manifest.jsonl (is this the output folder of 'snapbench corrupt'?)", path=corrupted)
+    items = load_gallery(gallery)
+    prepare_out_dir(out)
     enc = load_encoder(encoder, device=device, batch_size=batch_size)
     cache_note = None
     if not no_cache:
@@ -47,10 +53,11 @@ def encode(
     with Progress(disable=no_progress, transient=True) as bar:
         task = bar.add_task("encoding the gallery", total=None)
 
-        def tick(cond: str, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, description=f"encoded {cond}")
+        def tick(stage: str, done: int, total: int) -> None:
+            what = f"encoding {stage}" if stage.startswith("gallery") else f"encoded {stage}"
+            bar.update(task, completed=done, total=total, description=what)
 
-        summary = encode_corrupted(corrupted, gallery, enc, out, conditions=cond_list, batch_size=batch_size, progress=tick)
+        summary = encode_corrupted(corrupted, items, enc, out, conditions=cond_list, batch_size=batch_size, progress=tick)
     typer.echo(
         f"{summary.n_queries} queries x {len(summary.conditions)} conditions, {summary.n_gallery} gallery items, "
         f"paths {', '.join(summary.paths)} -> {out}"
