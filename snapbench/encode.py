@@ -1,46 +1,65 @@
-"""The encode + score step: corrupted query set + gallery + encoder -> four path score matrices.
+"""The encode + score step: corrupted query set + gallery + encoder -> path score matrices.
 
-Reads the output of ``snapbench corrupt`` (``DIR/manifest.jsonl``) and a gallery manifest (JSONL or
-JSON list of ``{"id", "image", "caption"}``, image paths relative to the manifest), encodes the gallery
-once and every condition's query images and questions (each distinct image file and question is
-encoded once: text conditions share the clean image, image conditions the clean question), and
-writes::
+Reads the output of ``snapbench corrupt`` (``DIR/manifest.jsonl``) and a gallery (a manifest file,
+JSONL or JSON list of ``{"id", "image", "caption"}`` with image paths relative to the manifest, or
+any sequence of objects with ``id``, ``image``, ``caption`` attributes, either of the last two
+possibly ``None``), and writes::
 
     OUT/query_ids.txt, OUT/gallery_ids.txt
-    OUT/embeddings/gallery.image.npy, gallery.text.npy        (N x d, float32)
-    OUT/embeddings/<condition file name>.image.npy / .text.npy (Q x d, float32)
-    OUT/paths/<condition file name>.{II,TT,IT,TI}.npy          (Q x N cosine scores, SPEC §6)
+    OUT/embeddings/gallery.image.npy, gallery.text.npy          (N x d, float32)
+    OUT/embeddings/<condition file name>.image.npy / .text.npy   (Q x d, float32)
+    OUT/paths/<condition file name>.{II,TT,IT,TI}.npy            (Q x N cosine scores)
     OUT/paths/query_ids.txt, OUT/paths/gallery_ids.txt
+    OUT/dropped_queries.json                                     {query id: reason}
 
 ``OUT/paths`` is what ``snapbench evaluate --mode IT2IT`` and ``snapbench moor --paths-dir`` read;
-``OUT/embeddings`` is what exact MOOR (with whitening) needs.  Queries skipped under some condition
-(a bad file, an entity not found) are dropped from every condition so all states stay paired on the
-same queries; the summary lists them.
+``OUT/embeddings`` is what exact MOOR (with whitening) needs.
+
+Decisions:
+
+* Memory is bounded by the batch, not the gallery: images are decoded, encoded and dropped batch by
+  batch; only embeddings are kept.  Each distinct variant image (manifest ``sha256``) and question
+  is encoded once per run (text conditions share the clean image, image conditions the clean
+  question); an :class:`~snapbench.models.CachedEncoder` makes that once per model across runs.
+* A path is written only when both of its sides exist for *every* query and gallery item and the
+  encoder encodes them: II needs query and gallery images, TT questions and captions, IT query
+  images and captions, TI questions and gallery images.  Image-only queries give II (and IT with
+  captions); a text-only model gives TT.  The paths left out, and why, are in
+  :attr:`EncodeSummary.skipped_paths`; stale files of those paths from an earlier run are removed.
+* Queries without an output under some selected condition are dropped from every condition so all
+  states stay paired on the same queries; ``dropped_queries.json`` gives each one's reason.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from .atomic import save_npy_atomic, write_text_atomic
 from .conditions import condition_to_filename, parse_condition
 from .corruptions.io import load_image
+from .errors import ConfigError, InputError, OutputError
 from .models import Encoder, cosine_path_scores
 
-__all__ = ["GalleryItem", "EncodeSummary", "load_gallery", "encode_corrupted"]
+__all__ = ["PATHS", "EncodeSummary", "GalleryItem", "encode_corrupted", "load_gallery", "prepare_out_dir"]
+
+#: The four paths: name -> (query side, gallery side).
+PATHS: dict[str, tuple[str, str]] = {"II": ("image", "image"), "TT": ("text", "text"), "IT": ("image", "text"), "TI": ("text", "image")}
 
 
 @dataclass(frozen=True)
 class GalleryItem:
+    """One gallery item; ``image`` or ``caption`` may be ``None`` (an image-only or text-only gallery)."""
+
     id: str
-    image: Path
-    caption: str
+    image: Path | None
+    caption: str | None
 
 
 @dataclass
@@ -50,21 +69,23 @@ class EncodeSummary:
     n_queries: int
     n_gallery: int
     dropped_queries: dict[str, str] = field(default_factory=dict)  # id -> reason
+    paths: list[str] = field(default_factory=list)  # the paths written, e.g. ["II", "TT", "IT", "TI"]
+    skipped_paths: dict[str, str] = field(default_factory=dict)  # path -> why it was not written
 
 
 def load_gallery(path: str | os.PathLike) -> list[GalleryItem]:
-    """Read a gallery manifest: JSONL or a JSON list of objects with ``id``, ``image``, ``caption``."""
+    """Read a gallery manifest: JSONL or a JSON list of objects with ``id`` and ``image`` and/or ``caption``."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read gallery manifest ({exc.strerror})") from None
+        raise InputError(f"cannot read gallery manifest ({exc.strerror})", path=path) from None
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
             objs = [(f"record {i}", o) for i, o in enumerate(json.loads(text))]
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: invalid JSON: {exc}") from None
+            raise InputError(f"invalid JSON: {exc}", path=path) from None
     else:
         objs = []
         for n, line in enumerate(text.splitlines(), 1):
@@ -72,116 +93,250 @@ def load_gallery(path: str | os.PathLike) -> list[GalleryItem]:
                 try:
                     objs.append((f"line {n}", json.loads(line)))
                 except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
+                    raise InputError(f"line {n}: invalid JSON: {exc.msg}", path=path) from None
     items, seen = [], set()
     for where, o in objs:
-        if not isinstance(o, dict) or "id" not in o or "image" not in o:
-            raise ValueError(f"{path}: {where}: a gallery item needs 'id' and 'image'")
+        if not isinstance(o, dict) or "id" not in o:
+            raise InputError(f"{where}: a gallery item needs an 'id'", path=path)
         caption = o.get("caption", o.get("text"))
-        if not isinstance(caption, str) or not caption.strip():
-            raise ValueError(f"{path}: {where}: gallery item {o['id']!r} has no 'caption'")
+        image = o.get("image")
+        if caption is not None and (not isinstance(caption, str) or not caption.strip()):
+            raise InputError(f"{where}: gallery item {o['id']!r} has an empty or non-text 'caption'", path=path)
+        if image is not None and not isinstance(image, str):
+            raise InputError(f"{where}: gallery item {o['id']!r}: 'image' must be a path", path=path)
+        if image is None and caption is None:
+            raise InputError(f"{where}: gallery item {o['id']!r} has neither an 'image' nor a 'caption'", path=path)
         gid = str(o["id"])
         if gid in seen:
-            raise ValueError(f"{path}: {where}: duplicate gallery id {gid!r}")
+            raise InputError(f"{where}: duplicate gallery id {gid!r}", path=path)
         seen.add(gid)
-        items.append(GalleryItem(gid, (path.parent / o["image"]).resolve(), caption))
+        items.append(GalleryItem(gid, None if image is None else (path.parent / image).resolve(), caption))
     if not items:
-        raise ValueError(f"{path}: the gallery is empty")
+        raise InputError("the gallery is empty", path=path)
     return items
 
 
 def _read_run_manifest(corrupt_dir: Path) -> list[dict]:
     manifest = corrupt_dir / "manifest.jsonl"
     if not manifest.is_file():
-        raise ValueError(f"{corrupt_dir}: no manifest.jsonl (is this the --out folder of 'snapbench corrupt'?)")
+        raise InputError("no manifest.jsonl (is this the output folder of 'snapbench corrupt'?)", path=corrupt_dir)
     lines = []
     for n, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            lines.append(json.loads(line))
+            obj = json.loads(line)
         except json.JSONDecodeError:
-            raise ValueError(f"{manifest}: line {n} is not JSON (an interrupted run? rerun 'snapbench corrupt')") from None
+            raise InputError(f"line {n} is not JSON (an interrupted run? rerun 'snapbench corrupt')", path=manifest) from None
+        if not isinstance(obj, dict) or "id" not in obj or "condition" not in obj:
+            raise InputError(f"line {n}: a manifest line needs 'id' and 'condition'", path=manifest)
+        lines.append(obj)
     return lines
+
+
+def _read_skips(corrupt_dir: Path) -> dict[tuple[str, str | None], str]:
+    """(query id, condition or None) -> reason, from ``skips.jsonl`` when it is there and readable."""
+    out: dict[tuple[str, str | None], str] = {}
+    try:
+        text = (corrupt_dir / "skips.jsonl").read_text(encoding="utf-8")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        try:
+            s = json.loads(line)
+            out[(str(s["id"]), s.get("condition"))] = str(s.get("reason"))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def prepare_out_dir(out_dir: str | os.PathLike) -> None:
+    """Create ``out_dir/embeddings`` and ``out_dir/paths``; raise :class:`OutputError` (or the
+    ``OSError``) if ``out_dir`` cannot hold the outputs — before any encoding is spent."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError("exists and is not a folder (choose a folder for the outputs)", path=out_dir)
+    for sub in ("embeddings", "paths"):
+        d = out_dir / sub
+        if d.exists() and not d.is_dir():
+            raise OutputError("exists and is not a folder", path=d)
+        d.mkdir(parents=True, exist_ok=True)  # PermissionError (an OSError) names the folder
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise OutputError("folder is not writable", path=d)
 
 
 def _write_ids(path: Path, ids: Sequence[str]) -> None:
     write_text_atomic(path, "".join(f"{i}\n" for i in ids))
 
 
+def _encode_stream(encode: Callable[[list], np.ndarray], items: Sequence[Any], load: Callable[[Any], Any],
+                   batch_size: int, what: str, on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+    """Load, encode and drop ``items`` batch by batch; only the (n, d) float32 embeddings are kept.
+
+    ``on_batch(n_done)`` is called after each batch.
+    """
+    chunks = []
+    for i in range(0, len(items), batch_size):
+        batch = [load(x) for x in items[i : i + batch_size]]
+        emb = np.asarray(encode(batch), dtype=np.float32)
+        if emb.ndim != 2 or emb.shape[0] != len(batch):
+            raise ConfigError(f"the encoder returned shape {emb.shape} for a batch of {len(batch)} {what}")
+        chunks.append(emb)
+        del batch
+        if on_batch:
+            on_batch(i + emb.shape[0])
+    if not chunks:
+        raise ConfigError(f"no {what} to encode")
+    return np.concatenate(chunks)
+
+
+def _side_reason(side: str, queries: bool, missing: list[str], total: int) -> str:
+    one, many = ("query", "queries") if queries else ("gallery item", "gallery items")
+    noun = "image" if side == "image" else ("question" if queries else "caption")
+    if len(missing) == total:
+        return f"no {one} has a{'n' if noun[0] in 'aeiou' else ''} {noun}"
+    ex = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+    return f"{len(missing)} of {total} {many} have no {noun} ({ex}); a path needs it for every one"
+
+
 def encode_corrupted(
     corrupt_dir: str | os.PathLike,
-    gallery: str | os.PathLike | Sequence[GalleryItem],
+    gallery: str | os.PathLike | Sequence[Any],
     encoder: Encoder,
     out_dir: str | os.PathLike,
     *,
     conditions: Sequence[str] | None = None,
-    batch_size: int = 64,
+    batch_size: int = 32,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> EncodeSummary:
     """Encode a corrupted query set and a gallery with ``encoder``; write embeddings and path scores.
 
-    ``conditions`` restricts the conditions encoded (``clean`` is always included).
-    ``progress(condition, done, total)`` is called after each condition.
+    ``gallery``: a manifest path or a sequence of objects with ``id``, ``image`` (path or ``None``)
+    and ``caption`` (str or ``None``).  ``conditions`` restricts the conditions encoded (``clean``
+    is always included).  ``batch_size``: images decoded (and passed to the encoder) at a time;
+    memory grows with it, not with the gallery.  ``progress(stage, done, total)`` is called after
+    each gallery batch (stage ``"gallery images"`` / ``"gallery captions"``, counting items) and
+    after each condition (stage = the condition id, counting conditions).  The encoder's ``modalities``
+    (default: both) decide, with the data, which paths are written (module docstring).
     """
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
     corrupt_dir, out_dir = Path(corrupt_dir), Path(out_dir)
     lines = _read_run_manifest(corrupt_dir)
     items = load_gallery(gallery) if isinstance(gallery, (str, os.PathLike)) else list(gallery)
+    if not items:
+        raise InputError("the gallery is empty")
+    gallery_ids = [str(g.id) for g in items]
+    if len(set(gallery_ids)) != len(gallery_ids):
+        dup = next(i for i in gallery_ids if gallery_ids.count(i) > 1)
+        raise InputError(f"duplicate gallery id {dup!r}")
 
     by_cond: dict[str, dict[str, dict]] = {}
     for ln in lines:
-        by_cond.setdefault(ln["condition"], {})[ln["id"]] = ln
+        by_cond.setdefault(ln["condition"], {})[str(ln["id"])] = ln
     if "clean" not in by_cond:
-        raise ValueError(f"{corrupt_dir}/manifest.jsonl: no 'clean' outputs")
+        raise InputError("manifest.jsonl has no 'clean' outputs", path=corrupt_dir)
     wanted = list(by_cond) if conditions is None else ["clean"] + [parse_condition(c).id for c in conditions if parse_condition(c).id != "clean"]
+    wanted = list(dict.fromkeys(wanted))
     missing = [c for c in wanted if c not in by_cond]
     if missing:
-        raise ValueError(f"{corrupt_dir}: no outputs for condition(s) {', '.join(missing)}")
+        raise InputError(f"no outputs for condition(s) {', '.join(missing)}", path=corrupt_dir)
 
+    skips = _read_skips(corrupt_dir)
     query_ids = list(by_cond["clean"])
     dropped: dict[str, str] = {}
     for c in wanted:
         for q in query_ids:
             if q not in by_cond[c] and q not in dropped:
-                dropped[q] = f"no output under {c} (see skips.jsonl)"
+                why = skips.get((q, c)) or skips.get((q, None)) or "see skips.jsonl"
+                dropped[q] = f"no output under {c}: {why}"
     query_ids = [q for q in query_ids if q not in dropped]
     if not query_ids:
-        raise ValueError(f"{corrupt_dir}: no query has outputs under every selected condition")
+        raise InputError("no query has outputs under every selected condition", path=corrupt_dir)
 
-    (out_dir / "embeddings").mkdir(parents=True, exist_ok=True)
-    (out_dir / "paths").mkdir(parents=True, exist_ok=True)
-    gallery_ids = [g.id for g in items]
+    # Which sides exist for every query / gallery item, and which the encoder encodes.
+    clean = by_cond["clean"]
+    mods = frozenset(getattr(encoder, "modalities", None) or {"image", "text"})
+    lacking = {
+        ("q", "image"): [q for q in query_ids if not clean[q].get("path")],
+        ("q", "text"): [q for q in query_ids if clean[q].get("question") is None],
+        ("g", "image"): [g.id for g in items if g.image is None],
+        ("g", "text"): [g.id for g in items if g.caption is None],
+    }
+    side_why: dict[tuple[str, str], str] = {}
+    for (who, side), miss in lacking.items():
+        if side not in mods:
+            side_why[(who, side)] = f"encoder {getattr(encoder, 'name', '?')!r} does not encode {side}s"
+        elif miss:
+            side_why[(who, side)] = _side_reason(side, who == "q", miss, len(query_ids) if who == "q" else len(items))
+    paths, skipped_paths = [], {}
+    for p, (qs, gs) in PATHS.items():
+        why = side_why.get(("q", qs)) or side_why.get(("g", gs))
+        if why:
+            skipped_paths[p] = why
+        else:
+            paths.append(p)
+    if not paths:
+        raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped_paths.items()))
+    need = {("q", PATHS[p][0]) for p in paths} | {("g", PATHS[p][1]) for p in paths}
+
+    prepare_out_dir(out_dir)
     for d in (out_dir, out_dir / "paths"):
         _write_ids(d / "query_ids.txt", query_ids)
         _write_ids(d / "gallery_ids.txt", gallery_ids)
+    write_text_atomic(out_dir / "dropped_queries.json", json.dumps(dropped, indent=1, ensure_ascii=False) + "\n")
 
-    def batched(fn, xs):
-        return np.concatenate([fn(xs[i : i + batch_size]) for i in range(0, len(xs), batch_size)]).astype(np.float32)
+    def put(path: Path, arr: np.ndarray | None) -> None:
+        """Write ``arr``, or remove a file an earlier run left for a side/path not written now."""
+        if arr is not None:
+            save_npy_atomic(path, arr)
+        elif path.exists():
+            path.unlink()
 
-    g_img = batched(encoder.encode_images, [load_image(g.image) for g in items])
-    g_txt = batched(encoder.encode_texts, [g.caption for g in items])
-    save_npy_atomic(out_dir / "embeddings" / "gallery.image.npy", g_img)
-    save_npy_atomic(out_dir / "embeddings" / "gallery.text.npy", g_txt)
+    emb_dir, path_dir = out_dir / "embeddings", out_dir / "paths"
+    g_emb: dict[str, np.ndarray | None] = {"image": None, "text": None}
+    def gallery_tick(stage: str) -> Callable[[int], None] | None:
+        return None if progress is None else (lambda done: progress(stage, done, len(items)))
 
-    image_cache: dict[str, np.ndarray] = {}  # sha256 of the variant file -> embedding
-    text_cache: dict[str, np.ndarray] = {}
+    if ("g", "image") in need:
+        g_emb["image"] = _encode_stream(encoder.encode_images, items, lambda g: load_image(g.image), batch_size,
+                                        "gallery images", gallery_tick("gallery images"))
+    if ("g", "text") in need:
+        g_emb["text"] = _encode_stream(encoder.encode_texts, [g.caption for g in items], lambda t: t, batch_size,
+                                       "gallery captions", gallery_tick("gallery captions"))
+    for side, arr in g_emb.items():
+        put(emb_dir / f"gallery.{side}.npy", arr)
+
+    image_memo: dict[str, np.ndarray] = {}  # sha256 of the variant file -> embedding
+    text_memo: dict[str, np.ndarray] = {}
     for n, cond in enumerate(wanted, 1):
         rows = [by_cond[cond][q] for q in query_ids]
-        todo_img = {r["sha256"]: corrupt_dir / r["path"] for r in rows if r["sha256"] not in image_cache}
-        if todo_img:
-            keys = list(todo_img)
-            embs = batched(encoder.encode_images, [load_image(todo_img[k]) for k in keys])
-            image_cache.update(zip(keys, embs))
-        todo_txt = [t for t in dict.fromkeys(r["question"] for r in rows) if t not in text_cache]
-        if todo_txt:
-            text_cache.update(zip(todo_txt, batched(encoder.encode_texts, todo_txt)))
-        q_img = np.stack([image_cache[r["sha256"]] for r in rows])
-        q_txt = np.stack([text_cache[r["question"]] for r in rows])
         stem = condition_to_filename(cond)
-        save_npy_atomic(out_dir / "embeddings" / f"{stem}.image.npy", q_img)
-        save_npy_atomic(out_dir / "embeddings" / f"{stem}.text.npy", q_txt)
-        for name, s in cosine_path_scores(q_img, q_txt, g_img, g_txt).items():
-            save_npy_atomic(out_dir / "paths" / f"{stem}.{name}.npy", s)
+        q_emb: dict[str, np.ndarray | None] = {"image": None, "text": None}
+        if ("q", "image") in need:
+            for r in rows:
+                if not r.get("path") or not r.get("sha256"):
+                    raise InputError(f"query {r['id']!r} under {cond} has no image file in manifest.jsonl", path=corrupt_dir)
+            todo = list(dict.fromkeys(r["sha256"] for r in rows if r["sha256"] not in image_memo))
+            files = {r["sha256"]: corrupt_dir / r["path"] for r in rows}
+            if todo:
+                todo_files = [files[k] for k in todo]
+                embs = _encode_stream(encoder.encode_images, todo_files, load_image, batch_size, "query images")
+                image_memo.update(zip(todo, embs))
+            q_emb["image"] = np.stack([image_memo[r["sha256"]] for r in rows])
+        if ("q", "text") in need:
+            for r in rows:
+                if r.get("question") is None:
+                    raise InputError(f"query {r['id']!r} under {cond} has no question in manifest.jsonl", path=corrupt_dir)
+            todo_txt = [t for t in dict.fromkeys(r["question"] for r in rows) if t not in text_memo]
+            if todo_txt:
+                text_memo.update(zip(todo_txt, _encode_stream(encoder.encode_texts, todo_txt, lambda t: t, batch_size, "questions")))
+            q_emb["text"] = np.stack([text_memo[r["question"]] for r in rows])
+        for side, arr in q_emb.items():
+            put(emb_dir / f"{stem}.{side}.npy", arr)
+        scores = cosine_path_scores(q_emb["image"], q_emb["text"], g_emb["image"], g_emb["text"])
+        for p in PATHS:
+            put(path_dir / f"{stem}.{p}.npy", scores.get(p) if p in paths else None)
         if progress:
             progress(cond, n, len(wanted))
-    return EncodeSummary(out_dir, wanted, len(query_ids), len(items), dropped)
+    return EncodeSummary(out_dir, wanted, len(query_ids), len(items), dropped, paths, skipped_paths)

@@ -3,45 +3,74 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
+
+ENCODER_HELP = (
+    "Encoder spec: 'toy', 'hf:NAME_OR_PATH' (transformers CLIP/SigLIP), 'sentence-transformers:NAME_OR_PATH', "
+    "'open_clip:ARCH[:PRETRAINED_OR_FILE]', 'package.module:attribute' (your own), or a plugin name."
+)
 
 
 def encode(
     corrupted: Path = typer.Argument(..., help="Output folder of 'snapbench corrupt' (holds manifest.jsonl)."),
-    gallery: Path = typer.Option(..., "--gallery", help="Gallery manifest: JSONL/JSON list of {id, image, caption}."),
-    out: Path = typer.Option(..., "--out", help="Output folder: embeddings/ and paths/ (a SCORES_DIR of per-path matrices)."),
-    encoder: str = typer.Option("toy", "--encoder", help="Registered encoder name (snapbench.models.register_encoder)."),
-    conditions: Optional[str] = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: all in the manifest)."),
-    batch_size: int = typer.Option(64, "--batch-size", min=1, help="Items per encoder call."),
+    gallery: Path = typer.Option(..., "--gallery", help="Gallery manifest: JSONL/JSON list of {id, image, caption} (either may be missing)."),
+    out: Path = typer.Option(..., "--out", help="Output folder: embeddings/, paths/ (a SCORES_DIR of per-path matrices), dropped_queries.json."),
+    encoder: str = typer.Option("toy", "--encoder", help=ENCODER_HELP),
+    device: str | None = typer.Option(None, "--device", help="torch device, e.g. cuda, cuda:1, cpu (default: cuda if available, else cpu)."),
+    conditions: str | None = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: all in the manifest)."),
+    batch_size: int = typer.Option(32, "--batch-size", min=1, help="Images decoded and encoded at a time (memory grows with it, not with the gallery)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
 ) -> None:
-    """Encode every condition's queries and the gallery; write embeddings and the four path scores.
+    """Encode every condition's queries and the gallery; write embeddings and the path scores.
 
-    Then: 'snapbench evaluate OUT/paths --mode IT2IT --qrels ...' (fixed joint fusion) or
-    'snapbench moor --paths-dir OUT/paths --out fused/' (MOOR from scores).
+    Writes the paths the data and the encoder allow (II, TT, IT, TI; a text-only model: TT only)
+    and says which were skipped and why.  Queries missing under some condition are dropped from all
+    (listed in OUT/dropped_queries.json).  Then: 'snapbench evaluate OUT/paths --mode IT2IT --qrels ...'
+    or 'snapbench moor --paths-dir OUT/paths --out fused/'.
     """
     from rich.progress import Progress
 
-    from ..encode import encode_corrupted
-    from ..models import get_encoder
+    from ..encode import encode_corrupted, load_gallery, prepare_out_dir
+    from ..errors import InputError
+    from ..models import CachedEncoder, load_encoder
 
     cond_list = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
-    try:
-        enc = get_encoder(encoder)
-        with Progress(disable=no_progress, transient=True) as bar:
-            task = bar.add_task("encoding", total=None)
+    # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
+    if not (corrupted / "manifest.jsonl").is_file():
+        raise InputError("no manifest.jsonl (is this the output folder of 'snapbench corrupt'?)", path=corrupted)
+    items = load_gallery(gallery)
+    prepare_out_dir(out)
+    enc = load_encoder(encoder, device=device, batch_size=batch_size)
+    cache_note = None
+    if not no_cache:
+        if getattr(enc, "fingerprint", None):
+            enc = CachedEncoder(enc, cache_dir)
+        else:
+            cache_note = f"encoder {encoder!r} has no fingerprint: its embeddings are not cached"
+    with Progress(disable=no_progress, transient=True) as bar:
+        task = bar.add_task("encoding the gallery", total=None)
 
-            def tick(cond: str, done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total, description=f"encoded {cond}")
+        def tick(stage: str, done: int, total: int) -> None:
+            what = f"encoding {stage}" if stage.startswith("gallery") else f"encoded {stage}"
+            bar.update(task, completed=done, total=total, description=what)
 
-            summary = encode_corrupted(corrupted, gallery, enc, out, conditions=cond_list, batch_size=batch_size, progress=tick)
-    except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        summary = encode_corrupted(corrupted, items, enc, out, conditions=cond_list, batch_size=batch_size, progress=tick)
     typer.echo(
-        f"{summary.n_queries} queries x {len(summary.conditions)} conditions, {summary.n_gallery} gallery items -> {out}"
+        f"{summary.n_queries} queries x {len(summary.conditions)} conditions, {summary.n_gallery} gallery items, "
+        f"paths {', '.join(summary.paths)} -> {out}"
     )
-    for qid, why in summary.dropped_queries.items():
-        typer.echo(f"dropped query {qid}: {why}", err=True)
+    if summary.skipped_paths:
+        typer.echo("skipped paths: " + "; ".join(f"{p} ({why})" for p, why in summary.skipped_paths.items()), err=True)
+    if summary.dropped_queries:
+        typer.echo(
+            f"dropped {len(summary.dropped_queries)} queries not produced under every condition "
+            f"(kept paired; reasons in {out / 'dropped_queries.json'})",
+            err=True,
+        )
+    if cache_note:
+        typer.echo(cache_note, err=True)
+    if isinstance(enc, CachedEncoder):
+        typer.echo(f"embedding cache {enc.root}: {enc.hits} hits, {enc.misses} encoded", err=True)

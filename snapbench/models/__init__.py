@@ -1,32 +1,63 @@
-"""Encoders: anything with ``encode_images`` and ``encode_texts``, found through a small registry.
+"""Encoders: anything with ``encode_images`` / ``encode_texts``, chosen by one spec string.
 
-snapbench does not need a model to corrupt queries, score ``.npy`` files or run MOOR; this module is the
-"encode" step for people who want ``snapbench`` to run their encoder over corrupted variants.  Register
-your own::
+::
 
-    from snapbench.models import register_encoder
+    from snapbench.models import load_encoder, CachedEncoder
 
-    @register_encoder("my-clip")
-    def build(**kwargs):
-        return MyClipWrapper(**kwargs)   # has encode_images(list[np.ndarray]) and encode_texts(list[str])
+    enc = load_encoder("hf:openai/clip-vit-base-patch32", device="cuda", batch_size=64)
+    enc = CachedEncoder(enc, "~/.cache/snapbench")     # each distinct image/text encoded once
+    enc.encode_images([rgb_uint8_array, ...])          # (n, d) float32
+    enc.encode_texts(["a photo of a dog", ...])        # (n, d) float32
 
-Built in: ``toy`` — a dependency-free handcrafted encoder (colour layout, gradient orientations,
-hashed character trigrams) used by the demo and the tests.  It is *not* a retrieval model; its
-cross-modal similarities carry no meaning.
+Spec strings (the same on every command): ``toy``; ``sentence-transformers:NAME_OR_PATH``;
+``open_clip:ARCH[:PRETRAINED_OR_FILE]``; ``hf:NAME_OR_PATH``; ``package.module:attribute`` (your
+own class, factory or instance); a name registered with :func:`register_encoder`; or the name of
+an installed plugin (entry point group ``snapbench.encoders``).  See :mod:`snapbench.models.spec`.
+
+Every encoder :func:`load_encoder` returns has ``name``, ``fingerprint`` (identity of weights +
+preprocessing + precision, the embedding cache's key; ``None`` for a user encoder that does not
+define one, which then is not cached) and ``modalities`` (⊆ {"image", "text"}: a text model such as
+all-MiniLM-L6-v2 has only ``"text"`` and its ``encode_images`` refuses; callers use this to choose
+the retrieval paths they can score).
+
+torch, transformers, sentence-transformers and open_clip are the optional extra
+``snapbench[models]``, imported only when such an encoder is asked for.  ``toy`` needs none of them:
+a dependency-free handcrafted encoder (colour layout, gradient orientations, hashed character
+trigrams) for the demo and the tests; its cross-modal similarities carry no meaning.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Encoder", "register_encoder", "get_encoder", "encoders", "cosine_path_scores", "l2_normalize"]
+from ..errors import ConfigError
+from .cache import CachedEncoder, default_cache_dir
+
+__all__ = [
+    "CachedEncoder",
+    "Encoder",
+    "available_encoders",
+    "cosine_path_scores",
+    "default_cache_dir",
+    "encoders",
+    "get_encoder",
+    "l2_normalize",
+    "load_encoder",
+    "register_encoder",
+]
 
 
 @runtime_checkable
 class Encoder(Protocol):
-    """A dual encoder: images and texts into spaces of the same dimension."""
+    """A dual encoder: images and texts into spaces of the same dimension.
+
+    Encoders from :func:`load_encoder` also carry ``name: str``, ``fingerprint: str | None`` and
+    ``modalities: frozenset[str]``; a model with a native joint embedding may set ``joint = True``
+    and offer ``encode_queries(images, texts)``.
+    """
 
     def encode_images(self, images: Sequence[np.ndarray]) -> np.ndarray: ...
 
@@ -41,7 +72,7 @@ def register_encoder(name: str, *, replace: bool = False):
 
     def _register(factory: Callable[..., Encoder]) -> Callable[..., Encoder]:
         if name in _REGISTRY and not replace:
-            raise ValueError(f"encoder {name!r} is already registered (pass replace=True)")
+            raise ConfigError(f"encoder {name!r} is already registered (pass replace=True)")
         _REGISTRY[name] = factory
         return factory
 
@@ -49,16 +80,45 @@ def register_encoder(name: str, *, replace: bool = False):
 
 
 def encoders() -> list[str]:
+    """Registered encoder names (see :func:`available_encoders` for plugins too)."""
     _ensure_builtins()
     return sorted(_REGISTRY)
 
 
+def available_encoders() -> list[str]:
+    """Encoder names usable as a spec as they are: registered names and installed plugins.
+
+    The adapter forms (``hf:...``, ``sentence-transformers:...``, ``open_clip:...``,
+    ``module:attribute``) take a model name or path and are not listed.
+    """
+    from .spec import plugin_names
+
+    _ensure_builtins()
+    return sorted(set(_REGISTRY) | set(plugin_names()))
+
+
 def get_encoder(name: str, **kwargs) -> Encoder:
-    """Build the encoder registered as ``name``."""
+    """Build the encoder registered as ``name`` (the factory's own object, unwrapped)."""
     _ensure_builtins()
     if name not in _REGISTRY:
-        raise ValueError(f"unknown encoder {name!r}; known: {', '.join(sorted(_REGISTRY))}")
+        raise ConfigError(f"unknown encoder {name!r}; known: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name](**kwargs)
+
+
+def load_encoder(spec: str, *, device: str | None = None, batch_size: int | None = None) -> Encoder:
+    """Build the encoder a spec string names (forms in the module docstring).
+
+    ``device``: ``None`` = ``"cuda"`` when torch sees a GPU, else ``"cpu"``; mixed precision
+    (autocast bfloat16/float16) is used on GPU only.  ``batch_size``: items per forward pass
+    (default 32).  Both are ignored by encoders that take no such argument (``toy``).
+    Raises :class:`~snapbench.errors.ConfigError` for an unknown spec, a missing extra (with the
+    ``pip install 'snapbench[models]'`` hint) or a model that is neither local nor downloadable.
+    """
+    from .spec import resolve
+
+    _ensure_builtins()
+    kwargs = {"device": device, "batch_size": batch_size}
+    return resolve(spec, _REGISTRY, kwargs)
 
 
 def _ensure_builtins() -> None:
@@ -70,7 +130,12 @@ def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), eps)
 
 
-def cosine_path_scores(q_image: np.ndarray, q_text: np.ndarray, g_image: np.ndarray, g_text: np.ndarray) -> dict[str, np.ndarray]:
-    """Cosine similarities of the four paths (SPEC §6): II, TT, IT (query image vs gallery text), TI."""
-    qi, qt, gi, gt = (l2_normalize(a) for a in (q_image, q_text, g_image, g_text))
-    return {"II": qi @ gi.T, "TT": qt @ gt.T, "IT": qi @ gt.T, "TI": qt @ gi.T}
+def cosine_path_scores(q_image: np.ndarray | None, q_text: np.ndarray | None, g_image: np.ndarray | None,
+                       g_text: np.ndarray | None) -> dict[str, np.ndarray]:
+    """Cosine similarities of the four paths (SPEC §6): II, TT, IT (query image vs gallery text), TI.
+
+    A side given as ``None`` (no images, or a text-only model) leaves out the paths that need it.
+    """
+    qi, qt, gi, gt = (None if a is None else l2_normalize(a) for a in (q_image, q_text, g_image, g_text))
+    pairs = {"II": (qi, gi), "TT": (qt, gt), "IT": (qi, gt), "TI": (qt, gi)}
+    return {name: a @ b.T for name, (a, b) in pairs.items() if a is not None and b is not None}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import zlib
-from typing import Sequence
+from collections.abc import Sequence
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -20,6 +22,10 @@ class ToyEncoder:
     Deterministic, fast, and sensitive to the corruptions, which is all a demo needs."""
 
     dim = DIM
+    name = "toy"
+    modalities = frozenset({"image", "text"})
+    #: The features are this file's code: a change to it changes the fingerprint (and the cache key).
+    fingerprint = "toy:" + hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
     def encode_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
         return np.stack([self._image(im) for im in images]).astype(np.float32) if len(images) else np.zeros((0, DIM), np.float32)

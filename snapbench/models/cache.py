@@ -1,0 +1,137 @@
+"""An on-disk embedding cache: each distinct image or text is encoded once per model.
+
+Layout (no pickles, one ``.npy`` per item, written atomically)::
+
+    CACHE_DIR/<fingerprint[:32]>/model.json                  name + full fingerprint (for people)
+    CACHE_DIR/<fingerprint[:32]>/image/<k[:2]>/<k>.npy       k = sha256 of the image array
+    CACHE_DIR/<fingerprint[:32]>/text/<k[:2]>/<k>.npy        k = sha256 of the UTF-8 text
+
+The key of an image is its decoded pixels (shape + bytes), not its file, so a re-encoded or moved
+file with the same pixels hits and a changed one misses.  The model part is the encoder's
+``fingerprint`` (weights + preprocessing + precision).  Two processes sharing the folder are safe:
+each file appears complete or not at all (``os.replace``), and two writers of one key write the
+same bytes.  An unreadable or mis-shaped entry is treated as a miss and rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..atomic import save_npy_atomic, write_text_atomic
+from ..errors import ConfigError
+
+__all__ = ["CachedEncoder", "default_cache_dir", "image_key", "text_key"]
+
+
+def default_cache_dir() -> Path:
+    """``$SNAPBENCH_CACHE`` if set, else ``~/.cache/snapbench``."""
+    env = os.environ.get("SNAPBENCH_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "snapbench"
+
+
+def image_key(image: np.ndarray) -> str:
+    """sha256 over the array's shape, dtype and bytes."""
+    a = np.ascontiguousarray(image)
+    h = hashlib.sha256(f"image {a.dtype.str} {a.shape}\n".encode())
+    h.update(memoryview(a).cast("B"))
+    return h.hexdigest()
+
+
+def text_key(text: str) -> str:
+    """sha256 of the UTF-8 text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class CachedEncoder:
+    """Wrap an encoder; ``encode_images`` / ``encode_texts`` read hits from disk and encode only misses.
+
+    The wrapped encoder needs a ``fingerprint`` string (weights + preprocessing); without one the
+    embeddings could not be told apart from another model's, so a :class:`ConfigError` is raised.
+    Everything else (``name``, ``modalities``, ``dim``...) is the wrapped encoder's.
+    """
+
+    def __init__(self, encoder: Any, cache_dir: str | os.PathLike | None = None) -> None:
+        fp = getattr(encoder, "fingerprint", None)
+        if not isinstance(fp, str) or not fp:
+            raise ConfigError(
+                f"encoder {getattr(encoder, 'name', type(encoder).__name__)!r} has no 'fingerprint' "
+                "(a string identifying its weights and preprocessing), so its embeddings cannot be cached"
+            )
+        self.encoder = encoder
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.root = self.cache_dir / hashlib.sha256(fp.encode()).hexdigest()[:32]
+        self.hits = 0
+        self.misses = 0
+        self._meta_written = False
+
+    def __getattr__(self, attr: str) -> Any:  # name, fingerprint, modalities, dim, joint...
+        if attr == "encoder":  # not yet set (during unpickling/copy): avoid infinite recursion
+            raise AttributeError(attr)
+        return getattr(self.encoder, attr)
+
+    def _path(self, kind: str, key: str) -> Path:
+        return self.root / kind / key[:2] / f"{key}.npy"
+
+    def _read(self, path: Path) -> np.ndarray | None:
+        try:
+            v = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError):
+            return None
+        return v if v.dtype == np.float32 and v.ndim == 1 else None
+
+    def _write_meta(self) -> None:
+        if self._meta_written:
+            return
+        meta = self.root / "model.json"
+        if not meta.exists():
+            write_text_atomic(meta, json.dumps({"name": getattr(self.encoder, "name", None),
+                                                "fingerprint": self.encoder.fingerprint}, indent=1) + "\n")
+        self._meta_written = True
+
+    def _cached(self, kind: str, items: Sequence[Any], keys: list[str], encode: Callable[[list], np.ndarray]) -> np.ndarray:
+        found: dict[str, np.ndarray] = {}
+        for k in dict.fromkeys(keys):
+            v = self._read(self._path(kind, k))
+            if v is not None:
+                found[k] = v
+        dims = {v.shape[0] for v in found.values()}
+        if len(dims) > 1:  # entries of two shapes under one fingerprint: trust none of them
+            found.clear()
+            dims = set()
+        todo = [i for i, k in enumerate(keys) if k not in found]
+        first_todo = list({keys[i]: i for i in reversed(todo)}.values())[::-1]  # one per distinct key
+        self.hits += len(keys) - len(todo)
+        self.misses += len(first_todo)
+        if first_todo:
+            fresh = np.asarray(encode([items[i] for i in first_todo]), dtype=np.float32)
+            if fresh.ndim != 2 or fresh.shape[0] != len(first_todo):
+                raise ConfigError(f"encoder {getattr(self.encoder, 'name', '?')!r} returned shape {fresh.shape} "
+                                  f"for {len(first_todo)} {kind}s")
+            if found and fresh.shape[1] not in dims:
+                raise ConfigError(
+                    f"embedding cache {self.root}: holds {kind} embeddings of dimension {dims.pop()} but encoder "
+                    f"{getattr(self.encoder, 'name', '?')!r} returns {fresh.shape[1]}: its fingerprint does not change "
+                    "with its weights; delete that folder (or use no cache)"
+                )
+            self._write_meta()
+            for i, v in zip(first_todo, fresh):
+                found[keys[i]] = v
+                save_npy_atomic(self._path(kind, keys[i]), np.ascontiguousarray(v))
+        if not keys:
+            return np.asarray(encode([]), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def encode_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        images = list(images)
+        return self._cached("image", images, [image_key(im) for im in images], self.encoder.encode_images)
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        return self._cached("text", texts, [text_key(t) for t in texts], self.encoder.encode_texts)

@@ -1,0 +1,209 @@
+"""Shared plumbing of the torch-based adapters: lazy imports with an install hint, device and
+mixed-precision choice, batching under ``torch.inference_mode``, load-error translation and the
+weight fingerprints that key the embedding cache.
+
+Nothing here is imported unless a torch-based encoder is asked for: ``import snapbench`` never
+imports torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "TorchEncoderBase",
+    "file_sha256",
+    "fingerprint_of",
+    "hash_model_dir",
+    "load_or_explain",
+    "local_model_folder",
+    "require",
+    "to_pil",
+]
+
+DEFAULT_BATCH_SIZE = 32
+
+_PIP = {
+    "torch": "torch",
+    "transformers": "transformers",
+    "sentence_transformers": "sentence-transformers",
+    "open_clip": "open_clip_torch",
+}
+
+
+def require(module: str, *, for_what: str) -> Any:
+    """Import ``module`` or raise a :class:`ConfigError` with the ``pip install`` hint."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(
+            f"{for_what} needs the Python package {_PIP.get(module, module)!r}, which is not installed "
+            f"({exc}); install it with: pip install 'snapbench[{'openclip' if module == 'open_clip' else 'models'}]'"
+        ) from None
+
+
+def fingerprint_of(parts: dict[str, Any]) -> str:
+    """sha256 (hex) of a JSON description (sorted keys, so dict order does not matter)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+_HEX = re.compile(r"^[0-9a-f]{40}$|^[0-9a-f]{64}$")
+# Weight formats torch loaders never read; hashing them would only cost time.
+_SKIP_SUFFIXES = (".md", ".h5", ".msgpack", ".onnx", ".ot", ".tflite", ".mlmodel", ".png", ".jpg")
+_SKIP_DIRS = {"onnx", "openvino", "coreml", "tf", "flax"}
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 (hex) of a file's bytes, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def hash_model_dir(folder: str | os.PathLike) -> dict[str, str]:
+    """``{relative file name: content hash}`` of a model folder (configs, tokenizer, weights).
+
+    Files of a Hugging Face cache snapshot are symlinks to blobs named by their sha256 (weights)
+    or git sha1 (small files): that name *is* the content hash, so multi-GB weights are not read
+    again.  Other files are hashed in full (once per load).  Read-me files, hidden files and
+    weight formats torch never loads (TF, Flax, ONNX...) are left out.
+    """
+    root = Path(folder)
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
+        for name in sorted(filenames):
+            if name.startswith(".") or name.lower().endswith(_SKIP_SUFFIXES):
+                continue
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            target = p.resolve()
+            if p.is_symlink() and _HEX.match(target.name):
+                out[rel] = target.name
+            elif target.is_file():
+                out[rel] = file_sha256(target)
+    return out
+
+
+def local_model_folder(source: str, *, alternatives: tuple[str, ...] = ()) -> Path | None:
+    """The folder a model's files are read from: ``source`` itself when it is a folder, else the local
+    Hugging Face cache snapshot of ``source`` (or of one of ``alternatives``); ``None`` if neither."""
+    p = Path(os.path.expanduser(source))
+    if p.is_dir():
+        return p
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    for repo in (source, *alternatives):
+        try:
+            return Path(snapshot_download(repo, local_files_only=True))
+        except Exception:  # noqa: BLE001, S112 - not cached under that name: try the next one
+            continue
+    return None
+
+
+def load_or_explain(what: str, source: str, load: Callable[[], Any]) -> Any:
+    """Call ``load()``; turn "not found / cannot download" errors into one clear :class:`ConfigError`."""
+    looks_like_path = source.startswith((".", "/", "~")) or Path(os.path.expanduser(source)).exists()
+    try:
+        return load()
+    except OSError as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if looks_like_path:
+            raise ConfigError(f"{what}: cannot load the model folder {source!r} ({detail})") from None
+        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0")
+        raise ConfigError(
+            f"{what}: model {source!r} is not a local folder, not in the local model cache, and cannot be "
+            f"downloaded{' (HF_HUB_OFFLINE is set)' if offline else ''} [{detail}]; give the path of a local copy, "
+            "or pre-download it where there is internet access (e.g. `hf download NAME`) and copy the cache "
+            "(~/.cache/huggingface) here"
+        ) from None
+
+
+def to_pil(image: np.ndarray) -> Any:
+    """uint8 HxWx3 RGB array -> PIL image (what every model preprocessor takes)."""
+    from PIL import Image
+
+    a = np.asarray(image)
+    if a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3:
+        raise ConfigError(f"an image to encode must be a uint8 HxWx3 RGB array, got {a.dtype} {a.shape}")
+    return Image.fromarray(np.ascontiguousarray(a))
+
+
+class TorchEncoderBase:
+    """Device, precision and batching shared by the torch adapters.
+
+    ``device=None`` picks ``"cuda"`` when available, else ``"cpu"``.  On a GPU the forward passes
+    run under ``torch.autocast`` (bfloat16 where supported, else float16): 2-3x faster, and
+    retrieval rankings are insensitive to the rounding; on CPU they run in float32 (CPU autocast
+    is slower than float32 for these models).  The precision is part of :attr:`fingerprint`, so
+    cached float16 and float32 embeddings never mix.
+    """
+
+    name: str
+    fingerprint: str
+    modalities: frozenset[str]
+    dim: int | None = None
+
+    def __init__(self, device: str | None, batch_size: int | None) -> None:
+        torch = require("torch", for_what="a model encoder")
+        self._torch = torch
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError) as exc:
+            raise ConfigError(f"device {device!r} is not a torch device ({exc})") from None
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise ConfigError(f"device {device!r}: CUDA is not available to torch here (use device 'cpu')")
+        self.device = dev
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.batch_size = batch_size or DEFAULT_BATCH_SIZE
+        if dev.type == "cuda":
+            self.amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        else:
+            self.amp_dtype = None
+        self.precision = "float32" if self.amp_dtype is None else f"autocast-{str(self.amp_dtype).removeprefix('torch.')}"
+
+    @contextlib.contextmanager
+    def _inference(self) -> Iterator[None]:
+        torch = self._torch
+        with torch.inference_mode():
+            if self.amp_dtype is not None:
+                with torch.autocast(device_type=self.device.type, dtype=self.amp_dtype):
+                    yield
+            else:
+                yield
+
+    def _batched(self, items: Sequence[Any], fn: Callable[[Sequence[Any]], Any]) -> np.ndarray:
+        """Run ``fn`` on batches of ``items``; returns one float32 (n, d) array."""
+        if len(items) == 0:
+            return np.zeros((0, self.dim or 0), np.float32)
+        out = []
+        with self._inference():
+            for i in range(0, len(items), self.batch_size):
+                t = fn(items[i : i + self.batch_size])
+                if hasattr(t, "detach"):
+                    t = t.detach().float().cpu().numpy()
+                out.append(np.asarray(t, dtype=np.float32))
+        res = np.concatenate(out)
+        if self.dim is None:
+            self.dim = int(res.shape[1])
+        return res
