@@ -105,6 +105,7 @@ __all__ = [
     "text_operators",
     "user_text_operators",
     "restore_text_operators",
+    "unregister_text_operator",
 ]
 
 MAX_ATTEMPTS = 10
@@ -368,6 +369,15 @@ def user_text_operators() -> list[tuple[str, TextOperatorFn, bool]]:
     the built-ins); :func:`restore_text_operators` re-registers it there.
     """
     return [(n, _REGISTRY[n], n not in _DETERMINISTIC) for n in _REGISTRY if n in _USER]
+
+
+def unregister_text_operator(name: str) -> None:
+    """Remove a user-registered operator; the eight built-ins cannot be removed."""
+    if name not in _USER or name in TEXT_OPERATORS:
+        raise ConfigError(f"text operator {name!r} is not a user-registered operator")
+    _REGISTRY.pop(name, None)
+    _DETERMINISTIC.discard(name)
+    _USER.discard(name)
 
 
 def restore_text_operators(snapshot: list[tuple[str, TextOperatorFn, bool]]) -> None:

@@ -16,6 +16,7 @@ from .base import (
     image_operators,
     register_image_operator,
     restore_image_operators,
+    unregister_image_operator,
     user_image_operators,
 )
 from .grid import DEFAULT_GRID, load_grid, merge_grid
@@ -38,5 +39,6 @@ __all__ = [
     "merge_grid",
     "register_image_operator",
     "restore_image_operators",
+    "unregister_image_operator",
     "user_image_operators",
 ]

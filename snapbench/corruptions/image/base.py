@@ -34,6 +34,7 @@ __all__ = [
     "RegisteredImageOperator",
     "user_image_operators",
     "restore_image_operators",
+    "unregister_image_operator",
 ]
 
 #: built-in operator name -> its primitive, from the one table in :mod:`snapbench.conditions`.
@@ -163,6 +164,17 @@ def _levels_of(name: str, grid: Mapping[Any, Mapping[str, Any]]) -> dict[int, di
             )
         out[int(m[1])] = dict(params)
     return out
+
+
+def unregister_image_operator(name: str) -> None:
+    """Remove a user-registered operator (and its default levels); built-ins cannot be removed."""
+    if name not in _USER:
+        raise ConfigError(f"image operator {name!r} is not a user-registered operator")
+    if name in BUILTIN_PRIMITIVE:
+        raise ConfigError(f"image operator {name!r} is built in; register it again with replace=True instead")
+    _REGISTRY.pop(name, None)
+    _CUSTOM_GRID.pop(name, None)
+    _USER.discard(name)
 
 
 def get_image_operator(name: str) -> ImageOperator:
