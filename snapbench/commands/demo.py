@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "assets" / "demo"
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "assets" / "demo"  # package data: snapbench/assets/demo
 
 
 def demo(
