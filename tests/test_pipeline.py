@@ -118,7 +118,8 @@ def test_load_manifest_layouts(tmp_path: Path) -> None:
         "\n"
         '{"id": "b", "question": "Where is this?"}\n'
     )
-    recs = load_manifest(jsonl)
+    with pytest.warns(UserWarning, match=r"unknown field 'src'"):  # kept as a tag, but reported
+        recs = load_manifest(jsonl)
     assert recs[0] == QueryRecord("1", tmp_path / "sub" / "a.jpg", "What cat?", "cat", {"domain": "pets", "src": "S_V"})
     assert recs[1] == QueryRecord("b", None, "Where is this?", None, {})
 

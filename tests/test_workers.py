@@ -21,7 +21,10 @@ from typer.testing import CliRunner
 
 from snapbench.cli import app
 from snapbench.corruptions import run_corruption
-from snapbench.corruptions.image import register_image_operator, unregister_image_operator
+from snapbench.corruptions.image import (
+    register_image_operator,
+    unregister_image_operator,
+)
 from snapbench.corruptions.text import register_text_operator, unregister_text_operator
 from snapbench.errors import ConfigError
 

@@ -17,17 +17,18 @@ import difflib
 import json
 import os
 import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..errors import InputError
 
 __all__ = [
-    "QueryRecord",
+    "KNOWN_FIELDS",
     "ManifestError",
     "ManifestWarning",
-    "KNOWN_FIELDS",
+    "QueryRecord",
     "load_manifest",
 ]
 

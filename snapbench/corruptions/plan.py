@@ -13,13 +13,20 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..conditions import JOINT_PAIRS, Condition, list_conditions, parse_condition
 from ..errors import ConfigError
 from ..seeding import derive_generator
-from .image import default_grid, get_image_operator, image_operators, load_grid, merge_grid
+from .image import (
+    default_grid,
+    get_image_operator,
+    image_operators,
+    load_grid,
+    merge_grid,
+)
 from .text import text_operators
 
 __all__ = ["ConditionPlan", "grid_json", "plan_conditions", "resolve_conditions", "resolve_grid"]

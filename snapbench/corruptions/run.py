@@ -42,16 +42,24 @@ import shutil
 import time
 import warnings
 from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import cv2
 import numpy as np
 
+from ..atomic import write_bytes_atomic
 from ..conditions import Condition, condition_to_filename, parse_condition
 from ..errors import ConfigError
-from .io import DEFAULT_MAX_PIXELS, PNG_COMPRESSION, ImageLoadError, encode_png, load_image, write_bytes_atomic
+from .io import (
+    DEFAULT_MAX_PIXELS,
+    PNG_COMPRESSION,
+    ImageLoadError,
+    encode_png,
+    load_image,
+)
 from .manifest import ManifestError, ManifestWarning, QueryRecord, load_manifest
 from .plan import grid_json, plan_conditions, resolve_grid
 from .variants import Skip, Variant, generate_variants
@@ -546,7 +554,14 @@ class _progress_bar:
     def __enter__(self):
         if self.enabled:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(
                 TextColumn("corrupting queries"),

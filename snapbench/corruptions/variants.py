@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 

@@ -25,13 +25,13 @@ import signal
 import sys
 import threading
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..errors import ConfigError
 from .image import restore_image_operators, user_image_operators
 from .text import restore_text_operators, user_text_operators
 
-__all__ = ["registrations_payload", "init_worker", "setup_error"]
+__all__ = ["init_worker", "registrations_payload", "setup_error"]
 
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.5

@@ -10,13 +10,14 @@ params dict is checked as well.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError
 
-__all__ = ["number", "integer", "known_keys", "fraction", "scaled_side", "level_value", "rgb"]
+__all__ = ["fraction", "integer", "known_keys", "level_value", "number", "rgb", "scaled_side"]
 
 
 def number(op: str, params: Mapping[str, Any], name: str, *, lo: float | None = None,
