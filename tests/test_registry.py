@@ -13,6 +13,7 @@ from snapbench.corruptions import (
     RunConfigError,
     TextCorruptionError,
     resolve_conditions,
+    resolve_grid,
 )
 from snapbench.corruptions.image import (
     image_operators,
@@ -57,8 +58,6 @@ def test_a_registered_operator_is_part_of_default_runs() -> None:
 
 
 def test_a_grid_missing_a_registered_operator_is_an_error_not_a_silent_drop() -> None:
-    from snapbench.corruptions import resolve_grid
-
     table = resolve_grid(None)
     del table["mosaic"]
     with pytest.raises(ConfigError, match=r"no levels for image operator\(s\) mosaic"):
@@ -72,3 +71,27 @@ def test_corruption_errors_belong_to_the_snapbench_family() -> None:
     with pytest.raises(ConfigError):
         resolve_conditions(["img/nope/s1"])
     assert len(TEXT_OPERATORS) == 8
+
+
+def test_one_set_of_parameter_validators() -> None:
+    from snapbench.corruptions.image import _params as P
+
+    assert P.number("op", {"x": 2}, "x", lo=0.0) == 2.0 and P.integer("op", {"k": 15.0}, "k", lo=1) == 15
+    assert P.fraction("op", {"keep": 0.5}, "keep") == 0.5 and P.rgb("op", (1, 2, 3), "c") == [1, 2, 3]
+    assert [P.scaled_side(10, f) for f in (0.25, 0.35, 0.01)] == [3, 4, 1]  # round half up, at least 1
+    bad = [
+        lambda: P.number("op", {"x": True}, "x"),
+        lambda: P.number("op", {"x": float("nan")}, "x"),
+        lambda: P.number("op", {"x": 0.0}, "x", lo=0.0, lo_open=True),
+        lambda: P.integer("op", {"k": 1.5}, "k", lo=1),
+        lambda: P.known_keys("op", {"kernal": 3}, "kernel"),
+        lambda: P.fraction("op", {"keep": 0}, "keep"),
+        lambda: P.level_value("op", {}, "x"),
+        lambda: P.rgb("op", (1, 2), "c"),
+    ]
+    for call in bad:
+        with pytest.raises(ConfigError, match="op"):
+            call()
+    # the validators are what the operators use: a grid typo is reported by the same check
+    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) 'kernal'"):
+        resolve_conditions(["img/motion_blur/s1"], grid={**resolve_grid(None), "motion_blur": {1: {"kernal": 3}}})

@@ -58,7 +58,7 @@ def corrupt(
             grid=grid,
             progress=not no_progress,
             force=force,
-            log=lambda message: typer.echo(f"note: {message}", err=True),
+            log=lambda message: typer.echo(f"warning: {message}", err=True),
         )
     except KeyboardInterrupt:
         rerun = ["snapbench", "corrupt", str(input), "--out", str(out), "--seed", str(seed)]

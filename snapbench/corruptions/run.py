@@ -378,8 +378,9 @@ def run_corruption(
     with a different seed or grid, :class:`RunConfigError` is raised unless ``force=True``, which
     first removes the earlier run's manifest, skips, run.json and condition image directories.
 
-    ``log(message)`` receives notes as they arise (unknown manifest fields, joint parts added);
-    without it they are issued as :class:`~snapbench.corruptions.manifest.ManifestWarning`.
+    ``log(message)`` receives warnings about the input as they arise (unknown manifest fields);
+    without it they are issued as :class:`~snapbench.corruptions.manifest.ManifestWarning`.  Both
+    end up in ``RunSummary.warnings``.
 
     Bad image files and conditions that cannot be produced (entity not found, ...) are recorded in
     ``skips.jsonl`` and the run goes on.  Raises :class:`ManifestError` (an
@@ -406,8 +407,6 @@ def run_corruption(
     conds = plan.conditions
     cond_ids = [c.id for c in conds]
     added = [c.id for c in plan.added_parts]
-    if added and log is not None:
-        log(f"added the parts of the joint conditions (needed for additivity): {', '.join(added)}")
     payload = b""
     if workers > 1:
         payload = registrations_payload(

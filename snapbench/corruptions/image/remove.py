@@ -2,7 +2,7 @@
 
 Both are the two built-in operators whose meaning is a size change, so their output is smaller
 than the input and is *not* resized back (SPEC §3).  Output sizes are computed with
-:func:`scaled_side` -- ``max(1, floor(fraction * side + 0.5))`` (round half up, never empty) -- so
+:func:`._params.scaled_side` -- ``max(1, floor(fraction * side + 0.5))`` (round half up, never empty) -- so
 anyone can predict them from the grid.
 """
 
@@ -16,7 +16,8 @@ import numpy as np
 from ._params import fraction, known_keys, scaled_side
 from .base import register_image_operator
 
-__all__ = ["scaled_side", "sample_cropping", "cropping", "sample_downscale", "downscale"]
+__all__ = ["sample_cropping", "cropping", "sample_downscale", "downscale"]
+# TODO(merge): remove alias -- add.py imports scaled_side from here until it imports it from ._params.
 
 
 # --- cropping -------------------------------------------------------------------------------------
