@@ -8,7 +8,11 @@ Ids are stable strings used in file names, tables and the CLI:
 * ``joint/<image op>+<text op>/s<sev>``    e.g. ``joint/compression+char_add/s3``
 
 In file names "/" becomes "__" (``img__motion_blur__s2.npy``).
-This module knows only names; the operators themselves live in :mod:`snapbench.corruptions`.
+
+This module is the one source of the built-in operator names and of each image operator's
+primitive (:data:`IMAGE_PRIMITIVES`): the image registry takes a built-in's primitive from here and
+refuses a registration that disagrees, and the severity grid holds parameters only.  It knows only
+names; the operators themselves live in :mod:`snapbench.corruptions`.
 """
 
 from __future__ import annotations

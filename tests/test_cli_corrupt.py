@@ -153,7 +153,17 @@ def test_conditions_option_validation_and_joint_ids(queries: Path, tmp_path: Pat
     )
     assert res.exit_code == 0, res.output
     conds = json.loads((tmp_path / "o" / "run.json").read_text())["conditions"]
-    assert conds[:3] == ["clean", "joint/scribble+char_swap/s2", "txt/char_swap"] and len(conds) == 3 + 18
+    # every joint condition brings its image and text parts (additivity needs them), right before it
+    assert conds[:4] == ["clean", "img/scribble/s2", "txt/char_swap", "joint/scribble+char_swap/s2"]
+    assert conds[4:8] == ["img/compression/s1", "txt/char_add", "joint/compression+char_add/s1", "img/compression/s2"]
+    paper = [("compression", "char_add"), ("downscale", "char_delete"), ("low_light", "word_swap"),
+             ("mosaic", "sent_add"), ("overexposure", "word_repeat"), ("rotation", "sent_replace")]
+    expected = {"clean", "img/scribble/s2", "txt/char_swap", "joint/scribble+char_swap/s2"}
+    for i, t in paper:
+        expected |= {f"txt/{t}"} | {f"img/{i}/s{s}" for s in (1, 2, 3)} | {f"joint/{i}+{t}/s{s}" for s in (1, 2, 3)}
+    assert sorted(conds) == sorted(expected)
+    added = next(ln for ln in res.output.splitlines() if ln.startswith("added joint parts"))
+    assert "img/scribble/s2" in added and "txt/char_add" in added and "txt/char_swap" not in added
     assert (tmp_path / "o" / "images" / "joint__scribble+char_swap__s2" / "q00.png").exists()
     assert (tmp_path / "o" / "images" / "joint__compression+char_add__s3" / "q00.png").exists()
 

@@ -10,7 +10,7 @@ from snapbench.corruptions import load_image, run_corruption
 from snapbench.encode import encode_corrupted, load_gallery
 from snapbench.models import get_encoder
 
-DEMO = Path(__file__).resolve().parents[1] / "assets" / "demo"
+DEMO = Path(__file__).resolve().parents[1] / "snapbench" / "assets" / "demo"
 
 
 @pytest.fixture(scope="module")

@@ -37,5 +37,20 @@ def test_bad_grid_files_name_the_file(tmp_path, content):
 
 
 def test_merge_creates_new_operator_levels():
-    g = merge_grid(DEFAULT_GRID, {"my_op": {"s1": {"a": 1}}})
+    # levels for a name outside the base grid are accepted when the caller says it exists
+    g = merge_grid(DEFAULT_GRID, {"my_op": {"s1": {"a": 1}}}, operators=["my_op"])
     assert g["my_op"] == {1: {"a": 1}}
+
+
+@pytest.mark.parametrize("suffix,content", [
+    (".toml", "[motionblur.s2]\nkernel = 15\n"),
+    (".json", '{"motionblur": {"s2": {"kernel": 15}}}'),
+])
+def test_a_misspelt_operator_in_a_grid_file_is_an_error_with_did_you_mean(tmp_path, suffix, content):
+    # Parameter typos were caught, operator typos silently ignored (motion_blur kept its defaults).
+    p = tmp_path / f"g{suffix}"
+    p.write_text(content)
+    with pytest.raises(ValueError, match=r"g\.(toml|json).*'motionblur'.*did you mean motion_blur"):
+        load_grid(p)
+    with pytest.raises(ValueError, match=r"'motionblur'.*did you mean motion_blur"):
+        merge_grid(DEFAULT_GRID, {"motionblur": {"s2": {"kernel": 15}}})

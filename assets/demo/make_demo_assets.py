@@ -2,6 +2,10 @@
 
     python assets/demo/make_demo_assets.py
 
+The data is written into the package, ``snapbench/assets/demo/``, so that it ships with every install
+(``snapbench demo`` works from any folder after a plain ``pip install``); this script stays outside
+the package because it needs scikit-image, which the package does not.
+
 12 scenes. Each scene gives one query (a tighter, shifted view + a question about its entity) and
 three gallery views (full frame, a corner crop, a mirrored view) with captions.  The "moon" query has
 no gallery item (a zero-ground-truth query, for the reject metrics).  Photos: scikit-image data
@@ -17,7 +21,7 @@ import cv2
 import numpy as np
 from skimage import data
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[2] / "snapbench" / "assets" / "demo"
 SCENES = [  # (skimage name, entity, question, caption)
     ("astronaut", "astronaut", "Which astronaut is this?", "an astronaut in a white spacesuit with a flag"),
     ("chelsea", "cat", "What kind of cat is this?", "a ginger tabby cat looking sideways"),

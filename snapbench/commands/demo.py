@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "assets" / "demo"
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "assets" / "demo"  # package data: snapbench/assets/demo
 
 
 def demo(
@@ -30,7 +30,7 @@ def demo(
 
     from ..atomic import save_npy_atomic, write_bytes_atomic, write_text_atomic
     from ..conditions import condition_to_filename, parse_condition
-    from ..corruptions.pipeline import run_corruption
+    from ..corruptions import run_corruption
     from ..encode import encode_corrupted
     from ..evaluate import EvaluationConfig, evaluate_directory, write_report
     from ..fusion import MOORIndex

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -10,32 +11,44 @@ import typer
 
 def preview(
     image: Path = typer.Argument(..., help="Image file (JPEG/PNG/WebP/BMP/TIFF)."),
-    out: Path = typer.Option(Path("sheet.png"), "--out", help="Contact sheet to write (PNG)."),
+    out: Path = typer.Option(Path("sheet.png"), "--out", help="Contact sheet to write (PNG; an existing sheet is replaced)."),
     question: Optional[str] = typer.Option(None, "--question", help="Also show the 8 corrupted questions."),
     entity: Optional[str] = typer.Option(None, "--entity", help="Entity word of the question (targets the text operators)."),
-    seed: int = typer.Option(0, "--seed", help="Global seed."),
+    seed: int = typer.Option(0, "--seed", help="Global seed (as in corrupt)."),
     grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
-    key: Optional[str] = typer.Option(
-        None, "--key", help="Query id keying the randomness (default: the file name without extension)."
+    query_id: Optional[str] = typer.Option(
+        None,
+        "--id",
+        "--key",
+        help=(
+            "Query id keying the randomness, as in corrupt: with the same id and --seed the variants are "
+            "exactly those corrupt writes for that query (default: the file name without extension)."
+        ),
     ),
 ) -> None:
     """Write a contact sheet: clean + 15 operators x 3 severities, labelled; questions printed too."""
     from ..corruptions.io import load_image, save_png
     from ..corruptions.preview import contact_sheet
+    from ..errors import ConfigError, OutputError
 
     if out.suffix.lower() != ".png":
-        typer.echo(f"error: --out must be a .png file, got {out}", err=True)
-        raise typer.Exit(2)
-    try:
-        img = load_image(image)
-        sheet = contact_sheet(
-            img, question=question, entity=entity, seed=seed, key=key if key is not None else image.stem, grid=grid
-        )
-    except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2)
+        raise ConfigError(f"--out must be a .png file, got {out}")
+    if out.is_dir():
+        raise OutputError(f"{out}: is a folder; --out names the contact sheet file to write")
+    folder = out.parent
+    for parent in (folder, *folder.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputError(f"{parent}: is a file, not a folder (cannot write {out} there)")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise OutputError(f"{parent}: folder is not writable (cannot write {out})")
+            break
+    key = query_id if query_id is not None else image.stem
+    img = load_image(image)
+    sheet = contact_sheet(img, question=question, entity=entity, seed=seed, key=key, grid=grid)
     save_png(out, sheet.image)
     for line in sheet.lines:
         typer.echo(line)
     h, w = sheet.image.shape[:2]
+    typer.echo(f"seed key (query id): {key}{'' if query_id is not None else ' (the file name; use --id to match a manifest id)'}  seed: {seed}")
     typer.echo(f"wrote {out} ({w}x{h})")

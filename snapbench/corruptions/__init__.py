@@ -1,4 +1,10 @@
-"""Query-side corruptions: image operators, text operators, and the batch pipeline."""
+"""Query-side corruptions: image operators, text operators, and the batch run.
+
+Modules: ``image/`` (the fifteen image operators, their registry and severity grid), ``text`` (the
+eight text operators), ``io`` (image decoding / lossless writing), ``manifest`` (query sets in),
+``plan`` (grid + conditions of a run), ``variants`` (one query's variants in memory), ``run`` (the
+resumable batch run to disk), ``workers`` (its worker processes), ``preview`` (contact sheets).
+"""
 
 from .image import (
     DEFAULT_GRID,
@@ -21,14 +27,23 @@ from .text import (
     text_operators,
 )
 from .io import ImageLoadError, load_image, save_png
-from .pipeline import QueryRecord, RunSummary, Variant, iter_variants, load_manifest, run_corruption, stream_corruptions
+from .manifest import ManifestError, QueryRecord, load_manifest
+from .plan import resolve_conditions, resolve_grid
+from .run import RunConfigError, RunSummary, run_corruption
+from .variants import Skip, Variant, generate_variants, iter_variants, stream_corruptions
 
 __all__ = [
     "ImageLoadError",
+    "ManifestError",
     "QueryRecord",
+    "RunConfigError",
     "RunSummary",
+    "Skip",
     "Variant",
+    "generate_variants",
     "iter_variants",
+    "resolve_conditions",
+    "resolve_grid",
     "load_image",
     "load_manifest",
     "run_corruption",

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_bytes_atomic
+from ..errors import InputError
 
 __all__ = ["ImageLoadError", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
 
@@ -55,7 +56,7 @@ PNG_COMPRESSION = 1
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-class ImageLoadError(ValueError):
+class ImageLoadError(InputError):
     """An image file could not be loaded; the message names the file and the problem."""
 
 

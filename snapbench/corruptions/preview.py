@@ -16,6 +16,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..errors import InputError
+
 __all__ = ["ContactSheet", "contact_sheet"]
 
 _BG = (255, 255, 255)
@@ -94,10 +96,11 @@ def contact_sheet(
     import cv2
 
     from ..conditions import Condition
-    from .pipeline import _generate, _Skip, resolve_conditions, resolve_grid
+    from .plan import resolve_conditions, resolve_grid
+    from .variants import Skip, generate_variants
 
     if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
-        raise ValueError("contact_sheet expects an HxWx3 uint8 RGB image")
+        raise InputError("contact_sheet expects an HxWx3 uint8 RGB image")
     table = resolve_grid(grid)
     conds = resolve_conditions(None, grid=table)
     img_conds = [c for c in conds if c.kind == "image"]
@@ -107,8 +110,8 @@ def contact_sheet(
     ncols = max(len(sev_cols), 1)
 
     results: dict[str, Any] = {}
-    for item in _generate(image, question, key=str(key), entity=entity, seed=seed,
-                          conds=[Condition("clean")] + img_conds + txt_conds, table=table):
+    for item in generate_variants(image, question, key=str(key), entity=entity, seed=seed,
+                                  conditions=[Condition("clean")] + img_conds + txt_conds, grid=table):
         results[item.condition] = item
 
     box_w, box_h = cell
@@ -122,7 +125,7 @@ def contact_sheet(
     text_lines: list[str] = []
     for c in txt_conds:
         item = results[c.id]
-        text_lines.append(f"{c.id}: {item.reason}" if isinstance(item, _Skip) else f"{c.id}: {item.question}")
+        text_lines.append(f"{c.id}: {item.reason}" if isinstance(item, Skip) else f"{c.id}: {item.question}")
     wrapped: list[str] = []
     if question is not None:
         wrapped = _wrap(f"clean: {question}", ncols * cw - 16, text_scale)
@@ -160,7 +163,7 @@ def contact_sheet(
             item = results.get(cid)
             if item is None:
                 continue
-            if isinstance(item, _Skip):
+            if isinstance(item, Skip):
                 draw_cell(r, c_idx, cid, None, item.reason)
             else:
                 draw_cell(r, c_idx, cid, item.image)

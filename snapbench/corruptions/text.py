@@ -78,6 +78,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..conditions import TEXT_OPERATORS
+from ..errors import ConfigError, InputError
 from ..seeding import text_rng
 from .text_data import (
     GENERIC_QUESTIONS,
@@ -102,6 +103,9 @@ __all__ = [
     "register_text_operator",
     "get_text_operator",
     "text_operators",
+    "user_text_operators",
+    "restore_text_operators",
+    "unregister_text_operator",
 ]
 
 MAX_ATTEMPTS = 10
@@ -112,11 +116,11 @@ TextOperatorFn = Callable[[str, Span, "np.random.Generator | None"], tuple[str, 
 ``None`` only for operators registered with ``random=False``."""
 
 
-class TextCorruptionError(ValueError):
+class TextCorruptionError(InputError):
     """The operator could not produce a text that differs from the input."""
 
 
-class EntityNotFoundError(ValueError):
+class EntityNotFoundError(InputError):
     """The entity is not in the question (or, with no entity given, no candidate word is)."""
 
 
@@ -303,6 +307,7 @@ def find_entity(text: str, entity: str | None) -> tuple[int, int]:
 
 _REGISTRY: dict[str, TextOperatorFn] = {}
 _DETERMINISTIC: set[str] = set()  # operators registered with random=False
+_USER: set[str] = set()  # names registered from outside this module (shipped to worker processes)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
@@ -317,14 +322,22 @@ def register_text_operator(
     possible at all.  An operator that draws nothing is registered with ``random=False``: it gets
     ``rng=None`` (deriving a generator costs more than most edits) and a single attempt, since a
     retry would give the same output.  Re-registering a name needs ``replace=True``.
+
+    Operators registered at run time are shipped to ``run_corruption``'s worker processes by
+    pickling ``fn``: use a module-level function or a picklable callable object (no lambdas or
+    closures) if you run with ``workers > 1``.
     """
-    if not _NAME_RE.match(name):
-        raise ValueError(f"text operator name {name!r} must match [A-Za-z0-9_.-]+ (it appears in condition ids)")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ConfigError(f"text operator name {name!r} must match [A-Za-z0-9_.-]+ (it appears in condition ids)")
 
     def _register(fn: TextOperatorFn) -> TextOperatorFn:
         if name in _REGISTRY and not replace:
-            raise ValueError(f"text operator {name!r} is already registered (pass replace=True)")
+            raise ConfigError(f"text operator {name!r} is already registered (pass replace=True)")
         _REGISTRY[name] = fn
+        if getattr(fn, "__module__", None) == __name__:
+            _USER.discard(name)
+        else:
+            _USER.add(name)
         if random:
             _DETERMINISTIC.discard(name)
         else:
@@ -339,7 +352,7 @@ def get_text_operator(name: str) -> TextOperatorFn:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown text operator {name!r}; known: {', '.join(text_operators())}") from None
+        raise ConfigError(f"unknown text operator {name!r}; known: {', '.join(text_operators())}") from None
 
 
 def text_operators() -> tuple[str, ...]:
@@ -347,6 +360,31 @@ def text_operators() -> tuple[str, ...]:
     return tuple(n for n in TEXT_OPERATORS if n in _REGISTRY) + tuple(
         sorted(n for n in _REGISTRY if n not in TEXT_OPERATORS)
     )
+
+
+def user_text_operators() -> list[tuple[str, TextOperatorFn, bool]]:
+    """``(name, fn, random)`` of every operator registered from outside this module.
+
+    ``run_corruption`` ships this snapshot to its worker processes (which start fresh and know only
+    the built-ins); :func:`restore_text_operators` re-registers it there.
+    """
+    return [(n, _REGISTRY[n], n not in _DETERMINISTIC) for n in _REGISTRY if n in _USER]
+
+
+def unregister_text_operator(name: str) -> None:
+    """Remove a user-registered operator; the eight built-ins cannot be removed."""
+    if name not in _USER or name in TEXT_OPERATORS:
+        raise ConfigError(f"text operator {name!r} is not a user-registered operator")
+    _REGISTRY.pop(name, None)
+    _DETERMINISTIC.discard(name)
+    _USER.discard(name)
+
+
+def restore_text_operators(snapshot: list[tuple[str, TextOperatorFn, bool]]) -> None:
+    """Register a :func:`user_text_operators` snapshot (replacing same-named registrations)."""
+    for name, fn, random in snapshot:
+        register_text_operator(name, replace=True, random=random)(fn)
+        _USER.add(name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,7 +20,10 @@ from typing import Any, Mapping
 import cv2
 import numpy as np
 
+from ._params import integer, known_keys, number
 from .base import register_image_operator
+
+_known = known_keys  # TODO(merge): remove alias (add.py imports it until its rewrite lands)
 
 __all__ = [
     "low_light",
@@ -32,49 +35,6 @@ __all__ = [
     "gaussian_noise_u16",
     "nearest_indices",
 ]
-
-
-# --------------------------------------------------------------------------------------------
-# parameter helpers (shared by sample and apply so a hand-written params dict is checked too)
-
-
-def _number(op: str, params: Mapping[str, Any], name: str, *, lo: float | None = None,
-            hi: float | None = None, lo_open: bool = False, default: float | None = None) -> float:
-    if name not in params:
-        if default is None:
-            raise ValueError(f"{op}: missing parameter {name!r} (got {sorted(params)})")
-        return float(default)
-    value = params[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{op}: parameter {name!r} must be a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{op}: parameter {name!r} must be finite, got {value!r}")
-    if lo is not None and (value < lo or (lo_open and value == lo)):
-        raise ValueError(f"{op}: parameter {name!r} must be {'>' if lo_open else '>='} {lo}, got {value}")
-    if hi is not None and value > hi:
-        raise ValueError(f"{op}: parameter {name!r} must be <= {hi}, got {value}")
-    return value
-
-
-def _known(op: str, level: Mapping[str, Any], *names: str) -> None:
-    """Reject grid keys the operator does not read (a typo would otherwise be ignored silently)."""
-    unknown = sorted(set(level) - set(names))
-    if unknown:
-        raise ValueError(f"{op}: unknown parameter(s) {', '.join(map(repr, unknown))}; expected {', '.join(names)}")
-
-
-def _integer(op: str, params: Mapping[str, Any], name: str, *, lo: int, hi: int | None = None) -> int:
-    raw = params.get(name)
-    if isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
-        value = int(raw)  # not via float: large seeds must stay exact
-        if value < lo or (hi is not None and value > hi):
-            raise ValueError(f"{op}: parameter {name!r} must be in [{lo}, {hi if hi is not None else 'inf'}], got {value}")
-        return value
-    value = _number(op, params, name, lo=lo, hi=hi)
-    if value != int(value):
-        raise ValueError(f"{op}: parameter {name!r} must be an integer, got {params[name]!r}")
-    return int(value)
 
 
 def _gain_lut(gain: float) -> np.ndarray:
@@ -122,7 +82,7 @@ def gaussian_noise_u16(seed: int, shape: tuple[int, ...], sigma: float) -> np.nd
 
 
 def _sample_low_light(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    _known("low_light", level, "brightness", "noise_sigma")
+    known_keys("low_light", level, "brightness", "noise_sigma")
     params = _low_light_params(level)
     # 2**53 keeps the seed exact in any JSON reader (JavaScript numbers are doubles).
     params["noise_seed"] = int(rng.integers(0, 2**53))
@@ -131,13 +91,13 @@ def _sample_low_light(rng: np.random.Generator, level: Mapping[str, Any], shape:
 
 def _low_light_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        "brightness": _number("low_light", params, "brightness", lo=0.0),
-        "noise_sigma": _number("low_light", params, "noise_sigma", lo=0.0),
+        "brightness": number("low_light", params, "brightness", lo=0.0),
+        "noise_sigma": number("low_light", params, "noise_sigma", lo=0.0),
     }
 
 
 # Severity table: grid.DEFAULT_GRID["low_light"] (brightness, noise_sigma); sample adds noise_seed.
-@register_image_operator("low_light", primitive="degrade", sample=_sample_low_light)
+@register_image_operator("low_light", sample=_sample_low_light)
 def low_light(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Dim the image and add sensor noise: ``clip(round(image * brightness + N(0, noise_sigma)))``.
 
@@ -147,7 +107,7 @@ def low_light(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     p = _low_light_params(params)
     if "noise_seed" not in params:
         raise ValueError("low_light: missing parameter 'noise_seed' (sample() draws it)")
-    seed = _integer("low_light", params, "noise_seed", lo=0)
+    seed = integer("low_light", params, "noise_seed", lo=0)
     if p["noise_sigma"] == 0.0:
         return cv2.LUT(image, _gain_lut(p["brightness"]))
     noise = gaussian_noise_u16(seed, image.shape, p["noise_sigma"])
@@ -161,15 +121,15 @@ def low_light(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 
 def _sample_overexposure(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    _known("overexposure", level, "gain")
-    return {"gain": _number("overexposure", level, "gain", lo=0.0)}
+    known_keys("overexposure", level, "gain")
+    return {"gain": number("overexposure", level, "gain", lo=0.0)}
 
 
 # Severity table: grid.DEFAULT_GRID["overexposure"] (gain).
-@register_image_operator("overexposure", primitive="degrade", sample=_sample_overexposure)
+@register_image_operator("overexposure", sample=_sample_overexposure)
 def overexposure(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Multiply by ``gain`` and clip: ``clip(round(image * gain), 0, 255)`` (one 256-entry LUT)."""
-    gain = _number("overexposure", params, "gain", lo=0.0)
+    gain = number("overexposure", params, "gain", lo=0.0)
     return cv2.LUT(image, _gain_lut(gain))
 
 
@@ -180,8 +140,8 @@ _EXACT_BELOW_SIGMA = 3.5  # exact Gaussian is cheap enough below this (kernel <=
 
 
 def _sample_defocus(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    _known("defocus_blur", level, "sigma", "exact")
-    params: dict[str, Any] = {"sigma": _number("defocus_blur", level, "sigma", lo=0.0)}
+    known_keys("defocus_blur", level, "sigma", "exact")
+    params: dict[str, Any] = {"sigma": number("defocus_blur", level, "sigma", lo=0.0)}
     exact = level.get("exact", False)
     if not isinstance(exact, bool):
         raise ValueError(f"defocus_blur: parameter 'exact' must be true or false, got {exact!r}")
@@ -207,7 +167,7 @@ def _gaussian_reduced(image: np.ndarray, sigma: float, factor: int) -> np.ndarra
 
 
 # Severity table: grid.DEFAULT_GRID["defocus_blur"] (sigma; optional exact=true forces the exact filter).
-@register_image_operator("defocus_blur", primitive="degrade", sample=_sample_defocus)
+@register_image_operator("defocus_blur", sample=_sample_defocus)
 def defocus_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Gaussian blur with standard deviation ``sigma`` pixels (reflect-101 borders).
 
@@ -219,7 +179,7 @@ def defocus_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     differs from the exact filter by ~0.2-0.5 gray levels mean absolute error on photographs
     (tests/test_image_degrade_transform.py checks < 1.0) at 3-10x lower cost.
     """
-    sigma = _number("defocus_blur", params, "sigma", lo=0.0)
+    sigma = number("defocus_blur", params, "sigma", lo=0.0)
     if sigma == 0.0:
         return image.copy()
     exact = bool(params.get("exact", False))
@@ -235,10 +195,10 @@ def defocus_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 
 def _sample_motion(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    _known("motion_blur", level, "kernel", "angle")
+    known_keys("motion_blur", level, "kernel", "angle")
     return {
-        "kernel": _integer("motion_blur", level, "kernel", lo=1),
-        "angle": _number("motion_blur", level, "angle", default=0.0),
+        "kernel": integer("motion_blur", level, "kernel", lo=1),
+        "angle": number("motion_blur", level, "angle", default=0.0),
     }
 
 
@@ -256,7 +216,7 @@ def _line_kernel(length: int, angle: float) -> np.ndarray:
 
 
 # Severity table: grid.DEFAULT_GRID["motion_blur"] (kernel length in pixels, angle in degrees).
-@register_image_operator("motion_blur", primitive="degrade", sample=_sample_motion)
+@register_image_operator("motion_blur", sample=_sample_motion)
 def motion_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Linear motion blur: mean over a ``kernel``-pixel line through each pixel.
 
@@ -264,8 +224,8 @@ def motion_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     lines are a 1-D box filter (``cv2.blur``, O(1) per pixel whatever the length); other angles use
     a rotated line kernel with ``cv2.filter2D``.  Borders reflect (reflect-101).
     """
-    length = _integer("motion_blur", params, "kernel", lo=1)
-    angle = _number("motion_blur", params, "angle", default=0.0) % 180.0
+    length = integer("motion_blur", params, "kernel", lo=1)
+    angle = number("motion_blur", params, "angle", default=0.0) % 180.0
     if length == 1:
         return image.copy()
     if angle == 0.0:
@@ -280,15 +240,15 @@ def motion_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 
 def _sample_compression(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    _known("compression", level, "quality")
-    return {"quality": _integer("compression", level, "quality", lo=1, hi=100)}
+    known_keys("compression", level, "quality")
+    return {"quality": integer("compression", level, "quality", lo=1, hi=100)}
 
 
 _IMREAD_RGB = getattr(cv2, "IMREAD_COLOR_RGB", None)  # OpenCV >= 4.10 decodes straight to RGB
 
 
 # Severity table: grid.DEFAULT_GRID["compression"] (JPEG quality 1-100).
-@register_image_operator("compression", primitive="degrade", sample=_sample_compression)
+@register_image_operator("compression", sample=_sample_compression)
 def compression(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """JPEG round trip at ``quality`` (libjpeg via OpenCV, 4:2:0 chroma, standard tables).
 
@@ -296,7 +256,7 @@ def compression(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     survive (albumentations' ``ImageCompression`` passes RGB, swapping red and blue in the chroma
     channels the codec degrades).
     """
-    quality = _integer("compression", params, "quality", lo=1, hi=100)
+    quality = integer("compression", params, "quality", lo=1, hi=100)
     ok, buf = cv2.imencode(".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
     if not ok:
         raise RuntimeError(f"compression: OpenCV could not JPEG-encode an image of shape {image.shape}")
@@ -310,8 +270,8 @@ def compression(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 
 def _sample_low_resolution(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    _known("low_resolution", level, "scale")
-    return {"scale": _number("low_resolution", level, "scale", lo=0.0, lo_open=True, hi=1.0)}
+    known_keys("low_resolution", level, "scale")
+    return {"scale": number("low_resolution", level, "scale", lo=0.0, lo_open=True, hi=1.0)}
 
 
 def nearest_indices(src: int, dst: int) -> np.ndarray:
@@ -333,13 +293,13 @@ def _low_res_indices(h: int, w: int, scale: float) -> tuple[np.ndarray, np.ndarr
 
 
 # Severity table: grid.DEFAULT_GRID["low_resolution"] (scale of each side, 0 < scale <= 1).
-@register_image_operator("low_resolution", primitive="degrade", sample=_sample_low_resolution)
+@register_image_operator("low_resolution", sample=_sample_low_resolution)
 def low_resolution(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Nearest-neighbour downsample to ``round(side * scale)`` pixels, nearest back up to full size.
 
     Index arithmetic: :func:`nearest_indices` (pixel-centre aligned, exact integers).
     """
-    scale = _number("low_resolution", params, "scale", lo=0.0, lo_open=True, hi=1.0)
+    scale = number("low_resolution", params, "scale", lo=0.0, lo_open=True, hi=1.0)
     h, w = image.shape[:2]
     down_r, down_c, up_r, up_c = _low_res_indices(h, w, scale)
     rows = np.take(image, down_r, axis=0)  # whole-row copies: cheap

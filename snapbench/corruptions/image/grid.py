@@ -10,23 +10,29 @@ that take ``grid=``, or load one with :func:`load_grid` from a JSON or TOML file
     sigma = 16.0
 
 A file entry updates the named keys of an existing level and creates new levels; operators not
-named keep their defaults.
+named keep their defaults.  An operator name that is neither in the base grid nor registered is an
+error with the closest names (``[motionblur.s2]`` would otherwise be ignored silently).
+
+This module holds parameters only: which operators exist and their primitives are defined in
+:mod:`snapbench.conditions` (built-ins) and the registry (:mod:`.base`).
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
+
+from ...errors import ConfigError
 
 __all__ = ["Grid", "DEFAULT_GRID", "load_grid", "merge_grid", "severities_of"]
 
 Grid = dict[str, dict[int, dict[str, Any]]]
 
 DEFAULT_GRID: Grid = {
-    # --- degrade ---------------------------------------------------------------------------
     "low_light": {  # multiply brightness, add per-pixel per-channel Gaussian noise (0-255 units)
         1: {"brightness": 0.70, "noise_sigma": 3.0},
         2: {"brightness": 0.40, "noise_sigma": 10.0},
@@ -41,14 +47,11 @@ DEFAULT_GRID: Grid = {
     },
     "compression": {1: {"quality": 50}, 2: {"quality": 18}, 3: {"quality": 5}},  # JPEG, RGB-correct
     "low_resolution": {1: {"scale": 0.50}, 2: {"scale": 0.25}, 3: {"scale": 0.08}},  # nearest down+up
-    # --- transform -------------------------------------------------------------------------
     "rotation": {1: {"angle": 10.0}, 2: {"angle": 45.0}, 3: {"angle": 180.0}},
     "perspective": {1: {"d": 0.10}, 2: {"d": 0.20}, 3: {"d": 0.30}},  # fraction of the short side
     "lens_distortion": {1: {"k1": -0.10}, 2: {"k1": -0.20}, 3: {"k1": -0.30}},
-    # --- remove ----------------------------------------------------------------------------
     "cropping": {1: {"keep": 0.90}, 2: {"keep": 0.65}, 3: {"keep": 0.40}},  # of each side, seeded offset
     "downscale": {1: {"scale": 0.20}, 2: {"scale": 0.10}, 3: {"scale": 0.04}},  # output stays small
-    # --- add -------------------------------------------------------------------------------
     "watermark": {
         1: {"layout": "single", "opacity": 80, "text": "SAMPLE", "width_frac": 0.16},
         2: {"layout": "tiled_center", "opacity": 160, "text": "SAMPLE", "width_frac": 0.16},
@@ -79,30 +82,53 @@ def severities_of(grid: Mapping[str, Mapping[int, Any]]) -> dict[str, list[int]]
     return {op: sorted(levels) for op, levels in grid.items()}
 
 
-def merge_grid(base: Mapping[str, Mapping[int, Mapping[str, Any]]], override: Mapping[str, Any]) -> Grid:
-    """Return a new grid: ``base`` updated by ``override`` (levels given as 1 / "1" / "s1")."""
+def merge_grid(
+    base: Mapping[str, Mapping[int, Mapping[str, Any]]],
+    override: Mapping[str, Any],
+    *,
+    operators: Collection[str] | None = None,
+) -> Grid:
+    """Return a new grid: ``base`` updated by ``override`` (levels given as 1 / "1" / "s1").
+
+    ``operators`` are the names ``override`` may add besides those of ``base``; by default the
+    registered image operators.  Any other name raises :class:`ConfigError` with the closest
+    known names: a misspelt operator must not leave the intended one at its defaults unnoticed.
+    """
+    if operators is None:
+        from .base import image_operators
+
+        operators = image_operators()
+    known = list(dict.fromkeys([*base, *operators]))
     out: Grid = copy.deepcopy({op: dict(levels) for op, levels in base.items()})
     for op, levels in override.items():
+        if op not in known:
+            close = difflib.get_close_matches(str(op), known, n=3, cutoff=0.6)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            raise ConfigError(
+                f"grid entry {op!r}: unknown image operator ({hint}known: {', '.join(known)}; "
+                "register an operator of your own before giving its levels)"
+            )
         if not isinstance(levels, Mapping):
-            raise ValueError(f"grid entry for {op!r} must map severities to parameter tables")
+            raise ConfigError(f"grid entry for {op!r} must map severities to parameter tables")
         target = out.setdefault(op, {})
         for level, params in levels.items():
             m = _LEVEL_RE.match(str(level))
             if not m or int(m[1]) < 1:
-                raise ValueError(f"grid entry {op}.{level}: severity must look like 's1', '2', ...")
+                raise ConfigError(f"grid entry {op}.{level}: severity must look like 's1', '2', ...")
             if not isinstance(params, Mapping):
-                raise ValueError(f"grid entry {op}.{level}: parameters must be a table")
+                raise ConfigError(f"grid entry {op}.{level}: parameters must be a table")
             target.setdefault(int(m[1]), {}).update(copy.deepcopy(dict(params)))
     return out
 
 
 def load_grid(path: str | Path, base: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None) -> Grid:
-    """Load a JSON (``.json``) or TOML (``.toml``) override file and merge it over ``base``."""
+    """Load a JSON (``.json``) or TOML (``.toml``) override file and merge it over ``base``
+    (:data:`DEFAULT_GRID` by default); see :func:`merge_grid` for the checks."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read grid file ({exc.strerror})") from exc
+        raise ConfigError(f"{path}: cannot read grid file ({exc.strerror})") from exc
     try:
         if path.suffix.lower() == ".toml":
             import tomllib
@@ -111,10 +137,10 @@ def load_grid(path: str | Path, base: Mapping[str, Mapping[int, Mapping[str, Any
         else:
             data = json.loads(text)
     except Exception as exc:  # noqa: BLE001 - report any parse error with the file name
-        raise ValueError(f"{path}: not a valid grid file: {exc}") from exc
+        raise ConfigError(f"{path}: not a valid grid file: {exc}") from exc
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: grid file must hold a table of operators")
+        raise ConfigError(f"{path}: grid file must hold a table of operators")
     try:
         return merge_grid(DEFAULT_GRID if base is None else base, data)
     except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+        raise ConfigError(f"{path}: {exc}") from None

@@ -2,43 +2,22 @@
 
 Both are the two built-in operators whose meaning is a size change, so their output is smaller
 than the input and is *not* resized back (SPEC §3).  Output sizes are computed with
-:func:`scaled_side` -- ``max(1, floor(fraction * side + 0.5))`` (round half up, never empty) -- so
+:func:`._params.scaled_side` -- ``max(1, floor(fraction * side + 0.5))`` (round half up, never empty) -- so
 anyone can predict them from the grid.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
 
 import cv2
 import numpy as np
 
+from ._params import fraction, known_keys, scaled_side
 from .base import register_image_operator
-from .degrade import _known
 
-__all__ = ["scaled_side", "sample_cropping", "cropping", "sample_downscale", "downscale"]
-
-
-def scaled_side(side: int, fraction: float) -> int:
-    """``max(1, round_half_up(fraction * side))``: the length of a side scaled by ``fraction``.
-
-    Round half up rather than Python's banker's rounding, so the rule is the one people compute by
-    hand; at least one pixel so no operator ever returns an empty image.
-    """
-    return max(1, int(math.floor(float(fraction) * int(side) + 0.5)))
-
-
-def _fraction(operator: str, level: Mapping[str, Any], name: str) -> float:
-    try:
-        value = float(level[name])
-    except KeyError:
-        raise ValueError(f"image operator {operator!r}: severity parameters lack {name!r} (got {dict(level)})") from None
-    except (TypeError, ValueError):
-        raise ValueError(f"image operator {operator!r}: {name!r} must be a number, got {level[name]!r}") from None
-    if not (0.0 < value <= 1.0):
-        raise ValueError(f"image operator {operator!r}: {name!r} must be in (0, 1], got {value}")
-    return value
+__all__ = ["sample_cropping", "cropping", "sample_downscale", "downscale"]
+# TODO(merge): remove alias -- add.py imports scaled_side from here until it imports it from ._params.
 
 
 # --- cropping -------------------------------------------------------------------------------------
@@ -46,8 +25,8 @@ def _fraction(operator: str, level: Mapping[str, Any], name: str) -> float:
 
 def sample_cropping(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """Draw the crop window: ``keep`` of each side at a uniformly random (seeded) offset."""
-    _known("cropping", level, "keep")
-    keep = _fraction("cropping", level, "keep")
+    known_keys("cropping", level, "keep")
+    keep = fraction("cropping", level, "keep")
     h, w = int(shape[0]), int(shape[1])
     ch, cw = scaled_side(h, keep), scaled_side(w, keep)
     # Offsets are uniform over every valid position, so the kept region is anywhere in the frame
@@ -58,7 +37,7 @@ def sample_cropping(rng: np.random.Generator, level: Mapping[str, Any], shape: t
 
 
 # Severity table: DEFAULT_GRID["cropping"] (keep fraction per side).
-@register_image_operator("cropping", primitive="remove", sample=sample_cropping, changes_size=True)
+@register_image_operator("cropping", sample=sample_cropping, changes_size=True)
 def cropping(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Keep the ``height`` x ``width`` window at (``top``, ``left``); the output is the smaller crop."""
     top, left = int(params["top"]), int(params["left"])
@@ -77,14 +56,14 @@ def cropping(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 def sample_downscale(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """No randomness: record the scale and the resulting output size."""
-    _known("downscale", level, "scale")
-    scale = _fraction("downscale", level, "scale")
+    known_keys("downscale", level, "scale")
+    scale = fraction("downscale", level, "scale")
     h, w = int(shape[0]), int(shape[1])
     return {**dict(level), "scale": scale, "height": scaled_side(h, scale), "width": scaled_side(w, scale)}
 
 
 # Severity table: DEFAULT_GRID["downscale"] (scale per side).
-@register_image_operator("downscale", primitive="remove", sample=sample_downscale, changes_size=True)
+@register_image_operator("downscale", sample=sample_downscale, changes_size=True)
 def downscale(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Area-average the image down to ``height`` x ``width`` (``scale`` of each side); it stays small.
 
@@ -95,7 +74,7 @@ def downscale(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     if "height" in params and "width" in params:
         oh, ow = int(params["height"]), int(params["width"])
     else:
-        scale = _fraction("downscale", params, "scale")
+        scale = fraction("downscale", params, "scale")
         oh, ow = scaled_side(h, scale), scaled_side(w, scale)
     if oh < 1 or ow < 1:
         raise ValueError(f"downscale: output size {oh}x{ow} must be at least 1x1")

@@ -21,8 +21,8 @@ from typing import Any, Mapping
 import cv2
 import numpy as np
 
+from ._params import known_keys, number
 from .base import register_image_operator
-from .degrade import _known, _number
 
 __all__ = [
     "rotation",
@@ -46,8 +46,8 @@ def _to_pixel_convention(m: np.ndarray) -> np.ndarray:
 
 
 def _sample_rotation(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    _known("rotation", level, "angle")
-    return {"angle": _number("rotation", level, "angle")}
+    known_keys("rotation", level, "angle")
+    return {"angle": number("rotation", level, "angle")}
 
 
 def _cos_sin(angle_deg: float) -> tuple[float, float]:
@@ -73,7 +73,7 @@ def rotation_cover_scale(height: int, width: int, angle: float) -> float:
 
 
 # Severity table: grid.DEFAULT_GRID["rotation"] (angle in degrees, counter-clockwise).
-@register_image_operator("rotation", primitive="transform", sample=_sample_rotation)
+@register_image_operator("rotation", sample=_sample_rotation)
 def rotation(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Rotate by ``angle`` degrees counter-clockwise about the centre, zoomed to fill the frame.
 
@@ -84,7 +84,7 @@ def rotation(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     on a non-square frame then need a 4:3 -> 3:4 zoom, and still no interpolation of the rotation
     itself, because the matrix holds exact 0 and +-1).
     """
-    angle = _number("rotation", params, "angle") % 360.0
+    angle = number("rotation", params, "angle") % 360.0
     h, w = image.shape[:2]
     if angle == 0.0:
         return image.copy()
@@ -108,8 +108,8 @@ def rotation(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 
 def _sample_perspective(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    _known("perspective", level, "d")
-    return {"d": _number("perspective", level, "d", lo=0.0)}
+    known_keys("perspective", level, "d")
+    return {"d": number("perspective", level, "d", lo=0.0)}
 
 
 def perspective_geometry(height: int, width: int, d: float) -> tuple[np.ndarray, tuple[float, float, float, float]]:
@@ -136,7 +136,7 @@ def perspective_geometry(height: int, width: int, d: float) -> tuple[np.ndarray,
 
 
 # Severity table: grid.DEFAULT_GRID["perspective"] (d, fraction of the short side).
-@register_image_operator("perspective", primitive="transform", sample=_sample_perspective)
+@register_image_operator("perspective", sample=_sample_perspective)
 def perspective(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Keystone (camera tilted up): top corners in by ``d`` and down by ``d/2`` of the short side.
 
@@ -144,7 +144,7 @@ def perspective(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     input size; keystone, crop and resize are composed into one homography and applied with a
     single bilinear ``cv2.warpPerspective``.
     """
-    d = _number("perspective", params, "d", lo=0.0)
+    d = number("perspective", params, "d", lo=0.0)
     h, w = image.shape[:2]
     if d == 0.0:
         return image.copy()
@@ -163,12 +163,12 @@ _K1_MIN = -1.0 / 3.0  # below this r*(1 + k1*r^2) stops increasing before the co
 
 
 def _sample_lens(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    _known("lens_distortion", level, "k1")
+    known_keys("lens_distortion", level, "k1")
     return {"k1": _lens_k1(level)}
 
 
 def _lens_k1(params: Mapping[str, Any]) -> float:
-    k1 = _number("lens_distortion", params, "k1")
+    k1 = number("lens_distortion", params, "k1")
     if k1 <= _K1_MIN:
         raise ValueError(f"lens_distortion: k1 must be > -1/3 (the barrel model folds over), got {k1}")
     return k1
@@ -260,7 +260,7 @@ def _compute_lens_maps(height: int, width: int, k1: float) -> tuple[np.ndarray, 
 
 
 # Severity table: grid.DEFAULT_GRID["lens_distortion"] (k1; negative = barrel).
-@register_image_operator("lens_distortion", primitive="transform", sample=_sample_lens)
+@register_image_operator("lens_distortion", sample=_sample_lens)
 def lens_distortion(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Radial lens distortion ``r_d = r_u * (1 + k1 * r_u**2)``, cropped to the frame and resized.
 

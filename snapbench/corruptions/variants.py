@@ -1,0 +1,234 @@
+"""Variants of one query, in memory: the generator shared by the batch run, the streaming API and
+the preview contact sheet.
+
+:func:`generate_variants` is the one place that turns (image, question, key, entity, seed) and a
+list of conditions into :class:`Variant` objects (or :class:`Skip` records for conditions that
+cannot be produced).  Each image part ``(operator, severity)`` and each text part is computed once
+per query and shared by the conditions that use it (a joint condition reuses its image and text
+conditions' parts), so a joint variant is byte-identical to its single parts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from ..conditions import Condition
+from ..errors import InputError
+from .image import corrupt_image_with_params
+from .io import DEFAULT_MAX_PIXELS, ImageLoadError, load_image
+from .manifest import QueryRecord, load_manifest
+from .plan import resolve_conditions, resolve_grid
+from .text import corrupt_text_with_params
+
+__all__ = ["Skip", "Variant", "generate_variants", "iter_variants", "stream_corruptions"]
+
+Table = Mapping[str, Mapping[int, Mapping[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One condition of one query, as a complete query.
+
+    ``image`` is the image an encoder should see (the clean image for text conditions) and
+    ``question`` the question (the clean one for image conditions); either is ``None`` only when
+    the query has no image / no question.  ``image_from`` / ``text_from`` name the single condition
+    whose image / question this variant shares (e.g. a text condition's image comes from
+    ``"clean"``, ``joint/mosaic+sent_add/s2``'s from ``"img/mosaic/s2"``), so an encoder can cache
+    embeddings.  ``params`` holds ``"image"`` and/or ``"text"``: the parameters actually applied.
+    """
+
+    condition: str
+    kind: str
+    image: np.ndarray | None
+    question: str | None
+    params: dict[str, Any]
+    image_from: str | None = None
+    text_from: str | None = None
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A condition of one query that could not be produced, and why (what ``skips.jsonl`` records)."""
+
+    condition: str
+    reason: str
+
+
+def _jsonable(obj: Any) -> Any:
+    """Convert numpy scalars/arrays and tuples in operator params to plain JSON types."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def generate_variants(
+    image: np.ndarray | None,
+    question: str | None,
+    *,
+    key: str,
+    entity: str | None,
+    seed: int,
+    conditions: Sequence[Condition],
+    grid: Table,
+) -> Iterator[Variant | Skip]:
+    """Yield a :class:`Variant` or a :class:`Skip` for each of ``conditions``, in order.
+
+    ``conditions`` and ``grid`` are already resolved (:func:`~.plan.resolve_conditions`,
+    :func:`~.plan.resolve_grid`): this is the low-level generator, it validates nothing and never
+    raises for one condition -- a failing operator, a missing entity or a query without image /
+    question becomes a Skip naming the reason.  ``key`` is the query id: with ``seed`` it keys all
+    randomness, so the variants equal those ``run_corruption`` writes for that id.
+
+    Memory: an image part is kept only until the last condition that uses it (a query's 45
+    variants of a 12 Mpx photo would hold ~1.6 GB); a consumer should finish with a variant before
+    asking for the next.
+    """
+    key = str(key)
+    img_cache: dict[tuple[str, int], tuple[np.ndarray, dict] | str] = {}
+    txt_cache: dict[str, tuple[str, dict] | str] = {}
+
+    def image_part(op: str, sev: int) -> tuple[np.ndarray, dict] | str:
+        if (op, sev) not in img_cache:
+            try:
+                res = corrupt_image_with_params(image, op, sev, seed=seed, key=key, grid=grid)
+                img_cache[(op, sev)] = (res.image, _jsonable(res.params))
+            except Exception as exc:  # noqa: BLE001 - one failing operator must not stop the query
+                img_cache[(op, sev)] = f"image operator {op} s{sev} failed: {type(exc).__name__}: {exc}"
+        return img_cache[(op, sev)]
+
+    def text_part(op: str) -> tuple[str, dict] | str:
+        if op not in txt_cache:
+            try:
+                res = corrupt_text_with_params(question, op, entity=entity, seed=seed, key=key)
+                txt_cache[op] = (res.text, _jsonable(dict(res.params)))
+            except NotImplementedError:
+                txt_cache[op] = f"text operator {op} is not implemented"
+            except ValueError as exc:  # EntityNotFoundError / TextCorruptionError (both ValueError)
+                txt_cache[op] = f"text operator {op}: {exc}"
+        return txt_cache[op]
+
+    uses = Counter((c.image_operator, c.severity) for c in conditions if c.kind in ("image", "joint"))
+    prev: Condition | None = None
+    for cond in conditions:
+        # Resumed: the consumer is done with the previous condition's variant.
+        if prev is not None and prev.kind in ("image", "joint"):
+            part = (prev.image_operator, prev.severity)
+            uses[part] -= 1
+            if uses[part] <= 0:
+                img_cache.pop(part, None)
+        prev = cond
+        cid = cond.id
+        if cond.kind == "clean":
+            yield Variant(cid, "clean", image, question, {}, "clean" if image is not None else None,
+                          "clean" if question is not None else None)
+            continue
+        if cond.kind in ("image", "joint") and image is None:
+            yield Skip(cid, "query has no image")
+            continue
+        if cond.kind in ("text", "joint") and question is None:
+            yield Skip(cid, "query has no question")
+            continue
+        params: dict[str, Any] = {}
+        img_out, q_out = image, question
+        img_from = "clean" if image is not None else None
+        txt_from = "clean" if question is not None else None
+        if cond.kind in ("image", "joint"):
+            part = image_part(cond.image_operator, cond.severity)
+            if isinstance(part, str):
+                yield Skip(cid, part)
+                continue
+            img_out, params["image"] = part
+            img_from = cond.image_part.id
+        if cond.kind in ("text", "joint"):
+            tpart = text_part(cond.text_operator)
+            if isinstance(tpart, str):
+                yield Skip(cid, tpart)
+                continue
+            q_out, params["text"] = tpart
+            txt_from = cond.text_part.id
+        yield Variant(cid, cond.kind, img_out, q_out, params, img_from, txt_from)
+
+
+def iter_variants(
+    image: np.ndarray | None,
+    question: str | None = None,
+    *,
+    key: str,
+    entity: str | None = None,
+    seed: int = 0,
+    conditions: Iterable[str | Condition] | None = None,
+    joint: bool = False,
+    grid: str | os.PathLike | Mapping[str, Any] | None = None,
+    errors: Literal["raise", "skip"] = "raise",
+) -> Iterator[Variant]:
+    """Yield the variants of one query in memory, without touching the disk.
+
+    ``image`` is an HxWx3 uint8 RGB array (e.g. from :func:`~snapbench.corruptions.io.load_image`),
+    ``key`` the query id (it keys all randomness, so variants equal those of
+    :func:`~snapbench.corruptions.run.run_corruption` for the same id and seed).
+    ``conditions``/``joint``/``grid`` as in :func:`~.plan.resolve_conditions` /
+    :func:`~.plan.resolve_grid` (a joint condition brings its parts); ``clean`` comes first.  With
+    ``errors="raise"`` a condition that cannot be produced (entity not found, no question...)
+    raises :class:`~snapbench.errors.InputError`; with ``"skip"`` it is left out.
+    """
+    if image is None and question is None:
+        raise InputError(f"query {key!r}: needs an image or a question")
+    table = resolve_grid(grid)
+    conds = resolve_conditions(conditions, joint=joint, grid=table)
+    for item in generate_variants(image, question, key=str(key), entity=entity, seed=seed, conditions=conds, grid=table):
+        if isinstance(item, Skip):
+            if errors == "raise":
+                raise InputError(f"query {key!r}, condition {item.condition}: {item.reason}")
+            continue
+        yield item
+
+
+def stream_corruptions(
+    records: str | os.PathLike | Iterable[QueryRecord],
+    *,
+    seed: int = 0,
+    conditions: Iterable[str | Condition] | None = None,
+    joint: bool = False,
+    grid: str | os.PathLike | Mapping[str, Any] | None = None,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    skips: list[dict[str, Any]] | None = None,
+) -> Iterator[tuple[QueryRecord, Variant]]:
+    """Yield ``(record, variant)`` for every query of a manifest (path or records) and condition.
+
+    Images are loaded with :func:`load_image`; nothing is written.  Queries whose image cannot be
+    loaded and conditions that cannot be produced are skipped; pass a list as ``skips`` to collect
+    ``{"id", "condition", "reason"}`` dicts (``condition`` None = the whole query), the same
+    records ``run_corruption`` writes to ``skips.jsonl``.
+    """
+    recs = load_manifest(records) if isinstance(records, (str, os.PathLike)) else records
+    table = resolve_grid(grid)
+    conds = resolve_conditions(conditions, joint=joint, grid=table)
+    for rec in recs:
+        image = None
+        if rec.image is not None:
+            try:
+                image = load_image(rec.image, max_pixels=max_pixels)
+            except ImageLoadError as exc:
+                if skips is not None:
+                    skips.append({"id": rec.id, "condition": None, "reason": str(exc)})
+                continue
+        for item in generate_variants(
+            image, rec.question, key=rec.id, entity=rec.entity, seed=seed, conditions=conds, grid=table
+        ):
+            if isinstance(item, Skip):
+                if skips is not None:
+                    skips.append({"id": rec.id, "condition": item.condition, "reason": item.reason})
+                continue
+            yield rec, item

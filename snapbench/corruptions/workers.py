@@ -1,0 +1,104 @@
+"""Worker processes of a corruption run: what they are sent at start-up and how they end.
+
+Workers are started with the ``spawn`` context (no fork of a parent that holds threads, such as
+rich's progress refresher; same behaviour on Linux, macOS and Windows).  Two consequences are
+handled here:
+
+* A spawned worker imports snapbench afresh and knows only the built-in operators.  Operators the
+  user registered at run time (image or text, e.g. through the albumentations / nlpaug interop)
+  are sent to it as a pickled snapshot (:func:`registrations_payload`) and re-registered by the
+  worker initializer.  Their functions must therefore be picklable: module-level functions or
+  picklable callable objects; anything else is refused up front with a hint to use ``workers=1``.
+* A worker must not outlive its parent: if the parent is killed (``kill -9``, OOM killer) the
+  workers would otherwise wait forever on their task queue, which they hold both ends of.  On
+  Linux the initializer asks the kernel to SIGKILL the worker when its parent dies
+  (``prctl(PR_SET_PDEATHSIG)``); everywhere, a daemon thread also polls ``os.getppid()`` and
+  exits the worker when the parent is gone.  Workers ignore SIGINT: Ctrl-C is the parent's to
+  handle (it stops submitting, lets running queries finish and reports how to resume).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterable
+
+from ..errors import ConfigError
+from .image import restore_image_operators, user_image_operators
+from .text import restore_text_operators, user_text_operators
+
+__all__ = ["init_worker", "registrations_payload", "setup_error"]
+
+_PR_SET_PDEATHSIG = 1
+_POLL_S = 0.5
+_setup_error: str | None = None
+
+
+def registrations_payload(image_ops: Iterable[str], text_ops: Iterable[str]) -> bytes:
+    """Pickle the user registrations among ``image_ops`` / ``text_ops`` for the workers.
+
+    Raises :class:`ConfigError` naming the operators when they cannot be pickled (a lambda, a
+    closure, a function defined inside another one).
+    """
+    image_ops, text_ops = set(image_ops), set(text_ops)
+    images = [r for r in user_image_operators() if r.operator.name in image_ops]
+    texts = [t for t in user_text_operators() if t[0] in text_ops]
+    try:
+        return pickle.dumps((images, texts))
+    except Exception as exc:  # noqa: BLE001 - pickling raises PicklingError, AttributeError, TypeError...
+        names = [r.operator.name for r in images] + [t[0] for t in texts]
+        raise ConfigError(
+            f"operator(s) {', '.join(names)} registered at run time cannot be sent to worker processes "
+            f"({type(exc).__name__}: {exc}); register a module-level function or a picklable callable "
+            "object, or use workers=1"
+        ) from None
+
+
+def setup_error() -> str | None:
+    """Why this worker could not restore the parent's registrations (None when it could)."""
+    return _setup_error
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # no prctl: the polling thread below still ends the worker
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(_POLL_S)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="snapbench-parent-watch", daemon=True).start()
+
+
+def init_worker(parent_pid: int, payload: bytes) -> None:
+    """Process-pool initializer: tie the worker to its parent, restore registrations, one thread."""
+    global _setup_error
+    _die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import cv2
+
+    # One process per core: OpenCV's own thread pool would oversubscribe the CPUs.
+    cv2.setNumThreads(1)
+    try:
+        images, texts = pickle.loads(payload)  # our own bytes, from the parent process
+        restore_image_operators(images)
+        restore_text_operators(texts)
+    except Exception as exc:  # noqa: BLE001 - reported by the first task, with a hint
+        _setup_error = (
+            f"a worker process could not restore the operators registered at run time "
+            f"({type(exc).__name__}: {exc}); define them in an importable module, or use workers=1"
+        )

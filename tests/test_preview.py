@@ -1,0 +1,79 @@
+"""`snapbench preview`: the same variants as `corrupt` for the same query id and seed; clean errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from PIL import Image
+from skimage import data
+from typer.testing import CliRunner
+
+from snapbench.cli import app
+
+runner = CliRunner()
+
+
+def _contains(sheet: np.ndarray, patch: np.ndarray) -> bool:
+    """Whether ``patch`` appears pixel-exactly somewhere in ``sheet`` (independent of the layout)."""
+    res = cv2.matchTemplate(sheet.astype(np.float32), patch.astype(np.float32), cv2.TM_SQDIFF)
+    y, x = np.unravel_index(int(np.argmin(res)), res.shape)  # best match (float sums are approximate)
+    h, w = patch.shape[:2]
+    return bool(np.array_equal(sheet[y : y + h, x : x + w], patch))
+
+
+def _read_rgb(path: Path) -> np.ndarray:
+    return cv2.imread(str(path), cv2.IMREAD_COLOR)[..., ::-1]
+
+
+def test_preview_with_the_query_id_shows_exactly_what_corrupt_writes(tmp_path: Path) -> None:
+    # 240x180 is the sheet's cell size: thumbnails are then the variants themselves, unscaled.
+    Image.fromarray(np.ascontiguousarray(data.chelsea()[40:220, 60:300])).save(tmp_path / "photo.png")
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q_7", "image": "photo.png", "question": "What cat is this?", "entity": "cat"}) + "\n")
+    conds = ["img/low_light/s3", "img/scribble/s2"]  # both seeded by (seed, query id, operator, severity)
+    res = runner.invoke(app, ["corrupt", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "o"), "--seed", "5",
+                              "--conditions", ",".join(conds), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    variants = {c: _read_rgb(tmp_path / "o" / "images" / c.replace("/", "__") / "q_7.png") for c in conds}
+
+    res = runner.invoke(app, ["preview", str(tmp_path / "photo.png"), "--id", "q_7", "--seed", "5", "--out", str(tmp_path / "a.png")])
+    assert res.exit_code == 0, res.output
+    assert "seed key (query id): q_7" in res.output
+    sheet = _read_rgb(tmp_path / "a.png")
+    for c in conds:
+        assert _contains(sheet, variants[c]), c
+
+    # without --id the file name keys the randomness: other noise, other strokes
+    res = runner.invoke(app, ["preview", str(tmp_path / "photo.png"), "--seed", "5", "--out", str(tmp_path / "b.png")])
+    assert res.exit_code == 0 and "seed key (query id): photo (the file name" in res.output
+    sheet = _read_rgb(tmp_path / "b.png")
+    assert not any(_contains(sheet, variants[c]) for c in conds)
+
+
+def test_preview_out_errors_are_clean(tmp_path: Path) -> None:
+    Image.fromarray(data.chelsea()[:60, :80]).save(tmp_path / "photo.png")
+    (tmp_path / "afile").write_text("a file")
+    (tmp_path / "folder.png").mkdir()
+    for out, message in ((tmp_path / "afile" / "s.png", "is a file, not a folder"),
+                         (tmp_path / "folder.png", "is a folder"),
+                         (tmp_path / "s.txt", "must be a .png file")):
+        res = runner.invoke(app, ["preview", str(tmp_path / "photo.png"), "--out", str(out)])
+        assert res.exit_code == 2 and res.output.startswith("error: ") and message in res.output, res.output
+        assert res.exception is None or isinstance(res.exception, SystemExit)
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root can write into read-only folders")
+def test_preview_into_a_read_only_folder_is_a_clean_error(tmp_path: Path) -> None:
+    Image.fromarray(data.chelsea()[:60, :80]).save(tmp_path / "photo.png")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        res = runner.invoke(app, ["preview", str(tmp_path / "photo.png"), "--out", str(ro / "s.png")])
+        assert res.exit_code == 2 and res.output.startswith("error: ") and "not writable" in res.output, res.output
+    finally:
+        ro.chmod(0o755)

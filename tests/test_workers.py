@@ -1,0 +1,221 @@
+"""Worker processes: run-time registrations reach them, they die with their parent, Ctrl-C says how
+to resume, and a worker count below 1 is refused."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from skimage import data
+from typer.testing import CliRunner
+
+from snapbench.cli import app
+from snapbench.corruptions import run_corruption
+from snapbench.corruptions.image import (
+    register_image_operator,
+    unregister_image_operator,
+)
+from snapbench.corruptions.text import register_text_operator, unregister_text_operator
+from snapbench.errors import ConfigError
+
+runner = CliRunner()
+
+
+class Stripes:
+    """A picklable callable-object image operator: seeded horizontal stripes of one colour."""
+
+    def __init__(self, colour: tuple[int, int, int]) -> None:
+        self.colour = colour
+
+    def __call__(self, image: np.ndarray, params: dict) -> np.ndarray:
+        out = image.copy()
+        out[params["offset"] :: params["period"]] = self.colour
+        return out
+
+
+class StripesSample:
+    def __call__(self, rng: np.random.Generator, level: dict, shape: tuple[int, int]) -> dict:
+        return {"period": int(level["period"]), "offset": int(rng.integers(0, level["period"]))}
+
+
+class Shout:
+    """A picklable callable-object text operator: the entity in capitals."""
+
+    def __call__(self, text: str, span: tuple[int, int], rng) -> tuple[str, dict]:
+        s, e = span
+        return text[:s] + text[s:e].upper() + text[e:], {"how": "upper"}
+
+
+def snapbench_cmd() -> list[str]:
+    return [sys.executable, "-m", "snapbench"]
+
+
+def make_queries(root: Path, n: int, size: int = 96) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    photos = [data.astronaut(), data.chelsea(), data.coffee()]
+    rows = []
+    for i in range(n):
+        arr = np.ascontiguousarray(photos[i % 3][:size, :size])
+        Image.fromarray(arr).save(root / f"p{i}.png")
+        rows.append({"id": f"q{i:02d}", "image": f"p{i}.png", "question": "What is this photo?", "entity": "photo"})
+    path = root / "q.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def tree(out: Path) -> dict[str, str]:
+    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def runtime_operators():
+    register_image_operator("stripes_test", apply=Stripes((255, 0, 255)), sample=StripesSample(),
+                            grid={1: {"period": 9}, 2: {"period": 5}})
+    register_text_operator("shout_test", random=False)(Shout())
+    yield
+    unregister_image_operator("stripes_test")
+    unregister_text_operator("shout_test")
+
+
+def test_operators_registered_at_run_time_reach_the_workers(runtime_operators, tmp_path: Path) -> None:
+    queries = make_queries(tmp_path / "qs", 4)
+    conds = "img/stripes_test/s1,img/stripes_test/s2,txt/shout_test,joint/stripes_test+shout_test/s2,img/cropping/s1"
+    outs = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        res = runner.invoke(app, ["corrupt", str(queries), "--out", str(out), "--conditions", conds,
+                                  "--workers", str(workers), "--no-progress", "--seed", "4"])
+        assert res.exit_code == 0, res.output
+        assert "skipped: 0" in res.output, res.output
+        outs[workers] = tree(out)
+    assert outs[1] == outs[2]
+    lines = [json.loads(x) for x in (tmp_path / "w2" / "manifest.jsonl").read_text().splitlines()]
+    shout = next(x for x in lines if x["condition"] == "txt/shout_test")
+    assert shout["question"] == "What is this PHOTO?"
+    # the stripes really are in the written file (the operator ran in a worker, not a stand-in)
+    from snapbench.corruptions import load_image
+
+    stripes = next(x for x in lines if x["condition"] == "img/stripes_test/s2")
+    img = load_image(tmp_path / "w2" / stripes["path"])
+    rows = np.where(np.all(img == (255, 0, 255), axis=(1, 2)))[0]
+    assert len(rows) >= 96 // 5 and set(np.diff(rows)) == {5}
+
+
+def _closure_operator():
+    def apply(image, params):
+        return image[::-1].copy()
+
+    return apply
+
+
+def test_an_unpicklable_registration_is_a_clear_error_with_workers(tmp_path: Path) -> None:
+    register_image_operator("flip_closure_test", apply=_closure_operator(), grid={1: {}})
+    try:
+        queries = make_queries(tmp_path / "qs", 2)
+        with pytest.raises(ConfigError, match=r"flip_closure_test.*cannot be sent to worker processes.*workers=1"):
+            run_corruption(queries, tmp_path / "o", conditions=["img/flip_closure_test/s1"], workers=2, progress=False)
+        # one process needs no pickling
+        s = run_corruption(queries, tmp_path / "o1", conditions=["img/flip_closure_test/s1"], workers=1, progress=False)
+        assert s.written == 4
+    finally:
+        unregister_image_operator("flip_closure_test")
+
+
+def test_workers_below_one_are_refused(tmp_path: Path) -> None:
+    queries = make_queries(tmp_path / "qs", 1)
+    for bad in (0, -2):
+        with pytest.raises(ConfigError, match=r"workers must be an integer >= 1"):
+            run_corruption(queries, tmp_path / "o", workers=bad, progress=False)
+        res = runner.invoke(app, ["corrupt", str(queries), "--out", str(tmp_path / "o"), "--workers", str(bad)])
+        assert res.exit_code == 2 and res.output.startswith("error: --workers must be at least 1"), res.output
+    assert not (tmp_path / "o").exists()
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(entry.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_kill_9_of_the_parent_leaves_no_worker_behind(tmp_path: Path) -> None:
+    queries = make_queries(tmp_path / "qs", 24, size=256)
+    proc = subprocess.Popen(
+        snapbench_cmd() + ["corrupt", str(queries), "--out", str(tmp_path / "o"), "--workers", "2", "--no-progress"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            workers = [p for p in _children(proc.pid)
+                       if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            if len(workers) >= 2 and (tmp_path / "o" / "manifest.jsonl").exists():
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None and len(workers) == 2, "the run ended before the workers could be seen"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(p) for p in workers):
+            time.sleep(0.1)
+        assert not [p for p in workers if _alive(p)], "workers outlived their killed parent"
+    finally:
+        for p in workers:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals")
+def test_ctrl_c_prints_the_command_that_resumes(tmp_path: Path) -> None:
+    queries = make_queries(tmp_path / "qs", 24, size=256)
+    out = tmp_path / "o"
+    args = ["corrupt", str(queries), "--out", str(out), "--seed", "5",
+            "--conditions", "img/low_light/s3,joint/scribble+char_swap/s2", "--workers", "2", "--no-progress"]
+    proc = subprocess.Popen(snapbench_cmd() + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    manifest = out / "manifest.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if manifest.exists() and manifest.read_bytes().count(b"\n") >= 5:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    lines = err.splitlines()
+    i = next(k for k, ln in enumerate(lines) if "to resume, run:" in ln)
+    resume = shlex.split(lines[i + 1])
+    assert resume[:2] == ["snapbench", "corrupt"] and "--force" not in resume
+    assert resume[2:] == args[1:], resume  # the same input, folder, seed, workers, conditions
+    res = subprocess.run(snapbench_cmd() + resume[1:], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    reused = int(res.stdout.split("reused: ")[1].split()[0])
+    assert reused > 0
+    assert len(manifest.read_text().splitlines()) == 24 * 5  # clean, low_light, scribble, char_swap, joint
