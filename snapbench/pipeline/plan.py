@@ -132,7 +132,7 @@ def plan_conditions(
     options: RunOptions, dataset: Any, *, use_query_images: bool, use_query_text: bool, grid: Mapping[str, Any]
 ) -> tuple[list[Condition], list[str]]:
     """The conditions of the run, in order (clean first), and notes on those left out."""
-    from ..corruptions.pipeline import resolve_conditions  # TODO(merge)
+    from ..corruptions import resolve_conditions
 
     notes: list[str] = []
     if options.variants == "released":

@@ -110,9 +110,7 @@ def run_benchmark(
     or an encoder object.  Rerunning into the same ``out_dir`` resumes; a run made with another
     dataset, encoder, seed, grid or variants is refused unless ``options.force``.
     """
-    from ..corruptions.pipeline import (
-        resolve_grid,  # TODO(merge): snapbench.corruptions public name
-    )
+    from ..corruptions import resolve_grid
 
     opts = options or RunOptions()
     say = log or (lambda _msg: None)
@@ -209,7 +207,7 @@ def run_benchmark(
     img_store = QueryStore(qdir, n_q, "image")
     txt_store = QueryStore(qdir, n_q, "text")
     released = ds.released if opts.variants == "released" else None
-    grid_arg = table if opts.grid is not None else None
+    grid_arg = table
 
     with Progress(opts.progress) as bar:
         gallery = encode_gallery(ds, enc, emb_dir, g_sides, opts.batch_size, bar)

@@ -44,7 +44,7 @@ class SourceResult:
 
 def generate_sources(task: SourceTask) -> SourceResult:
     """Corrupt one query into its image and text sources (runs in a worker process)."""
-    from ..corruptions import ImageLoadError, iter_variants, load_image
+    from ..corruptions import ImageLoadError, Skip, generate_variants, load_image, resolve_conditions
 
     images: dict[str, np.ndarray] = {}
     texts: dict[str, str] = {}
@@ -58,20 +58,16 @@ def generate_sources(task: SourceTask) -> SourceResult:
         except ImageLoadError as exc:
             return SourceResult(task.index, {}, {}, [{"id": task.query_id, "condition": None, "reason": str(exc)}])
     question = task.question if task.text_sources else None
-    wanted = list(dict.fromkeys(["clean", *task.image_sources, *task.text_sources]))
-    produced = set()
-    for v in iter_variants(
-        image, question, key=task.query_id, entity=task.entity, seed=task.seed,
-        conditions=wanted, grid=task.grid, errors="skip",
-    ):
-        produced.add(v.condition)
-        if v.condition in task.image_sources and v.image is not None:
+    wanted = list(dict.fromkeys([*task.image_sources, *task.text_sources]))
+    conds = [c for c in resolve_conditions(wanted, grid=task.grid) if c.id in wanted]
+    for v in generate_variants(image, question, key=task.query_id, entity=task.entity, seed=task.seed,
+                               conditions=conds, grid=task.grid):
+        if isinstance(v, Skip):
+            skips.append({"id": task.query_id, "condition": v.condition, "reason": v.reason})
+        elif v.condition in task.image_sources and v.image is not None:
             images[v.condition] = v.image
-        if v.condition in task.text_sources and v.question is not None:
+        if not isinstance(v, Skip) and v.condition in task.text_sources and v.question is not None:
             texts[v.condition] = v.question
-    for cid in wanted:
-        if cid not in produced:
-            skips.append({"id": task.query_id, "condition": cid, "reason": "could not be produced (see snapbench corrupt's skips for the reason)"})
     return SourceResult(task.index, images, texts, skips)
 
 
