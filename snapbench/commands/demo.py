@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -28,21 +29,29 @@ def demo(
     from rich.console import Console
     from rich.table import Table
 
-    from ..atomic import save_npy_atomic, write_bytes_atomic, write_text_atomic
-    from ..conditions import condition_to_filename, parse_condition
+    from ..atomic import write_text_atomic
+    from ..conditions import parse_condition
     from ..corruptions.pipeline import run_corruption
     from ..encode import encode_corrupted
+    from ..errors import InputError, OutputError
     from ..evaluate import EvaluationConfig, evaluate_directory, write_report
-    from ..fusion import MOORIndex
+    from ..fusion import fuse_directory
+    from ..layout import EMBEDDINGS, PATHS
     from ..models import get_encoder
 
     console = Console()
     data = data or DEFAULT_DATA
     need = [data / n for n in ("queries.jsonl", "gallery.jsonl", "qrels.json")]
     if not all(p.is_file() for p in need):
-        typer.echo(f"error: {data} lacks queries.jsonl/gallery.jsonl/qrels.json (pass --data)", err=True)
-        raise typer.Exit(2)
-    out.mkdir(parents=True, exist_ok=True)
+        raise InputError("lacks queries.jsonl/gallery.jsonl/qrels.json (pass --data)", path=data)
+    if out.exists() and not out.is_dir():
+        raise OutputError("--out names a file, not a folder", path=out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the output folder ({exc.strerror or exc})", path=out) from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise OutputError("the output folder is not writable", path=out)
 
     console.rule("1/4 corrupt: clean + 45 image + 8 text + 18 joint conditions")
     summary = run_corruption(need[0], out / "corrupted", seed=seed, joint=True, workers=workers, force=True)
@@ -53,25 +62,14 @@ def demo(
     console.print(f"{enc.n_queries} queries x {len(enc.conditions)} conditions vs {enc.n_gallery} gallery items")
 
     console.rule("3/4 fuse: MOOR, gallery fitted once")
-    emb = out / "encoded" / "embeddings"
-    index = MOORIndex().fit(np.load(emb / "gallery.image.npy"), np.load(emb / "gallery.text.npy"))
     moor_dir = out / "moor"
-    moor_dir.mkdir(exist_ok=True)
-    for name in ("query_ids.txt", "gallery_ids.txt"):
-        write_bytes_atomic(moor_dir / name, (out / "encoded" / name).read_bytes())
-    shares = []
-    scores = np.empty((enc.n_queries, enc.n_gallery))  # reused by every state: each is saved before the next
-    for cond in enc.conditions:
-        stem = condition_to_filename(cond)
-        res = index.query(np.load(emb / f"{stem}.image.npy"), np.load(emb / f"{stem}.text.npy"), out=scores)
-        save_npy_atomic(moor_dir / f"{stem}.npy", res.scores)
-        shares.append(float(np.mean(res.text_share)))
-    console.print(f"mean text-path weight share {np.mean(shares):.3f} (paper: ~0.065)")
+    fused = fuse_directory(moor_dir, embeddings_dir=out / "encoded" / EMBEDDINGS)
+    console.print(f"mean text-path weight share {fused.mean_text_share:.3f} (paper: ~0.065)")
 
     console.rule("4/4 evaluate: paired ΔR@k with bootstrap CIs, additivity")
     cfg = EvaluationConfig(seed=seed, resamples=resamples)
     reports = {
-        "Joint α=0.5": evaluate_directory(out / "encoded" / "paths", need[2], cfg, mode="IT2IT"),
+        "Joint α=0.5": evaluate_directory(out / "encoded" / PATHS, need[2], cfg, mode="IT2IT"),
         "MOOR": evaluate_directory(moor_dir, need[2], cfg),
     }
     write_report(reports["Joint α=0.5"], out / "report_joint.json")

@@ -24,9 +24,20 @@ def encode(
     """
     from rich.progress import Progress
 
+    import os
+
     from ..encode import encode_corrupted
+    from ..errors import InputError, OutputError, SnapbenchError
     from ..models import get_encoder
 
+    if out.exists() and not out.is_dir():
+        raise OutputError("--out names a file, not a folder", path=out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the output folder ({exc.strerror or exc})", path=out) from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise OutputError("the output folder is not writable", path=out)
     cond_list = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
     try:
         enc = get_encoder(encoder)
@@ -37,9 +48,10 @@ def encode(
                 bar.update(task, completed=done, total=total, description=f"encoded {cond}")
 
             summary = encode_corrupted(corrupted, gallery, enc, out, conditions=cond_list, batch_size=batch_size, progress=tick)
-    except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    except SnapbenchError:
+        raise
+    except ValueError as exc:  # encode's internals still raise plain ValueError for bad inputs
+        raise InputError(str(exc)) from None
     typer.echo(
         f"{summary.n_queries} queries x {len(summary.conditions)} conditions, {summary.n_gallery} gallery items -> {out}"
     )

@@ -2,27 +2,52 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from ..evaluate.io import EvaluationInputError
+from ..errors import ConfigError, InputError, SnapbenchError
+
+#: how the library names a parameter in its messages -> the flag that sets it here
+_FLAG_PHRASES = (
+    ("unknown_items='drop' drops them", "pass --allow-unknown-items to drop them"),
+    ("(check group_by)", "(check --group-by)"),
+    ("need set_threshold", "need --set-threshold"),
+    ("group_by needs tags (a tags file)", "--group-by needs --tags FILE"),
+    ("choose a retrieval mode", "choose a retrieval mode with --mode"),
+    ("unknown retrieval mode", "--mode: unknown retrieval mode"),
+    ("a retrieval mode needs", "--mode needs"),
+    ("mode IT2IT needs", "--mode IT2IT needs"),
+)
 
 
-def _fail(msg: str) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(2)
+@contextlib.contextmanager
+def _flag_names() -> Iterator[None]:
+    """Re-raise library errors with the flag names of this command where the library named a parameter."""
+    try:
+        yield
+    except SnapbenchError as exc:
+        msg = str(exc)
+        new = msg
+        for lib, cli in _FLAG_PHRASES:
+            new = new.replace(lib, cli)
+        if new == msg:
+            raise
+        raise type(exc)(new) from None
 
 
 def _ks(text: str) -> tuple[int, ...]:
     try:
         ks = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise EvaluationInputError(f"--k must be comma-separated integers, got {text!r}") from None
+        raise ConfigError(f"--k must be comma-separated integers, got {text!r}") from None
     if not ks or any(k < 1 for k in ks):
-        raise EvaluationInputError(f"--k needs positive integers, got {text!r}")
+        raise ConfigError(f"--k needs positive integers, got {text!r}")
     return ks
 
 
@@ -31,10 +56,14 @@ def _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_
     from ..evaluate.runner import EvaluationConfig
 
     if resamples < 1:
-        raise EvaluationInputError("--resamples must be >= 1")
+        raise ConfigError("--resamples must be >= 1")
     if not 0 < ci < 1:
-        raise EvaluationInputError(f"--ci must be in (0, 1), e.g. 0.95; got {ci}")
-    kw = {} if workers is None else {"workers": max(1, workers)}
+        raise ConfigError(f"--ci must be in (0, 1), e.g. 0.95; got {ci}")
+    if set_threshold is not None and math.isnan(set_threshold):
+        raise ConfigError("--set-threshold must be a number (or -inf / inf), not nan: no score is >= nan")
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    kw = {} if workers is None else {"workers": workers}
     cfg = EvaluationConfig(
         ks=_ks(k), metrics=metrics, resamples=resamples, permutations=permutations, ci=ci, seed=seed,
         include_zero_gt=include_zero_gt, set_threshold=set_threshold, stability_metric=stability_metric,
@@ -42,22 +71,22 @@ def _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_
     )
     try:
         cfg.metric_list()
-    except EvaluationInputError:
+    except SnapbenchError:
         raise
     except ValueError as e:
-        raise EvaluationInputError(f"--metrics: {e}") from None
+        raise ConfigError(f"--metrics: {e}") from None
     return cfg
 
 
 def _check_chosen_metrics(evaluated: list[str], primary: str, stability_metric: str) -> None:
     """An explicitly chosen --primary / --stability-metric must be evaluated (defaults adapt)."""
     if primary != "hit@1" and primary not in evaluated:
-        raise EvaluationInputError(f"--primary: {primary!r} is not among the evaluated metrics ({', '.join(evaluated)})")
+        raise ConfigError(f"--primary: {primary!r} is not among the evaluated metrics ({', '.join(evaluated)})")
     if stability_metric != "hit@1":
         if not stability_metric.startswith("hit@"):
-            raise EvaluationInputError(f"--stability-metric must be a hit@k metric, got {stability_metric!r}")
+            raise ConfigError(f"--stability-metric must be a hit@k metric, got {stability_metric!r}")
         if stability_metric not in evaluated:
-            raise EvaluationInputError(
+            raise ConfigError(
                 f"--stability-metric: {stability_metric!r} is not among the evaluated metrics (add it to --metrics or --k)"
             )
 
@@ -107,7 +136,7 @@ def evaluate(
     from ..evaluate.report import print_report, write_report, write_table
     from ..evaluate.runner import evaluate_directory
 
-    try:
+    with _flag_names():
         cfg = _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold,
                       stability_metric, cliff_tol, cliff_ratio, workers)
         _check_chosen_metrics(cfg.metric_list(), primary, stability_metric)
@@ -123,9 +152,6 @@ def evaluate(
             write_report(report, out)
         if table_out is not None:
             write_table(report, table_out, primary=primary)
-    except EvaluationInputError as e:
-        _fail(str(e))
-        return
     if not quiet:
         print_report(report, primary=primary)
     if out is not None and not quiet:
@@ -137,8 +163,8 @@ def additivity(
     qrels: Optional[Path] = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR."),
     metric: str = typer.Option("hit@1", "--metric", help="Metric of the table (SnapBench's R@1 = hit@1)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed (SCORES_DIR only)."),
-    resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples (SCORES_DIR only)."),
-    ci: float = typer.Option(0.95, "--ci", help="CI level (SCORES_DIR only)."),
+    resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (SCORES_DIR only; default 10000)."),
+    ci: Optional[float] = typer.Option(None, "--ci", help="CI level (SCORES_DIR only; default 0.95)."),
     mode: Optional[str] = typer.Option(None, "--mode", help="Retrieval mode from per-path files (see 'evaluate --help')."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the (additivity-only) JSON report (SCORES_DIR only)."),
 ) -> None:
@@ -149,16 +175,29 @@ def additivity(
     from ..evaluate.report import print_additivity, read_report, write_report
     from ..evaluate.runner import evaluate_directory
 
-    try:
+    with _flag_names():
+        if not source.exists():
+            raise InputError("no such file or folder (give a report written by 'snapbench evaluate --out' "
+                             "or a SCORES_DIR)", path=source)
         if source.is_file():
+            given = [f for f, v in (("--resamples", resamples), ("--ci", ci), ("--qrels", qrels), ("--mode", mode),
+                                    ("--out", out)) if v is not None]
+            if seed != 0:
+                given.insert(0, "--seed")
+            if given:
+                raise ConfigError(
+                    f"{', '.join(given)} apply only when recomputing from a SCORES_DIR; {source} is a finished "
+                    "report (its CIs were computed with its own settings)"
+                )
             report = read_report(source)
             ms = report.get("meta", {}).get("metrics") or []
             if ms and metric not in ms:
-                raise EvaluationInputError(f"{source}: metric {metric!r} not in the report (has {', '.join(ms)})")
+                raise InputError(f"metric {metric!r} not in the report (has {', '.join(ms)})", path=source)
         else:
             if qrels is None:
-                raise EvaluationInputError(f"{source}: a SCORES_DIR needs --qrels")
-            cfg = _config("1,5,10,20", metric, resamples, 0, ci, seed, False, None, "hit@1", 0.01, 2.0, None)
+                raise ConfigError(f"{source}: a SCORES_DIR needs --qrels")
+            cfg = _config("1,5,10,20", metric, 10000 if resamples is None else resamples, 0,
+                          0.95 if ci is None else ci, seed, False, None, "hit@1", 0.01, 2.0, None)
             sd = ScoresDir(source, mode=mode, qrels=qrels)
             joints, _ = joint_parts(sd.conditions)
             need = sorted({c for j, parts in joints.items() for c in (j, *parts)})
@@ -168,8 +207,5 @@ def additivity(
                 typer.echo(f"warning: {w}", err=True)
             if out is not None:
                 write_report(report, out)
-    except EvaluationInputError as e:
-        _fail(str(e))
-        return
     print_additivity(report, metric=metric)
     sys.stdout.flush()

@@ -47,7 +47,7 @@ from .paired import (
     stability_classes,
     swap_matrix,
 )
-from .ranking import TIE_RULE, first_positive_rank, streaming_topk, topk_indices
+from ..ranking import TIE_RULE, first_positive_rank, streaming_topk, topk_indices
 from .report import print_additivity, print_report, read_report, report_to_json, write_report, write_table
 from .runner import (
     ConditionEval,

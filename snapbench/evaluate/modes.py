@@ -24,16 +24,27 @@ paths as ``<condition>.II.npy``, ``<condition>.TT.npy``, ``<condition>.IT.npy``,
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
+from ..errors import ConfigError
+from ..layout import PATH_NAMES
+from ..ranking import topk_indices
 from .metrics import Labels, hit_at_k
-from .ranking import topk_indices
 
-__all__ = ["PATHS", "MODES", "MODE_LABELS", "mode_paths", "mode_scores", "all_mode_scores", "coarse_text_drag"]
+__all__ = [
+    "MODES",
+    "MODE_LABELS",
+    "PATHS",
+    "all_mode_scores",
+    "coarse_text_drag",
+    "mode_paths",
+    "mode_scores",
+    "normalize_mode",
+]
 
-PATHS: tuple[str, ...] = ("II", "TT", "IT", "TI")
+PATHS: tuple[str, ...] = PATH_NAMES
 MODES: dict[str, dict[str, float]] = {
     "I2I": {"II": 1.0},
     "T2T": {"TT": 1.0},
@@ -44,15 +55,23 @@ MODES: dict[str, dict[str, float]] = {
 MODE_LABELS: dict[str, str] = {"I2I": "I→I", "T2T": "T→T", "IT2IT": "IT→IT", "I2IT": "I→IT", "T2IT": "T→IT"}
 
 
+def normalize_mode(mode: str) -> str:
+    """The canonical name of a retrieval mode, case-insensitively (``it2it`` -> ``IT2IT``); the
+    SnapBench labels (``IT→IT``) and ``->`` spellings are accepted too.  ConfigError otherwise."""
+    key = str(mode).strip().upper().replace("→", "2").replace("->", "2")
+    if key not in MODES:
+        raise ConfigError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)} (any case)")
+    return key
+
+
 def mode_paths(mode: str) -> tuple[str, ...]:
-    """The similarity paths a mode needs (``ValueError`` for an unknown mode)."""
-    if mode not in MODES:
-        raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)}")
-    return tuple(MODES[mode])
+    """The similarity paths a mode needs (ConfigError for an unknown mode; any case)."""
+    return tuple(MODES[normalize_mode(mode)])
 
 
 def mode_scores(mode: str, paths: Mapping[str, np.ndarray]) -> np.ndarray:
     """Scores of ``mode`` from the path matrices in ``paths`` (keys among :data:`PATHS`)."""
+    mode = normalize_mode(mode)
     need = mode_paths(mode)
     missing = [p for p in need if p not in paths]
     if missing:

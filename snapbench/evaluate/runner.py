@@ -47,7 +47,7 @@ from .paired import (
     stability_classes,
     swap_matrix,
 )
-from .ranking import TIE_RULE, first_positive_rank, topk_indices
+from ..ranking import TIE_RULE, first_positive_rank, topk_indices
 
 __all__ = [
     "EvaluationConfig",
@@ -87,7 +87,7 @@ class EvaluationConfig:
         if self.set_threshold is not None and self.metrics is None:
             ms += list(SET_METRICS + REJECT_METRICS)
         elif has_set and self.set_threshold is None:
-            raise EvaluationInputError("set/reject metrics need --set-threshold (the score that admits an item)")
+            raise EvaluationInputError("set/reject metrics need set_threshold (the score that admits an item)")
         return ms
 
 
@@ -525,7 +525,7 @@ def evaluate_directory(
     if tags is not None:
         groups = query_groups(load_tags(tags, sd.query_ids), sd.query_ids, group_by, source=tags)
     elif group_by is not None:
-        raise EvaluationInputError("--group-by needs --tags FILE")
+        raise EvaluationInputError("group_by needs tags (a tags file)")
     report = evaluate_conditions(evals, labels, cfg, groups=groups)
     drag = _coarse_text_drag(sd, labels, evals["clean"], cfg)
     if drag is not None:

@@ -35,6 +35,8 @@ from typing import Callable, Union
 
 import numpy as np
 
+from ..errors import InputError
+
 __all__ = [
     "bell",
     "linear",
@@ -104,11 +106,11 @@ def get_gate(gate: GateLike) -> GateFn:
     if callable(gate):
         return _checked(gate)
     if not isinstance(gate, str):
-        raise ValueError(f"gate must be a name or a callable, got {type(gate).__name__}")
+        raise InputError(f"gate must be a name or a callable, got {type(gate).__name__}")
     key = gate.strip().lower().replace("-", "_").replace(" ", "_")
     key = _ALIASES.get(key, key)
     if key not in GATES:
-        raise ValueError(f"unknown gate {gate!r}; known: {', '.join(GATES)}")
+        raise InputError(f"unknown gate {gate!r}; known: {', '.join(GATES)}")
     return GATES[key]
 
 
@@ -119,7 +121,7 @@ def _checked(fn: GateFn) -> GateFn:
         if g.shape != r.shape:
             g = np.broadcast_to(g, r.shape).astype(np.float64)
         if not np.isfinite(g).all() or (g < 0).any():
-            raise ValueError("custom gate returned a negative or non-finite value")
+            raise InputError("custom gate returned a negative or non-finite value")
         return g
 
     wrapped.__name__ = getattr(fn, "__name__", "custom_gate")
