@@ -149,10 +149,18 @@ def test_duplicate_query_ids(tmp_path):
 
 
 # ------------------------------------------------------------------------------ qrels
-def test_unknown_query_in_qrels_is_an_error(tmp_path):
+def test_qrels_queries_without_scores_are_left_out_and_counted(tmp_path):
+    # e.g. `snapbench encode` dropped a query: its judgement has no scores (was an error before)
     d, qp = make_dir(tmp_path, qrels={"q0": ["g0"], "zz": ["g1"]})
-    with pytest.raises(InputError, match=r"qrels.json: 1 query id\(s\) not in query_ids: 'zz'"):
-        run_eval(d, qp)
+    rep = run_eval(d, qp)
+    assert rep["n_qrels_without_scores"] == 1 and rep["meta"]["qrels_without_scores"] == ["zz"]
+    assert any("'zz'" in w and "left out" in w for w in rep["warnings"])
+    assert rep["n_queries"] == len(QIDS)  # the scored queries are all still there
+    # nothing matching at all is the wrong id list, still an error
+    (tmp_path / "other").mkdir()
+    d2, qp2 = make_dir(tmp_path / "other", qrels={"zz": ["g1"], "yy": ["g0"]})
+    with pytest.raises(InputError, match=r"none of its 2 query id\(s\) is in query_ids"):
+        run_eval(d2, qp2)
 
 
 def test_unknown_gallery_id_error_or_drop(tmp_path):
@@ -248,8 +256,12 @@ def test_tags_json_tsv_and_groups(tmp_path):
     assert tags == {"q0": ["domain=food", "source=S_V"], "q3": ["domain=plant", "source=S_M"]}
     assert {k: v.tolist() for k, v in query_groups(tags, QIDS, "source").items()} == {"S_M": [3], "S_V": [0]}
     t.write_text("zz\tfood\n")
-    with pytest.raises(InputError, match=r"tags.tsv: 1 query id\(s\) not in query_ids: 'zz'"):
+    with pytest.raises(InputError, match=r"tags.tsv: none of its 1 query id\(s\) is in query_ids: 'zz'"):
         load_tags(t, QIDS)
+    t.write_text("zz\tfood\nq1\tfood\n")  # tagged queries without scores: left out with a note
+    notes: list[str] = []
+    assert load_tags(t, QIDS, notes=notes) == {"q1": ["food"]}
+    assert len(notes) == 1 and "'zz'" in notes[0]
     with pytest.raises(InputError, match="no query has a tag 'nope=...'"):
         query_groups({"q0": ["a=b"]}, QIDS, "nope")
 

@@ -116,11 +116,13 @@ def load_qrels(
     gallery_ids: Sequence[str],
     *,
     unknown_items: str = "error",
+    dropped: list[str] | None = None,
 ) -> tuple[Labels, list[str]]:
     """Read qrels (TREC or JSON) into :class:`Labels` aligned with ``query_ids`` x ``gallery_ids``.
 
     Returns ``(labels, warnings)``.  See the module docstring for the decisions on unknown and
-    missing ids.  ``unknown_items``: ``"error"`` (default) or ``"drop"``.
+    missing ids.  ``unknown_items``: ``"error"`` (default) or ``"drop"``.  Qrels queries that have no
+    scores are left out (with a warning) and appended to ``dropped`` when given.
     """
     if unknown_items not in ("error", "drop"):
         raise ValueError("unknown_items must be 'error' or 'drop'")
@@ -129,11 +131,20 @@ def load_qrels(
     qpos = {q: i for i, q in enumerate(query_ids)}
     gpos = {g: j for j, g in enumerate(gallery_ids)}
     unknown_q = [q for q in raw if q not in qpos]
-    if unknown_q:
-        raise EvaluationInputError(
-            f"{p}: {len(unknown_q)} query id(s) not in query_ids: {_examples(unknown_q)}"
-        )
     notes: list[str] = []
+    if unknown_q:
+        if len(unknown_q) == len(raw):  # nothing matches: the wrong id list, not a few dropped queries
+            raise EvaluationInputError(
+                f"{p}: none of its {len(raw)} query id(s) is in query_ids ({_examples(unknown_q)}); "
+                "are query_ids.txt and the qrels from the same data set?"
+            )
+        # e.g. `snapbench encode` drops the queries skipped under some condition: their judgements
+        # have no scores to rank; they are left out, counted and listed, never silently
+        notes.append(
+            f"{p}: {len(unknown_q)} judged query id(s) have no scores and are left out: {_examples(unknown_q)}"
+        )
+        if dropped is not None:
+            dropped.extend(unknown_q)
     unknown_d = sorted({d for g in raw.values() for d, r in g.items() if d not in gpos})
     if unknown_d:
         msg = f"{p}: {len(unknown_d)} gallery id(s) not in gallery_ids: {_examples(unknown_d)}"
@@ -153,13 +164,14 @@ def load_qrels(
 
 
 # ------------------------------------------------------------------------------ tags
-def load_tags(path: str | Path, query_ids: Sequence[str]) -> dict[str, list[str]]:
+def load_tags(path: str | Path, query_ids: Sequence[str], *, notes: list[str] | None = None) -> dict[str, list[str]]:
     """Query tags: query id -> list of tags (``"tag"`` or ``"field=value"``).
 
     JSON: ``{qid: ["tag", ...]}``, ``{qid: "tag"}`` or ``{qid: {"field": "value"}}``.
     TSV: ``qid<TAB>tag<TAB>tag...``; a first line starting with ``query_id`` is a header naming the
     fields of the following columns (cells become ``field=value``).  ``#`` lines are comments.
-    Unknown query ids are an error; queries without tags belong to no group.
+    Tagged query ids without scores are left out with a note in ``notes`` (an error when none of
+    them has scores); queries without tags belong to no group.
     """
     p = Path(path)
     data, text = _read_json_object_or_text(p, "tags", "{query_id: [tag, ...]}")
@@ -194,7 +206,12 @@ def load_tags(path: str | Path, query_ids: Sequence[str]) -> dict[str, list[str]
     known = set(query_ids)
     unknown = [q for q in out if q not in known]
     if unknown:
-        raise EvaluationInputError(f"{p}: {len(unknown)} query id(s) not in query_ids: {_examples(unknown)}")
+        if len(unknown) == len(out):
+            raise EvaluationInputError(f"{p}: none of its {len(out)} query id(s) is in query_ids: {_examples(unknown)}")
+        if notes is not None:
+            notes.append(f"{p}: {len(unknown)} tagged query id(s) have no scores and are left out: {_examples(unknown)}")
+        for q in unknown:
+            del out[q]
     return out
 
 

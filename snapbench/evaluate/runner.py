@@ -31,7 +31,7 @@ from .metrics import (
     parse_metrics,
     query_stats,
 )
-from .modes import MODE_LABELS
+from .modes import MODE_LABELS, mode_paths
 from .paired import (
     CLIFF_RULE,
     DEFAULT_CI,
@@ -469,7 +469,9 @@ def evaluate_directory(
     sd = ScoresDir(scores_dir, mode=mode, qrels=qrels)
     if sd.kind == "npy":
         sd.scores("clean")  # a wrong id list shows up as a shape mismatch, not as unknown qrels ids
-    labels, notes = load_qrels(qrels, sd.query_ids, sd.gallery_ids, unknown_items=unknown_items)
+    dropped: list[str] = []
+    labels, notes = load_qrels(qrels, sd.query_ids, sd.gallery_ids, unknown_items=unknown_items, dropped=dropped)
+    notes = list(sd.warnings) + notes
     conds = list(sd.conditions)
     if conditions is not None:
         want = []
@@ -490,6 +492,7 @@ def evaluate_directory(
         except OSError as e:
             raise EvaluationInputError(f"{export_run}: cannot create the run folder ({e.strerror or e})") from None
     evals: dict[str, ConditionEval] = {}
+    depth_limited: dict[str, dict] = {}
     pool = ThreadPoolExecutor(max_workers=cfg.workers) if cfg.workers > 1 else None
     try:
         for c in conds:
@@ -509,10 +512,14 @@ def evaluate_directory(
                     executor=pool,
                 )
             else:
+                run = sd.run(c)
                 ev = evaluate_ranking(
-                    sd.run(c), labels, metrics, set_threshold=cfg.set_threshold,
+                    run, labels, metrics, set_threshold=cfg.set_threshold,
                     include_zero_gt=cfg.include_zero_gt, export_depth=depth,
                 )
+                limited = depth_limited_metrics(metrics, run.idx.shape[1], labels.n_items)
+                if limited:
+                    depth_limited[c] = {"depth": int(run.idx.shape[1]), "metrics": limited}
             if export_run is not None:
                 write_run(Path(export_run) / f"{sd.filename(c)}.run", sd.query_ids, sd.gallery_ids,
                           ev.topk_idx, ev.topk_scores)
@@ -523,7 +530,7 @@ def evaluate_directory(
             pool.shutdown()
     groups = None
     if tags is not None:
-        groups = query_groups(load_tags(tags, sd.query_ids), sd.query_ids, group_by, source=tags)
+        groups = query_groups(load_tags(tags, sd.query_ids, notes=notes), sd.query_ids, group_by, source=tags)
     elif group_by is not None:
         raise EvaluationInputError("group_by needs tags (a tags file)")
     report = evaluate_conditions(evals, labels, cfg, groups=groups)
@@ -535,11 +542,63 @@ def evaluate_directory(
             "scores_dir": str(sd.path),
             "qrels": str(qrels),
             "input_format": sd.kind,
-            "mode": MODE_LABELS.get(mode, mode) if mode else None,
+            "mode": MODE_LABELS.get(sd.mode, sd.mode) if sd.mode else None,
+            "qrels_without_scores": dropped,
+            "depth_limited_metrics": sorted({m for d in depth_limited.values() for m in d["metrics"]}),
         }
     )
+    report["n_qrels_without_scores"] = len(dropped)
+    if depth_limited:
+        report["depth_limited"] = depth_limited
+        for c, d in depth_limited.items():
+            notes.append(
+                f"{sd.describe(c)}: the run lists at most {d['depth']} items per query, so "
+                f"{', '.join(d['metrics'])} are depth-limited (lower bounds: positives below rank {d['depth']} "
+                "count as not retrieved)"
+            )
+    skipped = report.get("additivity_skipped") or {}
+    for j in list(skipped):
+        reason = _missing_parts(sd, j, set(evals))
+        skipped[j] = reason
+        notes.append(f"{j}: no additivity: {reason}")
     report["warnings"] = notes
     return report
+
+
+def depth_limited_metrics(metrics: Sequence[str], depth: int, n_items: int) -> list[str]:
+    """Ranking metrics a run of ``depth`` items per query cannot compute exactly: cut-offs deeper
+    than the run, and an uncut MRR, unless the run ranks the whole gallery."""
+    if depth >= n_items:
+        return []
+    out = []
+    for m in metrics:
+        if m in SET_METRICS or m in REJECT_METRICS:
+            continue
+        k = metric_k(m)
+        if (k is None and m.startswith("mrr")) or (k is not None and k > depth):
+            out.append(m)
+    return out
+
+
+def _missing_parts(sd: ScoresDir, joint: str, evaluated: set[str]) -> str:
+    """Why ``joint`` has no additivity: per missing part, the file that would hold it -- or, when the
+    file is there, that the part was not among the selected conditions."""
+    c = parse_condition(joint)
+    reasons = []
+    for part in ("clean", c.image_part.id, c.text_part.id):  # type: ignore[union-attr]
+        if part in evaluated:
+            continue
+        if part in sd.conditions:
+            reasons.append(f"{part} is not among the selected conditions (its file is there)")
+            continue
+        if sd.kind == "trec":
+            files = [f"{sd.filename(part)}.run"]
+        elif sd.mode is not None:
+            files = [f"{sd.filename(part)}.{path}.npy" for path in mode_paths(sd.mode)]
+        else:
+            files = [f"{sd.filename(part)}.npy"]
+        reasons.append(f"{part} has no score file ({' / '.join(files)} not in {sd.path})")
+    return "; ".join(reasons)
 
 
 def _coarse_text_drag(sd: ScoresDir, labels: Labels, clean_eval: ConditionEval, cfg: EvaluationConfig) -> dict | None:
