@@ -283,7 +283,7 @@ def condition_sort_key(cid: str) -> tuple:
     return (rank, io, c.image_operator or "", to, c.text_operator or "", c.severity or 0)
 
 
-class _ComposedScores:
+class ComposedScores:
     """A retrieval mode's matrix composed from path memmaps one row block at a time."""
 
     def __init__(self, mode: str, paths: Mapping[str, np.ndarray]):
@@ -533,7 +533,7 @@ class ScoresDir:
             arr = load_score_matrix(f)
             self._check_shape(arr, f)
             mats[p] = arr
-        return _ComposedScores(self.mode, mats)
+        return ComposedScores(self.mode, mats)
 
     def path_scores(self, cid: str, path: str):
         """One similarity path's memmap (``None`` when the file is absent)."""

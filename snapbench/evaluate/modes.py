@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..layout import PATH_NAMES
 from ..ranking import topk_indices
-from .metrics import Labels, hit_at_k
+from .metrics import Labels, QueryStat, hit_at_k
 
 __all__ = [
     "MODES",
@@ -97,9 +97,18 @@ def all_mode_scores(
     return {m: mode_scores(m, paths) for m in MODES if all(p in paths for p in MODES[m])}
 
 
-def coarse_text_drag(joint_scores: np.ndarray, image_scores: np.ndarray, labels: Labels) -> float:
+def coarse_text_drag(joint_scores: np.ndarray | QueryStat, image_scores: np.ndarray | QueryStat,
+                     labels: Labels | None = None) -> float:
     """R@1(joint) − R@1(image-only) = hit@1 difference on the given (clean) queries, queries
-    without positives excluded."""
+    without positives excluded.
+
+    Pass either the two score matrices and ``labels``, or the two per-query hit@1
+    :class:`~snapbench.evaluate.metrics.QueryStat` already computed (what the runner does, so that
+    the matrices are ranked once)."""
+    if isinstance(joint_scores, QueryStat) and isinstance(image_scores, QueryStat):
+        return float(joint_scores.value - image_scores.value)
+    if labels is None:
+        raise ValueError("coarse_text_drag needs labels with score matrices")
     inc = labels.n_pos > 0
     if not inc.any():
         return float("nan")

@@ -19,7 +19,7 @@ import numpy as np
 from .. import __version__
 from ..conditions import parse_condition
 from .additivity import additivity_analysis, joint_parts
-from .io import EvaluationInputError, RunRanking, ScoresDir, load_qrels, load_tags, query_groups, write_run
+from .io import ComposedScores, EvaluationInputError, RunRanking, ScoresDir, load_qrels, load_tags, query_groups, write_run
 from .metrics import (
     DEFAULT_KS,
     REJECT_METRICS,
@@ -31,18 +31,16 @@ from .metrics import (
     parse_metrics,
     query_stats,
 )
-from .modes import MODE_LABELS, mode_paths
+from .modes import MODE_LABELS, coarse_text_drag, mode_paths
 from .paired import (
     CLIFF_RULE,
     DEFAULT_CI,
     DEFAULT_RESAMPLES,
-    binary_or_permutation_pvalues,
     bootstrap_counts,
     bootstrap_values,
     cliff_label,
-    holm,
+    paired_analysis,
     percentile_ci,
-    permutation_pvalues,
     rank_displacement,
     stability_classes,
     swap_matrix,
@@ -274,35 +272,23 @@ def evaluate_conditions(
     add_summary: dict = {}
     values_by_metric: dict[str, dict[str, float]] = {}
     n_c = len(conds)
-    # One pass of matrix products for every metric x condition (the bulk of the statistics' cost).
+    # One pass of matrix products for every metric x condition (the bulk of the statistics' cost),
+    # shared by the paired deltas and the additivity CIs.
     boot_all = bootstrap_values([evals[c].stats[m] for m in metrics for c in conds], counts)
-    perm_metrics = [m for m in metrics if not is_binary_metric(m)]
-    perm_p: dict[str, np.ndarray] = {}
-    if others and perm_metrics:
-        pp = permutation_pvalues(
-            [evals[clean].stats[m] for m in perm_metrics for _ in others],
-            [evals[c].stats[m] for m in perm_metrics for c in others],
-            swaps,
-        )
-        perm_p = {m: pp[i * len(others) : (i + 1) * len(others)] for i, m in enumerate(perm_metrics)}
-    for mi, m in enumerate(metrics):
+    boot_by_metric = {m: boot_all[:, mi * n_c : (mi + 1) * n_c] for mi, m in enumerate(metrics)}
+    paired = paired_analysis(
+        {c: {m: evals[c].stats[m] for m in metrics} for c in conds},
+        clean=clean, ci=cfg.ci, counts=counts, swaps=swaps, boot=boot_by_metric,
+    )
+    for c in others:
+        report["paired"][c] = {m: _clean_floats(paired[c][m]) for m in metrics}
+    for m in metrics:
         stats = [evals[c].stats[m] for c in conds]
-        boot = boot_all[:, mi * n_c : (mi + 1) * n_c]
+        boot = boot_by_metric[m]
         vals = {c: s.value for c, s in zip(conds, stats)}
         values_by_metric[m] = vals
         for c in conds:
             report["conditions"][c][m] = _f(vals[c])
-        if others:
-            lo, hi = percentile_ci(boot[:, 1:] - boot[:, :1], cfg.ci)
-            p_raw = perm_p[m] if m in perm_p else binary_or_permutation_pvalues(m, stats[0], stats[1:], None)
-            p_adj = holm(list(p_raw))
-            for j, c in enumerate(others):
-                report["paired"][c][m] = {
-                    "delta": _f(vals[c] - vals[clean]),
-                    "ci": _ci(lo[j], hi[j]),
-                    "p": p_adj[j],
-                    "p_raw": _f(p_raw[j]),
-                }
         if joints:
             per, summ = additivity_analysis(
                 vals, joints, {c: boot[:, i] for i, c in enumerate(conds)}, ci=cfg.ci, clean=clean
@@ -620,16 +606,14 @@ def _coarse_text_drag(sd: ScoresDir, labels: Labels, clean_eval: ConditionEval, 
         s_tt = sd.path_scores("clean", "TT")
         if s_tt is None:
             return None
-        from .io import _ComposedScores
-
         joint_src = "IT→IT = (clean.II + clean.TT) / 2"
-        joint = evaluate_matrix(_ComposedScores("IT2IT", {"II": s_ii, "TT": s_tt}), labels, ["hit@1"], **common).stats["hit@1"]
+        joint = evaluate_matrix(ComposedScores("IT2IT", {"II": s_ii, "TT": s_tt}), labels, ["hit@1"], **common).stats["hit@1"]
     counts = bootstrap_counts(labels.n_queries, cfg.resamples, cfg.seed)
     boot = bootstrap_values([img, joint], counts)
     lo, hi = percentile_ci(boot[:, 1] - boot[:, 0], cfg.ci)
     return {
         "metric": "hit@1",
-        "value": _f(joint.value - img.value),
+        "value": _f(coarse_text_drag(joint, img)),
         "ci": _ci(lo, hi),
         "joint": joint_src,
         "joint_value": _f(joint.value),
