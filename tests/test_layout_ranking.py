@@ -20,7 +20,13 @@ from snapbench.layout import (
     write_qrels,
     write_trec_run,
 )
-from snapbench.ranking import StreamingTopK, first_positive_rank, streaming_topk, topk, topk_indices
+from snapbench.ranking import (
+    StreamingTopK,
+    first_positive_rank,
+    streaming_topk,
+    topk,
+    topk_indices,
+)
 from snapbench.seeding import derive_generator
 
 

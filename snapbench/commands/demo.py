@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,7 +13,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "assets" / "demo"
 
 def demo(
     out: Path = typer.Option(Path("demo_out"), "--out", help="Output folder."),
-    data: Optional[Path] = typer.Option(None, "--data", help="Folder with queries.jsonl, gallery.jsonl, qrels.json (default: the bundled assets/demo)."),
+    data: Path | None = typer.Option(None, "--data", help="Folder with queries.jsonl, gallery.jsonl, qrels.json (default: the bundled assets/demo)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the corruptions and the bootstrap."),
     workers: int = typer.Option(1, "--workers", min=1, help="Worker processes for the corruption step."),
     resamples: int = typer.Option(10000, "--resamples", min=100, help="Bootstrap resamples."),
@@ -84,7 +83,7 @@ def demo(
             by_kind.setdefault(parse_condition(cid).kind, []).append(vals["hit@1"])
         add = rep.get("additivity_summary", {}).get("mean", {}).get("hit@1", {})
         drag = rep.get("coarse_text_drag") or {}
-        fmt = lambda v: "—" if v is None else f"{100 * v:.1f}"  # noqa: E731
+        fmt = lambda v: "—" if v is None else f"{100 * v:.1f}"
         table.add_row(
             name,
             *(fmt(float(np.mean(by_kind[k]))) if by_kind.get(k) else "—" for k in ("clean", "image", "text", "joint")),

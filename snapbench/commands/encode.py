@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -13,7 +12,7 @@ def encode(
     gallery: Path = typer.Option(..., "--gallery", help="Gallery manifest: JSONL/JSON list of {id, image, caption}."),
     out: Path = typer.Option(..., "--out", help="Output folder: embeddings/ and paths/ (a SCORES_DIR of per-path matrices)."),
     encoder: str = typer.Option("toy", "--encoder", help="Registered encoder name (snapbench.models.register_encoder)."),
-    conditions: Optional[str] = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: all in the manifest)."),
+    conditions: str | None = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: all in the manifest)."),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Items per encoder call."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
 ) -> None:
@@ -22,9 +21,9 @@ def encode(
     Then: 'snapbench evaluate OUT/paths --mode IT2IT --qrels ...' (fixed joint fusion) or
     'snapbench moor --paths-dir OUT/paths --out fused/' (MOOR from scores).
     """
-    from rich.progress import Progress
-
     import os
+
+    from rich.progress import Progress
 
     from ..encode import encode_corrupted
     from ..errors import InputError, OutputError, SnapbenchError

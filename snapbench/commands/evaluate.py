@@ -7,7 +7,6 @@ import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -101,34 +100,34 @@ def evaluate(
         ..., "--qrels", help="Relevance labels: TREC qrels ('qid 0 docid rel') or JSON {query_id: \\[gallery_id, ...]} "
         "(empty list = zero-GT query) or {query_id: {gallery_id: grade}}."
     ),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the JSON report here."),
+    out: Path | None = typer.Option(None, "--out", help="Write the JSON report here."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resamples and permutations."),
     k: str = typer.Option("1,5,10,20", "--k", help="Cut-offs for hit/recall/ndcg given without @k."),
-    metrics: Optional[str] = typer.Option(
+    metrics: str | None = typer.Option(
         None, "--metrics", help="Comma list: hit, recall, ndcg (optionally @k), mrr, mrr@k, set_precision, set_recall, "
         "set_f1, reject_precision, reject_recall, reject_f1, or 'set'/'reject'. Default: hit,recall,ndcg,mrr "
         "(+ set and reject metrics when --set-threshold is given)."
     ),
     resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples of the queries (paired, shared by all conditions)."),
-    permutations: Optional[int] = typer.Option(None, "--permutations", help="Permutations for the non-hit metrics' test (default = --resamples)."),
+    permutations: int | None = typer.Option(None, "--permutations", help="Permutations for the non-hit metrics' test (default = --resamples)."),
     ci: float = typer.Option(0.95, "--ci", help="Confidence level of the percentile bootstrap intervals."),
-    tags: Optional[Path] = typer.Option(None, "--tags", help="Query tags: JSON {query_id: \\[tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
-    group_by: Optional[str] = typer.Option(None, "--group-by", help="With --tags: group by the values of this field (tags 'field=value'); default: one group per tag."),
+    tags: Path | None = typer.Option(None, "--tags", help="Query tags: JSON {query_id: \\[tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
+    group_by: str | None = typer.Option(None, "--group-by", help="With --tags: group by the values of this field (tags 'field=value'); default: one group per tag."),
     include_zero_gt: bool = typer.Option(False, "--include-zero-gt", help="Score zero-GT queries as 0 in ranking metrics instead of excluding them."),
-    set_threshold: Optional[float] = typer.Option(None, "--set-threshold", help="Answer set = items scoring >= this; enables set and reject metrics (empty set = rejection). "
+    set_threshold: float | None = typer.Option(None, "--set-threshold", help="Answer set = items scoring >= this; enables set and reject metrics (empty set = rejection). "
         "With TREC runs, -inf takes each run's list as the answer."),
-    mode: Optional[str] = typer.Option(None, "--mode", help="Compose a retrieval mode from per-path files <cond>.II/.TT/.IT/.TI.npy: I2I, T2T, IT2IT, I2IT, T2IT."),
-    conditions: Optional[str] = typer.Option(None, "--conditions", help="Only these condition ids (comma list); clean is always included."),
+    mode: str | None = typer.Option(None, "--mode", help="Compose a retrieval mode from per-path files <cond>.II/.TT/.IT/.TI.npy: I2I, T2T, IT2IT, I2IT, T2IT."),
+    conditions: str | None = typer.Option(None, "--conditions", help="Only these condition ids (comma list); clean is always included."),
     allow_unknown_items: bool = typer.Option(False, "--allow-unknown-items", help="Drop (with a warning) qrels gallery ids that are not in gallery_ids.txt instead of failing."),
-    table_out: Optional[Path] = typer.Option(None, "--table-out", help="Also write a table: .csv (long, complete) or .md (readable)."),
-    export_run: Optional[Path] = typer.Option(None, "--export-run", help="Write each condition's top-k as a TREC run DIR/<condition>.run to re-check with trec_eval/ranx "
+    table_out: Path | None = typer.Option(None, "--table-out", help="Also write a table: .csv (long, complete) or .md (readable)."),
+    export_run: Path | None = typer.Option(None, "--export-run", help="Write each condition's top-k as a TREC run DIR/<condition>.run to re-check with trec_eval/ranx "
         "(they re-break equal scores their own way)."),
-    export_depth: Optional[int] = typer.Option(None, "--export-depth", help="Depth of exported runs (default: largest k)."),
+    export_depth: int | None = typer.Option(None, "--export-depth", help="Depth of exported runs (default: largest k)."),
     primary: str = typer.Option("hit@1", "--primary", help="Metric whose Δ, CI and p the printed table shows."),
     stability_metric: str = typer.Option("hit@1", "--stability-metric", help="hit@k metric for the stability classes (stably correct / drag / persistently wrong / boost)."),
     cliff_tol: float = typer.Option(0.01, "--cliff-tol", help="Severity-curve rule: drops <= this (metric units) count as no drop."),
     cliff_ratio: float = typer.Option(2.0, "--cliff-ratio", help="Severity-curve rule: 'cliff' when the last step's drop exceeds ratio x the earlier drop."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Threads for row blocks (default: min(4, CPUs))."),
+    workers: int | None = typer.Option(None, "--workers", help="Threads for row blocks (default: min(4, CPUs))."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the tables."),
 ) -> None:
     """Paired evaluation of every condition against clean: metrics, ΔR@k with bootstrap CIs and
@@ -160,13 +159,13 @@ def evaluate(
 
 def additivity(
     source: Path = typer.Argument(..., help="A report written by 'snapbench evaluate --out', or a SCORES_DIR (then --qrels is needed)."),
-    qrels: Optional[Path] = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR."),
+    qrels: Path | None = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR."),
     metric: str = typer.Option("hit@1", "--metric", help="Metric of the table (SnapBench's R@1 = hit@1)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed (SCORES_DIR only)."),
-    resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (SCORES_DIR only; default 10000)."),
-    ci: Optional[float] = typer.Option(None, "--ci", help="CI level (SCORES_DIR only; default 0.95)."),
-    mode: Optional[str] = typer.Option(None, "--mode", help="Retrieval mode from per-path files (see 'evaluate --help')."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the (additivity-only) JSON report (SCORES_DIR only)."),
+    resamples: int | None = typer.Option(None, "--resamples", help="Bootstrap resamples (SCORES_DIR only; default 10000)."),
+    ci: float | None = typer.Option(None, "--ci", help="CI level (SCORES_DIR only; default 0.95)."),
+    mode: str | None = typer.Option(None, "--mode", help="Retrieval mode from per-path files (see 'evaluate --help')."),
+    out: Path | None = typer.Option(None, "--out", help="Write the (additivity-only) JSON report (SCORES_DIR only)."),
 ) -> None:
     """Print the additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI per joint pair x
     severity, then the means per pair, per severity and overall (drops = clean − corrupted)."""

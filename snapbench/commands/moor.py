@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -56,21 +55,21 @@ def _conditions_progress() -> Iterator[Callable[[str], None]]:
 
 def moor(
     out: Path = typer.Option(..., "--out", "-o", help="Output SCORES_DIR (created if missing)."),
-    q_image: Optional[Path] = typer.Option(None, "--q-image", help="Query image embeddings (Q x d)."),
-    q_text: Optional[Path] = typer.Option(None, "--q-text", help="Query text embeddings (Q x d)."),
-    g_image: Optional[Path] = typer.Option(None, "--g-image", help="Gallery image embeddings (N x d)."),
-    g_text: Optional[Path] = typer.Option(None, "--g-text", help="Gallery text (caption) embeddings (N x d)."),
-    paths_dir: Optional[Path] = typer.Option(None, "--paths-dir", help="Folder of path score matrices (see below)."),
-    embeddings_dir: Optional[Path] = typer.Option(None, "--embeddings-dir", help="Folder of per-condition query embeddings + the gallery's (see below); one fit for all conditions."),
+    q_image: Path | None = typer.Option(None, "--q-image", help="Query image embeddings (Q x d)."),
+    q_text: Path | None = typer.Option(None, "--q-text", help="Query text embeddings (Q x d)."),
+    g_image: Path | None = typer.Option(None, "--g-image", help="Gallery image embeddings (N x d)."),
+    g_text: Path | None = typer.Option(None, "--g-text", help="Gallery text (caption) embeddings (N x d)."),
+    paths_dir: Path | None = typer.Option(None, "--paths-dir", help="Folder of path score matrices (see below)."),
+    embeddings_dir: Path | None = typer.Option(None, "--embeddings-dir", help="Folder of per-condition query embeddings + the gallery's (see below); one fit for all conditions."),
     condition: str = typer.Option("clean", "--condition", help="Condition id of the embedding input, e.g. clean or img/motion_blur/s2 (output file stem, '/' as '__')."),
-    query_ids: Optional[Path] = typer.Option(None, "--query-ids", help="query_ids.txt (default: from --paths-dir, or --embeddings-dir or its parent; else q0, q1, ...)."),
-    gallery_ids: Optional[Path] = typer.Option(None, "--gallery-ids", help="gallery_ids.txt (default: from --paths-dir, or --embeddings-dir or its parent; else g0, g1, ...)."),
+    query_ids: Path | None = typer.Option(None, "--query-ids", help="query_ids.txt (default: from --paths-dir, or --embeddings-dir or its parent; else q0, q1, ...)."),
+    gallery_ids: Path | None = typer.Option(None, "--gallery-ids", help="gallery_ids.txt (default: from --paths-dir, or --embeddings-dir or its parent; else g0, g1, ...)."),
     no_whiten: bool = typer.Option(False, "--no-whiten", help="Skip gallery-side whitening (only L2-normalise)."),
     gate: str = typer.Option("bell", "--gate", help="Gate: bell, linear, sigmoid, inverse_bell, pure_r2, none."),
-    topk: Optional[int] = typer.Option(None, "--topk", min=1, help="Write a top-K TREC run per condition instead of dense scores (evaluate then flags metrics deeper than K)."),
+    topk: int | None = typer.Option(None, "--topk", min=1, help="Write a top-K TREC run per condition instead of dense scores (evaluate then flags metrics deeper than K)."),
     chunk_size: int = typer.Option(8192, "--chunk-size", min=1, help="Gallery rows per chunk (streaming fit and top-k)."),
     ann: bool = typer.Option(False, "--ann", help="With --topk: FAISS HNSW approximate search (pip install snapbench\\[ann])."),
-    ann_check: Optional[int] = typer.Option(None, "--ann-check", min=0, help="With --ann: queries per condition (sampled, seeded) whose exact top-K measures the ANN top-K overlap (default 256); 0 skips it."),
+    ann_check: int | None = typer.Option(None, "--ann-check", min=0, help="With --ann: queries per condition (sampled, seeded) whose exact top-K measures the ANN top-K overlap (default 256); 0 skips it."),
     dtype: str = typer.Option("float64", "--dtype", help="float64 (exact) or float32 (faster scoring)."),
     weights_format: str = typer.Option("csv", "--weights-format", help="csv (with query ids) or npy (Q x 4)."),
     fusion_eps: float = typer.Option(1e-6, "--fusion-eps", help="Σw below this falls back to s_II."),

@@ -5,13 +5,21 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["report_to_json", "write_report", "read_report", "print_report", "print_additivity", "write_table",
-           "additivity_rows"]
+__all__ = [
+    "additivity_rows",
+    "print_additivity",
+    "print_report",
+    "read_report",
+    "report_to_json",
+    "write_report",
+    "write_table",
+]
 
 
 def _plain(x: Any) -> Any:

@@ -9,17 +9,27 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from .. import __version__
 from ..conditions import parse_condition
+from ..ranking import TIE_RULE, first_positive_rank, topk_indices
 from .additivity import additivity_analysis, joint_parts
-from .io import ComposedScores, EvaluationInputError, RunRanking, ScoresDir, load_qrels, load_tags, query_groups, write_run
+from .io import (
+    ComposedScores,
+    EvaluationInputError,
+    RunRanking,
+    ScoresDir,
+    load_qrels,
+    load_tags,
+    query_groups,
+    write_run,
+)
 from .metrics import (
     DEFAULT_KS,
     REJECT_METRICS,
@@ -45,15 +55,14 @@ from .paired import (
     stability_classes,
     swap_matrix,
 )
-from ..ranking import TIE_RULE, first_positive_rank, topk_indices
 
 __all__ = [
-    "EvaluationConfig",
     "ConditionEval",
-    "evaluate_matrix",
-    "evaluate_ranking",
+    "EvaluationConfig",
     "evaluate_conditions",
     "evaluate_directory",
+    "evaluate_matrix",
+    "evaluate_ranking",
 ]
 
 REPORT_SCHEMA_VERSION = 1

@@ -33,8 +33,9 @@ The rank-based fusions (CombSUM, CombMNZ, Borda, RRF, uniform) use **all four pa
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -44,21 +45,21 @@ from ._validate import as_matrix
 from .moor import PathScores, path_scores
 
 __all__ = [
-    "joint_alpha",
-    "joint",
-    "minmax",
-    "comb_sum",
-    "comb_mnz",
-    "borda",
-    "rrf",
-    "uniform",
-    "wh_uniform",
-    "wh_img",
-    "relevance_matrix",
-    "oracle_alpha",
     "OracleResult",
+    "borda",
+    "comb_mnz",
+    "comb_sum",
     "fusion_baselines",
+    "joint",
+    "joint_alpha",
+    "minmax",
+    "oracle_alpha",
+    "relevance_matrix",
+    "rrf",
     "text_share",
+    "uniform",
+    "wh_img",
+    "wh_uniform",
 ]
 
 

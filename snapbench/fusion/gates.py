@@ -31,23 +31,24 @@ Custom gates: any callable mapping an array of r to non-negative, finite gate va
 
 from __future__ import annotations
 
-from typing import Callable, Union
+from collections.abc import Callable
+from typing import Union
 
 import numpy as np
 
 from ..errors import InputError
 
 __all__ = [
-    "bell",
-    "linear",
-    "sigmoid",
-    "inverse_bell",
-    "pure_r2",
-    "no_gate",
     "GATES",
     "SIGMOID_KAPPA",
-    "get_gate",
     "GateLike",
+    "bell",
+    "get_gate",
+    "inverse_bell",
+    "linear",
+    "no_gate",
+    "pure_r2",
+    "sigmoid",
 ]
 
 SIGMOID_KAPPA = 10.0

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -115,7 +116,7 @@ class MOORIndex:
         self.dim = 0
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, g_image: Any, g_text: Any = None) -> "MOORIndex":
+    def fit(self, g_image: Any, g_text: Any = None) -> MOORIndex:
         """Fit on the gallery: arrays, memmaps, two ``.npy`` paths, or one callable returning an
         iterator of ``(image_chunk, text_chunk)`` pairs (called once per pass)."""
         src = GallerySource.from_any(g_image, g_text)

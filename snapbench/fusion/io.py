@@ -20,8 +20,9 @@ from __future__ import annotations
 import contextlib
 import csv
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -32,14 +33,14 @@ from ._validate import check_finite
 
 __all__ = [
     "atomic_output",
-    "save_npy",
     "load_matrix",
     "load_path_scores",
+    "save_npy",
     "write_weights",
 ]
 
 
-def atomic_output(path: str | os.PathLike) -> "contextlib.AbstractContextManager[Path]":
+def atomic_output(path: str | os.PathLike) -> contextlib.AbstractContextManager[Path]:
     """Yield a temporary path next to ``path`` that replaces it on success (see :mod:`snapbench.atomic`)."""
     return atomic_path(path)
 

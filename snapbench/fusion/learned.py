@@ -18,8 +18,9 @@ query id was used for training.  Randomness (GBM's internal validation split) co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from ..seeding import derive_generator
 from .baselines import relevance_matrix
 from .moor import CONST_RTOL, PATHS, PathScores
 
-__all__ = ["MetaFusion", "LearnedResult", "learned_fusion", "meta_features", "best_path_labels"]
+__all__ = ["LearnedResult", "MetaFusion", "best_path_labels", "learned_fusion", "meta_features"]
 
 
 def _import_sklearn():
@@ -108,7 +109,7 @@ class MetaFusion:
         self._clf: Any = None
         self._classes: np.ndarray | None = None
 
-    def fit(self, paths: PathScores, relevance: Any, query_ids: Sequence[Any]) -> "MetaFusion":
+    def fit(self, paths: PathScores, relevance: Any, query_ids: Sequence[Any]) -> MetaFusion:
         """Fit on training queries (their path scores, relevance and ids)."""
         _import_sklearn()
         ids = _ids(query_ids, paths.shape[0], "train query_ids")

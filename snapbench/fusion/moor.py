@@ -92,17 +92,17 @@ from .gates import GateLike, get_gate
 from .whitening import Whitener
 
 __all__ = [
-    "MOORResult",
-    "MOORTopK",
-    "PathScores",
-    "PATHS",
-    "path_scores",
-    "moor_from_scores",
-    "fuse_stats",
-    "gate_name",
     "CONST_RTOL",
     "DEFAULT_EPS",
     "DEFAULT_FUSION_EPS",
+    "PATHS",
+    "MOORResult",
+    "MOORTopK",
+    "PathScores",
+    "fuse_stats",
+    "gate_name",
+    "moor_from_scores",
+    "path_scores",
 ]
 
 PATHS = PATH_NAMES
@@ -180,7 +180,7 @@ class PathScores:
             raise KeyError(name)
         return getattr(self, name)
 
-    def rows(self, idx: Any) -> "PathScores":
+    def rows(self, idx: Any) -> PathScores:
         return PathScores(self.II[idx], self.TT[idx], self.IT[idx], self.TI[idx])
 
 

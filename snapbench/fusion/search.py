@@ -21,8 +21,9 @@ nearest cosine neighbour on the gallery side, the regime graph indexes are built
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -30,9 +31,9 @@ from ..errors import InputError
 from ..ranking import TopK
 
 __all__ = [
+    "ANNIndex",
     "GallerySource",
     "NpyRowReader",
-    "ANNIndex",
     "ann_available",
 ]
 
@@ -124,7 +125,7 @@ class GallerySource:
         self.names = names
 
     @classmethod
-    def from_any(cls, g_image: Any, g_text: Any = None, *, names: tuple[str, str] = ("g_image", "g_text")) -> "GallerySource":
+    def from_any(cls, g_image: Any, g_text: Any = None, *, names: tuple[str, str] = ("g_image", "g_text")) -> GallerySource:
         """Arrays/memmaps, ``.npy`` paths, or ``g_image`` = callable returning an iterator of chunk pairs."""
         if isinstance(g_image, GallerySource):
             return g_image

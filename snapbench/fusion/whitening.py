@@ -19,7 +19,8 @@ up to float64 rounding.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from ..errors import InputError
 from ..vectors import l2_normalize
 from ._validate import as_matrix, check_finite
 
-__all__ = ["Whitener", "l2_normalize", "RunningMoments"]  # l2_normalize re-exported from snapbench.vectors
+__all__ = ["RunningMoments", "Whitener", "l2_normalize"]  # l2_normalize re-exported from snapbench.vectors
 
 
 class RunningMoments:
@@ -96,7 +97,7 @@ class Whitener:
         self.n_samples_: int = 0
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, gallery: Any, *, name: str = "gallery", chunk_size: int = 65536) -> "Whitener":
+    def fit(self, gallery: Any, *, name: str = "gallery", chunk_size: int = 65536) -> Whitener:
         """Fit on a whole gallery (array or memmap; read in chunks of ``chunk_size`` rows)."""
         g = np.asarray(gallery)
         if g.ndim != 2 or g.shape[0] == 0 or g.shape[1] == 0:
@@ -106,7 +107,7 @@ class Whitener:
             self.partial_fit(g[start : start + chunk_size], name=name, row_offset=start)
         return self
 
-    def fit_chunks(self, chunks: Iterable[np.ndarray], *, name: str = "gallery") -> "Whitener":
+    def fit_chunks(self, chunks: Iterable[np.ndarray], *, name: str = "gallery") -> Whitener:
         """Fit from an iterable of row chunks (one pass)."""
         self._moments = None
         offset = 0
@@ -117,7 +118,7 @@ class Whitener:
             raise InputError(f"{name}: is empty (no chunks)")
         return self
 
-    def partial_fit(self, chunk: Any, *, name: str = "gallery", row_offset: int = 0) -> "Whitener":
+    def partial_fit(self, chunk: Any, *, name: str = "gallery", row_offset: int = 0) -> Whitener:
         """Add one chunk of gallery rows to the running statistics."""
         x = np.asarray(chunk)
         if x.ndim != 2 or x.shape[1] == 0:
