@@ -1,4 +1,5 @@
-"""Reading score directories, TREC runs, qrels and query tags; writing TREC runs.
+"""What evaluation reads: score directories, qrels, query tags (file names, id lists, TREC parsing and
+writing are the shared :mod:`snapbench.layout`).
 
 SCORES_DIR layouts
 ------------------
@@ -7,7 +8,10 @@ SCORES_DIR layouts
   ``query_ids.txt`` and ``gallery_ids.txt`` (one id per line: row and column order).  Files are
   opened with ``np.load(allow_pickle=False, mmap_mode="r")`` and read in row blocks.  Integer
   matrices are accepted; bool, complex, string and object arrays are not.  Per-path files
-  ``<condition>.II.npy`` / ``.TT`` / ``.IT`` / ``.TI`` are used by ``--mode`` (see ``modes``).
+  ``<condition>.II.npy`` / ``.TT`` / ``.IT`` / ``.TI`` (or ``II/<condition>.npy`` ...) are used by
+  retrieval modes (see ``modes``).  Operator names in file names are checked against the built-in
+  ones (:func:`check_operator_names`): a case/underscore variant is an error with a did-you-mean, a
+  name far from all of them is a user operator (warning).
 * TREC runs: one ``<condition>.run`` or ``<condition>.trec`` per condition, lines
   ``qid Q0 docid rank score [tag]``.  Like trec_eval, the order comes from the score column (not the
   rank column); equal scores follow the gallery order.  ``query_ids.txt`` / ``gallery_ids.txt``
@@ -20,7 +24,9 @@ TREC qrels (``qid 0 docid rel``; rel > 0 = positive, graded when any rel > 1), o
 ``{query_id: [gallery_id, ...]}`` (an empty list = zero-GT query) or
 ``{query_id: {gallery_id: grade}}``.  Decisions:
 
-* a query id that is not in ``query_ids``: error;
+* a judged query id that is not in ``query_ids`` (a query without scores, e.g. dropped by
+  ``snapbench encode``): left out with a warning and reported (``n_qrels_without_scores``); when no
+  judged query has scores at all, an error (the id lists do not belong together);
 * a gallery id that is not in ``gallery_ids``: error by default (such a positive can never be
   retrieved and would silently lower recall); ``unknown_items="drop"`` drops it with a warning;
 * a query in ``query_ids`` that the qrels do not mention: zero-GT, with a warning (TREC qrels

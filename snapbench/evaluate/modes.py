@@ -17,9 +17,10 @@ mode       scores                  SnapBench name
 A model with a native joint embedding supplies its own IT→IT matrix instead.  Coarse-text drag =
 R@1(IT→IT) − R@1(I→I) on clean queries (negative: the question hurts).
 
-On disk (``snapbench evaluate --mode``): next to ``<condition>.npy`` a SCORES_DIR may hold the
-paths as ``<condition>.II.npy``, ``<condition>.TT.npy``, ``<condition>.IT.npy``,
-``<condition>.TI.npy``; a mode's matrix is composed from them one condition at a time.
+On disk (``snapbench evaluate --mode``, mode names in any case): a SCORES_DIR may hold the paths as
+``<condition>.II.npy``, ``<condition>.TT.npy``, ``<condition>.IT.npy``, ``<condition>.TI.npy`` or in
+sub-folders ``II/<condition>.npy`` ... (both layouts, see :mod:`snapbench.layout`); a mode's matrix is
+composed from them one condition at a time.
 """
 
 from __future__ import annotations
