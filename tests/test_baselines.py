@@ -11,7 +11,6 @@ from snapbench.fusion import (
     borda,
     comb_mnz,
     comb_sum,
-    first_positive_rank,
     fusion_baselines,
     joint,
     joint_alpha,
@@ -25,6 +24,7 @@ from snapbench.fusion import (
     wh_img,
     wh_uniform,
 )
+from snapbench.ranking import first_positive_rank
 from snapbench.seeding import derive_generator
 
 P1 = np.array([[0.9, 0.1, 0.5, 0.5]])
@@ -103,10 +103,16 @@ def test_first_positive_rank_against_loops():
     rng = derive_generator("test-baselines-fpr")
     S = np.round(rng.random((6, 20)), 1)
     rel = [[3, 7], [0], [19, 2, 5], [], [4], [10, 11]]
-    got = first_positive_rank(S, rel)
+    rows = np.concatenate([np.full(len(c), q) for q, c in enumerate(rel)]).astype(np.int64)
+    order = np.argsort(rows, kind="stable")
+    cols = np.concatenate([np.asarray(c, dtype=np.int64) for c in rel])
+    got = first_positive_rank(S, rows[order], cols[order])
     for q in range(6):
         ranks = _loop_ranks(S[q])
-        assert got[q] == (min(ranks[j] for j in rel[q]) if rel[q] else 0)
+        if rel[q]:
+            assert got[q] == min(ranks[j] for j in rel[q])
+        else:
+            assert np.isnan(got[q])  # the one contract: no positive -> NaN
 
 
 def test_oracle_alpha_hand_case():
@@ -116,7 +122,7 @@ def test_oracle_alpha_hand_case():
     # query 1: positive col 0 ranks first iff alpha > 3/7 -> 0.45..1, closest to 0.5 is 0.5
     res = oracle_alpha(A, B, [[1], [0], []])
     assert res.alpha[0] == pytest.approx(0.4) and res.alpha[1] == pytest.approx(0.5) and np.isnan(res.alpha[2])
-    assert res.rank.tolist() == [1, 1, 0]
+    assert res.rank[:2].tolist() == [1, 1] and np.isnan(res.rank[2])  # no positive -> NaN
     assert np.allclose(res.scores[0], 0.4 * P1[0] + 0.6 * P2[0])
 
 

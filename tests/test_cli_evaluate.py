@@ -101,7 +101,12 @@ def test_evaluate_end_to_end_schema(data):
                             "--table-out", str(csv), "--metrics", "hit@1,mrr"])
     assert r.exit_code == 0, r.output
     lines = csv.read_text().splitlines()
-    assert lines[0] == "condition,metric,value,delta,ci_lo,ci_hi,p,p_raw" and len(lines) == 1 + 2 * len(ids)
+    assert lines[0] == "condition,metric,value,delta,ci_lo,ci_hi,p,p_raw,group,depth_limited"
+    cells = [ln.split(",") for ln in lines[1:]]
+    assert len([c for c in cells if c[1] in ("hit@1", "mrr") and c[8] == ""]) == 2 * len(ids)
+    # stability (4 classes) and rank displacement rows for every corrupted condition
+    assert len([c for c in cells if c[1].startswith("stability:")]) == 4 * (len(ids) - 1)
+    assert len([c for c in cells if c[1] == "rank_displacement"]) == len(ids) - 1
     # --conditions restricts (clean always kept); --include-zero-gt counts zero-GT queries as 0
     sub = extra["root"] / "sub.json"
     r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "50", "--quiet", "--out", str(sub),

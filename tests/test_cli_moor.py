@@ -259,8 +259,8 @@ def test_embeddings_dir_errors(tmp_path):
 
 
 def test_ann_run_reports_recall_against_exact_moor(tmp_path):
-    from snapbench.fusion import recall_at_k, topk
     from snapbench.fusion.search import ann_available
+    from snapbench.ranking import topk, topk_overlap
 
     if not ann_available():
         pytest.skip("faiss not installed")
@@ -281,9 +281,10 @@ def test_ann_run_reports_recall_against_exact_moor(tmp_path):
         for line in (out / f"{stem}.trec").read_text().splitlines():
             qid, _, gid, rank, *_ = line.split()
             approx[int(qid[1:]), int(rank) - 1] = int(gid[1:])
-        assert report[stem] == {"k": 5, "queries": 12, "recall": pytest.approx(recall_at_k(exact, approx, 5)),
+        assert report[stem] == {"k": 5, "queries": 12, "topk_overlap": pytest.approx(topk_overlap(exact, approx, 5)),
+                                "measure": "share of the exact MOOR top-k that the approximate search returned",
                                 "rows": list(range(12))}
-        assert f"ANN recall@5 {report[stem]['recall']:.4f}" in r.output
+        assert f"ANN top-5 overlap {report[stem]['topk_overlap']:.4f}" in r.output
     runs = []
     for name in ("ann4", "ann4-again"):
         r = runner.invoke(app, ["moor", "--embeddings-dir", str(emb_dir), "--topk", "5", "--ann", "--ann-check", "4",
@@ -303,7 +304,7 @@ def test_ann_run_reports_recall_against_exact_moor(tmp_path):
 
 def test_ann_recall_counts_misses():
     # the recall helper against a deliberately damaged approximate result: the expected value is known
-    from snapbench.commands.moor import _ann_recall
+    from snapbench.fusion.run import ann_topk_overlap
     from snapbench.fusion import MOORIndex
 
     rng = derive_generator("test-cli-moor", "recall-helper")
@@ -314,12 +315,12 @@ def test_ann_recall_counts_misses():
     approx[0, :2] = -1        # two misses
     approx[3, 4] = approx[3, 0]  # a duplicate counts once: one miss
     approx[7] = approx[7][::-1]  # order does not matter
-    got = _ann_recall(index, qI, qT, approx, 5, 100, "clean")
+    got = ann_topk_overlap(index, qI, qT, approx, 5, 100, "clean")
     assert got["queries"] == 10 and got["rows"] == list(range(10))
-    assert got["recall"] == pytest.approx(1 - 3 / 50)
-    part = _ann_recall(index, qI, qT, approx, 5, 4, "clean")
+    assert got["topk_overlap"] == pytest.approx(1 - 3 / 50)
+    part = ann_topk_overlap(index, qI, qT, approx, 5, 4, "clean")
     misses = {0: 2, 3: 1}
-    assert part["recall"] == pytest.approx(1 - sum(misses.get(r, 0) for r in part["rows"]) / 20)
+    assert part["topk_overlap"] == pytest.approx(1 - sum(misses.get(r, 0) for r in part["rows"]) / 20)
 
 
 def test_paths_dir_overflow_error_names_condition_and_files(tmp_path):

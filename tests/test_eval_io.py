@@ -1,4 +1,4 @@
-"""Evaluation inputs: every bad-input case gives an EvaluationInputError naming the file and problem."""
+"""Evaluation inputs: every bad-input case gives an InputError (EvaluationInputError or the layout readers') naming the file and problem."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from snapbench.errors import InputError
 
 from snapbench.evaluate import (
     EvaluationConfig,
@@ -50,15 +52,15 @@ def run_eval(d: Path, qp: Path, **kw):
 def test_read_ids_errors(tmp_path):
     p = tmp_path / "ids.txt"
     p.write_text("a\nb\na\n")
-    with pytest.raises(EvaluationInputError, match=r"ids.txt: duplicate id 'a' on lines 1 and 3"):
+    with pytest.raises(InputError, match=r"ids.txt: duplicate id 'a' on lines 1 and 3"):
         read_ids(p)
     p.write_text("a\n\nb\n")
-    with pytest.raises(EvaluationInputError, match="line 2 is empty"):
+    with pytest.raises(InputError, match="line 2 is empty"):
         read_ids(p)
     p.write_text("\n")
-    with pytest.raises(EvaluationInputError, match="empty file"):
+    with pytest.raises(InputError, match="empty file"):
         read_ids(p)
-    with pytest.raises(EvaluationInputError, match="not found"):
+    with pytest.raises(InputError, match="not found"):
         read_ids(tmp_path / "nope.txt")
     p.write_text("a\nb\n\n")
     assert read_ids(p) == ["a", "b"]
@@ -68,14 +70,14 @@ def test_read_ids_errors(tmp_path):
 def test_row_count_mismatch_names_file(tmp_path):
     d, qp = make_dir(tmp_path)
     np.save(d / "img__blur__s1.npy", np.zeros((Q + 1, N), np.float32))
-    with pytest.raises(EvaluationInputError, match=r"img__blur__s1.npy: 7 rows but query_ids.txt lists 6"):
+    with pytest.raises(InputError, match=r"img__blur__s1.npy: 7 rows but query_ids.txt lists 6"):
         run_eval(d, qp)
 
 
 def test_column_count_mismatch_names_file(tmp_path):
     d, qp = make_dir(tmp_path)
     np.save(d / "clean.npy", np.zeros((Q, N - 1), np.float32))
-    with pytest.raises(EvaluationInputError, match=r"clean.npy: 7 columns but gallery_ids.txt lists 8"):
+    with pytest.raises(InputError, match=r"clean.npy: 7 columns but gallery_ids.txt lists 8"):
         run_eval(d, qp)
 
 
@@ -85,14 +87,14 @@ def test_non_finite_scores_name_file_row_and_query(tmp_path, bad):
     a = np.zeros((Q, N), np.float32)
     a[4, 2] = bad
     np.save(d / "img__blur__s1.npy", a)
-    with pytest.raises(EvaluationInputError, match=r"img__blur__s1.npy: non-finite score .* row 4 \(query 'q4'\), column 2"):
+    with pytest.raises(InputError, match=r"img__blur__s1.npy: non-finite score .* row 4 \(query 'q4'\), column 2"):
         run_eval(d, qp)
 
 
 def test_object_array_is_refused_without_unpickling(tmp_path):
     d, qp = make_dir(tmp_path)
     np.save(d / "img__blur__s1.npy", np.array([[1, None]] * Q, dtype=object), allow_pickle=True)
-    with pytest.raises(EvaluationInputError, match="img__blur__s1.npy: holds a Python-object array; snapbench never unpickles"):
+    with pytest.raises(InputError, match="img__blur__s1.npy: holds a Python-object array; snapbench never unpickles"):
         run_eval(d, qp)
 
 
@@ -107,55 +109,63 @@ def test_object_array_is_refused_without_unpickling(tmp_path):
 def test_wrong_shape_or_dtype(tmp_path, arr, msg):
     d, qp = make_dir(tmp_path)
     np.save(d / "img__blur__s1.npy", arr)
-    with pytest.raises(EvaluationInputError, match=msg):
+    with pytest.raises(InputError, match=msg):
         run_eval(d, qp)
 
 
 def test_not_a_npy_file(tmp_path):
     d, qp = make_dir(tmp_path)
     (d / "img__blur__s1.npy").write_bytes(b"hello")
-    with pytest.raises(EvaluationInputError, match="img__blur__s1.npy: not a .npy file"):
+    with pytest.raises(InputError, match="img__blur__s1.npy: not a .npy file"):
         run_eval(d, qp)
 
 
 def test_empty_gallery(tmp_path):
     d, qp = make_dir(tmp_path)
     (d / "gallery_ids.txt").write_text("")
-    with pytest.raises(EvaluationInputError, match="gallery_ids.txt: no gallery ids"):
+    with pytest.raises(InputError, match="gallery_ids.txt: no gallery ids"):
         run_eval(d, qp)
 
 
 def test_missing_clean_ids_and_bad_names(tmp_path):
     d, qp = make_dir(tmp_path, conditions=("img__blur__s1",))
-    with pytest.raises(EvaluationInputError, match=r"no clean condition .*paired results are against clean"):
+    with pytest.raises(InputError, match=r"no clean condition .*paired results are against clean"):
         run_eval(d, qp)
     np.save(d / "clean.npy", np.zeros((Q, N), np.float32))
     np.save(d / "notes.npy", np.zeros((Q, N), np.float32))
-    with pytest.raises(EvaluationInputError, match="notes.npy: file name is not a condition id"):
+    with pytest.raises(InputError, match="notes.npy: file name is not a condition id"):
         run_eval(d, qp)
     (d / "notes.npy").unlink()
     (d / "query_ids.txt").unlink()
-    with pytest.raises(EvaluationInputError, match="needs query_ids.txt and gallery_ids.txt"):
+    with pytest.raises(InputError, match="needs query_ids.txt and gallery_ids.txt"):
         run_eval(d, qp)
 
 
 def test_duplicate_query_ids(tmp_path):
     d, qp = make_dir(tmp_path)
     (d / "query_ids.txt").write_text("\n".join(QIDS[:-1] + ["q0"]) + "\n")
-    with pytest.raises(EvaluationInputError, match="query_ids.txt: duplicate id 'q0'"):
+    with pytest.raises(InputError, match="query_ids.txt: duplicate id 'q0'"):
         run_eval(d, qp)
 
 
 # ------------------------------------------------------------------------------ qrels
-def test_unknown_query_in_qrels_is_an_error(tmp_path):
+def test_qrels_queries_without_scores_are_left_out_and_counted(tmp_path):
+    # e.g. `snapbench encode` dropped a query: its judgement has no scores (was an error before)
     d, qp = make_dir(tmp_path, qrels={"q0": ["g0"], "zz": ["g1"]})
-    with pytest.raises(EvaluationInputError, match=r"qrels.json: 1 query id\(s\) not in query_ids: 'zz'"):
-        run_eval(d, qp)
+    rep = run_eval(d, qp)
+    assert rep["n_qrels_without_scores"] == 1 and rep["meta"]["qrels_without_scores"] == ["zz"]
+    assert any("'zz'" in w and "left out" in w for w in rep["warnings"])
+    assert rep["n_queries"] == len(QIDS)  # the scored queries are all still there
+    # nothing matching at all is the wrong id list, still an error
+    (tmp_path / "other").mkdir()
+    d2, qp2 = make_dir(tmp_path / "other", qrels={"zz": ["g1"], "yy": ["g0"]})
+    with pytest.raises(InputError, match=r"none of its 2 query id\(s\) is in query_ids"):
+        run_eval(d2, qp2)
 
 
 def test_unknown_gallery_id_error_or_drop(tmp_path):
     d, qp = make_dir(tmp_path, qrels={q: ["g0", "nope"] for q in QIDS})
-    with pytest.raises(EvaluationInputError, match=r"gallery id\(s\) not in gallery_ids: 'nope'"):
+    with pytest.raises(InputError, match=r"gallery id\(s\) not in gallery_ids: 'nope'"):
         run_eval(d, qp)
     rep = run_eval(d, qp, unknown_items="drop")
     assert any("'nope'" in w and "dropped" in w for w in rep["warnings"])
@@ -175,20 +185,20 @@ def test_trec_qrels_and_errors(tmp_path):
     assert lab.n_pos.tolist() == [1, 1, 0, 0, 0, 0] and lab.graded
     assert len(notes) == 1
     p.write_text("q0 0 g1\n")
-    with pytest.raises(EvaluationInputError, match=r"qrels.txt:1: expected 'qid 0 docid rel'"):
+    with pytest.raises(InputError, match=r"qrels.txt: line 1: expected 'qid 0 docid rel'"):
         load_qrels(p, QIDS, GIDS)
     p.write_text("q0 0 g1 yes\n")
-    with pytest.raises(EvaluationInputError, match=r"qrels.txt:1: relevance 'yes' is not a number"):
+    with pytest.raises(InputError, match=r"qrels.txt: line 1: relevance 'yes' is not a number"):
         load_qrels(p, QIDS, GIDS)
     p.write_text("q0 0 g1 1\nq0 0 g1 1\n")
-    with pytest.raises(EvaluationInputError, match=r"qrels.txt:2: duplicate judgement"):
+    with pytest.raises(InputError, match=r"qrels.txt: line 2: duplicate judgement"):
         load_qrels(p, QIDS, GIDS)
     j = tmp_path / "q.json"
     j.write_text('{"q0": "g1"}')
-    with pytest.raises(EvaluationInputError, match="q.json: query 'q0': expected a list"):
+    with pytest.raises(InputError, match="q.json: query 'q0': expected a list"):
         load_qrels(j, QIDS, GIDS)
     j.write_text("{oops")
-    with pytest.raises(EvaluationInputError, match="q.json: not valid JSON"):
+    with pytest.raises(InputError, match="q.json: not valid JSON"):
         load_qrels(j, QIDS, GIDS)
 
 
@@ -212,23 +222,23 @@ def test_run_round_trip_and_tie_order(tmp_path):
 def test_run_errors(tmp_path):
     p = tmp_path / "clean.run"
     p.write_text("q0 Q0 g1 1 0.5 x\nq0 Q0 g1 2 0.4 x\n")
-    with pytest.raises(EvaluationInputError, match=r"clean.run:2: item 'g1' listed twice"):
+    with pytest.raises(InputError, match=r"clean.run: line 2: item 'g1' listed twice"):
         read_run(p, QIDS, GIDS)
     p.write_text("q0 Q0 g1 1 nan x\n")
-    with pytest.raises(EvaluationInputError, match=r"clean.run:1: score 'nan' is not finite"):
+    with pytest.raises(InputError, match=r"clean.run: line 1: score 'nan' is not finite"):
         read_run(p, QIDS, GIDS)
     p.write_text("q0 Q0 gX 1 0.3 x\n")
-    with pytest.raises(EvaluationInputError, match=r"clean.run:1: gallery id 'gX' is not in gallery_ids"):
+    with pytest.raises(InputError, match=r"clean.run: line 1: gallery id 'gX' is not in gallery_ids"):
         read_run(p, QIDS, GIDS)
     p.write_text("q0 g1 0.3\n")
-    with pytest.raises(EvaluationInputError, match=r"clean.run:1: expected 'qid Q0 docid rank score tag'"):
+    with pytest.raises(InputError, match=r"clean.run: line 1: expected 'qid Q0 docid rank score tag'"):
         read_run(p, QIDS, GIDS)
 
 
 def test_mixed_npy_and_runs_is_an_error(tmp_path):
     d, qp = make_dir(tmp_path)
     (d / "txt__char_add.run").write_text("q0 Q0 g1 1 0.5 x\n")
-    with pytest.raises(EvaluationInputError, match="both .npy score files and TREC runs"):
+    with pytest.raises(InputError, match="both .npy score files and TREC runs"):
         ScoresDir(d)
 
 
@@ -246,13 +256,17 @@ def test_tags_json_tsv_and_groups(tmp_path):
     assert tags == {"q0": ["domain=food", "source=S_V"], "q3": ["domain=plant", "source=S_M"]}
     assert {k: v.tolist() for k, v in query_groups(tags, QIDS, "source").items()} == {"S_M": [3], "S_V": [0]}
     t.write_text("zz\tfood\n")
-    with pytest.raises(EvaluationInputError, match=r"tags.tsv: 1 query id\(s\) not in query_ids: 'zz'"):
+    with pytest.raises(InputError, match=r"tags.tsv: none of its 1 query id\(s\) is in query_ids: 'zz'"):
         load_tags(t, QIDS)
-    with pytest.raises(EvaluationInputError, match="no query has a tag 'nope=...'"):
+    t.write_text("zz\tfood\nq1\tfood\n")  # tagged queries without scores: left out with a note
+    notes: list[str] = []
+    assert load_tags(t, QIDS, notes=notes) == {"q1": ["food"]}
+    assert len(notes) == 1 and "'zz'" in notes[0]
+    with pytest.raises(InputError, match="no query has a tag 'nope=...'"):
         query_groups({"q0": ["a=b"]}, QIDS, "nope")
 
 
 def test_evaluate_matrix_shape_check():
     lab = Labels.from_lists([[0]] * Q, N)
-    with pytest.raises(EvaluationInputError, match="x.npy: shape"):
+    with pytest.raises(InputError, match="x.npy: shape"):
         evaluate_matrix(np.zeros((Q, N + 1)), lab, ["hit@1"], name="x.npy")

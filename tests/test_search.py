@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from snapbench.fusion import MOORIndex, StreamingTopK, moor, rank_matrix, recall_at_k, topk, write_trec_run
-from snapbench.fusion.search import GallerySource, NpyRowReader, TopK, ann_available
+from snapbench.fusion import MOORIndex, moor
+from snapbench.fusion.search import GallerySource, NpyRowReader, ann_available
+from snapbench.layout import write_trec_run
+from snapbench.ranking import StreamingTopK, TopK, rank_matrix, topk, topk_overlap
 from snapbench.seeding import derive_generator
 
 
@@ -40,9 +42,11 @@ def test_streaming_adversarial_orders_and_small_gallery():
         got = topk(S, 5, chunk_size=chunk)
         want_i, want_v = _ref_topk(S, 5)
         assert np.array_equal(got.indices, want_i) and np.array_equal(got.scores, want_v)
-    small = topk(S[:, :3], 10)
-    assert small.indices.shape == (3, 3)
-    assert np.array_equal(small.indices, _ref_topk(S[:, :3], 10)[0])
+    for chunk in (None, 2):
+        small = topk(S[:, :3], 10, chunk_size=chunk)  # k > gallery: padded with -1 / NaN, like every TopK
+        assert small.indices.shape == small.scores.shape == (3, 10)
+        assert np.array_equal(small.indices[:, :3], _ref_topk(S[:, :3], 10)[0])
+        assert (small.indices[:, 3:] == -1).all() and np.isnan(small.scores[:, 3:]).all()
 
 
 def test_streaming_float32_negative_zero_and_errors():
@@ -50,7 +54,7 @@ def test_streaming_float32_negative_zero_and_errors():
     got = topk(S, 4, chunk_size=2)
     assert got.indices.tolist() == [[2, 0, 1, 3]]
     acc = StreamingTopK(2, 3)
-    with pytest.raises(ValueError, match="non-finite"):
+    with pytest.raises(ValueError, match="NaN"):
         acc.push(np.array([[1.0, np.nan], [0.0, 1.0]]), 0)
     acc = StreamingTopK(1, 3)
     acc.push(np.zeros((1, 4)), 0)
@@ -128,18 +132,17 @@ def test_npy_reader_and_gallery_source_errors(tmp_path):
 
 def test_write_trec_run(tmp_path):
     res = TopK(indices=np.array([[2, 0], [1, 2]]), scores=np.array([[0.5, 0.25], [1.0, -0.125]]))
-    write_trec_run(tmp_path / "r.trec", res, ["q1", "q2"], ["a", "b", "c"], run_name="x")
+    write_trec_run(tmp_path / "r.trec", ["q1", "q2"], ["a", "b", "c"], *res, tag="x")
     lines = (tmp_path / "r.trec").read_text().splitlines()
-    assert lines == ["q1 Q0 c 1 0.5 x", "q1 Q0 a 2 0.25 x", "q2 Q0 b 1 1 x", "q2 Q0 c 2 -0.125 x"]
+    assert lines == ["q1 Q0 c 1 0.5 x", "q1 Q0 a 2 0.25 x", "q2 Q0 b 1 1.0 x", "q2 Q0 c 2 -0.125 x"]
     with pytest.raises(ValueError, match="whitespace"):
-        write_trec_run(tmp_path / "r.trec", res, ["q 1", "q2"], ["a", "b", "c"])
+        write_trec_run(tmp_path / "r.trec", ["q 1", "q2"], ["a", "b", "c"], *res)
 
 
 def test_write_trec_run_skips_empty_ann_slots(tmp_path):
-    # ANNIndex.search marks slots FAISS left empty with the sentinel index and -inf: not written
-    sentinel = np.iinfo(np.int64).max
-    res = TopK(indices=np.array([[1, sentinel], [0, 2]]), scores=np.array([[0.5, -np.inf], [0.75, 0.25]]))
-    write_trec_run(tmp_path / "r.trec", res, ["q1", "q2"], ["a", "b", "c"], run_name="x")
+    # every TopK (ANNIndex.search included) marks empty slots with index -1 and score NaN: not written
+    res = TopK(indices=np.array([[1, -1], [0, 2]]), scores=np.array([[0.5, np.nan], [0.75, 0.25]]))
+    write_trec_run(tmp_path / "r.trec", ["q1", "q2"], ["a", "b", "c"], *res, tag="x")
     assert (tmp_path / "r.trec").read_text().splitlines() == ["q1 Q0 b 1 0.5 x", "q2 Q0 a 1 0.75 x", "q2 Q0 c 2 0.25 x"]
 
 
@@ -155,16 +158,18 @@ def test_write_trec_run_is_atomic(tmp_path):
 
     res = TopK(indices=np.array([[0, 1], [1, 2]]), scores=np.array([[0.5, 0.25], [1.0, -0.125]]))
     with pytest.raises(RuntimeError):
-        write_trec_run(tmp_path / "r.trec", res, ["q1", "q2"], DyingIds(["a", "b", "c"]))
+        write_trec_run(tmp_path / "r.trec", ["q1", "q2"], DyingIds(["a", "b", "c"]), *res)
     assert (tmp_path / "r.trec").read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["r.trec"]
 
 
-def test_recall_at_k():
+def test_topk_overlap():
     exact = np.array([[1, 2, 3], [4, 5, 6]])
     approx = np.array([[3, 2, 9], [7, 8, 9]])
-    assert recall_at_k(exact, approx) == pytest.approx((2 / 3 + 0) / 2)
-    assert recall_at_k(exact, approx, k=1) == 0.0
+    assert topk_overlap(exact, approx) == pytest.approx((2 / 3 + 0) / 2)
+    assert topk_overlap(exact, approx, k=1) == 0.0
+    # empty (-1) slots never count as found
+    assert topk_overlap(np.array([[1, -1]]), np.array([[1, -1]])) == pytest.approx(0.5)
 
 
 @pytest.mark.skipif(not ann_available(), reason="faiss not installed")
@@ -177,6 +182,6 @@ def test_ann_recall_against_exact(kind):
     index.build_ann(kind, **params)
     approx = index.topk(qI, qT, 10, ann=True)
     assert approx.indices.shape == (30, 10)
-    assert recall_at_k(exact.indices, approx.indices) >= 0.9
+    assert topk_overlap(exact.indices, approx.indices) >= 0.9
     # approximate scores are inner products with the same composed query vectors
     assert np.abs(approx.scores[:, 0] - exact.scores[:, 0]).max() < 1e-4

@@ -1,8 +1,7 @@
-"""`snapbench demo`: the whole flow on the bundled photos, with the built-in toy encoder."""
+"""`snapbench demo`: `snapbench run` + the report on the bundled photos, with the built-in toy encoder."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -12,90 +11,65 @@ DEFAULT_DATA = Path(__file__).resolve().parents[1] / "assets" / "demo"  # packag
 
 
 def demo(
-    out: Path = typer.Option(Path("demo_out"), "--out", help="Output folder."),
-    data: Optional[Path] = typer.Option(None, "--data", help="Folder with queries.jsonl, gallery.jsonl, qrels.json (default: the bundled assets/demo)."),
+    out: Path = typer.Option(Path("demo_out"), "--out", help="Output folder (reports per mode, MOOR, report.html)."),
+    data: Optional[Path] = typer.Option(
+        None, "--data", help="Dataset to use instead of the bundled one (a folder with queries.jsonl, gallery.jsonl, qrels.json)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the corruptions and the bootstrap."),
-    workers: int = typer.Option(1, "--workers", min=1, help="Worker processes for the corruption step."),
-    resamples: int = typer.Option(10000, "--resamples", min=100, help="Bootstrap resamples."),
+    workers: int = typer.Option(1, "--workers", help="Processes that corrupt queries while the encoder runs."),
+    resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
 ) -> None:
-    """Corrupt -> encode -> score -> fuse (fixed joint vs MOOR) -> evaluate, on the bundled demo set.
+    """The whole paired evaluation on the bundled demo set: snapbench run + snapbench report with the toy encoder.
 
-    Writes corrupted/ (PNG variants + manifest), encoded/ (embeddings, path scores), moor/ (fused
-    scores + weights) and two reports (report_joint.json, report_moor.json) under --out, and prints
-    a summary. The toy encoder is not a retrieval model: the numbers show the pipeline, not a model.
+    12 queries x 72 conditions (54 states + 18 joint) x five retrieval modes, MOOR and two fixed-fusion
+    baselines, bootstrap CIs, additivity, then OUT/report.html. The toy encoder is not a retrieval model:
+    the numbers show the pipeline, not a model.
     """
-    import numpy as np
     from rich.console import Console
     from rich.table import Table
 
-    from ..atomic import save_npy_atomic, write_bytes_atomic, write_text_atomic
-    from ..conditions import condition_to_filename, parse_condition
-    from ..corruptions import run_corruption
-    from ..encode import encode_corrupted
-    from ..evaluate import EvaluationConfig, evaluate_directory, write_report
-    from ..fusion import MOORIndex
-    from ..models import get_encoder
+    from ..conditions import parse_condition
+    from ..data import load_dataset
+    from ..errors import ConfigError
+    from ..evaluate import read_report
+    from ..pipeline import RunOptions, run_benchmark
 
-    console = Console()
-    data = data or DEFAULT_DATA
-    need = [data / n for n in ("queries.jsonl", "gallery.jsonl", "qrels.json")]
-    if not all(p.is_file() for p in need):
-        typer.echo(f"error: {data} lacks queries.jsonl/gallery.jsonl/qrels.json (pass --data)", err=True)
-        raise typer.Exit(2)
-    out.mkdir(parents=True, exist_ok=True)
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    if resamples < 100:
+        raise ConfigError(f"--resamples must be at least 100, got {resamples}")
+    console = Console(stderr=True)
+    ds = load_dataset(data or DEFAULT_DATA)
+    console.rule(f"snapbench run: {len(ds.queries)} queries, {len(ds.gallery)} gallery items, toy encoder")
+    result = run_benchmark(
+        ds, "toy", out,
+        RunOptions(seed=seed, workers=workers, resamples=resamples, use_cache=False, force=True, progress=not no_progress),
+        log=lambda msg: console.print(msg),
+    )
 
-    console.rule("1/4 corrupt: clean + 45 image + 8 text + 18 joint conditions")
-    summary = run_corruption(need[0], out / "corrupted", seed=seed, joint=True, workers=workers, force=True)
-    console.print(f"written {summary.written}, reused {summary.reused}, skipped {summary.skipped}")
-
-    console.rule("2/4 encode (toy encoder) and score the four paths")
-    enc = encode_corrupted(out / "corrupted", need[1], get_encoder("toy"), out / "encoded")
-    console.print(f"{enc.n_queries} queries x {len(enc.conditions)} conditions vs {enc.n_gallery} gallery items")
-
-    console.rule("3/4 fuse: MOOR, gallery fitted once")
-    emb = out / "encoded" / "embeddings"
-    index = MOORIndex().fit(np.load(emb / "gallery.image.npy"), np.load(emb / "gallery.text.npy"))
-    moor_dir = out / "moor"
-    moor_dir.mkdir(exist_ok=True)
-    for name in ("query_ids.txt", "gallery_ids.txt"):
-        write_bytes_atomic(moor_dir / name, (out / "encoded" / name).read_bytes())
-    shares = []
-    scores = np.empty((enc.n_queries, enc.n_gallery))  # reused by every state: each is saved before the next
-    for cond in enc.conditions:
-        stem = condition_to_filename(cond)
-        res = index.query(np.load(emb / f"{stem}.image.npy"), np.load(emb / f"{stem}.text.npy"), out=scores)
-        save_npy_atomic(moor_dir / f"{stem}.npy", res.scores)
-        shares.append(float(np.mean(res.text_share)))
-    console.print(f"mean text-path weight share {np.mean(shares):.3f} (paper: ~0.065)")
-
-    console.rule("4/4 evaluate: paired ΔR@k with bootstrap CIs, additivity")
-    cfg = EvaluationConfig(seed=seed, resamples=resamples)
-    reports = {
-        "Joint α=0.5": evaluate_directory(out / "encoded" / "paths", need[2], cfg, mode="IT2IT"),
-        "MOOR": evaluate_directory(moor_dir, need[2], cfg),
-    }
-    write_report(reports["Joint α=0.5"], out / "report_joint.json")
-    write_report(reports["MOOR"], out / "report_moor.json")
-
-    table = Table(title="demo: mean hit@1 (SnapBench R@1, %) by condition kind; δ = super-additivity gap; drag = coarse-text drag")
-    for col in ("fusion", "clean", "img (45)", "txt (8)", "joint (18)", "mean δ", "drag"):
+    table = Table(title="demo: mean hit@1 (SnapBench R@1, %) by condition kind; δ = super-additivity gap; drag vs I→I")
+    for col in ("mode", "clean", "img (45)", "txt (8)", "joint (18)", "mean δ", "drag"):
         table.add_column(col, justify="right")
-    for name, rep in reports.items():
+
+    def pct(v: float | None) -> str:
+        return "—" if v is None else f"{100 * v:.1f}"
+
+    for name, path in result.reports.items():
+        rep = read_report(path)
         by_kind: dict[str, list[float]] = {}
         for cid, vals in rep["conditions"].items():
-            by_kind.setdefault(parse_condition(cid).kind, []).append(vals["hit@1"])
+            if vals.get("hit@1") is not None:
+                by_kind.setdefault(parse_condition(cid).kind, []).append(vals["hit@1"])
         add = rep.get("additivity_summary", {}).get("mean", {}).get("hit@1", {})
         drag = rep.get("coarse_text_drag") or {}
-        fmt = lambda v: "—" if v is None else f"{100 * v:.1f}"  # noqa: E731
         table.add_row(
             name,
-            *(fmt(float(np.mean(by_kind[k]))) if by_kind.get(k) else "—" for k in ("clean", "image", "text", "joint")),
-            fmt(add.get("delta") if isinstance(add, dict) else None),
-            fmt(drag.get("value")),
+            *(pct(sum(by_kind[k]) / len(by_kind[k])) if by_kind.get(k) else "—" for k in ("clean", "image", "text", "joint")),
+            pct(add.get("delta") if isinstance(add, dict) else None),
+            pct(drag.get("value")),
         )
-    console.print(table)
-    console.print(
-        f"reports: {out / 'report_joint.json'}, {out / 'report_moor.json'}; "
-        f"tables: snapbench evaluate {out / 'moor'} --qrels {need[2]}"
-    )
-    write_text_atomic(out / "summary.json", json.dumps({k: {"n_queries": r["n_queries"], "n_excluded_zero_gt": r["n_excluded_zero_gt"]} for k, r in reports.items()}, indent=2))
+    Console().print(table)
+    typer.echo(f"{result.n_queries} queries x {len(result.conditions)} conditions in {result.elapsed_s:.1f} s -> {out}")
+    if result.html is not None:
+        typer.echo(f"report: {result.html}")

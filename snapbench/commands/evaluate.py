@@ -2,27 +2,51 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from ..evaluate.io import EvaluationInputError
+from ..errors import ConfigError, InputError, SnapbenchError
+
+#: how the library names a parameter in its messages -> the flag that sets it here
+_FLAG_PHRASES = (
+    ("unknown_items='drop' drops them", "pass --allow-unknown-items to drop them"),
+    ("(check group_by)", "(check --group-by)"),
+    ("need set_threshold", "need --set-threshold"),
+    ("group_by needs tags (a tags file)", "--group-by needs --tags FILE"),
+    ("choose a retrieval mode", "choose a retrieval mode with --mode"),
+    ("unknown retrieval mode", "--mode: unknown retrieval mode"),
+    ("a retrieval mode needs", "--mode needs"),
+    ("mode IT2IT needs", "--mode IT2IT needs"),
+)
 
 
-def _fail(msg: str) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(2)
+@contextlib.contextmanager
+def _flag_names() -> Iterator[None]:
+    """Re-raise library errors with the flag names of this command where the library named a parameter."""
+    try:
+        yield
+    except SnapbenchError as exc:
+        msg = str(exc)
+        new = msg
+        for lib, cli in _FLAG_PHRASES:
+            new = new.replace(lib, cli)
+        if new == msg:
+            raise
+        raise type(exc)(new) from None
 
 
 def _ks(text: str) -> tuple[int, ...]:
     try:
         ks = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise EvaluationInputError(f"--k must be comma-separated integers, got {text!r}") from None
+        raise ConfigError(f"--k must be comma-separated integers, got {text!r}") from None
     if not ks or any(k < 1 for k in ks):
-        raise EvaluationInputError(f"--k needs positive integers, got {text!r}")
+        raise ConfigError(f"--k needs positive integers, got {text!r}")
     return ks
 
 
@@ -31,10 +55,14 @@ def _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_
     from ..evaluate.runner import EvaluationConfig
 
     if resamples < 1:
-        raise EvaluationInputError("--resamples must be >= 1")
+        raise ConfigError("--resamples must be >= 1")
     if not 0 < ci < 1:
-        raise EvaluationInputError(f"--ci must be in (0, 1), e.g. 0.95; got {ci}")
-    kw = {} if workers is None else {"workers": max(1, workers)}
+        raise ConfigError(f"--ci must be in (0, 1), e.g. 0.95; got {ci}")
+    if set_threshold is not None and math.isnan(set_threshold):
+        raise ConfigError("--set-threshold must be a number (or -inf / inf), not nan: no score is >= nan")
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    kw = {} if workers is None else {"workers": workers}
     cfg = EvaluationConfig(
         ks=_ks(k), metrics=metrics, resamples=resamples, permutations=permutations, ci=ci, seed=seed,
         include_zero_gt=include_zero_gt, set_threshold=set_threshold, stability_metric=stability_metric,
@@ -42,22 +70,22 @@ def _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_
     )
     try:
         cfg.metric_list()
-    except EvaluationInputError:
+    except SnapbenchError:
         raise
     except ValueError as e:
-        raise EvaluationInputError(f"--metrics: {e}") from None
+        raise ConfigError(f"--metrics: {e}") from None
     return cfg
 
 
 def _check_chosen_metrics(evaluated: list[str], primary: str, stability_metric: str) -> None:
     """An explicitly chosen --primary / --stability-metric must be evaluated (defaults adapt)."""
     if primary != "hit@1" and primary not in evaluated:
-        raise EvaluationInputError(f"--primary: {primary!r} is not among the evaluated metrics ({', '.join(evaluated)})")
+        raise ConfigError(f"--primary: {primary!r} is not among the evaluated metrics ({', '.join(evaluated)})")
     if stability_metric != "hit@1":
         if not stability_metric.startswith("hit@"):
-            raise EvaluationInputError(f"--stability-metric must be a hit@k metric, got {stability_metric!r}")
+            raise ConfigError(f"--stability-metric must be a hit@k metric, got {stability_metric!r}")
         if stability_metric not in evaluated:
-            raise EvaluationInputError(
+            raise ConfigError(
                 f"--stability-metric: {stability_metric!r} is not among the evaluated metrics (add it to --metrics or --k)"
             )
 
@@ -72,34 +100,34 @@ def evaluate(
         ..., "--qrels", help="Relevance labels: TREC qrels ('qid 0 docid rel') or JSON {query_id: \\[gallery_id, ...]} "
         "(empty list = zero-GT query) or {query_id: {gallery_id: grade}}."
     ),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the JSON report here."),
+    out: Path | None = typer.Option(None, "--out", help="Write the JSON report here."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resamples and permutations."),
     k: str = typer.Option("1,5,10,20", "--k", help="Cut-offs for hit/recall/ndcg given without @k."),
-    metrics: Optional[str] = typer.Option(
+    metrics: str | None = typer.Option(
         None, "--metrics", help="Comma list: hit, recall, ndcg (optionally @k), mrr, mrr@k, set_precision, set_recall, "
         "set_f1, reject_precision, reject_recall, reject_f1, or 'set'/'reject'. Default: hit,recall,ndcg,mrr "
         "(+ set and reject metrics when --set-threshold is given)."
     ),
     resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples of the queries (paired, shared by all conditions)."),
-    permutations: Optional[int] = typer.Option(None, "--permutations", help="Permutations for the non-hit metrics' test (default = --resamples)."),
+    permutations: int | None = typer.Option(None, "--permutations", help="Permutations for the non-hit metrics' test (default = --resamples)."),
     ci: float = typer.Option(0.95, "--ci", help="Confidence level of the percentile bootstrap intervals."),
-    tags: Optional[Path] = typer.Option(None, "--tags", help="Query tags: JSON {query_id: \\[tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
-    group_by: Optional[str] = typer.Option(None, "--group-by", help="With --tags: group by the values of this field (tags 'field=value'); default: one group per tag."),
+    tags: Path | None = typer.Option(None, "--tags", help="Query tags: JSON {query_id: \\[tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
+    group_by: str | None = typer.Option(None, "--group-by", help="With --tags: group by the values of this field (tags 'field=value'); default: one group per tag."),
     include_zero_gt: bool = typer.Option(False, "--include-zero-gt", help="Score zero-GT queries as 0 in ranking metrics instead of excluding them."),
-    set_threshold: Optional[float] = typer.Option(None, "--set-threshold", help="Answer set = items scoring >= this; enables set and reject metrics (empty set = rejection). "
+    set_threshold: float | None = typer.Option(None, "--set-threshold", help="Answer set = items scoring >= this; enables set and reject metrics (empty set = rejection). "
         "With TREC runs, -inf takes each run's list as the answer."),
-    mode: Optional[str] = typer.Option(None, "--mode", help="Compose a retrieval mode from per-path files <cond>.II/.TT/.IT/.TI.npy: I2I, T2T, IT2IT, I2IT, T2IT."),
-    conditions: Optional[str] = typer.Option(None, "--conditions", help="Only these condition ids (comma list); clean is always included."),
+    mode: str | None = typer.Option(None, "--mode", help="Compose a retrieval mode from per-path files <cond>.II/.TT/.IT/.TI.npy (or II/<cond>.npy ...): I2I, T2T, IT2IT, I2IT, T2IT (any case)."),
+    conditions: str | None = typer.Option(None, "--conditions", help="Only these condition ids (comma list); clean is always included."),
     allow_unknown_items: bool = typer.Option(False, "--allow-unknown-items", help="Drop (with a warning) qrels gallery ids that are not in gallery_ids.txt instead of failing."),
-    table_out: Optional[Path] = typer.Option(None, "--table-out", help="Also write a table: .csv (long, complete) or .md (readable)."),
-    export_run: Optional[Path] = typer.Option(None, "--export-run", help="Write each condition's top-k as a TREC run DIR/<condition>.run to re-check with trec_eval/ranx "
+    table_out: Path | None = typer.Option(None, "--table-out", help="Also write a table: .csv (long, complete) or .md (readable)."),
+    export_run: Path | None = typer.Option(None, "--export-run", help="Write each condition's top-k as a TREC run DIR/<condition>.run to re-check with trec_eval/ranx "
         "(they re-break equal scores their own way)."),
-    export_depth: Optional[int] = typer.Option(None, "--export-depth", help="Depth of exported runs (default: largest k)."),
+    export_depth: int | None = typer.Option(None, "--export-depth", help="Depth of exported runs (default: largest k)."),
     primary: str = typer.Option("hit@1", "--primary", help="Metric whose Δ, CI and p the printed table shows."),
     stability_metric: str = typer.Option("hit@1", "--stability-metric", help="hit@k metric for the stability classes (stably correct / drag / persistently wrong / boost)."),
     cliff_tol: float = typer.Option(0.01, "--cliff-tol", help="Severity-curve rule: drops <= this (metric units) count as no drop."),
     cliff_ratio: float = typer.Option(2.0, "--cliff-ratio", help="Severity-curve rule: 'cliff' when the last step's drop exceeds ratio x the earlier drop."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Threads for row blocks (default: min(4, CPUs))."),
+    workers: int | None = typer.Option(None, "--workers", help="Threads for row blocks (default: min(4, CPUs))."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the tables."),
 ) -> None:
     """Paired evaluation of every condition against clean: metrics, ΔR@k with bootstrap CIs and
@@ -107,7 +135,7 @@ def evaluate(
     from ..evaluate.report import print_report, write_report, write_table
     from ..evaluate.runner import evaluate_directory
 
-    try:
+    with _flag_names():
         cfg = _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold,
                       stability_metric, cliff_tol, cliff_ratio, workers)
         _check_chosen_metrics(cfg.metric_list(), primary, stability_metric)
@@ -123,9 +151,6 @@ def evaluate(
             write_report(report, out)
         if table_out is not None:
             write_table(report, table_out, primary=primary)
-    except EvaluationInputError as e:
-        _fail(str(e))
-        return
     if not quiet:
         print_report(report, primary=primary)
     if out is not None and not quiet:
@@ -134,13 +159,13 @@ def evaluate(
 
 def additivity(
     source: Path = typer.Argument(..., help="A report written by 'snapbench evaluate --out', or a SCORES_DIR (then --qrels is needed)."),
-    qrels: Optional[Path] = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR."),
+    qrels: Path | None = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR."),
     metric: str = typer.Option("hit@1", "--metric", help="Metric of the table (SnapBench's R@1 = hit@1)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed (SCORES_DIR only)."),
-    resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples (SCORES_DIR only)."),
-    ci: float = typer.Option(0.95, "--ci", help="CI level (SCORES_DIR only)."),
-    mode: Optional[str] = typer.Option(None, "--mode", help="Retrieval mode from per-path files (see 'evaluate --help')."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the (additivity-only) JSON report (SCORES_DIR only)."),
+    resamples: int | None = typer.Option(None, "--resamples", help="Bootstrap resamples (SCORES_DIR only; default 10000)."),
+    ci: float | None = typer.Option(None, "--ci", help="CI level (SCORES_DIR only; default 0.95)."),
+    mode: str | None = typer.Option(None, "--mode", help="Retrieval mode from per-path files (see 'evaluate --help')."),
+    out: Path | None = typer.Option(None, "--out", help="Write the (additivity-only) JSON report (SCORES_DIR only)."),
 ) -> None:
     """Print the additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI per joint pair x
     severity, then the means per pair, per severity and overall (drops = clean − corrupted)."""
@@ -149,16 +174,29 @@ def additivity(
     from ..evaluate.report import print_additivity, read_report, write_report
     from ..evaluate.runner import evaluate_directory
 
-    try:
+    with _flag_names():
+        if not source.exists():
+            raise InputError("no such file or folder (give a report written by 'snapbench evaluate --out' "
+                             "or a SCORES_DIR)", path=source)
         if source.is_file():
+            given = [f for f, v in (("--resamples", resamples), ("--ci", ci), ("--qrels", qrels), ("--mode", mode),
+                                    ("--out", out)) if v is not None]
+            if seed != 0:
+                given.insert(0, "--seed")
+            if given:
+                raise ConfigError(
+                    f"{', '.join(given)} apply only when recomputing from a SCORES_DIR; {source} is a finished "
+                    "report (its CIs were computed with its own settings)"
+                )
             report = read_report(source)
             ms = report.get("meta", {}).get("metrics") or []
             if ms and metric not in ms:
-                raise EvaluationInputError(f"{source}: metric {metric!r} not in the report (has {', '.join(ms)})")
+                raise InputError(f"metric {metric!r} not in the report (has {', '.join(ms)})", path=source)
         else:
             if qrels is None:
-                raise EvaluationInputError(f"{source}: a SCORES_DIR needs --qrels")
-            cfg = _config("1,5,10,20", metric, resamples, 0, ci, seed, False, None, "hit@1", 0.01, 2.0, None)
+                raise ConfigError(f"{source}: a SCORES_DIR needs --qrels")
+            cfg = _config("1,5,10,20", metric, 10000 if resamples is None else resamples, 0,
+                          0.95 if ci is None else ci, seed, False, None, "hit@1", 0.01, 2.0, None)
             sd = ScoresDir(source, mode=mode, qrels=qrels)
             joints, _ = joint_parts(sd.conditions)
             need = sorted({c for j, parts in joints.items() for c in (j, *parts)})
@@ -168,8 +206,5 @@ def additivity(
                 typer.echo(f"warning: {w}", err=True)
             if out is not None:
                 write_report(report, out)
-    except EvaluationInputError as e:
-        _fail(str(e))
-        return
     print_additivity(report, metric=metric)
     sys.stdout.flush()

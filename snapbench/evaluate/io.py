@@ -1,4 +1,5 @@
-"""Reading score directories, TREC runs, qrels and query tags; writing TREC runs.
+"""What evaluation reads: score directories, qrels, query tags (file names, id lists, TREC parsing and
+writing are the shared :mod:`snapbench.layout`).
 
 SCORES_DIR layouts
 ------------------
@@ -7,7 +8,10 @@ SCORES_DIR layouts
   ``query_ids.txt`` and ``gallery_ids.txt`` (one id per line: row and column order).  Files are
   opened with ``np.load(allow_pickle=False, mmap_mode="r")`` and read in row blocks.  Integer
   matrices are accepted; bool, complex, string and object arrays are not.  Per-path files
-  ``<condition>.II.npy`` / ``.TT`` / ``.IT`` / ``.TI`` are used by ``--mode`` (see ``modes``).
+  ``<condition>.II.npy`` / ``.TT`` / ``.IT`` / ``.TI`` (or ``II/<condition>.npy`` ...) are used by
+  retrieval modes (see ``modes``).  Operator names in file names are checked against the built-in
+  ones (:func:`check_operator_names`): a case/underscore variant is an error with a did-you-mean, a
+  name far from all of them is a user operator (warning).
 * TREC runs: one ``<condition>.run`` or ``<condition>.trec`` per condition, lines
   ``qid Q0 docid rank score [tag]``.  Like trec_eval, the order comes from the score column (not the
   rank column); equal scores follow the gallery order.  ``query_ids.txt`` / ``gallery_ids.txt``
@@ -20,7 +24,9 @@ TREC qrels (``qid 0 docid rel``; rel > 0 = positive, graded when any rel > 1), o
 ``{query_id: [gallery_id, ...]}`` (an empty list = zero-GT query) or
 ``{query_id: {gallery_id: grade}}``.  Decisions:
 
-* a query id that is not in ``query_ids``: error;
+* a judged query id that is not in ``query_ids`` (a query without scores, e.g. dropped by
+  ``snapbench encode``): left out with a warning and reported (``n_qrels_without_scores``); when no
+  judged query has scores at all, an error (the id lists do not belong together);
 * a gallery id that is not in ``gallery_ids``: error by default (such a positive can never be
   retrieved and would silently lower recall); ``unknown_items="drop"`` drops it with a warning;
 * a query in ``query_ids`` that the qrels do not mention: zero-GT, with a warning (TREC qrels
@@ -32,39 +38,57 @@ Every problem raises :class:`EvaluationInputError` naming the file and what is w
 from __future__ import annotations
 
 import json
-import math
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
 from ..atomic import atomic_path
-from ..conditions import IMAGE_OPERATORS, TEXT_OPERATORS, condition_to_filename, parse_condition
+from ..conditions import (
+    IMAGE_OPERATORS,
+    TEXT_OPERATORS,
+    condition_to_filename,
+    parse_condition,
+)
+from ..errors import InputError, OutputError
+from ..layout import (
+    GALLERY_IDS,
+    PATH_NAMES,
+    QUERY_IDS,
+    RUN_SUFFIXES,
+    find_ids,
+    find_path_scores,
+    iter_trec_run,
+    read_ids,
+    read_qrels_file,
+    read_trec_run,
+    write_trec_run,
+)
 from .metrics import Labels
-from .modes import MODES, PATHS, mode_paths
+from .modes import mode_paths, normalize_mode
 
 __all__ = [
     "EvaluationInputError",
-    "read_ids",
+    "RunRanking",
+    "ScoresDir",
+    "atomic_writer",
+    "check_operator_names",
+    "condition_sort_key",
     "load_qrels",
+    "load_score_matrix",
     "load_tags",
     "query_groups",
-    "load_score_matrix",
-    "condition_sort_key",
-    "RunRanking",
+    "read_ids",
     "read_run",
     "write_run",
-    "atomic_writer",
-    "ScoresDir",
 ]
 
-RUN_SUFFIXES = (".run", ".trec")
 _NPY_MAGIC = b"\x93NUMPY"
 
 
-class EvaluationInputError(ValueError):
+class EvaluationInputError(InputError):
     """Bad evaluation input (file, id, shape or value); the message names the file and the problem."""
 
 
@@ -72,31 +96,6 @@ def _examples(items: Sequence[str], n: int = 5) -> str:
     items = list(items)
     more = f" (and {len(items) - n} more)" if len(items) > n else ""
     return ", ".join(repr(x) for x in items[:n]) + more
-
-
-# ------------------------------------------------------------------------------ ids
-def read_ids(path: str | Path, what: str = "ids") -> list[str]:
-    """One id per line (surrounding whitespace stripped, trailing empty lines ignored).
-
-    Errors: missing file, no ids, an empty line between ids, duplicate ids (with line numbers).
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise EvaluationInputError(f"{p}: {what} file not found")
-    lines = p.read_text(encoding="utf-8").splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    ids = [ln.strip() for ln in lines]
-    if not ids:
-        raise EvaluationInputError(f"{p}: no {what} (empty file)")
-    seen: dict[str, int] = {}
-    for i, x in enumerate(ids, 1):
-        if not x:
-            raise EvaluationInputError(f"{p}: line {i} is empty (one {what[:-1] if what.endswith('s') else what} per line)")
-        if x in seen:
-            raise EvaluationInputError(f"{p}: duplicate id {x!r} on lines {seen[x]} and {i}")
-        seen[x] = i
-    return ids
 
 
 # ------------------------------------------------------------------------------ qrels
@@ -117,83 +116,46 @@ def _read_json_object_or_text(path: Path, what: str, shape: str) -> tuple[dict |
     return data, text
 
 
-def _parse_qrels(path: Path) -> dict[str, dict[str, float]]:
-    """Raw qrels: query id -> {gallery id: grade} (grades as given, zero/negative kept)."""
-    data, text = _read_json_object_or_text(path, "qrels", "{query_id: [gallery_id, ...]}")
-    if data is not None:
-        out: dict[str, dict[str, float]] = {}
-        for q, v in data.items():
-            if isinstance(v, list):
-                if not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
-                    raise EvaluationInputError(f"{path}: query {q!r}: list must hold gallery ids (strings)")
-                ids = [str(x) for x in v]
-                if len(set(ids)) != len(ids):
-                    raise EvaluationInputError(f"{path}: query {q!r}: duplicate gallery id in list")
-                out[str(q)] = {x: 1.0 for x in ids}
-            elif isinstance(v, dict):
-                g: dict[str, float] = {}
-                for d, grade in v.items():
-                    if isinstance(grade, bool) or not isinstance(grade, (int, float)) or not math.isfinite(grade):
-                        raise EvaluationInputError(f"{path}: query {q!r}, item {d!r}: grade must be a finite number")
-                    g[str(d)] = float(grade)
-                out[str(q)] = g
-            else:
-                raise EvaluationInputError(
-                    f"{path}: query {q!r}: expected a list of gallery ids or an object {{gallery_id: grade}}"
-                )
-        return out
-    out = {}
-    for i, line in enumerate(text.splitlines(), 1):
-        parts = line.split()
-        if not parts or parts[0].startswith("#"):
-            continue
-        if len(parts) != 4:
-            raise EvaluationInputError(f"{path}:{i}: expected 'qid 0 docid rel' (4 fields), got {len(parts)}")
-        q, _, d, rel = parts
-        try:
-            grade = float(rel)
-        except ValueError:
-            raise EvaluationInputError(f"{path}:{i}: relevance {rel!r} is not a number") from None
-        if not math.isfinite(grade):
-            raise EvaluationInputError(f"{path}:{i}: relevance {rel!r} is not finite")
-        qd = out.setdefault(q, {})
-        if d in qd:
-            raise EvaluationInputError(f"{path}:{i}: duplicate judgement for query {q!r}, item {d!r}")
-        qd[d] = grade
-    if not out:
-        raise EvaluationInputError(f"{path}: no judgements found")
-    return out
-
-
 def load_qrels(
     path: str | Path,
     query_ids: Sequence[str],
     gallery_ids: Sequence[str],
     *,
     unknown_items: str = "error",
+    dropped: list[str] | None = None,
 ) -> tuple[Labels, list[str]]:
     """Read qrels (TREC or JSON) into :class:`Labels` aligned with ``query_ids`` x ``gallery_ids``.
 
     Returns ``(labels, warnings)``.  See the module docstring for the decisions on unknown and
-    missing ids.  ``unknown_items``: ``"error"`` (default) or ``"drop"``.
+    missing ids.  ``unknown_items``: ``"error"`` (default) or ``"drop"``.  Qrels queries that have no
+    scores are left out (with a warning) and appended to ``dropped`` when given.
     """
     if unknown_items not in ("error", "drop"):
         raise ValueError("unknown_items must be 'error' or 'drop'")
     p = Path(path)
-    raw = _parse_qrels(p)
+    raw = read_qrels_file(p)
     qpos = {q: i for i, q in enumerate(query_ids)}
     gpos = {g: j for j, g in enumerate(gallery_ids)}
     unknown_q = [q for q in raw if q not in qpos]
-    if unknown_q:
-        raise EvaluationInputError(
-            f"{p}: {len(unknown_q)} query id(s) not in query_ids: {_examples(unknown_q)}"
-        )
     notes: list[str] = []
+    if unknown_q:
+        if len(unknown_q) == len(raw):  # nothing matches: the wrong id list, not a few dropped queries
+            raise EvaluationInputError(
+                f"{p}: none of its {len(raw)} query id(s) is in query_ids ({_examples(unknown_q)}); "
+                "are query_ids.txt and the qrels from the same data set?"
+            )
+        # e.g. `snapbench encode` drops the queries skipped under some condition: their judgements
+        # have no scores to rank; they are left out, counted and listed, never silently
+        notes.append(
+            f"{p}: {len(unknown_q)} judged query id(s) have no scores and are left out: {_examples(unknown_q)}"
+        )
+        if dropped is not None:
+            dropped.extend(unknown_q)
     unknown_d = sorted({d for g in raw.values() for d, r in g.items() if d not in gpos})
     if unknown_d:
         msg = f"{p}: {len(unknown_d)} gallery id(s) not in gallery_ids: {_examples(unknown_d)}"
         if unknown_items == "error":
-            raise EvaluationInputError(msg + " (pass --allow-unknown-items to drop them)")
+            raise EvaluationInputError(msg + " (unknown_items='drop' drops them)")
         notes.append(msg + "; dropped")
     missing = [q for q in query_ids if q not in raw]
     if missing:
@@ -208,13 +170,14 @@ def load_qrels(
 
 
 # ------------------------------------------------------------------------------ tags
-def load_tags(path: str | Path, query_ids: Sequence[str]) -> dict[str, list[str]]:
+def load_tags(path: str | Path, query_ids: Sequence[str], *, notes: list[str] | None = None) -> dict[str, list[str]]:
     """Query tags: query id -> list of tags (``"tag"`` or ``"field=value"``).
 
     JSON: ``{qid: ["tag", ...]}``, ``{qid: "tag"}`` or ``{qid: {"field": "value"}}``.
     TSV: ``qid<TAB>tag<TAB>tag...``; a first line starting with ``query_id`` is a header naming the
     fields of the following columns (cells become ``field=value``).  ``#`` lines are comments.
-    Unknown query ids are an error; queries without tags belong to no group.
+    Tagged query ids without scores are left out with a note in ``notes`` (an error when none of
+    them has scores); queries without tags belong to no group.
     """
     p = Path(path)
     data, text = _read_json_object_or_text(p, "tags", "{query_id: [tag, ...]}")
@@ -249,7 +212,12 @@ def load_tags(path: str | Path, query_ids: Sequence[str]) -> dict[str, list[str]
     known = set(query_ids)
     unknown = [q for q in out if q not in known]
     if unknown:
-        raise EvaluationInputError(f"{p}: {len(unknown)} query id(s) not in query_ids: {_examples(unknown)}")
+        if len(unknown) == len(out):
+            raise EvaluationInputError(f"{p}: none of its {len(out)} query id(s) is in query_ids: {_examples(unknown)}")
+        if notes is not None:
+            notes.append(f"{p}: {len(unknown)} tagged query id(s) have no scores and are left out: {_examples(unknown)}")
+        for q in unknown:
+            del out[q]
     return out
 
 
@@ -279,7 +247,7 @@ def query_groups(
         where = f"{source}: " if source is not None else ""
         listed = ", ".join(fields[:10]) + (f", ... ({len(fields)} fields)" if len(fields) > 10 else "")
         have = f"; its FIELD=value tags use {listed}" if fields else "; it has no FIELD=value tags"
-        raise EvaluationInputError(f"{where}no query has a tag '{group_by}=...' (check --group-by){have}")
+        raise EvaluationInputError(f"{where}no query has a tag '{group_by}=...' (check group_by){have}")
     return {k: np.asarray(v, dtype=np.int64) for k, v in sorted(rows.items())}
 
 
@@ -321,7 +289,7 @@ def condition_sort_key(cid: str) -> tuple:
     return (rank, io, c.image_operator or "", to, c.text_operator or "", c.severity or 0)
 
 
-class _ComposedScores:
+class ComposedScores:
     """A retrieval mode's matrix composed from path memmaps one row block at a time."""
 
     def __init__(self, mode: str, paths: Mapping[str, np.ndarray]):
@@ -349,53 +317,10 @@ class RunRanking:
     scores: np.ndarray
 
 
-def _iter_run(path: Path) -> Iterator[tuple[int, str, str, float]]:
-    with open(path, encoding="utf-8") as fh:
-        for i, line in enumerate(fh, 1):
-            parts = line.split()
-            if not parts or parts[0].startswith("#"):
-                continue
-            if len(parts) not in (5, 6):
-                raise EvaluationInputError(
-                    f"{path}:{i}: expected 'qid Q0 docid rank score tag' (6 fields), got {len(parts)}"
-                )
-            try:
-                score = float(parts[4])
-            except ValueError:
-                raise EvaluationInputError(f"{path}:{i}: score {parts[4]!r} is not a number") from None
-            if not math.isfinite(score):
-                raise EvaluationInputError(f"{path}:{i}: score {parts[4]!r} is not finite")
-            yield i, parts[0], parts[2], score
-
-
 def read_run(path: str | Path, query_ids: Sequence[str], gallery_ids: Sequence[str]) -> RunRanking:
-    """Read a TREC run into a :class:`RunRanking` (order: score desc, then gallery order)."""
-    p = Path(path)
-    qpos = {q: i for i, q in enumerate(query_ids)}
-    gpos = {g: j for j, g in enumerate(gallery_ids)}
-    per_q: dict[int, tuple[list[int], list[float]]] = {}
-    seen: set[tuple[int, int]] = set()
-    for i, q, d, s in _iter_run(p):
-        if q not in qpos:
-            raise EvaluationInputError(f"{p}:{i}: query id {q!r} is not in query_ids")
-        if d not in gpos:
-            raise EvaluationInputError(f"{p}:{i}: gallery id {d!r} is not in gallery_ids")
-        key = (qpos[q], gpos[d])
-        if key in seen:
-            raise EvaluationInputError(f"{p}:{i}: item {d!r} listed twice for query {q!r}")
-        seen.add(key)
-        cols, scs = per_q.setdefault(qpos[q], ([], []))
-        cols.append(gpos[d])
-        scs.append(s)
-    depth = max((len(c) for c, _ in per_q.values()), default=0)
-    idx = np.full((len(query_ids), depth), -1, dtype=np.int64)
-    sc = np.full((len(query_ids), depth), np.nan)
-    for qi, (cols, scs) in per_q.items():
-        c = np.asarray(cols, dtype=np.int64)
-        s = np.asarray(scs, dtype=np.float64)
-        order = np.lexsort((c, -s))
-        idx[qi, : c.size] = c[order]
-        sc[qi, : c.size] = s[order]
+    """Read a TREC run into a :class:`RunRanking` (order: score desc, then gallery order); see
+    :func:`snapbench.layout.read_trec_run`."""
+    idx, sc = read_trec_run(path, query_ids, gallery_ids)
     return RunRanking(idx, sc)
 
 
@@ -412,7 +337,7 @@ def atomic_writer(path: str | Path, *, newline: str | None = None) -> Iterator:
         with atomic_path(p) as tmp, open(tmp, "w", encoding="utf-8", newline=newline) as fh:
             yield fh
     except OSError as e:
-        raise EvaluationInputError(f"{p}: cannot write ({e.strerror or e})") from None
+        raise OutputError(f"cannot write ({e.strerror or e})", path=p) from None
 
 def write_run(
     path: str | Path,
@@ -422,55 +347,94 @@ def write_run(
     scores: np.ndarray,
     tag: str = "snapbench",
 ) -> None:
-    """Write a TREC run (``qid Q0 docid rank score tag``) of the given top-k lists; ``-1`` slots are
-    skipped.  Scores are written with full precision; note that trec_eval re-sorts equal scores
-    by document id, so for a tie-exact re-check compare on data without ties.  Written atomically."""
-    with atomic_writer(path) as fh:
-        for qi, q in enumerate(query_ids):
-            rank = 0
-            for j, s in zip(idx[qi], scores[qi]):
-                if j < 0:
-                    continue
-                rank += 1
-                fh.write(f"{q} Q0 {gallery_ids[j]} {rank} {float(s)!r} {tag}\n")
+    """Write a TREC run of the given top-k lists (``-1`` slots skipped); see
+    :func:`snapbench.layout.write_trec_run` (one float format for every run snapbench writes)."""
+    write_trec_run(path, query_ids, gallery_ids, idx, scores, tag=tag)
 
 
 # ------------------------------------------------------------------------------ directory
+def _operator_key(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+_KNOWN_OPERATORS = {"image": IMAGE_OPERATORS, "text": TEXT_OPERATORS}
+
+
+def check_operator_names(cid: str, source: str | Path) -> str | None:
+    """Check the operator names of condition ``cid`` (read from ``source``) against the built-in ones
+    of :mod:`snapbench.conditions`.
+
+    A case/underscore/hyphen variant of a known name (``lowlight``, ``Mosaic``, ``motion-blur``) is
+    an :class:`EvaluationInputError` with a did-you-mean: it would otherwise become a row of its own
+    next to the real one.  A name far from every known one is accepted (users register their own
+    operators) and the returned warning says so, with close matches if any.  ``None`` when all
+    names are known.
+    """
+    import difflib
+
+    c = parse_condition(cid)
+    unknown = []
+    for kind, name in (("image", c.image_operator), ("text", c.text_operator)):
+        if name is None or name in _KNOWN_OPERATORS[kind]:
+            continue
+        known = _KNOWN_OPERATORS[kind]
+        variant = [k for k in known if _operator_key(k) == _operator_key(name)]
+        if variant:
+            raise EvaluationInputError(
+                f"{source}: unknown {kind} operator {name!r} in condition {cid!r}; did you mean {variant[0]!r}? "
+                f"(operator names are case- and underscore-sensitive; rename the file)"
+            )
+        close = difflib.get_close_matches(name, known, n=2, cutoff=0.75)
+        hint = f" (close to {', '.join(repr(x) for x in close)}: a typo?)" if close else ""
+        unknown.append(f"{kind} operator {name!r}{hint}")
+    if not unknown:
+        return None
+    return (
+        f"{source}: condition {cid!r} uses {' and '.join(unknown)}, not a built-in operator; "
+        "evaluated as a user-defined operator"
+    )
+
+
 class ScoresDir:
     """A SCORES_DIR: discovers conditions and opens their scores one at a time.
 
-    ``kind`` is ``"npy"`` or ``"trec"``.  With ``mode`` (one of :data:`~snapbench.evaluate.modes.MODES`)
-    the conditions are those with all the mode's path files ``<cond>.<PATH>.npy``.
+    ``kind`` is ``"npy"`` or ``"trec"``.  With ``mode`` (one of :data:`~snapbench.evaluate.modes.MODES`,
+    any case) the conditions are those with all the mode's path files, in either PATHS_DIR layout
+    (``<cond>.II.npy`` or ``II/<cond>.npy``; see :mod:`snapbench.layout`).  ``warnings`` lists what
+    was accepted with a doubt (operator names that are not built in).
     """
 
     def __init__(self, path: str | Path, *, mode: str | None = None, qrels: str | Path | None = None):
         self.path = Path(path)
         if not self.path.is_dir():
             raise EvaluationInputError(f"{self.path}: not a directory")
-        self.mode = mode
-        if mode is not None and mode not in MODES:
-            raise EvaluationInputError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
+        self.mode = normalize_mode(mode) if mode is not None else None
+        self.warnings: list[str] = []
         npy = sorted(self.path.glob("*.npy"))
+        path_files = find_path_scores(self.path)
         runs = sorted(f for f in self.path.iterdir() if f.suffix in RUN_SUFFIXES)
-        if npy and runs:
+        if (npy or path_files) and runs:
             raise EvaluationInputError(f"{self.path}: holds both .npy score files and TREC runs; use one kind")
-        if not npy and not runs:
+        if not npy and not runs and not path_files:
             raise EvaluationInputError(
                 f"{self.path}: no score files (expected <condition>.npy such as clean.npy, or <condition>.run)"
             )
-        self.kind = "npy" if npy else "trec"
+        self.kind = "npy" if (npy or path_files) else "trec"
         self._files: dict[str, Path] = {}
         self._paths: dict[str, dict[str, Path]] = {}
         if self.kind == "npy":
+            for stem, files in path_files.items():
+                first = next(iter(files.values()))
+                self._paths[self._cid(stem, first)] = files
             for f in npy:
                 stem = f.name[: -len(".npy")]
-                base, dot, suffix = stem.rpartition(".")
-                if dot and suffix in PATHS:
-                    self._add(self._paths.setdefault(self._cid(base, f), {}), suffix, f)
-                else:
-                    self._add(self._files, self._cid(stem, f), f)
-            qf, gf = self.path / "query_ids.txt", self.path / "gallery_ids.txt"
-            if not qf.is_file() or not gf.is_file():
+                _, dot, suffix = stem.rpartition(".")
+                if dot and suffix in PATH_NAMES:
+                    continue  # a path file, listed above
+                self._add(self._files, self._cid(stem, f), f)
+            qf = find_ids(QUERY_IDS, self.path)
+            gf = find_ids(GALLERY_IDS, self.path)
+            if qf is None or gf is None:
                 raise EvaluationInputError(
                     f"{self.path}: needs query_ids.txt and gallery_ids.txt (one id per line, row and column order)"
                 )
@@ -480,27 +444,28 @@ class ScoresDir:
             for f in runs:
                 self._add(self._files, self._cid(f.stem, f), f)
             self.query_ids, self.gallery_ids = self._run_ids(qrels)
-        if mode is not None:
+        if self.mode is not None:
             if self.kind != "npy":
-                raise EvaluationInputError("--mode needs .npy path files (<cond>.II.npy ...), not TREC runs")
-            need = mode_paths(mode)
+                raise EvaluationInputError("a retrieval mode needs .npy path files (<cond>.II.npy ...), not TREC runs")
+            need = mode_paths(self.mode)
             self.conditions = sorted(
                 (c for c, ps in self._paths.items() if all(p in ps for p in need)), key=condition_sort_key
             )
             if not self.conditions:
                 raise EvaluationInputError(
-                    f"{self.path}: --mode {mode} needs files <condition>.{'.npy, <condition>.'.join(need)}.npy; none found"
+                    f"{self.path}: mode {self.mode} needs files <condition>.{'.npy, <condition>.'.join(need)}.npy "
+                    f"(or {'/, '.join(need)}/ sub-folders of <condition>.npy); none found"
                 )
         else:
             self.conditions = sorted(self._files, key=condition_sort_key)
             if not self.conditions:
                 raise EvaluationInputError(
-                    f"{self.path}: only per-path files (<cond>.II.npy ...) found; choose a retrieval mode with --mode"
+                    f"{self.path}: only per-path files (<cond>.II.npy ...) found; choose a retrieval mode"
                 )
         if "clean" not in self.conditions:
             raise EvaluationInputError(
                 f"{self.path}: no clean condition (clean.npy / clean.run"
-                + (f" / clean.<path>.npy for mode {mode}" if mode else "")
+                + (f" / clean.<path>.npy for mode {self.mode}" if self.mode else "")
                 + "); paired results are against clean"
             )
 
@@ -511,15 +476,18 @@ class ScoresDir:
             raise EvaluationInputError(f"{files[key]} and {f} both hold condition {key!r}; keep one")
         files[key] = f
 
-    @staticmethod
-    def _cid(stem: str, f: Path) -> str:
+    def _cid(self, stem: str, f: Path) -> str:
         try:
-            return parse_condition(stem).id
+            cid = parse_condition(stem).id
         except ValueError as e:
             raise EvaluationInputError(f"{f}: file name is not a condition id ({e})") from None
+        warning = check_operator_names(cid, f)
+        if warning is not None:
+            self.warnings.append(warning)
+        return cid
 
     def _run_ids(self, qrels: str | Path | None) -> tuple[list[str], list[str]]:
-        qf, gf = self.path / "query_ids.txt", self.path / "gallery_ids.txt"
+        qf, gf = self.path / QUERY_IDS, self.path / GALLERY_IDS
         q = read_ids(qf, "query ids") if qf.is_file() else None
         g = read_ids(gf, "gallery ids") if gf.is_file() else None
         if q is not None and g is not None:
@@ -527,11 +495,11 @@ class ScoresDir:
         qs: set[str] = set()
         gs: set[str] = set()
         for f in self._files.values():
-            for _, qq, dd, _ in _iter_run(f):
-                qs.add(qq)
-                gs.add(dd)
+            for ln in iter_trec_run(f):
+                qs.add(ln.qid)
+                gs.add(ln.docid)
         if qrels is not None:
-            for qq, items in _parse_qrels(Path(qrels)).items():
+            for qq, items in read_qrels_file(qrels).items():
                 qs.add(qq)
                 gs.update(items)
         return (q if q is not None else sorted(qs)), (g if g is not None else sorted(gs))
@@ -571,7 +539,7 @@ class ScoresDir:
             arr = load_score_matrix(f)
             self._check_shape(arr, f)
             mats[p] = arr
-        return _ComposedScores(self.mode, mats)
+        return ComposedScores(self.mode, mats)
 
     def path_scores(self, cid: str, path: str):
         """One similarity path's memmap (``None`` when the file is absent)."""

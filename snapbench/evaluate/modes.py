@@ -17,23 +17,35 @@ mode       scores                  SnapBench name
 A model with a native joint embedding supplies its own IT→IT matrix instead.  Coarse-text drag =
 R@1(IT→IT) − R@1(I→I) on clean queries (negative: the question hurts).
 
-On disk (``snapbench evaluate --mode``): next to ``<condition>.npy`` a SCORES_DIR may hold the
-paths as ``<condition>.II.npy``, ``<condition>.TT.npy``, ``<condition>.IT.npy``,
-``<condition>.TI.npy``; a mode's matrix is composed from them one condition at a time.
+On disk (``snapbench evaluate --mode``, mode names in any case): a SCORES_DIR may hold the paths as
+``<condition>.II.npy``, ``<condition>.TT.npy``, ``<condition>.IT.npy``, ``<condition>.TI.npy`` or in
+sub-folders ``II/<condition>.npy`` ... (both layouts, see :mod:`snapbench.layout`); a mode's matrix is
+composed from them one condition at a time.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
-from .metrics import Labels, hit_at_k
-from .ranking import topk_indices
+from ..errors import ConfigError
+from ..layout import PATH_NAMES
+from ..ranking import topk_indices
+from .metrics import Labels, QueryStat, hit_at_k
 
-__all__ = ["PATHS", "MODES", "MODE_LABELS", "mode_paths", "mode_scores", "all_mode_scores", "coarse_text_drag"]
+__all__ = [
+    "MODES",
+    "MODE_LABELS",
+    "PATHS",
+    "all_mode_scores",
+    "coarse_text_drag",
+    "mode_paths",
+    "mode_scores",
+    "normalize_mode",
+]
 
-PATHS: tuple[str, ...] = ("II", "TT", "IT", "TI")
+PATHS: tuple[str, ...] = PATH_NAMES
 MODES: dict[str, dict[str, float]] = {
     "I2I": {"II": 1.0},
     "T2T": {"TT": 1.0},
@@ -44,15 +56,23 @@ MODES: dict[str, dict[str, float]] = {
 MODE_LABELS: dict[str, str] = {"I2I": "I→I", "T2T": "T→T", "IT2IT": "IT→IT", "I2IT": "I→IT", "T2IT": "T→IT"}
 
 
+def normalize_mode(mode: str) -> str:
+    """The canonical name of a retrieval mode, case-insensitively (``it2it`` -> ``IT2IT``); the
+    SnapBench labels (``IT→IT``) and ``->`` spellings are accepted too.  ConfigError otherwise."""
+    key = str(mode).strip().upper().replace("→", "2").replace("->", "2")
+    if key not in MODES:
+        raise ConfigError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)} (any case)")
+    return key
+
+
 def mode_paths(mode: str) -> tuple[str, ...]:
-    """The similarity paths a mode needs (``ValueError`` for an unknown mode)."""
-    if mode not in MODES:
-        raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)}")
-    return tuple(MODES[mode])
+    """The similarity paths a mode needs (ConfigError for an unknown mode; any case)."""
+    return tuple(MODES[normalize_mode(mode)])
 
 
 def mode_scores(mode: str, paths: Mapping[str, np.ndarray]) -> np.ndarray:
     """Scores of ``mode`` from the path matrices in ``paths`` (keys among :data:`PATHS`)."""
+    mode = normalize_mode(mode)
     need = mode_paths(mode)
     missing = [p for p in need if p not in paths]
     if missing:
@@ -78,9 +98,18 @@ def all_mode_scores(
     return {m: mode_scores(m, paths) for m in MODES if all(p in paths for p in MODES[m])}
 
 
-def coarse_text_drag(joint_scores: np.ndarray, image_scores: np.ndarray, labels: Labels) -> float:
+def coarse_text_drag(joint_scores: np.ndarray | QueryStat, image_scores: np.ndarray | QueryStat,
+                     labels: Labels | None = None) -> float:
     """R@1(joint) − R@1(image-only) = hit@1 difference on the given (clean) queries, queries
-    without positives excluded."""
+    without positives excluded.
+
+    Pass either the two score matrices and ``labels``, or the two per-query hit@1
+    :class:`~snapbench.evaluate.metrics.QueryStat` already computed (what the runner does, so that
+    the matrices are ranked once)."""
+    if isinstance(joint_scores, QueryStat) and isinstance(image_scores, QueryStat):
+        return float(joint_scores.value - image_scores.value)
+    if labels is None:
+        raise ValueError("coarse_text_drag needs labels with score matrices")
     inc = labels.n_pos > 0
     if not inc.any():
         return float("nan")

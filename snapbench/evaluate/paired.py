@@ -271,13 +271,16 @@ def paired_analysis(
     permutations: int | None = None,
     counts: np.ndarray | None = None,
     swaps: np.ndarray | None = None,
+    boot: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, dict[str, dict]]:
     """``{cond: {metric: {"delta", "ci", "p", "p_raw"}}}`` for every condition except ``clean``.
 
     ``stats[cond][metric]`` are per-query :class:`QueryStat` (same queries in the same order for all
     conditions).  delta = value(cond) - value(clean); CI from the paired bootstrap; ``p`` is
     Holm-adjusted over the conditions (per metric), ``p_raw`` unadjusted.  ``counts``/``swaps``
-    may be passed to reuse resamples (they must come from the same seed to be reproducible).
+    may be passed to reuse resamples (they must come from the same seed to be reproducible);
+    ``boot[metric]`` may pass that metric's bootstrap values already computed with ``counts``
+    (R x (1 + conditions), ``clean`` first, then the conditions in ``stats`` order).
     """
     if clean not in stats:
         raise ValueError(f"paired analysis needs the {clean!r} condition")
@@ -295,8 +298,8 @@ def paired_analysis(
         base = stats[clean][m]
         others = [stats[c][m] for c in conds]
         v0 = base.value
-        boot = bootstrap_values([base] + others, counts)
-        lo, hi = percentile_ci(boot[:, 1:] - boot[:, :1], ci)
+        b = boot[m] if boot is not None else bootstrap_values([base] + others, counts)
+        lo, hi = percentile_ci(b[:, 1:] - b[:, :1], ci)
         p_raw = binary_or_permutation_pvalues(m, base, others, swaps)
         p_adj = holm(list(p_raw))
         for j, c in enumerate(conds):

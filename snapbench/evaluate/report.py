@@ -5,13 +5,21 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["report_to_json", "write_report", "read_report", "print_report", "print_additivity", "write_table",
-           "additivity_rows"]
+__all__ = [
+    "additivity_rows",
+    "print_additivity",
+    "print_report",
+    "read_report",
+    "report_to_json",
+    "write_report",
+    "write_table",
+]
 
 
 def _plain(x: Any) -> Any:
@@ -106,11 +114,15 @@ def print_report(report: dict, *, primary: str = "hit@1", show: Sequence[str] | 
         primary = metrics[0]
     t = Table(title=f"snapbench evaluate — values in %, Δ = condition − clean ({primary})", show_lines=False)
     t.add_column("condition", no_wrap=True)
+    limited = set((report.get("meta") or {}).get("depth_limited_metrics") or [])
     for m in metrics:
-        t.add_column(m, justify="right")
+        t.add_column(m + (" †" if m in limited else ""), justify="right")
     t.add_column(f"Δ{primary}", justify="right")
     t.add_column("CI", justify="right")
     t.add_column("p (Holm)", justify="right")
+    extra = _extra_columns(report)
+    for name in extra:
+        t.add_column(name, justify="right")
     for c, vals in report["conditions"].items():
         pr = report["paired"].get(c, {}).get(primary)
         t.add_row(
@@ -119,8 +131,13 @@ def print_report(report: dict, *, primary: str = "hit@1", show: Sequence[str] | 
             _pct(pr["delta"], True) if pr else "",
             _ci(pr["ci"]) if pr else "",
             _p(pr["p"]) if pr else "",
+            *[cells.get(c, "") for cells in extra.values()],
         )
     con.print(t)
+    if limited:
+        con.print(f"† depth-limited (the runs are shallower than the metric; values are lower bounds): {', '.join(sorted(limited))}")
+    if report.get("groups"):
+        con.print(_groups_table(report, primary))
     n_ex = report.get("n_excluded_zero_gt", 0)
     con.print(
         f"{report['n_queries']} queries; {n_ex} zero-GT quer{'y' if n_ex == 1 else 'ies'} excluded from ranking metrics"
@@ -137,6 +154,50 @@ def print_report(report: dict, *, primary: str = "hit@1", show: Sequence[str] | 
         con.print(f"coarse-text drag (hit@1, clean): {_pct(drag['value'], True)} {_ci(drag['ci'])} — joint = {drag['joint']}")
     if report.get("additivity"):
         print_additivity(report, metric=primary, console=con)
+
+
+def _extra_columns(report: dict) -> dict[str, dict[str, str]]:
+    """Stability classes and rank displacement per condition, as printable cells (column -> cells)."""
+    cols: dict[str, dict[str, str]] = {}
+    stab = report.get("stability") or {}
+    if stab:
+        m = next(iter(stab.values())).get("metric", "hit@1")
+        cols[f"stable/drag/wrong/boost ({m})"] = {
+            c: f"{s['stably_correct']}/{s['drag']}/{s['persistently_wrong']}/{s['boost']}" for c, s in stab.items()
+        }
+    disp = report.get("rank_displacement") or {}
+    if disp:
+        cols["rank displacement (mean, CI)"] = {
+            c: ("" if d.get("mean") is None else f"{d['mean']:+.1f} {_num_ci(d.get('ci'))}") for c, d in disp.items()
+        }
+    return cols
+
+
+def _num_ci(ci: Sequence[float | None] | None) -> str:
+    if not ci or ci[0] is None or ci[1] is None:
+        return ""
+    return f"[{ci[0]:+.1f}, {ci[1]:+.1f}]"
+
+
+def _groups_table(report: dict, primary: str):
+    """Per group: the primary metric on clean and its Δ (with CI) under each condition."""
+    from rich.table import Table
+
+    groups = report["groups"]
+    t = Table(title=f"per group — {primary} in %, Δ = condition − clean with CI")
+    t.add_column("condition", no_wrap=True)
+    for g, e in groups.items():
+        t.add_column(f"{g} (n={e['n_queries']})", justify="right")
+    for c in report["conditions"]:
+        cells = []
+        for e in groups.values():
+            if c == "clean":
+                cells.append(_pct(e["conditions"].get(c, {}).get(primary)))
+            else:
+                pr = e["paired"].get(c, {}).get(primary)
+                cells.append(f"{_pct(pr['delta'], True)} {_ci(pr['ci'])}" if pr else "")
+        t.add_row(c, *cells)
+    return t
 
 
 def additivity_rows(report: dict, metric: str = "hit@1") -> list[dict]:
@@ -182,10 +243,47 @@ def print_additivity(report: dict, *, metric: str = "hit@1", console=None) -> No
         con.print("skipped: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
 
 
+CSV_HEADER = ["condition", "metric", "value", "delta", "ci_lo", "ci_hi", "p", "p_raw", "group", "depth_limited"]
+
+
+def csv_rows(report: dict) -> list[list]:
+    """The long table: every condition x metric (value, Δ vs clean, CI, Holm p, raw p), then per group
+    the same (column ``group``), then per condition the stability classes (metric
+    ``stability:<class>``, value = number of queries), the rank displacement (metric
+    ``rank_displacement``, value = mean, with CI) and per joint condition the additivity (metric
+    ``additivity:<metric>``, value = Obs, delta = δ = Obs − Exp, with CI).  ``depth_limited`` is 1
+    for a metric the runs were too shallow for."""
+    limited = set((report.get("meta") or {}).get("depth_limited_metrics") or [])
+    rows: list[list] = [CSV_HEADER]
+
+    def block(conds: dict, paired: dict, group: str) -> None:
+        for c, vals in conds.items():
+            for m, v in vals.items():
+                pr = paired.get(c, {}).get(m) or {}
+                ci = pr.get("ci") or [None, None]
+                rows.append([c, m, v, pr.get("delta"), ci[0], ci[1], pr.get("p"), pr.get("p_raw"), group,
+                             int(m in limited)])
+
+    block(report["conditions"], report["paired"], "")
+    for g, e in (report.get("groups") or {}).items():
+        block(e["conditions"], e["paired"], g)
+    for c, s in (report.get("stability") or {}).items():
+        for cls in ("stably_correct", "drag", "persistently_wrong", "boost"):
+            rows.append([c, f"stability:{cls}", s[cls], None, None, None, None, None, "", 0])
+    for c, d in (report.get("rank_displacement") or {}).items():
+        ci = d.get("ci") or [None, None]
+        rows.append([c, "rank_displacement", d.get("mean"), None, ci[0], ci[1], None, None, "", 0])
+    for j, per in (report.get("additivity") or {}).items():
+        for m, e in per.items():
+            ci = e.get("ci") or [None, None]
+            rows.append([j, f"additivity:{m}", e.get("obs"), e.get("delta"), ci[0], ci[1], None, None, "", int(m in limited)])
+    return rows
+
+
 def write_table(report: dict, path: str | Path, *, primary: str = "hit@1") -> None:
-    """``.csv``: long format (condition, metric, value, delta, ci_lo, ci_hi, p, p_raw), complete.
-    ``.md``: a readable wide table (values in %, Δ of ``primary`` with CI and p) + additivity.
-    Written atomically."""
+    """``.csv``: long format, complete (see :func:`csv_rows`).  ``.md``: a readable wide table (values in
+    %, Δ of ``primary`` with CI and p, stability classes, rank displacement; † marks depth-limited
+    metrics), per-group Δ, additivity.  Written atomically."""
     from .io import atomic_writer
 
     p = Path(path)
@@ -193,12 +291,7 @@ def write_table(report: dict, path: str | Path, *, primary: str = "hit@1") -> No
     if suffix == ".csv":
         with atomic_writer(p, newline="") as fh:
             w = csv.writer(fh)
-            w.writerow(["condition", "metric", "value", "delta", "ci_lo", "ci_hi", "p", "p_raw"])
-            for c, vals in report["conditions"].items():
-                for m, v in vals.items():
-                    pr = report["paired"].get(c, {}).get(m) or {}
-                    ci = pr.get("ci") or [None, None]
-                    w.writerow([c, m, v, pr.get("delta"), ci[0], ci[1], pr.get("p"), pr.get("p_raw")])
+            w.writerows(csv_rows(report))
         return
     if suffix not in (".md", ".markdown"):
         from .io import EvaluationInputError
@@ -207,15 +300,36 @@ def write_table(report: dict, path: str | Path, *, primary: str = "hit@1") -> No
     metrics = report["meta"]["metrics"] if "meta" in report else _shown(report, None)
     if primary not in metrics:
         primary = metrics[0]
+    limited = set((report.get("meta") or {}).get("depth_limited_metrics") or [])
+    extra = _extra_columns(report)
     lines = [
-        "| condition | " + " | ".join(metrics) + f" | Δ{primary} | CI | p (Holm) |",
-        "|---|" + "---:|" * (len(metrics) + 3),
+        "| condition | " + " | ".join(m + (" †" if m in limited else "") for m in metrics)
+        + f" | Δ{primary} | CI | p (Holm) |" + "".join(f" {n} |" for n in extra),
+        "|---|" + "---:|" * (len(metrics) + 3 + len(extra)),
     ]
     for c, vals in report["conditions"].items():
         pr = report["paired"].get(c, {}).get(primary)
         cells = [_pct(vals.get(m)) for m in metrics]
         tail = [_pct(pr["delta"], True), _ci(pr["ci"]), _p(pr["p"])] if pr else ["", "", ""]
-        lines.append("| " + " | ".join([c] + cells + tail) + " |")
+        lines.append("| " + " | ".join([c] + cells + tail + [e.get(c, "") for e in extra.values()]) + " |")
+    if limited:
+        lines += ["", f"† depth-limited (the runs are shallower than the metric; values are lower bounds): "
+                      f"{', '.join(sorted(limited))}"]
+    groups = report.get("groups") or {}
+    if groups:
+        names = list(groups)
+        lines += ["", f"Per group ({primary} in %, Δ = condition − clean with CI)", "",
+                  "| condition | " + " | ".join(f"{g} (n={groups[g]['n_queries']})" for g in names) + " |",
+                  "|---|" + "---:|" * len(names)]
+        for c in report["conditions"]:
+            cells = []
+            for g in names:
+                if c == "clean":
+                    cells.append(_pct(groups[g]["conditions"].get(c, {}).get(primary)))
+                else:
+                    pr = groups[g]["paired"].get(c, {}).get(primary)
+                    cells.append(f"{_pct(pr['delta'], True)} {_ci(pr['ci'])}" if pr else "")
+            lines.append("| " + " | ".join([c] + cells) + " |")
     rows = additivity_rows(report, primary)
     if rows:
         lines += ["", f"Additivity ({primary} drops in points; δ = Obs − Exp, > 0 super-additive)", "",

@@ -9,17 +9,27 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from .. import __version__
 from ..conditions import parse_condition
+from ..ranking import TIE_RULE, first_positive_rank, topk_indices
 from .additivity import additivity_analysis, joint_parts
-from .io import EvaluationInputError, RunRanking, ScoresDir, load_qrels, load_tags, query_groups, write_run
+from .io import (
+    ComposedScores,
+    EvaluationInputError,
+    RunRanking,
+    ScoresDir,
+    load_qrels,
+    load_tags,
+    query_groups,
+    write_run,
+)
 from .metrics import (
     DEFAULT_KS,
     REJECT_METRICS,
@@ -31,31 +41,28 @@ from .metrics import (
     parse_metrics,
     query_stats,
 )
-from .modes import MODE_LABELS
+from .modes import MODE_LABELS, coarse_text_drag, mode_paths
 from .paired import (
     CLIFF_RULE,
     DEFAULT_CI,
     DEFAULT_RESAMPLES,
-    binary_or_permutation_pvalues,
     bootstrap_counts,
     bootstrap_values,
     cliff_label,
-    holm,
+    paired_analysis,
     percentile_ci,
-    permutation_pvalues,
     rank_displacement,
     stability_classes,
     swap_matrix,
 )
-from .ranking import TIE_RULE, first_positive_rank, topk_indices
 
 __all__ = [
-    "EvaluationConfig",
     "ConditionEval",
-    "evaluate_matrix",
-    "evaluate_ranking",
+    "EvaluationConfig",
     "evaluate_conditions",
     "evaluate_directory",
+    "evaluate_matrix",
+    "evaluate_ranking",
 ]
 
 REPORT_SCHEMA_VERSION = 1
@@ -87,7 +94,7 @@ class EvaluationConfig:
         if self.set_threshold is not None and self.metrics is None:
             ms += list(SET_METRICS + REJECT_METRICS)
         elif has_set and self.set_threshold is None:
-            raise EvaluationInputError("set/reject metrics need --set-threshold (the score that admits an item)")
+            raise EvaluationInputError("set/reject metrics need set_threshold (the score that admits an item)")
         return ms
 
 
@@ -274,35 +281,23 @@ def evaluate_conditions(
     add_summary: dict = {}
     values_by_metric: dict[str, dict[str, float]] = {}
     n_c = len(conds)
-    # One pass of matrix products for every metric x condition (the bulk of the statistics' cost).
+    # One pass of matrix products for every metric x condition (the bulk of the statistics' cost),
+    # shared by the paired deltas and the additivity CIs.
     boot_all = bootstrap_values([evals[c].stats[m] for m in metrics for c in conds], counts)
-    perm_metrics = [m for m in metrics if not is_binary_metric(m)]
-    perm_p: dict[str, np.ndarray] = {}
-    if others and perm_metrics:
-        pp = permutation_pvalues(
-            [evals[clean].stats[m] for m in perm_metrics for _ in others],
-            [evals[c].stats[m] for m in perm_metrics for c in others],
-            swaps,
-        )
-        perm_p = {m: pp[i * len(others) : (i + 1) * len(others)] for i, m in enumerate(perm_metrics)}
-    for mi, m in enumerate(metrics):
+    boot_by_metric = {m: boot_all[:, mi * n_c : (mi + 1) * n_c] for mi, m in enumerate(metrics)}
+    paired = paired_analysis(
+        {c: {m: evals[c].stats[m] for m in metrics} for c in conds},
+        clean=clean, ci=cfg.ci, counts=counts, swaps=swaps, boot=boot_by_metric,
+    )
+    for c in others:
+        report["paired"][c] = {m: _clean_floats(paired[c][m]) for m in metrics}
+    for m in metrics:
         stats = [evals[c].stats[m] for c in conds]
-        boot = boot_all[:, mi * n_c : (mi + 1) * n_c]
+        boot = boot_by_metric[m]
         vals = {c: s.value for c, s in zip(conds, stats)}
         values_by_metric[m] = vals
         for c in conds:
             report["conditions"][c][m] = _f(vals[c])
-        if others:
-            lo, hi = percentile_ci(boot[:, 1:] - boot[:, :1], cfg.ci)
-            p_raw = perm_p[m] if m in perm_p else binary_or_permutation_pvalues(m, stats[0], stats[1:], None)
-            p_adj = holm(list(p_raw))
-            for j, c in enumerate(others):
-                report["paired"][c][m] = {
-                    "delta": _f(vals[c] - vals[clean]),
-                    "ci": _ci(lo[j], hi[j]),
-                    "p": p_adj[j],
-                    "p_raw": _f(p_raw[j]),
-                }
         if joints:
             per, summ = additivity_analysis(
                 vals, joints, {c: boot[:, i] for i, c in enumerate(conds)}, ci=cfg.ci, clean=clean
@@ -469,7 +464,9 @@ def evaluate_directory(
     sd = ScoresDir(scores_dir, mode=mode, qrels=qrels)
     if sd.kind == "npy":
         sd.scores("clean")  # a wrong id list shows up as a shape mismatch, not as unknown qrels ids
-    labels, notes = load_qrels(qrels, sd.query_ids, sd.gallery_ids, unknown_items=unknown_items)
+    dropped: list[str] = []
+    labels, notes = load_qrels(qrels, sd.query_ids, sd.gallery_ids, unknown_items=unknown_items, dropped=dropped)
+    notes = list(sd.warnings) + notes
     conds = list(sd.conditions)
     if conditions is not None:
         want = []
@@ -490,6 +487,7 @@ def evaluate_directory(
         except OSError as e:
             raise EvaluationInputError(f"{export_run}: cannot create the run folder ({e.strerror or e})") from None
     evals: dict[str, ConditionEval] = {}
+    depth_limited: dict[str, dict] = {}
     pool = ThreadPoolExecutor(max_workers=cfg.workers) if cfg.workers > 1 else None
     try:
         for c in conds:
@@ -509,10 +507,14 @@ def evaluate_directory(
                     executor=pool,
                 )
             else:
+                run = sd.run(c)
                 ev = evaluate_ranking(
-                    sd.run(c), labels, metrics, set_threshold=cfg.set_threshold,
+                    run, labels, metrics, set_threshold=cfg.set_threshold,
                     include_zero_gt=cfg.include_zero_gt, export_depth=depth,
                 )
+                limited = depth_limited_metrics(metrics, run.idx.shape[1], labels.n_items)
+                if limited:
+                    depth_limited[c] = {"depth": int(run.idx.shape[1]), "metrics": limited}
             if export_run is not None:
                 write_run(Path(export_run) / f"{sd.filename(c)}.run", sd.query_ids, sd.gallery_ids,
                           ev.topk_idx, ev.topk_scores)
@@ -523,9 +525,9 @@ def evaluate_directory(
             pool.shutdown()
     groups = None
     if tags is not None:
-        groups = query_groups(load_tags(tags, sd.query_ids), sd.query_ids, group_by, source=tags)
+        groups = query_groups(load_tags(tags, sd.query_ids, notes=notes), sd.query_ids, group_by, source=tags)
     elif group_by is not None:
-        raise EvaluationInputError("--group-by needs --tags FILE")
+        raise EvaluationInputError("group_by needs tags (a tags file)")
     report = evaluate_conditions(evals, labels, cfg, groups=groups)
     drag = _coarse_text_drag(sd, labels, evals["clean"], cfg)
     if drag is not None:
@@ -535,11 +537,63 @@ def evaluate_directory(
             "scores_dir": str(sd.path),
             "qrels": str(qrels),
             "input_format": sd.kind,
-            "mode": MODE_LABELS.get(mode, mode) if mode else None,
+            "mode": MODE_LABELS.get(sd.mode, sd.mode) if sd.mode else None,
+            "qrels_without_scores": dropped,
+            "depth_limited_metrics": sorted({m for d in depth_limited.values() for m in d["metrics"]}),
         }
     )
+    report["n_qrels_without_scores"] = len(dropped)
+    if depth_limited:
+        report["depth_limited"] = depth_limited
+        for c, d in depth_limited.items():
+            notes.append(
+                f"{sd.describe(c)}: the run lists at most {d['depth']} items per query, so "
+                f"{', '.join(d['metrics'])} are depth-limited (lower bounds: positives below rank {d['depth']} "
+                "count as not retrieved)"
+            )
+    skipped = report.get("additivity_skipped") or {}
+    for j in list(skipped):
+        reason = _missing_parts(sd, j, set(evals))
+        skipped[j] = reason
+        notes.append(f"{j}: no additivity: {reason}")
     report["warnings"] = notes
     return report
+
+
+def depth_limited_metrics(metrics: Sequence[str], depth: int, n_items: int) -> list[str]:
+    """Ranking metrics a run of ``depth`` items per query cannot compute exactly: cut-offs deeper
+    than the run, and an uncut MRR, unless the run ranks the whole gallery."""
+    if depth >= n_items:
+        return []
+    out = []
+    for m in metrics:
+        if m in SET_METRICS or m in REJECT_METRICS:
+            continue
+        k = metric_k(m)
+        if (k is None and m.startswith("mrr")) or (k is not None and k > depth):
+            out.append(m)
+    return out
+
+
+def _missing_parts(sd: ScoresDir, joint: str, evaluated: set[str]) -> str:
+    """Why ``joint`` has no additivity: per missing part, the file that would hold it -- or, when the
+    file is there, that the part was not among the selected conditions."""
+    c = parse_condition(joint)
+    reasons = []
+    for part in ("clean", c.image_part.id, c.text_part.id):  # type: ignore[union-attr]
+        if part in evaluated:
+            continue
+        if part in sd.conditions:
+            reasons.append(f"{part} is not among the selected conditions (its file is there)")
+            continue
+        if sd.kind == "trec":
+            files = [f"{sd.filename(part)}.run"]
+        elif sd.mode is not None:
+            files = [f"{sd.filename(part)}.{path}.npy" for path in mode_paths(sd.mode)]
+        else:
+            files = [f"{sd.filename(part)}.npy"]
+        reasons.append(f"{part} has no score file ({' / '.join(files)} not in {sd.path})")
+    return "; ".join(reasons)
 
 
 def _coarse_text_drag(sd: ScoresDir, labels: Labels, clean_eval: ConditionEval, cfg: EvaluationConfig) -> dict | None:
@@ -561,16 +615,14 @@ def _coarse_text_drag(sd: ScoresDir, labels: Labels, clean_eval: ConditionEval, 
         s_tt = sd.path_scores("clean", "TT")
         if s_tt is None:
             return None
-        from .io import _ComposedScores
-
         joint_src = "IT→IT = (clean.II + clean.TT) / 2"
-        joint = evaluate_matrix(_ComposedScores("IT2IT", {"II": s_ii, "TT": s_tt}), labels, ["hit@1"], **common).stats["hit@1"]
+        joint = evaluate_matrix(ComposedScores("IT2IT", {"II": s_ii, "TT": s_tt}), labels, ["hit@1"], **common).stats["hit@1"]
     counts = bootstrap_counts(labels.n_queries, cfg.resamples, cfg.seed)
     boot = bootstrap_values([img, joint], counts)
     lo, hi = percentile_ci(boot[:, 1] - boot[:, 0], cfg.ci)
     return {
         "metric": "hit@1",
-        "value": _f(joint.value - img.value),
+        "value": _f(coarse_text_drag(joint, img)),
         "ci": _ci(lo, hi),
         "joint": joint_src,
         "joint_value": _f(joint.value),

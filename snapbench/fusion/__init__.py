@@ -7,8 +7,11 @@ Quick use::
     index = MOORIndex(dtype="float32").fit("gI.npy", "gT.npy")   # fit once per gallery (streams)
     top = index.topk(q_image, q_text, k=10)               # streaming exact top-k
 
-See ``moor.py`` for the algebra, ``gates.py`` for the gate ablation, ``baselines.py`` / ``learned.py``
-for the fusion baselines and ``search.py`` for streaming / approximate top-k.
+See ``moor.py`` for the algebra, ``index.py`` for the fitted (streaming) index, ``gates.py`` for the gate
+ablation, ``baselines.py`` / ``learned.py`` for the fusion baselines, ``search.py`` for gallery sources
+and approximate (FAISS) top-k, ``run.py`` for :func:`fuse_directory` (what ``snapbench moor`` runs).
+Top-k results, the tie rule, streaming exact top-k, first-positive ranks and :func:`topk_overlap`
+live one layer below, in :mod:`snapbench.ranking` (shared with ``snapbench.evaluate``).
 """
 
 from .baselines import (
@@ -16,7 +19,6 @@ from .baselines import (
     borda,
     comb_mnz,
     comb_sum,
-    first_positive_rank,
     fusion_baselines,
     joint,
     joint_alpha,
@@ -30,60 +32,47 @@ from .baselines import (
     wh_uniform,
 )
 from .gates import GATES, get_gate
+from .index import MOORIndex, moor, moor_topk
 from .learned import LearnedResult, MetaFusion, learned_fusion
-from .moor import (
-    PATHS,
-    MOORIndex,
-    MOORResult,
-    MOORTopK,
-    PathScores,
-    moor,
-    moor_from_scores,
-    moor_topk,
-    path_scores,
-)
-from .search import ANNIndex, GallerySource, StreamingTopK, TopK, rank_matrix, recall_at_k, topk, write_trec_run
+from .moor import PATHS, MOORResult, MOORTopK, PathScores, moor_from_scores, path_scores
+from .run import FusionSummary, fuse_directory
+from .search import ANNIndex, GallerySource
 from .whitening import Whitener, l2_normalize
 
 __all__ = [
-    "moor",
-    "moor_topk",
-    "moor_from_scores",
+    "GATES",
+    "PATHS",
+    "ANNIndex",
+    "FusionSummary",
+    "GallerySource",
+    "LearnedResult",
     "MOORIndex",
     "MOORResult",
     "MOORTopK",
-    "PathScores",
-    "PATHS",
-    "path_scores",
-    "Whitener",
-    "l2_normalize",
-    "GATES",
-    "get_gate",
-    "joint_alpha",
-    "joint",
-    "minmax",
-    "comb_sum",
-    "comb_mnz",
-    "borda",
-    "rrf",
-    "uniform",
-    "wh_uniform",
-    "wh_img",
-    "text_share",
-    "relevance_matrix",
-    "first_positive_rank",
-    "oracle_alpha",
-    "OracleResult",
-    "fusion_baselines",
     "MetaFusion",
-    "LearnedResult",
+    "OracleResult",
+    "PathScores",
+    "Whitener",
+    "borda",
+    "comb_mnz",
+    "comb_sum",
+    "fuse_directory",
+    "fusion_baselines",
+    "get_gate",
+    "joint",
+    "joint_alpha",
+    "l2_normalize",
     "learned_fusion",
-    "StreamingTopK",
-    "TopK",
-    "topk",
-    "rank_matrix",
-    "GallerySource",
-    "ANNIndex",
-    "recall_at_k",
-    "write_trec_run",
+    "minmax",
+    "moor",
+    "moor_from_scores",
+    "moor_topk",
+    "oracle_alpha",
+    "path_scores",
+    "relevance_matrix",
+    "rrf",
+    "text_share",
+    "uniform",
+    "wh_img",
+    "wh_uniform",
 ]

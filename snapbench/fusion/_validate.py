@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
+
 __all__ = ["as_matrix", "check_finite", "check_same_dim"]
 
 
@@ -18,20 +20,20 @@ def as_matrix(x: Any, name: str, *, allow_vector: bool = False, dtype: Any = np.
     try:
         arr = np.asarray(x)
     except Exception as exc:  # pragma: no cover - exotic array-likes
-        raise ValueError(f"{name}: cannot be read as an array ({exc})") from exc
+        raise InputError(f"{name}: cannot be read as an array ({exc})") from exc
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
-        raise ValueError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
+        raise InputError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
     if np.issubdtype(arr.dtype, np.complexfloating):
-        raise ValueError(f"{name}: complex values are not supported")
+        raise InputError(f"{name}: complex values are not supported")
     if arr.ndim == 1 and allow_vector:
         arr = arr[None, :]
     if arr.ndim != 2:
         want = "a (rows, dim) matrix or one vector" if allow_vector else "a 2-D (rows, dim) matrix"
-        raise ValueError(f"{name}: expected {want}, got shape {arr.shape}")
+        raise InputError(f"{name}: expected {want}, got shape {arr.shape}")
     if arr.shape[0] == 0:
-        raise ValueError(f"{name}: is empty (0 rows)")
+        raise InputError(f"{name}: is empty (0 rows)")
     if arr.shape[1] == 0:
-        raise ValueError(f"{name}: has dimension 0")
+        raise InputError(f"{name}: has dimension 0")
     out = arr.astype(dtype, copy=copy) if dtype is not None else arr
     check_finite(out, name)
     return out
@@ -46,7 +48,7 @@ def check_finite(arr: np.ndarray, name: str, *, row_offset: int = 0) -> None:
         bad = np.argwhere(~finite)[0]
         row = int(bad[0]) + row_offset
         val = arr[tuple(bad)]
-        raise ValueError(f"{name}: contains a non-finite value ({val}) in row {row}")
+        raise InputError(f"{name}: contains a non-finite value ({val}) in row {row}")
 
 
 def check_same_dim(named: dict[str, np.ndarray | tuple[int, ...]]) -> int:
@@ -55,5 +57,5 @@ def check_same_dim(named: dict[str, np.ndarray | tuple[int, ...]]) -> int:
     values = set(dims.values())
     if len(values) != 1:
         desc = ", ".join(f"{k} has dim {d}" for k, d in dims.items())
-        raise ValueError(f"embedding dimensions differ: {desc} (all four must share one dimension)")
+        raise InputError(f"embedding dimensions differ: {desc} (all four must share one dimension)")
     return values.pop()

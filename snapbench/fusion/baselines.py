@@ -33,32 +33,33 @@ The rank-based fusions (CombSUM, CombMNZ, Borda, RRF, uniform) use **all four pa
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
+from ..ranking import first_positive_rank, rank_matrix
 from ._validate import as_matrix
 from .moor import PathScores, path_scores
-from .search import rank_matrix
 
 __all__ = [
-    "joint_alpha",
-    "joint",
-    "minmax",
-    "comb_sum",
-    "comb_mnz",
-    "borda",
-    "rrf",
-    "uniform",
-    "wh_uniform",
-    "wh_img",
-    "relevance_matrix",
-    "first_positive_rank",
-    "oracle_alpha",
     "OracleResult",
+    "borda",
+    "comb_mnz",
+    "comb_sum",
     "fusion_baselines",
+    "joint",
+    "joint_alpha",
+    "minmax",
+    "oracle_alpha",
+    "relevance_matrix",
+    "rrf",
     "text_share",
+    "uniform",
+    "wh_img",
+    "wh_uniform",
 ]
 
 
@@ -66,20 +67,20 @@ def _paths(paths: Sequence[Any] | PathScores, name: str = "paths") -> list[np.nd
     if isinstance(paths, PathScores):
         return paths.as_list()
     if isinstance(paths, np.ndarray) and paths.ndim == 2:
-        raise ValueError(f"{name}: pass a list of score matrices (one per path), not a single matrix")
+        raise InputError(f"{name}: pass a list of score matrices (one per path), not a single matrix")
     mats = [as_matrix(p, f"{name}[{i}]") for i, p in enumerate(paths)]
     if not mats:
-        raise ValueError(f"{name}: no score matrices given")
+        raise InputError(f"{name}: no score matrices given")
     shapes = {m.shape for m in mats}
     if len(shapes) != 1:
-        raise ValueError(f"{name}: score matrices differ in shape: {[m.shape for m in mats]}")
+        raise InputError(f"{name}: score matrices differ in shape: {[m.shape for m in mats]}")
     return mats
 
 
 def joint_alpha(s_II: Any, s_TT: Any, alpha: float = 0.5) -> np.ndarray:
     """Fixed fusion α·s^II + (1−α)·s^TT (α = 0.5: the paper's "Joint")."""
     if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        raise InputError(f"alpha must be in [0, 1], got {alpha}")
     a, b = _paths([s_II, s_TT], "joint_alpha")
     return alpha * a + (1.0 - alpha) * b
 
@@ -130,7 +131,7 @@ def borda(paths: Sequence[Any] | PathScores) -> np.ndarray:
 def rrf(paths: Sequence[Any] | PathScores, *, k: float = 60.0) -> np.ndarray:
     """Reciprocal rank fusion Σ_p 1 / (k + rank_p), ranks 1-based, k = 60."""
     if k < 0:
-        raise ValueError(f"k must be >= 0, got {k}")
+        raise InputError(f"k must be >= 0, got {k}")
     return np.sum([1.0 / (k + rank_matrix(m)) for m in _paths(paths, "rrf")], axis=0)
 
 
@@ -154,7 +155,7 @@ def text_share(weights: Any) -> np.ndarray:
     """(w_TT + w_IT + w_TI) / Σw per query from a (Q x 4) weight matrix (0 where Σw = 0)."""
     w = as_matrix(weights, "weights")
     if w.shape[1] != 4:
-        raise ValueError(f"weights: expected 4 columns (II, TT, IT, TI), got {w.shape[1]}")
+        raise InputError(f"weights: expected 4 columns (II, TT, IT, TI), got {w.shape[1]}")
     total = w.sum(axis=1)
     return np.divide(w[:, 1:].sum(axis=1), total, out=np.zeros_like(total), where=total > 0)
 
@@ -169,41 +170,25 @@ def relevance_matrix(relevance: Any, shape: tuple[int, int]) -> np.ndarray:
     Q, N = shape
     if isinstance(relevance, np.ndarray) and relevance.ndim == 2:
         if relevance.shape != (Q, N):
-            raise ValueError(f"relevance: shape {relevance.shape} does not match the scores {(Q, N)}")
+            raise InputError(f"relevance: shape {relevance.shape} does not match the scores {(Q, N)}")
         return relevance.astype(bool)
     rel = list(relevance)
     if len(rel) != Q:
-        raise ValueError(f"relevance: {len(rel)} entries for {Q} queries")
+        raise InputError(f"relevance: {len(rel)} entries for {Q} queries")
     out = np.zeros((Q, N), dtype=bool)
     for q, cols in enumerate(rel):
         idx = np.asarray(list(cols), dtype=np.int64)
         if idx.size and (idx.min() < 0 or idx.max() >= N):
-            raise ValueError(f"relevance: query {q} names column {int(idx.max() if idx.max() >= N else idx.min())} outside 0..{N - 1}")
+            raise InputError(f"relevance: query {q} names column {int(idx.max() if idx.max() >= N else idx.min())} outside 0..{N - 1}")
         out[q, idx] = True
     return out
-
-
-def first_positive_rank(scores: Any, relevance: Any) -> np.ndarray:
-    """1-based rank of the best-ranked positive per query (tie rule); 0 for queries without positives."""
-    S = as_matrix(scores, "scores")
-    R = relevance_matrix(relevance, S.shape)
-    Q, N = S.shape
-    has = R.any(axis=1)
-    masked = np.where(R, S, -np.inf)
-    best = masked.max(axis=1)
-    cols = np.arange(N)[None, :]
-    # the first positive under the tie rule: the smallest column among positives with the best score
-    j_star = np.where(R & (S == best[:, None]), cols, N).min(axis=1)
-    above = np.count_nonzero(S > best[:, None], axis=1)
-    tied_before = np.count_nonzero((S == best[:, None]) & (cols < j_star[:, None]), axis=1)
-    rank = 1 + above + tied_before
-    return np.where(has, rank, 0)
 
 
 @dataclass
 class OracleResult:
     """Per-query oracle: ``alpha`` (NaN for queries without positives), ``rank`` of the first positive
-    at that α (0 without positives), and the fused ``scores`` at the chosen α (0.5 where undefined)."""
+    at that α (NaN without positives: :func:`snapbench.ranking.first_positive_rank`'s contract), and
+    the fused ``scores`` at the chosen α (0.5 where undefined)."""
 
     alpha: np.ndarray
     rank: np.ndarray
@@ -222,22 +207,23 @@ def oracle_alpha(
     A, B = _paths([s_a, s_b], "oracle_alpha")
     alphas = np.round(np.linspace(0.0, 1.0, 21), 10) if grid is None else np.asarray(list(grid), dtype=np.float64)
     if alphas.size == 0 or alphas.min() < 0 or alphas.max() > 1:
-        raise ValueError("oracle grid must be non-empty and within [0, 1]")
+        raise InputError("oracle grid must be non-empty and within [0, 1]")
     R = relevance_matrix(relevance, A.shape)
     # evaluate candidates in preference order, so a strict improvement test keeps the preferred α
     pref = sorted(range(alphas.size), key=lambda i: (abs(alphas[i] - 0.5), alphas[i]))
     Q = A.shape[0]
-    best_rank = np.full(Q, np.iinfo(np.int64).max)
+    pos_rows, pos_cols = np.nonzero(R)
+    best_rank = np.full(Q, np.inf)
     best_alpha = np.full(Q, np.nan)
     for i in pref:
         a = alphas[i]
-        rank = first_positive_rank(a * A + (1 - a) * B, R)
-        better = rank < best_rank
+        rank = first_positive_rank(a * A + (1 - a) * B, pos_rows, pos_cols)
+        better = rank < best_rank  # NaN (no positive) is never better
         best_rank = np.where(better, rank, best_rank)
         best_alpha = np.where(better, a, best_alpha)
     has = R.any(axis=1)
     best_alpha[~has] = np.nan
-    best_rank[~has] = 0
+    best_rank[~has] = np.nan
     use = np.where(has, best_alpha, 0.5)
     return OracleResult(best_alpha, best_rank, use[:, None] * A + (1 - use[:, None]) * B)
 

@@ -31,21 +31,24 @@ Custom gates: any callable mapping an array of r to non-negative, finite gate va
 
 from __future__ import annotations
 
-from typing import Callable, Union
+from collections.abc import Callable
+from typing import Union
 
 import numpy as np
 
+from ..errors import InputError
+
 __all__ = [
-    "bell",
-    "linear",
-    "sigmoid",
-    "inverse_bell",
-    "pure_r2",
-    "no_gate",
     "GATES",
     "SIGMOID_KAPPA",
-    "get_gate",
     "GateLike",
+    "bell",
+    "get_gate",
+    "inverse_bell",
+    "linear",
+    "no_gate",
+    "pure_r2",
+    "sigmoid",
 ]
 
 SIGMOID_KAPPA = 10.0
@@ -104,11 +107,11 @@ def get_gate(gate: GateLike) -> GateFn:
     if callable(gate):
         return _checked(gate)
     if not isinstance(gate, str):
-        raise ValueError(f"gate must be a name or a callable, got {type(gate).__name__}")
+        raise InputError(f"gate must be a name or a callable, got {type(gate).__name__}")
     key = gate.strip().lower().replace("-", "_").replace(" ", "_")
     key = _ALIASES.get(key, key)
     if key not in GATES:
-        raise ValueError(f"unknown gate {gate!r}; known: {', '.join(GATES)}")
+        raise InputError(f"unknown gate {gate!r}; known: {', '.join(GATES)}")
     return GATES[key]
 
 
@@ -119,7 +122,7 @@ def _checked(fn: GateFn) -> GateFn:
         if g.shape != r.shape:
             g = np.broadcast_to(g, r.shape).astype(np.float64)
         if not np.isfinite(g).all() or (g < 0).any():
-            raise ValueError("custom gate returned a negative or non-finite value")
+            raise InputError("custom gate returned a negative or non-finite value")
         return g
 
     wrapped.__name__ = getattr(fn, "__name__", "custom_gate")

@@ -1,4 +1,5 @@
-"""Reading embeddings and path-score matrices, writing fused scores and per-query weights.
+"""Fusion-specific file reading and writing: embedding matrices (.npy / .safetensors), the four path
+matrices of a condition, per-query MOOR weights.
 
 Formats
 -------
@@ -6,21 +7,8 @@ Formats
 * ``.safetensors`` — ``pip install snapbench[safetensors]``; a file with one tensor is read as is, a
   file with several needs a key: ``embeddings.safetensors#image`` (otherwise the error lists the keys).
 
-SCORES_DIR (what ``snapbench evaluate`` reads): one ``<condition>.npy`` per condition (condition id with
-"/" as "__", e.g. ``clean.npy``, ``img__motion_blur__s2.npy``), plus ``query_ids.txt`` and
-``gallery_ids.txt`` (one id per line; row and column order).
-
-PATHS_DIR (what ``snapbench moor --paths-dir`` reads): the four path matrices of each condition,
-either flat — ``<condition>.II.npy``, ``<condition>.TT.npy``, ``<condition>.IT.npy``,
-``<condition>.TI.npy`` — or as four sub-folders ``II/ TT/ IT/ TI/`` that are each a SCORES_DIR
-(``II/<condition>.npy`` ...; handy when each path was written by one scoring run).  ``query_ids.txt`` /
-``gallery_ids.txt`` are taken from the folder itself or, failing that, from ``II/``.  Mixing both
-layouts for one condition is an error.
-
-EMBEDDINGS_DIR (what ``snapbench moor --embeddings-dir`` reads; ``snapbench encode`` writes it to
-``OUT/embeddings``): ``gallery.image.npy`` and ``gallery.text.npy`` (N x d) plus ``<condition>.image.npy``
-and ``<condition>.text.npy`` (Q x d) per condition; ``query_ids.txt`` / ``gallery_ids.txt`` are taken
-from the folder itself or, failing that, from its parent (encode's OUT).
+The folders this reads and writes (SCORES_DIR, PATHS_DIR in both layouts, EMBEDDINGS_DIR, id lists,
+TREC runs) are defined, with their one reader/writer each, in :mod:`snapbench.layout`.
 
 Per-query MOOR weights are written *outside* the condition files (``moor_weights/<condition>.csv`` or
 ``.npy``) so that the SCORES_DIR stays readable by ``snapbench evaluate``.  Every output file is written
@@ -32,32 +20,27 @@ from __future__ import annotations
 import contextlib
 import csv
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..atomic import atomic_path, save_npy_atomic
-
+from ..errors import ConfigError, InputError
+from ..layout import PATH_NAMES
 from ._validate import check_finite
 
 __all__ = [
     "atomic_output",
-    "save_npy",
     "load_matrix",
-    "read_ids",
-    "write_ids",
-    "find_path_conditions",
-    "find_embedding_conditions",
     "load_path_scores",
+    "save_npy",
     "write_weights",
-    "PATH_NAMES",
 ]
 
-PATH_NAMES = ("II", "TT", "IT", "TI")
 
-
-def atomic_output(path: str | os.PathLike) -> "contextlib.AbstractContextManager[Path]":
+def atomic_output(path: str | os.PathLike) -> contextlib.AbstractContextManager[Path]:
     """Yield a temporary path next to ``path`` that replaces it on success (see :mod:`snapbench.atomic`)."""
     return atomic_path(path)
 
@@ -75,16 +58,16 @@ def _safetensors_load(path: Path, key: str | None, name: str) -> np.ndarray:
     try:
         tensors = load_file(str(path))
     except Exception as exc:
-        raise ValueError(f"{name}: cannot read {path} as safetensors ({exc})") from exc
+        raise InputError(f"{name}: cannot read {path} as safetensors ({exc})") from exc
     if key is None:
         if len(tensors) != 1:
-            raise ValueError(
+            raise InputError(
                 f"{name}: {path} holds {len(tensors)} tensors ({', '.join(sorted(tensors))}); "
                 f"name one as {path}#KEY"
             )
         return next(iter(tensors.values()))
     if key not in tensors:
-        raise ValueError(f"{name}: {path} has no tensor {key!r}; it holds {', '.join(sorted(tensors))}")
+        raise InputError(f"{name}: {path} has no tensor {key!r}; it holds {', '.join(sorted(tensors))}")
     return tensors[key]
 
 
@@ -107,118 +90,32 @@ def load_matrix(
         spec, key = spec.split("#", 1)
     p = Path(spec)
     if not p.exists():
-        raise ValueError(f"{name}: file not found: {p}")
+        raise InputError(f"{name}: file not found: {p}")
     if p.suffix == ".safetensors":
         arr = _safetensors_load(p, key, name)
     elif p.suffix == ".npy":
         try:
             arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
         except ValueError as exc:
-            raise ValueError(f"{name}: cannot read {p} as a numeric .npy array ({exc})") from exc
+            raise InputError(f"{name}: cannot read {p} as a numeric .npy array ({exc})") from exc
         except Exception as exc:
-            raise ValueError(f"{name}: cannot read {p} ({exc})") from exc
+            raise InputError(f"{name}: cannot read {p} ({exc})") from exc
     else:
-        raise ValueError(f"{name}: {p} must be a .npy or .safetensors file")
+        raise InputError(f"{name}: {p} must be a .npy or .safetensors file")
     if not isinstance(arr, np.ndarray) or arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
-        raise ValueError(f"{name}: {p} does not hold a numeric array (dtype {getattr(arr, 'dtype', '?')})")
+        raise InputError(f"{name}: {p} does not hold a numeric array (dtype {getattr(arr, 'dtype', '?')})")
     if np.issubdtype(arr.dtype, np.complexfloating):
-        raise ValueError(f"{name}: {p} holds complex values")
+        raise InputError(f"{name}: {p} holds complex values")
     if check:
         if ndim is not None and arr.ndim != ndim:
-            raise ValueError(f"{name}: {p} has shape {arr.shape}, expected {ndim} dimensions")
+            raise InputError(f"{name}: {p} has shape {arr.shape}, expected {ndim} dimensions")
         if arr.size == 0:
-            raise ValueError(f"{name}: {p} is empty (shape {arr.shape})")
+            raise InputError(f"{name}: {p} is empty (shape {arr.shape})")
         try:
             check_finite(arr, f"{name} ({p})")
         except ValueError as exc:
-            raise ValueError(str(exc)) from None
+            raise InputError(str(exc)) from None
     return arr
-
-
-def read_ids(path: str | os.PathLike, name: str = "ids") -> list[str]:
-    """One id per line (blank trailing lines ignored); duplicates and empty ids are errors."""
-    p = Path(path)
-    if not p.exists():
-        raise ValueError(f"{name}: file not found: {p}")
-    lines = p.read_text(encoding="utf-8").splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    ids = [ln.strip() for ln in lines]
-    for i, x in enumerate(ids):
-        if not x:
-            raise ValueError(f"{name}: {p} line {i + 1} is empty")
-    seen: set[str] = set()
-    for i, x in enumerate(ids):
-        if x in seen:
-            raise ValueError(f"{name}: {p} repeats id {x!r} (line {i + 1})")
-        seen.add(x)
-    return ids
-
-
-def write_ids(path: str | os.PathLike, ids: Sequence[str]) -> None:
-    """One id per line, written atomically."""
-    with atomic_output(path) as tmp:
-        tmp.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
-
-
-def find_path_conditions(paths_dir: str | os.PathLike) -> dict[str, dict[str, Path]]:
-    """Map condition name -> {path name -> file} for a PATHS_DIR (layout in the module docstring)."""
-    d = Path(paths_dir)
-    if not d.is_dir():
-        raise ValueError(f"--paths-dir: {d} is not a directory")
-    found: dict[str, dict[str, Path]] = {}
-    origin: dict[str, str] = {}
-    for f in sorted(d.glob("*.npy")):
-        stem = f.name[: -len(".npy")]
-        cond, _, path_name = stem.rpartition(".")
-        if cond and path_name in PATH_NAMES:
-            found.setdefault(cond, {})[path_name] = f
-            origin[cond] = "flat"
-    for path_name in PATH_NAMES:
-        sub = d / path_name
-        if not sub.is_dir():
-            continue
-        for f in sorted(sub.glob("*.npy")):
-            cond = f.name[: -len(".npy")]
-            if origin.get(cond) == "flat":
-                raise ValueError(f"--paths-dir: condition {cond!r} appears both as flat files and in {path_name}/")
-            found.setdefault(cond, {})[path_name] = f
-            origin[cond] = "sub"
-    if not found:
-        raise ValueError(
-            f"--paths-dir: {d} holds no path score files (expected <condition>.II.npy ... or II/<condition>.npy ...)"
-        )
-    for cond, paths in found.items():
-        missing = [p for p in PATH_NAMES if p not in paths]
-        if missing:
-            raise ValueError(f"--paths-dir: condition {cond!r} lacks the {', '.join(missing)} path file(s) in {d}")
-    return found
-
-
-def find_embedding_conditions(emb_dir: str | os.PathLike) -> tuple[tuple[Path, Path], dict[str, tuple[Path, Path]]]:
-    """``((gallery image, gallery text), {condition name -> (query image, query text)})`` for an
-    EMBEDDINGS_DIR (layout in the module docstring)."""
-    d = Path(emb_dir)
-    if not d.is_dir():
-        raise ValueError(f"--embeddings-dir: {d} is not a directory")
-    gallery = (d / "gallery.image.npy", d / "gallery.text.npy")
-    missing = [g.name for g in gallery if not g.is_file()]
-    if missing:
-        raise ValueError(f"--embeddings-dir: {d} lacks {', '.join(missing)} (the gallery embeddings)")
-    found: dict[str, dict[str, Path]] = {}
-    for f in sorted(d.glob("*.npy")):
-        cond, _, modality = f.name[: -len(".npy")].rpartition(".")
-        if cond and cond != "gallery" and modality in ("image", "text"):
-            found.setdefault(cond, {})[modality] = f
-    if not found:
-        raise ValueError(f"--embeddings-dir: {d} holds no query embeddings (<condition>.image.npy / .text.npy)")
-    conds: dict[str, tuple[Path, Path]] = {}
-    for cond, files in found.items():
-        lacking = [m for m in ("image", "text") if m not in files]
-        if lacking:
-            raise ValueError(f"--embeddings-dir: condition {cond!r} lacks {cond}.{lacking[0]}.npy in {d}")
-        conds[cond] = (files["image"], files["text"])
-    return gallery, conds
 
 
 def load_path_scores(files: dict[str, Path], *, condition: str = "") -> dict[str, np.ndarray]:
@@ -229,7 +126,7 @@ def load_path_scores(files: dict[str, Path], *, condition: str = "") -> dict[str
     shapes = {p: a.shape for p, a in out.items()}
     if len(set(shapes.values())) != 1:
         desc = ", ".join(f"{files[p].name} {s}" for p, s in shapes.items())
-        raise ValueError(f"path score matrices of {condition or 'the condition'} differ in shape: {desc}")
+        raise InputError(f"path score matrices of {condition or 'the condition'} differ in shape: {desc}")
     return out
 
 
@@ -249,10 +146,10 @@ def write_weights(
         save_npy(p, w)
         return
     if p.suffix != ".csv":
-        raise ValueError(f"weights file {p} must end in .csv or .npy")
+        raise ConfigError(f"weights file {p} must end in .csv or .npy")
     qids: Sequence[Any] = query_ids if query_ids is not None else [str(i) for i in range(w.shape[0])]
     if len(qids) != w.shape[0]:
-        raise ValueError(f"{len(qids)} query ids for {w.shape[0]} weight rows")
+        raise InputError(f"{len(qids)} query ids for {w.shape[0]} weight rows")
     with atomic_output(p) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         wr = csv.writer(f)
         wr.writerow(["query_id", "w_II", "w_TT", "w_IT", "w_TI", "r_TT", "r_IT", "r_TI", "text_share", "fallback"])

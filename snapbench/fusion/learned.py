@@ -18,16 +18,19 @@ query id was used for training.  Randomness (GBM's internal validation split) co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
+from ..ranking import first_positive_rank
 from ..seeding import derive_generator
-from .baselines import first_positive_rank, relevance_matrix
+from .baselines import relevance_matrix
 from .moor import CONST_RTOL, PATHS, PathScores
 
-__all__ = ["MetaFusion", "LearnedResult", "learned_fusion", "meta_features", "best_path_labels"]
+__all__ = ["LearnedResult", "MetaFusion", "best_path_labels", "learned_fusion", "meta_features"]
 
 
 def _import_sklearn():
@@ -70,8 +73,9 @@ def best_path_labels(paths: PathScores, relevance: Any) -> np.ndarray:
     """Index (0..3 for II, TT, IT, TI) of the single path ranking the first positive highest; -1 for
     queries without positives."""
     R = relevance_matrix(relevance, paths.shape)
-    ranks = np.stack([first_positive_rank(s, R) for s in paths.as_list()], axis=1)
-    labels = np.argmin(ranks, axis=1)  # first minimum: II wins ties
+    pos = np.nonzero(R)
+    ranks = np.stack([first_positive_rank(s, *pos) for s in paths.as_list()], axis=1)
+    labels = np.argmin(np.nan_to_num(ranks, nan=np.inf), axis=1)  # first minimum: II wins ties
     return np.where(R.any(axis=1), labels, -1)
 
 
@@ -86,9 +90,9 @@ class LearnedResult:
 def _ids(ids: Sequence[Any], n: int, name: str) -> list[str]:
     out = [str(i) for i in ids]
     if len(out) != n:
-        raise ValueError(f"{name}: {len(out)} ids for {n} queries")
+        raise InputError(f"{name}: {len(out)} ids for {n} queries")
     if len(set(out)) != len(out):
-        raise ValueError(f"{name}: query ids repeat")
+        raise InputError(f"{name}: query ids repeat")
     return out
 
 
@@ -97,7 +101,7 @@ class MetaFusion:
 
     def __init__(self, model: str = "lr", *, seed: int = 0, **params: Any) -> None:
         if model not in ("lr", "gbm"):
-            raise ValueError(f"model must be 'lr' or 'gbm', got {model!r}")
+            raise InputError(f"model must be 'lr' or 'gbm', got {model!r}")
         self.model = model
         self.seed = int(seed)
         self.params = params
@@ -105,14 +109,14 @@ class MetaFusion:
         self._clf: Any = None
         self._classes: np.ndarray | None = None
 
-    def fit(self, paths: PathScores, relevance: Any, query_ids: Sequence[Any]) -> "MetaFusion":
+    def fit(self, paths: PathScores, relevance: Any, query_ids: Sequence[Any]) -> MetaFusion:
         """Fit on training queries (their path scores, relevance and ids)."""
         _import_sklearn()
         ids = _ids(query_ids, paths.shape[0], "train query_ids")
         y = best_path_labels(paths, relevance)
         keep = y >= 0
         if not keep.any():
-            raise ValueError("no training query has a positive: cannot learn fusion weights")
+            raise InputError("no training query has a positive: cannot learn fusion weights")
         X = meta_features(paths)[keep]
         y = y[keep]
         self.train_ids_ = set(ids)
@@ -145,7 +149,7 @@ class MetaFusion:
         overlap = sorted(self.train_ids_.intersection(ids))
         if overlap:
             shown = ", ".join(overlap[:5]) + (" ..." if len(overlap) > 5 else "")
-            raise ValueError(f"{len(overlap)} evaluation queries were used for training: {shown}")
+            raise InputError(f"{len(overlap)} evaluation queries were used for training: {shown}")
         W = np.zeros((paths.shape[0], 4))
         if self._clf is None:
             W[:, int(self._classes[0])] = 1.0
@@ -180,8 +184,8 @@ def learned_fusion(
     overlap = sorted(set(tr) & set(ev))
     if overlap:
         shown = ", ".join(overlap[:5]) + (" ..." if len(overlap) > 5 else "")
-        raise ValueError(f"train and eval queries overlap ({len(overlap)}): {shown}")
+        raise InputError(f"train and eval queries overlap ({len(overlap)}): {shown}")
     if train_paths.shape[1] != eval_paths.shape[1]:
-        raise ValueError(f"train and eval scores cover different galleries ({train_paths.shape[1]} vs {eval_paths.shape[1]} columns)")
+        raise InputError(f"train and eval scores cover different galleries ({train_paths.shape[1]} vs {eval_paths.shape[1]} columns)")
     mf = MetaFusion(model, seed=seed, **params).fit(train_paths, train_relevance, tr)
     return mf.fuse(eval_paths, ev)

@@ -19,50 +19,16 @@ up to float64 rounding.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
+from ..vectors import l2_normalize
 from ._validate import as_matrix, check_finite
 
-__all__ = ["Whitener", "l2_normalize", "RunningMoments"]
-
-
-def l2_normalize(x: np.ndarray, *, out: np.ndarray | None = None, norms_out: np.ndarray | None = None) -> np.ndarray:
-    """Divide each row by its L2 norm; all-zero rows stay zero (documented above).
-
-    ``norms_out`` (rows,) receives the norms before normalisation.  Rows whose sum of squares would
-    overflow (|x| above ~1e19 in float32, ~1e154 in float64) or underflow are normalised in float64
-    after dividing by their largest magnitude, so their direction survives instead of collapsing to
-    the zero vector or NaN; their norm is then computed in float64 (inf only beyond ~1.8e308)."""
-    x = np.asarray(x)
-    dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.float64)
-    info = np.finfo(dtype)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=dtype))
-    # sqrt(tiny) / eps: below it the squares of the entries may have lost precision to underflow
-    risky = ~(norms >= np.sqrt(info.tiny) / info.eps) | ~np.isfinite(norms)
-    unit = None
-    if risky.any():
-        rows = np.asarray(x[risky], dtype=np.float64)
-        big = np.abs(rows).max(axis=1)
-        big[big == 0] = 1.0
-        scaled = rows / big[:, None]
-        n = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
-        unit = np.divide(scaled, n[:, None], out=np.zeros_like(scaled), where=n[:, None] > 0)
-        norms = norms.astype(np.float64)
-        with np.errstate(over="ignore"):
-            norms[risky] = big * n
-    if norms_out is not None:
-        norms_out[...] = norms
-    if out is None:
-        out = np.empty(x.shape, dtype=dtype)
-    with np.errstate(over="ignore", invalid="ignore"):  # risky rows are overwritten just below
-        safe = np.maximum(norms, info.tiny).astype(dtype, copy=False)
-        np.divide(x, safe[:, None], out=out)
-    if unit is not None:
-        out[risky] = unit
-    return out
+__all__ = ["RunningMoments", "Whitener", "l2_normalize"]  # l2_normalize re-exported from snapbench.vectors
 
 
 class RunningMoments:
@@ -101,7 +67,7 @@ class RunningMoments:
     def var(self) -> np.ndarray:
         """Population (ddof 0) variance / covariance."""
         if self.n == 0:
-            raise ValueError("no rows were seen")
+            raise InputError("no rows were seen")
         return self.m2 / self.n
 
 
@@ -122,7 +88,7 @@ class Whitener:
 
     def __init__(self, *, eps: float = 1e-6, enabled: bool = True) -> None:
         if not (eps >= 0 and np.isfinite(eps)):
-            raise ValueError(f"eps must be a finite number >= 0, got {eps}")
+            raise InputError(f"eps must be a finite number >= 0, got {eps}")
         self.eps = float(eps)
         self.enabled = bool(enabled)
         self._moments: RunningMoments | None = None
@@ -131,7 +97,7 @@ class Whitener:
         self.n_samples_: int = 0
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, gallery: Any, *, name: str = "gallery", chunk_size: int = 65536) -> "Whitener":
+    def fit(self, gallery: Any, *, name: str = "gallery", chunk_size: int = 65536) -> Whitener:
         """Fit on a whole gallery (array or memmap; read in chunks of ``chunk_size`` rows)."""
         g = np.asarray(gallery)
         if g.ndim != 2 or g.shape[0] == 0 or g.shape[1] == 0:
@@ -141,7 +107,7 @@ class Whitener:
             self.partial_fit(g[start : start + chunk_size], name=name, row_offset=start)
         return self
 
-    def fit_chunks(self, chunks: Iterable[np.ndarray], *, name: str = "gallery") -> "Whitener":
+    def fit_chunks(self, chunks: Iterable[np.ndarray], *, name: str = "gallery") -> Whitener:
         """Fit from an iterable of row chunks (one pass)."""
         self._moments = None
         offset = 0
@@ -149,16 +115,16 @@ class Whitener:
             self.partial_fit(chunk, name=name, row_offset=offset)
             offset += np.shape(chunk)[0]
         if self._moments is None:
-            raise ValueError(f"{name}: is empty (no chunks)")
+            raise InputError(f"{name}: is empty (no chunks)")
         return self
 
-    def partial_fit(self, chunk: Any, *, name: str = "gallery", row_offset: int = 0) -> "Whitener":
+    def partial_fit(self, chunk: Any, *, name: str = "gallery", row_offset: int = 0) -> Whitener:
         """Add one chunk of gallery rows to the running statistics."""
         x = np.asarray(chunk)
         if x.ndim != 2 or x.shape[1] == 0:
-            raise ValueError(f"{name}: expected 2-D chunks (rows, dim), got shape {x.shape}")
+            raise InputError(f"{name}: expected 2-D chunks (rows, dim), got shape {x.shape}")
         if self._moments is not None and x.shape[1] != self._moments.mean.shape[0]:
-            raise ValueError(f"{name}: chunk dimension {x.shape[1]} differs from {self._moments.mean.shape[0]}")
+            raise InputError(f"{name}: chunk dimension {x.shape[1]} differs from {self._moments.mean.shape[0]}")
         check_finite(x, name, row_offset=row_offset)
         if self._moments is None:
             self._moments = RunningMoments(x.shape[1])
@@ -170,7 +136,7 @@ class Whitener:
         if scale is not None:
             if self.enabled and not (np.isfinite(scale).all() and np.isfinite(self._moments.mean).all()):
                 big = float(np.abs(x).max())
-                raise ValueError(
+                raise InputError(
                     f"{name}: values are too large to standardise in float64 (largest |value| in rows "
                     f"{row_offset}..{row_offset + x.shape[0] - 1}: {big:.3g}); rescale the embeddings"
                 )
@@ -211,9 +177,9 @@ class Whitener:
         if arr.ndim == 1:
             arr = arr[None, :]
         if arr.ndim != 2:
-            raise ValueError(f"{name}: expected a 2-D (rows, dim) matrix, got shape {arr.shape}")
+            raise InputError(f"{name}: expected a 2-D (rows, dim) matrix, got shape {arr.shape}")
         if arr.shape[1] != self.dim:
-            raise ValueError(f"{name}: has dim {arr.shape[1]}, the whitener was fitted on dim {self.dim}")
+            raise InputError(f"{name}: has dim {arr.shape[1]}, the whitener was fitted on dim {self.dim}")
         if check:
             check_finite(arr, name)
         dtype = np.dtype(dtype)
@@ -249,11 +215,11 @@ class Whitener:
         i, j = (int(v) for v in np.argwhere(~np.isfinite(z))[0])
         row = int(rows[i]) if rows is not None else i
         if self.enabled and self.scale_ is not None and self.scale_[j] == 0:
-            raise ValueError(
+            raise InputError(
                 f"{name}: (x - μ) / σ is undefined in dimension {j} (row {row}): the gallery is constant there "
                 f"and eps={self.eps} leaves σ = 0; use eps > 0 (the authors' 1e-6)"
             )
-        raise ValueError(
+        raise InputError(
             f"{name}: row {row} overflows float64 when standardised (largest |value| "
             f"{float(np.abs(arr[row]).max()):.3g}); rescale the embeddings"
         )
