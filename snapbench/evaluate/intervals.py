@@ -17,6 +17,7 @@ resampling generator comes from :func:`snapbench.seeding.derive_generator` keyed
 from __future__ import annotations
 
 from collections.abc import Callable
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
@@ -101,8 +102,6 @@ def scipy_interval(
     if np.all(x1 - x0 == (x1 - x0)[0]) and metric_fn is None:
         return BootstrapInterval(delta, delta, delta, level, method, resamples, 0.0)
     rng = derive_generator("evaluate.scipy_bootstrap", int(seed), str(key), int(x0.size))
-    import warnings
-
     with warnings.catch_warnings():
         # DegenerateDataWarning: a constant bootstrap distribution; handled below as a point interval.
         warnings.simplefilter("ignore")
