@@ -16,8 +16,8 @@ resampling generator comes from :func:`snapbench.seeding.derive_generator` keyed
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
