@@ -33,6 +33,7 @@ def _restore_registry():
     # operators registered here must not leak into other test modules (they list all operators)
     from snapbench.corruptions.image import base
 
+    image_operators()  # built-ins register on first use: snapshot them too
     saved = dict(base._REGISTRY), dict(base._CUSTOM_GRID)
     yield
     for live, copy in zip((base._REGISTRY, base._CUSTOM_GRID), saved):
