@@ -1,3 +1,4 @@
+# ruff: noqa: E402  (imports after pytest.importorskip on purpose)
 import hashlib
 import io
 import json
