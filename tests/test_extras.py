@@ -41,7 +41,7 @@ def test_learned_without_sklearn(monkeypatch):
 
 def test_albumentations_without_the_package(monkeypatch):
     _hide(monkeypatch, "albumentations")
-    monkeypatch.delitem(sys.modules, "snapbench.corruptions.albumentations", raising=False)
+    monkeypatch.delitem(sys.modules, "snapbench.interop.albumentations", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'snapbench\[albumentations\]'"):
-        importlib.import_module("snapbench.corruptions.albumentations")
-    monkeypatch.delitem(sys.modules, "snapbench.corruptions.albumentations", raising=False)
+        importlib.import_module("snapbench.interop.albumentations")
+    monkeypatch.delitem(sys.modules, "snapbench.interop.albumentations", raising=False)

@@ -135,6 +135,75 @@ def _to_rgb_array(img, path: Path) -> np.ndarray:
         raise ImageLoadError(f"{path}: cannot convert image mode {mode!r} to RGB ({exc})") from None
 
 
+def _load_non_pillow(path: Path, data: bytes, max_pixels: int) -> np.ndarray | None:
+    """Decode the variant formats Pillow cannot read (JPEG XL, NumPy ``.npz``; QOI when Pillow lacks
+    it) through :mod:`snapbench.corruptions.codecs`; ``None`` for everything else (Pillow's job).
+
+    ``.npz`` is read with ``allow_pickle=False`` and its size checked from the array header before
+    the pixels are inflated; a JPEG XL file's size is checked after decoding (libjxl's header is not
+    exposed), which is acceptable for the files ``corrupt`` writes.
+    """
+    from . import codecs
+
+    fmt = codecs.detect_format(data)
+    if fmt not in ("jxl", "npz", "qoi"):
+        return None
+    if fmt == "qoi":
+        if _pillow_reads_qoi():
+            return None
+        if len(data) >= 12:
+            w, h = struct.unpack(">II", data[4:12])
+            if w * h > max_pixels:
+                raise ImageLoadError(
+                    f"{path}: image too large: {w}x{h} = {w * h:,} pixels exceeds the limit of "
+                    f"{max_pixels:,} pixels (max_pixels)"
+                )
+    if fmt == "npz":
+        shape = _npz_shape(path, data)
+        if shape is not None and len(shape) >= 2 and int(shape[0]) * int(shape[1]) > max_pixels:
+            raise ImageLoadError(
+                f"{path}: image too large: {shape[1]}x{shape[0]} = {int(shape[0]) * int(shape[1]):,} pixels "
+                f"exceeds the limit of {max_pixels:,} pixels (max_pixels)"
+            )
+    try:
+        out = codecs.decode_image(data, fmt, source=str(path))
+    except ImportError as exc:
+        raise ImageLoadError(f"{path}: {exc}") from None
+    except ValueError as exc:
+        raise ImageLoadError(str(exc)) from None
+    if out.shape[0] * out.shape[1] > max_pixels:
+        raise ImageLoadError(
+            f"{path}: image too large: {out.shape[1]}x{out.shape[0]} = {out.shape[0] * out.shape[1]:,} pixels "
+            f"exceeds the limit of {max_pixels:,} pixels (max_pixels)"
+        )
+    return out
+
+
+def _pillow_reads_qoi() -> bool:
+    from PIL import Image
+
+    Image.init()
+    return "QOI" in Image.OPEN
+
+
+def _npz_shape(path: Path, data: bytes) -> tuple[int, ...] | None:
+    """Shape of the (single) array in an .npz from its .npy header, without inflating the pixels."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            names = z.namelist()
+            if len(names) != 1:
+                return None
+            with z.open(names[0]) as f:
+                version = np.lib.format.read_magic(f)
+                reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, _, _ = reader(f)
+                return tuple(shape)
+    except Exception as exc:  # noqa: BLE001 - any malformed zip/npy header
+        raise ImageLoadError(f"{path}: not a readable .npz image ({exc})") from None
+
+
 def load_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
     """Load an image file as a contiguous ``uint8`` RGB array of shape ``(H, W, 3)``.
 
@@ -149,6 +218,9 @@ def load_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS)
 
     path = Path(path)
     data = _read_bytes(path)
+    other = _load_non_pillow(path, data, max_pixels)
+    if other is not None:
+        return other
     with warnings.catch_warnings():
         # We enforce our own limit (max_pixels) before decoding; Pillow's warning would be noise.
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)

@@ -9,7 +9,8 @@
 * **Significance**: ``hit@k`` (0/1 per query) -> exact two-sided McNemar test (binomial on the
   discordant pairs); every other metric -> paired permutation test that swaps the two conditions'
   per-query values at random (for a mean metric this is the sign-flip test), two-sided,
-  p = (1 + #{|Δ*| >= |Δ|}) / (1 + R).  No scipy needed.
+  p = (1 + #{|Δ*| >= |Δ|}) / (1 + R).  McNemar comes from ``scipy.stats.binomtest``; the permutation
+  test is a matrix product over a seeded swap matrix (checked against ``scipy.stats.permutation_test``).
 * **Multiple conditions**: Holm(-Bonferroni) over all paired conditions, separately per metric.
   Reports carry ``p`` (Holm-adjusted) and ``p_raw``.
 
@@ -145,15 +146,19 @@ def percentile_ci(samples: np.ndarray, level: float = DEFAULT_CI, axis: int = 0)
 def mcnemar_exact(b: int, c: int) -> float:
     """Exact two-sided McNemar p-value from the discordant counts ``b`` (1->0) and ``c`` (0->1).
 
-    p = min(1, 2 · P[X <= min(b, c)]) with X ~ Binomial(b + c, 1/2); 1.0 when there is no
-    discordant pair.  Computed with exact integers.
+    The exact McNemar test is a binomial test of ``b`` successes in ``b + c`` trials at p = 1/2;
+    computed by :func:`scipy.stats.binomtest` (two-sided), the maintained implementation, which for
+    p = 1/2 equals min(1, 2 · P[X <= min(b, c)]).  1.0 when there is no discordant pair.
     """
+    from scipy.stats import binomtest
+
     b, c = int(b), int(c)
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
-    return min(1.0, 2 * tail / 2**n)
+    return float(binomtest(b, n, 0.5, alternative="two-sided").pvalue)
 
 
 def permutation_pvalues(

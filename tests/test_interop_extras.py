@@ -1,0 +1,53 @@
+"""The interop modules and the fast codecs, when their extra is missing, fail with a pip hint."""
+
+import importlib
+import sys
+
+import numpy as np
+import pytest
+
+from snapbench.corruptions import load_image
+from snapbench.corruptions.codecs import encode_image
+from snapbench.corruptions.io import ImageLoadError
+
+
+def _hide(monkeypatch, *names):
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, None)  # makes `import name` raise ImportError
+
+
+@pytest.mark.parametrize(("module", "package", "extra"), [
+    ("snapbench.interop.nlpaug", "nlpaug", "nlpaug"),
+    ("snapbench.interop.torch", "torch", "torch"),
+    ("snapbench.interop.albumentations", "albumentations", "albumentations"),
+])
+def test_interop_module_without_its_package(monkeypatch, module, package, extra):
+    _hide(monkeypatch, package, *(m for m in list(sys.modules) if m.startswith(package + ".")))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.raises(ImportError, match=rf"pip install 'snapbench\[{extra}\]'"):
+        importlib.import_module(module)
+    monkeypatch.delitem(sys.modules, module, raising=False)
+
+
+def test_interop_package_itself_needs_nothing(monkeypatch):
+    _hide(monkeypatch, "torch", "nlpaug", "albumentations")
+    monkeypatch.delitem(sys.modules, "snapbench.interop", raising=False)
+    importlib.import_module("snapbench.interop")
+
+
+def test_fast_codecs_without_imagecodecs(monkeypatch, tmp_path):
+    pytest.importorskip("imagecodecs")
+    img = np.random.default_rng(0).integers(0, 256, (8, 9, 3), dtype=np.uint8)
+    path = tmp_path / "x.jxl"
+    path.write_bytes(encode_image(img, "jxl"))
+    _hide(monkeypatch, "imagecodecs")
+    for fmt in ("qoi", "jxl", "webp"):
+        with pytest.raises(ImportError, match=r"pip install 'snapbench\[codecs\]'"):
+            encode_image(img, fmt)
+    with pytest.raises(ImageLoadError, match=r"x\.jxl: .*pip install 'snapbench\[codecs\]'"):
+        load_image(path)
+    # png and npz need nothing extra
+    for fmt in ("png", "npz"):
+        p = tmp_path / f"y.{fmt}"
+        p.write_bytes(encode_image(img, fmt))
+        assert np.array_equal(load_image(p), img)
