@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 
 def report(
     run_dir: Path = typer.Argument(..., help="Run directory (DIR/<MODE>/report.json, DIR/MOOR/..., DIR/run.json)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: the run directory)."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default: the run directory)."),
     formats: str = typer.Option(
         "html,md,tex,csv,parquet,png,pdf", "--formats",
         help="Comma-separated outputs: html (report.html), md/tex (tables/), csv/parquet (per_query.*), "

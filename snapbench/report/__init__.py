@@ -14,6 +14,17 @@ from .rundir import MODE_ORDER, RunData, load_run_dir
 from .tables import Table, metric_label
 
 __all__ = [
-    "FORMATS", "ReportResult", "build_report", "Finding", "compute_findings", "read_per_query",
-    "write_combined_per_query", "write_per_query", "MODE_ORDER", "RunData", "load_run_dir", "Table", "metric_label",
+    "FORMATS",
+    "MODE_ORDER",
+    "Finding",
+    "ReportResult",
+    "RunData",
+    "Table",
+    "build_report",
+    "compute_findings",
+    "load_run_dir",
+    "metric_label",
+    "read_per_query",
+    "write_combined_per_query",
+    "write_per_query",
 ]

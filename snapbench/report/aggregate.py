@@ -9,7 +9,7 @@ per-query values and use a paired bootstrap over queries, seeded with the run's 
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -17,8 +17,15 @@ from ..conditions import IMAGE_PRIMITIVES, parse_condition
 from ..evaluate import bootstrap_counts, percentile_ci
 from .rundir import RunData
 
-__all__ = ["MAX_RESAMPLES", "primitive_severity", "paired_mean_ci", "mode_drags", "moor_gain",
-           "severity_means", "text_share_curve"]
+__all__ = [
+    "MAX_RESAMPLES",
+    "mode_drags",
+    "moor_gain",
+    "paired_mean_ci",
+    "primitive_severity",
+    "severity_means",
+    "text_share_curve",
+]
 
 MAX_RESAMPLES = 2000
 

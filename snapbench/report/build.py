@@ -7,16 +7,23 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError
 from .findings import compute_findings
 from .perquery import write_combined_per_query
 from .rundir import MODE_NAMES, RunData, load_run_dir
-from .tables import Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
+from .tables import (
+    Table,
+    additivity_table,
+    metric_label,
+    mode_delta_table,
+    mode_value_table,
+    summary_table,
+)
 
 __all__ = ["FORMATS", "ReportResult", "build_report"]
 
@@ -73,14 +80,14 @@ def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
         ("encoder", str(run.get("encoder", "not recorded (no run.json)"))),
         ("modes", ", ".join(MODE_NAMES.get(m, m) for m in data.modes)
          + (f"; fixed-fusion baselines: {', '.join(sorted(data.fusion))}" if data.fusion else "")),
-        ("queries", f"{rep.get('n_queries', '?')} evaluated; {rep.get('n_excluded_zero_gt', 0)} zero-GT excluded "
-                    "from ranking metrics"),
+        ("queries", (f"{rep.get('n_queries', '?')} evaluated; {rep.get('n_excluded_zero_gt', 0)} zero-GT excluded "
+                     "from ranking metrics")),
         ("gallery", str(meta.get("n_gallery", "?")) + " items"),
         ("conditions", f"{nconds} (clean included)"),
         ("primary metric", f"{metric_label(metric)} ({metric}); values in %, differences in points"),
         ("seed", str(run.get("seed", meta.get("seed", "?")))),
-        ("bootstrap", f"{meta.get('resamples', '?')} resamples, {int(100 * float(meta.get('ci_level', 0.95)))}% "
-                      f"{meta.get('ci_method', 'paired bootstrap over queries')}"),
+        ("bootstrap", (f"{meta.get('resamples', '?')} resamples, {int(100 * float(meta.get('ci_level', 0.95)))}% "
+                       f"{meta.get('ci_method', 'paired bootstrap over queries')}")),
         ("snapbench", str(run.get("snapbench_version", meta.get("snapbench_version", "?")))),
     ]
     return rows
@@ -199,15 +206,7 @@ def build_report(
         sec.figures += [f] if f else []
     else:
         sec.missing.append("text-path share: MOOR/text_share.json not found")
-    sheet = _contact_sheet(data, res) if ("html" in fmts or "png" in fmts) else None
-    if sheet is not None:
-        from .html import HtmlFigure
-
-        write("figures/contact_sheet.png", sheet)
-        res.figures.append("contact_sheet")
-        sec.figures.append(HtmlFigure("contact_sheet", "One query under every image condition (clean first, "
-                                      "then one row per operator, severities left to right).", sheet))
-    sec.missing += res.notes.get("contact_sheet", []) + res.notes.get("figures", [])
+    sec.missing += res.notes.get("figures", [])
     sections.append(sec)
 
     for mode in data.modes:
@@ -227,11 +226,12 @@ def build_report(
         sec.raw.append("<details><summary>" + html.escape(f"{lab} per condition (%)") + "</summary>"
                        + save_table(mode_value_table(rep, name, metric, key=mode)) + "</details>")
         for fname, make, cap in (
-            ("severity_curves", lambda: plot.severity_curves_figure(rep, mode, metric),
+            ("severity_curves", lambda rep=rep, mode=mode: plot.severity_curves_figure(rep, mode, metric),
              f"{name}: Δ{lab} vs severity per operator, 95% CI band; cliff/gradual from the report."),
-            ("primitives", lambda: plot.primitive_bars_figure(rep, mode, metric, data.per_query.get(mode)),
+            ("primitives",
+             lambda rep=rep, mode=mode: plot.primitive_bars_figure(rep, mode, metric, data.per_query.get(mode)),
              f"{name}: mean Δ{lab} by primitive and severity; dots = single operators."),
-            ("additivity", lambda: plot.additivity_heatmap_figure(rep, mode, metric),
+            ("additivity", lambda rep=rep, mode=mode: plot.additivity_heatmap_figure(rep, mode, metric),
              f"{name}: additivity δ = Obs − Exp per pair and severity, with 95% CI."),
         ):
             f = figure(f"{mode}_{fname}", make, cap)
@@ -240,9 +240,21 @@ def build_report(
             sec.missing.append(f"{mode}/per_query.csv not found: no CIs for aggregated bars, no per-query table")
         sections.append(sec)
 
+    sec = HtmlSection("contact-sheet", "One query under every condition")
+    sheet = _contact_sheet(data, res) if ("html" in fmts or "png" in fmts) else None
+    if sheet is not None:
+        from .html import HtmlFigure
+
+        write("figures/contact_sheet.png", sheet)
+        res.figures.append("contact_sheet")
+        sec.figures.append(HtmlFigure("contact_sheet", "One query under every image condition (clean first, "
+                                      "then one row per operator, severities left to right; questions below).", sheet))
+    sec.missing += res.notes.get("contact_sheet", [])
+    sections.append(sec)
+
     if fmts & {"csv", "parquet"}:
         if data.per_query:
-            n, note = write_combined_per_query(data.per_query, outdir / "per_query.csv",
+            _, note = write_combined_per_query(data.per_query, outdir / "per_query.csv",
                                                outdir / "per_query.parquet" if "parquet" in fmts else None)
             res.files.append(outdir / "per_query.csv")
             if note:

@@ -6,17 +6,27 @@ which needs no GUI backend and leaves the caller's pyplot state alone.
 from __future__ import annotations
 
 import io
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
+from ..conditions import JOINT_PAIRS
 from ..errors import ConfigError
 from .aggregate import mode_drags, moor_gain, primitive_severity, text_share_curve
 from .rundir import MODE_NAMES, RunData
 from .tables import PAIR_ABBREV, image_operators, metric_label, severities
 
-__all__ = ["REPORT_HINT", "require_matplotlib", "fig_to_bytes", "severity_curves_figure", "primitive_bars_figure",
-           "additivity_heatmap_figure", "drag_figure", "moor_gain_figure", "text_share_figure"]
+__all__ = [
+    "REPORT_HINT",
+    "additivity_heatmap_figure",
+    "drag_figure",
+    "fig_to_bytes",
+    "moor_gain_figure",
+    "primitive_bars_figure",
+    "require_matplotlib",
+    "severity_curves_figure",
+    "text_share_figure",
+]
 
 REPORT_HINT = "pip install 'snapbench[report]'"
 _STYLE = {"cliff": ("--", "s"), "gradual": ("-", "o"), "flat": (":", ".")}
@@ -142,7 +152,8 @@ def additivity_heatmap_figure(report: dict, mode: str, metric: str = "hit@1"):
     if not cells:
         return None
     lab = metric_label(metric)
-    pairs = list(cells)
+    order = [f"{i}+{t}" for i, t in JOINT_PAIRS]
+    pairs = sorted(cells, key=lambda p: (order.index(p) if p in order else len(order), p))
     sevs = sorted({s for d in cells.values() for s in d})
     m = np.full((len(pairs), len(sevs)), np.nan)
     for i, p in enumerate(pairs):
@@ -236,7 +247,7 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
     ax.set_ylabel(f"{lab}(MOOR) − {lab}(IT→IT) (points)")
     ax.legend(fontsize=8, ncol=3)
     ax.grid(axis="y", alpha=0.3)
-    ax.set_title(f"MOOR's gain over fixed fusion IT→IT (α = 0.5) per condition; > 0 = MOOR better", fontsize=10)
+    ax.set_title("MOOR's gain over fixed fusion IT→IT (α = 0.5) per condition; > 0 = MOOR better", fontsize=10)
     return fig
 
 

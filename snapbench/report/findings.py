@@ -8,10 +8,17 @@ MOOR vs fixed fusion, the text-path share) and state what this run shows, whiche
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
-from .aggregate import mode_drags, moor_gain, primitive_severity, severity_means, text_share_curve
+from .aggregate import (
+    mode_drags,
+    moor_gain,
+    primitive_severity,
+    severity_means,
+    text_share_curve,
+)
 from .rundir import MODE_NAMES, RunData
 from .tables import kind_means, metric_label
 
@@ -31,10 +38,22 @@ def _pts(x: float | None, signed: bool = True) -> str:
     return f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}"
 
 
-def _ci(ci) -> str:
+def _ci_words(ci) -> str:
     if not ci or ci[0] is None or ci[1] is None:
         return ""
-    return f" (95% CI {_pts(ci[0])} to {_pts(ci[1])})"
+    return f"95% CI {_pts(ci[0])} to {_pts(ci[1])}"
+
+
+def _ci(ci) -> str:
+    """`` (95% CI a to b)`` or nothing."""
+    w = _ci_words(ci)
+    return f" ({w})" if w else ""
+
+
+def _ci_tail(ci) -> str:
+    """``, 95% CI a to b`` or nothing (inside an existing parenthesis)."""
+    w = _ci_words(ci)
+    return f", {w}" if w else ""
 
 
 def compute_findings(data: RunData, metric: str = "hit@1") -> list[Finding]:
@@ -56,7 +75,7 @@ def compute_findings(data: RunData, metric: str = "hit@1") -> list[Finding]:
     sm = severity_means(rep, metric)
     if sm:
         vals = list(sm.values())
-        grows = all(b < a for a, b in zip(vals, vals[1:]))
+        grows = all(b < a for a, b in pairwise(vals))
         out.append(Finding("severity",
             f"Mean Δ{lab} over image operators by severity: "
             + ", ".join(f"s{s} {_pts(v)}" for s, v in sm.items())
@@ -69,8 +88,9 @@ def compute_findings(data: RunData, metric: str = "hit@1") -> list[Finding]:
         at = {p: d[top]["mean"] for p, d in ps.items() if top in d}
         worst, mild = min(at, key=at.get), max(at, key=at.get)
         out.append(Finding("primitive_top_severity",
-            f"At s{top}, {worst.upper()} is the most damaging primitive ({_pts(at[worst])} points{_ci(ps[worst][top]['ci'])}) "
-            f"and {mild.upper()} the mildest ({_pts(at[mild])}{_ci(ps[mild][top]['ci'])}).",
+            f"At s{top}, {worst.upper()} is the most damaging primitive (mean Δ{lab} {_pts(at[worst])} points"
+            f"{_ci_tail(ps[worst][top]['ci'])}) and {mild.upper()} the mildest "
+            f"({_pts(at[mild])}{_ci_tail(ps[mild][top]['ci'])}).",
             {"mode": mode, "severity": top, "by_primitive": at, "worst": worst, "mildest": mild}))
 
     curves = rep.get("severity_curves") or {}
@@ -87,9 +107,12 @@ def compute_findings(data: RunData, metric: str = "hit@1") -> list[Finding]:
     drags = mode_drags(data, metric)
     if "IT2IT" in drags:
         d = drags["IT2IT"]
-        sign = "below" if d["value"] < 0 else ("above" if d["value"] > 0 else "equal to")
-        out.append(Finding("drag",
-            f"Coarse-text drag: clean IT→IT {lab} is {sign} image-only I→I by {_pts(d['value'])} points{_ci(d['ci'])}.",
+        if d["value"] == 0:
+            rel = f"equals image-only I→I's (drag 0.0 points{_ci_tail(d['ci'])})"
+        else:
+            rel = (f"is {'below' if d['value'] < 0 else 'above'} image-only I→I by {_pts(abs(d['value']), False)} "
+                   f"points (drag {_pts(d['value'])}{_ci(d['ci'])})")
+        out.append(Finding("drag", f"Coarse-text drag: clean IT→IT {lab} {rel}.",
             {"value": d["value"], "ci": d["ci"]}))
     else:
         out.append(Finding("drag", "Coarse-text drag not available: it needs the IT→IT report (with clean I→I "
@@ -99,6 +122,9 @@ def compute_findings(data: RunData, metric: str = "hit@1") -> list[Finding]:
     if summ:
         n_sup = sum(1 for e in rep["additivity"].values() if (e.get(metric) or {}).get("delta", 0) and e[metric]["delta"] > 0)
         kind = "super-additive" if summ["delta"] > 0 else ("sub-additive" if summ["delta"] < 0 else "additive")
+        ci = summ.get("ci") or [None, None]
+        if ci[0] is not None and ci[0] <= 0 <= ci[1] and summ["delta"] != 0:
+            kind += " (but the CI includes 0)"
         out.append(Finding("additivity",
             f"Joint corruptions in {mname} are {kind} on average: mean δ = {_pts(summ['delta'])} points{_ci(summ.get('ci'))} "
             f"(Exp {_pts(summ['exp'])}, Obs {_pts(summ['obs'])}); {n_sup} of {len(rep['additivity'])} joint conditions have δ > 0.",

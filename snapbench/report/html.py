@@ -26,6 +26,7 @@ table.paper{border-collapse:collapse;margin:1em 0;font-size:.88em;font-variant-n
 table.paper caption{caption-side:top;text-align:left;font-weight:600;padding-bottom:.4em}
 table.paper th,table.paper td{padding:.18em .7em;text-align:right;border-bottom:1px solid #eee;white-space:nowrap}
 table.paper th:first-child{text-align:left;font-weight:500}
+table.paper td[colspan]{text-align:center}
 table.paper thead th{border-top:2px solid #333;border-bottom:1px solid #333;font-weight:600}
 table.paper tbody tr:last-child td,table.paper tbody tr:last-child th{border-bottom:2px solid #333}
 table.paper tr.group th{text-align:left;font-style:italic;background:#f6f8fa;font-weight:600}
@@ -33,6 +34,7 @@ span.ci{color:#666;font-size:.85em}
 p.note{color:#555;font-size:.85em;margin:.2em 0}
 p.missing{background:#fff8e1;border-left:4px solid #f0b400;padding:.4em .8em;font-size:.9em}
 figure{margin:1.4em 0;text-align:center}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figure.sheet img{max-width:640px}
 figcaption{font-size:.88em;color:#444;margin-top:.3em;text-align:left}
 details{margin:.8em 0}summary{cursor:pointer;font-weight:600}
 nav.toc{font-size:.9em}nav.toc a{margin-right:1em}
@@ -72,7 +74,8 @@ class HtmlSection:
 def _figure(f: HtmlFigure) -> str:
     b64 = base64.b64encode(f.png).decode("ascii")
     cap = html.escape(f.caption)
-    return (f'<figure id="fig-{html.escape(f.name)}"><img id="img-{html.escape(f.name)}" '
+    cls = ' class="sheet"' if f.name == "contact_sheet" else ""
+    return (f'<figure id="fig-{html.escape(f.name)}"{cls}><img id="img-{html.escape(f.name)}" '
             f'alt="{cap}" src="data:image/png;base64,{b64}"><figcaption>{cap}</figcaption></figure>')
 
 

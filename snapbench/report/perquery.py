@@ -11,15 +11,15 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
 from ..atomic import atomic_path, write_text_atomic
 from ..errors import InputError
 
-__all__ = ["PER_QUERY_COLUMNS", "write_per_query", "read_per_query", "per_query_rows", "write_combined_per_query"]
+__all__ = ["PER_QUERY_COLUMNS", "per_query_rows", "read_per_query", "write_combined_per_query", "write_per_query"]
 
 PER_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "condition", "metric", "value")
 PARQUET_HINT = "pip install 'snapbench[report]'"

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import InputError
 from .perquery import read_per_query
 
-__all__ = ["MODE_ORDER", "MODE_NAMES", "RunData", "load_run_dir"]
+__all__ = ["MODE_NAMES", "MODE_ORDER", "RunData", "load_run_dir"]
 
 MODE_ORDER: tuple[str, ...] = ("I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR")
 MODE_NAMES: dict[str, str] = {

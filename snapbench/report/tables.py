@@ -11,14 +11,24 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from ..conditions import IMAGE_PRIMITIVES, JOINT_PAIRS, TEXT_LEVELS, parse_condition
 
 __all__ = [
-    "Cell", "Table", "metric_label", "PAIR_ABBREV", "mode_delta_table", "mode_value_table",
-    "additivity_table", "summary_table", "image_operators", "severities", "text_operators", "tex_escape",
+    "PAIR_ABBREV",
+    "Cell",
+    "Table",
+    "additivity_table",
+    "image_operators",
+    "metric_label",
+    "mode_delta_table",
+    "mode_value_table",
+    "severities",
+    "summary_table",
+    "tex_escape",
+    "text_operators",
 ]
 
 PAIR_ABBREV: dict[str, str] = {
