@@ -108,7 +108,7 @@ def test_build_writes_all_outputs(run_dir, built):
         for fig in ("severity_curves", "primitives", "additivity"):
             assert (d / "figures" / f"{mode}_{fig}.png").stat().st_size > 1000
             assert (d / "figures" / f"{mode}_{fig}.pdf").read_bytes()[:5] == b"%PDF-"
-    for fig in ("drag", "moor_gain", "text_share", "contact_sheet"):
+    for fig in ("modes_severity", "drag", "moor_gain", "text_share", "contact_sheet"):
         assert (d / "figures" / f"{fig}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (d / "per_query.csv").is_file() and (d / "per_query.parquet").is_file()
     assert "per_query" not in built.notes and "figures" not in built.notes
@@ -317,7 +317,7 @@ def test_html_inlines_every_figure_and_nothing_external(run_dir, built):
     d = run_dir["dir"]
     page = (d / "report.html").read_text(encoding="utf-8")
     pngs = sorted((d / "figures").glob("*.png"))
-    assert len(pngs) == 3 * 4 + 4
+    assert len(pngs) == 3 * 4 + 5
     for p in pngs:
         m = re.search(rf'<figure id="fig-{re.escape(p.stem)}"[^>]*><img [^>]*src="data:image/png;base64,([^"]+)"', page)
         assert m, p.stem
@@ -439,11 +439,38 @@ def test_report_command(run_dir, tmp_path):
     app.command("report")(guarded(report))  # as cli.py registers it
     app.command("other")(lambda: None)  # two commands: typer keeps `report` as a subcommand name
     out = tmp_path / "out"
-    r = CliRunner().invoke(app, ["report", str(run_dir["dir"]), "--out", str(out), "--formats", "html,md,tex", "--dpi", "50"])
+    r = CliRunner().invoke(app, ["report", str(run_dir["dir"]), "--out", str(out), "--formats", "md,tex,csv", "--dpi", "50"])
     assert r.exit_code == 0, r.output
-    assert (out / "report.html").is_file() and (out / "tables" / "MOOR_delta.tex").is_file()
-    assert not (out / "per_query.csv").exists()
+    assert (out / "tables" / "MOOR_delta.tex").is_file() and (out / "per_query.csv").is_file()
+    assert not (out / "report.html").exists() and not (out / "figures").exists()  # only what was asked for
     r = CliRunner().invoke(app, ["report", str(run_dir["dir"]), "--out", str(out), "--formats", "html,docx"])
     assert r.exit_code == 2 and "error: unknown report format(s) docx" in r.output
     r = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
     assert r.exit_code == 2 and "nothing: not a run directory" in r.output
+
+
+def test_figures_plot_the_report_numbers(run_dir):
+    """The plotted data (read back from the matplotlib artists) are the numbers of the report."""
+    from snapbench.report.figures import severity_curves_figure, text_share_figure
+
+    rep = json.loads((run_dir["dir"] / "IT2IT" / "report.json").read_text())
+    conds = rep["conditions"]
+    fig = severity_curves_figure(rep, "IT2IT")
+    seen = 0
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            label = line.get_label()
+            if "(" not in label:
+                continue
+            op, kind = label.split(" (")
+            assert kind.rstrip(")") == rep["severity_curves"][op]["hit@1"]["label"]
+            want = [0.0] + [100 * (conds[f"img/{op}/s{s}"]["hit@1"] - conds["clean"]["hit@1"]) for s in (1, 2, 3)]
+            np.testing.assert_allclose(line.get_ydata(), want, atol=1e-9)
+            seen += 1
+    assert seen == 15
+    share = json.loads((run_dir["dir"] / "MOOR" / "text_share.json").read_text())
+    ax = text_share_figure(share).axes[0]
+    overall = next(ln for ln in ax.get_lines() if ln.get_label() == "all image operators")
+    want = [share["clean"]] + [np.mean([v for c, v in share.items() if c.startswith("img/") and c.endswith(f"/s{s}")])
+                               for s in (1, 2, 3)]
+    np.testing.assert_allclose(overall.get_ydata(), want)

@@ -190,6 +190,9 @@ def build_report(
 
     say("figures")
     sec = HtmlSection("across", "Across modes")
+    f = figure("modes_severity", lambda: plot.modes_severity_figure(data, metric),
+               f"Mean Δ{lab} over the image operators at each severity, per mode; diamonds: text conditions.")
+    sec.figures += [f] if f else []
     f = figure("drag", lambda: plot.drag_figure(data, metric),
                f"Clean {lab} of each mode minus image-only I→I; for IT→IT this is the coarse-text drag.")
     sec.figures += [f] if f else []

@@ -21,6 +21,7 @@ __all__ = [
     "additivity_heatmap_figure",
     "drag_figure",
     "fig_to_bytes",
+    "modes_severity_figure",
     "moor_gain_figure",
     "primitive_bars_figure",
     "require_matplotlib",
@@ -197,7 +198,8 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
     fig = Figure(figsize=(6.5, 3.8), layout="constrained")
     ax = fig.subplots()
     colours = ["#c51b7d" if m == "IT2IT" else "#7f7f7f" for m in modes]
-    ax.bar(range(len(modes)), vals, color=colours, label=f"clean {lab}(mode) − {lab}(I→I)")
+    bars = ax.bar(range(len(modes)), vals, color=colours, label=f"clean {lab}(mode) − {lab}(I→I)")
+    ax.bar_label(bars, labels=[f"{v:+.1f}" for v in vals], padding=2, fontsize=8)
     for i, m in enumerate(modes):
         ci = drags[m]["ci"]
         if ci and ci[0] is not None:
@@ -211,6 +213,41 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     ax.set_title(f"Coarse-text drag: clean {lab} of each mode minus image-only I→I", fontsize=10)
+    return fig
+
+
+def modes_severity_figure(data: RunData, metric: str = "hit@1"):
+    """Mean Δ over the image operators per severity, one line per mode; the mean Δ of the text
+    conditions as a separate point per mode."""
+    Figure = require_matplotlib()
+    from .aggregate import severity_means
+    from .tables import kind_means
+
+    lab = metric_label(metric)
+    curves = {m: severity_means(r, metric) for m, r in data.reports.items()}
+    curves = {m: c for m, c in curves.items() if c}
+    if not curves:
+        return None
+    sevs = sorted({s for c in curves.values() for s in c})
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.subplots()
+    xt = max(sevs) + 1
+    for m in data.modes:
+        if m not in curves:
+            continue
+        c = curves[m]
+        line, = ax.plot([0] + list(c), [0.0] + [100 * v for v in c.values()], marker="o", label=MODE_NAMES.get(m, m))
+        dt = kind_means(data.reports[m], metric)["d_text"]
+        if dt is not None:
+            ax.plot([xt], [100 * dt], marker="D", linestyle="none", color=line.get_color())
+    ax.axhline(0, color="grey", linewidth=0.8)
+    ax.axvline(xt - 0.5, color="grey", linewidth=0.6, linestyle=":")
+    ax.set_xticks([0] + sevs + [xt], ["clean"] + [f"s{s}" for s in sevs] + ["text\n(mean)"])
+    ax.set_xlabel("image severity (right: mean over text conditions, diamonds)")
+    ax.set_ylabel(f"mean Δ{lab} (points)")
+    ax.legend(title="mode", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.set_title(f"Mean Δ{lab} over image operators by severity, per mode", fontsize=10)
     return fig
 
 
