@@ -1,0 +1,476 @@
+"""`snapbench report`: a run directory built from the demo's real pipeline (toy encoder, bundled
+photos) -> HTML, paper tables, figures, per-query tables.  Numbers in the tables are checked against
+values recomputed here from the score matrices and the reports' per-condition values."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from snapbench.conditions import (
+    IMAGE_PRIMITIVES,
+    condition_to_filename,
+    filename_to_condition,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+MODES = ("I2I", "T2T", "IT2IT")
+
+
+def _hit1(scores: np.ndarray, positives: list[set[int]]) -> np.ndarray:
+    """Per-query hit@1, ties to the lowest gallery index (np.argmax's first maximum); NaN for zero-GT."""
+    top = np.argmax(scores, axis=1)
+    return np.array([float(int(t) in pos) if pos else np.nan for t, pos in zip(top, positives)])
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    from snapbench.commands.demo import demo
+    from snapbench.evaluate import EvaluationConfig, evaluate_directory, write_report
+    from snapbench.fusion import MOORIndex, comb_sum
+    from snapbench.report import write_per_query
+
+    base = tmp_path_factory.mktemp("report")
+    demo_out = base / "demo"
+    demo(out=demo_out, data=None, seed=3, workers=1, resamples=200)
+    run = base / "run"
+    qrels = REPO / "assets" / "demo" / "qrels.json"
+    paths = demo_out / "encoded" / "paths"
+    cfg = EvaluationConfig(seed=3, resamples=200, workers=1)
+    qids = (paths.parent / "query_ids.txt").read_text().split()
+    gids = (paths.parent / "gallery_ids.txt").read_text().split()
+    gpos = {g: i for i, g in enumerate(gids)}
+    qr = json.loads(qrels.read_text())
+    positives = [{gpos[g] for g in qr.get(q, []) if g in gpos} for q in qids]
+    conds = sorted({filename_to_condition(p.name.split(".")[0]) for p in paths.glob("*.II.npy")})
+
+    def mode_scores(c: str, mode: str) -> np.ndarray:
+        ld = lambda p: np.load(paths / f"{condition_to_filename(c)}.{p}.npy")
+        return {"I2I": lambda: ld("II"), "T2T": lambda: ld("TT"), "IT2IT": lambda: (ld("II") + ld("TT")) / 2}[mode]()
+
+    for mode in MODES:
+        write_report(evaluate_directory(paths, qrels, cfg, mode=mode), run / mode / "report.json")
+        write_per_query(run / mode / "per_query.csv", qids,
+                        {c: {"hit@1": _hit1(mode_scores(c, mode), positives)} for c in conds})
+    moor = demo_out / "moor"
+    write_report(evaluate_directory(moor, qrels, cfg), run / "MOOR" / "report.json")
+    write_per_query(run / "MOOR" / "per_query.csv", qids,
+                    {c: {"hit@1": _hit1(np.load(moor / f"{condition_to_filename(c)}.npy"), positives)} for c in conds})
+    emb = demo_out / "encoded" / "embeddings"
+    index = MOORIndex().fit(np.load(emb / "gallery.image.npy"), np.load(emb / "gallery.text.npy"))
+    share = {}
+    for c in conds:
+        s = condition_to_filename(c)
+        share[c] = float(np.mean(index.query(np.load(emb / f"{s}.image.npy"), np.load(emb / f"{s}.text.npy")).text_share))
+    (run / "MOOR" / "text_share.json").write_text(json.dumps(share))
+    cs = run / "_scores_comb_sum"
+    cs.mkdir()
+    for name in ("query_ids.txt", "gallery_ids.txt"):
+        shutil.copy(paths / name if (paths / name).exists() else paths.parent / name, cs / name)
+    for c in conds:
+        s = condition_to_filename(c)
+        np.save(cs / f"{s}.npy", comb_sum([np.load(paths / f"{s}.{p}.npy") for p in ("II", "TT", "IT", "TI")]))
+    write_report(evaluate_directory(cs, qrels, cfg), run / "fusion" / "comb_sum" / "report.json")
+    shutil.rmtree(cs)
+    manifest = [json.loads(line) for line in (REPO / "assets" / "demo" / "queries.jsonl").read_text().splitlines() if line]
+    q0 = manifest[0]
+    (run / "run.json").write_text(json.dumps({
+        "dataset": "demo & friends_1 (toy)", "encoder": "toy", "seed": 3, "modes": list(MODES) + ["MOOR"],
+        "conditions": conds, "snapbench_version": "0.1.0",
+        "contact_sheet": {"image": str(REPO / "assets" / "demo" / q0["image"]), "key": q0["id"], "seed": 3,
+                          "question": q0["question"], "entity": q0.get("entity")}}))
+    return {"dir": run, "qids": qids, "positives": positives, "conds": conds, "mode_scores": mode_scores}
+
+
+@pytest.fixture(scope="module")
+def built(run_dir):
+    from snapbench.report import build_report
+
+    res = build_report(run_dir["dir"], dpi=60)
+    return res
+
+
+def test_build_writes_all_outputs(run_dir, built):
+    d = run_dir["dir"]
+    assert (d / "report.html").is_file()
+    for mode in MODES + ("MOOR",):
+        for kind in ("delta", "additivity", "r1"):
+            assert (d / "tables" / f"{mode}_{kind}.md").is_file()
+            assert (d / "tables" / f"{mode}_{kind}.tex").is_file()
+        for fig in ("severity_curves", "primitives", "additivity"):
+            assert (d / "figures" / f"{mode}_{fig}.png").stat().st_size > 1000
+            assert (d / "figures" / f"{mode}_{fig}.pdf").read_bytes()[:5] == b"%PDF-"
+    for fig in ("modes_severity", "drag", "moor_gain", "text_share", "contact_sheet"):
+        assert (d / "figures" / f"{fig}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (d / "per_query.csv").is_file() and (d / "per_query.parquet").is_file()
+    assert "per_query" not in built.notes and "figures" not in built.notes
+
+
+# ---------------------------------------------------------------- table parsing (independent of the code)
+
+_NUM = r"([+-]?\d+\.\d)"
+_MD_CELL = re.compile(rf"^{_NUM}(?: \[{_NUM}, {_NUM}\])?$")
+_TEX_CELL = re.compile(rf"^\${_NUM}\$(?: {{\\footnotesize \$\[{_NUM}, {_NUM}\]\$}})?$")
+
+
+def _md_rows(path: Path) -> dict[str, list[str]]:
+    rows = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("| ") and not line.startswith("| **"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            rows.setdefault(cells[0], cells[1:])
+    return rows
+
+
+def _tex_rows(path: Path) -> dict[str, list[str]]:
+    rows = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.endswith(r"\\") and not line.startswith((r"\multicolumn", "%")):
+            cells = [c.strip() for c in line[:-2].split(" & ")]
+            rows.setdefault(cells[0].replace(r"\_", "_"), cells[1:])
+    return rows
+
+
+def _parse(cell: str, pattern=_MD_CELL):
+    m = pattern.match(cell)
+    assert m, f"cell {cell!r} is not a number with an optional CI"
+    v = float(m.group(1))
+    ci = (float(m.group(2)), float(m.group(3))) if m.group(2) else None
+    return v, ci
+
+
+def _close(shown: float, exact: float) -> bool:
+    return abs(shown - round(100 * exact, 1)) < 0.051 or abs(shown - 100 * exact) <= 0.05 + 1e-9
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_delta_tables_match_hit1_recomputed_from_scores(run_dir, built, mode):
+    d = run_dir["dir"]
+    rep = json.loads((d / mode / "report.json").read_text())
+    hit = {c: float(np.nanmean(_hit1(run_dir["mode_scores"](c, mode), run_dir["positives"]))) for c in run_dir["conds"]}
+    md, tex = _md_rows(d / "tables" / f"{mode}_delta.md"), _tex_rows(d / "tables" / f"{mode}_delta.tex")
+    ops = [op for ops in IMAGE_PRIMITIVES.values() for op in ops]
+    assert [r for r in md if r in ops] == ops  # the paper's order, grouped by primitive
+    for op in ops:
+        for j, s in enumerate((1, 2, 3)):
+            c = f"img/{op}/s{s}"
+            v, ci = _parse(md[op][j])
+            assert _close(v, hit[c] - hit["clean"]), (mode, c, v)
+            assert ci is not None and _close(ci[0], rep["paired"][c]["hit@1"]["ci"][0])
+            vt, cit = _parse(tex[op][j], _TEX_CELL)
+            assert (vt, cit) == (v, ci)
+        assert md[op][3] == rep["severity_curves"][op]["hit@1"]["label"]
+    for op in ("char_add", "word_swap", "sent_replace"):
+        v, _ = _parse(md[op][0])
+        assert _close(v, hit[f"txt/{op}"] - hit["clean"])
+        assert tex[op][0].startswith(r"\multicolumn{3}{c}{$")
+
+
+@pytest.mark.parametrize("mode", ("IT2IT", "T2T"))
+def test_additivity_table_matches_formula(run_dir, built, mode):
+    """Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp (drops), recomputed from hit@1 of the four states."""
+    d = run_dir["dir"]
+    hit = {c: float(np.nanmean(_hit1(run_dir["mode_scores"](c, mode), run_dir["positives"]))) for c in run_dir["conds"]}
+    text = (d / "tables" / f"{mode}_additivity.md").read_text(encoding="utf-8")
+    pairs = {"C+C compression+char_add": ("compression", "char_add"), "R+S rotation+sent_replace": ("rotation", "sent_replace"),
+             "L+W low_light+word_swap": ("low_light", "word_swap")}
+    checked = 0
+    for header, (i, t) in pairs.items():
+        block = text.split(f"| **{header}** |")[1].split("| **")[0]
+        for s in (1, 2, 3):
+            line = next(ln for ln in block.splitlines() if ln.startswith(f"| s{s} |"))
+            exp_, obs_, dl = [c.strip() for c in line.strip().strip("|").split("|")][1:]
+            d_i, d_t = hit["clean"] - hit[f"img/{i}/s{s}"], hit["clean"] - hit[f"txt/{t}"]
+            obs = hit["clean"] - hit[f"joint/{i}+{t}/s{s}"]
+            assert _close(_parse(exp_)[0], d_i + d_t)
+            assert _close(_parse(obs_)[0], obs)
+            assert _close(_parse(dl)[0], obs - d_i - d_t)
+            checked += 1
+    assert checked == 9
+
+
+def test_latex_fragments_are_booktabs_and_escaped(run_dir, built):
+    from snapbench.report.tables import tex_escape
+
+    assert tex_escape(r"a_b & 50% $x$ #1 {y} ~^\ ") == (
+        r"a\_b \& 50\% \$x\$ \#1 \{y\} \textasciitilde{}\textasciicircum{}\textbackslash{} ")
+    for tex in (run_dir["dir"] / "tables").glob("*.tex"):
+        body = "\n".join(ln for ln in tex.read_text(encoding="utf-8").splitlines() if not ln.startswith("%"))
+        assert body.index(r"\toprule") < body.index(r"\midrule") < body.index(r"\bottomrule"), tex
+        assert body.count("{") == body.count("}"), tex
+        # no unescaped specials outside math: drop math spans and escaped chars, then look
+        plain = re.sub(r"\$[^$]*\$", "", body.replace(r"\_", "").replace(r"\%", "").replace(r"\&", ""))
+        assert "_" not in plain and "%" not in plain, tex
+        ncols = len(re.search(r"\\begin\{tabular\}\{([lrc]+)\}", body).group(1))
+        for line in body.splitlines():
+            if line.endswith(r"\\") and not line.startswith(r"\multicolumn{" + str(ncols)):
+                spans = sum(int(n) - 1 for n in re.findall(r"\\multicolumn\{(\d+)\}", line))
+                assert line.count(" & ") + 1 + spans == ncols, (tex, line)
+
+
+@pytest.mark.skipif(not shutil.which("pdflatex"), reason="no pdflatex: LaTeX compile check skipped")
+def test_latex_fragments_compile(run_dir, built, tmp_path):
+    inputs = "\n".join(rf"\input{{{p.as_posix()}}}\par" for p in sorted((run_dir["dir"] / "tables").glob("*.tex")))
+    doc = tmp_path / "doc.tex"
+    doc.write_text("\\documentclass{article}\\usepackage{booktabs}\\usepackage[margin=1cm,a3paper]{geometry}"
+                   f"\\begin{{document}}\n{inputs}\n\\end{{document}}\n")
+    r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
+                       check=False, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:]
+
+
+def test_summary_table_matches_report_values(run_dir, built):
+    rows = _md_rows(run_dir["dir"] / "tables" / "summary.md")
+    for mode, label in (("I2I", "I→I"), ("IT2IT", "IT→IT"), ("MOOR", "MOOR")):
+        conds = json.loads((run_dir["dir"] / mode / "report.json").read_text())["conditions"]
+        img = [v["hit@1"] for c, v in conds.items() if c.startswith("img/")]
+        assert _close(_parse(rows[label][0])[0], conds["clean"]["hit@1"])
+        assert _close(_parse(rows[label][1])[0], sum(img) / len(img))
+        assert _close(_parse(rows[label][4])[0], sum(img) / len(img) - conds["clean"]["hit@1"])
+    assert "fusion: comb_sum" in rows
+
+
+def test_findings_numbers(run_dir, built):
+    finds = {f["id"]: f for f in json.loads((run_dir["dir"] / "findings.json").read_text())}
+    conds = json.loads((run_dir["dir"] / "IT2IT" / "report.json").read_text())["conditions"]
+    clean = conds["clean"]["hit@1"]
+    img = [v["hit@1"] - clean for c, v in conds.items() if c.startswith("img/")]
+    txt = [v["hit@1"] - clean for c, v in conds.items() if c.startswith("txt/")]
+    v = finds["image_vs_text"]["values"]
+    assert math.isclose(v["mean_delta_image"], sum(img) / len(img), abs_tol=1e-12)
+    assert math.isclose(v["mean_delta_text"], sum(txt) / len(txt), abs_tol=1e-12)
+    s3 = {p: np.mean([conds[f"img/{op}/s3"]["hit@1"] - clean for op in ops]) for p, ops in IMAGE_PRIMITIVES.items()}
+    assert finds["primitive_top_severity"]["values"]["worst"] == min(s3, key=s3.get)
+    moor = json.loads((run_dir["dir"] / "MOOR" / "report.json").read_text())["conditions"]
+    gain = np.mean([moor[c]["hit@1"] - conds[c]["hit@1"] for c in conds])
+    assert math.isclose(finds["moor"]["values"]["mean_gain"], gain, abs_tol=1e-12)
+    assert f"{100 * gain:+.1f}" in finds["moor"]["text"]
+    share = json.loads((run_dir["dir"] / "MOOR" / "text_share.json").read_text())
+    assert math.isclose(finds["text_share"]["values"]["clean"], share["clean"])
+
+
+# ---------------------------------------------------------------- per-query tables
+
+def test_per_query_roundtrip_exact(tmp_path):
+    from snapbench.errors import InputError
+    from snapbench.report import read_per_query, write_per_query
+
+    rng = np.random.default_rng(7)
+    vals = {"clean": {"hit@1": np.array([1.0, 0.0, np.nan]), "ndcg@10": rng.random(3)},
+            "img/mosaic/s3": {"hit@1": np.array([0.0, 0.0, 1.0])}}
+    p = tmp_path / "pq.csv"
+    write_per_query(p, ["q,1", "q2", "ü3"], vals)
+    assert p.read_text(encoding="utf-8").splitlines()[0] == "query_id,condition,metric,value"
+    qids, back = read_per_query(p)
+    assert qids == ["q,1", "q2", "ü3"]
+    for c, per in vals.items():
+        for m, a in per.items():
+            np.testing.assert_array_equal(back[c][m], a)  # bit-identical, NaN where NaN
+    with pytest.raises(InputError, match="2 entries for 3 query ids"):
+        write_per_query(tmp_path / "bad.csv", ["a", "b", "c"], {"clean": {"hit@1": np.zeros(2)}})
+    bad = tmp_path / "bad2.csv"
+    bad.write_text("query_id,condition,metric,value\nq1,clean,hit@1,zero\n")
+    with pytest.raises(InputError, match=r"bad2\.csv: line 2: value 'zero'"):
+        read_per_query(bad)
+    bad.write_text("id,condition,metric,value\n")
+    with pytest.raises(InputError, match="header"):
+        read_per_query(bad)
+
+
+def test_combined_per_query_csv_and_parquet(run_dir, built):
+    import csv
+
+    import pyarrow.parquet as pq
+
+    d = run_dir["dir"]
+    with open(d / "per_query.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert set(rows[0]) == {"mode", "query_id", "condition", "metric", "value"}
+    assert {r["mode"] for r in rows} == set(MODES) | {"MOOR"}
+    nq, nc = len(run_dir["qids"]), len(run_dir["conds"])
+    assert len(rows) == 4 * nq * nc
+    table = pq.read_table(d / "per_query.parquet").to_pydict()
+    assert table["mode"] == [r["mode"] for r in rows] and table["query_id"] == [r["query_id"] for r in rows]
+    csv_vals = np.array([float(r["value"]) if r["value"] else np.nan for r in rows])
+    np.testing.assert_array_equal(np.array(table["value"], dtype=float), csv_vals)
+    # the mean of the per-query values is the report's value (zero-GT queries are NaN and excluded)
+    rep = json.loads((d / "IT2IT" / "report.json").read_text())["conditions"]
+    for cond in ("clean", "img/low_light/s2", "joint/rotation+sent_replace/s3"):
+        v = [float(r["value"]) for r in rows if r["mode"] == "IT2IT" and r["condition"] == cond and r["value"]]
+        assert math.isclose(sum(v) / len(v), rep[cond]["hit@1"], abs_tol=1e-12)
+        assert len(v) == nq - 1  # one zero-GT query in the demo
+
+
+# ---------------------------------------------------------------- HTML
+
+def test_html_inlines_every_figure_and_nothing_external(run_dir, built):
+    import base64
+
+    d = run_dir["dir"]
+    page = (d / "report.html").read_text(encoding="utf-8")
+    pngs = sorted((d / "figures").glob("*.png"))
+    assert len(pngs) == 3 * 4 + 5
+    for p in pngs:
+        m = re.search(rf'<figure id="fig-{re.escape(p.stem)}"[^>]*><img [^>]*src="data:image/png;base64,([^"]+)"', page)
+        assert m, p.stem
+        assert base64.b64decode(m.group(1)) == p.read_bytes()
+        assert (d / "figures" / f"{p.stem}.pdf").is_file() or p.stem == "contact_sheet"
+    assert len(re.findall(r"<img ", page)) == len(pngs)
+    assert not re.search(r"""(src|href)\s*=\s*["'](https?:|//|file:)|<link\b|@import|url\(""", page, re.IGNORECASE)
+    for text in ("demo &amp; friends_1 (toy)", "12 evaluated; 1 zero-GT excluded", "200 resamples"):
+        assert text in page
+    for mode in MODES:
+        assert f'id="table-{mode}_delta"' in page and f'id="table-{mode}_additivity"' in page
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _headless(exe: str, *args: str) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory() as profile:
+        return subprocess.run(
+            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *args],
+            check=False, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium not installed (apt-get install chromium): headless check skipped")
+def test_html_opens_in_headless_chromium(run_dir, built, tmp_path):
+    page = (run_dir["dir"] / "report.html").resolve()
+    n_fig = len(list((run_dir["dir"] / "figures").glob("*.png")))
+    r = _headless(_chromium(), "--dump-dom", page.as_uri())
+    assert r.returncode == 0, r.stderr[-2000:]
+    m = re.search(r'<body[^>]*data-images-ok="(\d+)/(\d+)"', r.stdout)
+    assert m, "the page's load check did not run: " + r.stdout[:500]
+    assert (int(m.group(1)), int(m.group(2))) == (n_fig, n_fig)
+    console = [ln for ln in r.stderr.splitlines() if ":CONSOLE" in ln or "Uncaught" in ln]
+    assert not console, console
+    shot = tmp_path / "shot.png"
+    r = _headless(_chromium(), "--window-size=1280,2400", f"--screenshot={shot}", page.as_uri())
+    from PIL import Image
+
+    img = np.asarray(Image.open(shot).convert("L"))
+    assert img.shape == (2400, 1280) and img.std() > 10  # something is drawn, not a blank page
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium not installed: headless check skipped")
+def test_headless_check_catches_a_broken_image(run_dir, built, tmp_path):
+    """The same check on a copy with one image corrupted must fail: the test can fail."""
+    page = (run_dir["dir"] / "report.html").read_text(encoding="utf-8")
+    broken = re.sub(r'(id="img-drag" [^>]*src="data:image/png;base64,)[^"]+', r"\1AAAA", page, count=1)
+    assert broken != page
+    p = tmp_path / "broken.html"
+    p.write_text(broken, encoding="utf-8")
+    r = _headless(_chromium(), "--dump-dom", p.as_uri())
+    m = re.search(r'data-images-ok="(\d+)/(\d+)"', r.stdout)
+    assert m and int(m.group(1)) == int(m.group(2)) - 1
+    assert any("did not decode: img-drag" in ln for ln in r.stderr.splitlines())
+
+
+# ---------------------------------------------------------------- degraded inputs and the command
+
+def test_minimal_run_dir_degrades_gracefully(run_dir, tmp_path):
+    from snapbench.report import build_report
+
+    d = tmp_path / "min"
+    (d / "IT2IT").mkdir(parents=True)
+    shutil.copy(run_dir["dir"] / "IT2IT" / "report.json", d / "IT2IT" / "report.json")
+    (d / "T2T").mkdir()
+    (d / "T2T" / "report.json").write_text("{not json")
+    res = build_report(d, formats=["html", "md", "csv", "png"], dpi=40)
+    page = (d / "report.html").read_text(encoding="utf-8")
+    assert "text_share.json not found" in page
+    assert "no contact sheet" in page
+    assert "T2T/report.json: unreadable" in page
+    assert "no &lt;MODE&gt;/per_query.csv" in page
+    assert "MOOR gain: needs both" in page
+    assert not (d / "per_query.csv").exists() and (d / "tables" / "IT2IT_delta.md").is_file()
+    assert "IT2IT_severity_curves" in res.figures and "moor_gain" not in res.figures
+    assert not list(d.glob("**/*.pdf"))  # not asked for
+
+
+def test_no_report_is_an_error(tmp_path):
+    from snapbench.errors import InputError
+    from snapbench.report import build_report
+
+    with pytest.raises(InputError, match="no readable <MODE>/report.json"):
+        build_report(tmp_path)
+    with pytest.raises(InputError, match="no such folder"):
+        build_report(tmp_path / "nope")
+
+
+def test_without_matplotlib_and_pyarrow(run_dir, tmp_path, monkeypatch):
+    import sys
+
+    from snapbench.report import build_report
+
+    d = tmp_path / "r"
+    shutil.copytree(run_dir["dir"] / "IT2IT", d / "IT2IT", ignore=shutil.ignore_patterns("*.png", "*.pdf"))
+    # an import of a module mapped to None fails: as if neither extra were installed
+    for name in [m for m in sys.modules if m.split(".")[0] in ("matplotlib", "pyarrow")] + ["matplotlib", "pyarrow"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "snapbench.report.figures", raising=False)
+    res = build_report(d)
+    assert any("pip install 'snapbench[report]'" in n for n in res.notes["figures"])
+    assert any("pyarrow is not installed" in n for n in res.notes["per_query"])
+    assert (d / "per_query.csv").is_file() and not (d / "per_query.parquet").exists()
+    assert "pip install &#x27;snapbench[report]&#x27;" in (d / "report.html").read_text(encoding="utf-8")
+    assert not (d / "figures").exists()
+
+
+def test_report_command(run_dir, tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from snapbench.cli import guarded
+    from snapbench.commands.report import report
+
+    app = typer.Typer()
+    app.command("report")(guarded(report))  # as cli.py registers it
+    app.command("other")(lambda: None)  # two commands: typer keeps `report` as a subcommand name
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["report", str(run_dir["dir"]), "--out", str(out), "--formats", "md,tex,csv", "--dpi", "50"])
+    assert r.exit_code == 0, r.output
+    assert (out / "tables" / "MOOR_delta.tex").is_file() and (out / "per_query.csv").is_file()
+    assert not (out / "report.html").exists() and not (out / "figures").exists()  # only what was asked for
+    r = CliRunner().invoke(app, ["report", str(run_dir["dir"]), "--out", str(out), "--formats", "html,docx"])
+    assert r.exit_code == 2 and "error: unknown report format(s) docx" in r.output
+    r = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
+    assert r.exit_code == 2 and "nothing: not a run directory" in r.output
+
+
+def test_figures_plot_the_report_numbers(run_dir):
+    """The plotted data (read back from the matplotlib artists) are the numbers of the report."""
+    from snapbench.report.figures import severity_curves_figure, text_share_figure
+
+    rep = json.loads((run_dir["dir"] / "IT2IT" / "report.json").read_text())
+    conds = rep["conditions"]
+    fig = severity_curves_figure(rep, "IT2IT")
+    seen = 0
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            label = line.get_label()
+            if "(" not in label:
+                continue
+            op, kind = label.split(" (")
+            assert kind.rstrip(")") == rep["severity_curves"][op]["hit@1"]["label"]
+            want = [0.0] + [100 * (conds[f"img/{op}/s{s}"]["hit@1"] - conds["clean"]["hit@1"]) for s in (1, 2, 3)]
+            np.testing.assert_allclose(line.get_ydata(), want, atol=1e-9)
+            seen += 1
+    assert seen == 15
+    share = json.loads((run_dir["dir"] / "MOOR" / "text_share.json").read_text())
+    ax = text_share_figure(share).axes[0]
+    overall = next(ln for ln in ax.get_lines() if ln.get_label() == "all image operators")
+    want = [share["clean"]] + [np.mean([v for c, v in share.items() if c.startswith("img/") and c.endswith(f"/s{s}")])
+                               for s in (1, 2, 3)]
+    np.testing.assert_allclose(overall.get_ydata(), want)
