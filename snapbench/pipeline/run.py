@@ -274,12 +274,13 @@ def run_benchmark(
     write_text_atomic(run_json, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     html = None
     if opts.report:
-        try:
-            from ..report import build_report
+        from ..report import build_report
 
-            html = build_report(out).html
-        except ImportError as exc:
-            say(f"no HTML report: {exc} (pip install 'snapbench[report]', then snapbench report {out})")
+        rep = build_report(out)
+        for topic, lines in rep.notes.items():
+            for line in lines:
+                say(f"report ({topic}): {line}")
+        html = out / "report.html" if (out / "report.html").exists() else None
     return RunResult(out, modes + (["MOOR"] if moor_ok else []), [c.id for c in conds], int(keep.size), len(ds.gallery),
                      dropped, notes, reports, html, time.perf_counter() - t0, timings)
 
