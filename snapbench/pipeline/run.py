@@ -186,8 +186,10 @@ def run_benchmark(
     meta = {
         "schema": RUN_SCHEMA,
         "snapbench_version": __version__,
-        "dataset": {"name": ds.name, "format": ds.format, "root": str(ds.root), "n_queries": len(ds.queries), "n_gallery": len(ds.gallery)},
-        "encoder": {"spec": encoder if isinstance(encoder, str) else type(encoder).__name__, "name": getattr(enc, "name", None)},
+        "dataset": f"{ds.name} ({ds.format}: {ds.root})",
+        "dataset_info": {"name": ds.name, "format": ds.format, "root": str(ds.root), "n_queries": len(ds.queries),
+                         "n_gallery": len(ds.gallery)},
+        "encoder": encoder if isinstance(encoder, str) else str(getattr(enc, "name", type(encoder).__name__)),
         "seed": int(opts.seed),
         "variants": opts.variants,
         "modes": modes + (["MOOR"] if moor_ok else []),
