@@ -29,6 +29,10 @@ def corrupt(
     grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
     force: bool = typer.Option(False, "--force", help="Discard an earlier run in --out made with another seed/grid."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
+    image_format: str = typer.Option(
+        "png", "--format",
+        help="Lossless file format of the variants: png (default), qoi, jxl, webp, npz (all but png: pip install 'snapbench[codecs]').",
+    ),
 ) -> None:
     """Corrupt every query: clean + 45 image + 8 text conditions (and joint ones); resumable.
 
@@ -58,6 +62,7 @@ def corrupt(
             grid=grid,
             progress=not no_progress,
             force=force,
+            image_format=image_format,
             log=lambda message: typer.echo(f"warning: {message}", err=True),
         )
     except KeyboardInterrupt:

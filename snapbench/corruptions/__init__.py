@@ -16,6 +16,10 @@ from .image import (
     load_grid,
     register_image_operator,
 )
+from .io import ImageLoadError, load_image, save_png
+from .manifest import ManifestError, QueryRecord, load_manifest
+from .plan import resolve_conditions, resolve_grid
+from .run import RunConfigError, RunSummary, run_corruption
 from .text import (
     CorruptedText,
     EntityNotFoundError,
@@ -26,10 +30,6 @@ from .text import (
     register_text_operator,
     text_operators,
 )
-from .io import ImageLoadError, load_image, save_png
-from .manifest import ManifestError, QueryRecord, load_manifest
-from .plan import resolve_conditions, resolve_grid
-from .run import RunConfigError, RunSummary, run_corruption
 from .variants import Skip, Variant, generate_variants, iter_variants, stream_corruptions
 
 __all__ = [

@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import ConfigError, InputError
 from .io import encode_png
 
-__all__ = ["FORMATS", "CodecError", "decode_image", "detect_format", "encode_image", "extension"]
+__all__ = ["FORMATS", "CodecError", "check_format", "decode_image", "detect_format", "encode_image", "extension"]
 
 FORMATS: tuple[str, ...] = ("png", "qoi", "jxl", "webp", "npz")
 
@@ -58,7 +58,8 @@ class CodecError(InputError):
     """Bytes or a file could not be decoded as (or an array encoded to) one of :data:`FORMATS`."""
 
 
-def _check_format(fmt: str) -> str:
+def check_format(fmt: str) -> str:
+    """The canonical name of ``fmt`` (case and a leading dot ignored); ConfigError for an unknown one."""
     f = str(fmt).lower().lstrip(".")
     if f not in FORMATS:
         raise ConfigError(f"unknown image format {fmt!r}; known: {', '.join(FORMATS)}")
@@ -67,7 +68,7 @@ def _check_format(fmt: str) -> str:
 
 def extension(fmt: str) -> str:
     """File extension (with the dot) for ``fmt``: ``extension("jxl") == ".jxl"``."""
-    return _EXTENSIONS[_check_format(fmt)]
+    return _EXTENSIONS[check_format(fmt)]
 
 
 def _imagecodecs():
@@ -93,7 +94,7 @@ def _check_image(image: np.ndarray) -> np.ndarray:
 
 def encode_image(image: np.ndarray, fmt: str = "png") -> bytes:
     """Encode an ``HxWx3`` uint8 RGB array losslessly as ``fmt`` (one of :data:`FORMATS`)."""
-    f = _check_format(fmt)
+    f = check_format(fmt)
     img = _check_image(image)
     if f == "png":
         return encode_png(img)
@@ -182,7 +183,7 @@ def decode_image(data: bytes | str | os.PathLike, fmt: str | None = None, *, sou
         raise CodecError(f"{what}: empty (0 bytes)")
     found = detect_format(raw)
     if fmt is not None:
-        want = _check_format(fmt)
+        want = check_format(fmt)
         if found is not None and found != want:
             raise CodecError(f"{what}: asked to decode as {want} but the bytes are {found}")
         found = want

@@ -95,7 +95,6 @@ def _check_png_complete(path: Path, data: bytes) -> None:
 
 def _to_rgb_array(img, path: Path) -> np.ndarray:
     """Convert a loaded Pillow image to HxWx3 uint8 RGB following the module's documented rules."""
-    from PIL import Image
 
     mode = img.mode
     if mode == "P":

@@ -53,11 +53,11 @@ import numpy as np
 from ..atomic import write_bytes_atomic
 from ..conditions import Condition, condition_to_filename, parse_condition
 from ..errors import ConfigError
+from .codecs import check_format, encode_image, extension
 from .io import (
     DEFAULT_MAX_PIXELS,
     PNG_COMPRESSION,
     ImageLoadError,
-    encode_png,
     load_image,
 )
 from .manifest import ManifestError, ManifestWarning, QueryRecord, load_manifest
@@ -132,6 +132,7 @@ class _Task:
     max_pixels: int
     clean_ref: tuple[str, str, int, int] | None  # (path, sha256, width, height) of a reused clean image
     fingerprint: str
+    image_format: str = "png"
 
 
 @dataclass
@@ -145,8 +146,8 @@ class _WorkerSetupError(RuntimeError):
     pass
 
 
-def _image_relpath(cond_id: str, qid: str) -> str:
-    return f"images/{condition_to_filename(cond_id)}/{qid}.png"
+def _image_relpath(cond_id: str, qid: str, image_format: str = "png") -> str:
+    return f"images/{condition_to_filename(cond_id)}/{qid}{extension(image_format)}"
 
 
 def _process_query(task: _Task) -> _Result:
@@ -188,10 +189,10 @@ def _process_query(task: _Task) -> _Result:
             return clean_ref
         src = variant.image_from
         if src not in encoded:
-            data = encode_png(variant.image)
+            data = encode_image(variant.image, task.image_format)
             encoded[src] = (data, hashlib.sha256(data).hexdigest())
         data, sha = encoded[src]
-        rel = _image_relpath(cond_id, rec.id)
+        rel = _image_relpath(cond_id, rec.id, task.image_format)
         write_bytes_atomic(out_dir / rel, data)
         h, w = variant.image.shape[:2]
         return rel, sha, int(w), int(h)
@@ -361,6 +362,7 @@ def run_corruption(
     force: bool = False,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     log: Callable[[str], None] | None = None,
+    image_format: str = "png",
 ) -> RunSummary:
     """Corrupt every query of ``manifest_path`` into ``out_dir`` (layout in the module docstring).
 
@@ -382,6 +384,9 @@ def run_corruption(
     without it they are issued as :class:`~snapbench.corruptions.manifest.ManifestWarning`.  Both
     end up in ``RunSummary.warnings``.
 
+    ``image_format`` is the lossless file format of the variants: ``png`` (default), ``qoi``, ``jxl``,
+    ``webp`` or ``npz`` (all but png need ``snapbench[codecs]``); one output folder holds one format.
+
     Bad image files and conditions that cannot be produced (entity not found, ...) are recorded in
     ``skips.jsonl`` and the run goes on.  Raises :class:`ManifestError` (an
     :class:`~snapbench.errors.InputError`) for a malformed input manifest and
@@ -401,6 +406,8 @@ def run_corruption(
         else:
             warnings.warn(message, ManifestWarning, stacklevel=3)
 
+    image_format = check_format(image_format)
+    encode_image(np.zeros((1, 1, 3), np.uint8), image_format)  # a missing codec library fails here, before any work
     records = load_manifest(manifest_path, on_warning=note)
     table = resolve_grid(grid)
     plan = plan_conditions(conditions, joint=joint, grid=table)
@@ -419,6 +426,12 @@ def run_corruption(
     previous = _load_run_config(out)
     if previous is not None and not force:
         _check_previous(out, previous, seed, grid_obj)
+        before = previous.get("image_format", "png")
+        if before != image_format:
+            raise RunConfigError(
+                f"{out} holds {before} variants (this run: {image_format}); one folder holds one format: "
+                "use a new output folder, or force to discard the earlier outputs"
+            )
     if force:
         _clear_previous(out)
         previous = None
@@ -435,6 +448,7 @@ def run_corruption(
         "conditions": all_ids,
         "grid_file": str(grid) if isinstance(grid, (str, os.PathLike)) else None,
         "grid": grid_obj,
+        "image_format": image_format,
         "png": {"level": PNG_COMPRESSION, "filter": "paeth", "strategy": "rle"},
         "max_pixels": int(max_pixels),
     }
@@ -475,7 +489,8 @@ def run_corruption(
         clean_ref = None
         if clean_line is not None and clean_line.get("path"):
             clean_ref = (clean_line["path"], clean_line["sha256"], clean_line["width"], clean_line["height"])
-        tasks.append(_Task(rec, pending, str(out), int(seed), table, int(max_pixels), clean_ref, fingerprints[rec.id]))
+        tasks.append(_Task(rec, pending, str(out), int(seed), table, int(max_pixels), clean_ref, fingerprints[rec.id],
+                           image_format))
 
     written = skipped = skipped_queries = 0
     with open(manifest_file, "a", encoding="utf-8") as mf, open(out / "skips.jsonl", "w", encoding="utf-8") as sf:

@@ -1,0 +1,45 @@
+"""`snapbench corrupt --format`: every lossless format holds exactly the pixels of the PNG run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from snapbench.cli import app
+from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.corruptions import load_image, run_corruption
+from snapbench.errors import ConfigError
+
+pytest.importorskip("imagecodecs")
+CONDS = ["img/motion_blur/s2", "img/cropping/s3", "txt/char_swap", "joint/compression+char_add/s1"]
+
+
+def _lines(folder):
+    return {(d["id"], d["condition"]): d for d in map(json.loads, (folder / "manifest.jsonl").read_text().splitlines())}
+
+
+@pytest.mark.parametrize("fmt", ["qoi", "jxl", "webp", "npz"])
+def test_each_format_decodes_to_the_png_pixels(tmp_path, fmt):
+    run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / "png", conditions=CONDS, progress=False)
+    run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / fmt, conditions=CONDS, progress=False, image_format=fmt)
+    png, other = _lines(tmp_path / "png"), _lines(tmp_path / fmt)
+    assert png.keys() == other.keys()
+    for key, line in other.items():
+        assert line["path"].endswith("." + fmt) and line["question"] == png[key]["question"]
+        a = load_image(tmp_path / "png" / png[key]["path"])
+        b = load_image(tmp_path / fmt / line["path"])
+        assert np.array_equal(a, b), key
+
+
+def test_one_folder_holds_one_format(tmp_path):
+    run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path, conditions=CONDS[:1], progress=False)
+    with pytest.raises(ConfigError, match="png variants"):
+        run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path, conditions=CONDS[:1], progress=False, image_format="jxl")
+
+
+def test_unknown_format_is_a_clean_cli_error(tmp_path):
+    res = CliRunner().invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(tmp_path), "--format", "gif"])
+    assert res.exit_code == 2 and "unknown image format 'gif'" in res.output
