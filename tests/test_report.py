@@ -474,3 +474,22 @@ def test_figures_plot_the_report_numbers(run_dir):
     want = [share["clean"]] + [np.mean([v for c, v in share.items() if c.startswith("img/") and c.endswith(f"/s{s}")])
                                for s in (1, 2, 3)]
     np.testing.assert_allclose(overall.get_ydata(), want)
+
+
+def test_sparse_hand_written_report(tmp_path):
+    """A report with only clean and one text condition, no CI, no meta: tables and page still come out."""
+    from snapbench.report import build_report
+
+    d = tmp_path / "sparse"
+    (d / "T2T").mkdir(parents=True)
+    (d / "T2T" / "report.json").write_text(json.dumps({
+        "conditions": {"clean": {"hit@1": 0.5}, "txt/char_add": {"hit@1": 0.25}},
+        "paired": {"txt/char_add": {"hit@1": {"delta": -0.25, "ci": [None, None], "p": None}}},
+        "additivity": {}, "n_queries": 4, "n_excluded_zero_gt": 0}))
+    (d / "run.json").write_text(json.dumps({"dataset": "x", "modes": ["T2T", "I2I"]}))
+    res = build_report(d, dpi=50)
+    rows = _md_rows(d / "tables" / "T2T_delta.md")
+    assert rows["char_add"][0] == "-25.0"
+    page = (d / "report.html").read_text(encoding="utf-8")
+    assert "lists mode &#x27;I2I&#x27; but" in page
+    assert "T2T_severity_curves" not in res.figures  # no image operator: no curve, no crash

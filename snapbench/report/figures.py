@@ -207,6 +207,10 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
                         color="black", capsize=4, label="95% CI" if i == 0 or "95% CI" not in
                         ax.get_legend_handles_labels()[1] else None)
     ax.axhline(0, color="grey", linewidth=0.8)
+    # room above and below for the value labels, whatever the sign of the bars and their CIs
+    ext = vals + [0.0] + [100 * c for m in modes for c in (drags[m]["ci"] or []) if c is not None]
+    pad = max(1.0, 0.15 * (max(ext) - min(ext)))
+    ax.set_ylim(min(ext) - pad, max(ext) + pad)
     ax.set_xticks(range(len(modes)), [MODE_NAMES.get(m, m) for m in modes])
     ax.set_xlabel("retrieval mode (magenta: IT→IT = coarse-text drag)")
     ax.set_ylabel(f"Δ clean {lab} vs I→I (points)")

@@ -141,6 +141,10 @@ def load_run_dir(path: str | Path) -> RunData:
         raise InputError(
             "no readable <MODE>/report.json (MODE one of " + ", ".join(MODE_ORDER) + ")"
             + (f": {problems}" if problems else ""), path=root)
+    listed = data.run.get("modes") if isinstance(data.run.get("modes"), list) else []
+    for mode in listed:
+        if str(mode) not in data.reports and str(mode) not in data.missing:  # unreadable ones are noted already
+            data.note("run", f"run.json lists mode {mode!r} but {root / str(mode) / 'report.json'} is missing")
     fdir = root / "fusion"
     if fdir.is_dir():
         for sub in sorted(p for p in fdir.iterdir() if p.is_dir()):
