@@ -7,14 +7,11 @@ Flow: ``corrupt`` -> ``encode`` (or your own encoder) -> ``evaluate`` / ``moor``
 from __future__ import annotations
 
 import functools
-import sys
 from typing import Any, Callable
 
 import typer
 
 from . import __version__
-from .errors import SnapbenchError
-
 from .commands.conditions import conditions
 from .commands.corrupt import corrupt
 from .commands.demo import demo
@@ -22,7 +19,9 @@ from .commands.encode import encode
 from .commands.evaluate import additivity, evaluate
 from .commands.moor import moor
 from .commands.preview import preview
+from .commands.report import report
 from .commands.run import run
+from .errors import SnapbenchError
 
 app = typer.Typer(
     name="snapbench",
@@ -86,6 +85,7 @@ for _name, _command in (
     ("additivity", additivity),
     ("moor", moor),
     ("run", run),
+    ("report", report),
     ("demo", demo),
 ):
     app.command(_name)(guarded(_command))

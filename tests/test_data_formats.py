@@ -15,7 +15,7 @@ from snapbench.encode import load_gallery
 from snapbench.errors import ConfigError, InputError, OutputError
 from snapbench.evaluate.io import load_qrels
 
-DEMO = Path(__file__).resolve().parents[1] / "assets" / "demo"
+DEMO = Path(__file__).resolve().parents[1] / "snapbench" / "assets" / "demo"
 
 
 # ------------------------------------------------------------------ hf-imagefolder

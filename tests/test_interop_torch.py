@@ -22,7 +22,7 @@ from snapbench.interop.torch import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "assets" / "demo" / "queries.jsonl"
+DEMO = ROOT / "snapbench" / "assets" / "demo" / "queries.jsonl"
 CONDS = ["clean", "img/scribble/s2", "img/cropping/s3", "txt/char_swap", "joint/low_light+word_swap/s1"]
 
 

@@ -42,7 +42,7 @@ def run_dir(tmp_path_factory):
     demo_out = base / "demo"
     demo(out=demo_out, data=None, seed=3, workers=1, resamples=200)
     run = base / "run"
-    qrels = REPO / "assets" / "demo" / "qrels.json"
+    qrels = REPO / "snapbench" / "assets" / "demo" / "qrels.json"
     paths = demo_out / "encoded" / "paths"
     cfg = EvaluationConfig(seed=3, resamples=200, workers=1)
     qids = (paths.parent / "query_ids.txt").read_text().split()
@@ -80,12 +80,12 @@ def run_dir(tmp_path_factory):
         np.save(cs / f"{s}.npy", comb_sum([np.load(paths / f"{s}.{p}.npy") for p in ("II", "TT", "IT", "TI")]))
     write_report(evaluate_directory(cs, qrels, cfg), run / "fusion" / "comb_sum" / "report.json")
     shutil.rmtree(cs)
-    manifest = [json.loads(line) for line in (REPO / "assets" / "demo" / "queries.jsonl").read_text().splitlines() if line]
+    manifest = [json.loads(line) for line in (REPO / "snapbench" / "assets" / "demo" / "queries.jsonl").read_text().splitlines() if line]
     q0 = manifest[0]
     (run / "run.json").write_text(json.dumps({
         "dataset": "demo & friends_1 (toy)", "encoder": "toy", "seed": 3, "modes": list(MODES) + ["MOOR"],
         "conditions": conds, "snapbench_version": "0.1.0",
-        "contact_sheet": {"image": str(REPO / "assets" / "demo" / q0["image"]), "key": q0["id"], "seed": 3,
+        "contact_sheet": {"image": str(REPO / "snapbench" / "assets" / "demo" / q0["image"]), "key": q0["id"], "seed": 3,
                           "question": q0["question"], "entity": q0.get("entity")}}))
     return {"dir": run, "qids": qids, "positives": positives, "conds": conds, "mode_scores": mode_scores}
 

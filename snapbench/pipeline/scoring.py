@@ -48,6 +48,7 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
     )
     from ..evaluate.metrics import Labels
     from ..evaluate.modes import MODES as MODE_WEIGHTS
+    from ..report import write_per_query
 
     qids = [ds.queries[i].id for i in keep]
     gids = [g.id for g in ds.gallery]
@@ -126,7 +127,7 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
         folder.mkdir(parents=True, exist_ok=True)
         if name == "MOOR":
             write_text_atomic(folder / "text_share.json", json.dumps(shares, indent=2) + "\n")
-        write_per_query(folder / "per_query.csv", qids, evals, metrics)
+        write_per_query(folder / "per_query.csv", qids, per_query_values(evals, metrics))
         written[name] = folder / "report.json"
         report["_drag_stats"] = evals["clean"].stats.get("hit@1")
         evaluated[name] = report
@@ -166,20 +167,13 @@ def tag_groups(ds: Any, keep: np.ndarray, group_by: str | None) -> dict[str, np.
     return {k: np.asarray(v, dtype=np.int64) for k, v in sorted(rows.items())}
 
 
-def write_per_query(path: Path, qids: Sequence[str], evals: Mapping[str, Any], metrics: Sequence[str]) -> None:
-    """Long table ``query_id, condition, metric, value`` (value empty where undefined, e.g. zero-GT)."""
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["query_id", "condition", "metric", "value"])
+def per_query_values(evals: Mapping[str, Any], metrics: Sequence[str]) -> dict[str, dict[str, np.ndarray]]:
+    """{condition: {metric: one value per query}}; NaN where the metric is undefined (a zero-GT query)."""
+    out: dict[str, dict[str, np.ndarray]] = {}
     for cond, ev in evals.items():
+        out[cond] = {}
         for m in metrics:
-            st = ev.stats[m]
-            num, den = np.asarray(st.num, dtype=np.float64), np.asarray(st.den, dtype=np.float64)
-            vals = np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
-            for q, v in zip(qids, vals):
-                w.writerow([q, cond, m, "" if not np.isfinite(v) else repr(float(v))])
-    write_text_atomic(path, buf.getvalue())
-
+            num = np.asarray(ev.stats[m].num, dtype=np.float64)
+            den = np.asarray(ev.stats[m].den, dtype=np.float64)
+            out[cond][m] = np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
+    return out
