@@ -17,7 +17,9 @@ from typing import Iterator
 
 import numpy as np
 
-__all__ = ["atomic_path", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic"]
+from .errors import OutputError
+
+__all__ = ["atomic_path", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic", "prepare_output_dir"]
 
 
 @contextlib.contextmanager
@@ -68,3 +70,20 @@ def save_npy_atomic(path: str | os.PathLike, array: np.ndarray) -> None:
     """``np.save`` to ``path`` atomically (the file name is used as given: no ``.npy`` is appended)."""
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         np.save(fh, array, allow_pickle=False)
+
+
+def prepare_output_dir(path: str | os.PathLike, *subdirs: str) -> Path:
+    """Create the output folder ``path`` (and ``subdirs`` inside it), or raise
+    :class:`~snapbench.errors.OutputError` saying why it cannot hold outputs: it is a file, or it
+    cannot be created or written.  Commands call this before any expensive work."""
+    out = Path(path)
+    for d in (out, *(out / s for s in subdirs)):
+        if d.exists() and not d.is_dir():
+            raise OutputError("exists and is not a folder (choose a folder for the outputs)", path=d)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"cannot create the output folder ({exc.strerror or exc})", path=d) from None
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise OutputError("the output folder is not writable", path=d)
+    return out

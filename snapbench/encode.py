@@ -41,10 +41,10 @@ from typing import Any
 
 import numpy as np
 
-from .atomic import save_npy_atomic, write_text_atomic
+from .atomic import prepare_output_dir, save_npy_atomic, write_text_atomic
 from .conditions import condition_to_filename, parse_condition
 from .corruptions.io import load_image
-from .errors import ConfigError, InputError, OutputError
+from .errors import ConfigError, InputError
 from .models import Encoder, cosine_path_scores
 
 __all__ = ["PATHS", "EncodeSummary", "GalleryItem", "encode_corrupted", "load_gallery", "prepare_out_dir"]
@@ -151,18 +151,9 @@ def _read_skips(corrupt_dir: Path) -> dict[tuple[str, str | None], str]:
 
 
 def prepare_out_dir(out_dir: str | os.PathLike) -> None:
-    """Create ``out_dir/embeddings`` and ``out_dir/paths``; raise :class:`OutputError` (or the
-    ``OSError``) if ``out_dir`` cannot hold the outputs — before any encoding is spent."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise OutputError("exists and is not a folder (choose a folder for the outputs)", path=out_dir)
-    for sub in ("embeddings", "paths"):
-        d = out_dir / sub
-        if d.exists() and not d.is_dir():
-            raise OutputError("exists and is not a folder", path=d)
-        d.mkdir(parents=True, exist_ok=True)  # PermissionError (an OSError) names the folder
-        if not os.access(d, os.W_OK | os.X_OK):
-            raise OutputError("folder is not writable", path=d)
+    """Create ``out_dir/embeddings`` and ``out_dir/paths``; raise :class:`OutputError` if ``out_dir``
+    cannot hold the outputs — before any encoding is spent."""
+    prepare_output_dir(out_dir, "embeddings", "paths")
 
 
 def _write_ids(path: Path, ids: Sequence[str]) -> None:

@@ -33,14 +33,20 @@ def _hit1(scores: np.ndarray, positives: list[set[int]]) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    from snapbench.commands.demo import demo
+    from snapbench.corruptions import run_corruption
+    from snapbench.encode import encode_corrupted
     from snapbench.evaluate import EvaluationConfig, evaluate_directory, write_report
-    from snapbench.fusion import MOORIndex, comb_sum
+    from snapbench.fusion import MOORIndex, comb_sum, fuse_directory
+    from snapbench.models import get_encoder
     from snapbench.report import write_per_query
 
     base = tmp_path_factory.mktemp("report")
     demo_out = base / "demo"
-    demo(out=demo_out, data=None, seed=3, workers=1, resamples=200)
+    # the step-by-step route on the bundled set: PNG variants -> toy embeddings and paths -> MOOR scores
+    data = REPO / "snapbench" / "assets" / "demo"
+    run_corruption(data / "queries.jsonl", demo_out / "corrupted", seed=3, joint=True, progress=False)
+    encode_corrupted(demo_out / "corrupted", data / "gallery.jsonl", get_encoder("toy"), demo_out / "encoded")
+    fuse_directory(demo_out / "moor", embeddings_dir=demo_out / "encoded" / "embeddings")
     run = base / "run"
     qrels = REPO / "snapbench" / "assets" / "demo" / "qrels.json"
     paths = demo_out / "encoded" / "paths"

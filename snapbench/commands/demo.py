@@ -29,6 +29,7 @@ def demo(
     from rich.console import Console
     from rich.table import Table
 
+    from ..atomic import prepare_output_dir
     from ..conditions import parse_condition
     from ..data import load_dataset
     from ..errors import ConfigError
@@ -39,6 +40,7 @@ def demo(
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     if resamples < 100:
         raise ConfigError(f"--resamples must be at least 100, got {resamples}")
+    prepare_output_dir(out)  # before anything is printed or computed
     console = Console(stderr=True)
     ds = load_dataset(data or DEFAULT_DATA)
     console.rule(f"snapbench run: {len(ds.queries)} queries, {len(ds.gallery)} gallery items, toy encoder")

@@ -41,8 +41,8 @@ def encode(
     # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
     if not (corrupted / "manifest.jsonl").is_file():
         raise InputError("no manifest.jsonl (is this the output folder of 'snapbench corrupt'?)", path=corrupted)
-    items = load_gallery(gallery)
     prepare_out_dir(out)
+    items = load_gallery(gallery)
     enc = load_encoder(encoder, device=device, batch_size=batch_size)
     cache_note = None
     if not no_cache:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..atomic import write_text_atomic
+from ..atomic import prepare_output_dir, write_text_atomic
 from ..errors import ConfigError, InputError
 from .plan import (
     MODES,
@@ -123,9 +123,7 @@ def run_benchmark(
         raise ConfigError(f"batch_size must be >= 1, got {opts.batch_size}")
     if opts.variants not in ("generated", "released"):
         raise ConfigError(f"variants must be 'generated' or 'released', got {opts.variants!r}")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"the output folder is an existing file: {out}")
+    out = prepare_output_dir(out_dir)
 
     if hasattr(dataset, "queries"):
         ds = dataset
