@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 from snapbench.conditions import list_conditions
 from snapbench.evaluate import EvaluationConfig, Labels, evaluate_directory, evaluate_matrix, write_report
-from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 Q, N = 1145, 9085
 POS_PER_QUERY = 4.8

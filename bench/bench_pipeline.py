@@ -25,12 +25,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
+from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 from PIL import Image  # noqa: E402
 from skimage import data  # noqa: E402
 
-from snapbench.corruptions.io import PNG_COMPRESSION, encode_png  # noqa: E402
 from snapbench.corruptions import run_corruption, stream_corruptions  # noqa: E402
-from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
+from snapbench.corruptions.io import PNG_COMPRESSION, encode_png  # noqa: E402
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")
 

@@ -19,11 +19,12 @@ import statistics
 import time
 from pathlib import Path
 
+from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
+
 from snapbench.conditions import TEXT_OPERATORS
 from snapbench.corruptions import text as text_mod
 from snapbench.corruptions.text import corrupt_text, find_entity, get_text_operator
 from snapbench.seeding import text_rng
-from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 QUESTIONS = [
     ("What kind of fish is this?", "fish"),

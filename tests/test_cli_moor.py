@@ -304,8 +304,8 @@ def test_ann_run_reports_recall_against_exact_moor(tmp_path):
 
 def test_ann_recall_counts_misses():
     # the recall helper against a deliberately damaged approximate result: the expected value is known
-    from snapbench.fusion.run import ann_topk_overlap
     from snapbench.fusion import MOORIndex
+    from snapbench.fusion.run import ann_topk_overlap
 
     rng = derive_generator("test-cli-moor", "recall-helper")
     gI, gT = rng.standard_normal((80, 6)), rng.standard_normal((80, 6))

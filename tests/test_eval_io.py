@@ -9,10 +9,8 @@ import numpy as np
 import pytest
 
 from snapbench.errors import InputError
-
 from snapbench.evaluate import (
     EvaluationConfig,
-    EvaluationInputError,
     Labels,
     ScoresDir,
     evaluate_directory,

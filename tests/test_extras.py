@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from snapbench.fusion import MOORIndex, MetaFusion, PathScores
+from snapbench.fusion import MetaFusion, MOORIndex, PathScores
 from snapbench.fusion.io import load_matrix
 
 

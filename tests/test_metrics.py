@@ -168,7 +168,7 @@ def _to_ref(scores, rel, *, distinct: bool):
 @pytest.mark.parametrize("ties,graded", [(False, False), (True, False), (True, True), (False, True)])
 def test_metrics_equal_ir_measures_per_query(ties, graded):
     ir_measures = pytest.importorskip("ir_measures")
-    from ir_measures import RR, Success, nDCG, R
+    from ir_measures import RR, R, Success, nDCG
 
     scores, rel = _data(11 + ties + 2 * graded, ties=ties, graded=graded)
     ks = (1, 5, 10, 20)

@@ -145,8 +145,10 @@ def test_permutation_pvalue_for_ratio_metric_matches_enumeration():
     s0, s1 = QueryStat(a0, a0 + b0), QueryStat(a1, a1 + b1)
 
     def diff(swap):
-        n0 = np.where(swap, s1.num, s0.num).sum(); d0 = np.where(swap, s1.den, s0.den).sum()
-        n1 = np.where(swap, s0.num, s1.num).sum(); d1 = np.where(swap, s0.den, s1.den).sum()
+        n0 = np.where(swap, s1.num, s0.num).sum()
+        d0 = np.where(swap, s1.den, s0.den).sum()
+        n1 = np.where(swap, s0.num, s1.num).sum()
+        d1 = np.where(swap, s0.den, s1.den).sum()
         return n1 / d1 - n0 / d0 if d0 and d1 else np.nan
 
     obs = abs(diff(np.zeros(n, bool)))

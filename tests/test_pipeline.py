@@ -21,12 +21,12 @@ from PIL import Image
 from skimage import data
 
 from snapbench.conditions import IMAGE_OPERATORS, TEXT_OPERATORS
-from snapbench.corruptions import corrupt_image, corrupt_text
-from snapbench.corruptions.io import load_image
 from snapbench.corruptions import (
     ManifestError,
     QueryRecord,
     RunConfigError,
+    corrupt_image,
+    corrupt_text,
     iter_variants,
     load_manifest,
     resolve_conditions,
@@ -34,6 +34,7 @@ from snapbench.corruptions import (
     run_corruption,
     stream_corruptions,
 )
+from snapbench.corruptions.io import load_image
 from snapbench.corruptions.run import MANIFEST_FIELDS
 
 # A small subset of conditions: random (cropping, scribble) and deterministic (overexposure)
