@@ -290,7 +290,7 @@ def watermark(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     rows = _rows(origins)
     ys = sorted(y for y, _ in rows)
     if all(b - a >= th for a, b in zip(ys, ys[1:])):
-        strips: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        strips: dict[tuple[int, ...], tuple[int, np.ndarray, np.ndarray] | None] = {}
         for y, xs in rows:
             if _clip(out.shape, y + oy, 0, th, W) is None:
                 continue
@@ -298,8 +298,12 @@ def watermark(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
                 alpha = np.zeros((th, W), np.uint8)
                 for x in xs:
                     _union(alpha, 0, x + ox, mask, opacity)
-                strips[xs] = _premultiply(colour, alpha)
-            _blend_premultiplied(out, y + oy, 0, *strips[xs])
+                inked = np.flatnonzero(alpha.any(axis=0))  # blend only the columns with ink
+                strips[xs] = None if inked.size == 0 else (
+                    int(inked[0]), *_premultiply(colour, alpha[:, inked[0] : inked[-1] + 1]))
+            strip = strips[xs]
+            if strip is not None:
+                _blend_premultiplied(out, y + oy, strip[0], strip[1], strip[2])
         return out
     alpha = np.zeros((H, W), np.uint8)
     for x, y in origins:
