@@ -454,6 +454,7 @@ def test_unknown_grid_key_is_rejected_not_ignored(op, typo):
         ("watermark", 2, {"step_frac": None}, r"'step_frac' must be a fraction"),
         ("watermark", 1, {"step_frac": 0.3}, r"step_frac applies to the tiled layouts only"),
         ("watermark", 2, {"color": [1, 2]}, r"'color' must be three integers 0-255"),
+        ("watermark", 3, {"step_frac": 0.001}, r"tiles \d+ words on a 80x64 image \(at most 10000\)"),
         ("mosaic", 2, {"frac": 1.5}, r"'frac' must be in \(0, 1\], got 1\.5"),
         ("mosaic", 2, {"regions": -1}, r"'regions' must be an integer 0\.\.1000, got -1"),
         ("mosaic", 2, {"cell": 0}, r"'cell' must be an integer >= 1, got 0"),

@@ -214,6 +214,7 @@ def _union(alpha: np.ndarray, top: int, left: int, mask: np.ndarray, opacity: in
 # --- watermark ------------------------------------------------------------------------------------
 
 _WM_LAYOUTS = ("single", "tiled_center", "tiled_full")
+_WM_MAX_WORDS = 10_000  # a tiny step_frac would otherwise write millions of origins into the manifest
 
 
 def sample_watermark(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
@@ -249,6 +250,9 @@ def sample_watermark(rng: np.random.Generator, level: Mapping[str, Any], shape: 
             ys, xs = range(H // 4, 3 * H // 4, step), range(-W // 4, W, step)
         else:  # the whole image, from half a frame above and to the left
             ys, xs = range(-H // 2, H, step), range(-W // 2, W, step)
+        if len(ys) * len(xs) > _WM_MAX_WORDS:
+            raise ConfigError(f"image operator 'watermark': step_frac {step_frac} tiles {len(ys) * len(xs)} words on a "
+                              f"{W}x{H} image (at most {_WM_MAX_WORDS}); use a larger step_frac")
         origins = [[x, y] for y in ys for x in xs]
     params["origins"] = origins
     return params
