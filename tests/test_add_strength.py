@@ -161,13 +161,13 @@ def release_scribble_strokes(h, w, sev, seed):
 
 
 def release_scribble(img, sev, seed):
-    out = img.astype(np.float64)
+    out = img.copy()
     for y0, x0, cover, colour in release_scribble_strokes(*img.shape[:2], sev, seed):
         ink = cover > 0
         region = out[y0 : y0 + cover.shape[0], x0 : x0 + cover.shape[1]]
         a = cover[ink][:, None]
-        region[ink] = region[ink] * (1 - a) + colour * a
-    return np.rint(out).astype(np.uint8)
+        region[ink] = np.rint(region[ink] * (1 - a) + colour * a).astype(np.uint8)
+    return out
 
 
 def release_ui(img, sev, seed=None):
@@ -206,8 +206,9 @@ TRANSCRIPTION = {"watermark": release_watermark, "mosaic": release_mosaic, "scri
 
 def _mse_changed(clean: np.ndarray, out: np.ndarray) -> tuple[float, float]:
     mse = float(cv2.norm(clean, out, cv2.NORM_L2SQR)) / clean.size
-    # a pixel changed if any channel differs: the channel sum of |difference| (saturating) is > 0
-    any_channel = cv2.transform(cv2.absdiff(clean, out), np.ones((1, 3)))
+    # a pixel changed if any channel differs: the grey value of the 0/255 "not equal" image is
+    # > 0 exactly then (a lone 255 in the weakest channel, blue, still gives 29)
+    any_channel = cv2.cvtColor(cv2.compare(clean, out, cv2.CMP_NE), cv2.COLOR_RGB2GRAY)
     return mse, cv2.countNonZero(any_channel) / (clean.shape[0] * clean.shape[1])
 
 
@@ -309,11 +310,11 @@ def test_mosaic_pixels_are_pillow_nearest_on_the_sampled_boxes(release_photos, o
 
 def test_mosaic_placement_follows_the_release_rule():
     # Where a region lands is random; its distribution must be the release's: how often its centre
-    # is off the middle half, and its mean distance from the image centre, over 200 draws each.
+    # is off the middle half, and its mean distance from the image centre, over 150 draws each.
     h, w = 480, 640
     for s in (1, 2, 3):
         ours, theirs = [], []
-        for seed in range(200):
+        for seed in range(150):
             p = corrupt_image_with_params(np.zeros((h, w, 3), np.uint8), "mosaic", s, seed=seed, key="p").params
             ours += [((left + bw / 2) / w, (top + bh / 2) / h) for top, left, bh, bw in p["boxes"]]
             boxes = release_mosaic_boxes(h, w, s, np.random.default_rng(seed))
