@@ -476,3 +476,20 @@ def test_missing_add_parameter_is_named():
     level = {k: v for k, v in DEFAULT_GRID["watermark"][2].items() if k != "step_frac"}
     with pytest.raises(ValueError, match=r"watermark.*lack 'step_frac'"):
         corrupt_image(np.zeros((64, 80, 3), np.uint8), "watermark", 2, grid={"watermark": {2: level}})
+
+
+def test_overlay_composite_is_pillows_for_every_pixel_and_alpha():
+    # ui_elements applies any drawing list: one-pixel-wide rectangles give every alpha 0..255
+    # (columns) over every grey level 0..255 (rows); Pillow's alpha_composite of the same layer,
+    # built here as an array, is the reference, for colours covering the channel range.
+    img = np.repeat(np.arange(256, dtype=np.uint8)[:, None], 256, axis=1)[..., None].repeat(3, axis=2)
+    layer = np.zeros((256, 256, 4), np.uint8)
+    layer[..., 3] = np.arange(256)[None, :]
+    op = get_image_operator("ui_elements")
+    for c in range(0, 256, 15):
+        rgb = [c, 255 - c, (7 * c + 3) % 256]
+        draw = [{"rect": [x, 0, x, 255], "fill": [*rgb, x]} for x in range(256)]
+        got = op.apply(img, {"draw": draw})
+        layer[..., :3] = rgb
+        ref = Image.alpha_composite(Image.fromarray(img).convert("RGBA"), Image.fromarray(layer, "RGBA"))
+        assert np.array_equal(got, np.asarray(ref.convert("RGB"))), rgb
