@@ -43,3 +43,17 @@ def test_one_folder_holds_one_format(tmp_path):
 def test_unknown_format_is_a_clean_cli_error(tmp_path):
     res = CliRunner().invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(tmp_path), "--format", "gif"])
     assert res.exit_code == 2 and "unknown image format 'gif'" in res.output
+
+
+def test_a_run_drawn_with_another_text_renderer_is_not_resumed(tmp_path):
+    """Watermark / UI text bytes depend on the font file, Pillow and FreeType: never mix two."""
+    from snapbench.corruptions import RunConfigError
+    from snapbench.corruptions.image.add import renderer_versions
+
+    run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path, conditions=["img/watermark/s1"], progress=False)
+    cfg = json.loads((tmp_path / "run.json").read_text())
+    assert cfg["text_renderer"] == renderer_versions()
+    cfg["text_renderer"]["freetype"] = "1.0.0"
+    (tmp_path / "run.json").write_text(json.dumps(cfg))
+    with pytest.raises(RunConfigError, match="another text renderer: freetype 1.0.0"):
+        run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path, conditions=["img/watermark/s1"], progress=False)

@@ -54,6 +54,7 @@ from ..atomic import write_bytes_atomic
 from ..conditions import Condition, condition_to_filename, parse_condition
 from ..errors import ConfigError
 from .codecs import check_format, encode_image, extension
+from .image.add import renderer_versions
 from .io import (
     DEFAULT_MAX_PIXELS,
     PNG_COMPRESSION,
@@ -331,12 +332,18 @@ def _check_previous(out: Path, previous: dict[str, Any], seed: int, grid_obj: di
         diffs.append(f"seed {previous.get('seed')} (this run: {int(seed)})")
     if _dumps(previous.get("grid")) != _dumps(grid_obj):
         diffs.append("a different severity grid")
-    # a resumed run must not mix bytes from two OpenCV majors (watermark/ui_elements glyphs differ)
-    # or two NumPy majors (the Generator streams behind every sampled parameter may change there)
+    # a resumed run must not mix bytes from two OpenCV majors (warps, resizes, JPEG) or two NumPy
+    # majors (the Generator streams behind every sampled parameter may change there)
     for lib, now in (("opencv", cv2.__version__), ("numpy", np.__version__)):
         before = previous.get(f"{lib}_version")
         if before and str(before).split(".")[0] != now.split(".")[0]:
             diffs.append(f"{'OpenCV' if lib == 'opencv' else 'NumPy'} {before} (this run: {now})")
+    # nor text drawn by another font file, Pillow or FreeType (watermark and ui_elements pixels)
+    before = previous.get("text_renderer")
+    now_r = renderer_versions()
+    if before is not None and before != now_r:
+        changed = ", ".join(f"{k} {before.get(k)} (this run: {v})" for k, v in now_r.items() if before.get(k) != v)
+        diffs.append(f"another text renderer: {changed}")
     if diffs:
         raise RunConfigError(
             f"{out} holds a run made with {' and '.join(diffs)} (see {out / 'run.json'}); "
@@ -440,9 +447,10 @@ def run_corruption(
     all_ids += [c for c in cond_ids if c not in all_ids]
     run_cfg = {
         "snapbench_version": __version__,
-        # Pixel bytes of the text-drawing operators (watermark, ui_elements) depend on the OpenCV
-        # major version (its Hershey glyphs changed in 5.x): recorded so a mismatch can be traced.
+        # Library versions that decide pixel bytes, recorded so a resume cannot mix them (see
+        # _check_previous) and a difference between two runs can be traced.
         "opencv_version": cv2.__version__,
+        "text_renderer": renderer_versions(),
         "numpy_version": np.__version__,
         "seed": int(seed),
         "conditions": all_ids,

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import ConfigError
 
-__all__ = ["fraction", "integer", "known_keys", "level_value", "number", "rgb", "scaled_side"]
+__all__ = ["fraction", "fraction_value", "integer", "integer_value", "known_keys", "level_value", "number", "rgb", "scaled_side"]
 
 
 def number(op: str, params: Mapping[str, Any], name: str, *, lo: float | None = None,
@@ -103,3 +103,25 @@ def rgb(operator: str, value: Any, name: str) -> list[int]:
     if len(out) != 3 or not all(0 <= c <= 255 for c in out):
         raise ConfigError(f"image operator {operator!r}: {name!r} must be three integers 0-255 (RGB), got {value!r}")
     return out
+
+
+def integer_value(op: str, value: Any, name: str, lo: int, hi: int | None = None) -> int:
+    """``value`` as an integer in [lo, hi] (an integral float such as 3.0 from TOML/JSON is accepted)."""
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if not ok and isinstance(value, float) and value.is_integer():
+        ok = True  # TOML/JSON writers may turn 3 into 3.0
+    if not ok or int(value) < lo or (hi is not None and int(value) > hi):
+        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        raise ConfigError(f"image operator {op!r}: parameter {name!r} must be an integer {rng}, got {value!r}")
+    return int(value)
+
+
+def fraction_value(op: str, value: Any, name: str, *, zero_ok: bool = False) -> float:
+    """``value`` as a fraction of an image side: (0, 1], or [0, 1] with ``zero_ok``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigError(f"image operator {op!r}: parameter {name!r} must be a fraction of the image side, got {value!r}")
+    v = float(value)
+    if not ((0 <= v if zero_ok else 0 < v) and v <= 1):
+        interval = "[0, 1]" if zero_ok else "(0, 1]"
+        raise ConfigError(f"image operator {op!r}: parameter {name!r} must be in {interval}, got {value!r}")
+    return v

@@ -23,8 +23,6 @@ import numpy as np
 from ._params import integer, known_keys, number
 from .base import register_image_operator
 
-_known = known_keys  # TODO(merge): remove alias (add.py imports it until its rewrite lands)
-
 __all__ = [
     "low_light",
     "overexposure",

@@ -52,25 +52,27 @@ DEFAULT_GRID: Grid = {
     "lens_distortion": {1: {"k1": -0.10}, 2: {"k1": -0.20}, 3: {"k1": -0.30}},
     "cropping": {1: {"keep": 0.90}, 2: {"keep": 0.65}, 3: {"keep": 0.40}},  # of each side, seeded offset
     "downscale": {1: {"scale": 0.20}, 2: {"scale": 0.10}, 3: {"scale": 0.04}},  # output stays small
-    "watermark": {
-        1: {"layout": "single", "opacity": 80, "text": "SAMPLE", "width_frac": 0.16},
-        2: {"layout": "tiled_center", "opacity": 160, "text": "SAMPLE", "width_frac": 0.16},
-        3: {"layout": "tiled_full", "opacity": 220, "text": "SAMPLE", "width_frac": 0.16},
+    "watermark": {  # "SAMPLE", em size max(min_size, size_frac * w) px, grey (180,180,180), opacity /255
+        1: {"layout": "single", "opacity": 80, "text": "SAMPLE", "size_frac": 0.16, "min_size": 16},
+        2: {"layout": "tiled_center", "opacity": 160, "text": "SAMPLE", "size_frac": 0.16, "min_size": 16,
+            "step_frac": 0.32},
+        3: {"layout": "tiled_full", "opacity": 220, "text": "SAMPLE", "size_frac": 0.16, "min_size": 16,
+            "step_frac": 0.16},
     },
-    "mosaic": {
-        1: {"blocks": 1, "block_frac": 0.20, "cell": 42},
-        2: {"blocks": 2, "block_frac": 0.35, "cell": 42},
-        3: {"blocks": 4, "block_frac": 0.55, "cell": 42},
+    "mosaic": {  # regions of max(min_side, frac * side), nearest-sampled to side // cell, <= tries draws
+        1: {"regions": 1, "frac": 0.20, "min_side": 80, "cell": 42, "tries": 40},
+        2: {"regions": 2, "frac": 0.35, "min_side": 80, "cell": 42, "tries": 40},
+        3: {"regions": 4, "frac": 0.55, "min_side": 80, "cell": 42, "tries": 40},
     },
-    "scribble": {
+    "scribble": {  # random-walk strokes, anti-aliased lines `thickness` px wide
         1: {"strokes": 3, "thickness": 2},
         2: {"strokes": 6, "thickness": 4},
         3: {"strokes": 9, "thickness": 5},
     },
-    "ui_elements": {
-        1: {"status_bar": 0.05, "nav_bar": 0.0, "address_bar": False, "floating_button": False},
-        2: {"status_bar": 0.05, "nav_bar": 0.08, "address_bar": False, "floating_button": False},
-        3: {"status_bar": 0.05, "nav_bar": 0.08, "address_bar": True, "floating_button": True},
+    "ui_elements": {  # bar heights as fractions of the image height (0 = off)
+        1: {"status_bar": 0.05, "nav_bar": 0.0, "address_bar": 0.0, "floating_button": False},
+        2: {"status_bar": 0.09, "nav_bar": 0.08, "address_bar": 0.0, "floating_button": False},
+        3: {"status_bar": 0.09, "nav_bar": 0.08, "address_bar": 0.05, "floating_button": True},
     },
 }
 

@@ -17,7 +17,6 @@ from ._params import fraction, known_keys, scaled_side
 from .base import register_image_operator
 
 __all__ = ["sample_cropping", "cropping", "sample_downscale", "downscale"]
-# TODO(merge): remove alias -- add.py imports scaled_side from here until it imports it from ._params.
 
 
 # --- cropping -------------------------------------------------------------------------------------
