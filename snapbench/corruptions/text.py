@@ -69,7 +69,6 @@ operator) alone -- not on the process, call order or thread.
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -80,14 +79,24 @@ import numpy as np
 from ..conditions import TEXT_OPERATORS
 from ..errors import ConfigError, InputError
 from ..seeding import text_rng
+from .entity import (
+    POSSESSIVE_AFTER_RE,
+    QUESTION_MARKS,
+    SENT_BOUNDARY_RE,
+    TERMINATORS,
+    WORD_RE,
+    EntityNotFoundError,
+    Span,
+    find_entity,
+    locate,
+    nospace,
+)
 from .text_data import (
     GENERIC_QUESTIONS,
     HOW_QUANTIFIERS,
-    IRREGULAR_PLURALS,
     QUESTION_WORDS,
     QWERTY_NEIGHBOURS,
     SENTENCE_POOL,
-    STOPWORDS,
 )
 
 __all__ = [
@@ -110,7 +119,6 @@ __all__ = [
 
 MAX_ATTEMPTS = 10
 
-Span = tuple[int, int]
 TextOperatorFn = Callable[[str, Span, "np.random.Generator | None"], tuple[str, dict[str, Any]]]
 """A text operator: ``fn(text, (start, end) of the entity, rng) -> (new_text, params)``; ``rng`` is
 ``None`` only for operators registered with ``random=False``."""
@@ -118,10 +126,6 @@ TextOperatorFn = Callable[[str, Span, "np.random.Generator | None"], tuple[str, 
 
 class TextCorruptionError(InputError):
     """The operator could not produce a text that differs from the input."""
-
-
-class EntityNotFoundError(InputError):
-    """The entity is not in the question (or, with no entity given, no candidate word is)."""
 
 
 @dataclass(frozen=True)
@@ -136,169 +140,6 @@ class CorruptedText:
     text: str
     operator: str
     params: dict[str, Any]
-
-
-# --------------------------------------------------------------------------------------------
-# Character classes
-
-
-# Scripts written without spaces between words: a match there needs no word boundary and every
-# character counts as a word for word_swap.
-_NOSPACE_RANGES = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_NOSPACE_RE = re.compile(f"[{_NOSPACE_RANGES}]")
-_WORD_RE = re.compile(f"[{_NOSPACE_RANGES}]|[^\\W_{_NOSPACE_RANGES}]+(?:['’][^\\W_{_NOSPACE_RANGES}]+)*")
-_POSSESSIVE_RE = re.compile(r"['’][sS]$")
-_POSSESSIVE_AFTER_RE = re.compile(r"['’][sS](?![^\W_])")
-_QMARKS = "?？"
-_SENT_BOUNDARY_RE = re.compile(r"[.!?…]+[\"'”’)\]]*\s+|[。！？]+\s*")
-_TERMINATORS = ".!?。！？…"
-
-
-def _is_word_char(ch: str) -> bool:
-    # Combining marks belong to the letter before them ("cafe" + U+0301 is one word).
-    return ch.isalnum() or unicodedata.category(ch)[0] == "M"
-
-
-def _nospace(ch: str) -> bool:
-    return _NOSPACE_RE.match(ch) is not None
-
-
-def _left_ok(text: str, s: int) -> bool:
-    if s == 0:
-        return True
-    prev = text[s - 1]
-    return not _is_word_char(prev) or _nospace(prev) or _nospace(text[s])
-
-
-def _right_ok(text: str, e: int) -> bool:
-    if e >= len(text):
-        return True
-    nxt = text[e]
-    if _nospace(nxt) or _nospace(text[e - 1]):
-        return True
-    if _is_word_char(nxt):
-        return False
-    if nxt in "'’" and e + 1 < len(text) and _is_word_char(text[e + 1]):
-        # Only a possessive 's ends the word; "don't" does not contain "don".
-        return text[e + 1] in "sS" and (e + 2 >= len(text) or not _is_word_char(text[e + 2]))
-    return True
-
-
-# --------------------------------------------------------------------------------------------
-# Entity finder
-
-
-def _plural_forms(w: str) -> set[str]:
-    forms = {w + "s", w + "es"}
-    if len(w) >= 2 and w.endswith("y") and w[-2] not in "aeiou":
-        forms.add(w[:-1] + "ies")
-    if w.endswith("fe"):
-        forms.add(w[:-2] + "ves")
-    elif w.endswith("f"):
-        forms.add(w[:-1] + "ves")
-    if w in IRREGULAR_PLURALS:
-        forms.add(IRREGULAR_PLURALS[w])
-    return forms
-
-
-_IRREGULAR_SINGULARS = {pl: sg for sg, pl in IRREGULAR_PLURALS.items()}
-
-
-def _singular_forms(w: str) -> set[str]:
-    forms: set[str] = set()
-    if len(w) > 3 and w.endswith("ies"):
-        forms.add(w[:-3] + "y")
-    if len(w) > 3 and w.endswith("ves"):
-        forms.update((w[:-3] + "f", w[:-3] + "fe"))
-    if len(w) > 2 and w.endswith("es"):
-        forms.add(w[:-2])
-    if len(w) > 1 and w.endswith("s") and not w.endswith("ss"):
-        forms.add(w[:-1])
-    if w in _IRREGULAR_SINGULARS:
-        forms.add(_IRREGULAR_SINGULARS[w])
-    return forms
-
-
-def _word_pattern(word: str, plural: bool) -> str:
-    w = word.lower()
-    forms = {w} | (_plural_forms(w) | _singular_forms(w) if plural else set())
-    # Longest first so "fishes" wins over "fish" at the same position.
-    return "(?:" + "|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f))) + ")"
-
-
-@functools.lru_cache(maxsize=4096)
-def _entity_regex(words: tuple[str, ...], plural: bool) -> re.Pattern[str]:
-    # Cached: a query set repeats each entity across the eight operators.
-    return re.compile(r"\s+".join(_word_pattern(w, plural) for w in words), re.IGNORECASE)
-
-
-def _search(text: str, words: list[str], plural: bool) -> Span | None:
-    pattern = _entity_regex(tuple(words), plural)
-    pos = 0
-    while (m := pattern.search(text, pos)) is not None:
-        s, e = m.span()
-        if e > s and _left_ok(text, s) and _right_ok(text, e):
-            return s, e
-        pos = s + 1
-    return None
-
-
-def _fallback_entity(text: str) -> Span | None:
-    best: Span | None = None
-    for m in _WORD_RE.finditer(text):
-        s, e = m.span()
-        word = m.group()
-        if (pm := _POSSESSIVE_RE.search(word)) is not None:
-            e = s + pm.start()
-            word = word[: pm.start()]
-        if word.lower().replace("’", "'").replace("'", "") in STOPWORDS or not any(c.isalpha() for c in word):
-            continue
-        best = (s, e)
-    return best
-
-
-def _locate(text: str, entity: str | None) -> tuple[int, int, str]:
-    if not isinstance(text, str):
-        raise TypeError(f"question must be a str, got {type(text).__name__}")
-    if entity is not None and not isinstance(entity, str):
-        raise TypeError(f"entity must be a str or None, got {type(entity).__name__}")
-    return _locate_cached(text, entity)
-
-
-# The eight operators of one query look up the same (question, entity): cache the span.
-@functools.lru_cache(maxsize=1024)
-def _locate_cached(text: str, entity: str | None) -> tuple[int, int, str]:
-    if entity is None or not entity.strip():
-        span = _fallback_entity(text)
-        if span is None:
-            raise EntityNotFoundError(
-                f"no entity given and no candidate entity word (non-stopword) in question {text!r}"
-            )
-        return span[0], span[1], "fallback"
-    words = entity.split()
-    stages: list[tuple[list[str], bool, str]] = [(words, False, "exact"), (words, True, "plural")]
-    if len(words) > 1:
-        stages += [(words[-1:], False, "last_word"), (words[-1:], True, "last_word_plural")]
-    for ws, plural, how in stages:
-        if (span := _search(text, ws, plural)) is not None:
-            return span[0], span[1], how
-    raise EntityNotFoundError(
-        f"entity {entity!r} not found in question {text!r} "
-        "(tried exact, plural/stem and last-word matching)"
-    )
-
-
-def find_entity(text: str, entity: str | None) -> tuple[int, int]:
-    """Return the ``(start, end)`` character span of ``entity`` in ``text``.
-
-    Matching is case-insensitive on whole words: exact phrase first, then plural/stem forms
-    (either side may be the plural), then -- for a multi-word entity -- its last word; the leftmost
-    match of the first successful stage is returned.  With ``entity=None`` (or blank) the last
-    non-stopword word of the text is used.  Raises :class:`EntityNotFoundError` (a ``ValueError``)
-    naming the entity and the question when nothing matches.
-    """
-    s, e, _ = _locate(text, entity)
-    return s, e
 
 
 # --------------------------------------------------------------------------------------------
@@ -404,7 +245,7 @@ def corrupt_text_with_params(
     fn = get_text_operator(operator)
     where = f"query {key!r}: " if key else ""
     try:
-        s, e, how = _locate(text, entity)
+        s, e, how = locate(text, entity)
     except EntityNotFoundError as exc:
         raise EntityNotFoundError(f"{where}{exc}") from None
     deterministic = operator in _DETERMINISTIC
@@ -528,7 +369,7 @@ def _char_swap(text: str, span: Span, rng: np.random.Generator) -> tuple[str, di
 @register_text_operator("word_repeat", random=False)
 def _word_repeat(text: str, span: Span, rng: np.random.Generator | None) -> tuple[str, dict[str, Any]]:
     s, e = span
-    sep = "" if _nospace(text[e - 1]) else " "
+    sep = "" if nospace(text[e - 1]) else " "
     new = text[:e] + sep + text[s:e] + text[e:]
     return new, {"inserted_span_new": [e + len(sep), e + len(sep) + (e - s)], "separator": sep}
 
@@ -537,14 +378,14 @@ def _neighbours(text: str, span: Span) -> dict[str, Span]:
     s, e = span
     out: dict[str, Span] = {}
     left = None
-    for m in _WORD_RE.finditer(text, 0, s):
+    for m in WORD_RE.finditer(text, 0, s):
         left = m.span()
     if left is not None:
         out["left"] = left
     # A possessive 's belongs to the entity's word, not to its right neighbour.
-    if (pm := _POSSESSIVE_AFTER_RE.match(text, e)) is not None:
+    if (pm := POSSESSIVE_AFTER_RE.match(text, e)) is not None:
         e = pm.end()
-    if (m := _WORD_RE.search(text, e)) is not None:
+    if (m := WORD_RE.search(text, e)) is not None:
         out["right"] = m.span()
     return out
 
@@ -575,9 +416,9 @@ def _word_swap(text: str, span: Span, rng: np.random.Generator) -> tuple[str, di
 def _last_sentence_start(text: str) -> int:
     """Start of the final sentence (the question): after the last sentence boundary before it."""
     body_end = len(text.rstrip())
-    question_end = len(text[:body_end].rstrip(_TERMINATORS))
+    question_end = len(text[:body_end].rstrip(TERMINATORS))
     start = len(text) - len(text.lstrip())
-    for m in _SENT_BOUNDARY_RE.finditer(text, 0, question_end):
+    for m in SENT_BOUNDARY_RE.finditer(text, 0, question_end):
         if m.end() < question_end:
             start = m.end()
     return start
@@ -592,7 +433,7 @@ def _sent_add(text: str, span: Span, rng: np.random.Generator) -> tuple[str, dic
     if side == "before":
         pos = len(text) - len(text.lstrip())
         placement = "start"
-    elif text[:body_end].endswith(tuple(_QMARKS)):
+    elif text[:body_end].endswith(tuple(QUESTION_MARKS)):
         pos = _last_sentence_start(text)
         placement = "before_question"
     else:
@@ -612,7 +453,7 @@ def _sent_add(text: str, span: Span, rng: np.random.Generator) -> tuple[str, dic
 
 
 def _question_word(question: str) -> str:
-    words = [m.group().lower().replace("’", "'").split("'")[0] for m in _WORD_RE.finditer(question)]
+    words = [m.group().lower().replace("’", "'").split("'")[0] for m in WORD_RE.finditer(question)]
     for i, w in enumerate(words):
         if w in QUESTION_WORDS:
             if w == "how" and i + 1 < len(words) and words[i + 1] in HOW_QUANTIFIERS:
@@ -622,7 +463,7 @@ def _question_word(question: str) -> str:
 
 
 def _norm_question(q: str) -> str:
-    return " ".join(q.casefold().replace("’", "'").split()).rstrip(_TERMINATORS + " ")
+    return " ".join(q.casefold().replace("’", "'").split()).rstrip(TERMINATORS + " ")
 
 
 @register_text_operator("sent_replace", random=False)
