@@ -199,3 +199,24 @@ def test_open_clip_random_tiny_model_matches_its_own_forward(tmp_path):
         want = model.eval().encode_text(open_clip.get_tokenizer("RN50")(["a dog", "a cat"])).numpy()
     np.testing.assert_allclose(t, want, atol=1e-4)
     assert enc.encode_images([np.zeros((64, 64, 3), np.uint8)]).shape[0] == 1
+
+
+def test_sentence_transformers_clip_encodes_both_sides_like_the_transformers_model(tiny_clip, tmp_path):
+    st = pytest.importorskip("sentence_transformers")
+    try:
+        from sentence_transformers.sentence_transformer.modules import (
+            CLIPModel as STClip,
+        )
+    except ImportError:
+        try:  # sentence-transformers < 6
+            from sentence_transformers.models import CLIPModel as STClip
+        except ImportError:
+            pytest.skip("this sentence-transformers has no CLIPModel module")
+    st.SentenceTransformer(modules=[STClip(str(tiny_clip))], device="cpu").save(str(tmp_path / "st-clip"))
+    enc = load_encoder(f"sentence-transformers:{tmp_path / 'st-clip'}", device="cpu", batch_size=2)
+    assert enc.modalities == {"image", "text"}
+    ref = load_encoder(f"hf:{tiny_clip}", device="cpu")
+    rng = np.random.default_rng(5)
+    imgs = [rng.integers(0, 256, (36, 36, 3), dtype=np.uint8) for _ in range(3)]
+    np.testing.assert_allclose(enc.encode_images(imgs), ref.encode_images(imgs), atol=1e-5)
+    np.testing.assert_allclose(enc.encode_texts(["a dog", "the cat"]), ref.encode_texts(["a dog", "the cat"]), atol=1e-5)
