@@ -11,6 +11,12 @@ possibly ``None``), and writes::
     OUT/paths/<condition file name>.{II,TT,IT,TI}.npy            (Q x N cosine scores)
     OUT/paths/query_ids.txt, OUT/paths/gallery_ids.txt
     OUT/dropped_queries.json                                     {query id: reason}
+    OUT/paths/<condition file name>.npy, OUT/embeddings/*.joint.npy   only for a native joint model
+
+A model with a native joint embedding (``joint = True`` and ``encode_queries(images, texts)``)
+also gets its own IT→IT scores: ``encode_queries`` embeds each query (image, question) and each
+gallery item (image, caption), and ``paths/<condition>.npy`` holds their cosines, which
+``snapbench evaluate OUT/paths`` (no ``--mode``) scores.
 
 ``OUT/paths`` is what ``snapbench evaluate --mode IT2IT`` and ``snapbench moor --paths-dir`` read;
 ``OUT/embeddings`` is what exact MOOR (with whitening) needs.
@@ -45,7 +51,7 @@ from .atomic import save_npy_atomic, write_text_atomic
 from .conditions import condition_to_filename, parse_condition
 from .corruptions.io import load_image
 from .errors import ConfigError, InputError, OutputError
-from .models import Encoder, cosine_path_scores
+from .models import Encoder, cosine_path_scores, l2_normalize
 
 __all__ = ["PATHS", "EncodeSummary", "GalleryItem", "encode_corrupted", "load_gallery", "prepare_out_dir"]
 
@@ -71,6 +77,7 @@ class EncodeSummary:
     dropped_queries: dict[str, str] = field(default_factory=dict)  # id -> reason
     paths: list[str] = field(default_factory=list)  # the paths written, e.g. ["II", "TT", "IT", "TI"]
     skipped_paths: dict[str, str] = field(default_factory=dict)  # path -> why it was not written
+    joint: bool = False  # paths/<condition>.npy hold the encoder's native joint IT→IT scores
 
 
 def load_gallery(path: str | os.PathLike) -> list[GalleryItem]:
@@ -276,7 +283,13 @@ def encode_corrupted(
             skipped_paths[p] = why
         else:
             paths.append(p)
-    if not paths:
+    joint = bool(getattr(encoder, "joint", False)) and callable(getattr(encoder, "encode_queries", None))
+    if joint:
+        why = next(iter(side_why.values()), None)
+        if why:
+            skipped_paths["joint"] = f"native joint scores need images and texts on both sides: {why}"
+            joint = False
+    if not paths and not joint:
         raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped_paths.items()))
     need = {("q", PATHS[p][0]) for p in paths} | {("g", PATHS[p][1]) for p in paths}
 
@@ -306,6 +319,12 @@ def encode_corrupted(
                                        "gallery captions", gallery_tick("gallery captions"))
     for side, arr in g_emb.items():
         put(emb_dir / f"gallery.{side}.npy", arr)
+    g_joint = None
+    if joint:
+        g_joint = _encode_stream(lambda b: encoder.encode_queries([x[0] for x in b], [x[1] for x in b]), items,
+                                 lambda g: (load_image(g.image), g.caption), batch_size, "gallery items (joint)",
+                                 gallery_tick("gallery items (joint)"))
+    put(emb_dir / "gallery.joint.npy", g_joint)
 
     image_memo: dict[str, np.ndarray] = {}  # sha256 of the variant file -> embedding
     text_memo: dict[str, np.ndarray] = {}
@@ -337,6 +356,15 @@ def encode_corrupted(
         scores = cosine_path_scores(q_emb["image"], q_emb["text"], g_emb["image"], g_emb["text"])
         for p in PATHS:
             put(path_dir / f"{stem}.{p}.npy", scores.get(p) if p in paths else None)
+        q_joint = None
+        if joint:
+            pairs = list(dict.fromkeys((r["path"], r["question"]) for r in rows))
+            emb = _encode_stream(lambda b: encoder.encode_queries([x[0] for x in b], [x[1] for x in b]), pairs,
+                                 lambda k: (load_image(corrupt_dir / k[0]), k[1]), batch_size, "queries (joint)")
+            memo = dict(zip(pairs, emb))
+            q_joint = np.stack([memo[(r["path"], r["question"])] for r in rows])
+        put(emb_dir / f"{stem}.joint.npy", q_joint)
+        put(path_dir / f"{stem}.npy", None if q_joint is None else l2_normalize(q_joint) @ l2_normalize(g_joint).T)
         if progress:
             progress(cond, n, len(wanted))
-    return EncodeSummary(out_dir, wanted, len(query_ids), len(items), dropped, paths, skipped_paths)
+    return EncodeSummary(out_dir, wanted, len(query_ids), len(items), dropped, paths, skipped_paths, joint)

@@ -180,3 +180,45 @@ def test_encode_memory_is_bounded_by_the_batch_not_the_gallery(tmp_path):
             tracemalloc.stop()
     # 360 more 256x256 RGB images are 71 MB decoded; their embeddings (2 x 256 float32 each) 0.7 MB.
     assert peaks[400] - peaks[40] < 8e6, peaks
+
+
+JOINT_MODULE = '''
+import numpy as np
+from snapbench.models.toy import ToyEncoder
+
+class SumJoint(ToyEncoder):
+    """A joint model: a query/item is embedded as its image features + its text features."""
+    name = "sum-joint"
+    fingerprint = "sum-joint-1"
+    joint = True
+    calls = 0
+
+    def encode_queries(self, images, texts):
+        type(self).calls += 1
+        return self.encode_images(images) + self.encode_texts(texts)
+'''
+
+
+def test_a_native_joint_model_gets_its_own_it2it_scores(tmp_path, monkeypatch):
+    (tmp_path / "snapbench_joint_mod.py").write_text(JOINT_MODULE)
+    monkeypatch.chdir(tmp_path)
+    from snapbench.models import CachedEncoder, load_encoder
+
+    run_corruption(write_jsonl(tmp_path / "q.jsonl", demo_queries()), tmp_path / "c", conditions=["img/cropping/s3", "txt/char_swap"],
+                   progress=False)
+    enc = CachedEncoder(load_encoder("snapbench_joint_mod:SumJoint"), tmp_path / "cache")
+    s = encode_corrupted(tmp_path / "c", DEMO / "gallery.jsonl", enc, tmp_path / "e")
+    assert s.joint and s.paths == ["II", "TT", "IT", "TI"]
+    toy = get_encoder("toy")
+    gallery = load_gallery(DEMO / "gallery.jsonl")
+    g = toy.encode_images([load_image(x.image) for x in gallery]) + toy.encode_texts([x.caption for x in gallery])
+    man = {(m["id"], m["condition"]): m for m in map(json.loads, (tmp_path / "c" / "manifest.jsonl").read_text().splitlines())}
+    qids = (tmp_path / "e" / "query_ids.txt").read_text().split()
+    for cond, stem in [("clean", "clean"), ("img/cropping/s3", "img__cropping__s3"), ("txt/char_swap", "txt__char_swap")]:
+        rows = [man[(q, cond)] for q in qids]
+        q = toy.encode_images([load_image(tmp_path / "c" / r["path"]) for r in rows]) + toy.encode_texts([r["question"] for r in rows])
+        np.testing.assert_allclose(np.load(tmp_path / "e" / "paths" / f"{stem}.npy"), cos(q, g), atol=1e-5)
+    # rerun: every joint pair comes from the cache
+    sys.modules["snapbench_joint_mod"].SumJoint.calls = 0
+    encode_corrupted(tmp_path / "c", DEMO / "gallery.jsonl", enc, tmp_path / "e")
+    assert sys.modules["snapbench_joint_mod"].SumJoint.calls == 0

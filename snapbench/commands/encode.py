@@ -62,6 +62,9 @@ def encode(
         f"{summary.n_queries} queries x {len(summary.conditions)} conditions, {summary.n_gallery} gallery items, "
         f"paths {', '.join(summary.paths)} -> {out}"
     )
+    if summary.joint:
+        typer.echo(f"native joint IT→IT scores of {getattr(enc, 'name', encoder)!r}: {out / 'paths'}/<condition>.npy "
+                   "(what 'snapbench evaluate OUT/paths' scores without --mode)")
     if summary.skipped_paths:
         typer.echo("skipped paths: " + "; ".join(f"{p} ({why})" for p, why in summary.skipped_paths.items()), err=True)
     if summary.dropped_queries:
