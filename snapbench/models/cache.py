@@ -117,7 +117,12 @@ class CachedEncoder:
             found.clear()
             dims = set()
         todo = [i for i, k in enumerate(keys) if k not in found]
-        first_todo = list({keys[i]: i for i in reversed(todo)}.values())[::-1]  # one per distinct key
+        first_todo: list[int] = []  # the first index of each distinct missing key
+        pending: set[str] = set()
+        for i in todo:
+            if keys[i] not in pending:
+                pending.add(keys[i])
+                first_todo.append(i)
         self.hits += len(keys) - len(todo)
         self.misses += len(first_todo)
         if first_todo:
