@@ -66,7 +66,10 @@ def encode(
         typer.echo(f"native joint IT→IT scores of {getattr(enc, 'name', encoder)!r}: {out / 'paths'}/<condition>.npy "
                    "(what 'snapbench evaluate OUT/paths' scores without --mode)")
     if summary.skipped_paths:
-        typer.echo("skipped paths: " + "; ".join(f"{p} ({why})" for p, why in summary.skipped_paths.items()), err=True)
+        by_reason: dict[str, list[str]] = {}
+        for p, why in summary.skipped_paths.items():
+            by_reason.setdefault(why, []).append(p)
+        typer.echo("skipped paths: " + "; ".join(f"{', '.join(ps)} ({why})" for why, ps in by_reason.items()), err=True)
     if summary.dropped_queries:
         typer.echo(
             f"dropped {len(summary.dropped_queries)} queries not produced under every condition "
