@@ -31,7 +31,10 @@ Decisions:
   encoder encodes them: II needs query and gallery images, TT questions and captions, IT query
   images and captions, TI questions and gallery images.  Image-only queries give II (and IT with
   captions); a text-only model gives TT.  The paths left out, and why, are in
-  :attr:`EncodeSummary.skipped_paths`; stale files of those paths from an earlier run are removed.
+  :attr:`EncodeSummary.skipped_paths`.
+* ``OUT/embeddings`` and ``OUT/paths`` hold exactly this run's matrices: ``.npy`` files an earlier
+  run left there (other conditions, paths, or rows of other queries) are removed at the end, since
+  they would be read with this run's id lists.
 * Queries without an output under some selected condition are dropped from every condition so all
   states stay paired on the same queries; ``dropped_queries.json`` gives each one's reason.
 """
@@ -299,12 +302,12 @@ def encode_corrupted(
         _write_ids(d / "gallery_ids.txt", gallery_ids)
     write_text_atomic(out_dir / "dropped_queries.json", json.dumps(dropped, indent=1, ensure_ascii=False) + "\n")
 
+    written: set[Path] = set()
+
     def put(path: Path, arr: np.ndarray | None) -> None:
-        """Write ``arr``, or remove a file an earlier run left for a side/path not written now."""
         if arr is not None:
             save_npy_atomic(path, arr)
-        elif path.exists():
-            path.unlink()
+            written.add(path)
 
     emb_dir, path_dir = out_dir / "embeddings", out_dir / "paths"
     g_emb: dict[str, np.ndarray | None] = {"image": None, "text": None}
@@ -367,4 +370,10 @@ def encode_corrupted(
         put(path_dir / f"{stem}.npy", None if q_joint is None else l2_normalize(q_joint) @ l2_normalize(g_joint).T)
         if progress:
             progress(cond, n, len(wanted))
+    # Files an earlier run left (other conditions, paths or sides, other query rows) would be read
+    # with this run's id lists: remove them.
+    for d in (emb_dir, path_dir):
+        for f in d.glob("*.npy"):
+            if f not in written:
+                f.unlink()
     return EncodeSummary(out_dir, wanted, len(query_ids), len(items), dropped, paths, skipped_paths, joint)

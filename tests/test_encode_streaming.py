@@ -222,3 +222,24 @@ def test_a_native_joint_model_gets_its_own_it2it_scores(tmp_path, monkeypatch):
     sys.modules["snapbench_joint_mod"].SumJoint.calls = 0
     encode_corrupted(tmp_path / "c", DEMO / "gallery.jsonl", enc, tmp_path / "e")
     assert sys.modules["snapbench_joint_mod"].SumJoint.calls == 0
+
+
+def test_a_rerun_into_the_same_folder_leaves_only_its_own_matrices(tmp_path):
+    qs = demo_queries()
+    qs[2]["entity"] = "zebra"  # dropped when txt/char_swap is selected, kept otherwise
+    run_corruption(write_jsonl(tmp_path / "q.jsonl", qs), tmp_path / "c", conditions=["img/cropping/s3", "txt/char_swap"],
+                   progress=False)
+    enc = get_encoder("toy")
+    encode_corrupted(tmp_path / "c", DEMO / "gallery.jsonl", enc, tmp_path / "e")
+    assert "txt__char_swap.II.npy" in files(tmp_path / "e" / "paths")
+    s = encode_corrupted(tmp_path / "c", DEMO / "gallery.jsonl", enc, tmp_path / "e", conditions=["img/cropping/s3"])
+    assert s.n_queries == 3  # q_coffee is back: the text condition is not selected
+    assert [f for f in files(tmp_path / "e" / "paths") if f.endswith(".npy")] == sorted(
+        f"{c}.{p}.npy" for c in ("clean", "img__cropping__s3") for p in ("II", "TT", "IT", "TI"))
+    for f in (tmp_path / "e" / "paths").glob("*.npy"):
+        assert np.load(f).shape[0] == 3
+    gallery = [SimpleNamespace(id=g.id, image=g.image, caption=None) for g in load_gallery(DEMO / "gallery.jsonl")]
+    encode_corrupted(tmp_path / "c", gallery, enc, tmp_path / "e", conditions=["img/cropping/s3"])
+    assert [f for f in files(tmp_path / "e" / "paths") if f.endswith(".npy")] == sorted(
+        f"{c}.{p}.npy" for c in ("clean", "img__cropping__s3") for p in ("II", "TI"))
+    assert "gallery.text.npy" not in files(tmp_path / "e" / "embeddings")
