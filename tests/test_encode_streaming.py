@@ -148,6 +148,7 @@ def test_a_text_only_model_writes_text_embeddings_and_tt_only(tmp_path):
     assert [ln for ln in r.stderr.splitlines() if ln.startswith("skipped paths:")] == [
         f"skipped paths: II, IT, TI (encoder 'sentence-transformers:{MINILM}' does not encode images)"
     ]
+    assert "retrieval modes these paths give: T2T (" in r.stdout
     assert [f for f in files(tmp_path / "e" / "paths") if f.endswith(".npy")] == ["clean.TT.npy", "txt__char_swap.TT.npy"]
     assert files(tmp_path / "e" / "embeddings") == ["clean.text.npy", "gallery.text.npy", "txt__char_swap.text.npy"]
     tt = np.load(tmp_path / "e" / "paths" / "clean.TT.npy")
