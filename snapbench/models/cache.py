@@ -63,7 +63,8 @@ class CachedEncoder:
         if not isinstance(fp, str) or not fp:
             raise ConfigError(
                 f"encoder {getattr(encoder, 'name', type(encoder).__name__)!r} has no 'fingerprint' "
-                "(a string identifying its weights and preprocessing), so its embeddings cannot be cached"
+                "(a string identifying its weights and preprocessing), so its embeddings cannot be cached: "
+                "give it that attribute, or do not use the embedding cache"
             )
         self.encoder = encoder
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
