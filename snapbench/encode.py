@@ -54,7 +54,7 @@ from .atomic import save_npy_atomic, write_text_atomic
 from .conditions import condition_to_filename, parse_condition
 from .corruptions.io import load_image
 from .errors import ConfigError, InputError, OutputError
-from .models import Encoder, cosine_path_scores, l2_normalize
+from .models import Encoder, cosine_path_scores
 
 __all__ = ["PATHS", "EncodeSummary", "GalleryItem", "encode_corrupted", "load_gallery", "prepare_out_dir"]
 
@@ -367,7 +367,8 @@ def encode_corrupted(
             memo = dict(zip(pairs, emb))
             q_joint = np.stack([memo[(r["path"], r["question"])] for r in rows])
         put(emb_dir / f"{stem}.joint.npy", q_joint)
-        put(path_dir / f"{stem}.npy", None if q_joint is None else l2_normalize(q_joint) @ l2_normalize(g_joint).T)
+        # the cosine of the joint embeddings: the same formula as the II path, on joint vectors
+        put(path_dir / f"{stem}.npy", None if q_joint is None else cosine_path_scores(q_joint, None, g_joint, None)["II"])
         if progress:
             progress(cond, n, len(wanted))
     # Files an earlier run left (other conditions, paths or sides, other query rows) would be read
