@@ -11,6 +11,12 @@ possibly ``None``), and writes::
     OUT/paths/<condition file name>.{II,TT,IT,TI}.npy            (Q x N cosine scores)
     OUT/paths/query_ids.txt, OUT/paths/gallery_ids.txt
     OUT/dropped_queries.json                                     {query id: reason}
+    OUT/paths/<condition file name>.npy, OUT/embeddings/*.joint.npy   only for a native joint model
+
+A model with a native joint embedding (``joint = True`` and ``encode_queries(images, texts)``)
+also gets its own IT→IT scores: ``encode_queries`` embeds each query (image, question) and each
+gallery item (image, caption), and ``paths/<condition>.npy`` holds their cosines, which
+``snapbench evaluate OUT/paths`` (no ``--mode``) scores.
 
 ``OUT/paths`` is what ``snapbench evaluate --mode IT2IT`` and ``snapbench moor --paths-dir`` read;
 ``OUT/embeddings`` is what exact MOOR (with whitening) needs.
@@ -25,7 +31,10 @@ Decisions:
   encoder encodes them: II needs query and gallery images, TT questions and captions, IT query
   images and captions, TI questions and gallery images.  Image-only queries give II (and IT with
   captions); a text-only model gives TT.  The paths left out, and why, are in
-  :attr:`EncodeSummary.skipped_paths`; stale files of those paths from an earlier run are removed.
+  :attr:`EncodeSummary.skipped_paths`.
+* ``OUT/embeddings`` and ``OUT/paths`` hold exactly this run's matrices: ``.npy`` files an earlier
+  run left there (other conditions, paths, or rows of other queries) are removed at the end, since
+  they would be read with this run's id lists.
 * Queries without an output under some selected condition are dropped from every condition so all
   states stay paired on the same queries; ``dropped_queries.json`` gives each one's reason.
 """
@@ -71,6 +80,7 @@ class EncodeSummary:
     dropped_queries: dict[str, str] = field(default_factory=dict)  # id -> reason
     paths: list[str] = field(default_factory=list)  # the paths written, e.g. ["II", "TT", "IT", "TI"]
     skipped_paths: dict[str, str] = field(default_factory=dict)  # path -> why it was not written
+    joint: bool = False  # paths/<condition>.npy hold the encoder's native joint IT→IT scores
 
 
 def load_gallery(path: str | os.PathLike) -> list[GalleryItem]:
@@ -267,7 +277,13 @@ def encode_corrupted(
             skipped_paths[p] = why
         else:
             paths.append(p)
-    if not paths:
+    joint = bool(getattr(encoder, "joint", False)) and callable(getattr(encoder, "encode_queries", None))
+    if joint:
+        why = next(iter(side_why.values()), None)
+        if why:
+            skipped_paths["joint"] = f"native joint scores need images and texts on both sides: {why}"
+            joint = False
+    if not paths and not joint:
         raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped_paths.items()))
     need = {("q", PATHS[p][0]) for p in paths} | {("g", PATHS[p][1]) for p in paths}
 
@@ -277,12 +293,12 @@ def encode_corrupted(
         _write_ids(d / "gallery_ids.txt", gallery_ids)
     write_text_atomic(out_dir / "dropped_queries.json", json.dumps(dropped, indent=1, ensure_ascii=False) + "\n")
 
+    written: set[Path] = set()
+
     def put(path: Path, arr: np.ndarray | None) -> None:
-        """Write ``arr``, or remove a file an earlier run left for a side/path not written now."""
         if arr is not None:
             save_npy_atomic(path, arr)
-        elif path.exists():
-            path.unlink()
+            written.add(path)
 
     emb_dir, path_dir = out_dir / "embeddings", out_dir / "paths"
     g_emb: dict[str, np.ndarray | None] = {"image": None, "text": None}
@@ -297,6 +313,12 @@ def encode_corrupted(
                                        "gallery captions", gallery_tick("gallery captions"))
     for side, arr in g_emb.items():
         put(emb_dir / f"gallery.{side}.npy", arr)
+    g_joint = None
+    if joint:
+        g_joint = _encode_stream(lambda b: encoder.encode_queries([x[0] for x in b], [x[1] for x in b]), items,
+                                 lambda g: (load_image(g.image), g.caption), batch_size, "gallery items (joint)",
+                                 gallery_tick("gallery items (joint)"))
+    put(emb_dir / "gallery.joint.npy", g_joint)
 
     image_memo: dict[str, np.ndarray] = {}  # sha256 of the variant file -> embedding
     text_memo: dict[str, np.ndarray] = {}
@@ -328,6 +350,22 @@ def encode_corrupted(
         scores = cosine_path_scores(q_emb["image"], q_emb["text"], g_emb["image"], g_emb["text"])
         for p in PATHS:
             put(path_dir / f"{stem}.{p}.npy", scores.get(p) if p in paths else None)
+        q_joint = None
+        if joint:
+            pairs = list(dict.fromkeys((r["path"], r["question"]) for r in rows))
+            emb = _encode_stream(lambda b: encoder.encode_queries([x[0] for x in b], [x[1] for x in b]), pairs,
+                                 lambda k: (load_image(corrupt_dir / k[0]), k[1]), batch_size, "queries (joint)")
+            memo = dict(zip(pairs, emb))
+            q_joint = np.stack([memo[(r["path"], r["question"])] for r in rows])
+        put(emb_dir / f"{stem}.joint.npy", q_joint)
+        # the cosine of the joint embeddings: the same formula as the II path, on joint vectors
+        put(path_dir / f"{stem}.npy", None if q_joint is None else cosine_path_scores(q_joint, None, g_joint, None)["II"])
         if progress:
             progress(cond, n, len(wanted))
-    return EncodeSummary(out_dir, wanted, len(query_ids), len(items), dropped, paths, skipped_paths)
+    # Files an earlier run left (other conditions, paths or sides, other query rows) would be read
+    # with this run's id lists: remove them.
+    for d in (emb_dir, path_dir):
+        for f in d.glob("*.npy"):
+            if f not in written:
+                f.unlink()
+    return EncodeSummary(out_dir, wanted, len(query_ids), len(items), dropped, paths, skipped_paths, joint)

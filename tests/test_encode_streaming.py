@@ -146,8 +146,9 @@ def test_a_text_only_model_writes_text_embeddings_and_tt_only(tmp_path):
             "--encoder", f"sentence-transformers:{MINILM}", "--device", "cpu", "--cache-dir", tmp_path / "cache")
     assert r.returncode == 0, r.stderr[-3000:]
     assert [ln for ln in r.stderr.splitlines() if ln.startswith("skipped paths:")] == [
-        "skipped paths: " + "; ".join(f"{p} (encoder 'sentence-transformers:{MINILM}' does not encode images)" for p in ("II", "IT", "TI"))
+        f"skipped paths: II, IT, TI (encoder 'sentence-transformers:{MINILM}' does not encode images)"
     ]
+    assert "retrieval modes these paths give: T2T (" in r.stdout
     assert [f for f in files(tmp_path / "e" / "paths") if f.endswith(".npy")] == ["clean.TT.npy", "txt__char_swap.TT.npy"]
     assert files(tmp_path / "e" / "embeddings") == ["clean.text.npy", "gallery.text.npy", "txt__char_swap.text.npy"]
     tt = np.load(tmp_path / "e" / "paths" / "clean.TT.npy")
@@ -180,3 +181,66 @@ def test_encode_memory_is_bounded_by_the_batch_not_the_gallery(tmp_path):
             tracemalloc.stop()
     # 360 more 256x256 RGB images are 71 MB decoded; their embeddings (2 x 256 float32 each) 0.7 MB.
     assert peaks[400] - peaks[40] < 8e6, peaks
+
+
+JOINT_MODULE = '''
+import numpy as np
+from snapbench.models.toy import ToyEncoder
+
+class SumJoint(ToyEncoder):
+    """A joint model: a query/item is embedded as its image features + its text features."""
+    name = "sum-joint"
+    fingerprint = "sum-joint-1"
+    joint = True
+    calls = 0
+
+    def encode_queries(self, images, texts):
+        type(self).calls += 1
+        return self.encode_images(images) + self.encode_texts(texts)
+'''
+
+
+def test_a_native_joint_model_gets_its_own_it2it_scores(tmp_path, monkeypatch):
+    (tmp_path / "snapbench_joint_mod.py").write_text(JOINT_MODULE)
+    monkeypatch.chdir(tmp_path)
+    from snapbench.models import CachedEncoder, load_encoder
+
+    run_corruption(write_jsonl(tmp_path / "q.jsonl", demo_queries()), tmp_path / "c", conditions=["img/cropping/s3", "txt/char_swap"],
+                   progress=False)
+    enc = CachedEncoder(load_encoder("snapbench_joint_mod:SumJoint"), tmp_path / "cache")
+    s = encode_corrupted(tmp_path / "c", DEMO / "gallery.jsonl", enc, tmp_path / "e")
+    assert s.joint and s.paths == ["II", "TT", "IT", "TI"]
+    toy = get_encoder("toy")
+    gallery = load_gallery(DEMO / "gallery.jsonl")
+    g = toy.encode_images([load_image(x.image) for x in gallery]) + toy.encode_texts([x.caption for x in gallery])
+    man = {(m["id"], m["condition"]): m for m in map(json.loads, (tmp_path / "c" / "manifest.jsonl").read_text().splitlines())}
+    qids = (tmp_path / "e" / "query_ids.txt").read_text().split()
+    for cond, stem in [("clean", "clean"), ("img/cropping/s3", "img__cropping__s3"), ("txt/char_swap", "txt__char_swap")]:
+        rows = [man[(q, cond)] for q in qids]
+        q = toy.encode_images([load_image(tmp_path / "c" / r["path"]) for r in rows]) + toy.encode_texts([r["question"] for r in rows])
+        np.testing.assert_allclose(np.load(tmp_path / "e" / "paths" / f"{stem}.npy"), cos(q, g), atol=1e-5)
+    # rerun: every joint pair comes from the cache
+    sys.modules["snapbench_joint_mod"].SumJoint.calls = 0
+    encode_corrupted(tmp_path / "c", DEMO / "gallery.jsonl", enc, tmp_path / "e")
+    assert sys.modules["snapbench_joint_mod"].SumJoint.calls == 0
+
+
+def test_a_rerun_into_the_same_folder_leaves_only_its_own_matrices(tmp_path):
+    qs = demo_queries()
+    qs[2]["entity"] = "zebra"  # dropped when txt/char_swap is selected, kept otherwise
+    run_corruption(write_jsonl(tmp_path / "q.jsonl", qs), tmp_path / "c", conditions=["img/cropping/s3", "txt/char_swap"],
+                   progress=False)
+    enc = get_encoder("toy")
+    encode_corrupted(tmp_path / "c", DEMO / "gallery.jsonl", enc, tmp_path / "e")
+    assert "txt__char_swap.II.npy" in files(tmp_path / "e" / "paths")
+    s = encode_corrupted(tmp_path / "c", DEMO / "gallery.jsonl", enc, tmp_path / "e", conditions=["img/cropping/s3"])
+    assert s.n_queries == 3  # q_coffee is back: the text condition is not selected
+    assert [f for f in files(tmp_path / "e" / "paths") if f.endswith(".npy")] == sorted(
+        f"{c}.{p}.npy" for c in ("clean", "img__cropping__s3") for p in ("II", "TT", "IT", "TI"))
+    for f in (tmp_path / "e" / "paths").glob("*.npy"):
+        assert np.load(f).shape[0] == 3
+    gallery = [SimpleNamespace(id=g.id, image=g.image, caption=None) for g in load_gallery(DEMO / "gallery.jsonl")]
+    encode_corrupted(tmp_path / "c", gallery, enc, tmp_path / "e", conditions=["img/cropping/s3"])
+    assert [f for f in files(tmp_path / "e" / "paths") if f.endswith(".npy")] == sorted(
+        f"{c}.{p}.npy" for c in ("clean", "img__cropping__s3") for p in ("II", "TI"))
+    assert "gallery.text.npy" not in files(tmp_path / "e" / "embeddings")

@@ -1,10 +1,22 @@
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from snapbench.models import Encoder, cosine_path_scores, get_encoder, register_encoder
+from snapbench.errors import ConfigError
+from snapbench.models import (
+    CachedEncoder,
+    Encoder,
+    available_encoders,
+    cosine_path_scores,
+    get_encoder,
+    load_encoder,
+    register_encoder,
+)
+from snapbench.models.toy import ToyEncoder
 
 
 def test_toy_encoder_is_an_encoder_and_deterministic_across_processes():
@@ -46,13 +58,6 @@ def test_registry_rejects_duplicates_and_unknowns():
 
 
 # --- spec strings: module:attribute, entry-point plugins ------------------------------------------
-
-import textwrap
-from pathlib import Path
-
-from snapbench.errors import ConfigError
-from snapbench.models import CachedEncoder, available_encoders, load_encoder
-from snapbench.models.toy import ToyEncoder
 
 USER_MODULE = '''
 import numpy as np

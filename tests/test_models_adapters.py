@@ -199,3 +199,69 @@ def test_open_clip_random_tiny_model_matches_its_own_forward(tmp_path):
         want = model.eval().encode_text(open_clip.get_tokenizer("RN50")(["a dog", "a cat"])).numpy()
     np.testing.assert_allclose(t, want, atol=1e-4)
     assert enc.encode_images([np.zeros((64, 64, 3), np.uint8)]).shape[0] == 1
+
+
+def test_sentence_transformers_clip_encodes_both_sides_like_the_transformers_model(tiny_clip, tmp_path):
+    st = pytest.importorskip("sentence_transformers")
+    try:
+        from sentence_transformers.sentence_transformer.modules import (
+            CLIPModel as STClip,
+        )
+    except ImportError:
+        try:  # sentence-transformers < 6
+            from sentence_transformers.models import CLIPModel as STClip
+        except ImportError:
+            pytest.skip("this sentence-transformers has no CLIPModel module")
+    st.SentenceTransformer(modules=[STClip(str(tiny_clip))], device="cpu").save(str(tmp_path / "st-clip"))
+    enc = load_encoder(f"sentence-transformers:{tmp_path / 'st-clip'}", device="cpu", batch_size=2)
+    assert enc.modalities == {"image", "text"}
+    ref = load_encoder(f"hf:{tiny_clip}", device="cpu")
+    rng = np.random.default_rng(5)
+    imgs = [rng.integers(0, 256, (36, 36, 3), dtype=np.uint8) for _ in range(3)]
+    np.testing.assert_allclose(enc.encode_images(imgs), ref.encode_images(imgs), atol=1e-5)
+    np.testing.assert_allclose(enc.encode_texts(["a dog", "the cat"]), ref.encode_texts(["a dog", "the cat"]), atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def tiny_siglip(tiny_clip, tmp_path_factory):
+    """A 2-layer SigLIP with the tiny CLIP's byte-level tokenizer (max length 16)."""
+    from transformers import (
+        CLIPTokenizer,
+        SiglipConfig,
+        SiglipImageProcessor,
+        SiglipModel,
+        SiglipProcessor,
+    )
+
+    out = tmp_path_factory.mktemp("tiny-siglip")
+    tok = CLIPTokenizer(str(tiny_clip / "vocab.json"), str(tiny_clip / "merges.txt"), model_max_length=16)
+    n = len(tok)
+    cfg = SiglipConfig(
+        text_config={"vocab_size": n, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+                     "max_position_embeddings": 16, "pad_token_id": n - 1, "eos_token_id": n - 1, "bos_token_id": n - 2},
+        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+                       "image_size": 32, "patch_size": 8},
+    )
+    torch.manual_seed(1)
+    SiglipModel(cfg).eval().save_pretrained(out)
+    SiglipProcessor(image_processor=SiglipImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok).save_pretrained(out)
+    return out
+
+
+def test_hf_siglip_texts_are_padded_to_max_length_so_a_text_does_not_depend_on_its_batch(tiny_siglip):
+    from transformers import AutoModel, AutoProcessor
+
+    enc = load_encoder(f"hf:{tiny_siglip}", device="cpu", batch_size=8)
+    alone = enc.encode_texts(["a dog"])
+    together = enc.encode_texts(["a dog", "a cat on a mat"])
+    np.testing.assert_allclose(together[0], alone[0], atol=1e-5)
+    # SigLIP pools the last position: padding only to the longest text of the batch changes the embedding
+    model, proc = AutoModel.from_pretrained(tiny_siglip).eval(), AutoProcessor.from_pretrained(tiny_siglip)
+    with torch.inference_mode():
+        ref = model(**proc(text=["a dog"], images=[np.zeros((32, 32, 3), np.uint8)], padding="max_length", max_length=16,
+                           return_tensors="pt")).text_embeds.numpy()
+        short = model.get_text_features(**proc(text=["a dog", "a cat on a mat"], padding=True, return_tensors="pt"))
+    np.testing.assert_allclose(alone / np.linalg.norm(alone, axis=1, keepdims=True), ref, atol=1e-5)
+    short = getattr(short, "pooler_output", short).numpy()
+    assert not np.allclose(short[0], alone[0], atol=1e-3)
+    assert enc.encode_images([np.zeros((20, 30, 3), np.uint8)]).shape == (1, 32)

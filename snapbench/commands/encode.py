@@ -35,6 +35,7 @@ def encode(
 
     from ..encode import encode_corrupted, load_gallery, prepare_out_dir
     from ..errors import InputError
+    from ..evaluate.modes import MODES
     from ..models import CachedEncoder, load_encoder
 
     cond_list = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
@@ -62,8 +63,17 @@ def encode(
         f"{summary.n_queries} queries x {len(summary.conditions)} conditions, {summary.n_gallery} gallery items, "
         f"paths {', '.join(summary.paths)} -> {out}"
     )
+    usable = [m for m, weights in MODES.items() if all(p in summary.paths for p in weights)]
+    typer.echo(f"retrieval modes these paths give: {', '.join(usable) or 'none'} "
+               f"(snapbench evaluate {out / 'paths'} --mode MODE --qrels ...)")
+    if summary.joint:
+        typer.echo(f"native joint IT→IT scores of {getattr(enc, 'name', encoder)!r}: {out / 'paths'}/<condition>.npy "
+                   "(what 'snapbench evaluate OUT/paths' scores without --mode)")
     if summary.skipped_paths:
-        typer.echo("skipped paths: " + "; ".join(f"{p} ({why})" for p, why in summary.skipped_paths.items()), err=True)
+        by_reason: dict[str, list[str]] = {}
+        for p, why in summary.skipped_paths.items():
+            by_reason.setdefault(why, []).append(p)
+        typer.echo("skipped paths: " + "; ".join(f"{', '.join(ps)} ({why})" for why, ps in by_reason.items()), err=True)
     if summary.dropped_queries:
         typer.echo(
             f"dropped {len(summary.dropped_queries)} queries not produced under every condition "

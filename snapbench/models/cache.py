@@ -5,6 +5,7 @@ Layout (no pickles, one ``.npy`` per item, written atomically)::
     CACHE_DIR/<fingerprint[:32]>/model.json                  name + full fingerprint (for people)
     CACHE_DIR/<fingerprint[:32]>/image/<k[:2]>/<k>.npy       k = sha256 of the image array
     CACHE_DIR/<fingerprint[:32]>/text/<k[:2]>/<k>.npy        k = sha256 of the UTF-8 text
+    CACHE_DIR/<fingerprint[:32]>/joint/<k[:2]>/<k>.npy       native joint (image, text) embeddings
 
 The key of an image is its decoded pixels (shape + bytes), not its file, so a re-encoded or moved
 file with the same pixels hits and a changed one misses.  The model part is the encoder's
@@ -62,7 +63,8 @@ class CachedEncoder:
         if not isinstance(fp, str) or not fp:
             raise ConfigError(
                 f"encoder {getattr(encoder, 'name', type(encoder).__name__)!r} has no 'fingerprint' "
-                "(a string identifying its weights and preprocessing), so its embeddings cannot be cached"
+                "(a string identifying its weights and preprocessing), so its embeddings cannot be cached: "
+                "give it that attribute, or do not use the embedding cache"
             )
         self.encoder = encoder
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -74,7 +76,17 @@ class CachedEncoder:
     def __getattr__(self, attr: str) -> Any:  # name, fingerprint, modalities, dim, joint...
         if attr == "encoder":  # not yet set (during unpickling/copy): avoid infinite recursion
             raise AttributeError(attr)
-        return getattr(self.encoder, attr)
+        inner = getattr(self.encoder, attr)
+        if attr == "encode_queries" and callable(inner):  # present only when the wrapped encoder has it
+            return self._encode_queries
+        return inner
+
+    def _encode_queries(self, images: Sequence[np.ndarray], texts: Sequence[str]) -> np.ndarray:
+        """Native joint embeddings of (image, text) pairs, cached under the pair's two keys."""
+        pairs = list(zip(images, texts, strict=True))
+        keys = [hashlib.sha256(f"{image_key(im)} {text_key(t)}".encode()).hexdigest() for im, t in pairs]
+        return self._cached("joint", pairs, keys,
+                            lambda ps: self.encoder.encode_queries([p[0] for p in ps], [p[1] for p in ps]))
 
     def _path(self, kind: str, key: str) -> Path:
         return self.root / kind / key[:2] / f"{key}.npy"
@@ -106,7 +118,12 @@ class CachedEncoder:
             found.clear()
             dims = set()
         todo = [i for i, k in enumerate(keys) if k not in found]
-        first_todo = list({keys[i]: i for i in reversed(todo)}.values())[::-1]  # one per distinct key
+        first_todo: list[int] = []  # the first index of each distinct missing key
+        pending: set[str] = set()
+        for i in todo:
+            if keys[i] not in pending:
+                pending.add(keys[i])
+                first_todo.append(i)
         self.hits += len(keys) - len(todo)
         self.misses += len(first_todo)
         if first_todo:

@@ -76,7 +76,7 @@ class DescribedEncoder:
             if hasattr(inner, attr):
                 setattr(self, attr, getattr(inner, attr))
         if callable(getattr(inner, "encode_queries", None)):
-            self.encode_queries = inner.encode_queries
+            self.encode_queries = self._encode_queries
 
     def _check(self, out: Any, n: int, kind: str) -> np.ndarray:
         a = np.asarray(out, dtype=np.float32)
@@ -85,6 +85,12 @@ class DescribedEncoder:
         if n and not np.isfinite(a).all():
             raise ConfigError(f"encoder {self.name!r}: encode_{kind}s returned NaN or infinite values")
         return a
+
+    def _encode_queries(self, images: Sequence[np.ndarray], texts: Sequence[str]) -> np.ndarray:
+        images, texts = list(images), list(texts)
+        if len(images) != len(texts):
+            raise ConfigError(f"encoder {self.name!r}: encode_queries needs as many texts as images ({len(texts)} vs {len(images)})")
+        return self._check(self.inner.encode_queries(images, texts), len(images), "querie")
 
     def encode_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
         if "image" not in self.modalities:
