@@ -34,6 +34,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import ConfigError
+from ..vectors import l2_normalize as _unit_rows
 from .cache import CachedEncoder, default_cache_dir
 
 __all__ = [
@@ -125,9 +126,9 @@ def _ensure_builtins() -> None:
     from . import toy  # noqa: F401
 
 
-def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32)
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), eps)
+def l2_normalize(x: np.ndarray) -> np.ndarray:
+    """Rows of ``x`` as float32 unit vectors (:func:`snapbench.vectors.l2_normalize`; zero rows stay zero)."""
+    return _unit_rows(np.asarray(x, dtype=np.float32))
 
 
 def cosine_path_scores(q_image: np.ndarray | None, q_text: np.ndarray | None, g_image: np.ndarray | None,

@@ -291,7 +291,7 @@ def load_encoder(encoder: str | Any, opts: RunOptions) -> Any:
     from ..models import CachedEncoder, load_encoder
 
     enc = load_encoder(encoder, device=opts.device, batch_size=opts.batch_size)
-    if opts.use_cache:
+    if opts.use_cache and getattr(enc, "fingerprint", None):
         enc = CachedEncoder(enc, opts.cache_dir)
     return enc
 

@@ -11,6 +11,7 @@ import numpy as np
 from ..atomic import write_text_atomic
 from ..conditions import Condition
 from ..errors import ConfigError, InputError
+from ..models import l2_normalize
 from .plan import PATH_SIDES, RunOptions, image_source, text_source
 
 # ------------------------------------------------------------------------------------------------
@@ -29,12 +30,6 @@ class BlockScores:
         if step != 1:
             raise ValueError("BlockScores supports contiguous row slices only")
         return self.fn(r0, r1)
-
-
-def normalized(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32)
-    n = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(n > 0, n, 1.0)
 
 
 def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_ok: bool, gallery, q_emb, keep: np.ndarray,
@@ -66,12 +61,12 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
     groups = tag_groups(ds, keep, opts.group_by)
     N = len(gids)
 
-    g_norm = {side: normalized(arr) for side, arr in gallery.items()}
+    g_norm = {side: l2_normalize(arr) for side, arr in gallery.items()}
     q_norm: dict[tuple[str, str], np.ndarray] = {}
 
     def qside(side: str, source: str) -> np.ndarray:
         if (side, source) not in q_norm:
-            q_norm[(side, source)] = normalized(np.asarray(q_emb[(side, source)])[keep])
+            q_norm[(side, source)] = l2_normalize(np.asarray(q_emb[(side, source)])[keep])
         return q_norm[(side, source)]
 
     def path_block(cond: Condition, path: str, r0: int, r1: int) -> np.ndarray:
