@@ -31,7 +31,7 @@ from snapbench.data import load_dataset  # noqa: E402
 from snapbench.models import get_encoder  # noqa: E402
 from snapbench.pipeline import RunOptions, run_benchmark  # noqa: E402
 
-PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "motorcycle_left", "hubble_deep_field", "immunohistochemistry", "retina")
+PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry", "retina", "camera")
 
 
 class TimedEncoder:
