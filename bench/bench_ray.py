@@ -9,7 +9,8 @@ show the cost of producing variants, not of a model):
   returning one query's worth of variant images (46 x a 1024x768 RGB array);
 * `run_benchmark` over the 72 conditions (54 states + 18 joint): local workers=1, local workers=N,
   Ray workers=N on a running Ray session, and Ray workers=N starting its own instance.
-Every Ray run's reports are checked equal to the local run's.
+Every Ray run's reports are checked equal to the local run's.  The output file is regenerated up to
+the line NOTES_MARKER; the hand-written reading of the numbers below it is kept.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from snapbench.models import get_encoder  # noqa: E402
 from snapbench.pipeline import RunOptions, run_benchmark  # noqa: E402
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")
+NOTES_MARKER = "<!-- hand-written notes below: kept when the benchmark is rerun -->"
 N_VARIANT_IMAGES = 46  # clean + 45 image conditions: the images one query's task returns
 
 
@@ -208,7 +210,11 @@ def main() -> None:
         f"| local pool start-up ({W} spawned processes; subtracted from its per-task rows) | {pool_s:.1f} s |",
     ]
     lines += [f"| per task: {k} | {v:.1f} ms |" for k, v in per_task.items()]
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    out = Path(args.out)
+    notes = ""
+    if out.exists() and NOTES_MARKER in out.read_text():
+        notes = out.read_text().split(NOTES_MARKER, 1)[1]
+    out.write_text("\n".join(lines) + "\n\n" + NOTES_MARKER + notes)
     print("\n".join(lines))
 
 

@@ -263,3 +263,28 @@ def test_corrupt_on_ray_writes_the_files_of_the_local_engine(tmp_path):
             assert ra == rb
         else:
             assert a[name] == b[name], name
+
+
+def test_cli_engine_flags_are_checked(tmp_path):
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+
+    runner = CliRunner()
+    args = ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o")]
+    res = runner.invoke(app, args + ["--engine", "spark"])
+    assert res.exit_code == 2 and "--engine must be 'local' or 'ray', got 'spark'" in res.output
+    res = runner.invoke(app, args + ["--address", "auto"])
+    assert res.exit_code == 2 and "--address needs --engine ray" in res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_without_a_session_a_private_ray_is_started_and_stopped():
+    """Last in the module: it ends the module's session and starts Ray the way a plain run does."""
+    ray.shutdown()
+    # a builtin: this private instance's workers do not have tests/ on their path
+    it = ordered_map(abs, range(0, -6, -1), engine="ray", workers=1)
+    first = next(it)
+    assert ray.is_initialized() and ray.cluster_resources().get("CPU") == 1  # sized by workers
+    assert [first, *it] == [0, 1, 2, 3, 4, 5]
+    assert not ray.is_initialized()  # the map started it, so the map stopped it

@@ -56,7 +56,8 @@ def connect(ray: Any, address: str | None, workers: int) -> bool:
         if address is not None:
             ray.init(address=address, **quiet)
         else:
-            ray.init(num_cpus=workers, include_dashboard=False, **quiet)
+            # "local": always a new private instance, even if `ray start` left a cluster on this machine
+            ray.init(address="local", num_cpus=workers, include_dashboard=False, **quiet)
     except (ConnectionError, TimeoutError, RuntimeError) as exc:
         where = f"the Ray cluster at address {address!r}" if address is not None else "a local Ray instance"
         raise ConfigError(f"could not connect to {where}: {exc}") from None
