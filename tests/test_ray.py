@@ -199,6 +199,16 @@ def test_engine_options_are_checked():
 # ---- snapbench run ------------------------------------------------------------------------------------------
 
 
+def test_run_sources_from_ray_are_the_local_ones_and_writable():
+    """Ray returns arrays as read-only views into its store; an encoder must get what the local pool gives."""
+    from snapbench.pipeline.sources import iter_sources
+
+    tasks = demo_tasks()[:4]
+    got = list(iter_sources(tasks, 2, None, engine="ray"))
+    assert_same_sources(got, [generate_sources(t) for t in tasks])
+    assert all(img.flags.writeable for r in got for img in r.images.values())
+
+
 def test_run_on_ray_gives_the_reports_of_the_local_engine(tmp_path, monkeypatch):
     import snapbench.engines.ray_engine as ray_engine
 
@@ -288,3 +298,7 @@ def test_without_a_session_a_private_ray_is_started_and_stopped():
     assert ray.is_initialized() and ray.cluster_resources().get("CPU") == 1  # sized by workers
     assert [first, *it] == [0, 1, 2, 3, 4, 5]
     assert not ray.is_initialized()  # the map started it, so the map stopped it
+    # an address nobody answers at is refused in seconds (Ray alone would retry for minutes)
+    with pytest.raises(ConfigError, match="no Ray cluster answers at address '127.0.0.1:1'"):
+        list(ordered_map(abs, [1], engine="ray", workers=1, address="127.0.0.1:1"))
+    assert not ray.is_initialized()

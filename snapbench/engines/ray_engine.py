@@ -47,10 +47,32 @@ def run_task(fn: Callable[[Any], Any], task: Any) -> Any:
     return fn(task)
 
 
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast when an explicit ``host:port`` address does not answer.
+
+    Ray itself keeps retrying an unreachable address for minutes before giving up; a plain TCP
+    connection tells in seconds.  ``auto`` and other forms are left to Ray (it fails fast on them).
+    """
+    import socket
+
+    hostport = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"no Ray cluster answers at address {address!r} ({exc}); start one with `ray start --head` or check the address"
+        ) from None
+
+
 def connect(ray: Any, address: str | None, workers: int) -> bool:
     """Make sure this process is connected to Ray; True when this call started (and owns) it."""
     if ray.is_initialized():
         return False
+    if address is not None:
+        check_reachable(address)
     quiet = dict(logging_level=logging.ERROR, log_to_driver=False)
     try:
         if address is not None:
