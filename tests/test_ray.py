@@ -131,6 +131,19 @@ class KillFirstAttempt:
         return generate_sources(task)
 
 
+_STATE: dict[str, int] = {}
+
+
+def set_offset(marks: str, offset: int) -> None:
+    """Initializer: fails if run twice in one process (O_EXCL on a file named by the pid)."""
+    os.close(os.open(os.path.join(marks, str(os.getpid())), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    _STATE["offset"] = offset
+
+
+def add_offset(x: int) -> int:
+    return x + _STATE["offset"]
+
+
 # ---- ordered_map ---------------------------------------------------------------------------------------------
 
 
@@ -157,6 +170,17 @@ def test_ordered_map_reads_tasks_lazily_within_the_window(engine):
     assert [next(it) for _ in range(5)] == [0, 1, 4, 9, 16]
     assert len(pulled) <= 5 + 3  # never more than the window ahead of the consumer
     it.close()
+
+
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_the_initializer_runs_once_per_worker_process(engine, tmp_path):
+    for run in range(2):  # a second map in the same (Ray) workers runs its own initializer again
+        marks = tmp_path / f"m{run}"
+        marks.mkdir()
+        got = list(ordered_map(add_offset, range(30), engine=engine, workers=2, initializer=set_offset, initargs=(str(marks), 100 * run)))
+        assert got == [100 * run + x for x in range(30)]
+        pids = [int(p.name) for p in marks.iterdir()]
+        assert 1 <= len(pids) and os.getpid() not in pids
 
 
 def test_a_task_error_is_raised_as_itself_and_not_retried():

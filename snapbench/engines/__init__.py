@@ -32,7 +32,7 @@ Decisions:
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from ..errors import ConfigError
 
@@ -70,6 +70,8 @@ def ordered_map(
     workers: int = 1,
     address: str | None = None,
     window: int | None = None,
+    initializer: Callable[..., Any] | None = None,
+    initargs: tuple = (),
 ) -> Iterator[R]:
     """Yield ``fn(task)`` for every task, in task order, computed by ``engine``.
 
@@ -80,6 +82,12 @@ def ordered_map(
     CPUs of a local Ray instance started on demand, or tasks run at once on an existing Ray
     cluster (``address``).  An exception raised by ``fn`` is re-raised here (the remaining tasks
     are cancelled); closing the iterator early cancels what is in flight.
+
+    ``initializer(*initargs)`` (picklable, like ``fn``) runs once in every worker process before
+    its first task of this map: e.g. to re-register operators the caller registered at run time.
+    It never runs in the calling process (``workers=1`` on the local engine runs inline, where the
+    caller's state is already there).  On Ray a worker process is shared and long-lived and is not
+    a child of the calling process: an initializer must not tie the worker's life to its parent.
     """
     check_engine(engine, workers, address)
     if window is not None and int(window) < 1:
@@ -88,7 +96,8 @@ def ordered_map(
     if engine == "ray":
         from .ray_engine import ray_ordered_map
 
-        return ray_ordered_map(fn, tasks, workers=int(workers), address=address, window=size)
+        return ray_ordered_map(fn, tasks, workers=int(workers), address=address, window=size,
+                               initializer=initializer, initargs=tuple(initargs))
     from .local import local_ordered_map
 
-    return local_ordered_map(fn, tasks, workers=int(workers), window=size)
+    return local_ordered_map(fn, tasks, workers=int(workers), window=size, initializer=initializer, initargs=tuple(initargs))

@@ -8,14 +8,24 @@ from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
 
-def worker_init() -> None:
-    """Initializer of every worker process (local pool and Ray tasks)."""
+def worker_init(initializer: Callable[..., Any] | None = None, initargs: tuple = ()) -> None:
+    """Set-up of every worker process (local pool and Ray), then the caller's ``initializer``."""
     import cv2
 
     cv2.setNumThreads(1)  # one process per core: OpenCV's own thread pool would oversubscribe
+    if initializer is not None:
+        initializer(*initargs)
 
 
-def local_ordered_map(fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers: int, window: int) -> Iterator[Any]:
+def local_ordered_map(
+    fn: Callable[[Any], Any],
+    tasks: Iterable[Any],
+    *,
+    workers: int,
+    window: int,
+    initializer: Callable[..., Any] | None = None,
+    initargs: tuple = (),
+) -> Iterator[Any]:
     """Results of ``fn`` in task order from ``workers`` spawned processes; inline when ``workers == 1``.
 
     ``spawn`` rather than ``fork``: the parent may hold threads (rich's progress refresher, torch's
@@ -28,7 +38,9 @@ def local_ordered_map(fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers
             yield fn(t)
         return
     ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init) as pool:
+    with cf.ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=worker_init, initargs=(initializer, initargs)
+    ) as pool:
         pending: deque[cf.Future] = deque()
         try:
             for t in tasks:

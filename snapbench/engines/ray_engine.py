@@ -22,6 +22,7 @@ Ray is imported here only, when ``engine='ray'`` is asked for; without it the er
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
@@ -41,9 +42,20 @@ def import_ray() -> Any:
     return ray
 
 
-def run_task(fn: Callable[[Any], Any], task: Any) -> Any:
-    """Body of every Ray task: the same per-process setup as the local pool, then ``fn(task)``."""
-    worker_init()
+#: Initializers already run in this (Ray worker) process, by the token of their map.
+_initialized: set[str] = set()
+
+
+def run_task(fn: Callable[[Any], Any], task: Any, init: tuple[str, Callable[..., Any] | None, tuple]) -> Any:
+    """Body of every Ray task: the local pool's per-process set-up (once per map), then ``fn(task)``.
+
+    Ray has no per-process initializer for tasks; ``init`` = (token, initializer, initargs), and the
+    token (one per map) tells whether this worker process already ran it.
+    """
+    token, initializer, initargs = init
+    if token not in _initialized:
+        worker_init(initializer, initargs)
+        _initialized.add(token)
     return fn(task)
 
 
@@ -87,7 +99,14 @@ def connect(ray: Any, address: str | None, workers: int) -> bool:
 
 
 def ray_ordered_map(
-    fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers: int, address: str | None, window: int
+    fn: Callable[[Any], Any],
+    tasks: Iterable[Any],
+    *,
+    workers: int,
+    address: str | None,
+    window: int,
+    initializer: Callable[..., Any] | None = None,
+    initargs: tuple = (),
 ) -> Iterator[Any]:
     """Results of ``fn`` over ``tasks`` in task order, computed as Ray tasks (see the module docstring)."""
     ray = import_ray()
@@ -95,10 +114,12 @@ def ray_ordered_map(
     try:
         remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(run_task)
         fn_ref = ray.put(fn)  # shipped once, not with every task
+        # a token, not a seed: it only names this map so that workers run its initializer once
+        init_ref = ray.put((uuid.uuid4().hex, initializer, tuple(initargs)))
         pending: deque[tuple[int, Any]] = deque()
         try:
             for i, t in enumerate(tasks):
-                pending.append((i, remote.remote(fn_ref, t)))
+                pending.append((i, remote.remote(fn_ref, t, init_ref)))
                 if len(pending) >= window:
                     yield fetch(ray, *pending.popleft())
             while pending:
