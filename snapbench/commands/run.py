@@ -32,7 +32,9 @@ def run(
     seed: int = typer.Option(0, "--seed", help="Seed of the corruptions and the bootstrap."),
     device: Optional[str] = typer.Option(None, "--device", help="Encoder device (default: cuda when available, else cpu)."),
     batch_size: int = typer.Option(32, "--batch-size", help="Encoder batch size."),
-    workers: int = typer.Option(1, "--workers", help="Processes that corrupt queries while the encoder runs."),
+    workers: int = typer.Option(1, "--workers", help="Parallel corruption tasks while the encoder runs: processes (local), CPUs of a local Ray instance, or tasks at once on a Ray cluster."),
+    engine: str = typer.Option("local", "--engine", help="Where queries are corrupted: local (a process pool) or ray (needs snapbench[ray]); encoding stays in this process."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster to use with --engine ray (auto, or ray://HOST:10001); default: start a local Ray with --workers CPUs."),
     resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples for the CIs."),
     k: str = typer.Option("1,5,10,20", "--k", help="Cut-offs of hit@k, recall@k, ndcg@k."),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Also report per value of this query field (e.g. domain, source)."),
@@ -59,11 +61,15 @@ def run(
     for flag, value, low in (("--workers", workers, 1), ("--batch-size", batch_size, 1), ("--resamples", resamples, 1), ("--block-queries", block_queries, 1)):
         if value < low:
             raise ConfigError(f"{flag} must be >= {low}, got {value}")
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"--engine must be 'local' or 'ray', got {engine!r}")
+    if address is not None and engine != "ray":
+        raise ConfigError("--address needs --engine ray")
     if variants not in ("generated", "released"):
         raise ConfigError(f"--variants must be 'generated' or 'released', got {variants!r}")
     opts = RunOptions(
         modes=_csv(modes), conditions=_csv(conditions), joint=joint, variants=variants, seed=seed, grid=grid,
-        device=device, batch_size=batch_size, workers=workers, resamples=resamples, ks=ks, group_by=group_by,
+        device=device, batch_size=batch_size, workers=workers, engine=engine, address=address, resamples=resamples, ks=ks, group_by=group_by,
         cache_dir=cache_dir, use_cache=not no_cache, dataset_format=format, images=images, qrels=qrels,
         gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries,
     )

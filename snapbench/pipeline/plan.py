@@ -35,7 +35,9 @@ class RunOptions:
     grid: str | os.PathLike | Mapping[str, Any] | None = None
     device: str | None = None
     batch_size: int = 32
-    workers: int = 1
+    workers: int = 1  # [--workers] processes (local), CPUs of a local Ray, or tasks at once on a cluster
+    engine: str = "local"  # [--engine] local | ray: where variants are generated (encoding stays in this process)
+    address: str | None = None  # [--address] an existing Ray cluster (engine="ray"); default: start a local one
     resamples: int = 10_000
     ks: tuple[int, ...] = (1, 5, 10, 20)
     group_by: str | None = None

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..atomic import prepare_output_dir, write_text_atomic
+from ..engines import check_engine
 from ..errors import ConfigError, InputError
 from .plan import (
     MODES,
@@ -117,6 +118,7 @@ def run_benchmark(
     t0 = time.perf_counter()
     if opts.workers < 1:
         raise ConfigError(f"workers must be >= 1, got {opts.workers}")
+    check_engine(opts.engine, opts.workers, opts.address)
     if opts.block_queries < 1:
         raise ConfigError(f"block_queries must be >= 1, got {opts.block_queries}")
     if opts.batch_size < 1:
@@ -225,7 +227,7 @@ def run_benchmark(
         txt_batch = Batcher(enc.encode_texts, opts.batch_size, txt_store.put)
         block_skips: list[dict[str, Any]] = []
         with open(blocks_log, "a", encoding="utf-8") as logf:
-            sources = iter_sources(tasks, opts.workers, released)
+            sources = iter_sources(tasks, opts.workers, released, engine=opts.engine, address=opts.address)
             while True:
                 t_wait = time.perf_counter()
                 res = next(sources, None)

@@ -3,11 +3,8 @@ block-bounded batches into per-source memmaps, with the block resume log; the ga
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
-import multiprocessing
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -15,6 +12,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 
 from ..conditions import condition_to_filename, parse_condition
+from ..engines import ordered_map
 from ..errors import InputError
 
 # variant sources per query (generated in workers, or read from the dataset's released files)
@@ -71,12 +69,6 @@ def generate_sources(task: SourceTask) -> SourceResult:
     return SourceResult(task.index, images, texts, skips)
 
 
-def worker_init() -> None:
-    import cv2
-
-    cv2.setNumThreads(1)  # one process per core: OpenCV's own pool would oversubscribe
-
-
 def released_sources(task: SourceTask, released: Any) -> SourceResult:
     from ..corruptions import ImageLoadError, load_image
 
@@ -106,30 +98,34 @@ def released_sources(task: SourceTask, released: Any) -> SourceResult:
     return SourceResult(task.index, images, texts, skips)
 
 
-def iter_sources(tasks: list[SourceTask], workers: int, released: Any) -> Iterator[SourceResult]:
-    """Results in task order; generation runs ahead in ``workers`` processes while the caller encodes."""
+def iter_sources(
+    tasks: list[SourceTask], workers: int, released: Any, *, engine: str = "local", address: str | None = None
+) -> Iterator[SourceResult]:
+    """Results in task order; generation runs ahead on ``engine`` (see :func:`snapbench.engines.ordered_map`)
+    while the caller encodes.
+
+    Released variants are files read here, in the driver.  Generation runs inline when there is
+    nothing to parallelise (one task, or text-only sources: cheap next to starting workers), on
+    either engine: results are the same wherever a task runs.  Encoding always stays in this
+    (the driver's) process; a pool of GPU encoders (Ray actors) is the next step for clusters.
+    """
     if released is not None:
         for t in tasks:
             yield released_sources(t, released)
         return
-    if workers <= 1 or len(tasks) <= 1 or not any(t.image_sources for t in tasks):
+    if not tasks:
+        return  # nothing to do (a resumed run): never start a pool or a Ray instance for it
+    if len(tasks) <= 1 or not any(t.image_sources for t in tasks) or (engine == "local" and workers <= 1):
         for t in tasks:
             yield generate_sources(t)
         return
-    ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init) as pool:
-        window: deque[cf.Future] = deque()
-        try:
-            for t in tasks:
-                window.append(pool.submit(generate_sources, t))
-                if len(window) >= 2 * workers:
-                    yield window.popleft().result()
-            while window:
-                yield window.popleft().result()
-        except BaseException:
-            for fut in window:
-                fut.cancel()
-            raise
+    for res in ordered_map(generate_sources, tasks, engine=engine, workers=workers, address=address):
+        # Ray hands numpy arrays back as read-only views into its object store; encoders get the same
+        # writable arrays as with the local pool, and the store is freed as soon as the result is read.
+        for key, img in res.images.items():
+            if not img.flags.writeable:
+                res.images[key] = img.copy()
+        yield res
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,103 @@
+"""Where snapbench's batch work runs: a local process pool, or a Ray cluster.
+
+One entry point, :func:`ordered_map`, maps a picklable function over tasks and yields the results
+**in task order** with a bounded number of tasks in flight.  Both ``snapbench run`` (corrupting
+query variants while the driver encodes) and ``snapbench corrupt`` (writing variant files) consume
+results in order, so their outputs (memmap rows, manifest lines, resume checkpoints) never depend
+on which worker, machine or retry produced a result.
+
+Engines:
+
+``local``
+    A ``spawn`` process pool of ``workers`` processes (OpenCV limited to one thread in each);
+    ``workers=1`` runs in the calling process.  See :mod:`snapbench.engines.local`.
+``ray``
+    Ray remote tasks (one CPU each) on an existing cluster (``address``, e.g. ``"auto"`` or
+    ``"ray://head:10001"``) or on a local Ray instance started on demand with ``workers`` CPUs.
+    A task whose worker process dies is retried by Ray.  Needs ``pip install 'snapbench[ray]'``.
+    See :mod:`snapbench.engines.ray_engine`.
+
+Decisions:
+
+* **Order, not completion order.**  Results are fetched oldest first from a sliding window of
+  ``window`` tasks (default ``2 * workers``): the caller can checkpoint after every result and
+  memory holds at most ``window`` results (plus what the caller keeps).
+* **Tasks are pure.**  A task's output depends only on its inputs (seeds are derived inside the
+  task from :mod:`snapbench.seeding`, never from a worker id, a partition or the order), so a
+  retried task gives the same bytes and both engines give the same results.
+* **Engines do not decide what a task writes.**  Tasks that write files (``snapbench corrupt``)
+  need the output folder on a filesystem every worker node sees; tasks that only return data
+  (``snapbench run``) need nothing shared but the inputs they read.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+from ..errors import ConfigError
+
+__all__ = ["ENGINES", "ordered_map", "check_engine"]
+
+#: Engine names accepted by :func:`ordered_map`.
+ENGINES: tuple[str, ...] = ("local", "ray")
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def check_engine(engine: str, workers: int, address: str | None = None) -> None:
+    """Refuse an unknown engine, ``workers < 1``, an ``address`` given to the local engine, or Ray missing.
+
+    Called before any work starts, so that a missing extra is reported before hours of encoding.
+    """
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
+    if int(workers) < 1:
+        raise ConfigError(f"workers must be >= 1, got {workers}")
+    if address is not None and engine != "ray":
+        raise ConfigError(f"address {address!r} is only used by engine='ray' (engine is {engine!r})")
+    if engine == "ray":
+        from .ray_engine import import_ray
+
+        import_ray()
+
+
+def ordered_map(
+    fn: Callable[[T], R],
+    tasks: Iterable[T],
+    *,
+    engine: str = "local",
+    workers: int = 1,
+    address: str | None = None,
+    window: int | None = None,
+    initializer: Callable[..., Any] | None = None,
+    initargs: tuple = (),
+) -> Iterator[R]:
+    """Yield ``fn(task)`` for every task, in task order, computed by ``engine``.
+
+    ``fn`` must be picklable (a module-level function or an instance of a module-level class) and
+    pure: the same task gives the same result wherever and however often it runs.  ``tasks`` is
+    consumed lazily, ``window`` at a time (default ``2 * workers``), so an unbounded iterable is
+    fine and memory stays bounded.  ``workers`` is the parallelism: processes of the local pool,
+    CPUs of a local Ray instance started on demand, or tasks run at once on an existing Ray
+    cluster (``address``).  An exception raised by ``fn`` is re-raised here (the remaining tasks
+    are cancelled); closing the iterator early cancels what is in flight.
+
+    ``initializer(*initargs)`` (picklable, like ``fn``) runs once in every worker process before
+    its first task of this map: e.g. to re-register operators the caller registered at run time.
+    It never runs in the calling process (``workers=1`` on the local engine runs inline, where the
+    caller's state is already there).  On Ray a worker process is shared and long-lived and is not
+    a child of the calling process: an initializer must not tie the worker's life to its parent.
+    """
+    check_engine(engine, workers, address)
+    if window is not None and int(window) < 1:
+        raise ConfigError(f"window must be >= 1, got {window}")
+    size = int(window) if window is not None else 2 * int(workers)
+    if engine == "ray":
+        from .ray_engine import ray_ordered_map
+
+        return ray_ordered_map(fn, tasks, workers=int(workers), address=address, window=size,
+                               initializer=initializer, initargs=tuple(initargs))
+    from .local import local_ordered_map
+
+    return local_ordered_map(fn, tasks, workers=int(workers), window=size, initializer=initializer, initargs=tuple(initargs))
