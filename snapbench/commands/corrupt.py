@@ -26,6 +26,8 @@ def corrupt(
     ),
     joint: bool = typer.Option(False, "--joint", help="Add the paper's 18 joint image+text conditions."),
     workers: int = typer.Option(1, "--workers", help="Worker processes, at least 1 (one query per work unit)."),
+    engine: str = typer.Option("local", "--engine", help="Where the workers run: local (process pool) or ray (pip install 'snapbench[ray]')."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray; default: a local Ray started on demand)."),
     grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
     force: bool = typer.Option(False, "--force", help="Discard an earlier run in --out made with another seed/grid."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
@@ -59,6 +61,8 @@ def corrupt(
             conditions=cond_list,
             joint=joint,
             workers=workers,
+            engine=engine,
+            address=address,
             grid=grid,
             progress=not no_progress,
             force=force,
@@ -73,8 +77,12 @@ def corrupt(
             rerun.append("--joint")
         if workers != 1:
             rerun += ["--workers", str(workers)]
+        if engine != "local":
+            rerun += ["--engine", engine] + (["--address", address] if address else [])
         if grid is not None:
             rerun += ["--grid", str(grid)]
+        if image_format != "png":
+            rerun += ["--format", image_format]
         if no_progress:
             rerun.append("--no-progress")
         typer.echo(

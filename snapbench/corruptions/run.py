@@ -33,15 +33,13 @@ Decisions (documented here because they shape every consumer):
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import hashlib
 import json
-import multiprocessing
 import os
 import shutil
 import time
 import warnings
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +50,7 @@ import numpy as np
 
 from ..atomic import write_bytes_atomic
 from ..conditions import Condition, condition_to_filename, parse_condition
+from ..engines import check_engine, ordered_map
 from ..errors import ConfigError
 from .codecs import check_format, encode_image, extension
 from .image.add import renderer_versions
@@ -64,7 +63,7 @@ from .io import (
 from .manifest import ManifestError, ManifestWarning, QueryRecord, load_manifest
 from .plan import grid_json, plan_conditions, resolve_grid
 from .variants import Skip, Variant, generate_variants
-from .workers import init_worker, registrations_payload, setup_error
+from .workers import registrations_payload, restore_registrations, setup_error
 
 __all__ = ["MANIFEST_FIELDS", "RunConfigError", "RunSummary", "run_corruption"]
 
@@ -370,6 +369,8 @@ def run_corruption(
     max_pixels: int = DEFAULT_MAX_PIXELS,
     log: Callable[[str], None] | None = None,
     image_format: str = "png",
+    engine: str = "local",
+    address: str | None = None,
 ) -> RunSummary:
     """Corrupt every query of ``manifest_path`` into ``out_dir`` (layout in the module docstring).
 
@@ -391,6 +392,9 @@ def run_corruption(
     without it they are issued as :class:`~snapbench.corruptions.manifest.ManifestWarning`.  Both
     end up in ``RunSummary.warnings``.
 
+    ``engine`` runs the queries on a local process pool (``"local"``) or on Ray (``"ray"``, at
+    ``address`` or a local instance started on demand; the output folder must then be on a
+    filesystem every worker sees); the files are the same either way.
     ``image_format`` is the lossless file format of the variants: ``png`` (default), ``qoi``, ``jxl``,
     ``webp`` or ``npz`` (all but png need ``snapbench[codecs]``); one output folder holds one format.
 
@@ -413,6 +417,7 @@ def run_corruption(
         else:
             warnings.warn(message, ManifestWarning, stacklevel=3)
 
+    check_engine(engine, workers, address)
     image_format = check_format(image_format)
     encode_image(np.zeros((1, 1, 3), np.uint8), image_format)  # a missing codec library fails here, before any work
     records = load_manifest(manifest_path, on_warning=note)
@@ -422,7 +427,7 @@ def run_corruption(
     cond_ids = [c.id for c in conds]
     added = [c.id for c in plan.added_parts]
     payload = b""
-    if workers > 1:
+    if workers > 1 or engine != "local":
         payload = registrations_payload(
             {c.image_operator for c in conds if c.image_operator}, {c.text_operator for c in conds if c.text_operator}
         )
@@ -518,7 +523,7 @@ def run_corruption(
 
         with _progress_bar(progress, len(records)) as advance:
             advance(len(records) - len(tasks))
-            for res in _execute(tasks, workers, payload):
+            for res in _execute(tasks, workers, payload, engine, address):
                 commit(res)
                 advance(1)
 
@@ -539,30 +544,16 @@ def run_corruption(
     )
 
 
-def _execute(tasks: list[_Task], workers: int, payload: bytes) -> Iterator[_Result]:
-    """Run tasks; results come back in task order (so the manifest is independent of scheduling)."""
+def _execute(tasks: list[_Task], workers: int, payload: bytes, engine: str, address: str | None) -> Iterator[_Result]:
+    """Run tasks on ``engine``; results come back in task order (so the manifest is independent of
+    scheduling, of the engine and of retries)."""
     try:
-        if workers == 1 or len(tasks) <= 1:
+        if engine == "local" and (workers == 1 or len(tasks) <= 1):
             for task in tasks:
                 yield _process_query(task)
             return
-        ctx = multiprocessing.get_context("spawn")
-        with cf.ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=init_worker, initargs=(os.getpid(), payload)
-        ) as pool:
-            window: deque[cf.Future] = deque()
-            it = iter(tasks)
-            try:
-                for task in it:
-                    window.append(pool.submit(_process_query, task))
-                    if len(window) >= 2 * workers:
-                        yield window.popleft().result()
-                while window:
-                    yield window.popleft().result()
-            except BaseException:
-                for fut in window:
-                    fut.cancel()
-                raise
+        yield from ordered_map(_process_query, tasks, engine=engine, workers=workers, address=address,
+                               initializer=restore_registrations, initargs=(payload,))
     except _WorkerSetupError as exc:
         raise ConfigError(str(exc)) from None
 

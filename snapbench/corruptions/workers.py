@@ -9,32 +9,21 @@ handled here:
   are sent to it as a pickled snapshot (:func:`registrations_payload`) and re-registered by the
   worker initializer.  Their functions must therefore be picklable: module-level functions or
   picklable callable objects; anything else is refused up front with a hint to use ``workers=1``.
-* A worker must not outlive its parent: if the parent is killed (``kill -9``, OOM killer) the
-  workers would otherwise wait forever on their task queue, which they hold both ends of.  On
-  Linux the initializer asks the kernel to SIGKILL the worker when its parent dies
-  (``prctl(PR_SET_PDEATHSIG)``); everywhere, a daemon thread also polls ``os.getppid()`` and
-  exits the worker when the parent is gone.  Workers ignore SIGINT: Ctrl-C is the parent's to
-  handle (it stops submitting, lets running queries finish and reports how to resume).
+* Workers run on an engine (:mod:`snapbench.engines`): a local process pool, whose workers die
+  with their parent and leave Ctrl-C to it, or Ray.
 """
 
 from __future__ import annotations
 
-import os
 import pickle
-import signal
-import sys
-import threading
-import time
 from collections.abc import Iterable
 
 from ..errors import ConfigError
 from .image import restore_image_operators, user_image_operators
 from .text import restore_text_operators, user_text_operators
 
-__all__ = ["init_worker", "registrations_payload", "setup_error"]
+__all__ = ["registrations_payload", "restore_registrations", "setup_error"]
 
-_PR_SET_PDEATHSIG = 1
-_POLL_S = 0.5
 _setup_error: str | None = None
 
 
@@ -63,36 +52,10 @@ def setup_error() -> str | None:
     return _setup_error
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass  # no prctl: the polling thread below still ends the worker
-    if os.getppid() != parent_pid:  # the parent died before the signal was armed
-        os._exit(1)
-
-    def watch() -> None:
-        while True:
-            time.sleep(_POLL_S)
-            if os.getppid() != parent_pid:
-                os._exit(1)
-
-    threading.Thread(target=watch, name="snapbench-parent-watch", daemon=True).start()
-
-
-def init_worker(parent_pid: int, payload: bytes) -> None:
-    """Process-pool initializer: tie the worker to its parent, restore registrations, one thread."""
+def restore_registrations(payload: bytes) -> None:
+    """Worker initializer (any engine): re-register the parent's run-time operators from
+    :func:`registrations_payload`; a failure is reported by the worker's first task, with a hint."""
     global _setup_error
-    _die_with_parent(parent_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import cv2
-
-    # One process per core: OpenCV's own thread pool would oversubscribe the CPUs.
-    cv2.setNumThreads(1)
     try:
         images, texts = pickle.loads(payload)  # our own bytes, from the parent process
         restore_image_operators(images)

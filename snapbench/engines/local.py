@@ -4,8 +4,40 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator
+
+_PR_SET_PDEATHSIG = 1
+_POLL_S = 0.5
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """End this worker when its parent dies (``kill -9``, the OOM killer) instead of letting it wait
+    forever on a task queue it holds both ends of: on Linux the kernel SIGKILLs it
+    (``prctl(PR_SET_PDEATHSIG)``); everywhere a daemon thread also polls ``os.getppid()``."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # no prctl: the polling thread below still ends the worker
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(_POLL_S)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="snapbench-parent-watch", daemon=True).start()
 
 
 def worker_init(initializer: Callable[..., Any] | None = None, initargs: tuple = ()) -> None:
@@ -15,6 +47,14 @@ def worker_init(initializer: Callable[..., Any] | None = None, initargs: tuple =
     cv2.setNumThreads(1)  # one process per core: OpenCV's own thread pool would oversubscribe
     if initializer is not None:
         initializer(*initargs)
+
+
+def local_worker_init(parent_pid: int, initializer: Callable[..., Any] | None = None, initargs: tuple = ()) -> None:
+    """A local pool worker: dies with its parent and leaves Ctrl-C to it (the parent stops submitting,
+    lets running tasks finish and says how to resume), then :func:`worker_init`."""
+    die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker_init(initializer, initargs)
 
 
 def local_ordered_map(
@@ -39,7 +79,8 @@ def local_ordered_map(
         return
     ctx = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=worker_init, initargs=(initializer, initargs)
+        max_workers=workers, mp_context=ctx, initializer=local_worker_init,
+        initargs=(os.getpid(), initializer, initargs),
     ) as pool:
         pending: deque[cf.Future] = deque()
         try:

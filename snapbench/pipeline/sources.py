@@ -98,6 +98,14 @@ def released_sources(task: SourceTask, released: Any) -> SourceResult:
     return SourceResult(task.index, images, texts, skips)
 
 
+def _operators(sources: tuple[str, ...]) -> set[str]:
+    out = set()
+    for src in sources:
+        c = parse_condition(src)
+        out |= {op for op in (c.image_operator, c.text_operator) if op}
+    return out
+
+
 def iter_sources(
     tasks: list[SourceTask], workers: int, released: Any, *, engine: str = "local", address: str | None = None
 ) -> Iterator[SourceResult]:
@@ -119,7 +127,13 @@ def iter_sources(
         for t in tasks:
             yield generate_sources(t)
         return
-    for res in ordered_map(generate_sources, tasks, engine=engine, workers=workers, address=address):
+    from ..corruptions.workers import registrations_payload, restore_registrations
+
+    # operators registered at run time (e.g. through the interop modules) are sent to the workers
+    payload = registrations_payload({c for t in tasks for c in _operators(t.image_sources)},
+                                    {c for t in tasks for c in _operators(t.text_sources)})
+    for res in ordered_map(generate_sources, tasks, engine=engine, workers=workers, address=address,
+                           initializer=restore_registrations, initargs=(payload,)):
         # Ray hands numpy arrays back as read-only views into its object store; encoders get the same
         # writable arrays as with the local pool, and the store is freed as soon as the result is read.
         for key, img in res.images.items():
