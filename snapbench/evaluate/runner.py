@@ -63,6 +63,7 @@ __all__ = [
     "evaluate_directory",
     "evaluate_matrix",
     "evaluate_ranking",
+    "depth_limited_metrics",
 ]
 
 REPORT_SCHEMA_VERSION = 1
