@@ -121,7 +121,7 @@ def _with_flags(message: str) -> str:
     for param, flag in _FLAGS.items():
         if "_" in param:  # distinctive names: anywhere, but never inside a path or a longer word
             message = re.sub(rf"(?<![\w/.\-]){param}(?![\w/.\-])", flag, message)
-        elif message.startswith(f"{param} ") or message.startswith(f"{param}: "):
+        elif message.startswith((f"{param} ", f"{param}: ")):
             message = flag + message[len(param):]
     return message
 

@@ -7,6 +7,7 @@ from .io import (
     EvaluationInputError,
     RunRanking,
     ScoresDir,
+    check_operator_names,
     load_qrels,
     load_score_matrix,
     load_tags,
@@ -62,6 +63,7 @@ from .runner import (
     evaluate_conditions,
     evaluate_directory,
     evaluate_matrix,
+    depth_limited_metrics,
     evaluate_ranking,
 )
 
@@ -80,6 +82,7 @@ __all__ = [
     "QueryStat",
     "RunRanking",
     "ScoresDir",
+    "check_operator_names",
     "additivity_analysis",
     "additivity_terms",
     "all_mode_scores",
@@ -93,6 +96,7 @@ __all__ = [
     "evaluate_directory",
     "evaluate_matrix",
     "evaluate_ranking",
+    "depth_limited_metrics",
     "first_positive_rank",
     "hit_at_k",
     "holm",

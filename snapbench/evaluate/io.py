@@ -553,6 +553,27 @@ class ScoresDir:
     def run(self, cid: str) -> RunRanking:
         return read_run(self._files[cid], self.query_ids, self.gallery_ids)
 
+    def why_missing(self, joint: str, evaluated: set[str]) -> str:
+        """Why ``joint`` has no additivity: per missing part, the file that would hold it -- or, when
+        the file is there, that the part was not among the evaluated (selected) conditions."""
+        c = parse_condition(joint)
+        reasons = []
+        for part in ("clean", c.image_part.id, c.text_part.id):  # type: ignore[union-attr]
+            if part in evaluated:
+                continue
+            if part in self.conditions:
+                reasons.append(f"{part} is not among the selected conditions (its file is there)")
+                continue
+            stem = self.filename(part)
+            if self.kind == "trec":
+                files = [f"{stem}.run"]
+            elif self.mode is not None:
+                files = [f"{stem}.{path}.npy" for path in mode_paths(self.mode)]
+            else:
+                files = [f"{stem}.npy"]
+            reasons.append(f"{part} has no score file ({' / '.join(files)} not in {self.path})")
+        return "; ".join(reasons)
+
     @staticmethod
     def filename(cid: str) -> str:
         return condition_to_filename(cid)

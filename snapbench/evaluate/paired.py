@@ -299,13 +299,20 @@ def paired_analysis(
         counts = bootstrap_counts(n, resamples, seed)
     if swaps is None and any(not is_binary_metric(m) for m in metrics):
         swaps = swap_matrix(n, permutations or counts.shape[0], seed)
+    # the permutation tests of every non-hit metric in one matrix product (~2x faster than per metric)
+    perm = [m for m in metrics if not is_binary_metric(m)]
+    perm_p: dict[str, np.ndarray] = {}
+    if perm:
+        pp = permutation_pvalues([stats[clean][m] for m in perm for _ in conds],
+                                 [stats[c][m] for m in perm for c in conds], swaps)
+        perm_p = {m: pp[i * len(conds) : (i + 1) * len(conds)] for i, m in enumerate(perm)}
     for m in metrics:
         base = stats[clean][m]
         others = [stats[c][m] for c in conds]
         v0 = base.value
         b = boot[m] if boot is not None else bootstrap_values([base] + others, counts)
         lo, hi = percentile_ci(b[:, 1:] - b[:, :1], ci)
-        p_raw = binary_or_permutation_pvalues(m, base, others, swaps)
+        p_raw = perm_p[m] if m in perm_p else binary_or_permutation_pvalues(m, base, others, swaps)
         p_adj = holm(list(p_raw))
         for j, c in enumerate(conds):
             delta = others[j].value - v0

@@ -41,7 +41,7 @@ from .metrics import (
     parse_metrics,
     query_stats,
 )
-from .modes import MODE_LABELS, coarse_text_drag, mode_paths
+from .modes import MODE_LABELS, coarse_text_drag
 from .paired import (
     CLIFF_RULE,
     DEFAULT_CI,
@@ -63,6 +63,7 @@ __all__ = [
     "evaluate_directory",
     "evaluate_matrix",
     "evaluate_ranking",
+    "depth_limited_metrics",
 ]
 
 REPORT_SCHEMA_VERSION = 1
@@ -553,7 +554,7 @@ def evaluate_directory(
             )
     skipped = report.get("additivity_skipped") or {}
     for j in list(skipped):
-        reason = _missing_parts(sd, j, set(evals))
+        reason = sd.why_missing(j, set(evals))
         skipped[j] = reason
         notes.append(f"{j}: no additivity: {reason}")
     report["warnings"] = notes
@@ -573,27 +574,6 @@ def depth_limited_metrics(metrics: Sequence[str], depth: int, n_items: int) -> l
         if (k is None and m.startswith("mrr")) or (k is not None and k > depth):
             out.append(m)
     return out
-
-
-def _missing_parts(sd: ScoresDir, joint: str, evaluated: set[str]) -> str:
-    """Why ``joint`` has no additivity: per missing part, the file that would hold it -- or, when the
-    file is there, that the part was not among the selected conditions."""
-    c = parse_condition(joint)
-    reasons = []
-    for part in ("clean", c.image_part.id, c.text_part.id):  # type: ignore[union-attr]
-        if part in evaluated:
-            continue
-        if part in sd.conditions:
-            reasons.append(f"{part} is not among the selected conditions (its file is there)")
-            continue
-        if sd.kind == "trec":
-            files = [f"{sd.filename(part)}.run"]
-        elif sd.mode is not None:
-            files = [f"{sd.filename(part)}.{path}.npy" for path in mode_paths(sd.mode)]
-        else:
-            files = [f"{sd.filename(part)}.npy"]
-        reasons.append(f"{part} has no score file ({' / '.join(files)} not in {sd.path})")
-    return "; ".join(reasons)
 
 
 def _coarse_text_drag(sd: ScoresDir, labels: Labels, clean_eval: ConditionEval, cfg: EvaluationConfig) -> dict | None:
