@@ -54,6 +54,7 @@ from .atomic import prepare_output_dir, save_npy_atomic, write_text_atomic
 from .conditions import condition_to_filename, parse_condition
 from .corruptions.io import load_image
 from .errors import ConfigError, InputError
+from .layout import read_manifest, read_skips, write_ids
 from .models import Encoder, cosine_path_scores
 
 __all__ = ["PATHS", "EncodeSummary", "GalleryItem", "encode_corrupted", "load_gallery", "prepare_out_dir"]
@@ -126,48 +127,15 @@ def load_gallery(path: str | os.PathLike) -> list[GalleryItem]:
     return items
 
 
-def _read_run_manifest(corrupt_dir: Path) -> list[dict]:
-    manifest = corrupt_dir / "manifest.jsonl"
-    if not manifest.is_file():
-        raise InputError("no manifest.jsonl (is this the output folder of 'snapbench corrupt'?)", path=corrupt_dir)
-    lines = []
-    for n, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            raise InputError(f"line {n} is not JSON (an interrupted run? rerun 'snapbench corrupt')", path=manifest) from None
-        if not isinstance(obj, dict) or "id" not in obj or "condition" not in obj:
-            raise InputError(f"line {n}: a manifest line needs 'id' and 'condition'", path=manifest)
-        lines.append(obj)
-    return lines
-
-
 def _read_skips(corrupt_dir: Path) -> dict[tuple[str, str | None], str]:
-    """(query id, condition or None) -> reason, from ``skips.jsonl`` when it is there and readable."""
-    out: dict[tuple[str, str | None], str] = {}
-    try:
-        text = (corrupt_dir / "skips.jsonl").read_text(encoding="utf-8")
-    except OSError:
-        return out
-    for line in text.splitlines():
-        try:
-            s = json.loads(line)
-            out[(str(s["id"]), s.get("condition"))] = str(s.get("reason"))
-        except (ValueError, KeyError, TypeError):
-            continue
-    return out
+    """(query id, condition or None) -> reason, from ``skips.jsonl`` (empty when there is none)."""
+    return {(str(s["id"]), s.get("condition")): str(s.get("reason")) for s in read_skips(corrupt_dir)}
 
 
 def prepare_out_dir(out_dir: str | os.PathLike) -> None:
     """Create ``out_dir/embeddings`` and ``out_dir/paths``; raise :class:`OutputError` if ``out_dir``
     cannot hold the outputs — before any encoding is spent."""
     prepare_output_dir(out_dir, "embeddings", "paths")
-
-
-def _write_ids(path: Path, ids: Sequence[str]) -> None:
-    write_text_atomic(path, "".join(f"{i}\n" for i in ids))
 
 
 def _encode_stream(encode: Callable[[list], np.ndarray], items: Sequence[Any], load: Callable[[Any], Any],
@@ -223,7 +191,7 @@ def encode_corrupted(
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
     corrupt_dir, out_dir = Path(corrupt_dir), Path(out_dir)
-    lines = _read_run_manifest(corrupt_dir)
+    lines = read_manifest(corrupt_dir)
     items = load_gallery(gallery) if isinstance(gallery, (str, os.PathLike)) else list(gallery)
     if not items:
         raise InputError("the gallery is empty")
@@ -289,8 +257,8 @@ def encode_corrupted(
 
     prepare_out_dir(out_dir)
     for d in (out_dir, out_dir / "paths"):
-        _write_ids(d / "query_ids.txt", query_ids)
-        _write_ids(d / "gallery_ids.txt", gallery_ids)
+        write_ids(d / "query_ids.txt", query_ids)
+        write_ids(d / "gallery_ids.txt", gallery_ids)
     write_text_atomic(out_dir / "dropped_queries.json", json.dumps(dropped, indent=1, ensure_ascii=False) + "\n")
 
     written: set[Path] = set()

@@ -51,7 +51,8 @@ import numpy as np
 from ..atomic import write_bytes_atomic
 from ..conditions import Condition, condition_to_filename, parse_condition
 from ..engines import check_engine, ordered_map
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
+from ..layout import read_jsonl_records, read_run_config
 from .codecs import check_format, encode_image, extension
 from .image.add import renderer_versions
 from .io import (
@@ -60,7 +61,7 @@ from .io import (
     ImageLoadError,
     load_image,
 )
-from .manifest import ManifestError, ManifestWarning, QueryRecord, load_manifest
+from .manifest import ManifestWarning, QueryRecord, load_manifest
 from .plan import grid_json, plan_conditions, resolve_grid
 from .variants import Skip, Variant, generate_variants
 from .workers import registrations_payload, restore_registrations, setup_error
@@ -243,31 +244,6 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, allow_nan=False)
 
 
-def _read_run_manifest(path: Path) -> list[dict[str, Any]]:
-    """Lines of an existing manifest.jsonl; a truncated (unparseable) last line is dropped."""
-    if not path.exists():
-        return []
-    raw = path.read_bytes()
-    parts = raw.split(b"\n")
-    lines: list[dict[str, Any]] = []
-    last = max((i for i, p in enumerate(parts) if p.strip()), default=-1)
-    for i, part in enumerate(parts):
-        if not part.strip():
-            continue
-        try:
-            obj = json.loads(part.decode("utf-8"))
-            if not isinstance(obj, dict) or "id" not in obj or "condition" not in obj:
-                raise ValueError("not a manifest record")
-        except (ValueError, UnicodeDecodeError) as exc:
-            if i == last:
-                break  # cut by a kill mid-write: that query is simply redone
-            raise ManifestError(
-                f"{path}: line {i + 1} is not a valid manifest record ({exc}); fix it or rerun with --force"
-            ) from None
-        lines.append(obj)
-    return lines
-
-
 def _sha256_file(path: Path) -> str | None:
     try:
         with open(path, "rb") as fh:
@@ -313,16 +289,10 @@ def _remove_stale_temps(out: Path) -> None:
 
 
 def _load_run_config(out: Path) -> dict[str, Any] | None:
-    path = out / "run.json"
-    if not path.exists():
-        return None
     try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(cfg, dict):
-            raise ValueError("not an object")
-        return cfg
-    except (OSError, ValueError) as exc:
-        raise RunConfigError(f"{path}: unreadable run configuration ({exc}); use a new output directory or force=True") from None
+        return read_run_config(out)
+    except InputError as exc:
+        raise RunConfigError(f"{exc}; use a new output directory or force=True") from None
 
 
 def _check_previous(out: Path, previous: dict[str, Any], seed: int, grid_obj: dict[str, Any]) -> None:
@@ -473,7 +443,7 @@ def run_corruption(
     fingerprints = {rec.id: _input_fingerprint(rec) for rec in records}
     kept: dict[tuple[str, str], dict[str, Any]] = {}
     sha_cache: dict[str, str | None] = {}
-    for line in _read_run_manifest(manifest_file):
+    for line in read_jsonl_records(manifest_file, required=("id", "condition"), what="manifest record"):
         if line.get("seed") != int(seed):  # possible only if run.json was deleted or edited
             raise RunConfigError(
                 f"{manifest_file} holds outputs made with seed {line.get('seed')} (this run: {int(seed)}); "

@@ -60,10 +60,10 @@ from .report import (
 from .runner import (
     ConditionEval,
     EvaluationConfig,
+    depth_limited_metrics,
     evaluate_conditions,
     evaluate_directory,
     evaluate_matrix,
-    depth_limited_metrics,
     evaluate_ranking,
 )
 
