@@ -205,3 +205,19 @@ def test_a_killed_cli_run_resumes_to_the_same_report(tmp_path):
         a = json.loads((tmp_path / "ref" / mode / "report.json").read_text())
         b = json.loads((tmp_path / "k" / mode / "report.json").read_text())
         assert _values(a) == _values(b) and a["paired"] == b["paired"]
+
+
+def test_workers_leave_no_shared_memory_and_stale_blocks_are_freed(demo, tmp_path):
+    from multiprocessing import shared_memory
+
+    from snapbench.pipeline.sources import remove_stale_shared
+
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no /dev/shm")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    block = shared_memory.SharedMemory(name=f"snapbench{int(dead.stdout)}_{'ab' * 6}", create=True, size=16)
+    block.close()
+    run_benchmark(demo, "toy", tmp_path / "w", _opts(workers=2, conditions=["clean", "img/motion_blur/s1"]))
+    assert not [p for p in shm.iterdir() if p.name.startswith("snapbench")]  # the stale one freed, none left
+    assert remove_stale_shared() == 0
