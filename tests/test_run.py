@@ -220,5 +220,7 @@ def test_workers_leave_no_shared_memory_and_stale_blocks_are_freed(demo, tmp_pat
     block = shared_memory.SharedMemory(name=f"snapbench{int(dead.stdout)}_{'ab' * 6}", create=True, size=16)
     block.close()
     run_benchmark(demo, "toy", tmp_path / "w", _opts(workers=2, conditions=["clean", "img/motion_blur/s1"]))
-    assert not [p for p in shm.iterdir() if p.name.startswith("snapbench")]  # the stale one freed, none left
+    names = {p.name for p in shm.iterdir()}
+    assert block.name.lstrip("/") not in names  # the dead run's block was freed
+    assert not [n for n in names if n.startswith(f"snapbench{os.getpid()}_")]  # this run left none
     assert remove_stale_shared() == 0
