@@ -441,7 +441,7 @@ class MOORIndex:
         index = ANNIndex(2 * self.dim, kind=kind, n_total=self.n_gallery, **params)
         for _, z in self.whitened_chunks():
             index.add(z)
-        index._flush()
+        index.flush()
         self.ann_ = index
         return index
 

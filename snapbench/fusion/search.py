@@ -285,9 +285,10 @@ class ANNIndex:
             return
         self._pending.append(x.copy())
         if sum(p.shape[0] for p in self._pending) >= self._train_rows:
-            self._flush()
+            self.flush()
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Add the rows buffered so far to the index (searches flush by themselves)."""
         if self._trained or not self._pending:
             return
         data = np.concatenate(self._pending)
@@ -300,7 +301,7 @@ class ANNIndex:
     def search(self, queries: np.ndarray, k: int) -> TopK:
         """Top-k by inner product; results re-sorted by our tie rule.  Slots FAISS leaves empty (fewer
         than k found) hold index ``-1`` and score ``NaN``, like every :class:`~snapbench.ranking.TopK`."""
-        self._flush()
+        self.flush()
         q = np.ascontiguousarray(queries, dtype=np.float32)
         if q.ndim != 2 or q.shape[1] != self.dim:
             raise InputError(f"ANN queries must have shape (Q, {self.dim}), got {q.shape}")

@@ -231,7 +231,9 @@ def run_benchmark(
             while True:
                 t_wait = time.perf_counter()
                 res = next(sources, None)
-                timings["wait_s"] += time.perf_counter() - t_wait
+                waited = time.perf_counter() - t_wait
+                timings["wait_s"] += waited
+                timings.setdefault("first_wait_s", waited)  # includes starting the workers
                 if res is None:
                     break
                 for src in img_sources:
