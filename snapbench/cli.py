@@ -7,6 +7,7 @@ Flow: ``corrupt`` -> ``encode`` (or your own encoder) -> ``evaluate`` / ``moor``
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any, Callable
 
 import typer
@@ -30,6 +31,7 @@ app = typer.Typer(
         "corrupt queries -> encode with your model -> evaluate ΔR@k with CIs -> fuse with MOOR."
     ),
     no_args_is_help=True,
+    rich_markup_mode=None,  # help texts are plain: 'snapbench[codecs]' must not be read as a markup tag
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -50,6 +52,12 @@ def _root(
     """Paired robustness evaluation of image+text retrieval."""
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                  line: str | None = None) -> None:
+    """Warnings reach the terminal as one ``warning: ...`` line, not Python's file:line format."""
+    typer.echo(f"warning: {message}", err=True)
+
+
 def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
     """Run a command; map snapbench's errors and OS errors to ``error: <file>: <problem>``, exit 2.
 
@@ -60,8 +68,15 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.showwarning = _show_warning
+                return command(*args, **kwargs)
         except SnapbenchError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        except ImportError as exc:
+            if "pip install" not in str(exc):  # a broken installation, not a missing extra: keep the traceback
+                raise
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         except OSError as exc:

@@ -21,7 +21,7 @@ import pytest
 
 from snapbench.commands.demo import DEFAULT_DATA
 from snapbench.data import load_dataset
-from snapbench.errors import ConfigError
+from snapbench.errors import ConfigError, InputError
 from snapbench.models import get_encoder
 from snapbench.pipeline import RunOptions, run_benchmark
 
@@ -122,8 +122,9 @@ def test_a_crashed_run_resumes_to_the_same_reports(demo, tmp_path):
     ref_enc = _CrashingToy(10**9)
     ref = run_benchmark(demo, ref_enc, tmp_path / "ref", opts)
     ref_calls = 10**9 - ref_enc.budget
-    with pytest.raises(RuntimeError, match="simulated crash"):
+    with pytest.raises(InputError, match="encoder failed .* simulated crash") as err:
         run_benchmark(demo, _CrashingToy(ref_calls - 2), tmp_path / "r", opts)  # dies in the last block
+    assert isinstance(err.value.__cause__, RuntimeError)
     log = (tmp_path / "r" / "embeddings" / "queries" / "blocks.jsonl").read_text().splitlines()
     assert 0 < len(log) < 3  # some blocks finished, not all
     calls = _CrashingToy(10**9)

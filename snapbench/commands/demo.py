@@ -26,6 +26,8 @@ def demo(
     baselines, bootstrap CIs, additivity, then OUT/report.html. The toy encoder is not a retrieval model:
     the numbers show the pipeline, not a model.
     """
+    import dataclasses
+
     from rich.console import Console
     from rich.table import Table
 
@@ -43,11 +45,13 @@ def demo(
     prepare_output_dir(out)  # before anything is printed or computed
     console = Console(stderr=True)
     ds = load_dataset(data or DEFAULT_DATA)
+    if data is None:
+        ds = dataclasses.replace(ds, name="snapbench demo")  # not the manifest's file name
     console.rule(f"snapbench run: {len(ds.queries)} queries, {len(ds.gallery)} gallery items, toy encoder")
     result = run_benchmark(
         ds, "toy", out,
         RunOptions(seed=seed, workers=workers, resamples=resamples, use_cache=False, force=True, progress=not no_progress),
-        log=lambda msg: console.print(msg),
+        log=lambda msg: console.print(msg, markup=False, highlight=False),
     )
 
     table = Table(title="demo: mean hit@1 (SnapBench R@1, %) by condition kind; δ = super-additivity gap; drag vs I→I")

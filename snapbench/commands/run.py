@@ -26,8 +26,14 @@ def run(
     gallery: Optional[Path] = typer.Option(None, "--gallery", help="Gallery JSONL for a JSONL query manifest."),
     qrels: Optional[Path] = typer.Option(None, "--qrels", help="Relevance labels (TREC or JSON) where the dataset has none of its own."),
     modes: Optional[str] = typer.Option(None, "--modes", help="Comma-separated modes among I2I, T2T, IT2IT, I2IT, T2IT (default: all the data and model allow)."),
-    conditions: Optional[str] = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: the 54 states)."),
-    joint: bool = typer.Option(True, "--joint/--no-joint", help="Add the paper's 18 joint image+text conditions."),
+    conditions: Optional[str] = typer.Option(
+        None, "--conditions",
+        help="Comma-separated condition ids, run exactly (plus the parts of joint ids; default: the 54 states and the 18 joint conditions).",
+    ),
+    joint: Optional[bool] = typer.Option(
+        None, "--joint/--no-joint",
+        help="Add the paper's 18 joint image+text conditions (default: yes, unless --conditions lists the conditions to run).",
+    ),
     variants: str = typer.Option("generated", "--variants", help="generated (snapbench's seeded operators) or released (the variants the dataset ships)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the corruptions and the bootstrap."),
     device: Optional[str] = typer.Option(None, "--device", help="Encoder device (default: cuda when available, else cpu)."),

@@ -99,9 +99,9 @@ def _console(console=None):
 
     if console is not None:
         return console
-    con = Console()
+    con = Console(markup=False)
     # Piped output would be cut to 80 columns; a report table is worth its width.
-    return con if con.is_terminal else Console(width=200)
+    return con if con.is_terminal else Console(width=200, markup=False)
 
 
 def print_report(report: dict, *, primary: str = "hit@1", show: Sequence[str] | None = None, console=None) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SnapbenchError
 
 __all__ = ["ADAPTER_PREFIXES", "ENTRY_POINT_GROUP", "DescribedEncoder", "describe", "plugin_names", "resolve"]
 
@@ -109,7 +109,12 @@ def _instantiate(obj: Any, spec: str, kwargs: dict[str, Any]) -> Any:
     if _is_encoder_instance(obj):
         return obj
     if callable(obj):
-        built = _call_with_accepted(obj, kwargs)
+        try:
+            built = _call_with_accepted(obj, kwargs)
+        except SnapbenchError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's constructor failed: name it, keep the cause
+            raise ConfigError(f"encoder {spec!r} could not be built: {type(exc).__name__}: {exc}") from exc
         if _is_encoder_instance(built):
             return built
         raise ConfigError(f"encoder {spec!r}: calling it returned {type(built).__name__}, which has no encode_images/encode_texts")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..conditions import JOINT_PAIRS, Condition, parse_condition
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 
 MODES: tuple[str, ...] = ("I2I", "T2T", "IT2IT", "I2IT", "T2IT")
 # Which side (query, gallery) each path reads: II = image vs image, IT = query image vs caption, ...
@@ -29,7 +29,9 @@ class RunOptions:
 
     modes: Sequence[str] | None = None  # [--modes] default: every mode the data and the model allow
     conditions: Sequence[str] | None = None  # [--conditions] default: the 54 states
-    joint: bool = True  # [--joint/--no-joint] the paper's 18 joint conditions
+    # [--joint/--no-joint] the paper's 18 joint conditions; None: with the default conditions, not with
+    # an explicit list (which is then run exactly, plus the parts of the joint ids it names)
+    joint: bool | None = None
     variants: str = "generated"  # [--variants] generated | released
     seed: int = 0
     grid: str | os.PathLike | Mapping[str, Any] | None = None
@@ -88,10 +90,22 @@ def available_sides(dataset: Any, encoder: Any) -> tuple[dict[str, bool], dict[s
     """Which query sides and gallery sides can be encoded, and why the others cannot."""
     mods = set(getattr(encoder, "modalities", {"image", "text"}))
     why: list[str] = []
-    q_has_img = bool(dataset.has_query_images)
-    g_has_img = bool(dataset.has_gallery_images)
+    # The query side exists when some query image file exists: a query whose file is missing or
+    # unreadable is dropped from every state (like any query that cannot be produced).  The gallery is
+    # fixed, so it is all or nothing: no image files at all -> text-only; some missing -> an error.
+    q_has_img = any(q.image is not None and Path(q.image).is_file() for q in dataset.queries)
+    g_paths = [g.image for g in dataset.gallery]
+    g_found = [p is not None and Path(p).is_file() for p in g_paths]
+    g_has_img = bool(g_found) and all(g_found)
+    if any(g_found) and not all(g_found):
+        missing = [str(p) if p is not None else f"(item {g.id!r} names no image)" for p, ok, g in zip(g_paths, g_found, dataset.gallery) if not ok]
+        raise InputError(
+            f"{len(missing)} of {len(g_paths)} gallery image files are missing (the gallery is fixed: every item "
+            f"needs its image, or none for a text-only run): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
+        )
     q_has_txt = any(q.question for q in dataset.queries)
-    g_has_txt = bool(dataset.gallery) and all(g.caption for g in dataset.gallery)
+    n_cap = sum(1 for g in dataset.gallery if g.caption)
+    g_has_txt = bool(dataset.gallery) and n_cap == len(dataset.gallery)
     if not q_has_img:
         why.append("the queries have no images")
     if not g_has_img:
@@ -99,7 +113,7 @@ def available_sides(dataset: Any, encoder: Any) -> tuple[dict[str, bool], dict[s
     if not q_has_txt:
         why.append("the queries have no questions")
     if not g_has_txt:
-        why.append("some gallery items have no caption")
+        why.append("the gallery has no captions" if n_cap == 0 else f"{len(dataset.gallery) - n_cap} gallery items have no caption")
     if "image" not in mods:
         why.append(f"the encoder {getattr(encoder, 'name', '?')} encodes no images")
     if "text" not in mods:
@@ -136,6 +150,7 @@ def plan_conditions(
     """The conditions of the run, in order (clean first), and notes on those left out."""
     from ..corruptions import resolve_conditions
 
+    want_joint = options.joint if options.joint is not None else options.conditions is None
     notes: list[str] = []
     if options.variants == "released":
         rel = dataset.released
@@ -146,7 +161,7 @@ def plan_conditions(
         img_parts = sorted({key for per in rel.images.values() for key in per})
         conds += [Condition("image", image_operator=op, severity=s) for op, s in img_parts]
         conds += [Condition("text", text_operator=op) for op in txt_ops]
-        if options.joint:
+        if want_joint:
             conds += [
                 Condition("joint", image_operator=i, text_operator=t, severity=s)
                 for i, t in JOINT_PAIRS
@@ -160,7 +175,7 @@ def plan_conditions(
                 raise ConfigError(f"the dataset ships no variants for {', '.join(unknown)}")
             conds = [c for c in conds if c.id in want]
     else:
-        conds = resolve_conditions(options.conditions, joint=options.joint, grid=grid)
+        conds = resolve_conditions(options.conditions, joint=want_joint, grid=grid)
     kept = []
     for c in conds:
         if c.kind in ("image", "joint") and not use_query_images:

@@ -119,6 +119,8 @@ def run_benchmark(
     if opts.workers < 1:
         raise ConfigError(f"workers must be >= 1, got {opts.workers}")
     check_engine(opts.engine, opts.workers, opts.address)
+    if not opts.ks or any(int(k) < 1 for k in opts.ks):
+        raise ConfigError(f"the cut-offs k must be positive integers, got {list(opts.ks)}")
     if opts.block_queries < 1:
         raise ConfigError(f"block_queries must be >= 1, got {opts.block_queries}")
     if opts.batch_size < 1:
@@ -163,16 +165,22 @@ def run_benchmark(
     run_json = out / "run.json"
     emb_dir = out / "embeddings"
     qdir = emb_dir / "queries"
-    if run_json.exists() and not opts.force:
+    if run_json.exists():
         try:
-            before = json.loads(run_json.read_text(encoding="utf-8")).get("fingerprint")
+            previous = json.loads(run_json.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            before = None
-        if before != fp:
-            diff = sorted(k for k in fp if not isinstance(before, dict) or before.get(k) != fp[k])
+            previous = None
+        before = previous.get("fingerprint") if isinstance(previous, dict) else None
+        if before is None:  # never overwrite another command's output folder, even when forced
+            raise ConfigError(
+                f"{out} is not the output folder of a snapbench run (its run.json was written by something else); "
+                "use a new output folder"
+            )
+        if before != fp and not opts.force:
+            diff = sorted(k for k in fp if before.get(k) != fp[k])
             raise ConfigError(
                 f"{out} holds a run made with another {', '.join(diff) or 'configuration'}; "
-                "use a new output folder, or force to discard it"
+                "use a new output folder, or force (--force) to discard it"
             )
     if opts.force and qdir.exists():
         for f in qdir.iterdir():
@@ -186,8 +194,8 @@ def run_benchmark(
     meta = {
         "schema": RUN_SCHEMA,
         "snapbench_version": __version__,
-        "dataset": f"{ds.name} ({ds.format}: {ds.root})",
-        "dataset_info": {"name": ds.name, "format": ds.format, "root": str(ds.root), "n_queries": len(ds.queries),
+        "dataset": f"{ds.name} ({ds.format})",
+        "dataset_info": {"name": ds.name, "format": ds.format, "root": str(Path(ds.root).resolve()), "n_queries": len(ds.queries),
                          "n_gallery": len(ds.gallery)},
         "encoder": encoder if isinstance(encoder, str) else str(getattr(enc, "name", type(encoder).__name__)),
         "seed": int(opts.seed),
@@ -196,7 +204,8 @@ def run_benchmark(
         "conditions": [c.id for c in conds],
         "fingerprint": fp,
         "status": "running",
-        "contact_sheet": {"image": str(first_img.image), "key": first_img.id, "seed": int(opts.seed)} if first_img else None,
+        "contact_sheet": {"image": str(Path(first_img.image).resolve()), "key": first_img.id, "seed": int(opts.seed),
+                          "question": first_img.question, "entity": first_img.entity} if first_img else None,
         "notes": notes,
     }
     write_text_atomic(run_json, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
@@ -206,6 +215,8 @@ def run_benchmark(
     done = read_blocks(blocks_log)
     B = int(opts.block_queries)
     n_blocks = (n_q + B - 1) // B
+    if done:
+        say(f"resuming: {sum(1 for b in done if b < n_blocks)} of {n_blocks} query blocks already done in {out}")
     img_store = QueryStore(qdir, n_q, "image")
     txt_store = QueryStore(qdir, n_q, "text")
     released = ds.released if opts.variants == "released" else None

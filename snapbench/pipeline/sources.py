@@ -16,7 +16,7 @@ import numpy as np
 
 from ..conditions import condition_to_filename, parse_condition
 from ..engines import ordered_map
-from ..errors import InputError
+from ..errors import InputError, SnapbenchError
 
 # variant sources per query (generated in workers, or read from the dataset's released files)
 # ------------------------------------------------------------------------------------------------
@@ -221,6 +221,18 @@ def iter_sources(
 # ------------------------------------------------------------------------------------------------
 
 
+def call_encoder(fn: Callable[[list], Any], items: list, what: str) -> np.ndarray:
+    """``fn(items)`` as float32; an exception of the user's model becomes an InputError saying so
+    (the cause stays chained), so the command line reports it as ``error: ...`` instead of a traceback."""
+    try:
+        return np.asarray(fn(items), dtype=np.float32)
+    except SnapbenchError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure of the user's model
+        raise InputError(f"the encoder failed on a batch of {len(items)} {what}: {type(exc).__name__}: {exc} "
+                         "(finished work is kept; rerun to resume)") from exc
+
+
 class Batcher:
     """Collect (row, source, item) triples and encode them ``batch_size`` at a time into memmaps."""
 
@@ -238,7 +250,7 @@ class Batcher:
         if not self.pending:
             return
         t0 = time.perf_counter()
-        embs = np.asarray(self.encode([p[2] for p in self.pending]), dtype=np.float32)
+        embs = call_encoder(self.encode, [p[2] for p in self.pending], "query variants")
         self.busy_s += time.perf_counter() - t0
         if embs.ndim != 2 or embs.shape[0] != len(self.pending):
             raise InputError(f"the encoder returned an array of shape {embs.shape} for {len(self.pending)} items")
@@ -300,9 +312,9 @@ def encode_gallery(dataset: Any, encoder: Any, emb_dir: Path, sides: Mapping[str
             items = dataset.gallery[i : i + batch_size]
             if side == "image":
                 batch = [load_image(g.image) for g in items]
-                rows.append(np.asarray(encoder.encode_images(batch), dtype=np.float32))
+                rows.append(call_encoder(encoder.encode_images, batch, "gallery images"))
             else:
-                rows.append(np.asarray(encoder.encode_texts([g.caption for g in items]), dtype=np.float32))
+                rows.append(call_encoder(encoder.encode_texts, [g.caption for g in items], "gallery captions"))
             bar.advance(task, len(items))
         arr = np.concatenate(rows)
         save_npy_atomic(path, arr)

@@ -1,0 +1,103 @@
+"""`snapbench run` as a new user meets it: missing files, relative paths, option checks, clean errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from snapbench.cli import app
+from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.data import load_dataset
+from snapbench.errors import InputError
+from snapbench.pipeline import RunOptions, run_benchmark
+
+runner = CliRunner()
+FAST = ["--resamples", "100", "--no-report", "--no-progress", "--no-cache"]
+
+
+def _copy_demo(tmp_path):
+    dst = tmp_path / "demo"
+    shutil.copytree(DEFAULT_DATA, dst)
+    return dst
+
+
+def test_a_missing_query_image_drops_that_query_not_the_image_modes(tmp_path):
+    data = _copy_demo(tmp_path)
+    first = json.loads((data / "queries.jsonl").read_text().splitlines()[0])
+    (data / first["image"]).unlink()
+    res = run_benchmark(load_dataset(data), "toy", tmp_path / "o",
+                        RunOptions(conditions=["clean", "img/motion_blur/s1"], resamples=100, report=False, progress=False))
+    assert "I2I" in res.modes and "MOOR" in res.modes
+    assert set(res.dropped) == {first["id"]} and "not found" in res.dropped[first["id"]]
+
+
+def test_a_missing_gallery_image_is_an_error_naming_it(tmp_path):
+    data = _copy_demo(tmp_path)
+    first = json.loads((data / "gallery.jsonl").read_text().splitlines()[0])
+    (data / first["image"]).unlink()
+    with pytest.raises(InputError, match=r"1 of \d+ gallery image files are missing.*" + first["image"].split("/")[-1]):
+        run_benchmark(load_dataset(data), "toy", tmp_path / "o", RunOptions(progress=False, report=False))
+
+
+def test_explicit_conditions_run_exactly(tmp_path):
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"),
+                            "--conditions", "clean,txt/char_swap,img/motion_blur/s2", *FAST])
+    assert r.exit_code == 0, r.output
+    conds = json.loads((tmp_path / "o" / "run.json").read_text())["conditions"]
+    assert conds == ["clean", "txt/char_swap", "img/motion_blur/s2"]  # as given, no joint added
+
+
+def test_relative_dataset_paths_are_recorded_absolute(tmp_path, monkeypatch):
+    _copy_demo(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["run", "demo", "-e", "toy", "--out", "o", "--conditions", "clean,txt/char_swap", *FAST])
+    assert r.exit_code == 0, r.output
+    sheet = json.loads((tmp_path / "o" / "run.json").read_text())["contact_sheet"]
+    assert sheet["image"].startswith(str(tmp_path)) and (tmp_path / "demo").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--k", "0"], "cut-offs k must be positive"),
+    (["--workers", "0"], "--workers must be >= 1"),
+    (["--variants", "published"], "--variants must be"),
+    (["--modes", "I2X"], "unknown mode 'I2X'"),
+])
+def test_meaningless_options_fail_before_any_work(tmp_path, args, message):
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"), *FAST, *args])
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert not (tmp_path / "o" / "embeddings").exists()
+
+
+def test_an_encoder_that_fails_is_a_clean_error(tmp_path, monkeypatch):
+    (tmp_path / "boom_enc.py").write_text(
+        "class Boom:\n    def __init__(self):\n        raise ValueError('weights file missing')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "boom_enc:Boom", "--out", str(tmp_path / "o"), *FAST])
+    assert r.exit_code == 2 and "could not be built: ValueError: weights file missing" in r.output, r.output
+
+
+def test_a_folder_of_another_command_is_never_overwritten(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "run.json").write_text(json.dumps({"seed": 0, "conditions": ["clean"]}))
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "c"), "--force", *FAST])
+    assert r.exit_code == 2 and "not the output folder of a snapbench run" in r.output
+
+
+def test_manifest_warnings_are_one_line_each(tmp_path):
+    data = _copy_demo(tmp_path)
+    lines = (data / "queries.jsonl").read_text().splitlines()
+    lines = [line.replace('"question"', '"questoin"', 1) if i == 0 else line for i, line in enumerate(lines)]
+    (data / "queries.jsonl").write_text("\n".join(lines) + "\n")
+    r = runner.invoke(app, ["run", str(data), "-e", "toy", "--out", str(tmp_path / "o"), "--conditions", "clean", *FAST])
+    assert r.exit_code == 0, r.output
+    assert "warning: " in r.output and "did you mean 'question'" in r.output and "ManifestWarning" not in r.output
+
+
+def test_a_missing_codec_extra_is_a_clean_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "imagecodecs", None)  # as if snapbench[codecs] were not installed
+    r = runner.invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(tmp_path / "o"), "--format", "jxl"])
+    assert r.exit_code == 2 and r.output.startswith("error:") and "snapbench[codecs]" in r.output, r.output
