@@ -225,3 +225,54 @@ def test_workers_leave_no_shared_memory_and_stale_blocks_are_freed(demo, tmp_pat
     assert block.name.lstrip("/") not in names  # the dead run's block was freed
     assert not [n for n in names if n.startswith(f"snapbench{os.getpid()}_")]  # this run left none
     assert remove_stale_shared() == 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_kill_9_of_a_run_leaves_no_worker_behind(tmp_path):
+    """`snapbench run --workers 2` killed with -9: its corruption workers exit with it."""
+
+    def children(pid):
+        out = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                    if int(fields[1]) == pid and fields[0] != "Z" and b"spawn_main" in (entry / "cmdline").read_bytes():
+                        out.append(int(entry.name))
+                except OSError:
+                    continue
+        return out
+
+    def alive(pid):
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    (tmp_path / "slow_enc2.py").write_text(
+        "import time\nfrom snapbench.models import get_encoder\n"
+        "class Slow:\n    name = fingerprint = 'slow'\n    modalities = frozenset({'image', 'text'})\n"
+        "    def __init__(self):\n        self.inner = get_encoder('toy')\n"
+        "    def encode_images(self, xs):\n        time.sleep(0.2 * len(xs)); return self.inner.encode_images(xs)\n"
+        "    def encode_texts(self, xs):\n        return self.inner.encode_texts(xs)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "snapbench", "run", str(DEFAULT_DATA), "-e", "slow_enc2:Slow",
+                             "--out", str(tmp_path / "o"), "--workers", "2", "--no-report", "--no-progress", "--no-cache"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and len(workers) < 2:
+            workers = children(proc.pid)
+            time.sleep(0.05)
+        assert proc.poll() is None and len(workers) == 2, "the run ended before its workers could be seen"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(alive(p) for p in workers):
+            time.sleep(0.1)
+        assert not [p for p in workers if alive(p)], "workers outlived their killed parent"
+    finally:
+        for p in workers:
+            if alive(p):
+                os.kill(p, signal.SIGKILL)
