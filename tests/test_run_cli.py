@@ -101,3 +101,26 @@ def test_a_missing_codec_extra_is_a_clean_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "imagecodecs", None)  # as if snapbench[codecs] were not installed
     r = runner.invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(tmp_path / "o"), "--format", "jxl"])
     assert r.exit_code == 2 and r.output.startswith("error:") and "snapbench[codecs]" in r.output, r.output
+
+
+class _TwoSpaces:
+    """Image and text embeddings of different sizes (two separate models, no shared space)."""
+
+    name = fingerprint = "two-spaces"
+    modalities = frozenset({"image", "text"})
+
+    def encode_images(self, images):
+        import numpy as np
+
+        return np.stack([np.asarray(im, dtype=np.float32).reshape(-1, 3).mean(axis=0).repeat(3)[:8] for im in images])
+
+    def encode_texts(self, texts):
+        import numpy as np
+
+        return np.asarray([[len(t), t.count("a"), t.count("e"), 1.0] for t in texts], dtype=np.float32)
+
+
+def test_separate_image_and_text_spaces_run_the_modes_that_need_none(tmp_path):
+    res = run_benchmark(load_dataset(DEFAULT_DATA), _TwoSpaces(), tmp_path / "o",
+                        RunOptions(conditions=["clean", "txt/char_swap"], resamples=100, report=False, progress=False))
+    assert res.modes == ["I2I", "T2T", "IT2IT"]

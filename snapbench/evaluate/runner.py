@@ -546,11 +546,15 @@ def evaluate_directory(
     report["n_qrels_without_scores"] = len(dropped)
     if depth_limited:
         report["depth_limited"] = depth_limited
+        # one line per (depth, metrics) group, not one per condition (a top-10 export limits them all)
+        by_depth: dict[tuple[int, tuple[str, ...]], list[str]] = {}
         for c, d in depth_limited.items():
+            by_depth.setdefault((d["depth"], tuple(d["metrics"])), []).append(c)
+        for (depth, ms), conds_ in by_depth.items():
+            which = sd.describe(conds_[0]) if len(conds_) == 1 else f"{len(conds_)} conditions ({conds_[0]}, ...)"
             notes.append(
-                f"{sd.describe(c)}: the run lists at most {d['depth']} items per query, so "
-                f"{', '.join(d['metrics'])} are depth-limited (lower bounds: positives below rank {d['depth']} "
-                "count as not retrieved)"
+                f"{which}: the runs list at most {depth} items per query, so {', '.join(ms)} are depth-limited "
+                f"(lower bounds: positives below rank {depth} count as not retrieved)"
             )
     skipped = report.get("additivity_skipped") or {}
     for j in list(skipped):

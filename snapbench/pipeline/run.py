@@ -13,6 +13,7 @@ import numpy as np
 from ..atomic import prepare_output_dir, write_text_atomic
 from ..engines import check_engine
 from ..errors import ConfigError, InputError
+from ..evaluate.modes import MODES as MODE_WEIGHTS
 from .plan import (
     MODES,
     PATH_SIDES,
@@ -224,6 +225,15 @@ def run_benchmark(
 
     with Progress(opts.progress) as bar:
         gallery = encode_gallery(ds, enc, emb_dir, g_sides, opts.batch_size, bar)
+        if {"image", "text"} <= set(gallery) and gallery["image"].shape[1] != gallery["text"].shape[1]:
+            # separate image and text spaces: no cross-modal paths (IT, TI), hence no MOOR
+            dims = f"{gallery['image'].shape[1]} vs {gallery['text'].shape[1]}"
+            cross = [m for m in modes if {"IT", "TI"} & set(MODE_WEIGHTS[m])]
+            modes = [m for m in modes if m not in cross]
+            say(f"the encoder's image and text embeddings differ in size ({dims}): modes {', '.join(cross + ['MOOR'])} "
+                "need a shared space and are skipped")
+            moor_ok = False
+            meta["modes"] = modes
         qtask = bar.add("corrupt + encode queries", n_q)
         bar.advance(qtask, sum(min(B, n_q - b * B) for b in done if b < n_blocks))
         todo = [b for b in range(n_blocks) if b not in done]
