@@ -53,6 +53,8 @@ import numpy as np
 from .atomic import prepare_output_dir, save_npy_atomic, write_text_atomic
 from .conditions import condition_to_filename, parse_condition
 from .corruptions.io import load_image
+from .data import GalleryItem
+from .data.common import read_gallery_manifest
 from .errors import ConfigError, InputError
 from .layout import read_manifest, read_skips, write_ids
 from .models import Encoder, cosine_path_scores
@@ -61,15 +63,6 @@ __all__ = ["PATHS", "EncodeSummary", "GalleryItem", "encode_corrupted", "load_ga
 
 #: The four paths: name -> (query side, gallery side).
 PATHS: dict[str, tuple[str, str]] = {"II": ("image", "image"), "TT": ("text", "text"), "IT": ("image", "text"), "TI": ("text", "image")}
-
-
-@dataclass(frozen=True)
-class GalleryItem:
-    """One gallery item; ``image`` or ``caption`` may be ``None`` (an image-only or text-only gallery)."""
-
-    id: str
-    image: Path | None
-    caption: str | None
 
 
 @dataclass
@@ -85,46 +78,9 @@ class EncodeSummary:
 
 
 def load_gallery(path: str | os.PathLike) -> list[GalleryItem]:
-    """Read a gallery manifest: JSONL or a JSON list of objects with ``id`` and ``image`` and/or ``caption``."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read gallery manifest ({exc.strerror})", path=path) from None
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            objs = [(f"record {i}", o) for i, o in enumerate(json.loads(text))]
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc}", path=path) from None
-    else:
-        objs = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    objs.append((f"line {n}", json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"line {n}: invalid JSON: {exc.msg}", path=path) from None
-    items, seen = [], set()
-    for where, o in objs:
-        if not isinstance(o, dict) or "id" not in o:
-            raise InputError(f"{where}: a gallery item needs an 'id'", path=path)
-        caption = o.get("caption", o.get("text"))
-        image = o.get("image")
-        if caption is not None and (not isinstance(caption, str) or not caption.strip()):
-            raise InputError(f"{where}: gallery item {o['id']!r} has an empty or non-text 'caption'", path=path)
-        if image is not None and not isinstance(image, str):
-            raise InputError(f"{where}: gallery item {o['id']!r}: 'image' must be a path", path=path)
-        if image is None and caption is None:
-            raise InputError(f"{where}: gallery item {o['id']!r} has neither an 'image' nor a 'caption'", path=path)
-        gid = str(o["id"])
-        if gid in seen:
-            raise InputError(f"{where}: duplicate gallery id {gid!r}", path=path)
-        seen.add(gid)
-        items.append(GalleryItem(gid, None if image is None else (path.parent / image).resolve(), caption))
-    if not items:
-        raise InputError("the gallery is empty", path=path)
-    return items
+    """Read a gallery manifest: JSONL or a JSON list of objects with ``id`` and ``image`` and/or
+    ``caption`` (the one reader of :mod:`snapbench.data`)."""
+    return read_gallery_manifest(Path(path))
 
 
 def _read_skips(corrupt_dir: Path) -> dict[tuple[str, str | None], str]:

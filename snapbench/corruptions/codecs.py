@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, InputError
-from .io import encode_png
+from .io import as_rgb_uint8, encode_png
 
 __all__ = ["FORMATS", "CodecError", "check_format", "decode_image", "detect_format", "encode_image", "extension"]
 
@@ -81,21 +81,10 @@ def _imagecodecs():
     return imagecodecs
 
 
-def _check_image(image: np.ndarray) -> np.ndarray:
-    if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
-        raise InputError(
-            "image must be an HxWx3 uint8 RGB array; got "
-            f"{getattr(image, 'dtype', type(image).__name__)} {getattr(image, 'shape', '')}"
-        )
-    if image.shape[0] < 1 or image.shape[1] < 1:
-        raise InputError(f"image is empty: shape {image.shape}")
-    return np.ascontiguousarray(image)
-
-
 def encode_image(image: np.ndarray, fmt: str = "png") -> bytes:
     """Encode an ``HxWx3`` uint8 RGB array losslessly as ``fmt`` (one of :data:`FORMATS`)."""
     f = check_format(fmt)
-    img = _check_image(image)
+    img = as_rgb_uint8(image)
     if f == "png":
         return encode_png(img)
     if f == "npz":

@@ -40,7 +40,7 @@ import numpy as np
 from ..atomic import write_bytes_atomic
 from ..errors import InputError
 
-__all__ = ["ImageLoadError", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
+__all__ = ["ImageLoadError", "as_rgb_uint8", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
 
 DEFAULT_MAX_PIXELS = 50_000_000
 
@@ -201,6 +201,19 @@ def _npz_shape(path: Path, data: bytes) -> tuple[int, ...] | None:
                 return tuple(shape)
     except Exception as exc:  # noqa: BLE001 - any malformed zip/npy header
         raise ImageLoadError(f"{path}: not a readable .npz image ({exc})") from None
+
+
+def as_rgb_uint8(image: np.ndarray) -> np.ndarray:
+    """``image`` as a C-contiguous HxWx3 uint8 RGB array, or an InputError saying what it is instead
+    (every operator and every encoder of variant files takes exactly this)."""
+    if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+        raise InputError(
+            "image must be an HxWx3 uint8 RGB array (use snapbench.corruptions.load_image for files); got "
+            f"{getattr(image, 'dtype', type(image).__name__)} {getattr(image, 'shape', '')}"
+        )
+    if image.shape[0] < 1 or image.shape[1] < 1:
+        raise InputError(f"image is empty: shape {image.shape}")
+    return np.ascontiguousarray(image)
 
 
 def load_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ __all__ = [
     "image_notes",
     "read_gallery_manifest",
     "read_json",
-    "read_qrels_file",
 ]
 
 #: Image file suffixes a gallery folder is listed with (lower case).
@@ -51,58 +49,6 @@ def read_json(path: Path, what: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path) from None
-
-
-def _grade(path: Path, where: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InputError(f"{where}: grade must be a finite number, got {value!r}", path=path)
-    return float(value)
-
-
-def read_qrels_file(path: Path) -> dict[str, dict[str, float]]:
-    """Read qrels in the two forms ``snapbench evaluate`` accepts.
-
-    * JSON object ``{query_id: [gallery_id, ...]}`` (grade 1 each; ``[]`` = zero-GT query) or
-      ``{query_id: {gallery_id: grade}}``;
-    * TREC qrels: ``qid 0 docid rel`` per line (``#`` comments and blank lines ignored).
-    """
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("qrels file not found", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read qrels ({exc})", path=path) from None
-    out: dict[str, dict[str, float]] = {}
-    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
-        data = read_json(path, "qrels")
-        if not isinstance(data, dict):
-            raise InputError("JSON qrels must be an object {query_id: [gallery_id, ...]}", path=path)
-        for q, v in data.items():
-            if isinstance(v, list):
-                if not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
-                    raise InputError(f"query {q!r}: the list must hold gallery ids (strings)", path=path)
-                out[str(q)] = {str(x): 1.0 for x in v}
-            elif isinstance(v, dict):
-                out[str(q)] = {str(d): _grade(path, f"query {q!r}, item {d!r}", g) for d, g in v.items()}
-            else:
-                raise InputError(f"query {q!r}: expected a list of gallery ids or an object {{gallery_id: grade}}", path=path)
-        return out
-    for lineno, line in enumerate(text.splitlines(), 1):
-        parts = line.split()
-        if not parts or parts[0].startswith("#"):
-            continue
-        if len(parts) != 4:
-            raise InputError(f"line {lineno}: expected 'qid 0 docid rel' (4 fields), got {len(parts)}", path=path)
-        try:
-            grade = float(parts[3])
-        except ValueError:
-            raise InputError(f"line {lineno}: relevance {parts[3]!r} is not a number", path=path) from None
-        if not math.isfinite(grade):
-            raise InputError(f"line {lineno}: relevance {parts[3]!r} is not finite", path=path)
-        out.setdefault(parts[0], {})[parts[2]] = grade
-    if not out:
-        raise InputError("no judgements found", path=path)
-    return out
 
 
 def check_qrels(

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..corruptions import load_manifest
 from ..errors import InputError, SnapbenchError
-from .common import check_qrels, image_notes, read_gallery_manifest, read_qrels_file
+from ..layout import read_qrels_file
+from .common import check_qrels, image_notes, read_gallery_manifest
 from .model import Dataset
 
 __all__ = ["GALLERY_NAMES", "MANIFEST_NAMES", "QRELS_NAMES", "load_jsonl"]

@@ -20,6 +20,7 @@ import numpy as np
 from ...conditions import IMAGE_OPERATORS, IMAGE_PRIMITIVES
 from ...errors import ConfigError
 from ...seeding import image_rng
+from ..io import as_rgb_uint8
 from .grid import DEFAULT_GRID, Grid
 
 __all__ = [
@@ -244,17 +245,6 @@ def _level_params(operator: str, severity: int, grid: Mapping[str, Mapping[int, 
     return levels[int(severity)]
 
 
-def _as_rgb_uint8(image: np.ndarray) -> np.ndarray:
-    if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
-        raise ValueError(
-            "image must be an HxWx3 uint8 RGB array (use snapbench.corruptions.load_image for files); got "
-            f"{getattr(image, 'dtype', type(image).__name__)} {getattr(image, 'shape', '')}"
-        )
-    if image.shape[0] < 1 or image.shape[1] < 1:
-        raise ValueError(f"image is empty: shape {image.shape}")
-    return np.ascontiguousarray(image)
-
-
 def corrupt_image_with_params(
     image: np.ndarray,
     operator: str,
@@ -269,7 +259,7 @@ def corrupt_image_with_params(
     Randomness comes only from ``seed``, ``key`` (the query id), ``operator`` and ``severity``.
     """
     op = get_image_operator(operator)
-    image = _as_rgb_uint8(image)
+    image = as_rgb_uint8(image)
     level = _level_params(operator, severity, grid)
     rng = image_rng(seed, key, operator, severity)
     params = op.sample(rng, level, (int(image.shape[0]), int(image.shape[1])))
