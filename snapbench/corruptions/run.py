@@ -53,6 +53,7 @@ from ..conditions import Condition, condition_to_filename, parse_condition
 from ..engines import check_engine, ordered_map
 from ..errors import ConfigError, InputError
 from ..layout import read_jsonl_records, read_run_config
+from ..progress import ProgressDisplay
 from .codecs import check_format, encode_image, extension
 from .image.add import renderer_versions
 from .io import (
@@ -491,11 +492,12 @@ def run_corruption(
             skipped += len(res.skips)
             skipped_queries += sum(1 for s in res.skips if s["condition"] is None)
 
-        with _progress_bar(progress, len(records)) as advance:
-            advance(len(records) - len(tasks))
+        with ProgressDisplay(progress) as bar:
+            task = bar.add("corrupting queries", len(records))
+            bar.advance(task, len(records) - len(tasks))
             for res in _execute(tasks, workers, payload, engine, address):
                 commit(res)
-                advance(1)
+                bar.advance(task)
 
     has_text = any(c.kind in ("text", "joint") for c in conds)
     guessed = sum(1 for r in records if r.question is not None and not (r.entity or "").strip()) if has_text else 0
@@ -526,43 +528,3 @@ def _execute(tasks: list[_Task], workers: int, payload: bytes, engine: str, addr
                                initializer=restore_registrations, initargs=(payload,))
     except _WorkerSetupError as exc:
         raise ConfigError(str(exc)) from None
-
-
-class _progress_bar:
-    """A rich progress bar over queries (stderr), or a no-op."""
-
-    def __init__(self, enabled: bool, total: int) -> None:
-        self.enabled, self.total, self._progress, self._task = enabled, total, None, None
-
-    def __enter__(self):
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self._progress = Progress(
-                TextColumn("corrupting queries"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-            )
-            self._progress.__enter__()
-            self._task = self._progress.add_task("corrupt", total=self.total)
-
-        def advance(n: int) -> None:
-            if self._progress is not None and n:
-                self._progress.advance(self._task, n)
-
-        return advance
-
-    def __exit__(self, *exc) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)

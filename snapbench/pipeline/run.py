@@ -14,6 +14,7 @@ from ..atomic import prepare_output_dir, write_text_atomic
 from ..engines import check_engine
 from ..errors import ConfigError, InputError
 from ..evaluate.modes import MODES as MODE_WEIGHTS
+from ..progress import ProgressDisplay
 from .plan import (
     MODES,
     PATH_SIDES,
@@ -35,43 +36,6 @@ from .sources import (
     iter_sources,
     read_blocks,
 )
-
-
-class Progress:
-    """A rich progress display on stderr, or nothing."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.p = None
-
-    def __enter__(self) -> "Progress":
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                              TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True))
-            self.p.__enter__()
-        return self
-
-    def add(self, description: str, total: int) -> Any:
-        return self.p.add_task(description, total=total) if self.p else None
-
-    def advance(self, task: Any, n: int = 1) -> None:
-        if self.p is not None and task is not None:
-            self.p.advance(task, n)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.p is not None:
-            self.p.__exit__(*exc)
-
 
 # ------------------------------------------------------------------------------------------------
 # the run
@@ -223,7 +187,7 @@ def run_benchmark(
     released = ds.released if opts.variants == "released" else None
     grid_arg = table
 
-    with Progress(opts.progress) as bar:
+    with ProgressDisplay(opts.progress) as bar:
         gallery = encode_gallery(ds, enc, emb_dir, g_sides, opts.batch_size, bar)
         if {"image", "text"} <= set(gallery) and gallery["image"].shape[1] != gallery["text"].shape[1]:
             # separate image and text spaces: no cross-modal paths (IT, TI), hence no MOOR
