@@ -194,8 +194,10 @@ def run_benchmark(
             dims = f"{gallery['image'].shape[1]} vs {gallery['text'].shape[1]}"
             cross = [m for m in modes if {"IT", "TI"} & set(MODE_WEIGHTS[m])]
             modes = [m for m in modes if m not in cross]
-            say(f"the encoder's image and text embeddings differ in size ({dims}): modes {', '.join(cross + ['MOOR'])} "
-                "need a shared space and are skipped")
+            line = (f"the encoder's image and text embeddings differ in size ({dims}): modes {', '.join(cross + ['MOOR'])} "
+                    "need a shared space and are skipped")
+            say(line)
+            notes.append(line)
             moor_ok = False
             meta["modes"] = modes
         qtask = bar.add("corrupt + encode queries", n_q)
@@ -258,6 +260,9 @@ def run_benchmark(
 
         reports = evaluate_all(ds, out, conds, modes, moor_ok, gallery, q_emb, keep, opts, bar, say)
 
+    if dropped:
+        notes.append(f"{len(dropped)} of {len(ds.queries)} queries dropped from every state (dropped_queries.json)")
+    meta["notes"] = notes
     meta["status"] = "complete"
     meta["n_queries_evaluated"] = int(keep.size)
     write_text_atomic(run_json, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")

@@ -90,6 +90,10 @@ def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
                        f"{meta.get('ci_method', 'paired bootstrap over queries')}")),
         ("snapbench", str(run.get("snapbench_version", meta.get("snapbench_version", "?")))),
     ]
+    # what the run could not do and why (absent images, skipped modes, dropped queries): the reader
+    # of a paper table must see it next to the numbers
+    for note in run.get("notes") or []:
+        rows.append(("note", str(note)))
     return rows
 
 

@@ -72,6 +72,14 @@ def compute_findings(data: RunData, metric: str = "hit@1") -> list[Finding]:
             f"corruptions by {_pts(km['d_text'])} (clean {_pts(km['clean'], False)}%): {worse} corruptions hurt more.",
             {"mode": mode, "mean_delta_image": km["d_image"], "mean_delta_text": km["d_text"], "clean": km["clean"]}))
 
+    elif km["d_text"] is not None or km["d_image"] is not None:  # a run with one kind of corruption only
+        kind, d = ("text", km["d_text"]) if km["d_text"] is not None else ("image", km["d_image"])
+        out.append(Finding("image_vs_text",
+            f"In {mname}, {kind} corruptions change {lab} by {_pts(d)} points on average (clean "
+            f"{_pts(km['clean'], False)}%); this run has no {'image' if kind == 'text' else 'text'} conditions "
+            f"(see the run's notes for why).",
+            {"mode": mode, f"mean_delta_{kind}": d, "clean": km["clean"]}))
+
     sm = severity_means(rep, metric)
     if sm:
         vals = list(sm.values())
