@@ -124,3 +124,11 @@ def test_separate_image_and_text_spaces_run_the_modes_that_need_none(tmp_path):
     res = run_benchmark(load_dataset(DEFAULT_DATA), _TwoSpaces(), tmp_path / "o",
                         RunOptions(conditions=["clean", "txt/char_swap"], resamples=100, report=False, progress=False))
     assert res.modes == ["I2I", "T2T", "IT2IT"]
+
+
+def test_corrupt_never_clears_a_run_folder(tmp_path):
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"), "--conditions", "clean", *FAST])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(tmp_path / "o"), "--force"])
+    assert r.exit_code == 2 and "not the output folder of snapbench corrupt" in r.output, r.output
+    assert json.loads((tmp_path / "o" / "run.json").read_text())["status"] == "complete"

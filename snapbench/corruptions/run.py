@@ -407,6 +407,10 @@ def run_corruption(
     grid_obj = grid_json(table)
 
     previous = _load_run_config(out)
+    if previous is not None and ("grid" not in previous or "seed" not in previous):
+        # e.g. the folder of `snapbench run`: never clear another command's outputs, even when forced
+        raise RunConfigError(f"{out} is not the output folder of snapbench corrupt (its run.json was written by "
+                             "something else); use a new output directory")
     if previous is not None and not force:
         _check_previous(out, previous, seed, grid_obj)
         before = previous.get("image_format", "png")
