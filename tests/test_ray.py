@@ -326,3 +326,45 @@ def test_without_a_session_a_private_ray_is_started_and_stopped():
     with pytest.raises(ConfigError, match="no Ray cluster answers at address '127.0.0.1:1'"):
         list(ordered_map(abs, [1], engine="ray", workers=1, address="127.0.0.1:1"))
     assert not ray.is_initialized()
+
+
+# ---- encoding on Ray actors ------------------------------------------------------------------------------
+
+
+def test_an_actor_pool_encodes_what_the_driver_encodes():
+    from snapbench.corruptions import load_image
+    from snapbench.engines.ray_encode import RayEncoderPool
+
+    images = [load_image(p) for p in sorted((DEFAULT_DATA / "queries").iterdir())[:5]]
+    texts = ["what is this?", "a photo of a cat", "which astronaut", "x", "a long question about a camera"]
+    local = get_encoder("toy")
+    pool = RayEncoderPool("toy", actors=1)
+    try:
+        assert pool.fingerprint == local.fingerprint and pool.modalities == frozenset({"image", "text"})
+        assert np.array_equal(pool.encode_images(images), np.asarray(local.encode_images(images), np.float32))
+        assert np.array_equal(pool.encode_texts(texts), np.asarray(local.encode_texts(texts), np.float32))
+    finally:
+        pool.close()
+
+
+def test_run_encoding_on_ray_actors_gives_the_local_reports(tmp_path, monkeypatch):
+    import snapbench.engines.ray_encode as ray_encode
+
+    pools = []
+    real = ray_encode.RayEncoderPool
+
+    class Spy(real):  # the real pool, recorded: the run must encode through it
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
+    monkeypatch.setattr(ray_encode, "RayEncoderPool", Spy)
+    base = dict(conditions=CONDS, joint=False, resamples=200, report=False, progress=False, use_cache=False)
+    ds = demo_dataset()
+    run_benchmark(ds, "toy", tmp_path / "local", RunOptions(**base))
+    got = run_benchmark(ds, "toy", tmp_path / "ray", RunOptions(engine="ray", encoder_actors=1, **base))
+    assert len(pools) == 1 and pools[0].actors == []  # used, then closed
+    for name in got.reports:
+        a = json.loads((tmp_path / "local" / name / "report.json").read_text())
+        b = json.loads((tmp_path / "ray" / name / "report.json").read_text())
+        assert a["conditions"] == b["conditions"] and a["paired"] == b["paired"], name

@@ -23,6 +23,9 @@ def encode(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
+    engine: str = typer.Option("local", "--engine", help="local (encode in this process) or ray (a pool of Ray actors, one model load each; needs snapbench[ray])."),
+    actors: int = typer.Option(1, "--actors", help="With --engine ray: encoder actors (a GPU each when the cluster has them)."),
+    address: str | None = typer.Option(None, "--address", help="With --engine ray: the Ray cluster (auto, ray://HOST:10001); default: a local Ray."),
 ) -> None:
     """Encode every condition's queries and the gallery; write embeddings and the path scores.
 
@@ -31,12 +34,10 @@ def encode(
     (listed in OUT/dropped_queries.json).  Then: 'snapbench evaluate OUT/paths --mode IT2IT --qrels ...'
     or 'snapbench moor --paths-dir OUT/paths --out fused/'.
     """
-    from rich.progress import Progress
 
-    from ..encode import encode_corrupted, load_gallery, prepare_out_dir
-    from ..errors import InputError
-    from ..evaluate.modes import MODES
-    from ..models import CachedEncoder, load_encoder
+    from ..encode import load_gallery, prepare_out_dir
+    from ..errors import ConfigError, InputError
+    from ..models import load_encoder
 
     cond_list = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
     # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
@@ -44,7 +45,33 @@ def encode(
         raise InputError("no manifest.jsonl (is this the output folder of 'snapbench corrupt'?)", path=corrupted)
     prepare_out_dir(out)
     items = load_gallery(gallery)
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"--engine must be 'local' or 'ray', got {engine!r}")
+    if engine != "ray" and address is not None:
+        raise ConfigError("--address needs --engine ray")
+    if actors < 1:
+        raise ConfigError(f"--actors must be >= 1, got {actors}")
+    if engine == "ray":
+        from ..engines.ray_encode import RayEncoderPool
+
+        pool = RayEncoderPool(encoder, actors=actors, device=device, batch_size=batch_size, address=address)
+        try:
+            _encode_with(pool, corrupted, gallery, out, encoder, cond_list, batch_size, cache_dir, no_cache, no_progress, items)
+        finally:
+            pool.close()
+        return
     enc = load_encoder(encoder, device=device, batch_size=batch_size)
+    _encode_with(enc, corrupted, gallery, out, encoder, cond_list, batch_size, cache_dir, no_cache, no_progress, items)
+
+
+def _encode_with(enc, corrupted, gallery, out, encoder, cond_list, batch_size, cache_dir, no_cache, no_progress, items) -> None:
+    """The encode command once the encoder is loaded (in this process or as a Ray actor pool)."""
+    from rich.progress import Progress
+
+    from ..encode import encode_corrupted
+    from ..evaluate.modes import MODES
+    from ..models import CachedEncoder
+
     cache_note = None
     if not no_cache:
         if getattr(enc, "fingerprint", None):

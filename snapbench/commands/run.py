@@ -39,7 +39,8 @@ def run(
     device: Optional[str] = typer.Option(None, "--device", help="Encoder device (default: cuda when available, else cpu)."),
     batch_size: int = typer.Option(32, "--batch-size", help="Encoder batch size."),
     workers: int = typer.Option(1, "--workers", help="Parallel corruption tasks while the encoder runs: processes (local), CPUs of a local Ray instance, or tasks at once on a Ray cluster."),
-    engine: str = typer.Option("local", "--engine", help="Where queries are corrupted: local (a process pool) or ray (needs snapbench[ray]); encoding stays in this process."),
+    engine: str = typer.Option("local", "--engine", help="Where queries are corrupted: local (a process pool) or ray (needs snapbench[ray])."),
+    actors: int = typer.Option(0, "--actors", help="With --engine ray: encode on this many Ray actors (one model load each, a GPU each when the cluster has them); 0 = encode in this process."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster to use with --engine ray (auto, or ray://HOST:10001); default: start a local Ray with --workers CPUs."),
     resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples for the CIs."),
     k: str = typer.Option("1,5,10,20", "--k", help="Cut-offs of hit@k, recall@k, ndcg@k."),
@@ -71,11 +72,13 @@ def run(
         raise ConfigError(f"--engine must be 'local' or 'ray', got {engine!r}")
     if address is not None and engine != "ray":
         raise ConfigError("--address needs --engine ray")
+    if actors < 0 or (actors and engine != "ray"):
+        raise ConfigError("--actors needs --engine ray and a count >= 1")
     if variants not in ("generated", "released"):
         raise ConfigError(f"--variants must be 'generated' or 'released', got {variants!r}")
     opts = RunOptions(
         modes=_csv(modes), conditions=_csv(conditions), joint=joint, variants=variants, seed=seed, grid=grid,
-        device=device, batch_size=batch_size, workers=workers, engine=engine, address=address, resamples=resamples, ks=ks, group_by=group_by,
+        device=device, batch_size=batch_size, workers=workers, engine=engine, address=address, encoder_actors=actors, resamples=resamples, ks=ks, group_by=group_by,
         cache_dir=cache_dir, use_cache=not no_cache, dataset_format=format, images=images, qrels=qrels,
         gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries,
     )

@@ -38,7 +38,10 @@ class RunOptions:
     device: str | None = None
     batch_size: int = 32
     workers: int = 1  # [--workers] processes (local), CPUs of a local Ray, or tasks at once on a cluster
-    engine: str = "local"  # [--engine] local | ray: where variants are generated (encoding stays in this process)
+    engine: str = "local"  # [--engine] local | ray: where variants are generated
+    # [--actors] with engine="ray": encode on this many Ray actors (one model load each, a GPU each when
+    # the cluster has them); 0 = encode in this process
+    encoder_actors: int = 0
     address: str | None = None  # [--address] an existing Ray cluster (engine="ray"); default: start a local one
     resamples: int = 10_000
     ks: tuple[int, ...] = (1, 5, 10, 20)

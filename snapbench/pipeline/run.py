@@ -76,8 +76,6 @@ def run_benchmark(
     or an encoder object.  Rerunning into the same ``out_dir`` resumes; a run made with another
     dataset, encoder, seed, grid or variants is refused unless ``options.force``.
     """
-    from ..corruptions import resolve_grid
-
     opts = options or RunOptions()
     say = log or (lambda _msg: None)
     t0 = time.perf_counter()
@@ -101,6 +99,19 @@ def run_benchmark(
 
         ds = load_dataset(dataset, format=opts.dataset_format, images=opts.images, qrels=opts.qrels, gallery=opts.gallery)
     enc = load_encoder(encoder, opts)
+    try:
+        return _run_loaded(ds, enc, encoder, out, opts, say, t0)
+    finally:
+        close = getattr(enc, "close", None) or getattr(getattr(enc, "encoder", None), "close", None)
+        if callable(close):
+            close()  # a Ray encoder pool: its actors (and a private Ray instance)
+
+
+def _run_loaded(ds: Any, enc: Any, encoder: str | Any, out: Path, opts: RunOptions, say: Callable[[str], None],
+                t0: float) -> RunResult:
+    """:func:`run_benchmark` once the dataset and the encoder are loaded."""
+    from ..corruptions import resolve_grid
+
     notes = list(getattr(ds, "notes", []))
 
     q_sides, g_sides, why = available_sides(ds, enc)
@@ -284,7 +295,13 @@ def load_encoder(encoder: str | Any, opts: RunOptions) -> Any:
         return encoder
     from ..models import CachedEncoder, load_encoder
 
-    enc = load_encoder(encoder, device=opts.device, batch_size=opts.batch_size)
+    if opts.engine == "ray" and opts.encoder_actors > 0:
+        from ..engines.ray_encode import RayEncoderPool
+
+        enc = RayEncoderPool(encoder, actors=opts.encoder_actors, device=opts.device, batch_size=opts.batch_size,
+                             address=opts.address, workers=opts.workers)
+    else:
+        enc = load_encoder(encoder, device=opts.device, batch_size=opts.batch_size)
     if opts.use_cache and getattr(enc, "fingerprint", None):
         enc = CachedEncoder(enc, opts.cache_dir)
     return enc
