@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from data_fixtures import make_snapbench_release
+
 from snapbench.conditions import TEXT_OPERATORS
 from snapbench.data import load_dataset
 from snapbench.pipeline import RunOptions, run_benchmark
