@@ -30,16 +30,13 @@ QUESTIONS = [
 
 @pytest.fixture(scope="module", autouse=True)
 def _registered():
-    from snapbench.corruptions import text as text_mod
+    from snapbench.corruptions.text import unregister_text_operator
 
-    saved = dict(text_mod._REGISTRY), set(text_mod._DETERMINISTIC)
     register_nlpaug_operator("nlpaug_keyboard", nac.KeyboardAug(aug_char_max=1, aug_word_max=1), replace=True)
     register_nlpaug_operator("nlpaug_ocr", nac.OcrAug(), scope="question", replace=True)
     yield
-    text_mod._REGISTRY.clear()
-    text_mod._REGISTRY.update(saved[0])
-    text_mod._DETERMINISTIC.clear()
-    text_mod._DETERMINISTIC.update(saved[1])
+    unregister_text_operator("nlpaug_keyboard")
+    unregister_text_operator("nlpaug_ocr")
 
 
 def test_snapbench_augmenter_in_nlpaug_flows():
@@ -142,3 +139,23 @@ def test_identical_in_another_process():
                          env={"PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "7"}, check=True)
     here = "|".join(corrupt_text(q, "nlpaug_keyboard", entity=e, seed=4, key=q) for q, e in QUESTIONS)
     assert out.stdout.strip() == here
+
+
+def test_run_corruption_with_one_or_two_workers_writes_the_same_questions(tmp_path):
+    """The registered nlpaug operator is shipped to spawned workers: --workers 2 == --workers 1,
+    and the caller's global random state is what it was."""
+    import json
+
+    from snapbench.commands.demo import DEFAULT_DATA
+    from snapbench.corruptions import run_corruption
+
+    state = random.getstate()
+    conds = ["txt/nlpaug_keyboard", "joint/motion_blur+nlpaug_keyboard/s1"]
+    for workers in (1, 2):
+        run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / f"w{workers}", conditions=conds, workers=workers,
+                       progress=False)
+    assert random.getstate() == state
+    lines = [sorted((tmp_path / f"w{w}" / "manifest.jsonl").read_text().splitlines()) for w in (1, 2)]
+    assert lines[0] == lines[1]
+    edited = [json.loads(x) for x in lines[0] if '"txt/nlpaug_keyboard"' in x]
+    assert edited and all(e["text_params"] for e in edited)

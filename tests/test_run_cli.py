@@ -132,3 +132,30 @@ def test_corrupt_never_clears_a_run_folder(tmp_path):
     r = runner.invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(tmp_path / "o"), "--force"])
     assert r.exit_code == 2 and "not the output folder of snapbench corrupt" in r.output, r.output
     assert json.loads((tmp_path / "o" / "run.json").read_text())["status"] == "complete"
+
+
+def test_a_user_encoder_by_module_attribute_in_run_and_encode_with_two_workers(tmp_path, monkeypatch):
+    """`package.module:attribute` (a file in the working directory) through the CLI, with --workers 2."""
+    (tmp_path / "my_encoder.py").write_text(
+        "from snapbench.models import get_encoder\n"
+        "class MyEncoder:\n    name = fingerprint = 'my-encoder-v1'\n    modalities = frozenset({'image', 'text'})\n"
+        "    def __init__(self):\n        self.inner = get_encoder('toy')\n"
+        "    def encode_images(self, xs):\n        return self.inner.encode_images(xs) * 2.0\n"
+        "    def encode_texts(self, xs):\n        return self.inner.encode_texts(xs)\n")
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "my_encoder:MyEncoder", "--out", "r", "--workers", "2",
+                            "--conditions", "clean,img/motion_blur/s2,txt/char_swap", *FAST])
+    assert r.exit_code == 0, r.output
+    ref = run_benchmark(load_dataset(DEFAULT_DATA), "toy", tmp_path / "toy", RunOptions(
+        conditions=["clean", "img/motion_blur/s2", "txt/char_swap"], resamples=100, report=False, progress=False,
+        use_cache=False))
+    a = json.loads((tmp_path / "r" / "I2I" / "report.json").read_text())["conditions"]
+    b = json.loads((ref.out_dir / "I2I" / "report.json").read_text())["conditions"]
+    assert a == b  # a scaled toy embedding ranks exactly like the toy one
+    from snapbench.corruptions import run_corruption
+
+    run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / "c", conditions=["txt/char_swap"], progress=False)
+    r = runner.invoke(app, ["encode", "c", "--gallery", str(DEFAULT_DATA / "gallery.jsonl"), "--out", "e",
+                            "--encoder", "my_encoder:MyEncoder", "--no-cache", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "e" / "paths" / "clean.II.npy").exists()
