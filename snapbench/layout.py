@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from . import modes
 from .atomic import atomic_path, write_text_atomic
 from .errors import InputError, OutputError
 
@@ -92,7 +93,7 @@ RUN_CONFIG = "run.json"
 EMBEDDINGS = "embeddings"  # encode's OUT/embeddings
 PATHS = "paths"  # encode's OUT/paths
 #: The four similarity paths of a dual encoder, in this order everywhere (weights, files, reports).
-PATH_NAMES: tuple[str, str, str, str] = ("II", "TT", "IT", "TI")
+PATH_NAMES: tuple[str, str, str, str] = modes.PATHS  # snapbench.modes: the one table of paths and modes
 RUN_SUFFIXES = (".run", ".trec")
 GALLERY_STEM = "gallery"
 MODALITIES = ("image", "text")

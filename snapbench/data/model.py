@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..corruptions import QueryRecord
+from ..modes import MODE_LABELS, MODES, PATHS
 
 __all__ = [
     "FORMATS",
@@ -26,19 +27,9 @@ __all__ = [
 #: Formats :func:`snapbench.data.load_dataset` reads (``format=`` takes one of these).
 FORMATS: tuple[str, ...] = ("snapbench-json", "hf-imagefolder", "photobench", "jsonl")
 
-#: The four similarity paths (query side first): image-image, question-caption, image-caption,
-#: question-image.
-PATHS: tuple[str, ...] = ("II", "TT", "IT", "TI")
-
-#: The retrieval modes and the paths each one needs (SnapBench names; the evaluator calls them
-#: I2I, T2T, IT2IT, I2IT, T2IT).  Kept here only to tell users which modes a dataset supports.
-MODE_PATHS: dict[str, tuple[str, ...]] = {
-    "I→I": ("II",),
-    "T→T": ("TT",),
-    "IT→IT": ("II", "TT"),
-    "I→IT": ("II", "IT"),
-    "T→IT": ("TI", "TT"),
-}
+#: The retrieval modes (SnapBench names) and the paths each one needs, from :mod:`snapbench.modes`;
+#: used to tell users which modes a dataset supports.
+MODE_PATHS: dict[str, tuple[str, ...]] = {MODE_LABELS[m]: tuple(w) for m, w in MODES.items()}
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import ConfigError
-from ..layout import PATH_NAMES
+from ..modes import MODE_LABELS, MODES, PATHS
 from ..ranking import topk_indices
 from .metrics import Labels, QueryStat, hit_at_k
 
@@ -45,15 +45,7 @@ __all__ = [
     "normalize_mode",
 ]
 
-PATHS: tuple[str, ...] = PATH_NAMES
-MODES: dict[str, dict[str, float]] = {
-    "I2I": {"II": 1.0},
-    "T2T": {"TT": 1.0},
-    "IT2IT": {"II": 0.5, "TT": 0.5},
-    "I2IT": {"II": 0.5, "IT": 0.5},
-    "T2IT": {"TI": 0.5, "TT": 0.5},
-}
-MODE_LABELS: dict[str, str] = {"I2I": "I→I", "T2T": "T→T", "IT2IT": "IT→IT", "I2IT": "I→IT", "T2IT": "T→IT"}
+# the table itself lives in snapbench.modes (below every layer); re-exported here for the evaluator's API
 
 
 def normalize_mode(mode: str) -> str:

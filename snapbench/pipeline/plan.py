@@ -9,15 +9,10 @@ from typing import Any, Mapping, Sequence
 
 from ..conditions import JOINT_PAIRS, Condition, parse_condition
 from ..errors import ConfigError, InputError
+from ..modes import MODES as MODE_WEIGHTS
+from ..modes import PATH_SIDES
 
-MODES: tuple[str, ...] = ("I2I", "T2T", "IT2IT", "I2IT", "T2IT")
-# Which side (query, gallery) each path reads: II = image vs image, IT = query image vs caption, ...
-PATH_SIDES: dict[str, tuple[str, str]] = {
-    "II": ("image", "image"),
-    "TT": ("text", "text"),
-    "IT": ("image", "text"),
-    "TI": ("text", "image"),
-}
+MODES: tuple[str, ...] = tuple(MODE_WEIGHTS)
 BLOCK_QUERIES = 16
 BASELINES: tuple[str, ...] = ("comb_sum", "rrf")
 RUN_SCHEMA = 1
@@ -128,7 +123,6 @@ def available_sides(dataset: Any, encoder: Any) -> tuple[dict[str, bool], dict[s
 
 def plan_modes(query: Mapping[str, bool], gallery: Mapping[str, bool], requested: Sequence[str] | None) -> tuple[list[str], list[str], bool]:
     """(modes to evaluate, paths needed, whether MOOR can run) given the sides that exist."""
-    from ..evaluate.modes import MODES as MODE_WEIGHTS
 
     paths_ok = {p: query[qs] and gallery[gs] for p, (qs, gs) in PATH_SIDES.items()}
     if requested is None:

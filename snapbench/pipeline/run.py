@@ -13,7 +13,7 @@ import numpy as np
 from ..atomic import prepare_output_dir, write_text_atomic
 from ..engines import check_engine
 from ..errors import ConfigError, InputError
-from ..evaluate.modes import MODES as MODE_WEIGHTS
+from ..modes import MODES as MODE_WEIGHTS
 from ..progress import ProgressDisplay
 from .plan import (
     MODES,

@@ -12,6 +12,7 @@ from ..atomic import write_text_atomic
 from ..conditions import Condition
 from ..errors import ConfigError, InputError
 from ..models import l2_normalize
+from ..modes import MODES as MODE_WEIGHTS
 from .plan import PATH_SIDES, RunOptions, image_source, text_source
 
 # ------------------------------------------------------------------------------------------------
@@ -42,7 +43,6 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
         write_report,
     )
     from ..evaluate.metrics import Labels
-    from ..evaluate.modes import MODES as MODE_WEIGHTS
     from ..report import write_per_query
 
     qids = [ds.queries[i].id for i in keep]

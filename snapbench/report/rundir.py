@@ -24,14 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..modes import MODE_LABELS, MODES
 from .perquery import read_per_query
 
 __all__ = ["MODE_NAMES", "MODE_ORDER", "RunData", "load_run_dir"]
 
-MODE_ORDER: tuple[str, ...] = ("I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR")
-MODE_NAMES: dict[str, str] = {
-    "I2I": "I→I", "T2T": "T→T", "IT2IT": "IT→IT", "I2IT": "I→IT", "T2IT": "T→IT", "MOOR": "MOOR",
-}
+MODE_ORDER: tuple[str, ...] = (*MODES, "MOOR")
+MODE_NAMES: dict[str, str] = {**MODE_LABELS, "MOOR": "MOOR"}
 
 
 @dataclass
