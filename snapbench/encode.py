@@ -56,13 +56,12 @@ from .corruptions.io import load_image
 from .data import GalleryItem
 from .data.common import read_gallery_manifest
 from .errors import ConfigError, InputError
-from .layout import read_manifest, read_skips, write_ids
+from .layout import DROPPED_QUERIES, EMBEDDINGS_DIR, PATHS_DIR, read_manifest, read_skips, write_ids
 from .models import Encoder, cosine_path_scores
+from .modes import PATH_SIDES
 
-__all__ = ["PATHS", "EncodeSummary", "GalleryItem", "encode_corrupted", "load_gallery", "prepare_out_dir"]
+__all__ = ["EncodeSummary", "GalleryItem", "encode_corrupted", "load_gallery", "prepare_out_dir"]
 
-#: The four paths: name -> (query side, gallery side).
-PATHS: dict[str, tuple[str, str]] = {"II": ("image", "image"), "TT": ("text", "text"), "IT": ("image", "text"), "TI": ("text", "image")}
 
 
 @dataclass
@@ -91,7 +90,7 @@ def _read_skips(corrupt_dir: Path) -> dict[tuple[str, str | None], str]:
 def prepare_out_dir(out_dir: str | os.PathLike) -> None:
     """Create ``out_dir/embeddings`` and ``out_dir/paths``; raise :class:`OutputError` if ``out_dir``
     cannot hold the outputs — before any encoding is spent."""
-    prepare_output_dir(out_dir, "embeddings", "paths")
+    prepare_output_dir(out_dir, EMBEDDINGS_DIR, PATHS_DIR)
 
 
 def _encode_stream(encode: Callable[[list], np.ndarray], items: Sequence[Any], load: Callable[[Any], Any],
@@ -195,7 +194,7 @@ def encode_corrupted(
         elif miss:
             side_why[(who, side)] = _side_reason(side, who == "q", miss, len(query_ids) if who == "q" else len(items))
     paths, skipped_paths = [], {}
-    for p, (qs, gs) in PATHS.items():
+    for p, (qs, gs) in PATH_SIDES.items():
         why = side_why.get(("q", qs)) or side_why.get(("g", gs))
         if why:
             skipped_paths[p] = why
@@ -209,13 +208,13 @@ def encode_corrupted(
             joint = False
     if not paths and not joint:
         raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped_paths.items()))
-    need = {("q", PATHS[p][0]) for p in paths} | {("g", PATHS[p][1]) for p in paths}
+    need = {("q", PATH_SIDES[p][0]) for p in paths} | {("g", PATH_SIDES[p][1]) for p in paths}
 
     prepare_out_dir(out_dir)
-    for d in (out_dir, out_dir / "paths"):
+    for d in (out_dir, out_dir / PATHS_DIR):
         write_ids(d / "query_ids.txt", query_ids)
         write_ids(d / "gallery_ids.txt", gallery_ids)
-    write_text_atomic(out_dir / "dropped_queries.json", json.dumps(dropped, indent=1, ensure_ascii=False) + "\n")
+    write_text_atomic(out_dir / DROPPED_QUERIES, json.dumps(dropped, indent=1, ensure_ascii=False) + "\n")
 
     written: set[Path] = set()
 
@@ -224,7 +223,7 @@ def encode_corrupted(
             save_npy_atomic(path, arr)
             written.add(path)
 
-    emb_dir, path_dir = out_dir / "embeddings", out_dir / "paths"
+    emb_dir, path_dir = out_dir / EMBEDDINGS_DIR, out_dir / PATHS_DIR
     g_emb: dict[str, np.ndarray | None] = {"image": None, "text": None}
     def gallery_tick(stage: str) -> Callable[[int], None] | None:
         return None if progress is None else (lambda done: progress(stage, done, len(items)))
@@ -272,7 +271,7 @@ def encode_corrupted(
         for side, arr in q_emb.items():
             put(emb_dir / f"{stem}.{side}.npy", arr)
         scores = cosine_path_scores(q_emb["image"], q_emb["text"], g_emb["image"], g_emb["text"])
-        for p in PATHS:
+        for p in PATH_SIDES:
             put(path_dir / f"{stem}.{p}.npy", scores.get(p) if p in paths else None)
         q_joint = None
         if joint:

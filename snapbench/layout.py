@@ -55,13 +55,14 @@ from .atomic import atomic_path, write_text_atomic
 from .errors import InputError, OutputError
 
 __all__ = [
-    "EMBEDDINGS",
+    "EMBEDDINGS_DIR",
     "GALLERY_IDS",
     "GALLERY_STEM",
     "MANIFEST",
     "MODALITIES",
-    "PATHS",
+    "PATHS_DIR",
     "PATH_NAMES",
+    "DROPPED_QUERIES",
     "QUERY_IDS",
     "RUN_CONFIG",
     "RUN_SUFFIXES",
@@ -90,8 +91,9 @@ GALLERY_IDS = "gallery_ids.txt"
 MANIFEST = "manifest.jsonl"
 SKIPS = "skips.jsonl"
 RUN_CONFIG = "run.json"
-EMBEDDINGS = "embeddings"  # encode's OUT/embeddings
-PATHS = "paths"  # encode's OUT/paths
+EMBEDDINGS_DIR = "embeddings"  # encode's OUT/embeddings, run's DIR/embeddings
+PATHS_DIR = "paths"  # encode's OUT/paths
+DROPPED_QUERIES = "dropped_queries.json"  # encode's and run's queries left out of every state
 #: The four similarity paths of a dual encoder, in this order everywhere (weights, files, reports).
 PATH_NAMES: tuple[str, str, str, str] = modes.PATHS  # snapbench.modes: the one table of paths and modes
 RUN_SUFFIXES = (".run", ".trec")

@@ -36,13 +36,13 @@ def encode(
     """
 
     from ..encode import load_gallery, prepare_out_dir
-    from ..errors import ConfigError, InputError
+    from ..errors import ConfigError
+    from ..layout import read_manifest
     from ..models import load_encoder
 
     cond_list = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
     # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
-    if not (corrupted / "manifest.jsonl").is_file():
-        raise InputError("no manifest.jsonl (is this the output folder of 'snapbench corrupt'?)", path=corrupted)
+    read_manifest(corrupted)  # one check (and message) for a folder that is not a corrupt output
     prepare_out_dir(out)
     items = load_gallery(gallery)
     if engine not in ("local", "ray"):

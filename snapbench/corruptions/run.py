@@ -52,7 +52,7 @@ from ..atomic import write_bytes_atomic
 from ..conditions import Condition, condition_to_filename, parse_condition
 from ..engines import check_engine, ordered_map
 from ..errors import ConfigError, InputError
-from ..layout import read_jsonl_records, read_run_config
+from ..layout import MANIFEST, RUN_CONFIG, SKIPS, read_jsonl_records, read_run_config
 from ..progress import ProgressDisplay
 from .codecs import check_format, encode_image, extension
 from .image.add import renderer_versions
@@ -112,11 +112,11 @@ class RunSummary:
 
     @property
     def manifest_path(self) -> Path:
-        return self.out_dir / "manifest.jsonl"
+        return self.out_dir / MANIFEST
 
     @property
     def skips_path(self) -> Path:
-        return self.out_dir / "skips.jsonl"
+        return self.out_dir / SKIPS
 
 
 # ------------------------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def _input_fingerprint(rec: QueryRecord) -> str:
 
 def _clear_previous(out: Path) -> None:
     """--force: remove what an earlier run wrote (only our files and condition directories)."""
-    for name in ("manifest.jsonl", "skips.jsonl", "run.json"):
+    for name in (MANIFEST, SKIPS, RUN_CONFIG):
         (out / name).unlink(missing_ok=True)
     images = out / "images"
     if not images.is_dir():
@@ -440,11 +440,11 @@ def run_corruption(
         "png": {"level": PNG_COMPRESSION, "filter": "paeth", "strategy": "rle"},
         "max_pixels": int(max_pixels),
     }
-    write_bytes_atomic(out / "run.json", (json.dumps(run_cfg, indent=2, ensure_ascii=False) + "\n").encode())
+    write_bytes_atomic(out / RUN_CONFIG, (json.dumps(run_cfg, indent=2, ensure_ascii=False) + "\n").encode())
 
     _remove_stale_temps(out)
     # Resume: keep verified lines, rewrite the manifest without a possibly cut last line.
-    manifest_file = out / "manifest.jsonl"
+    manifest_file = out / MANIFEST
     fingerprints = {rec.id: _input_fingerprint(rec) for rec in records}
     kept: dict[tuple[str, str], dict[str, Any]] = {}
     sha_cache: dict[str, str | None] = {}
@@ -481,7 +481,7 @@ def run_corruption(
                            image_format))
 
     written = skipped = skipped_queries = 0
-    with open(manifest_file, "a", encoding="utf-8") as mf, open(out / "skips.jsonl", "w", encoding="utf-8") as sf:
+    with open(manifest_file, "a", encoding="utf-8") as mf, open(out / SKIPS, "w", encoding="utf-8") as sf:
 
         def commit(res: _Result) -> None:
             nonlocal written, skipped, skipped_queries

@@ -13,6 +13,7 @@ import numpy as np
 from ..atomic import prepare_output_dir, write_text_atomic
 from ..engines import check_engine
 from ..errors import ConfigError, InputError
+from ..layout import DROPPED_QUERIES, EMBEDDINGS_DIR, RUN_CONFIG
 from ..modes import MODES as MODE_WEIGHTS
 from ..progress import ProgressDisplay
 from .plan import (
@@ -138,8 +139,8 @@ def _run_loaded(ds: Any, enc: Any, encoder: str | Any, out: Path, opts: RunOptio
     grid_json = {op: {f"s{s}": dict(v) for s, v in sorted(levels.items())} for op, levels in sorted(table.items())}
     fp = run_fingerprint(ds, enc, opts, grid_json, [c.id for c in conds], {"image": list(img_sources), "text": list(txt_sources)})
     out.mkdir(parents=True, exist_ok=True)
-    run_json = out / "run.json"
-    emb_dir = out / "embeddings"
+    run_json = out / RUN_CONFIG
+    emb_dir = out / EMBEDDINGS_DIR
     qdir = emb_dir / "queries"
     if run_json.exists():
         try:
@@ -263,7 +264,7 @@ def _run_loaded(ds: Any, enc: Any, encoder: str | Any, out: Path, opts: RunOptio
         keep = np.array([i for i, q in enumerate(ds.queries) if q.id not in dropped], dtype=np.int64)
         if keep.size == 0:
             raise InputError(f"no query could be produced under every condition (see {out / 'dropped_queries.json'})")
-        write_text_atomic(out / "dropped_queries.json", json.dumps(dropped, indent=2, ensure_ascii=False) + "\n")
+        write_text_atomic(out / DROPPED_QUERIES, json.dumps(dropped, indent=2, ensure_ascii=False) + "\n")
         if dropped:
             say(f"{len(dropped)} quer{'y' if len(dropped) == 1 else 'ies'} dropped from every state (listed in {out / 'dropped_queries.json'})")
         q_emb = {("image", s): img_store.load(s) for s in img_sources}
