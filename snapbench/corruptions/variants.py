@@ -20,6 +20,7 @@ import numpy as np
 
 from ..conditions import Condition
 from ..errors import InputError
+from ..jsonable import to_json
 from .image import corrupt_image_with_params
 from .io import DEFAULT_MAX_PIXELS, ImageLoadError, load_image
 from .manifest import QueryRecord, load_manifest
@@ -60,19 +61,6 @@ class Skip:
     reason: str
 
 
-def _jsonable(obj: Any) -> Any:
-    """Convert numpy scalars/arrays and tuples in operator params to plain JSON types."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
-
-
 def generate_variants(
     image: np.ndarray | None,
     question: str | None,
@@ -103,7 +91,7 @@ def generate_variants(
         if (op, sev) not in img_cache:
             try:
                 res = corrupt_image_with_params(image, op, sev, seed=seed, key=key, grid=grid)
-                img_cache[(op, sev)] = (res.image, _jsonable(res.params))
+                img_cache[(op, sev)] = (res.image, to_json(res.params))
             except Exception as exc:  # noqa: BLE001 - one failing operator must not stop the query
                 img_cache[(op, sev)] = f"image operator {op} s{sev} failed: {type(exc).__name__}: {exc}"
         return img_cache[(op, sev)]
@@ -112,7 +100,7 @@ def generate_variants(
         if op not in txt_cache:
             try:
                 res = corrupt_text_with_params(question, op, entity=entity, seed=seed, key=key)
-                txt_cache[op] = (res.text, _jsonable(dict(res.params)))
+                txt_cache[op] = (res.text, to_json(dict(res.params)))
             except NotImplementedError:
                 txt_cache[op] = f"text operator {op} is not implemented"
             except ValueError as exc:  # EntityNotFoundError / TextCorruptionError (both ValueError)

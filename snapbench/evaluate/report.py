@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
+from ..jsonable import to_json
 
 __all__ = [
     "additivity_rows",
@@ -22,26 +20,9 @@ __all__ = [
 ]
 
 
-def _plain(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return [_plain(v) for v in x.tolist()]
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        x = float(x)
-        return None if math.isnan(x) or math.isinf(x) else x
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
-
-
 def report_to_json(report: dict, indent: int | None = 2) -> str:
     """Strict JSON (no NaN tokens): undefined values are ``null``."""
-    return json.dumps(_plain(report), indent=indent, allow_nan=False, ensure_ascii=False)
+    return json.dumps(to_json(report), indent=indent, allow_nan=False, ensure_ascii=False)
 
 
 def write_report(report: dict, path: str | Path) -> None:

@@ -56,6 +56,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from ..corruptions import default_grid, get_image_operator, register_image_operator
+from ..jsonable import to_json
 
 __all__ = ["MAX_ARRAY_ITEMS", "AlbumentationsOperator", "SnapbenchCorruption", "register_albumentations_operator"]
 
@@ -135,25 +136,6 @@ class SnapbenchCorruption(_A.ImageOnlyTransform):
 # ------------------------------------------------------------------------------------------------
 
 
-def _json_safe(obj: Any) -> Any:
-    """Plain JSON types; big arrays become ``{"array": {"shape", "dtype"}}`` (noise maps are megabytes)."""
-    if isinstance(obj, Mapping):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        if obj.size > MAX_ARRAY_ITEMS:
-            return {"array": {"shape": list(obj.shape), "dtype": str(obj.dtype)}}
-        return _json_safe(obj.tolist())
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return str(obj)
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    return repr(obj)
-
-
 class AlbumentationsOperator:
     """A snapbench image operator backed by one albumentations transform per severity.
 
@@ -208,7 +190,7 @@ class AlbumentationsOperator:
             )
         # Known only after albumentations has seen the image: recorded in the params dict that
         # corrupt_image_with_params returns (and the manifest writes).
-        params["applied"] = _json_safe([[n, p] for n, p in res.get("applied_transforms", [])])
+        params["applied"] = to_json([[n, p] for n, p in res.get("applied_transforms", [])], max_array_items=MAX_ARRAY_ITEMS)
         return out
 
 
