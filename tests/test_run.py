@@ -276,3 +276,31 @@ def test_kill_9_of_a_run_leaves_no_worker_behind(tmp_path):
         for p in workers:
             if alive(p):
                 os.kill(p, signal.SIGKILL)
+
+
+def test_a_sharded_gallery_gives_the_in_memory_reports_and_resumes_per_shard(demo, streamed, tmp_path):
+    """Gallery embeddings in shards of 7 items, scores streamed shard by shard (modes and MOOR):
+    the same numbers as the in-memory run; a crash while encoding the gallery keeps finished shards."""
+    out, _ = streamed
+    opts = _opts(gallery_shard_rows=7)
+    res = run_benchmark(demo, "toy", tmp_path / "s", opts)
+    assert res.modes == ["I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR"] and "fusion/rrf" not in res.reports
+    for name in res.reports:
+        a = json.loads((out / name / "report.json").read_text())
+        b = json.loads((tmp_path / "s" / name / "report.json").read_text())
+        assert _values(a) == _values(b) and a["paired"] == b["paired"], name
+    shards = sorted((tmp_path / "s" / "embeddings" / "gallery").glob("*.image.npy"))
+    assert len(shards) == -(-len(demo.gallery) // 7)
+
+    enc = _CrashingToy(2)  # dies on the third gallery batch: two shards of images are finished
+    with pytest.raises(InputError, match="simulated crash"):
+        run_benchmark(demo, enc, tmp_path / "k", _opts(gallery_shard_rows=7, batch_size=7))
+    done = sorted((tmp_path / "k" / "embeddings" / "gallery").glob("*.image.npy"))
+    assert len(done) == 2
+    before = [p.stat().st_mtime_ns for p in done]
+    again = _CrashingToy(10**9)
+    run_benchmark(demo, again, tmp_path / "k", _opts(gallery_shard_rows=7, batch_size=7))
+    assert [p.stat().st_mtime_ns for p in done] == before  # finished shards were not encoded again
+    a = json.loads((tmp_path / "s" / "MOOR" / "report.json").read_text())
+    b = json.loads((tmp_path / "k" / "MOOR" / "report.json").read_text())
+    assert _values(a) == _values(b)

@@ -51,6 +51,9 @@ class RunOptions:
     report: bool = True
     progress: bool = True
     block_queries: int = BLOCK_QUERIES  # queries per resume checkpoint
+    # [--gallery-shard-rows] galleries in the millions: embeddings as shards of this many items (resumable per
+    # shard), scores streamed shard by shard (no Q x N, no N x d in memory); None = the gallery in memory
+    gallery_shard_rows: int | None = None
 
 
 @dataclass

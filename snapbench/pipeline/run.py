@@ -34,6 +34,7 @@ from .sources import (
     QueryStore,
     SourceTask,
     encode_gallery,
+    encode_gallery_shards,
     iter_sources,
     read_blocks,
 )
@@ -56,6 +57,7 @@ def run_fingerprint(dataset: Any, encoder: Any, options: RunOptions, grid_json: 
         "variants": options.variants,
         "grid": grid_json,
         "block_queries": int(options.block_queries),
+        "gallery_shard_rows": options.gallery_shard_rows,
         "batch_size": int(options.batch_size),
         "sources": sources,
     }
@@ -85,6 +87,8 @@ def run_benchmark(
     check_engine(opts.engine, opts.workers, opts.address)
     if not opts.ks or any(int(k) < 1 for k in opts.ks):
         raise ConfigError(f"the cut-offs k must be positive integers, got {list(opts.ks)}")
+    if opts.gallery_shard_rows is not None and int(opts.gallery_shard_rows) < 1:
+        raise ConfigError(f"gallery_shard_rows must be >= 1, got {opts.gallery_shard_rows}")
     if opts.block_queries < 1:
         raise ConfigError(f"block_queries must be >= 1, got {opts.block_queries}")
     if opts.batch_size < 1:
@@ -200,7 +204,11 @@ def _run_loaded(ds: Any, enc: Any, encoder: str | Any, out: Path, opts: RunOptio
     grid_arg = table
 
     with ProgressDisplay(opts.progress) as bar:
-        gallery = encode_gallery(ds, enc, emb_dir, g_sides, opts.batch_size, bar)
+        if opts.gallery_shard_rows:
+            gallery = encode_gallery_shards(ds, enc, emb_dir / "gallery", g_sides, opts.batch_size,
+                                            int(opts.gallery_shard_rows), bar)
+        else:
+            gallery = encode_gallery(ds, enc, emb_dir, g_sides, opts.batch_size, bar)
         if {"image", "text"} <= set(gallery) and gallery["image"].shape[1] != gallery["text"].shape[1]:
             # separate image and text spaces: no cross-modal paths (IT, TI), hence no MOOR
             dims = f"{gallery['image'].shape[1]} vs {gallery['text'].shape[1]}"

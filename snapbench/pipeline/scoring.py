@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from ..errors import ConfigError, InputError
 from ..models import l2_normalize
 from ..modes import MODES as MODE_WEIGHTS
 from .plan import PATH_SIDES, RunOptions, image_source, text_source
+from .sources import ShardedArray
 
 # ------------------------------------------------------------------------------------------------
 # scores per row block (the evaluator slices them; nothing Q x N is held)
@@ -43,6 +44,7 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
         write_report,
     )
     from ..evaluate.metrics import Labels
+    from ..evaluate.streaming import evaluate_column_chunks
     from ..report import write_per_query
 
     qids = [ds.queries[i].id for i in keep]
@@ -61,7 +63,8 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
     groups = tag_groups(ds, keep, opts.group_by)
     N = len(gids)
 
-    g_norm = {side: l2_normalize(arr) for side, arr in gallery.items()}
+    sharded = any(isinstance(arr, ShardedArray) for arr in gallery.values())
+    g_norm = {} if sharded else {side: l2_normalize(arr) for side, arr in gallery.items()}
     q_norm: dict[tuple[str, str], np.ndarray] = {}
 
     def qside(side: str, source: str) -> np.ndarray:
@@ -69,10 +72,12 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
             q_norm[(side, source)] = l2_normalize(np.asarray(q_emb[(side, source)])[keep])
         return q_norm[(side, source)]
 
+    def query_of(cond: Condition, path: str) -> np.ndarray:
+        qs = PATH_SIDES[path][0]
+        return qside(qs, image_source(cond) if qs == "image" else text_source(cond))
+
     def path_block(cond: Condition, path: str, r0: int, r1: int) -> np.ndarray:
-        qs, gs = PATH_SIDES[path]
-        src = image_source(cond) if qs == "image" else text_source(cond)
-        return qside(qs, src)[r0:r1] @ g_norm[gs].T
+        return query_of(cond, path)[r0:r1] @ g_norm[PATH_SIDES[path][1]].T
 
     def mode_block(mode: str, cond: Condition) -> Callable[[int, int], np.ndarray]:
         weights = MODE_WEIGHTS[mode]
@@ -82,39 +87,71 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
 
         return fn
 
+    def mode_chunks(mode: str, cond: Condition) -> Callable[[], Iterator[tuple[int, np.ndarray]]]:
+        """Sharded gallery: all queries against one shard at a time (never Q x N)."""
+        weights = MODE_WEIGHTS[mode]
+        sides = sorted({PATH_SIDES[p][1] for p in weights})
+
+        def chunks() -> Iterator[tuple[int, np.ndarray]]:
+            for parts in zip(*(gallery[side].shards() for side in sides)):
+                off = parts[0][0]
+                shard = {side: l2_normalize(arr) for side, (_, arr) in zip(sides, parts)}
+                yield off, sum(w * (query_of(cond, p) @ shard[PATH_SIDES[p][1]].T) for p, w in weights.items())
+
+        return chunks
+
     written: dict[str, Path] = {}
     evaluated: dict[str, dict[str, Any]] = {}  # target name -> its report
-    targets: list[tuple[str, Callable[[Condition], Callable[[int, int], np.ndarray]]]] = [
-        (m, (lambda mm: lambda c: mode_block(mm, c))(m)) for m in modes
+    # each target maps a condition to its scores: row blocks (a gallery in memory) or gallery shards
+    targets: list[tuple[str, Callable[[Condition], Any]]] = [
+        (m, (lambda mm: (lambda c: mode_chunks(mm, c)) if sharded else (lambda c: mode_block(mm, c)))(m)) for m in modes
     ]
     index = None
     shares: dict[str, float] = {}
     if moor_ok:
         from ..fusion import MOORIndex
 
-        index = MOORIndex().fit(gallery["image"], gallery["text"])
+        if sharded:
+            def gallery_pairs() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                for (_, gi), (_, gt) in zip(gallery["image"].shards(), gallery["text"].shards()):
+                    yield np.asarray(gi), np.asarray(gt)
 
-        def moor_fn(cond: Condition) -> Callable[[int, int], np.ndarray]:
+            index = MOORIndex(keep_gallery=False)  # streams the shards: the whitened gallery is never held
+            index.fit(gallery_pairs)
+        else:
+            index = MOORIndex().fit(gallery["image"], gallery["text"])
+
+        def moor_fn(cond: Condition) -> Any:
             qi = np.asarray(q_emb[("image", image_source(cond))])[keep]
             qt = np.asarray(q_emb[("text", text_source(cond))])[keep]
+            if sharded:
+                u, res = index.query_vectors(qi, qt)
+                shares[cond.id] = float(np.mean(res.text_share))
+                return lambda: index.score_chunks(u)
             shares[cond.id] = float(np.mean(index.explain(qi, qt).text_share))
             return lambda r0, r1: index.scores(qi[r0:r1], qt[r0:r1])
 
         targets.append(("MOOR", moor_fn))
-        from ..fusion import comb_sum, rrf
+        if sharded:
+            say("fixed-fusion baselines (comb_sum, rrf) are not computed on a sharded gallery: they normalise whole rows")
+        else:
+            from ..fusion import comb_sum, rrf
 
-        for name, fuse in (("comb_sum", comb_sum), ("rrf", rrf)):
-            def base_fn(cond: Condition, fuse=fuse) -> Callable[[int, int], np.ndarray]:
-                return lambda r0, r1: fuse([path_block(cond, p, r0, r1) for p in PATH_SIDES])
+            for name, fuse in (("comb_sum", comb_sum), ("rrf", rrf)):
+                def base_fn(cond: Condition, fuse=fuse) -> Callable[[int, int], np.ndarray]:
+                    return lambda r0, r1: fuse([path_block(cond, p, r0, r1) for p in PATH_SIDES])
 
-            targets.append((f"fusion/{name}", base_fn))
+                targets.append((f"fusion/{name}", base_fn))
 
     task = bar.add("evaluate", len(targets) * len(conds))
     for name, make in targets:
         evals = {}
         for c in conds:
-            evals[c.id] = evaluate_matrix(BlockScores(make(c), (keep.size, N)), labels, metrics, name=f"{name} {c.id}",
-                                          query_ids=qids, block_rows=cfg.block_rows)
+            if sharded:
+                evals[c.id] = evaluate_column_chunks(make(c), labels, metrics, name=f"{name} {c.id}")
+            else:
+                evals[c.id] = evaluate_matrix(BlockScores(make(c), (keep.size, N)), labels, metrics,
+                                              name=f"{name} {c.id}", query_ids=qids, block_rows=cfg.block_rows)
             bar.advance(task)
         report = evaluate_conditions(evals, labels, cfg, groups=groups)
         report["meta"].update({"mode": name, "dataset": ds.name, "n_dropped_queries": int(len(ds.queries) - keep.size)})

@@ -322,6 +322,62 @@ def encode_gallery(dataset: Any, encoder: Any, emb_dir: Path, sides: Mapping[str
     return out
 
 
+class ShardedArray:
+    """A gallery side stored as row shards ``<folder>/<k>.<side>.npy`` (read as memmaps, in order)."""
+
+    def __init__(self, paths: list[Path], n: int, dim: int):
+        self.paths, self.shape = paths, (n, dim)
+
+    def shards(self) -> Iterator[tuple[int, np.ndarray]]:
+        off = 0
+        for p in self.paths:
+            arr = np.load(p, mmap_mode="r", allow_pickle=False)
+            yield off, arr
+            off += arr.shape[0]
+
+
+def encode_gallery_shards(dataset: Any, encoder: Any, folder: Path, sides: Mapping[str, bool], batch_size: int,
+                          rows: int, bar: Any) -> dict[str, ShardedArray]:
+    """Gallery embeddings per side as shards of ``rows`` items, each saved atomically once encoded, so
+    a killed run re-encodes only the shards it had not finished (memory: one shard, one batch)."""
+    from ..atomic import save_npy_atomic
+    from ..corruptions import load_image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(dataset.gallery)
+    n_shards = (n + rows - 1) // rows
+    out: dict[str, ShardedArray] = {}
+    for side in ("image", "text"):
+        if not sides[side]:
+            continue
+        task = bar.add(f"encode gallery {side}s (shards of {rows})", n)
+        paths, dim = [], 0
+        for k in range(n_shards):
+            items = dataset.gallery[k * rows : (k + 1) * rows]
+            path = folder / f"{k:05d}.{side}.npy"
+            if path.exists():
+                arr = np.load(path, mmap_mode="r", allow_pickle=False)
+                if arr.shape[0] == len(items):
+                    paths.append(path)
+                    dim = arr.shape[1]
+                    bar.advance(task, len(items))
+                    continue
+            parts = []
+            for i in range(0, len(items), batch_size):
+                batch = items[i : i + batch_size]
+                if side == "image":
+                    parts.append(call_encoder(encoder.encode_images, [load_image(g.image) for g in batch], "gallery images"))
+                else:
+                    parts.append(call_encoder(encoder.encode_texts, [g.caption for g in batch], "gallery captions"))
+                bar.advance(task, len(batch))
+            arr = np.concatenate(parts)
+            save_npy_atomic(path, arr)
+            paths.append(path)
+            dim = arr.shape[1]
+        out[side] = ShardedArray(paths, n, dim)
+    return out
+
+
 def read_blocks(path: Path) -> dict[int, list[dict[str, Any]]]:
     """Finished blocks of the resume log (a line cut by a kill is ignored: that block is redone)."""
     done: dict[int, list[dict[str, Any]]] = {}
