@@ -368,3 +368,40 @@ def test_run_encoding_on_ray_actors_gives_the_local_reports(tmp_path, monkeypatc
         a = json.loads((tmp_path / "local" / name / "report.json").read_text())
         b = json.loads((tmp_path / "ray" / name / "report.json").read_text())
         assert a["conditions"] == b["conditions"] and a["paired"] == b["paired"], name
+
+
+class KillOnce:
+    """An image operator whose first call anywhere kills its worker process (a worker lost mid-run);
+    every later call flips the image.  Picklable, so `corrupt` ships it to the workers."""
+
+    def __init__(self, marks: str):
+        self.marks = marks
+
+    def __call__(self, image, params):
+        mark = Path(self.marks) / "killed"
+        if not mark.exists():
+            mark.write_text("once")
+            os._exit(1)
+        return np.ascontiguousarray(image[:, ::-1])
+
+
+def test_corrupt_on_ray_survives_a_killed_worker_without_losing_or_duplicating(tmp_path):
+    from snapbench.corruptions import register_image_operator, run_corruption
+    from snapbench.corruptions.image import unregister_image_operator
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    register_image_operator("killonce", apply=KillOnce(str(marks)), grid={1: {}}, replace=True)
+    try:
+        conds = ["img/killonce/s1", "txt/char_swap"]
+        run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / "ray", conditions=conds, workers=2, engine="ray",
+                       progress=False)
+        assert (marks / "killed").exists()  # a worker did die
+        run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / "local", conditions=conds, progress=False)
+    finally:
+        unregister_image_operator("killonce")
+    lines = (tmp_path / "ray" / "manifest.jsonl").read_text().splitlines()
+    keys = [(json.loads(x)["id"], json.loads(x)["condition"]) for x in lines]
+    assert len(keys) == len(set(keys)) == 12 * 3  # clean + 2 conditions, each once
+    a, b = _digests(tmp_path / "local"), _digests(tmp_path / "ray")
+    assert {k: v for k, v in a.items() if k != "run.json"} == {k: v for k, v in b.items() if k != "run.json"}
