@@ -385,8 +385,11 @@ class KillOnce:
         return np.ascontiguousarray(image[:, ::-1])
 
 
-def test_corrupt_on_ray_survives_a_killed_worker_without_losing_or_duplicating(tmp_path):
+def test_corrupt_on_ray_survives_a_killed_worker_without_losing_or_duplicating(tmp_path, monkeypatch):
     from snapbench.corruptions import register_image_operator, run_corruption
+
+    # the operator is pickled by reference to this module: a Ray started for this test must find it
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")]))
     from snapbench.corruptions.image import unregister_image_operator
 
     marks = tmp_path / "marks"

@@ -59,7 +59,7 @@ def demo(
         table.add_column(col, justify="right")
 
     def pct(v: float | None) -> str:
-        return "—" if v is None else f"{100 * v:.1f}"
+        return "—" if v is None else f"{100 * v + 0.0:.1f}"  # + 0.0: no "-0.0"
 
     for name, path in result.reports.items():
         rep = read_report(path)

@@ -35,7 +35,8 @@ class Finding:
 def _pts(x: float | None, signed: bool = True) -> str:
     if x is None:
         return "–"
-    return f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}"
+    v = round(100 * x, 1) + 0.0  # + 0.0 turns a rounded -0.0 into 0.0
+    return f"{v:+.1f}" if signed else f"{v:.1f}"
 
 
 def _ci_words(ci) -> str:

@@ -56,7 +56,8 @@ class Cell:
     def _num(self, x: float | None, signed: bool) -> str | None:
         if x is None:
             return None
-        return f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}"
+        v = round(100 * x, 1) + 0.0  # + 0.0 turns a rounded -0.0 into 0.0
+        return f"{v:+.1f}" if signed else f"{v:.1f}"
 
     def parts(self) -> tuple[str | None, str | None]:
         if self.text is not None:
