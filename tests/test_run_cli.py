@@ -159,3 +159,13 @@ def test_a_user_encoder_by_module_attribute_in_run_and_encode_with_two_workers(t
                             "--encoder", "my_encoder:MyEncoder", "--no-cache", "--no-progress"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "e" / "paths" / "clean.II.npy").exists()
+
+
+@pytest.mark.parametrize("command", ["corrupt", "run"])
+def test_a_bad_grid_parameter_names_the_grid_file(tmp_path, command):
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[motion_blur.s2]\nkernal = 15\n")
+    src = str(DEFAULT_DATA / "queries.jsonl") if command == "corrupt" else str(DEFAULT_DATA)
+    extra = ["-e", "toy", *FAST] if command == "run" else ["--no-progress"]
+    r = runner.invoke(app, [command, src, "--out", str(tmp_path / "o"), "--grid", str(grid), *extra])
+    assert r.exit_code == 2 and r.output.startswith(f"error: {grid}: ") and "'kernal'" in r.output, r.output

@@ -393,7 +393,12 @@ def run_corruption(
     encode_image(np.zeros((1, 1, 3), np.uint8), image_format)  # a missing codec library fails here, before any work
     records = load_manifest(manifest_path, on_warning=note)
     table = resolve_grid(grid)
-    plan = plan_conditions(conditions, joint=joint, grid=table)
+    try:
+        plan = plan_conditions(conditions, joint=joint, grid=table)
+    except ConfigError as exc:
+        if isinstance(grid, (str, os.PathLike)) and "severity grid entry" in str(exc):
+            raise ConfigError(str(exc), path=grid) from None  # name the grid file that holds the bad level
+        raise
     conds = plan.conditions
     cond_ids = [c.id for c in conds]
     added = [c.id for c in plan.added_parts]

@@ -133,7 +133,12 @@ def _run_loaded(ds: Any, enc: Any, encoder: str | Any, out: Path, opts: RunOptio
     use_q_img = any(PATH_SIDES[p][0] == "image" for p in paths)
     use_q_txt = any(PATH_SIDES[p][0] == "text" for p in paths)
     table = resolve_grid(opts.grid)
-    conds, cnotes = plan_conditions(opts, ds, use_query_images=use_q_img, use_query_text=use_q_txt, grid=table)
+    try:
+        conds, cnotes = plan_conditions(opts, ds, use_query_images=use_q_img, use_query_text=use_q_txt, grid=table)
+    except ConfigError as exc:
+        if isinstance(opts.grid, (str, os.PathLike)) and "severity grid entry" in str(exc):
+            raise ConfigError(str(exc), path=opts.grid) from None  # name the grid file that holds the bad level
+        raise
     notes += cnotes
     img_sources = tuple(dict.fromkeys(image_source(c) for c in conds)) if use_q_img else ()
     txt_sources = tuple(dict.fromkeys(text_source(c) for c in conds)) if use_q_txt else ()
