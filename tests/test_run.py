@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from proc_helpers import alive, spawned_children
 
 from snapbench.commands.demo import DEFAULT_DATA
 from snapbench.data import load_dataset
@@ -231,24 +232,6 @@ def test_workers_leave_no_shared_memory_and_stale_blocks_are_freed(demo, tmp_pat
 def test_kill_9_of_a_run_leaves_no_worker_behind(tmp_path):
     """`snapbench run --workers 2` killed with -9: its corruption workers exit with it."""
 
-    def children(pid):
-        out = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                    if int(fields[1]) == pid and fields[0] != "Z" and b"spawn_main" in (entry / "cmdline").read_bytes():
-                        out.append(int(entry.name))
-                except OSError:
-                    continue
-        return out
-
-    def alive(pid):
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-        except OSError:
-            return False
-
     (tmp_path / "slow_enc2.py").write_text(
         "import time\nfrom snapbench.models import get_encoder\n"
         "class Slow:\n    name = fingerprint = 'slow'\n    modalities = frozenset({'image', 'text'})\n"
@@ -263,7 +246,7 @@ def test_kill_9_of_a_run_leaves_no_worker_behind(tmp_path):
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None and len(workers) < 2:
-            workers = children(proc.pid)
+            workers = spawned_children(proc.pid)
             time.sleep(0.05)
         assert proc.poll() is None and len(workers) == 2, "the run ended before its workers could be seen"
         os.kill(proc.pid, signal.SIGKILL)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from proc_helpers import alive, spawned_children
 from skimage import data
 from typer.testing import CliRunner
 
@@ -141,28 +142,6 @@ def test_workers_below_one_are_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat.rsplit(")", 1)[1].split()
-            if int(fields[1]) == pid and fields[0] != "Z":
-                out.append(int(entry.name))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_kill_9_of_the_parent_leaves_no_worker_behind(tmp_path: Path) -> None:
     queries = make_queries(tmp_path / "qs", 24, size=256)
@@ -174,8 +153,7 @@ def test_kill_9_of_the_parent_leaves_no_worker_behind(tmp_path: Path) -> None:
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
-            workers = [p for p in _children(proc.pid)
-                       if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            workers = spawned_children(proc.pid)
             if len(workers) >= 2 and (tmp_path / "o" / "manifest.jsonl").exists():
                 break
             time.sleep(0.05)
@@ -183,12 +161,12 @@ def test_kill_9_of_the_parent_leaves_no_worker_behind(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        while time.monotonic() < deadline and any(alive(p) for p in workers):
             time.sleep(0.1)
-        assert not [p for p in workers if _alive(p)], "workers outlived their killed parent"
+        assert not [p for p in workers if alive(p)], "workers outlived their killed parent"
     finally:
         for p in workers:
-            if _alive(p):
+            if alive(p):
                 os.kill(p, signal.SIGKILL)
 
 
