@@ -9,12 +9,40 @@ Sub-packages: :mod:`snapbench.corruptions` (load -> corrupt), :mod:`snapbench.mo
 (evaluate -> report).
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
 
-from .conditions import Condition, list_conditions, parse_condition  # noqa: E402
-from .corruptions import corrupt_image, corrupt_text, load_image, run_corruption  # noqa: E402
-from .evaluate import EvaluationConfig, evaluate_directory  # noqa: E402
-from .fusion import MOORIndex, moor, moor_from_scores  # noqa: E402
+# Re-exports are resolved on first use (PEP 562), so that importing a small module such as
+# snapbench.seeding or snapbench.ranking does not load OpenCV, scipy and every sub-package.
+_EXPORTS: dict[str, str] = {
+    "Condition": "snapbench.conditions",
+    "list_conditions": "snapbench.conditions",
+    "parse_condition": "snapbench.conditions",
+    "corrupt_image": "snapbench.corruptions",
+    "corrupt_text": "snapbench.corruptions",
+    "load_image": "snapbench.corruptions",
+    "run_corruption": "snapbench.corruptions",
+    "EvaluationConfig": "snapbench.evaluate",
+    "evaluate_directory": "snapbench.evaluate",
+    "MOORIndex": "snapbench.fusion",
+    "moor": "snapbench.fusion",
+    "moor_from_scores": "snapbench.fusion",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'snapbench' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "__version__",

@@ -12,12 +12,13 @@ from typing import Any, Callable
 
 import typer
 
-from . import __version__
+from ._version import __version__
 from .commands.conditions import conditions
 from .commands.corrupt import corrupt
 from .commands.demo import demo
 from .commands.encode import encode
 from .commands.evaluate import additivity, evaluate
+from .commands.flags import flag
 from .commands.moor import moor
 from .commands.preview import preview
 from .commands.report import report
@@ -72,7 +73,7 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
                 warnings.showwarning = _show_warning
                 return command(*args, **kwargs)
         except SnapbenchError as exc:
-            typer.echo(f"error: {exc}", err=True)
+            typer.echo(f"error: {exc.render(flag)}", err=True)
             raise typer.Exit(2) from None
         except ImportError as exc:
             if "pip install" not in str(exc):  # a broken installation, not a missing extra: keep the traceback

@@ -374,7 +374,7 @@ def run_corruption(
     :class:`~snapbench.errors.InputError`) for a malformed input manifest and
     :class:`~snapbench.errors.ConfigError` for unknown conditions, a bad grid or ``workers < 1``.
     """
-    from .. import __version__
+    from .._version import __version__
 
     t0 = time.perf_counter()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:

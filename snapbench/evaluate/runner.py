@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..conditions import parse_condition
 from ..ranking import TIE_RULE, first_positive_rank, topk_indices
 from .additivity import additivity_analysis, joint_parts

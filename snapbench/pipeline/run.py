@@ -174,7 +174,7 @@ def _run_loaded(ds: Any, enc: Any, encoder: str | Any, out: Path, opts: RunOptio
         for f in emb_dir.glob("gallery.*.npy"):
             f.unlink()
     qdir.mkdir(parents=True, exist_ok=True)
-    from .. import __version__
+    from .._version import __version__
 
     first_img = next((q for q in ds.queries if q.image is not None and Path(q.image).exists()), None)
     meta = {

@@ -1,0 +1,33 @@
+"""Library parameter names -> command-line flags: the one table the CLI renders errors with.
+
+Library errors name parameters (``set_threshold``, references written with
+:func:`snapbench.errors.arg`); :func:`snapbench.cli.guarded` shows them as the flag that sets them.
+Most flags are the parameter with ``_`` -> ``-``; this table holds the exceptions.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FLAGS", "flag"]
+
+#: parameter name -> flag, where the flag is not simply ``--`` + name with "_" as "-".
+FLAGS: dict[str, str] = {
+    "out_dir": "--out",
+    "unknown_items": "--allow-unknown-items",
+    "encoder_actors": "--actors",
+    "ks": "--k",
+    "image_format": "--format",
+    "curve_tol": "--cliff-tol",
+    "curve_ratio": "--cliff-ratio",
+    "dataset_format": "--format",
+    "use_cache": "--no-cache",
+    "whiten": "--no-whiten",
+    "ci_level": "--ci",
+    "manifest_path": "INPUT",
+    "scores_dir": "SCORES_DIR",
+    "run_dir": "RUN_DIR",
+}
+
+
+def flag(param: str) -> str:
+    """The flag (or argument name) that sets the library parameter ``param``."""
+    return FLAGS.get(param) or "--" + param.replace("_", "-")

@@ -1,0 +1,109 @@
+"""The file contracts between the stages: every name, and one reader (and writer) per stage output.
+
+Data flows load -> corrupt -> encode -> score -> fuse -> evaluate; each stage writes a folder the next
+one reads.  Their names and formats live here, once, so that a producer and its consumers can never
+disagree (one truncated-line rule, one id-list reader, one TREC float format, both path-score layouts
+accepted by every reader).
+
+Each output folder is an object naming its files (:class:`CorruptDir`, :class:`EncodeDir`,
+:class:`RunDir`); every command's ``run.json`` starts with its ``kind`` (:mod:`.runjson`, which also
+holds the one resume check).
+
+``snapbench corrupt`` OUT (:func:`read_manifest`, :func:`read_skips`, :func:`read_run_json`)::
+
+    OUT/run.json          seed, conditions, resolved severity grid, snapbench version (one JSON object)
+    OUT/manifest.jsonl    one JSON object per output (at least ``id`` and ``condition``); appended
+                          during the run, so a kill can cut the last line: an unparseable *last*
+                          line is dropped (that output is simply redone), an unparseable line
+                          elsewhere is an error
+    OUT/skips.jsonl       one JSON object per skipped (query, condition); same last-line rule
+    OUT/images/<condition file name>/<id>.png
+
+``snapbench encode`` OUT::
+
+    OUT/query_ids.txt, OUT/gallery_ids.txt                       (:func:`read_ids` / :func:`write_ids`)
+    OUT/embeddings/gallery.{image,text}.npy                      (N x d)
+    OUT/embeddings/<condition file name>.{image,text}.npy        (Q x d)     (:func:`find_embeddings`)
+    OUT/paths/<condition file name>.{II,TT,IT,TI}.npy            (Q x N)     (:func:`find_path_scores`)
+
+PATHS_DIR: the four similarity paths of each condition, either flat -- ``<cond>.II.npy`` ... -- or as
+four sub-folders ``II/<cond>.npy`` ... (handy when each path came from one scoring run).  Both layouts
+are read the same everywhere (``snapbench evaluate --mode``, ``snapbench moor --paths-dir``); one
+condition in both layouts is an error.  Id lists come from the folder itself or, failing that,
+from ``II/``.
+
+SCORES_DIR (``snapbench moor`` writes it, ``snapbench evaluate`` reads it): one ``<cond>.npy`` (Q x N)
+or one TREC run ``<cond>.run`` / ``<cond>.trec`` per condition, plus ``query_ids.txt`` and
+``gallery_ids.txt``.  A condition's file name is its id with "/" as "__".
+
+TREC (:func:`write_trec_run`, :func:`read_trec_run`, :func:`read_qrels_file`, :func:`write_qrels`):
+run lines ``qid Q0 docid rank score tag`` -- scores written with ``repr(float(score))`` (the shortest
+text that reads back to the same float64, so a float32 score round-trips exactly too); qrels lines
+``qid 0 docid rel``.
+"""
+
+from __future__ import annotations
+
+from .arrays import embedding_file, find_embeddings, find_path_scores, path_score_file
+from .dirs import FUSION_PREFIX, TARGET_ORDER, CorruptDir, EncodeDir, RunDir
+from .ids import find_ids, read_ids, write_ids
+from .jsonl import read_jsonl_records, read_manifest, read_skips
+from .names import (
+    DROPPED_QUERIES,
+    EMBEDDINGS_DIR,
+    GALLERY_IDS,
+    GALLERY_STEM,
+    MANIFEST,
+    MODALITIES,
+    PATH_NAMES,
+    PATHS_DIR,
+    QUERY_IDS,
+    RUN_CONFIG,
+    RUN_SUFFIXES,
+    SKIPS,
+)
+from .runjson import RUN_JSON_SCHEMA, RUN_KINDS, check_resume, read_run_config, read_run_json, run_json_kind, write_run_json
+from .trec import TrecLine, iter_trec_run, read_qrels_file, read_trec_run, write_qrels, write_trec_run
+
+__all__ = [
+    "CorruptDir",
+    "DROPPED_QUERIES",
+    "EMBEDDINGS_DIR",
+    "EncodeDir",
+    "FUSION_PREFIX",
+    "GALLERY_IDS",
+    "GALLERY_STEM",
+    "MANIFEST",
+    "MODALITIES",
+    "PATHS_DIR",
+    "PATH_NAMES",
+    "QUERY_IDS",
+    "RUN_CONFIG",
+    "RUN_JSON_SCHEMA",
+    "RUN_KINDS",
+    "RUN_SUFFIXES",
+    "RunDir",
+    "SKIPS",
+    "TARGET_ORDER",
+    "TrecLine",
+    "check_resume",
+    "embedding_file",
+    "find_embeddings",
+    "find_ids",
+    "find_path_scores",
+    "iter_trec_run",
+    "path_score_file",
+    "read_ids",
+    "read_jsonl_records",
+    "read_manifest",
+    "read_qrels_file",
+    "read_run_config",
+    "read_run_json",
+    "read_skips",
+    "read_trec_run",
+    "run_json_kind",
+    "write_ids",
+    "write_qrels",
+    "write_run_json",
+    "write_trec_run",
+]

@@ -1,0 +1,208 @@
+"""The output folders of the stages as objects: every writer and reader of a folder names its files here.
+
+::
+
+    CorruptDir(out).image_relpath("img/motion_blur/s2", "q1", ".png")  # images/img__motion_blur__s2/q1.png
+    EncodeDir(out).path_scores("clean", "II")                        # paths/clean.II.npy
+    RunDir(out).report("MOOR")                                       # MOOR/report.json
+
+A *target* of a run is what one report evaluates: a retrieval mode (``I2I`` ... ``T2IT``), ``MOOR``,
+or a fusion baseline ``fusion/<name>``; its folder is ``DIR/<target>``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..conditions import condition_to_filename
+from ..modes import MODES
+from .names import (
+    DROPPED_QUERIES,
+    EMBEDDINGS_DIR,
+    GALLERY_IDS,
+    GALLERY_STEM,
+    MANIFEST,
+    MODALITIES,
+    PATH_NAMES,
+    PATHS_DIR,
+    QUERY_IDS,
+    RUN_CONFIG,
+    SKIPS,
+)
+
+__all__ = ["CorruptDir", "EncodeDir", "RunDir", "TARGET_ORDER", "FUSION_PREFIX"]
+
+#: Targets in the order reports, tables and figures list them (fusion baselines follow, by name).
+TARGET_ORDER: tuple[str, ...] = (*MODES, "MOOR")
+FUSION_PREFIX = "fusion/"
+
+
+@dataclass(frozen=True)
+class CorruptDir:
+    """``snapbench corrupt`` OUT: run.json, manifest.jsonl, skips.jsonl, images/<condition>/<id><ext>."""
+
+    root: Path
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_CONFIG
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / MANIFEST
+
+    @property
+    def skips(self) -> Path:
+        return self.root / SKIPS
+
+    @property
+    def images(self) -> Path:
+        return self.root / "images"
+
+    def image_dir(self, condition_id: str) -> Path:
+        return self.images / condition_to_filename(condition_id)
+
+    def image_relpath(self, condition_id: str, query_id: str, extension: str) -> str:
+        """The manifest's ``path`` of a variant (relative to the folder, "/"-separated)."""
+        return f"images/{condition_to_filename(condition_id)}/{query_id}{extension}"
+
+
+@dataclass(frozen=True)
+class EncodeDir:
+    """``snapbench encode`` OUT: id lists, embeddings/<stem>.<modality>.npy, paths/<stem>.<path>.npy."""
+
+    root: Path
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def query_ids(self) -> Path:
+        return self.root / QUERY_IDS
+
+    @property
+    def gallery_ids(self) -> Path:
+        return self.root / GALLERY_IDS
+
+    @property
+    def embeddings(self) -> Path:
+        return self.root / EMBEDDINGS_DIR
+
+    @property
+    def paths(self) -> Path:
+        return self.root / PATHS_DIR
+
+    @property
+    def dropped_queries(self) -> Path:
+        return self.root / DROPPED_QUERIES
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_CONFIG
+
+    def embedding(self, condition_id: str | None, modality: str) -> Path:
+        """Query embeddings of a condition, or the gallery's (``condition_id=None``); modality
+        ``image``, ``text`` or ``joint`` (a native joint model)."""
+        if modality not in (*MODALITIES, "joint"):
+            raise ValueError(f"modality must be one of {MODALITIES + ('joint',)}, got {modality!r}")
+        stem = GALLERY_STEM if condition_id is None else condition_to_filename(condition_id)
+        return self.embeddings / f"{stem}.{modality}.npy"
+
+    def path_scores(self, condition_id: str, path: str | None) -> Path:
+        """The Q x N scores of one similarity path of a condition; ``path=None``: the native joint scores."""
+        stem = condition_to_filename(condition_id)
+        if path is None:
+            return self.paths / f"{stem}.npy"
+        if path not in PATH_NAMES:
+            raise ValueError(f"path must be one of {PATH_NAMES}, got {path!r}")
+        return self.paths / f"{stem}.{path}.npy"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """``snapbench run`` DIR::
+
+        run.json, dropped_queries.json
+        embeddings/gallery.{image,text}.npy | embeddings/gallery/ (shards), embeddings/queries/ (+ blocks.jsonl)
+        <target>/report.json, <target>/per_query.csv      target: a mode, MOOR or fusion/<name>
+        MOOR/text_share.json
+        report.html, tables/, figures/, findings.json, per_query.{csv,parquet}, contact_sheet.png
+    """
+
+    root: Path
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_CONFIG
+
+    @property
+    def dropped_queries(self) -> Path:
+        return self.root / DROPPED_QUERIES
+
+    @property
+    def embeddings(self) -> Path:
+        return self.root / EMBEDDINGS_DIR
+
+    @property
+    def gallery_shards(self) -> Path:
+        return self.embeddings / GALLERY_STEM
+
+    @property
+    def query_embeddings(self) -> Path:
+        return self.embeddings / "queries"
+
+    @property
+    def blocks_log(self) -> Path:
+        return self.query_embeddings / "blocks.jsonl"
+
+    def gallery_embedding(self, modality: str) -> Path:
+        return self.embeddings / f"{GALLERY_STEM}.{modality}.npy"
+
+    def target_dir(self, target: str) -> Path:
+        return self.root / target
+
+    def report(self, target: str) -> Path:
+        return self.root / target / "report.json"
+
+    def per_query(self, target: str) -> Path:
+        return self.root / target / "per_query.csv"
+
+    @property
+    def text_share(self) -> Path:
+        return self.root / "MOOR" / "text_share.json"
+
+    @property
+    def fusion(self) -> Path:
+        return self.root / FUSION_PREFIX.rstrip("/")
+
+    def targets(self) -> list[str]:
+        """The targets whose report.json exists, modes and MOOR in :data:`TARGET_ORDER`, then baselines."""
+        found = [t for t in TARGET_ORDER if self.report(t).is_file()]
+        if self.fusion.is_dir():
+            found += [FUSION_PREFIX + d.name for d in sorted(self.fusion.iterdir()) if (d / "report.json").is_file()]
+        return found
+
+    # the report of a run (snapbench report)
+    @property
+    def report_html(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def findings(self) -> Path:
+        return self.root / "findings.json"
+
+    @property
+    def contact_sheet(self) -> Path:
+        return self.root / "contact_sheet.png"
+
+    @property
+    def combined_per_query(self) -> Path:
+        return self.root / "per_query.csv"

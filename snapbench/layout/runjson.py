@@ -1,0 +1,110 @@
+"""``run.json``: what made an output folder, and the one resume check every resumable command uses.
+
+Every command that owns an output folder writes ``run.json`` starting with ``"kind"`` (the
+command: ``corrupt``, ``encode``, ``run``, ``compare``, ``diagnose``) and ``"schema_version"``,
+then its own fields, among them ``"fingerprint"``: everything the folder's outputs depend on.
+:func:`check_resume` compares a new invocation's fingerprint with the recorded one: the same ->
+resume; different -> refuse, naming what differs, unless forced; a folder another command (or
+something else) wrote is never reused, even when forced.
+
+Files written before ``kind`` existed are recognised by their keys (``corrupt``: ``seed`` and
+``grid``; ``run``: ``schema`` and ``fingerprint``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, InputError, arg
+from ..jsonable import write_json
+from ..textio import read_json
+from .names import RUN_CONFIG
+
+__all__ = ["RUN_KINDS", "RUN_JSON_SCHEMA", "write_run_json", "read_run_json", "run_json_kind", "check_resume",
+           "read_run_config"]
+
+RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose")
+RUN_JSON_SCHEMA = 2
+
+
+def write_run_json(folder: str | os.PathLike, kind: str, body: Mapping[str, Any]) -> Path:
+    """Write ``folder/run.json`` = ``{"kind", "schema_version", **body}`` atomically."""
+    if kind not in RUN_KINDS:
+        raise ValueError(f"unknown run.json kind {kind!r}")  # a programming error, not a user's
+    path = Path(folder) / RUN_CONFIG
+    write_json(path, {"kind": kind, "schema_version": RUN_JSON_SCHEMA, **body})
+    return path
+
+
+def run_json_kind(cfg: Mapping[str, Any]) -> str | None:
+    """The command that wrote a parsed run.json (``None``: not snapbench's)."""
+    kind = cfg.get("kind")
+    if kind in RUN_KINDS:
+        return str(kind)
+    if kind is None and "fingerprint" in cfg and "schema" in cfg:
+        return "run"
+    if kind is None and "grid" in cfg and "seed" in cfg:
+        return "corrupt"
+    return None
+
+
+def read_run_json(folder: str | os.PathLike, *, kind: str | None = None) -> dict[str, Any] | None:
+    """``folder/run.json`` as a dict (``None`` when absent).
+
+    With ``kind``: a run.json written by another command, or not by snapbench, is a
+    :class:`ConfigError` (the folder holds someone else's outputs).  Malformed -> :class:`InputError`.
+    """
+    path = Path(folder) / RUN_CONFIG
+    if not path.exists():
+        return None
+    cfg = read_json(path)
+    if not isinstance(cfg, dict):
+        raise InputError("must hold a JSON object", path=path)
+    found = run_json_kind(cfg)
+    if kind is not None and found != kind:
+        who = f"'snapbench {found}'" if found else "something other than snapbench"
+        raise ConfigError(f"{Path(folder)} holds the output of {who}, not of 'snapbench {kind}' (see its run.json); "
+                          "use a new output folder")
+    return cfg
+
+
+def read_run_config(corrupt_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """``corrupt_dir/run.json`` as a dict, whatever wrote it (``None`` when absent)."""
+    return read_run_json(corrupt_dir)
+
+
+def _describe(key: str, before: Any, now: Any) -> str:
+    short = all(isinstance(v, (int, float, str, bool, type(None))) for v in (before, now))
+    if short and len(json.dumps([before, now], default=str)) < 80:
+        return f"{key} {json.dumps(before, default=str)} (this run: {json.dumps(now, default=str)})"
+    return key
+
+
+def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str, Any], *,
+                 force: bool = False) -> dict[str, Any] | None:
+    """The previous run.json of ``folder`` if this invocation may resume (or, forced, replace) it.
+
+    ``None`` when there is none.  A different ``fingerprint`` is a :class:`ConfigError` listing every
+    differing entry unless ``force``; a folder of another kind is refused even when forced.
+    Values are compared as JSON (what the file holds).
+    """
+    previous = read_run_json(folder, kind=kind)
+    if previous is None:
+        return None
+    recorded = previous.get("fingerprint")
+    now = json.loads(json.dumps(fingerprint, default=str))
+    if not isinstance(recorded, dict):
+        why = "made by an older snapbench (its run.json has no fingerprint)"
+    else:
+        keys = list(now) + [k for k in recorded if k not in now]
+        diffs = [_describe(k, recorded.get(k), now.get(k)) for k in keys if recorded.get(k) != now.get(k)]
+        why = f"made with a different {', '.join(diffs)}" if diffs else ""
+    if why and not force:
+        raise ConfigError(
+            f"{Path(folder)} holds the output of a 'snapbench {kind}' {why}; use a new output folder, "
+            f"or {arg('force')} to discard it", param="force")
+    return previous

@@ -1,0 +1,89 @@
+"""Checks of user-given values, each written once: positive integers, comma lists, choices, finite arrays.
+
+Every check raises :class:`~snapbench.errors.ConfigError` (options) or
+:class:`~snapbench.errors.InputError` (file contents) naming the parameter, so the command line
+shows the flag (see :mod:`snapbench.commands.flags`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError, InputError, arg
+
+__all__ = ["positive_int", "finite_number", "comma_list", "int_list", "choice", "check_finite"]
+
+
+def positive_int(value: Any, param: str, *, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum`` (bools and non-integers refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < minimum:
+        raise ConfigError(f"must be an integer >= {minimum}, got {value!r}", param=param)
+    return int(value)
+
+
+def finite_number(value: Any, param: str) -> float:
+    """``value`` as a finite float."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"must be a number, got {value!r}", param=param) from None
+    if not math.isfinite(x):
+        raise ConfigError(f"must be finite, got {value!r}", param=param)
+    return x
+
+
+def comma_list(value: str | Sequence[str] | None, param: str) -> list[str] | None:
+    """A comma-separated option (or an already split list) as a list of stripped, non-empty,
+    de-duplicated items in order; ``None`` stays ``None``; a list with no item is an error."""
+    if value is None:
+        return None
+    parts = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    items = list(dict.fromkeys(p.strip() for p in parts if p.strip()))
+    if not items:
+        raise ConfigError(f"needs at least one item, got {value!r}", param=param)
+    return items
+
+
+def int_list(value: str | Sequence[int] | None, param: str, *, minimum: int = 1) -> tuple[int, ...] | None:
+    """A comma list of integers >= ``minimum`` (e.g. the cut-offs k)."""
+    items = comma_list(value if isinstance(value, str) or value is None else [str(v) for v in value], param)
+    if items is None:
+        return None
+    try:
+        out = tuple(int(x) for x in items)
+    except ValueError:
+        raise ConfigError(f"must be comma-separated integers, got {value!r}", param=param) from None
+    if any(x < minimum for x in out):
+        raise ConfigError(f"needs integers >= {minimum}, got {value!r}", param=param)
+    return out
+
+
+def choice(value: Any, choices: Collection[str], param: str, *, what: str | None = None) -> str:
+    """``value`` if it is one of ``choices``; otherwise an error listing them."""
+    if value not in choices:
+        noun = what or arg(param)
+        raise ConfigError(f"unknown {noun} {value!r}; choose one of {', '.join(map(str, choices))}", param=param)
+    return str(value)
+
+
+def check_finite(array: np.ndarray, *, what: str, path: str | os.PathLike | None = None,
+                 row_names: Sequence[str] | None = None, row_offset: int = 0) -> None:
+    """:class:`InputError` naming the first non-finite entry (row, and its id when given) of ``array``."""
+    a = np.asarray(array)
+    if a.dtype.kind not in "fc":
+        return
+    bad = ~np.isfinite(a)
+    if not bad.any():
+        return
+    where = np.argwhere(bad)[0]
+    row = int(where[0]) if a.ndim else 0
+    name = f" (query {row_names[row]!r})" if row_names is not None and a.ndim else ""
+    col = f", column {int(where[1])}" if a.ndim > 1 else ""
+    raise InputError(
+        f"{what}: non-finite value {a[tuple(where)]} at row {row + row_offset}{name}{col}; "
+        f"{int(bad.sum())} such value(s)", path=path)
