@@ -30,7 +30,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import ConfigError
-from ..modes import MODE_LABELS, MODES, PATHS
+from ..modes import MODE_LABELS, MODES, PATHS, compose, normalize_mode
 from ..ranking import topk_indices
 from .metrics import Labels, QueryStat, hit_at_k
 
@@ -48,33 +48,20 @@ __all__ = [
 # the table itself lives in snapbench.modes (below every layer); re-exported here for the evaluator's API
 
 
-def normalize_mode(mode: str) -> str:
-    """The canonical name of a retrieval mode, case-insensitively (``it2it`` -> ``IT2IT``); the
-    SnapBench labels (``IT→IT``) and ``->`` spellings are accepted too.  ConfigError otherwise."""
-    key = str(mode).strip().upper().replace("→", "2").replace("->", "2")
-    if key not in MODES:
-        raise ConfigError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)} (any case)")
-    return key
-
-
 def mode_paths(mode: str) -> tuple[str, ...]:
     """The similarity paths a mode needs (ConfigError for an unknown mode; any case)."""
     return tuple(MODES[normalize_mode(mode)])
 
 
 def mode_scores(mode: str, paths: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Scores of ``mode`` from the path matrices in ``paths`` (keys among :data:`PATHS`)."""
-    mode = normalize_mode(mode)
+    """Scores of ``mode`` from the path matrices in ``paths`` (keys among :data:`PATHS`), weighted as
+    :data:`snapbench.modes.MODES` says."""
+    arrays = {p: np.asarray(a) for p, a in paths.items()}
     need = mode_paths(mode)
-    missing = [p for p in need if p not in paths]
-    if missing:
-        raise ValueError(f"mode {mode} needs path(s) {', '.join(missing)}")
-    if len(need) == 1:
-        return np.asarray(paths[need[0]])
-    a, b = (np.asarray(paths[p]) for p in need)
-    if a.shape != b.shape:
-        raise ValueError(f"mode {mode}: path shapes differ {a.shape} vs {b.shape}")
-    return (a + b) / 2
+    shapes = {arrays[p].shape for p in need if p in arrays}
+    if len(shapes) > 1:
+        raise ConfigError(f"mode {normalize_mode(mode)}: path shapes differ {' vs '.join(map(str, sorted(shapes)))}")
+    return compose(mode, arrays)
 
 
 def all_mode_scores(

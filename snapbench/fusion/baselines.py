@@ -33,7 +33,7 @@ The rank-based fusions (CombSUM, CombMNZ, Borda, RRF, uniform) use **all four pa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,11 +41,14 @@ import numpy as np
 
 from ..errors import InputError
 from ..ranking import first_positive_rank, rank_matrix
+from ..registry import Table
 from ._validate import as_matrix
 from .moor import PathScores, path_scores
 
 __all__ = [
+    "DEFAULT_RUN_BASELINES",
     "OracleResult",
+    "ROW_BASELINES",
     "borda",
     "comb_mnz",
     "comb_sum",
@@ -243,3 +246,14 @@ def fusion_baselines(paths: PathScores, *, raw_paths: PathScores | None = None, 
         "wh_uniform": wh_uniform(paths),
         "wh_img": wh_img(paths),
     }
+
+
+#: The label-free baselines that fuse the four cosine path matrices of one row block (what ``snapbench
+#: run`` evaluates beside MOOR): name -> ``fuse(list of the four (rows x N) path blocks) -> scores``.
+#: Each normalises per query row only, so a row block gives the rows of the whole matrix.
+ROW_BASELINES: Table[Callable[[Sequence[np.ndarray]], np.ndarray]] = Table("fusion baseline", param="baselines")
+for _name, _fuse in (("comb_sum", comb_sum), ("comb_mnz", comb_mnz), ("borda", borda), ("rrf", rrf),
+                     ("uniform", uniform)):
+    ROW_BASELINES.register(_name, _fuse)
+#: The baselines ``snapbench run`` computes unless told otherwise.
+DEFAULT_RUN_BASELINES: tuple[str, ...] = ("comb_sum", "rrf")
