@@ -80,6 +80,15 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
+        except BrokenPipeError:
+            # the reader went away (`snapbench conditions | head -1`): stop quietly, like other Unix
+            # tools; stdout is pointed at /dev/null so Python's final flush does not complain
+            import os
+            import sys
+
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(141) from None
         except OSError as exc:
             where = exc.filename if exc.filename is not None else ""
             what = exc.strerror or str(exc)

@@ -82,6 +82,9 @@ class Table(Generic[T]):
         """The entry registered as ``name`` (or an alias of it)."""
         return self._entries[self.canonical(name)]
 
+    def __getitem__(self, name: str) -> T:
+        return self.get(name)
+
     def names(self) -> list[str]:
         """Registered names, in registration order."""
         self._load()

@@ -140,6 +140,7 @@ def _learn_data(Q, N, seed):
 
 
 def test_learned_refuses_overlap_and_fuses():
+    pytest.importorskip("sklearn", reason="the learned baselines need scikit-learn (pip install 'snapbench[learned]')")
     tr, tr_rel, _ = _learn_data(80, 40, "train")
     ev, _, ev_good = _learn_data(40, 40, "eval")
     tr_ids = [f"t{i}" for i in range(80)]

@@ -349,3 +349,31 @@ def test_exact_rerun_drops_stale_ann_recall_entries(tmp_path):
     r = runner.invoke(app, ["moor", "--paths-dir", str(d), "--topk", "5", "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert set(json.loads((out / "ann_recall.json").read_text())) == {"txt__typo"}
+
+
+def test_text_file_given_as_npy_is_named_not_called_pickled(emb):
+    d, _ = emb
+    (d / "gI.npy").write_text("0.1 0.2 0.3\n0.4 0.5 0.6\n", encoding="utf-8")
+    r = runner.invoke(app, _args(d, "--out", str(d / "o")))
+    assert r.exit_code == 2
+    assert "gI.npy" in r.output and "not a .npy file" in r.output
+    assert "pickle" not in r.output.lower()
+
+
+def test_rerun_in_another_format_leaves_one_file_per_condition(emb):
+    """moor --topk into the folder of a dense run (and back): evaluate must still read the folder."""
+    from snapbench.evaluate import EvaluationConfig, evaluate_directory
+
+    d, _ = emb
+    out = d / "fused"
+    qrels = d / "qrels.json"
+    qrels.write_text('{"q0": ["g0"], "q1": ["g1"], "q2": ["g2"], "q3": ["g3"], "q4": ["g4"], "q5": ["g5"]}')
+    cfg = EvaluationConfig(ks=(1,), resamples=20)
+    for extra, present, absent in ((["--weights-format", "npy"], "clean.npy", "clean.trec"),
+                                   (["--topk", "5"], "clean.trec", "clean.npy"),
+                                   ([], "clean.npy", "clean.trec")):
+        r = runner.invoke(app, _args(d, "--out", str(out), *extra))
+        assert r.exit_code == 0, r.output
+        assert (out / present).is_file() and not (out / absent).exists(), extra
+        assert len(list((out / "moor_weights").glob("clean.*"))) == 1
+        evaluate_directory(out, qrels, cfg)  # one file per condition: no "two files name one condition"

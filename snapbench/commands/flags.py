@@ -25,6 +25,8 @@ FLAGS: dict[str, str] = {
     "manifest_path": "INPUT",
     "scores_dir": "SCORES_DIR",
     "run_dir": "RUN_DIR",
+    "k": "--topk",  # fusion's top-k cut-off (evaluate's cut-offs are `ks`)
+    "embeddings": "--q-image/--q-text/--g-image/--g-text",
 }
 
 

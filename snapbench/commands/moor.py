@@ -35,14 +35,6 @@ _EPILOG = (
     "--query-ids qids.txt --gallery-ids gids.txt --out fused/"
 )
 
-#: library parameter names -> the flags that set them (errors from the library name parameters)
-_FLAGS = {
-    "query_ids": "--query-ids", "gallery_ids": "--gallery-ids", "q_image": "--q-image", "q_text": "--q-text",
-    "g_image": "--g-image", "g_text": "--g-text", "condition": "--condition", "gate": "--gate",
-    "weights_format": "--weights-format", "dtype": "--dtype", "ann_check": "--ann-check", "k": "--topk",
-}
-
-
 @contextlib.contextmanager
 def _conditions_progress() -> Iterator[Callable[[str], None]]:
     """A line printer for each fused condition, with a spinner on stderr while the work runs."""
@@ -75,8 +67,7 @@ def moor(
     fusion_eps: float = typer.Option(1e-6, "--fusion-eps", help="Σw below this falls back to s_II."),
 ) -> None:
     """Apply MOOR (whitening, four paths, Bell gate, variance weights) to embeddings or path scores."""
-    from ..errors import SnapbenchError
-    from ..fusion.run import DEFAULT_ANN_CHECK, fuse_directory
+    from ..fusion.run import DEFAULT_ANN_CHECK, FuseOptions, fuse_directory
 
     emb = [q_image, q_text, g_image, g_text]
     given = [n for n, v in (("the embedding files", any(e is not None for e in emb)), ("--paths-dir", paths_dir),
@@ -88,42 +79,21 @@ def moor(
         raise ConfigError(f"missing {', '.join(missing)} (or use --embeddings-dir or --paths-dir)")
     if embeddings_dir is not None and condition != "clean":
         raise ConfigError("--condition names the single condition of --q-image/--q-text; --embeddings-dir takes the names from its files")
-    if ann and topk is None:
-        raise ConfigError("--ann needs --topk K")
-    if ann and paths_dir is not None:
-        raise ConfigError("--ann needs embeddings, not --paths-dir (path scores are already dense)")
     if ann_check is not None and not ann:
         raise ConfigError("--ann-check measures the overlap of --ann with exact MOOR; add --ann (and --topk K)")
-    try:
-        with _conditions_progress() as say:
-            summary = fuse_directory(
-                out, embeddings_dir=embeddings_dir, paths_dir=paths_dir,
-                embeddings=emb if given == ["the embedding files"] else None,
-                condition=condition, query_ids=query_ids, gallery_ids=gallery_ids, whiten=not no_whiten, gate=gate,
-                k=topk, chunk_size=chunk_size, ann=ann,
-                ann_check=DEFAULT_ANN_CHECK if ann_check is None else ann_check, dtype=dtype,
-                weights_format=weights_format, fusion_eps=fusion_eps, progress=say,
-            )
-    except ImportError as exc:  # an optional extra (faiss, safetensors) is missing: the message has the pip hint
-        raise ConfigError(str(exc)) from None
-    except SnapbenchError as exc:
-        raise type(exc)(_with_flags(str(exc))) from None
+    with _conditions_progress() as say:
+        summary = fuse_directory(
+            out, embeddings_dir=embeddings_dir, paths_dir=paths_dir,
+            embeddings=emb if given == ["the embedding files"] else None,
+            condition=condition, query_ids=query_ids, gallery_ids=gallery_ids, progress=say,
+            options=FuseOptions(whiten=not no_whiten, gate=gate, k=topk, chunk_size=chunk_size, ann=ann,
+                                ann_check=DEFAULT_ANN_CHECK if ann_check is None else ann_check, dtype=dtype,
+                                weights_format=weights_format, fusion_eps=fusion_eps),
+        )
     for fname in summary.default_ids:
         typer.echo(f"warning: no {fname} given or found: wrote positional ids ({fname[0]}0, {fname[0]}1, ...) "
                    f"to {out / fname}; qrels must use them", err=True)
     typer.echo(f"wrote {out}")
-
-
-def _with_flags(message: str) -> str:
-    """Name the flag where the library named its parameter (``pass query_ids`` -> ``pass --query-ids``)."""
-    import re
-
-    for param, flag in _FLAGS.items():
-        if "_" in param:  # distinctive names: anywhere, but never inside a path or a longer word
-            message = re.sub(rf"(?<![\w/.\-]){param}(?![\w/.\-])", flag, message)
-        elif message.startswith((f"{param} ", f"{param}: ")):
-            message = flag + message[len(param):]
-    return message
 
 
 moor.__doc__ = (moor.__doc__ or "") + "\n\n" + _EPILOG

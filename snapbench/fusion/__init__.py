@@ -35,7 +35,7 @@ from .gates import GATES, get_gate
 from .index import MOORIndex, moor, moor_topk
 from .learned import LearnedResult, MetaFusion, learned_fusion
 from .moor import PATHS, MOORResult, MOORTopK, PathScores, moor_from_scores, path_scores
-from .run import FusionSummary, fuse_directory
+from .run import FuseOptions, FusionSummary, fuse_directory
 from .search import ANNIndex, GallerySource
 from .whitening import Whitener, l2_normalize
 
@@ -43,6 +43,7 @@ __all__ = [
     "GATES",
     "PATHS",
     "ANNIndex",
+    "FuseOptions",
     "FusionSummary",
     "GallerySource",
     "LearnedResult",

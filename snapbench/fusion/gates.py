@@ -36,7 +36,8 @@ from typing import Union
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
+from ..registry import Table
 
 __all__ = [
     "GATES",
@@ -89,16 +90,17 @@ def no_gate(r: np.ndarray) -> np.ndarray:
     return np.ones_like(np.asarray(r, dtype=np.float64))
 
 
-GATES: dict[str, GateFn] = {
-    "bell": bell,
-    "linear": linear,
-    "sigmoid": sigmoid,
-    "inverse_bell": inverse_bell,
-    "pure_r2": pure_r2,
-    "none": no_gate,
-}
-
-_ALIASES = {"no_gate": "none", "nogate": "none", "r2": "pure_r2", "pure_r²": "pure_r2", "inversebell": "inverse_bell"}
+#: The gates by name: one table (unknown names are errors listing the known ones).
+GATES: Table[GateFn] = Table("gate", param="gate")
+for _name, _fn, _aliases in (
+    ("bell", bell, ()),
+    ("linear", linear, ()),
+    ("sigmoid", sigmoid, ()),
+    ("inverse_bell", inverse_bell, ("inversebell",)),
+    ("pure_r2", pure_r2, ("r2", "pure_r²")),
+    ("none", no_gate, ("no_gate", "nogate")),
+):
+    GATES.register(_name, _fn, aliases=_aliases)
 
 
 def get_gate(gate: GateLike) -> GateFn:
@@ -107,12 +109,8 @@ def get_gate(gate: GateLike) -> GateFn:
     if callable(gate):
         return _checked(gate)
     if not isinstance(gate, str):
-        raise InputError(f"gate must be a name or a callable, got {type(gate).__name__}")
-    key = gate.strip().lower().replace("-", "_").replace(" ", "_")
-    key = _ALIASES.get(key, key)
-    if key not in GATES:
-        raise InputError(f"unknown gate {gate!r}; known: {', '.join(GATES)}")
-    return GATES[key]
+        raise ConfigError(f"must be a name or a callable, got {type(gate).__name__}", param="gate")
+    return GATES.get(gate.strip().lower().replace("-", "_").replace(" ", "_"))
 
 
 def _checked(fn: GateFn) -> GateFn:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..atomic import atomic_path, save_npy_atomic
 from ..errors import ConfigError, InputError
-from ..layout import PATH_NAMES
+from ..layout import PATH_NAMES, load_npy
 from ._validate import check_finite
 
 __all__ = [
@@ -54,7 +54,7 @@ def _safetensors_load(path: Path, key: str | None, name: str) -> np.ndarray:
     try:
         from safetensors.numpy import load_file  # type: ignore
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"{name}: reading {path} needs safetensors: pip install snapbench[safetensors]") from exc
+        raise ImportError(f"{name}: reading {path} needs safetensors: pip install 'snapbench[safetensors]'") from exc
     try:
         tensors = load_file(str(path))
     except Exception as exc:
@@ -89,32 +89,24 @@ def load_matrix(
     if ".safetensors#" in spec:
         spec, key = spec.split("#", 1)
     p = Path(spec)
-    if not p.exists():
-        raise InputError(f"{name}: file not found: {p}")
     if p.suffix == ".safetensors":
+        if not p.is_file():
+            raise InputError(f"{name}: file not found", path=p)
         arr = _safetensors_load(p, key, name)
+        if not isinstance(arr, np.ndarray) or arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+            raise InputError(f"{name}: does not hold a numeric array (dtype {getattr(arr, 'dtype', '?')})", path=p)
+        if np.issubdtype(arr.dtype, np.complexfloating):
+            raise InputError(f"{name}: holds complex values", path=p)
     elif p.suffix == ".npy":
-        try:
-            arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
-        except ValueError as exc:
-            raise InputError(f"{name}: cannot read {p} as a numeric .npy array ({exc})") from exc
-        except Exception as exc:
-            raise InputError(f"{name}: cannot read {p} ({exc})") from exc
+        arr = load_npy(p, what=name, mmap=mmap)
     else:
-        raise InputError(f"{name}: {p} must be a .npy or .safetensors file")
-    if not isinstance(arr, np.ndarray) or arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
-        raise InputError(f"{name}: {p} does not hold a numeric array (dtype {getattr(arr, 'dtype', '?')})")
-    if np.issubdtype(arr.dtype, np.complexfloating):
-        raise InputError(f"{name}: {p} holds complex values")
+        raise InputError(f"{name}: must be a .npy or .safetensors file", path=p)
     if check:
         if ndim is not None and arr.ndim != ndim:
-            raise InputError(f"{name}: {p} has shape {arr.shape}, expected {ndim} dimensions")
+            raise InputError(f"{name}: has shape {arr.shape}, expected {ndim} dimensions", path=p)
         if arr.size == 0:
-            raise InputError(f"{name}: {p} is empty (shape {arr.shape})")
-        try:
-            check_finite(arr, f"{name} ({p})")
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
+            raise InputError(f"{name}: is empty (shape {arr.shape})", path=p)
+        check_finite(arr, f"{name} ({p})")
     return arr
 
 

@@ -10,10 +10,13 @@ Inputs (exactly one; layouts in :mod:`snapbench.layout`):
   g_text)`` named ``condition``.
 
 Output: ``out_dir`` becomes a SCORES_DIR that ``snapbench evaluate`` reads: ``<cond>.npy`` fused scores
-(Q x N) or, with ``topk``, ``<cond>.trec`` TREC runs; ``query_ids.txt`` and ``gallery_ids.txt``;
+(Q x N) or, with ``k``, ``<cond>.trec`` TREC runs; ``query_ids.txt`` and ``gallery_ids.txt``;
 per-query weights in ``moor_weights/<cond>.csv`` (or ``.npy``); with ``ann``, ``ann_recall.json`` holds
 per condition the top-k overlap of the approximate search with exact MOOR on a seeded sample of
-queries (key ``"topk_overlap"``: the share of the exact top-k the ANN search returned).
+queries (key ``"topk_overlap"``: the share of the exact top-k the ANN search returned).  Writing a
+condition removes what an earlier run into the same folder left for it in the other format (a
+``.trec`` beside a new ``.npy``, a ``.npy`` weights file beside a new ``.csv``): one condition, one
+file, or ``snapbench evaluate`` would refuse the folder.
 
 Ids rule: ids come from ``query_ids`` / ``gallery_ids`` (a file or a list), else from the input
 folder (or its parent, encode's OUT, for an EMBEDDINGS_DIR; or ``II/`` for a PATHS_DIR).  When none is
@@ -26,7 +29,6 @@ real ids will not match them.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,12 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import write_text_atomic
+from ..atomic import prepare_output_dir
 from ..conditions import condition_to_filename, parse_condition
-from ..errors import ConfigError, InputError, OutputError
+from ..errors import ConfigError, InputError, arg
+from ..jsonable import write_json
 from ..layout import (
     GALLERY_IDS,
     QUERY_IDS,
+    RUN_SUFFIXES,
     find_embeddings,
     find_ids,
     find_path_scores,
@@ -50,16 +54,55 @@ from ..layout import (
 )
 from ..ranking import TopK, topk, topk_overlap
 from ..seeding import derive_generator
+from ..textio import read_json
+from ..validate import choice, positive_int
 from .gates import get_gate
 from .index import MOORIndex
 from .io import load_matrix, load_path_scores, save_npy, write_weights
 from .moor import moor_from_scores
 
-__all__ = ["ANN_RECALL_FILE", "WEIGHTS_DIR", "FusionSummary", "ann_topk_overlap", "fuse_directory"]
+__all__ = ["ANN_RECALL_FILE", "WEIGHTS_DIR", "FuseOptions", "FusionSummary", "ann_topk_overlap", "fuse_directory"]
 
 ANN_RECALL_FILE = "ann_recall.json"
 WEIGHTS_DIR = "moor_weights"
 DEFAULT_ANN_CHECK = 256
+WEIGHTS_FORMATS = ("csv", "npy")
+DTYPES = ("float32", "float64")
+
+
+@dataclass
+class FuseOptions:
+    """How to fuse (``snapbench moor`` flags in brackets).
+
+    ``k`` [--topk]: write a top-k TREC run per condition instead of dense scores.  ``ann`` [--ann] (needs
+    ``k`` and embeddings): FAISS HNSW search; ``ann_check`` [--ann-check] queries per condition measure
+    its top-k overlap with exact MOOR (0 skips it).  ``dtype`` float64 (exact) or float32 (faster);
+    ``chunk_size``: gallery rows per streamed chunk; ``fusion_eps``: Σw below it falls back to s_II.
+    """
+
+    whiten: bool = True
+    gate: str = "bell"
+    k: int | None = None
+    chunk_size: int = 8192
+    ann: bool = False
+    ann_check: int = DEFAULT_ANN_CHECK
+    dtype: str = "float64"
+    weights_format: str = "csv"
+    fusion_eps: float = 1e-6
+
+    def check(self, *, dense_input: bool) -> None:
+        """Refuse impossible settings before any work (``dense_input``: the input is path scores)."""
+        get_gate(self.gate)
+        choice(self.weights_format, WEIGHTS_FORMATS, "weights_format", what="weights format")
+        choice(self.dtype, DTYPES, "dtype", what="dtype")
+        positive_int(self.chunk_size, "chunk_size")
+        positive_int(self.ann_check, "ann_check", minimum=0)
+        if self.k is not None:
+            positive_int(self.k, "k")
+        if self.ann and self.k is None:
+            raise ConfigError(f"needs {arg('k')} (approximate search returns a top-k)", param="ann")
+        if self.ann and dense_input:
+            raise ConfigError("needs embeddings: path scores are already dense", param="ann")
 
 
 @dataclass
@@ -88,54 +131,181 @@ def _check_stems(names_to_files: dict[str, Any]) -> None:
         try:
             canonical = condition_to_filename(parse_condition(stem).id)
         except ValueError as exc:
-            raise InputError(f"{first}: {exc}; rename or move the file") from None
+            raise InputError(f"{exc}; rename or move the file", path=first) from None
         if canonical != stem:  # e.g. s01 for s1: evaluate would read both as one condition
-            raise InputError(f"{first}: write the condition as {canonical!r}, not {stem!r}")
+            raise InputError(f"write the condition as {canonical!r}, not {stem!r}", path=first)
 
 
-def _ids(given: str | os.PathLike | Sequence[str] | None, search: list[Path], fname: str, n: int, what: str,
-         param: str, have: str, defaults: list[str]) -> list[str]:
-    if given is not None and not isinstance(given, (str, os.PathLike)):
-        ids = [str(x) for x in given]
-        src: Any = param
-    else:
-        src = Path(given) if given is not None else find_ids(fname, *search)
-        if src is None:
-            defaults.append(fname)
-            return [f"{fname[0]}{i}" for i in range(n)]  # q0, q1, ... / g0, g1, ...
-        ids = read_ids(src, what)
-    if len(ids) != n:
-        raise InputError(f"{what}: {src} has {len(ids)} ids, the {have} number {n}")
-    return ids
+class _Ids:
+    """Query and gallery ids of the output: given, found next to the input, or positional defaults."""
+
+    def __init__(self, query_ids: Any, gallery_ids: Any, search: list[Path], summary: FusionSummary) -> None:
+        self.given = {QUERY_IDS: query_ids, GALLERY_IDS: gallery_ids}
+        self.search, self.summary = search, summary
+        self.queries: list[str] | None = None
+        self.gallery: list[str] | None = None
+
+    def _resolve(self, fname: str, n: int, what: str, have: str) -> list[str]:
+        given = self.given[fname]
+        param = "query_ids" if fname == QUERY_IDS else "gallery_ids"
+        if given is not None and not isinstance(given, (str, os.PathLike)):
+            ids, src = [str(x) for x in given], None
+        else:
+            src = Path(given) if given is not None else find_ids(fname, *self.search)
+            if src is None:
+                self.summary.default_ids.append(fname)
+                return [f"{fname[0]}{i}" for i in range(n)]  # q0, q1, ... / g0, g1, ...
+            ids = read_ids(src, what)
+        if len(ids) != n:
+            raise InputError(f"{len(ids)} {what}, the {have} number {n}", path=src, param=param)
+        return ids
+
+    def fix(self, n_queries: int, n_gallery: int, have: str) -> None:
+        """Resolve both lists on the first condition (``have``: rows/columns of what)."""
+        if self.queries is None:
+            self.queries = self._resolve(QUERY_IDS, n_queries, "query ids", f"{have} rows")
+            self.gallery = self._resolve(GALLERY_IDS, n_gallery, "gallery ids", f"{have} columns")
+            self.summary.n_queries, self.summary.n_gallery = n_queries, n_gallery
 
 
-def _update_ann_recall(path: Path, cond: str, entry: dict | None) -> None:
-    """Replace ``cond``'s entry in ``path`` (drop it when ``entry`` is None: exact scores now, an old
-    ANN measurement would be stale); other conditions (earlier runs into the same folder) are kept."""
-    merged: dict = {}
-    if path.exists():
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-            merged = old if isinstance(old, dict) else {}
-        except (OSError, ValueError):
-            merged = {}
-    merged.pop(cond, None)
-    if entry is not None:
-        merged[cond] = entry
-    if merged:
-        write_text_atomic(path, json.dumps(dict(sorted(merged.items())), indent=2))
-    elif path.exists():
-        path.unlink()
+class _Output:
+    """Writes each condition's fused result into the SCORES_DIR (one file per condition) and its log line."""
+
+    def __init__(self, out: Path, opts: FuseOptions, summary: FusionSummary, say: Callable[[str], None]) -> None:
+        self.out, self.opts, self.summary, self.say = out, opts, summary, say
+        self.recall_file = out / ANN_RECALL_FILE
+
+    def write(self, cond: str, res: Any, ids: _Ids, top: TopK | None, ann_entry: dict | None = None) -> None:
+        qids, gids = ids.queries, ids.gallery
+        assert qids is not None and gids is not None
+        stale = [self.out / f"{cond}{s}" for s in (".npy", *RUN_SUFFIXES)]
+        if top is not None:
+            keep = self.out / f"{cond}.trec"
+            write_trec_run(keep, qids, gids, top.indices, top.scores, tag=f"moor-{self.opts.gate}")
+        else:
+            keep = self.out / f"{cond}.npy"
+            save_npy(keep, res.scores)
+        wdir = self.out / WEIGHTS_DIR
+        weights = wdir / f"{cond}.{self.opts.weights_format}"
+        write_weights(weights, res.weights, res.correlations, res.text_share, res.fallback, qids)
+        stale += [wdir / f"{cond}.{fmt}" for fmt in WEIGHTS_FORMATS]
+        for f in stale:
+            if f not in (keep, weights):
+                f.unlink(missing_ok=True)
+        # per condition, so a run that fails later leaves no stale entry for what it rewrote
+        self._update_ann_recall(cond, ann_entry)
+        self._record(cond, res, ann_entry)
+
+    def _update_ann_recall(self, cond: str, entry: dict | None) -> None:
+        """Replace ``cond``'s entry (drop it for exact scores: an old ANN measurement would be stale);
+        other conditions (earlier runs into the same folder) are kept."""
+        merged: dict = {}
+        if self.recall_file.exists():
+            try:
+                old = read_json(self.recall_file)
+                merged = old if isinstance(old, dict) else {}
+            except InputError:
+                merged = {}
+        merged.pop(cond, None)
+        if entry is not None:
+            merged[cond] = entry
+        if merged:
+            write_json(self.recall_file, dict(sorted(merged.items())))
+        else:
+            self.recall_file.unlink(missing_ok=True)
+
+    def _record(self, cond: str, res: Any, extra: dict | None) -> None:
+        s = self.summary
+        s.conditions[cond] = {"text_share": float(res.text_share.mean()), "fallback": int(res.fallback.sum()),
+                              **(extra or {})}
+        ov = f", ANN top-{self.opts.k} overlap {extra['topk_overlap']:.4f} on {extra['queries']} queries" if extra else ""
+        self.say(f"{cond}: {s.n_queries} queries x {s.n_gallery} gallery, mean text share "
+                 f"{res.text_share.mean():.4f}, fallback {int(res.fallback.sum())}{ov}")
 
 
 def ann_topk_overlap(index: MOORIndex, qI: np.ndarray, qT: np.ndarray, approx: np.ndarray, k: int, n_check: int,
-                 cond: str) -> dict:
+                     cond: str) -> dict:
     """Top-k overlap of the ANN result with exact MOOR (one streaming pass) on a seeded query sample."""
     Q = qI.shape[0]
     rows = np.arange(Q) if n_check >= Q else np.sort(derive_generator("moor-ann-check", 0, cond).choice(Q, n_check, replace=False))
     exact = index.topk(qI[rows], qT[rows], k, ann=False)
     return {"k": k, "queries": int(rows.size), "topk_overlap": topk_overlap(exact.indices, approx[rows], k),
             "measure": "share of the exact MOOR top-k that the approximate search returned", "rows": rows.tolist()}
+
+
+def _fuse_path_scores(pdir: Path, ids: _Ids, output: _Output, opts: FuseOptions) -> None:
+    """Every condition of a PATHS_DIR: gates, variance weights and fusion on the given path scores."""
+    if not pdir.is_dir():
+        raise InputError("not a directory (expected path score files)", path=pdir)
+    conds = find_path_scores(pdir, complete=True)
+    if not conds:
+        raise InputError("holds no path score files (expected <condition>.II.npy ... or II/<condition>.npy ...)",
+                         path=pdir)
+    _check_stems(conds)
+    for cond, files in sorted(conds.items()):
+        ps = load_path_scores(files, condition=cond)
+        Q, N = ps["II"].shape
+        ids.fix(Q, N, "score")
+        if (Q, N) != (len(ids.queries or ()), len(ids.gallery or ())):
+            raise InputError(f"condition {cond!r}: scores are {Q} x {N}, the ids give "
+                             f"{len(ids.queries or ())} x {len(ids.gallery or ())}", path=pdir)
+        try:
+            res = moor_from_scores(ps["II"], ps["TT"], ps["IT"], ps["TI"], gate=opts.gate, fusion_eps=opts.fusion_eps)
+        except ValueError as exc:
+            raise InputError(f"condition {cond!r} ({', '.join(str(f) for f in files.values())}): {exc}") from None
+        output.write(cond, res, ids, topk(res.scores, opts.k) if opts.k is not None else None)
+
+
+def _fit_index(g_image: Any, g_text: Any, opts: FuseOptions) -> MOORIndex:
+    """The gallery fit: streamed from disk for .npy files, else from the arrays."""
+    is_path = all(isinstance(g, (str, os.PathLike)) for g in (g_image, g_text))
+    is_npy = is_path and str(g_image).endswith(".npy") and str(g_text).endswith(".npy")
+    index = MOORIndex(whiten=opts.whiten, gate=opts.gate, fusion_eps=opts.fusion_eps, dtype=opts.dtype,
+                      chunk_size=opts.chunk_size, keep_gallery=None if not is_npy else opts.k is None)
+    if is_npy:
+        index.fit(str(g_image), str(g_text))
+    elif is_path:
+        index.fit(load_matrix(g_image, arg("g_image")), load_matrix(g_text, arg("g_text")))
+    else:
+        index.fit(g_image, g_text)
+    if opts.ann:
+        index.build_ann("hnsw")
+    return index
+
+
+def _query_pair(cond: str, qi_src: Any, qt_src: Any, index: MOORIndex, from_dir: bool) -> tuple[np.ndarray, np.ndarray]:
+    """One condition's query embeddings, checked against each other and the gallery."""
+    ni, nt = (f"query image embeddings of {cond}", f"query text embeddings of {cond}") if from_dir else (arg("q_image"), arg("q_text"))
+    qI = load_matrix(qi_src, ni) if isinstance(qi_src, (str, os.PathLike)) else np.asarray(qi_src)
+    qT = load_matrix(qt_src, nt) if isinstance(qt_src, (str, os.PathLike)) else np.asarray(qt_src)
+    fi = f" ({qi_src})" if isinstance(qi_src, (str, os.PathLike)) else ""
+    ft = f" ({qt_src})" if isinstance(qt_src, (str, os.PathLike)) else ""
+    if qI.shape != qT.shape:
+        raise InputError(f"{ni}{fi} has shape {qI.shape}, {nt}{ft} has shape {qT.shape}")
+    if qI.ndim != 2 or qI.shape[1] != index.dim:
+        raise InputError(f"{ni}{fi} has shape {qI.shape}, the gallery has dim {index.dim}")
+    return qI, qT
+
+
+def _fuse_embeddings(states: list[tuple[str, tuple[Any, Any]]], gallery: tuple[Any, Any], from_dir: bool, ids: _Ids,
+                     output: _Output, opts: FuseOptions) -> None:
+    """Every condition's query embeddings against one fitted gallery."""
+    index = _fit_index(*gallery, opts)
+    buf = None  # one (Q x N) score buffer for every state: each is saved before the next
+    for cond, (qi_src, qt_src) in states:
+        qI, qT = _query_pair(cond, qi_src, qt_src, index, from_dir)
+        ids.fix(qI.shape[0], index.n_gallery, "embedding")
+        if qI.shape[0] != len(ids.queries or ()):
+            raise InputError(f"condition {cond!r}: {qI.shape[0]} query rows, the ids give {len(ids.queries or ())}")
+        if opts.k is not None:
+            t = index.topk(qI, qT, opts.k, ann=opts.ann)
+            extra = ann_topk_overlap(index, qI, qT, t.indices, opts.k, opts.ann_check, cond) \
+                if opts.ann and opts.ann_check > 0 else None
+            output.write(cond, t.result, ids, TopK(t.indices, t.scores), extra)
+        else:
+            if buf is None or buf.shape[0] != qI.shape[0]:
+                buf = np.empty((qI.shape[0], index.n_gallery), dtype=index.dtype)
+            output.write(cond, index.query(qI, qT, out=buf), ids, None)
 
 
 def fuse_directory(
@@ -147,164 +317,46 @@ def fuse_directory(
     condition: str = "clean",
     query_ids: str | os.PathLike | Sequence[str] | None = None,
     gallery_ids: str | os.PathLike | Sequence[str] | None = None,
-    whiten: bool = True,
-    gate: str = "bell",
-    k: int | None = None,
-    chunk_size: int = 8192,
-    ann: bool = False,
-    ann_check: int = DEFAULT_ANN_CHECK,
-    dtype: str = "float64",
-    weights_format: str = "csv",
-    fusion_eps: float = 1e-6,
+    options: FuseOptions | None = None,
     progress: Callable[[str], None] | None = None,
+    **settings: Any,
 ) -> FusionSummary:
     """Fuse every condition of one input (see the module docstring) into the SCORES_DIR ``out_dir``.
 
-    ``k``: write a top-k TREC run per condition instead of dense scores.  ``ann`` (needs ``k`` and
-    ``embeddings``/``embeddings_dir``): FAISS HNSW search; ``ann_check`` queries per condition measure
-    its top-k overlap with exact MOOR (0 skips it).  ``progress(line)`` is called after each
-    condition.  Raises :class:`~snapbench.errors.SnapbenchError` subclasses for bad inputs/options.
+    ``options`` (or its fields as keywords, e.g. ``k=10, gate="linear"``) say how: see
+    :class:`FuseOptions`.  ``progress(line)`` is called after each condition.  Raises
+    :class:`~snapbench.errors.SnapbenchError` subclasses for bad inputs/options.
     """
+    opts = FuseOptions(**{**(options.__dict__ if options is not None else {}), **settings})
     given = [n for n, v in (("embeddings", embeddings), ("paths_dir", paths_dir), ("embeddings_dir", embeddings_dir))
              if v is not None]
     if len(given) != 1:
         raise ConfigError(f"give exactly one input (embeddings, paths_dir or embeddings_dir), got {given or 'none'}")
     if embeddings is not None and len(embeddings) != 4:
-        raise ConfigError("embeddings must be (q_image, q_text, g_image, g_text)")
-    if ann and k is None:
-        raise ConfigError("ann needs k (approximate search returns a top-k)")
-    if ann and paths_dir is not None:
-        raise ConfigError("ann needs embeddings: path scores are already dense")
-    if ann_check < 0:
-        raise ConfigError(f"ann_check must be >= 0, got {ann_check}")
-    if k is not None and k < 1:
-        raise ConfigError(f"k must be >= 1, got {k}")
-    if weights_format not in ("csv", "npy"):
-        raise ConfigError(f"weights_format must be csv or npy, got {weights_format!r}")
-    if dtype not in ("float32", "float64"):
-        raise ConfigError(f"dtype must be float32 or float64, got {dtype!r}")
-    try:
-        get_gate(gate)
-    except ValueError as exc:
-        raise ConfigError(f"gate: {exc}") from None
+        raise ConfigError("must be (q_image, q_text, g_image, g_text)", param="embeddings")
+    opts.check(dense_input=paths_dir is not None)
     try:
         # the output must stay a SCORES_DIR that `snapbench evaluate` reads: file stem = condition id
         condition = condition_to_filename(parse_condition(condition).id)
     except ValueError as exc:
-        raise ConfigError(f"condition: {exc}") from None
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create the output folder ({exc.strerror or exc})", path=out) from None
-    say = progress or (lambda line: None)
-    recall_file = out / ANN_RECALL_FILE
-
-    def write_result(cond: str, res, qids: list[str], gids: list[str], top: TopK | None) -> None:
-        if top is not None:
-            write_trec_run(out / f"{cond}.trec", qids, gids, top.indices, top.scores, tag=f"moor-{gate}")
-        else:
-            save_npy(out / f"{cond}.npy", res.scores)
-        (out / WEIGHTS_DIR).mkdir(exist_ok=True)
-        write_weights(out / WEIGHTS_DIR / f"{cond}.{weights_format}", res.weights, res.correlations,
-                      res.text_share, res.fallback, qids)
-
-    def record(cond: str, res, extra: dict | None = None) -> None:
-        summary.conditions[cond] = {"text_share": float(res.text_share.mean()), "fallback": int(res.fallback.sum()),
-                                    **(extra or {})}
-        ov = f", ANN top-{k} overlap {extra['topk_overlap']:.4f} on {extra['queries']} queries" if extra else ""
-        say(f"{cond}: {summary.n_queries} queries x {summary.n_gallery} gallery, mean text share "
-            f"{res.text_share.mean():.4f}, fallback {int(res.fallback.sum())}{ov}")
-
-    qids: list[str] | None = None
-    gids: list[str] | None = None
+        raise ConfigError(str(exc), param="condition") from None
+    out = prepare_output_dir(out_dir)
     summary = FusionSummary(out, 0, 0)
+    output = _Output(out, opts, summary, progress or (lambda line: None))
     if paths_dir is not None:
-        pdir = Path(paths_dir)
-        if not pdir.is_dir():
-            raise InputError("not a directory (expected path score files)", path=pdir)
-        conds = find_path_scores(pdir, complete=True)
-        if not conds:
-            raise InputError("holds no path score files (expected <condition>.II.npy ... or II/<condition>.npy ...)",
-                             path=pdir)
-        _check_stems(conds)
-        for cond, files in sorted(conds.items()):
-            ps = load_path_scores(files, condition=cond)
-            Q, N = ps["II"].shape
-            if qids is None:
-                qids = _ids(query_ids, [pdir], QUERY_IDS, Q, "query ids", "query_ids", "score rows",
-                           summary.default_ids)
-                gids = _ids(gallery_ids, [pdir], GALLERY_IDS, N, "gallery ids", "gallery_ids", "score columns",
-                           summary.default_ids)
-                summary.n_queries, summary.n_gallery = Q, N
-            if (Q, N) != (len(qids), len(gids)):
-                raise InputError(f"condition {cond!r}: scores are {Q} x {N}, the ids give {len(qids)} x {len(gids)}")
-            try:
-                res = moor_from_scores(ps["II"], ps["TT"], ps["IT"], ps["TI"], gate=gate, fusion_eps=fusion_eps)
-            except ValueError as exc:
-                raise InputError(f"condition {cond!r} ({', '.join(str(f) for f in files.values())}): {exc}") from None
-            write_result(cond, res, qids, gids, topk(res.scores, k) if k is not None else None)
-            _update_ann_recall(recall_file, cond, None)  # exact scores now: an old ANN measurement is stale
-            record(cond, res)
+        ids = _Ids(query_ids, gallery_ids, [Path(paths_dir)], summary)
+        _fuse_path_scores(Path(paths_dir), ids, output, opts)
+    elif embeddings_dir is not None:
+        edir = Path(embeddings_dir)
+        gallery, emb_conds = find_embeddings(edir)
+        _check_stems(emb_conds)
+        ids = _Ids(query_ids, gallery_ids, [edir, edir.parent], summary)
+        _fuse_embeddings(sorted(emb_conds.items()), gallery, True, ids, output, opts)
     else:
-        if embeddings_dir is not None:
-            edir = Path(embeddings_dir)
-            (g_image, g_text), emb_conds = find_embeddings(edir)
-            _check_stems(emb_conds)
-            states = sorted(emb_conds.items())
-            id_dirs = [edir, edir.parent]
-        else:
-            q_image, q_text, g_image, g_text = embeddings  # type: ignore[misc]
-            states = [(condition, (q_image, q_text))]
-            id_dirs = []
-        is_path = all(isinstance(g, (str, os.PathLike)) for g in (g_image, g_text))
-        is_npy = is_path and str(g_image).endswith(".npy") and str(g_text).endswith(".npy")
-        index = MOORIndex(whiten=whiten, gate=gate, fusion_eps=fusion_eps, dtype=dtype, chunk_size=chunk_size,
-                          keep_gallery=None if not is_npy else k is None)
-        if is_npy:
-            index.fit(str(g_image), str(g_text))  # streamed from disk
-        elif is_path:
-            index.fit(load_matrix(g_image, "g_image"), load_matrix(g_text, "g_text"))
-        else:
-            index.fit(g_image, g_text)
-        if ann:
-            index.build_ann("hnsw")
-        buf = None  # one (Q x N) score buffer for every state: each is saved before the next
-        for cond, (qi_src, qt_src) in states:
-            ni, nt = ("q_image", "q_text") if embeddings_dir is None else (f"query image embeddings of {cond}",
-                                                                         f"query text embeddings of {cond}")
-            qI = load_matrix(qi_src, ni) if isinstance(qi_src, (str, os.PathLike)) else np.asarray(qi_src)
-            qT = load_matrix(qt_src, nt) if isinstance(qt_src, (str, os.PathLike)) else np.asarray(qt_src)
-            fi = f" ({qi_src})" if isinstance(qi_src, (str, os.PathLike)) else ""
-            ft = f" ({qt_src})" if isinstance(qt_src, (str, os.PathLike)) else ""
-            if qI.shape != qT.shape:
-                raise InputError(f"{ni}{fi} has shape {qI.shape}, {nt}{ft} has shape {qT.shape}")
-            if qI.ndim != 2 or qI.shape[1] != index.dim:
-                raise InputError(f"{ni}{fi} has shape {qI.shape}, the gallery has dim {index.dim}")
-            if qids is None:
-                qids = _ids(query_ids, id_dirs, QUERY_IDS, qI.shape[0], "query ids", "query_ids", "query rows",
-                           summary.default_ids)
-                gids = _ids(gallery_ids, id_dirs, GALLERY_IDS, index.n_gallery, "gallery ids", "gallery_ids",
-                            "gallery rows", summary.default_ids)
-                summary.n_queries, summary.n_gallery = len(qids), len(gids)
-            if qI.shape[0] != len(qids):
-                raise InputError(f"condition {cond!r}: {ni} has {qI.shape[0]} queries, the ids give {len(qids)}")
-            extra = None
-            if k is not None:
-                t = index.topk(qI, qT, k, ann=ann)
-                res = t.result
-                write_result(cond, res, qids, gids, TopK(t.indices, t.scores))
-                if ann and ann_check > 0:
-                    extra = ann_topk_overlap(index, qI, qT, t.indices, k, ann_check, cond)
-            else:
-                if buf is None or buf.shape[0] != qI.shape[0]:
-                    buf = np.empty((qI.shape[0], index.n_gallery), dtype=index.dtype)
-                res = index.query(qI, qT, out=buf)
-                write_result(cond, res, qids, gids, None)
-            # per condition, so a run that fails later leaves no stale entry for what it rewrote
-            _update_ann_recall(recall_file, cond, extra)
-            record(cond, res, extra)
-    assert qids is not None and gids is not None
-    write_ids(out / QUERY_IDS, qids)
-    write_ids(out / GALLERY_IDS, gids)
+        q_image, q_text, g_image, g_text = embeddings  # type: ignore[misc]
+        ids = _Ids(query_ids, gallery_ids, [], summary)
+        _fuse_embeddings([(condition, (q_image, q_text))], (g_image, g_text), False, ids, output, opts)
+    assert ids.queries is not None and ids.gallery is not None
+    write_ids(out / QUERY_IDS, ids.queries)
+    write_ids(out / GALLERY_IDS, ids.gallery)
     return summary

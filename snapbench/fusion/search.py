@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, arg
+from ..layout import load_npy
 from ..ranking import TopK
 
 __all__ = [
@@ -51,20 +52,11 @@ class NpyRowReader:
     def __init__(self, path: str | os.PathLike, name: str = "array") -> None:
         self.path = Path(path)
         self.name = name
-        try:
-            mm = np.load(self.path, mmap_mode="r", allow_pickle=False)
-        except FileNotFoundError:
-            raise InputError(f"{name}: file not found: {self.path}") from None
-        except ValueError as exc:
-            raise InputError(f"{name}: cannot read {self.path} as a numeric .npy array ({exc})") from exc
-        if not isinstance(mm, np.ndarray):
-            raise InputError(f"{name}: {self.path} is not a single .npy array")
+        mm = load_npy(self.path, what=name, mmap=True)
         if mm.ndim != 2:
             raise InputError(f"{name}: {self.path} holds shape {mm.shape}, expected (rows, dim)")
         if mm.shape[0] == 0 or mm.shape[1] == 0:
             raise InputError(f"{name}: {self.path} is empty (shape {mm.shape})")
-        if not np.issubdtype(mm.dtype, np.number) or np.issubdtype(mm.dtype, np.complexfloating):
-            raise InputError(f"{name}: {self.path} has non-real dtype {mm.dtype}")
         self.shape = mm.shape
         self.dtype = mm.dtype
         self._fortran = bool(mm.flags.f_contiguous and not mm.flags.c_contiguous)
@@ -125,17 +117,17 @@ class GallerySource:
         self.names = names
 
     @classmethod
-    def from_any(cls, g_image: Any, g_text: Any = None, *, names: tuple[str, str] = ("g_image", "g_text")) -> GallerySource:
+    def from_any(cls, g_image: Any, g_text: Any = None, *, names: tuple[str, str] = (arg("g_image"), arg("g_text"))) -> GallerySource:
         """Arrays/memmaps, ``.npy`` paths, or ``g_image`` = callable returning an iterator of chunk pairs."""
         if isinstance(g_image, GallerySource):
             return g_image
         if callable(g_image) and g_text is None:
             return cls("callable", g_image, None, None, None, names)
         if g_text is None:
-            raise InputError("g_text is required (or pass one callable yielding (image, text) chunk pairs)")
+            raise InputError("is required (or pass one callable yielding (image, text) chunk pairs)", param="g_text")
         if isinstance(g_image, (str, os.PathLike)) or isinstance(g_text, (str, os.PathLike)):
             if not (isinstance(g_image, (str, os.PathLike)) and isinstance(g_text, (str, os.PathLike))):
-                raise InputError("g_image and g_text must both be paths or both be arrays")
+                raise InputError(f"{arg('g_image')} and {arg('g_text')} must both be paths or both be arrays")
             ri, rt = NpyRowReader(g_image, names[0]), NpyRowReader(g_text, names[1])
             src = cls("npy", ri, rt, len(ri), None, (f"{names[0]} ({ri.path})", f"{names[1]} ({rt.path})"))
             src._check_pair(ri.shape, rt.shape)

@@ -44,7 +44,7 @@ text that reads back to the same float64, so a float32 score round-trips exactly
 
 from __future__ import annotations
 
-from .arrays import embedding_file, find_embeddings, find_path_scores, path_score_file
+from .arrays import embedding_file, find_embeddings, find_path_scores, load_npy, path_score_file
 from .dirs import FUSION_PREFIX, TARGET_ORDER, CorruptDir, EncodeDir, RunDir
 from .ids import find_ids, read_ids, write_ids
 from .jsonl import read_jsonl_records, read_manifest, read_skips
@@ -92,6 +92,7 @@ __all__ = [
     "find_ids",
     "find_path_scores",
     "iter_trec_run",
+    "load_npy",
     "path_score_file",
     "read_ids",
     "read_jsonl_records",

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import InputError
 from .names import GALLERY_STEM, MODALITIES, PATH_NAMES
 
-__all__ = ["embedding_file", "path_score_file", "find_embeddings", "find_path_scores"]
+__all__ = ["embedding_file", "path_score_file", "find_embeddings", "find_path_scores", "load_npy"]
 
 
 def embedding_file(emb_dir: str | os.PathLike, stem: str, modality: str) -> Path:
@@ -88,3 +90,38 @@ def find_path_scores(paths_dir: str | os.PathLike, *, complete: bool = False) ->
     return found
 
 
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def load_npy(path: str | os.PathLike, *, what: str = "array", mmap: bool = False) -> np.ndarray:
+    """A user's ``.npy`` file as a real numeric array (read-only memmap with ``mmap``): the one loader.
+
+    Never unpickles.  :class:`InputError` naming the file for a missing file, a file that is not
+    ``.npy`` (e.g. text), an object array, a truncated file or a non-real dtype.
+    """
+    from ..textio import read_bytes
+
+    p = Path(path)
+    if not p.is_file():
+        read_bytes(p, what=what)  # raises the missing / folder / unreadable error
+    try:
+        with open(p, "rb") as fh:
+            magic = fh.read(len(_NPY_MAGIC))
+    except OSError as exc:
+        raise InputError(f"cannot read the {what} ({exc.strerror or exc})", path=p) from None
+    if magic != _NPY_MAGIC:
+        raise InputError(f"not a .npy file (no NumPy header): save the {what} with numpy.save", path=p)
+    try:
+        arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except ValueError as exc:
+        if "pickle" in str(exc).lower() or "object" in str(exc).lower():
+            raise InputError("holds a Python-object array; snapbench never unpickles files -- save a numeric "
+                             "array, e.g. np.save(path, x.astype(np.float32))", path=p) from None
+        raise InputError(f"cannot load the {what} ({exc})", path=p) from None
+    except (OSError, EOFError) as exc:
+        raise InputError(f"truncated or unreadable .npy file ({exc})", path=p) from None
+    if arr.dtype.kind not in "fiu":
+        raise InputError(f"the {what} must be a real numeric array, got dtype {arr.dtype}", path=p)
+    return arr
