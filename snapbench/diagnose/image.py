@@ -91,7 +91,8 @@ def _view(colour: np.ndarray, gray_code: int, width: int, height: int, jpeg_qual
     luma_full = cv2.cvtColor(colour, gray_code)
     small = _analysis(colour)
     luma = luma_full if small is colour else cv2.cvtColor(small, gray_code)
-    maxc = cv2.max(cv2.max(small[..., 0], small[..., 1]), small[..., 2])
+    a, b, c = cv2.split(small)
+    maxc = cv2.max(cv2.max(a, b), c)
     return ImageView(luma, maxc, luma_full, width, height, jpeg_quality)
 
 
@@ -132,7 +133,7 @@ def decode_for_diagnosis(path: str | os.PathLike, *, data: bytes | None = None,
 
 def _percentiles(img: np.ndarray, qs: tuple[float, ...]) -> list[float]:
     """Percentiles (0-100) of a uint8 image from its histogram (lower value at each quantile)."""
-    hist = np.bincount(img.ravel(), minlength=256)
+    hist = cv2.calcHist([np.ascontiguousarray(img)], [0], None, [256], [0, 256]).ravel()
     cdf = np.cumsum(hist)
     n = cdf[-1]
     return [float(np.searchsorted(cdf, q / 100.0 * n, side="left")) for q in qs]
@@ -153,13 +154,12 @@ def blur_score(luma: np.ndarray) -> float:
     if min(luma.shape) < 3:
         return float("nan")
     hi = _percentiles(luma, (99.0,))[0]
-    y = luma.astype(np.float32)
-    inner = (slice(1, -1), slice(1, -1))  # borders are replicated by filter2D: leave them out
     rms = []
     for k in _KERNELS:
-        d = cv2.filter2D(y, cv2.CV_32F, k, borderType=cv2.BORDER_REPLICATE)[inner]
-        rms.append(float(np.sqrt(cv2.mean(cv2.multiply(d, d))[0])))
-    return min(rms) * 255.0 / max(hi, 32.0)
+        # int16 holds every second difference of uint8 (-510..510); the replicated border is left out.
+        d = cv2.filter2D(luma, cv2.CV_16S, k, borderType=cv2.BORDER_REPLICATE)[1:-1, 1:-1]
+        rms.append(cv2.norm(d, cv2.NORM_L2) / np.sqrt(d.size))
+    return float(min(rms)) * 255.0 / max(hi, 32.0)
 
 
 def low_light_score(luma: np.ndarray) -> float:
