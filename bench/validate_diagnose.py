@@ -30,10 +30,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from _machine import machine  # noqa: E402  (bench/ is on sys.path)
 from diagnose_photos import DEV_PHOTOS, TEST_PHOTOS, photo_set  # noqa: E402
 
-from snapbench.corruptions import corrupt_text, image_operators, load_manifest  # noqa: E402
-from snapbench.corruptions import corrupt_image as corrupt  # noqa: E402
-from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS, diagnose_image, diagnose_question  # noqa: E402
-from snapbench.diagnose import load_thresholds  # noqa: E402
+from snapbench.corruptions import corrupt_image, corrupt_text, image_operators, load_manifest  # noqa: E402
+from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS, diagnose_image, diagnose_question, load_thresholds  # noqa: E402
 from snapbench.diagnose.text import Vocabulary  # noqa: E402
 
 MATCH = {"blur": ("defocus_blur", "motion_blur"), "low_light": ("low_light",), "overexposure": ("overexposure",),
@@ -64,9 +62,9 @@ def image_tables(photos: dict[str, np.ndarray], th, tmp: Path, jpeg: bool) -> tu
     cache_j: dict[str, list[dict[str, bool]]] = {}
     for op in image_operators():
         for s in (1, 2, 3):
-            cache[(op, s)] = [_flags_mem(corrupt(p, op, s, key=n), th) for n, p in photos.items()]
+            cache[(op, s)] = [_flags_mem(corrupt_image(p, op, s, key=n), th) for n, p in photos.items()]
         if jpeg:
-            cache_j[op] = [_flags_jpeg(corrupt(p, op, 3, key=n), th, tmp) for n, p in photos.items()]
+            cache_j[op] = [_flags_jpeg(corrupt_image(p, op, 3, key=n), th, tmp) for n, p in photos.items()]
     for d, ops in MATCH.items():
         for op in ops:
             rec = [f"{_rate(cache[(op, s)], d):.2f}" for s in (1, 2, 3)]
