@@ -220,3 +220,19 @@ def test_detector_table_and_shipped_thresholds_agree() -> None:
     th = load_thresholds()
     assert set(th) == {*DETECTORS, "checks"}
     assert all("threshold" in th[d] for d in DETECTORS)
+
+
+def test_every_dataset_format_of_the_loaders(tmp_path) -> None:
+    from data_fixtures import make_hf_imagefolder, make_photobench_album, make_snapbench_release, snapbench_records
+
+    js = make_snapbench_release(tmp_path / "sb")
+    res = run_diagnose(js, tmp_path / "o1")
+    assert res.summary["inputs"]["kind"] == "snapbench-json"
+    assert [r.id for r in res.results] == [r["query_id"] for r in snapbench_records()]
+    assert all(r.image_scores is not None and r.text_scores is not None for r in res.results)
+    res = run_diagnose(make_hf_imagefolder(tmp_path / "hf"), tmp_path / "o2")
+    assert res.summary["inputs"]["kind"] == "hf-imagefolder" and res.summary["n_queries"] == 3
+    assert {r.id for r in res.results} == {"hf-bench_0000", "hf-bench_0001", "hf-bench_0002"}
+    res = run_diagnose(make_photobench_album(tmp_path / "pb"), tmp_path / "o3")  # text queries, no query images
+    assert res.summary["inputs"]["kind"] == "photobench" and res.summary["n_images"] == 0
+    assert res.summary["n_questions"] == 4 and res.summary["shares"]["oov"]["n"] == 4
