@@ -1,6 +1,7 @@
 """Validate the diagnose detectors on what can be measured: snapbench's own operators.
 
     python bench/validate_diagnose.py [--out bench/RESULTS_diagnose_validation.md]
+    python bench/validate_diagnose.py --calibrate     # the blockiness -> JPEG quality table
 
 Image side: for each image detector, the recall on the variants of its matching operator(s) per
 severity and the false-positive rate on the clean photos, on photos the project does not ship
@@ -98,10 +99,31 @@ def text_table(th) -> list[str]:
     return rows
 
 
+def calibrate() -> None:
+    """Print the median 8x8 blockiness of OpenCV JPEG round trips per quality on the development
+    photos: the table BLOCKINESS_QUALITY in snapbench/diagnose/image.py."""
+    from snapbench.diagnose.image import blockiness, view_of
+
+    qualities = (5, 10, 18, 30, 50, 75, 95)
+    rows = []
+    for img in photo_set(DEV_PHOTOS).values():
+        row = []
+        for q in qualities:
+            ok, buf = cv2.imencode(".jpg", np.ascontiguousarray(img[..., ::-1]), [cv2.IMWRITE_JPEG_QUALITY, q])
+            row.append(blockiness(view_of(np.ascontiguousarray(cv2.imdecode(buf, 1)[..., ::-1])).luma_full))
+        rows.append(row)
+    med = np.median(rows, axis=0)
+    print("(blockiness, quality): " + ", ".join(f"({b:.2f}, {q}.0)" for b, q in zip(med, qualities)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(Path(__file__).with_name("RESULTS_diagnose_validation.md")))
+    ap.add_argument("--calibrate", action="store_true", help="print the blockiness -> quality table and stop")
     args = ap.parse_args()
+    if args.calibrate:
+        calibrate()
+        return
     th = load_thresholds()
     lines = ["# Diagnose detectors: validation on snapbench's operators", "",
              f"- date: {dt.date.today().isoformat()}", f"- machine: {machine()}",

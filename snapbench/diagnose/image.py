@@ -56,7 +56,8 @@ ANALYSIS_SIDE = 512
 #: (blockiness, JPEG quality) pairs, blockiness decreasing: the median 8x8 blockiness of OpenCV JPEG
 #: round trips at each quality, measured on scikit-image's photos that the demo is built from
 #: (bench/validate_diagnose.py --calibrate).  Quality is interpolated linearly in log(blockiness - 1)
-#: between them and clamped at both ends (1.01 and below: 100, no visible blocking).
+#: between them and clamped at both ends; the last pair (1.01, 100) is a convention, not a measurement:
+#: blockiness at or below 1.01 means no visible blocking.
 BLOCKINESS_QUALITY: tuple[tuple[float, float], ...] = (
     (3.73, 5.0), (2.50, 10.0), (1.93, 18.0), (1.64, 30.0), (1.44, 50.0), (1.23, 75.0), (1.06, 95.0), (1.01, 100.0),
 )
