@@ -1,7 +1,8 @@
 """The ``snapbench`` command line: thin typer commands over the library modules.
 
 Flow: ``corrupt`` -> ``encode`` (or your own encoder) -> ``evaluate`` / ``moor`` -> report;
-``conditions`` and ``preview`` help plan a run; ``demo`` runs it all on the bundled photos.
+``conditions`` and ``preview`` help plan a run; ``diagnose`` measures the issues real queries have;
+``demo`` runs it all on the bundled photos.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ._version import __version__
 from .commands.conditions import conditions
 from .commands.corrupt import corrupt
 from .commands.demo import demo
+from .commands.diagnose import diagnose
 from .commands.encode import encode
 from .commands.evaluate import additivity, evaluate
 from .commands.flags import flag
@@ -111,6 +113,7 @@ for _name, _command in (
     ("moor", moor),
     ("run", run),
     ("report", report),
+    ("diagnose", diagnose),
     ("demo", demo),
 ):
     app.command(_name)(guarded(_command))

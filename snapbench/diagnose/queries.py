@@ -1,0 +1,194 @@
+"""What ``snapbench diagnose`` reads: any query set snapbench reads, a folder of images, or questions.
+
+:func:`load_queries` turns QUERIES into :class:`~snapbench.corruptions.QueryRecord` objects (an image
+path, a question, an entity -- each may be missing):
+
+* a dataset in any format of :func:`snapbench.data.load_dataset` (``snap_bench.json``, a Hugging
+  Face ImageFolder copy, a PhotoBench album, a JSONL/JSON query manifest as ``snapbench corrupt``
+  reads it -- a manifest needs no gallery here);
+* the output folder of ``snapbench corrupt`` (or its ``manifest.jsonl``): every variant is a query
+  with id ``<id>@<condition>`` and tags ``source_id`` and ``condition``, the entity taken from the
+  record's text parameters;
+* a folder of images (searched recursively; ids are the paths relative to the folder), with
+  ``questions=`` an optional JSONL or CSV file of ``image`` (path relative to the folder) and
+  ``question`` fields (``entity`` and ``id`` optional); images it does not list have no question;
+* a text file (``.txt``) of questions, one per line (ids ``line-<n>``), for questions without images.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..corruptions import QueryRecord, load_manifest
+from ..data import FORMATS, detect_format, load_dataset
+from ..data.common import IMAGE_SUFFIXES
+from ..data.jsonl import MANIFEST_NAMES
+from ..errors import ConfigError, InputError
+from ..layout import MANIFEST, RUN_CONFIG, read_manifest
+
+__all__ = ["INPUT_KINDS", "QuerySet", "load_queries"]
+
+#: What ``format=`` accepts: the dataset formats plus the three inputs diagnose adds.
+INPUT_KINDS: tuple[str, ...] = (*FORMATS, "corrupt-output", "image-folder", "questions")
+
+
+@dataclass
+class QuerySet:
+    """The queries to diagnose, what kind of input they came from and notes for the user."""
+
+    queries: list[QueryRecord]
+    kind: str
+    path: Path
+    notes: list[str] = field(default_factory=list)
+
+
+def _is_corrupt_output(p: Path) -> bool:
+    if p.is_dir():
+        return (p / MANIFEST).is_file() and (p / RUN_CONFIG).is_file()
+    if p.name != MANIFEST:
+        return False
+    try:
+        with open(p, encoding="utf-8") as fh:
+            first = json.loads(fh.readline() or "null")
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and "condition" in first and "id" in first
+
+
+def _corrupt_output(p: Path) -> list[QueryRecord]:
+    folder = p if p.is_dir() else p.parent
+    records = read_manifest(folder)
+    entity: dict[str, str] = {}
+    for r in records:
+        e = (r.get("text_params") or {}).get("entity") if isinstance(r.get("text_params"), dict) else None
+        if isinstance(e, str) and e:
+            entity.setdefault(str(r["id"]), e)
+    out = []
+    for r in records:
+        rid, cond = str(r["id"]), str(r["condition"])
+        path = r.get("path")
+        question = r.get("question") if isinstance(r.get("question"), str) else None
+        out.append(QueryRecord(f"{rid}@{cond}", folder / path if isinstance(path, str) else None, question,
+                               entity.get(rid), {"source_id": rid, "condition": cond}))
+    if not out:
+        raise InputError(f"{MANIFEST} holds no outputs", path=folder)
+    return out
+
+
+def _image_files(folder: Path) -> list[Path]:
+    files = [f for f in folder.rglob("*") if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES
+             and not any(part.startswith(".") for part in f.relative_to(folder).parts)]
+    return sorted(files, key=lambda f: f.relative_to(folder).as_posix())
+
+
+def _question_rows(path: Path) -> list[tuple[str, dict]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read questions file ({exc})", path=path) from None
+    rows: list[tuple[str, dict]] = []
+    if path.suffix.lower() == ".csv":
+        for i, row in enumerate(csv.DictReader(io.StringIO(text)), 2):
+            rows.append((f"line {i}", row))
+    else:
+        for i, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"line {i}: invalid JSON ({exc.msg})", path=path) from None
+                rows.append((f"line {i}", obj))
+    return rows
+
+
+def _image_folder(folder: Path, questions: Path | None) -> list[QueryRecord]:
+    files = _image_files(folder)
+    by_rel: dict[str, QueryRecord] = {
+        f.relative_to(folder).as_posix(): QueryRecord(f.relative_to(folder).as_posix(), f, None) for f in files}
+    if questions is not None:
+        for where, row in _question_rows(questions):
+            if not isinstance(row, dict) or not isinstance(row.get("image"), str) or not row["image"].strip():
+                raise InputError(f"{where}: needs an 'image' field (path relative to {folder})", path=questions)
+            q, e = row.get("question") or None, row.get("entity") or None
+            if (q is not None and not isinstance(q, str)) or (e is not None and not isinstance(e, str)):
+                raise InputError(f"{where}: 'question' and 'entity' must be strings", path=questions)
+            rel = Path(row["image"]).as_posix()
+            qid = str(row.get("id") or rel)
+            by_rel[rel] = QueryRecord(qid, folder / rel, q, e)
+    if not by_rel:
+        raise InputError(f"no image files ({', '.join(IMAGE_SUFFIXES)}) in this folder", path=folder)
+    out = list(by_rel.values())
+    seen: set[str] = set()
+    for r in out:
+        if r.id in seen:
+            raise InputError(f"duplicate query id {r.id!r}", path=questions or folder)
+        seen.add(r.id)
+    return out
+
+
+def _questions_txt(path: Path) -> list[QueryRecord]:
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read questions file ({exc})", path=path) from None
+    out = [QueryRecord(f"line-{i}", None, line.strip()) for i, line in enumerate(lines, 1) if line.strip()]
+    if not out:
+        raise InputError("no questions in this file (one question per line)", path=path)
+    return out
+
+
+def _kind(p: Path) -> str:
+    if _is_corrupt_output(p):
+        return "corrupt-output"
+    if p.is_file() and p.suffix.lower() == ".txt":
+        return "questions"
+    if p.is_dir():
+        try:
+            return detect_format(p)
+        except InputError:
+            if _image_files(p):
+                return "image-folder"
+            raise
+    return detect_format(p)
+
+
+def load_queries(path: str | os.PathLike, *, questions: str | os.PathLike | None = None,
+                 format: str | None = None) -> QuerySet:
+    """The queries of ``path`` (see the module docstring); ``format`` forces one of :data:`INPUT_KINDS`.
+
+    Raises :class:`~snapbench.errors.InputError` naming the file for unreadable or malformed input
+    and :class:`~snapbench.errors.ConfigError` for options that do not fit it.
+    """
+    p = Path(path)
+    if format is not None and format not in INPUT_KINDS:
+        raise ConfigError(f"unknown input format {format!r} (known: {', '.join(INPUT_KINDS)})")
+    if not p.exists():
+        raise InputError("not found", path=p)
+    kind = format or _kind(p)
+    if questions is not None and kind != "image-folder":
+        raise ConfigError(f"questions= applies to a folder of images only ({p} is read as {kind})")
+    notes: list[str] = []
+    if kind == "corrupt-output":
+        queries = _corrupt_output(p)
+    elif kind == "image-folder":
+        if not p.is_dir():
+            raise InputError("an image folder must be a folder", path=p)
+        queries = _image_folder(p, None if questions is None else Path(questions))
+    elif kind == "questions":
+        queries = _questions_txt(p)
+    elif kind == "jsonl":
+        if p.is_dir():
+            found = next((p / n for n in MANIFEST_NAMES if (p / n).is_file()), None)
+            if found is None:
+                raise InputError(f"no query manifest ({', '.join(MANIFEST_NAMES)}) in this folder", path=p)
+            p = found
+        queries = load_manifest(p, on_warning=notes.append)
+    else:
+        ds = load_dataset(p, format=kind)
+        queries, notes = list(ds.queries), list(ds.notes)
+    return QuerySet(queries, kind, Path(path), notes)
