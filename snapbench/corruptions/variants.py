@@ -24,7 +24,7 @@ from ..jsonable import to_json
 from .image import corrupt_image_with_params
 from .io import DEFAULT_MAX_PIXELS, ImageLoadError, load_image
 from .manifest import QueryRecord, load_manifest
-from .plan import resolve_conditions, resolve_grid
+from .plan import plan_conditions, plan_grid
 from .text import corrupt_text_with_params
 
 __all__ = ["Skip", "Variant", "generate_variants", "iter_variants", "stream_corruptions"]
@@ -73,8 +73,7 @@ def generate_variants(
 ) -> Iterator[Variant | Skip]:
     """Yield a :class:`Variant` or a :class:`Skip` for each of ``conditions``, in order.
 
-    ``conditions`` and ``grid`` are already resolved (:func:`~.plan.resolve_conditions`,
-    :func:`~.plan.resolve_grid`): this is the low-level generator, it validates nothing and never
+    ``conditions`` and ``grid`` are already resolved (:func:`~.plan.plan_conditions`): this is the low-level generator, it validates nothing and never
     raises for one condition -- a failing operator, a missing entity or a query without image /
     question becomes a Skip naming the reason.  ``key`` is the query id: with ``seed`` it keys all
     randomness, so the variants equal those ``run_corruption`` writes for that id.
@@ -166,16 +165,16 @@ def iter_variants(
     ``image`` is an HxWx3 uint8 RGB array (e.g. from :func:`~snapbench.corruptions.io.load_image`),
     ``key`` the query id (it keys all randomness, so variants equal those of
     :func:`~snapbench.corruptions.run.run_corruption` for the same id and seed).
-    ``conditions``/``joint``/``grid`` as in :func:`~.plan.resolve_conditions` /
-    :func:`~.plan.resolve_grid` (a joint condition brings its parts); ``clean`` comes first.  With
+    ``conditions``/``joint``/``grid`` (a grid file or an override mapping) as in
+    :func:`~.plan.plan_conditions` (a joint condition brings its parts); ``clean`` comes first.  With
     ``errors="raise"`` a condition that cannot be produced (entity not found, no question...)
     raises :class:`~snapbench.errors.InputError`; with ``"skip"`` it is left out.
     """
     if image is None and question is None:
         raise InputError(f"query {key!r}: needs an image or a question")
-    table = resolve_grid(grid)
-    conds = resolve_conditions(conditions, joint=joint, grid=table)
-    for item in generate_variants(image, question, key=str(key), entity=entity, seed=seed, conditions=conds, grid=table):
+    plan = plan_conditions(conditions, joint=joint, grid=plan_grid(grid))
+    for item in generate_variants(image, question, key=str(key), entity=entity, seed=seed, conditions=plan.conditions,
+                                  grid=plan.grid):
         if isinstance(item, Skip):
             if errors == "raise":
                 raise InputError(f"query {key!r}, condition {item.condition}: {item.reason}")
@@ -201,8 +200,8 @@ def stream_corruptions(
     records ``run_corruption`` writes to ``skips.jsonl``.
     """
     recs = load_manifest(records) if isinstance(records, (str, os.PathLike)) else records
-    table = resolve_grid(grid)
-    conds = resolve_conditions(conditions, joint=joint, grid=table)
+    plan = plan_conditions(conditions, joint=joint, grid=plan_grid(grid))
+    table, conds = plan.grid, plan.conditions
     for rec in recs:
         image = None
         if rec.image is not None:
