@@ -261,7 +261,8 @@ class ConditionSpace:
     The registered operators and a severity grid make one
     (:func:`snapbench.corruptions.plan.generated_space`); a dataset's released variants make
     another (:meth:`from_parts`).  ``source`` says which, in error messages ("" for the registered
-    operators).  ``image_aliases`` / ``text_aliases`` map other names of an operator to its name.
+    operators).  ``image_aliases`` / ``text_aliases`` map other names of an operator to its name;
+    ``unavailable`` maps operators that exist but cannot be used (a plugin that failed to load) to why.
     """
 
     image_severities: Mapping[str, Sequence[int]]
@@ -270,6 +271,7 @@ class ConditionSpace:
     source: str = ""
     image_aliases: Mapping[str, str] = field(default_factory=dict)
     text_aliases: Mapping[str, str] = field(default_factory=dict)
+    unavailable: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_parts(cls, image_parts: Iterable[tuple[str, int]], text_operators: Iterable[str], *,
@@ -300,6 +302,9 @@ class ConditionSpace:
     def problem(self, cond: Condition) -> str | None:
         """Why ``cond`` is not in this space (``None`` when it is)."""
         where = f" in {self.source}" if self.source else ""
+        for op in (cond.image_operator, cond.text_operator):
+            if op in self.unavailable:
+                return f"operator {op!r} is not available: {self.unavailable[op]}"
         if cond.image_operator is not None:
             levels = self.image_severities.get(cond.image_operator)
             if levels is None:

@@ -25,6 +25,7 @@ from ..conditions import Condition, ConditionPlan, ConditionSpace, build_conditi
 from ..errors import ConfigError
 from ..seeding import derive_generator
 from .image import default_grid, get_image_operator, image_aliases, image_operators, load_grid, merge_grid
+from .plugins import IMAGE_GROUP, TEXT_GROUP, plugin_failures
 from .text_registry import text_aliases, text_operators
 
 __all__ = ["ConditionPlan", "generated_space", "grid_json", "plan_conditions", "plan_grid", "resolve_conditions",
@@ -68,7 +69,8 @@ def generated_space(table: Table) -> ConditionSpace:
         raise ConfigError(f"the severity grid has no levels for image operator(s) {', '.join(missing)}; "
                           "build it with resolve_grid() (defaults + your overrides)", param="grid")
     return ConditionSpace({op: sorted(table[op]) for op in img_ops}, list(text_operators()),
-                          image_aliases=image_aliases(), text_aliases=text_aliases())
+                          image_aliases=image_aliases(), text_aliases=text_aliases(),
+                          unavailable={**plugin_failures(TEXT_GROUP), **plugin_failures(IMAGE_GROUP)})
 
 
 def plan_conditions(

@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["IMAGE_GROUP", "TEXT_GROUP", "load_operator_plugins", "plugin_failure"]
+__all__ = ["IMAGE_GROUP", "TEXT_GROUP", "load_operator_plugins", "plugin_failure", "plugin_failures"]
 
 IMAGE_GROUP = "snapbench.image_operators"
 TEXT_GROUP = "snapbench.text_operators"
@@ -38,6 +38,11 @@ _FAILURES: dict[str, dict[str, str]] = {}
 def plugin_failure(group: str, name: str) -> str | None:
     """Why the plugin operator ``name`` of ``group`` did not load (``None``: no such failure)."""
     return _FAILURES.get(group, {}).get(name)
+
+
+def plugin_failures(group: str) -> dict[str, str]:
+    """Every plugin operator of ``group`` that did not load, and why."""
+    return dict(_FAILURES.get(group, {}))
 
 
 def _entry_points(group: str) -> list[Any]:
