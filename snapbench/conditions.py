@@ -108,18 +108,19 @@ class Condition:
     severity: int | None = None
 
     def __post_init__(self) -> None:
-        # a malformed Condition would spell an id no parser reads back ("img/None/sNone")
+        # a malformed Condition would spell an id no parser reads back ("img/None/sNone"); operator
+        # names can come from data (a dataset's released variants), so this is a user-facing error
         shape = _SHAPE.get(self.kind)
         if shape is None:
-            raise ValueError(f"Condition kind must be one of {', '.join(_SHAPE)}, got {self.kind!r}")
+            raise ConfigError(f"Condition kind must be one of {', '.join(_SHAPE)}, got {self.kind!r}")
         for has, name, value in zip(shape, ("image_operator", "text_operator", "severity"),
                                     (self.image_operator, self.text_operator, self.severity)):
             if not has and value is not None:
-                raise ValueError(f"a {self.kind} condition has no {name} (got {value!r})")
+                raise ConfigError(f"a {self.kind} condition has no {name} (got {value!r})")
             if has and name != "severity" and not (isinstance(value, str) and _NAME_RE.match(value)):
-                raise ValueError(f"{name} of a {self.kind} condition must match {_NAME}, got {value!r}")
+                raise ConfigError(f"{name} of a {self.kind} condition must match {_NAME}, got {value!r}")
             if has and name == "severity" and (isinstance(value, bool) or not isinstance(value, Integral) or value < 0):
-                raise ValueError(f"severity of a {self.kind} condition must be an integer >= 0, got {value!r}")
+                raise ConfigError(f"severity of a {self.kind} condition must be an integer >= 0, got {value!r}")
 
     @classmethod
     def clean(cls) -> "Condition":

@@ -76,7 +76,7 @@ from typing import Any
 import numpy as np
 
 from ..conditions import TEXT_OPERATORS
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..seeding import text_rng
 from .entity import (
     POSSESSIVE_AFTER_RE,
@@ -178,7 +178,8 @@ def corrupt_text_with_params(
         except TextCorruptionError as exc:
             raise TextCorruptionError(f"{where}{operator} on {text!r}: {exc}") from None
         if not isinstance(new_text, str) or not isinstance(params, dict):
-            raise TypeError(f"text operator {operator!r} must return (str, dict), got {type(new_text).__name__}")
+            raise ConfigError(f"text operator {operator!r} must return (str, dict), got "
+                              f"({type(new_text).__name__}, {type(params).__name__})")
         if new_text != text:
             head = {"entity": text[s:e], "entity_span": [s, e], "entity_match": how}
             return CorruptedText(new_text, operator, {**head, **params, "attempt": attempt})
