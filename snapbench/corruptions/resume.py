@@ -31,8 +31,12 @@ from .image import image_operators
 from .image.add import renderer_versions
 from .manifest import QueryRecord
 
-__all__ = ["corrupt_fingerprint", "upgrade_legacy_run_json", "kept_outputs", "clear_previous", "remove_stale_temps",
+__all__ = ["RunConfigError", "corrupt_fingerprint", "upgrade_legacy_run_json", "kept_outputs", "clear_previous", "remove_stale_temps",
            "input_fingerprint", "dumps_line"]
+
+
+class RunConfigError(ConfigError):
+    """An output folder holds a run this one may not resume (another fingerprint, or another command's)."""
 
 
 def _major(version: Any) -> int | None:
@@ -125,7 +129,7 @@ def kept_outputs(folder: CorruptDir, seed: int, fingerprints: Mapping[str, str])
     sha_cache: dict[str, str | None] = {}
     for line in read_jsonl_records(folder.manifest, required=("id", "condition"), what="manifest record"):
         if line.get("seed") != int(seed):  # possible only if run.json was deleted or edited
-            raise ConfigError(f"holds outputs made with seed {line.get('seed')} (this run: {int(seed)}); use a new "
+            raise RunConfigError(f"holds outputs made with seed {line.get('seed')} (this run: {int(seed)}); use a new "
                               f"output folder, or {arg('force')} to discard them", path=folder.manifest, param="force")
         qid = str(line["id"])
         if qid in fingerprints and line.get("input_sha256") != fingerprints[qid]:

@@ -60,6 +60,7 @@ from .manifest import ManifestWarning, QueryRecord, load_manifest
 from .plan import GridArg, grid_json, plan_conditions, plan_grid
 from .query import QueryResult, QueryTask, WorkerSetupError, process_query
 from .resume import (
+    RunConfigError,
     clear_previous,
     corrupt_fingerprint,
     dumps_line,
@@ -87,10 +88,6 @@ MANIFEST_FIELDS = (
     "seed",
     "input_sha256", # fingerprint of the query's inputs (image file bytes, question, entity)
 )
-
-
-class RunConfigError(ConfigError):
-    """An output folder holds a run this one may not resume (another fingerprint, or another command's)."""
 
 
 @dataclass(frozen=True)
