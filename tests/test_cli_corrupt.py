@@ -178,10 +178,11 @@ def test_other_seed_is_refused_then_forced(queries: Path, tmp_path: Path) -> Non
 
 
 def test_exit_status_when_nothing_can_be_processed(tmp_path: Path) -> None:
+    # no query readable at all is an input error (exit 2) naming the first file and why
     (tmp_path / "x.jpg").write_text("not an image")
     (tmp_path / "q.jsonl").write_text(json.dumps({"id": "a", "image": "x.jpg", "question": "What?"}) + "\n")
     res = runner.invoke(app, ["corrupt", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "o"), "--no-progress"])
-    assert res.exit_code == 1 and "nothing could be processed" in res.output
+    assert res.exit_code == 2 and "error: " in res.output and "x.jpg: not a recognised image file" in res.output
     res = runner.invoke(app, ["corrupt", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "missing.jsonl" in res.output and "not found" in res.output
 

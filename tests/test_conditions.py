@@ -5,6 +5,8 @@ from snapbench.conditions import (
     JOINT_PAIRS,
     TEXT_OPERATORS,
     Condition,
+    ConditionSpace,
+    build_conditions,
     condition_to_filename,
     list_conditions,
     parse_condition,
@@ -56,3 +58,47 @@ def test_joint_parts():
 def test_bad_ids_raise_naming_the_id(bad):
     with pytest.raises(ValueError, match="not a condition id"):
         parse_condition(bad)
+
+
+def test_ids_are_spelled_by_condition_builders_only():
+    assert Condition.clean().id == "clean"
+    assert Condition.image("motion_blur", 2).id == "img/motion_blur/s2"
+    assert Condition.text("char_swap").id == "txt/char_swap"
+    assert Condition.joint("compression", "char_add", 3).id == "joint/compression+char_add/s3"
+    assert Condition.joint("compression", "char_add", 3) == parse_condition("joint/compression+char_add/s3")
+    # a Condition that could not be read back from its id is refused
+    for bad in (dict(kind="image", image_operator=None, severity=2), dict(kind="text", text_operator="a b"),
+                dict(kind="clean", severity=1), dict(kind="image", image_operator="x", severity="2"),
+                dict(kind="blur")):
+        with pytest.raises(ValueError):
+            Condition(**bad)
+
+
+def test_bad_ids_are_config_errors_about_the_parameter():
+    from snapbench.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        parse_condition("noise", param="conditions")
+    assert err.value.param == "conditions" and "not a condition id: 'noise'" in str(err.value)
+
+
+def test_one_builder_for_released_variants():
+    # a dataset that ships img/mosaic/s1..2, img/rotation/s3 and two text operators
+    space = ConditionSpace.from_parts([("rotation", 3), ("mosaic", 2), ("mosaic", 1)], ["word_swap", "sent_add"],
+                                      source="the dataset's released variants")
+    ids = [c.id for c in build_conditions(None, joint=True, space=space).conditions]
+    assert ids == ["clean", "img/mosaic/s1", "img/mosaic/s2", "img/rotation/s3", "txt/sent_add", "txt/word_swap",
+                   "joint/mosaic+sent_add/s1", "joint/mosaic+sent_add/s2"]  # only the paper's pairs that exist
+    plan = build_conditions(["joint/rotation+word_swap/s3", "txt/word_swap"], space=space)
+    assert [c.id for c in plan.conditions] == ["clean", "img/rotation/s3", "txt/word_swap", "joint/rotation+word_swap/s3"]
+    assert [c.id for c in plan.added_parts] == ["img/rotation/s3"]
+    with pytest.raises(ValueError, match=r"'img/rotation/s1'.*no severity s1 in the dataset's released variants"):
+        build_conditions(["img/rotation/s1"], space=space)
+
+
+def test_builder_order_dedup_and_aliases():
+    space = ConditionSpace({"blur": [1, 2]}, ["swap"], joint_pairs=(("blur", "swap"),), image_aliases={"smear": "blur"})
+    plan = build_conditions(["txt/swap", "img/smear/s2", "img/blur/s2", "clean"], joint=True, space=space)
+    assert [c.id for c in plan.conditions] == ["clean", "txt/swap", "img/blur/s2", "img/blur/s1", "joint/blur+swap/s1",
+                                               "joint/blur+swap/s2"]
+    assert [c.id for c in plan.added_parts] == ["img/blur/s1"]

@@ -36,7 +36,7 @@ def test_each_format_decodes_to_the_png_pixels(tmp_path, fmt):
 
 def test_one_folder_holds_one_format(tmp_path):
     run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path, conditions=CONDS[:1], progress=False)
-    with pytest.raises(ConfigError, match="png variants"):
+    with pytest.raises(ConfigError, match=r'different image_format "png" \(this run: "jxl"\)'):
         run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path, conditions=CONDS[:1], progress=False, image_format="jxl")
 
 
@@ -53,7 +53,7 @@ def test_a_run_drawn_with_another_text_renderer_is_not_resumed(tmp_path):
     run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path, conditions=["img/watermark/s1"], progress=False)
     cfg = json.loads((tmp_path / "run.json").read_text())
     assert cfg["text_renderer"] == renderer_versions()
-    cfg["text_renderer"]["freetype"] = "1.0.0"
+    cfg["fingerprint"]["text_renderer.freetype"] = "1.0.0"
     (tmp_path / "run.json").write_text(json.dumps(cfg))
-    with pytest.raises(RunConfigError, match="another text renderer: freetype 1.0.0"):
+    with pytest.raises(RunConfigError, match=r'text_renderer\.freetype "1\.0\.0" \(this run: '):
         run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path, conditions=["img/watermark/s1"], progress=False)

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from snapbench.conditions import IMAGE_OPERATORS
-from snapbench.corruptions.image.grid import DEFAULT_GRID, load_grid, merge_grid
+from snapbench.corruptions.image import DEFAULT_GRID, load_grid, merge_grid
 
 
 def test_default_grid_is_the_spec_table():

@@ -14,6 +14,7 @@ from skimage import data
 from torch.utils.data import DataLoader
 
 from snapbench.corruptions import corrupt_image, corrupt_text, run_corruption
+from snapbench.errors import ConfigError
 from snapbench.interop.torch import (
     CorruptedQueries,
     CorruptedQueriesIterable,
@@ -92,7 +93,7 @@ def test_skips_like_corrupt(tmp_path):
         ("ok", "clean"), ("ok", "txt/char_add"), ("bad", "clean")]
     assert ds.skipped[0]["id"] == "bad" and "zebra" in ds.skipped[0]["reason"]
     assert ds[1]["question"] == corrupt_text("What kind of fish is this?", "char_add", entity="fish", key="ok")
-    with pytest.raises(ValueError, match="no image operator"):
+    with pytest.raises(ConfigError, match="unknown image operator 'nope'"):
         CorruptedQueries(tmp_path / "q.jsonl", ["img/nope/s1"])
 
 

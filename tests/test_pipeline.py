@@ -427,18 +427,22 @@ def test_other_seed_or_grid_refuses_unless_forced(query_set: Path, tmp_path: Pat
     out = tmp_path / "o"
     conds = ["img/cropping/s1", "img/motion_blur/s2"]
     run_corruption(query_set, out, seed=0, conditions=conds, progress=False)
-    with pytest.raises(RunConfigError, match=r"seed 0 \(this run: 5\).*--force"):
+    with pytest.raises(RunConfigError, match=r"seed 0 \(this run: 5\).*or force to discard it"):
         run_corruption(query_set, out, seed=5, conditions=conds, progress=False)
-    with pytest.raises(RunConfigError, match=r"different severity grid"):
+    with pytest.raises(RunConfigError, match=r"different grid;"):
         run_corruption(query_set, out, seed=0, conditions=conds, grid={"motion_blur": {"s2": {"kernel": 15}}}, progress=False)
     cfg = json.loads((out / "run.json").read_text())
+    fp = cfg["fingerprint"]
     major = int(cv2.__version__.split(".")[0])
-    (out / "run.json").write_text(json.dumps({**cfg, "opencv_version": f"{major - 1}.9.0"}))
-    with pytest.raises(RunConfigError, match=rf"OpenCV {major - 1}\.9\.0 \(this run: {cv2.__version__}\)"):
+    (out / "run.json").write_text(json.dumps({**cfg, "fingerprint": {**fp, "opencv_major": major - 1}}))
+    with pytest.raises(RunConfigError, match=rf"opencv_major {major - 1} \(this run: {major}\)"):
         run_corruption(query_set, out, seed=0, conditions=conds, progress=False)
     np_major = int(np.__version__.split(".")[0])
-    (out / "run.json").write_text(json.dumps({**cfg, "numpy_version": f"{np_major + 1}.0.0"}))
-    with pytest.raises(RunConfigError, match=rf"NumPy {np_major + 1}\.0\.0 \(this run: {np.__version__}\)"):
+    (out / "run.json").write_text(json.dumps({**cfg, "fingerprint": {**fp, "numpy_major": np_major + 1}}))
+    with pytest.raises(RunConfigError, match=rf"numpy_major {np_major + 1} \(this run: {np_major}\)"):
+        run_corruption(query_set, out, seed=0, conditions=conds, progress=False)
+    (out / "run.json").write_text(json.dumps({**cfg, "fingerprint": {**fp, "revision.cropping": 7}}))
+    with pytest.raises(RunConfigError, match=r"revision\.cropping 7 \(this run: 1\)"):
         run_corruption(query_set, out, seed=0, conditions=conds, progress=False)
     (out / "run.json").write_text(json.dumps({**cfg, "opencv_version": f"{major}.99.1"}))  # same major: resumes
     assert run_corruption(query_set, out, seed=0, conditions=conds, progress=False).reused > 0

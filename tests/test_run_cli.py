@@ -130,7 +130,7 @@ def test_corrupt_never_clears_a_run_folder(tmp_path):
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"), "--conditions", "clean", *FAST])
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(tmp_path / "o"), "--force"])
-    assert r.exit_code == 2 and "not the output folder of snapbench corrupt" in r.output, r.output
+    assert r.exit_code == 2 and "holds the output of 'snapbench run', not of 'snapbench corrupt'" in r.output, r.output
     assert json.loads((tmp_path / "o" / "run.json").read_text())["status"] == "complete"
 
 

@@ -18,7 +18,6 @@ from collections import Counter
 import pytest
 
 from snapbench.conditions import TEXT_OPERATORS
-from snapbench.corruptions import text as T
 from snapbench.corruptions.text import (
     MAX_ATTEMPTS,
     CorruptedText,
@@ -29,6 +28,7 @@ from snapbench.corruptions.text import (
     find_entity,
     register_text_operator,
     text_operators,
+    unregister_text_operator,
 )
 from snapbench.corruptions.text_data import QWERTY_NEIGHBOURS, SENTENCE_POOL
 
@@ -442,10 +442,8 @@ def test_retries_use_fresh_generators_then_raise() -> None:
         r = corrupt_text_with_params(FISH, name + "_flaky", entity="fish", key="r")
         assert r.text == FISH.upper() and r.params["attempt"] == 1 and r.params["n"] == 2
     finally:
-        T._REGISTRY.pop(name, None)
-        T._REGISTRY.pop(name + "_flaky", None)
-        T._REGISTRY.pop(name + "_fixed", None)
-        T._DETERMINISTIC.discard(name + "_fixed")
+        for op in (name, name + "_flaky", name + "_fixed"):
+            unregister_text_operator(op)
 
 
 def test_registry() -> None:
@@ -467,7 +465,8 @@ def test_registry() -> None:
         r = corrupt_text_with_params(FISH, "test_shout", entity="fish")
         assert r.text == "What kind of FISH is this?" and r.params["shouted"] == "fish"
     finally:
-        T._REGISTRY.pop("test_shout", None)
+        unregister_text_operator("test_shout")
+    assert "test_shout" not in text_operators()
 
 
 def test_keyboard_map_matches_key_geometry() -> None:

@@ -123,7 +123,7 @@ def test_an_unpicklable_registration_is_a_clear_error_with_workers(tmp_path: Pat
     register_image_operator("flip_closure_test", apply=_closure_operator(), grid={1: {}})
     try:
         queries = make_queries(tmp_path / "qs", 2)
-        with pytest.raises(ConfigError, match=r"flip_closure_test.*cannot be sent to worker processes.*workers=1"):
+        with pytest.raises(ConfigError, match=r"flip_closure_test.*cannot be sent to worker processes.*set workers to 1"):
             run_corruption(queries, tmp_path / "o", conditions=["img/flip_closure_test/s1"], workers=2, progress=False)
         # one process needs no pickling
         s = run_corruption(queries, tmp_path / "o1", conditions=["img/flip_closure_test/s1"], workers=1, progress=False)
@@ -135,10 +135,10 @@ def test_an_unpicklable_registration_is_a_clear_error_with_workers(tmp_path: Pat
 def test_workers_below_one_are_refused(tmp_path: Path) -> None:
     queries = make_queries(tmp_path / "qs", 1)
     for bad in (0, -2):
-        with pytest.raises(ConfigError, match=r"workers must be an integer >= 1"):
+        with pytest.raises(ConfigError, match=r"workers: must be an integer >= 1"):
             run_corruption(queries, tmp_path / "o", workers=bad, progress=False)
         res = runner.invoke(app, ["corrupt", str(queries), "--out", str(tmp_path / "o"), "--workers", str(bad)])
-        assert res.exit_code == 2 and res.output.startswith("error: --workers must be at least 1"), res.output
+        assert res.exit_code == 2 and res.output.startswith("error: --workers: must be an integer >= 1"), res.output
     assert not (tmp_path / "o").exists()
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
+import os
+import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
-
-from ..conditions import list_conditions
 
 
 def conditions(
@@ -19,15 +18,21 @@ def conditions(
     ),
 ) -> None:
     """List condition ids, one per line: clean, 45 image, 8 text (54 states); --joint adds 18 joint."""
-    from ..corruptions.image import default_grid, image_operators, load_grid
-    from ..corruptions.text import text_operators
+    from ..corruptions.plan import plan_conditions
+    from ..jsonable import dumps
 
-    table = load_grid(grid, base=default_grid()) if grid else default_grid()  # errors name the file
-    ops = list(image_operators())  # every registered operator has levels (required at registration)
-    severities = {op: sorted(table[op]) for op in ops}
-    conds = list_conditions(joint=joint, image_operators=ops, text_operators=list(text_operators()), severities=severities)
-    if as_json:
-        typer.echo(json.dumps([c.to_dict() for c in conds], indent=2))
-    else:
-        for c in conds:
-            typer.echo(c.id)
+    conds = plan_conditions(None, joint=joint, grid=grid).conditions  # the list a run with these options uses
+    text = dumps([c.to_dict() for c in conds], indent=2) if as_json else "\n".join(c.id for c in conds)
+    echo_to_pipe(text)
+
+
+def echo_to_pipe(text: str) -> None:
+    """Print ``text`` (and a newline) to stdout; a reader that stops early (``| head -1``) ends the
+    output quietly, as it does for every Unix tool, instead of an error."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python would report the failed flush again at exit: point stdout at nothing first
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(0) from None

@@ -29,7 +29,10 @@ def corrupt(
     engine: str = typer.Option("local", "--engine", help="Where the workers run: local (process pool) or ray (pip install 'snapbench[ray]')."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray; default: a local Ray started on demand)."),
     grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
-    force: bool = typer.Option(False, "--force", help="Discard an earlier run in --out made with another seed/grid."),
+    force: bool = typer.Option(
+        False, "--force", help="Discard an earlier run in --out made with another seed, grid, format or library versions."),
+    max_pixels: int = typer.Option(
+        50_000_000, "--max-pixels", help="Largest input image (width x height) to load; larger ones are skipped."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
     image_format: str = typer.Option(
         "png", "--format",
@@ -41,59 +44,52 @@ def corrupt(
     Rerunning into the same --out keeps finished outputs (verified by sha256) and redoes the rest;
     after Ctrl-C the command to resume is printed.
 
-    Bad image files and unfindable entities are recorded in skips.jsonl; the exit status is 0 unless nothing could be produced (1) or the input/options are invalid (2).
+    Bad image files and unfindable entities are recorded in skips.jsonl and the run goes on; the exit status is 0
+    unless the input or the options are invalid, or no query could be read at all (2, with the first reason).
     """
-    from ..corruptions.run import run_corruption
-    from ..errors import ConfigError
+    from ..corruptions.run import CorruptOptions, run_corruption
+    from ..validate import comma_list, positive_int
 
-    if workers < 1:
-        raise ConfigError(f"--workers must be at least 1, got {workers}")
-    cond_list = None
-    if conditions is not None:
-        cond_list = [c.strip() for c in conditions.split(",") if c.strip()]
-        if not cond_list:
-            raise ConfigError("--conditions is empty (give comma-separated condition ids, or leave it out for all)")
+    opts = CorruptOptions(
+        seed=seed, conditions=comma_list(conditions, "conditions"), joint=joint,
+        workers=positive_int(workers, "workers"), engine=engine, address=address, grid=grid,
+        progress=not no_progress, force=force, image_format=image_format,
+        max_pixels=positive_int(max_pixels, "max_pixels"))
     try:
-        summary = run_corruption(
-            input,
-            out,
-            seed=seed,
-            conditions=cond_list,
-            joint=joint,
-            workers=workers,
-            engine=engine,
-            address=address,
-            grid=grid,
-            progress=not no_progress,
-            force=force,
-            image_format=image_format,
-            log=lambda message: typer.echo(f"warning: {message}", err=True),
-        )
+        summary = run_corruption(input, out, opts, log=lambda message: typer.echo(f"warning: {message}", err=True))
     except KeyboardInterrupt:
-        rerun = ["snapbench", "corrupt", str(input), "--out", str(out), "--seed", str(seed)]
-        if conditions is not None:
-            rerun += ["--conditions", ",".join(cond_list or [])]
-        if joint:
-            rerun.append("--joint")
-        if workers != 1:
-            rerun += ["--workers", str(workers)]
-        if engine != "local":
-            rerun += ["--engine", engine] + (["--address", address] if address else [])
-        if grid is not None:
-            rerun += ["--grid", str(grid)]
-        if image_format != "png":
-            rerun += ["--format", image_format]
-        if no_progress:
-            rerun.append("--no-progress")
-        typer.echo(
-            f"interrupted: the outputs finished so far are kept in {out}; to resume, run:\n  {shlex.join(rerun)}",
-            err=True,
-        )
+        typer.echo(f"interrupted: the outputs finished so far are kept in {out}; to resume, run:\n  "
+                   f"{shlex.join(_rerun(input, out, opts, no_progress))}", err=True)
         raise typer.Exit(130) from None
+    _report(summary)
+    if summary.written + summary.reused == 0:
+        _raise_first_skip(input, summary, opts.max_pixels)
 
-    n_cond = len(summary.conditions)
+
+def _rerun(input: Path, out: Path, opts, no_progress: bool) -> list[str]:
+    """The command line that resumes an interrupted run (the options that differ from the defaults)."""
+    rerun = ["snapbench", "corrupt", str(input), "--out", str(out), "--seed", str(opts.seed)]
+    if opts.conditions is not None:
+        rerun += ["--conditions", ",".join(opts.conditions)]
+    if opts.joint:
+        rerun.append("--joint")
+    if opts.workers != 1:
+        rerun += ["--workers", str(opts.workers)]
+    if opts.engine != "local":
+        rerun += ["--engine", opts.engine] + (["--address", opts.address] if opts.address else [])
+    if opts.grid is not None:
+        rerun += ["--grid", str(opts.grid)]
+    if opts.image_format != "png":
+        rerun += ["--format", opts.image_format]
+    if opts.max_pixels != 50_000_000:
+        rerun += ["--max-pixels", str(opts.max_pixels)]
+    if no_progress:
+        rerun.append("--no-progress")
+    return rerun
+
+def _report(summary) -> None:
     typer.echo(
-        f"{summary.n_queries} queries x {n_cond} conditions -> {summary.out_dir}\n"
+        f"{summary.n_queries} queries x {len(summary.conditions)} conditions -> {summary.out_dir}\n"
         f"written: {summary.written}  reused: {summary.reused}  skipped: {summary.skipped}"
         f" ({summary.skipped_queries} whole queries)  time: {summary.elapsed_s:.1f} s"
     )
@@ -108,6 +104,19 @@ def corrupt(
         typer.echo(f"input warnings: {len(summary.warnings)} (printed above)")
     if summary.skipped:
         typer.echo(f"skip reasons: {summary.skips_path}")
-    if summary.written + summary.reused == 0:
-        typer.echo("error: nothing could be processed", err=True)
-        raise typer.Exit(1)
+
+
+def _raise_first_skip(input: Path, summary, max_pixels: int) -> None:
+    """Every query was skipped as a whole (unreadable, missing or too large images): an input error.
+    The first one's image is loaded again so that its own error (naming the file and, for a size,
+    --max-pixels) is what the user sees."""
+    from ..corruptions import load_image, load_manifest
+    from ..errors import InputError
+    from ..layout import read_skips
+
+    first = next((s for s in read_skips(summary.out_dir) if s.get("condition") is None), {})
+    record = next((r for r in load_manifest(input, on_warning=lambda _: None) if r.id == first.get("id")), None)
+    if record is not None and record.image is not None:
+        load_image(record.image, max_pixels=max_pixels)  # raises the reason it was skipped
+    raise InputError(f"no query could be read ({summary.skipped_queries} of {summary.n_queries} skipped; "
+                     f"see {summary.skips_path}); the first: {first.get('reason', 'unknown')}")

@@ -25,26 +25,28 @@ def preview(
             "exactly those corrupt writes for that query (default: the file name without extension)."
         ),
     ),
+    max_pixels: int = typer.Option(50_000_000, "--max-pixels", help="Largest image (width x height) to load."),
 ) -> None:
     """Write a contact sheet: clean + 15 operators x 3 severities, labelled; questions printed too."""
     from ..corruptions.io import load_image, save_png
     from ..corruptions.preview import contact_sheet
-    from ..errors import ConfigError, OutputError
+    from ..errors import ConfigError, OutputError, arg
+    from ..validate import positive_int
 
     if out.suffix.lower() != ".png":
-        raise ConfigError(f"--out must be a .png file, got {out}")
+        raise ConfigError(f"must be a .png file, got {out}", param="out")
     if out.is_dir():
-        raise OutputError(f"{out}: is a folder; --out names the contact sheet file to write")
+        raise OutputError(f"is a folder; {arg('out')} names the contact sheet file to write", path=out, param="out")
     folder = out.parent
     for parent in (folder, *folder.parents):
         if parent.exists():
             if not parent.is_dir():
-                raise OutputError(f"{parent}: is a file, not a folder (cannot write {out} there)")
+                raise OutputError(f"is a file, not a folder (cannot write {out} there)", path=parent)
             if not os.access(parent, os.W_OK | os.X_OK):
-                raise OutputError(f"{parent}: folder is not writable (cannot write {out})")
+                raise OutputError(f"folder is not writable (cannot write {out})", path=parent)
             break
     key = query_id if query_id is not None else image.stem
-    img = load_image(image)
+    img = load_image(image, max_pixels=positive_int(max_pixels, "max_pixels"))
     sheet = contact_sheet(img, question=question, entity=entity, seed=seed, key=key, grid=grid)
     save_png(out, sheet.image)
     for line in sheet.lines:

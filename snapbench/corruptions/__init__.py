@@ -1,9 +1,12 @@
 """Query-side corruptions: image operators, text operators, and the batch run.
 
 Modules: ``image/`` (the fifteen image operators, their registry and severity grid), ``text`` (the
-eight text operators), ``io`` (image decoding / lossless writing), ``manifest`` (query sets in),
-``plan`` (grid + conditions of a run), ``variants`` (one query's variants in memory), ``run`` (the
-resumable batch run to disk), ``workers`` (its worker processes), ``preview`` (contact sheets).
+eight text operators) and ``text_registry`` (their table), ``plugins`` (operators from installed
+packages), ``pixels`` / ``io`` / ``codecs`` (the pixel array, image decoding, lossless writing),
+``manifest`` (query sets in), ``plan`` (grid + conditions of a run), ``variants`` (one query's
+variants in memory), ``run`` (the resumable batch run to disk), ``query`` (one query of it, in a
+worker), ``resume`` (its fingerprint and kept outputs), ``workers`` (its worker processes),
+``preview`` (contact sheets).
 """
 
 from .image import (
@@ -18,8 +21,8 @@ from .image import (
 )
 from .io import ImageLoadError, load_image, save_png
 from .manifest import ManifestError, QueryRecord, load_manifest
-from .plan import resolve_conditions, resolve_grid
-from .run import RunConfigError, RunSummary, run_corruption
+from .plan import plan_conditions, resolve_conditions, resolve_grid
+from .run import CorruptOptions, RunConfigError, RunSummary, run_corruption
 from .text import (
     CorruptedText,
     EntityNotFoundError,
@@ -33,6 +36,7 @@ from .text import (
 from .variants import Skip, Variant, generate_variants, iter_variants, stream_corruptions
 
 __all__ = [
+    "CorruptOptions",
     "ImageLoadError",
     "ManifestError",
     "QueryRecord",
@@ -42,6 +46,7 @@ __all__ = [
     "Variant",
     "generate_variants",
     "iter_variants",
+    "plan_conditions",
     "resolve_conditions",
     "resolve_grid",
     "load_image",

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, InputError
-from .io import as_rgb_uint8, encode_png
+from .pixels import as_rgb_uint8, encode_png
 
 __all__ = ["FORMATS", "CodecError", "check_format", "decode_image", "detect_format", "encode_image", "extension"]
 
@@ -47,7 +47,6 @@ FORMATS: tuple[str, ...] = ("png", "qoi", "jxl", "webp", "npz")
 
 _EXTENSIONS = {"png": ".png", "qoi": ".qoi", "jxl": ".jxl", "webp": ".webp", "npz": ".npz"}
 _BY_EXTENSION = {v: k for k, v in _EXTENSIONS.items()}
-_NEEDS_IMAGECODECS = frozenset({"qoi", "jxl", "webp"})
 _JXL_EFFORT = 1
 _WEBP_METHOD = 0
 _NPZ_KEY = "image"

@@ -38,20 +38,13 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_bytes_atomic
-from ..errors import InputError
+from ..errors import InputError, arg
+from . import codecs
+from .pixels import PNG_COMPRESSION, as_rgb_uint8, encode_png
 
 __all__ = ["ImageLoadError", "as_rgb_uint8", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
 
 DEFAULT_MAX_PIXELS = 50_000_000
-
-# PNG settings for variants.  Lossless PNG encoding dominates the cost of writing variants (SPEC
-# §2: more than any operator), so the settings are chosen for speed at a reasonable size.  Measured
-# (CPU time, one thread, four 1024x768 photos; bench/bench_pipeline.py): OpenCV's default level 1
-# with adaptive filters 67 ms / 869 KiB; level 3 81-98 ms / 825 KiB; level 1 + Paeth filter + RLE
-# strategy 48 ms / 763 KiB (faster *and* smaller: trying all five filters per row is what costs,
-# and Paeth residuals of photos are short runs that RLE matching catches); level 0 (stored) 38 ms
-# but 2.3 MiB.  The pixels are identical under every setting.
-PNG_COMPRESSION = 1
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -72,6 +65,12 @@ def _read_bytes(path: Path) -> bytes:
     if not data:
         raise ImageLoadError(f"{path}: image file is empty (0 bytes)")
     return data
+
+
+def _too_large(path: Path, width: int, height: int, max_pixels: int) -> ImageLoadError:
+    return ImageLoadError(
+        f"image too large: {width}x{height} = {width * height:,} pixels exceeds the limit of {max_pixels:,} "
+        f"pixels (raise {arg('max_pixels')} to allow it)", path=path)
 
 
 def _check_png_complete(path: Path, data: bytes) -> None:
@@ -142,8 +141,6 @@ def _load_non_pillow(path: Path, data: bytes, max_pixels: int) -> np.ndarray | N
     the pixels are inflated; a JPEG XL file's size is checked after decoding (libjxl's header is not
     exposed), which is acceptable for the files ``corrupt`` writes.
     """
-    from . import codecs
-
     fmt = codecs.detect_format(data)
     if fmt not in ("jxl", "npz", "qoi"):
         return None
@@ -153,17 +150,11 @@ def _load_non_pillow(path: Path, data: bytes, max_pixels: int) -> np.ndarray | N
         if len(data) >= 12:
             w, h = struct.unpack(">II", data[4:12])
             if w * h > max_pixels:
-                raise ImageLoadError(
-                    f"{path}: image too large: {w}x{h} = {w * h:,} pixels exceeds the limit of "
-                    f"{max_pixels:,} pixels (max_pixels)"
-                )
+                raise _too_large(path, w, h, max_pixels)
     if fmt == "npz":
         shape = _npz_shape(path, data)
         if shape is not None and len(shape) >= 2 and int(shape[0]) * int(shape[1]) > max_pixels:
-            raise ImageLoadError(
-                f"{path}: image too large: {shape[1]}x{shape[0]} = {int(shape[0]) * int(shape[1]):,} pixels "
-                f"exceeds the limit of {max_pixels:,} pixels (max_pixels)"
-            )
+            raise _too_large(path, int(shape[1]), int(shape[0]), max_pixels)
     try:
         out = codecs.decode_image(data, fmt, source=str(path))
     except ImportError as exc:
@@ -171,10 +162,7 @@ def _load_non_pillow(path: Path, data: bytes, max_pixels: int) -> np.ndarray | N
     except ValueError as exc:
         raise ImageLoadError(str(exc)) from None
     if out.shape[0] * out.shape[1] > max_pixels:
-        raise ImageLoadError(
-            f"{path}: image too large: {out.shape[1]}x{out.shape[0]} = {out.shape[0] * out.shape[1]:,} pixels "
-            f"exceeds the limit of {max_pixels:,} pixels (max_pixels)"
-        )
+        raise _too_large(path, out.shape[1], out.shape[0], max_pixels)
     return out
 
 
@@ -201,19 +189,6 @@ def _npz_shape(path: Path, data: bytes) -> tuple[int, ...] | None:
                 return tuple(shape)
     except Exception as exc:  # noqa: BLE001 - any malformed zip/npy header
         raise ImageLoadError(f"{path}: not a readable .npz image ({exc})") from None
-
-
-def as_rgb_uint8(image: np.ndarray) -> np.ndarray:
-    """``image`` as a C-contiguous HxWx3 uint8 RGB array, or an InputError saying what it is instead
-    (every operator and every encoder of variant files takes exactly this)."""
-    if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
-        raise InputError(
-            "image must be an HxWx3 uint8 RGB array (use snapbench.corruptions.load_image for files); got "
-            f"{getattr(image, 'dtype', type(image).__name__)} {getattr(image, 'shape', '')}"
-        )
-    if image.shape[0] < 1 or image.shape[1] < 1:
-        raise InputError(f"image is empty: shape {image.shape}")
-    return np.ascontiguousarray(image)
 
 
 def load_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
@@ -249,10 +224,7 @@ def load_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS)
             if width <= 0 or height <= 0:
                 raise ImageLoadError(f"{path}: image has an empty size {width}x{height}")
             if width * height > max_pixels:
-                raise ImageLoadError(
-                    f"{path}: image too large: {width}x{height} = {width * height:,} pixels "
-                    f"exceeds the limit of {max_pixels:,} pixels (max_pixels)"
-                )
+                raise _too_large(path, width, height, max_pixels)
             fmt = img.format
             try:
                 img.load()
@@ -268,29 +240,6 @@ def load_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS)
                 raise ImageLoadError(f"{path}: cannot apply EXIF orientation ({exc})") from None
             out = _to_rgb_array(oriented if oriented is not None else img, path)
     return np.ascontiguousarray(out)
-
-
-def encode_png(image: np.ndarray, *, compression: int = PNG_COMPRESSION) -> bytes:
-    """Encode an ``HxWx3`` uint8 RGB array as PNG bytes (lossless; OpenCV, RGB->BGR handled).
-
-    zlib level ``compression`` with the Paeth filter and the RLE strategy (see ``PNG_COMPRESSION``).
-    """
-    import cv2
-
-    if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
-        raise ValueError(
-            f"encode_png expects an HxWx3 uint8 RGB array, got {getattr(image, 'dtype', type(image).__name__)} "
-            f"{getattr(image, 'shape', '')}"
-        )
-    params = [
-        cv2.IMWRITE_PNG_COMPRESSION, int(compression),
-        cv2.IMWRITE_PNG_STRATEGY, cv2.IMWRITE_PNG_STRATEGY_RLE,
-        cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_PAETH,
-    ]
-    ok, buf = cv2.imencode(".png", np.ascontiguousarray(image[..., ::-1]), params)
-    if not ok:
-        raise ValueError(f"PNG encoding failed for an image of shape {image.shape}")
-    return buf.tobytes()
 
 
 def save_png(

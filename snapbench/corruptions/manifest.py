@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..textio import read_text
 
 __all__ = [
     "KNOWN_FIELDS",
@@ -183,63 +184,18 @@ def load_manifest(
     and duplicate ids.  Image files are not opened here (a bad image becomes a recorded skip).
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ManifestError(f"{path}: query manifest not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{path}: cannot read query manifest ({exc})") from None
-    base = path.parent
-    stripped = text.lstrip()
-    if not stripped:
-        raise ManifestError(f"{path}: query manifest is empty")
-
-    entries: list[tuple[str, Any]] = []
-    first_line = stripped.splitlines()[0]
-    jsonl = False
-    if stripped[0] == "{":
-        # JSONL if the first line is a complete object by itself; otherwise one (pretty) document.
-        try:
-            jsonl = isinstance(json.loads(first_line), dict) and len(stripped.strip().splitlines()) > 1
-        except json.JSONDecodeError:
-            jsonl = False
-    if not jsonl:
-        try:
-            whole = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-        if isinstance(whole, list):
-            entries = [(f"{path}: record #{i + 1}", obj) for i, obj in enumerate(whole)]
-        elif isinstance(whole, dict) and any(isinstance(whole.get(k), list) for k in _LIST_KEYS):
-            key = next(k for k in _LIST_KEYS if isinstance(whole.get(k), list))
-            entries = [(f"{path}: {key} record #{i + 1}", obj) for i, obj in enumerate(whole[key])]
-        elif isinstance(whole, dict) and any(k in whole for k in _ID_ALIASES):
-            entries = [(f"{path}: {'line 1' if len(stripped.strip().splitlines()) == 1 else 'record #1'}", whole)]
-        elif isinstance(whole, dict):
-            raise ManifestError(
-                f"{path}: JSON object without a query list (expected the list under one of "
-                f"{', '.join(repr(k) for k in _LIST_KEYS)}, a JSON list, or JSONL)"
-            )
-        else:
-            raise ManifestError(f"{path}: expected JSONL, a JSON list or an object, got a JSON {type(whole).__name__}")
-    else:
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ManifestError(f"{path}: line {lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            entries.append((f"{path}: line {lineno}", obj))
-
+    text = read_text(path, what="query manifest")  # bad bytes: an error with line and column
+    if not text.strip():
+        raise ManifestError("query manifest is empty", path=path)
+    entries = _entries(text, path)
     if not entries:
-        raise ManifestError(f"{path}: query manifest holds no records")
+        raise ManifestError("query manifest holds no records", path=path)
     records: list[QueryRecord] = []
     seen: dict[str, str] = {}
     unknown: dict[str, tuple[str, str, int]] = {}  # field -> (first where, its id, count)
     known = set(KNOWN_FIELDS)
     for where, obj in entries:
-        rec = _record_from_obj(obj, where, base)
+        rec = _record_from_obj(obj, where, path.parent)
         if rec.id in seen:
             raise ManifestError(f"{where}: duplicate id {rec.id!r} (first at {seen[rec.id].split(': ', 1)[-1]})")
         seen[rec.id] = where
@@ -255,3 +211,43 @@ def load_manifest(
         else:
             warnings.warn(message, ManifestWarning, stacklevel=2)
     return records
+
+
+def _entries(text: str, path: Path) -> list[tuple[str, Any]]:
+    """``(where, object)`` of every record: JSONL if the first line is a complete object by itself and
+    more lines follow, otherwise one (pretty) JSON document."""
+    stripped = text.lstrip()
+    first_line = stripped.splitlines()[0]
+    jsonl = False
+    if stripped[0] == "{":
+        try:
+            jsonl = isinstance(json.loads(first_line), dict) and len(stripped.strip().splitlines()) > 1
+        except json.JSONDecodeError:
+            jsonl = False
+    if jsonl:
+        entries = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ManifestError(f"{path}: line {lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+            entries.append((f"{path}: line {lineno}", obj))
+        return entries
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if isinstance(whole, list):
+        return [(f"{path}: record #{i + 1}", obj) for i, obj in enumerate(whole)]
+    if isinstance(whole, dict) and any(isinstance(whole.get(k), list) for k in _LIST_KEYS):
+        key = next(k for k in _LIST_KEYS if isinstance(whole.get(k), list))
+        return [(f"{path}: {key} record #{i + 1}", obj) for i, obj in enumerate(whole[key])]
+    if isinstance(whole, dict) and any(k in whole for k in _ID_ALIASES):
+        return [(f"{path}: {'line 1' if len(stripped.strip().splitlines()) == 1 else 'record #1'}", whole)]
+    if isinstance(whole, dict):
+        raise ManifestError(
+            f"{path}: JSON object without a query list (expected the list under one of "
+            f"{', '.join(repr(k) for k in _LIST_KEYS)}, a JSON list, or JSONL)")
+    raise ManifestError(f"{path}: expected JSONL, a JSON list or an object, got a JSON {type(whole).__name__}")

@@ -75,6 +75,58 @@ def _thumb(image: np.ndarray, factor: float, box_w: int, box_h: int) -> np.ndarr
     return cv2.resize(image, (tw, th), interpolation=interp)
 
 
+@dataclass
+class _Layout:
+    """Cell geometry of a sheet: each cell is a thumbnail box plus a label strip."""
+
+    box_w: int
+    box_h: int
+    factor: float  # the clean image's scale, shared by every thumbnail
+    clean_size: tuple[int, int]  # (H, W)
+    strip: int = 20
+    pad: int = 4
+
+    @property
+    def cw(self) -> int:
+        return self.box_w + 2 * self.pad
+
+    @property
+    def ch(self) -> int:
+        return self.box_h + self.strip + 2 * self.pad
+
+
+def _draw_cell(sheet: np.ndarray, lay: _Layout, row: int, col: int, label: str, img: np.ndarray | None,
+               failure: str | None = None) -> None:
+    y0, x0 = row * lay.ch + lay.pad, col * lay.cw + lay.pad
+    box_w, box_h = lay.box_w, lay.box_h
+    sheet[y0 : y0 + box_h, x0 : x0 + box_w] = _CELL_BG
+    if img is not None:
+        t = _thumb(img, lay.factor, box_w, box_h)
+        th, tw = t.shape[:2]
+        ty, tx = y0 + (box_h - th) // 2, x0 + (box_w - tw) // 2
+        sheet[ty : ty + th, tx : tx + tw] = t
+        if (img.shape[0], img.shape[1]) != lay.clean_size:
+            label = f"{label} {img.shape[1]}x{img.shape[0]}"
+    elif failure:
+        for i, part in enumerate(_wrap(failure, box_w - 8, 0.38)[:8]):
+            _put_fitted(sheet, part, x0 + 4, y0 + 16 + 15 * i, box_w - 8, (200, 0, 0), 0.38)
+    sheet[y0 + box_h : y0 + box_h + lay.strip, x0 : x0 + box_w] = _STRIP_BG
+    _put_fitted(sheet, label, x0 + 4, y0 + box_h + 14, box_w - 8, (255, 255, 255))
+
+
+def _text_lines(question: str | None, txt_conds: list, results: dict[str, Any]) -> list[str]:
+    """``clean: question`` and ``<condition>: <corrupted question or skip reason>`` per text condition."""
+    from .variants import Skip
+
+    if question is None:
+        return []
+    lines = [f"clean: {question}"]
+    for c in txt_conds:
+        item = results[c.id]
+        lines.append(f"{c.id}: {item.reason}" if isinstance(item, Skip) else f"{c.id}: {item.question}")
+    return lines
+
+
 def contact_sheet(
     image: np.ndarray,
     *,
@@ -96,80 +148,46 @@ def contact_sheet(
     import cv2
 
     from ..conditions import Condition
-    from .plan import resolve_conditions, resolve_grid
+    from .plan import plan_conditions, plan_grid
     from .variants import Skip, generate_variants
 
     if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
         raise InputError("contact_sheet expects an HxWx3 uint8 RGB image")
-    table = resolve_grid(grid)
-    conds = resolve_conditions(None, grid=table)
-    img_conds = [c for c in conds if c.kind == "image"]
-    txt_conds = [c for c in conds if c.kind == "text"] if question is not None else []
+    plan = plan_conditions(None, grid=plan_grid(grid))
+    img_conds = [c for c in plan.conditions if c.kind == "image"]
+    txt_conds = [c for c in plan.conditions if c.kind == "text"] if question is not None else []
     operators = list(dict.fromkeys(c.image_operator for c in img_conds))
     sev_cols = sorted({c.severity for c in img_conds}) or [1, 2, 3]
     ncols = max(len(sev_cols), 1)
+    results = {item.condition: item for item in generate_variants(
+        image, question, key=str(key), entity=entity, seed=seed,
+        conditions=[Condition.clean()] + img_conds + txt_conds, grid=plan.grid)}
 
-    results: dict[str, Any] = {}
-    for item in generate_variants(image, question, key=str(key), entity=entity, seed=seed,
-                                  conditions=[Condition("clean")] + img_conds + txt_conds, grid=table):
-        results[item.condition] = item
-
-    box_w, box_h = cell
-    strip, pad = 20, 4
-    cw, ch = box_w + 2 * pad, box_h + strip + 2 * pad
-    nrows = 1 + len(operators)
     H, W = image.shape[:2]
-    factor = min(box_w / W, box_h / H)
-
+    lay = _Layout(cell[0], cell[1], min(cell[0] / W, cell[1] / H), (H, W))
     text_scale, line_h = 0.5, 20
-    text_lines: list[str] = []
-    for c in txt_conds:
-        item = results[c.id]
-        text_lines.append(f"{c.id}: {item.reason}" if isinstance(item, Skip) else f"{c.id}: {item.question}")
-    wrapped: list[str] = []
-    if question is not None:
-        wrapped = _wrap(f"clean: {question}", ncols * cw - 16, text_scale)
-        for line in text_lines:
-            wrapped += _wrap(line, ncols * cw - 16, text_scale)
+    lines = _text_lines(question, txt_conds, results)
+    wrapped = [part for line in lines for part in _wrap(line, ncols * lay.cw - 16, text_scale)]
     text_h = (len(wrapped) * line_h + 16) if wrapped else 0
+    nrows = 1 + len(operators)
+    sheet = np.full((nrows * lay.ch + text_h, ncols * lay.cw, 3), _BG, dtype=np.uint8)
 
-    sheet = np.full((nrows * ch + text_h, ncols * cw, 3), _BG, dtype=np.uint8)
-
-    def draw_cell(row: int, col: int, label: str, img: np.ndarray | None, failure: str | None = None) -> None:
-        y0, x0 = row * ch + pad, col * cw + pad
-        sheet[y0 : y0 + box_h, x0 : x0 + box_w] = _CELL_BG
-        if img is not None:
-            t = _thumb(img, factor, box_w, box_h)
-            th, tw = t.shape[:2]
-            ty, tx = y0 + (box_h - th) // 2, x0 + (box_w - tw) // 2
-            sheet[ty : ty + th, tx : tx + tw] = t
-            if (img.shape[0], img.shape[1]) != (H, W):
-                label = f"{label} {img.shape[1]}x{img.shape[0]}"
-        elif failure:
-            for i, part in enumerate(_wrap(failure, box_w - 8, 0.38)[:8]):
-                _put_fitted(sheet, part, x0 + 4, y0 + 16 + 15 * i, box_w - 8, (200, 0, 0), 0.38)
-        sheet[y0 + box_h : y0 + box_h + strip, x0 : x0 + box_w] = _STRIP_BG
-        _put_fitted(sheet, label, x0 + 4, y0 + box_h + 14, box_w - 8, (255, 255, 255))
-
-    draw_cell(0, 0, f"clean {W}x{H}", image)
+    _draw_cell(sheet, lay, 0, 0, f"clean {W}x{H}", image)
     if ncols > 1:  # the rest of the first row: what produced this sheet
         info = [f"key: {key}", f"seed: {seed}", f"grid: {'default' if grid is None else 'custom'}",
                 "thumbnails share the clean image's scale"]
         for i, text in enumerate(info):
-            _put_fitted(sheet, text, cw + pad + 4, pad + 24 + 22 * i, (ncols - 1) * cw - 16, (0, 0, 0), 0.5)
+            _put_fitted(sheet, text, lay.cw + lay.pad + 4, lay.pad + 24 + 22 * i, (ncols - 1) * lay.cw - 16,
+                        (0, 0, 0), 0.5)
     for r, op in enumerate(operators, start=1):
         for c_idx, sev in enumerate(sev_cols):
-            cid = f"img/{op}/s{sev}"
+            cid = Condition.image(op, sev).id
             item = results.get(cid)
-            if item is None:
-                continue
-            if isinstance(item, Skip):
-                draw_cell(r, c_idx, cid, None, item.reason)
-            else:
-                draw_cell(r, c_idx, cid, item.image)
-    y = nrows * ch + 8
+            if item is not None:
+                _draw_cell(sheet, lay, r, c_idx, cid, None if isinstance(item, Skip) else item.image,
+                           item.reason if isinstance(item, Skip) else None)
+    y = nrows * lay.ch + 8
     for line in wrapped:
         y += line_h
         cv2.putText(sheet, line, (8, y - 5), _FONT, text_scale, (0, 0, 0), 1, cv2.LINE_AA)
-    lines = ([f"clean: {question}"] + text_lines) if question is not None else []
     return ContactSheet(sheet, lines)

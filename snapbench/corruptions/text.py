@@ -69,10 +69,9 @@ operator) alone -- not on the process, call order or thread.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -98,6 +97,17 @@ from .text_data import (
     QWERTY_NEIGHBOURS,
     SENTENCE_POOL,
 )
+from .text_registry import (
+    TextOperator,
+    TextOperatorFn,
+    get_text_operator,
+    register_text_operator,
+    restore_text_operators,
+    text_operator,
+    text_operators,
+    unregister_text_operator,
+    user_text_operators,
+)
 
 __all__ = [
     "TEXT_OPERATORS",
@@ -105,6 +115,7 @@ __all__ = [
     "CorruptedText",
     "TextCorruptionError",
     "EntityNotFoundError",
+    "TextOperator",
     "TextOperatorFn",
     "corrupt_text",
     "corrupt_text_with_params",
@@ -118,11 +129,6 @@ __all__ = [
 ]
 
 MAX_ATTEMPTS = 10
-
-TextOperatorFn = Callable[[str, Span, "np.random.Generator | None"], tuple[str, dict[str, Any]]]
-"""A text operator: ``fn(text, (start, end) of the entity, rng) -> (new_text, params)``; ``rng`` is
-``None`` only for operators registered with ``random=False``."""
-
 
 class TextCorruptionError(InputError):
     """The operator could not produce a text that differs from the input."""
@@ -143,92 +149,6 @@ class CorruptedText:
 
 
 # --------------------------------------------------------------------------------------------
-# Registry
-
-
-_REGISTRY: dict[str, TextOperatorFn] = {}
-_DETERMINISTIC: set[str] = set()  # operators registered with random=False
-_USER: set[str] = set()  # names registered from outside this module (shipped to worker processes)
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
-
-
-def register_text_operator(
-    name: str, *, replace: bool = False, random: bool = True
-) -> Callable[[TextOperatorFn], TextOperatorFn]:
-    """Decorator registering ``fn(text, span, rng) -> (new_text, params)`` as text operator ``name``.
-
-    ``span`` is the entity's ``(start, end)``; ``rng`` a seeded ``numpy.random.Generator`` (one per
-    attempt); ``params`` must be JSON-serialisable.  Returning ``text`` unchanged makes the caller
-    retry with the next attempt's generator; raise :class:`TextCorruptionError` when no edit is
-    possible at all.  An operator that draws nothing is registered with ``random=False``: it gets
-    ``rng=None`` (deriving a generator costs more than most edits) and a single attempt, since a
-    retry would give the same output.  Re-registering a name needs ``replace=True``.
-
-    Operators registered at run time are shipped to ``run_corruption``'s worker processes by
-    pickling ``fn``: use a module-level function or a picklable callable object (no lambdas or
-    closures) if you run with ``workers > 1``.
-    """
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise ConfigError(f"text operator name {name!r} must match [A-Za-z0-9_.-]+ (it appears in condition ids)")
-
-    def _register(fn: TextOperatorFn) -> TextOperatorFn:
-        if name in _REGISTRY and not replace:
-            raise ConfigError(f"text operator {name!r} is already registered (pass replace=True)")
-        _REGISTRY[name] = fn
-        if getattr(fn, "__module__", None) == __name__:
-            _USER.discard(name)
-        else:
-            _USER.add(name)
-        if random:
-            _DETERMINISTIC.discard(name)
-        else:
-            _DETERMINISTIC.add(name)
-        return fn
-
-    return _register
-
-
-def get_text_operator(name: str) -> TextOperatorFn:
-    """The registered function for ``name``; ``ValueError`` listing the known names otherwise."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(f"unknown text operator {name!r}; known: {', '.join(text_operators())}") from None
-
-
-def text_operators() -> tuple[str, ...]:
-    """Registered operator names: the eight built-ins in SPEC order, then user operators."""
-    return tuple(n for n in TEXT_OPERATORS if n in _REGISTRY) + tuple(
-        sorted(n for n in _REGISTRY if n not in TEXT_OPERATORS)
-    )
-
-
-def user_text_operators() -> list[tuple[str, TextOperatorFn, bool]]:
-    """``(name, fn, random)`` of every operator registered from outside this module.
-
-    ``run_corruption`` ships this snapshot to its worker processes (which start fresh and know only
-    the built-ins); :func:`restore_text_operators` re-registers it there.
-    """
-    return [(n, _REGISTRY[n], n not in _DETERMINISTIC) for n in _REGISTRY if n in _USER]
-
-
-def unregister_text_operator(name: str) -> None:
-    """Remove a user-registered operator; the eight built-ins cannot be removed."""
-    if name not in _USER or name in TEXT_OPERATORS:
-        raise ConfigError(f"text operator {name!r} is not a user-registered operator")
-    _REGISTRY.pop(name, None)
-    _DETERMINISTIC.discard(name)
-    _USER.discard(name)
-
-
-def restore_text_operators(snapshot: list[tuple[str, TextOperatorFn, bool]]) -> None:
-    """Register a :func:`user_text_operators` snapshot (replacing same-named registrations)."""
-    for name, fn, random in snapshot:
-        register_text_operator(name, replace=True, random=random)(fn)
-        _USER.add(name)
-
-
-# --------------------------------------------------------------------------------------------
 # Public entry points
 
 
@@ -242,13 +162,14 @@ def corrupt_text_with_params(
     is produced within :data:`MAX_ATTEMPTS` attempts; both are ``ValueError`` and name the query
     ``key`` when one is given.
     """
-    fn = get_text_operator(operator)
+    record = text_operator(operator)
+    fn, operator = record.fn, record.name  # an alias is seeded and recorded as the operator it names
     where = f"query {key!r}: " if key else ""
     try:
         s, e, how = locate(text, entity)
     except EntityNotFoundError as exc:
         raise EntityNotFoundError(f"{where}{exc}") from None
-    deterministic = operator in _DETERMINISTIC
+    deterministic = not record.random
     attempts = 1 if deterministic else MAX_ATTEMPTS
     for attempt in range(attempts):
         rng = None if deterministic else text_rng(seed, key, operator, attempt)
@@ -257,7 +178,8 @@ def corrupt_text_with_params(
         except TextCorruptionError as exc:
             raise TextCorruptionError(f"{where}{operator} on {text!r}: {exc}") from None
         if not isinstance(new_text, str) or not isinstance(params, dict):
-            raise TypeError(f"text operator {operator!r} must return (str, dict), got {type(new_text).__name__}")
+            raise ConfigError(f"text operator {operator!r} must return (str, dict), got "
+                              f"({type(new_text).__name__}, {type(params).__name__})")
         if new_text != text:
             head = {"entity": text[s:e], "entity_span": [s, e], "entity_match": how}
             return CorruptedText(new_text, operator, {**head, **params, "attempt": attempt})

@@ -8,7 +8,6 @@ changes corrupted outputs for the same seed, so treat edits here like a version 
 from __future__ import annotations
 
 __all__ = [
-    "QWERTY_ROWS",
     "QWERTY_NEIGHBOURS",
     "SENTENCE_POOL",
     "GENERIC_QUESTIONS",
@@ -17,8 +16,6 @@ __all__ = [
     "STOPWORDS",
     "IRREGULAR_PLURALS",
 ]
-
-QWERTY_ROWS: tuple[str, str, str] = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 
 # Letter keys that touch each other on a US QWERTY keyboard: same-row left/right keys plus the
 # keys above and below (rows are staggered, so a key touches two keys in the row above/below,

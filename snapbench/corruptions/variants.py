@@ -24,7 +24,7 @@ from ..jsonable import to_json
 from .image import corrupt_image_with_params
 from .io import DEFAULT_MAX_PIXELS, ImageLoadError, load_image
 from .manifest import QueryRecord, load_manifest
-from .plan import resolve_conditions, resolve_grid
+from .plan import plan_conditions, plan_grid
 from .text import corrupt_text_with_params
 
 __all__ = ["Skip", "Variant", "generate_variants", "iter_variants", "stream_corruptions"]
@@ -61,6 +61,73 @@ class Skip:
     reason: str
 
 
+class _Parts:
+    """The image parts ``(operator, severity)`` and text parts of one query, each computed once and
+    shared by the conditions that use it; a failure is kept as its reason (a string)."""
+
+    def __init__(self, image: np.ndarray | None, question: str | None, *, key: str, entity: str | None, seed: int,
+                 grid: Table, conditions: Sequence[Condition]) -> None:
+        self.image, self.question, self.key, self.entity, self.seed, self.grid = image, question, key, entity, seed, grid
+        self.images: dict[tuple[str, int], tuple[np.ndarray, dict] | str] = {}
+        self.texts: dict[str, tuple[str, dict] | str] = {}
+        self.uses = Counter((c.image_operator, c.severity) for c in conditions if c.kind in ("image", "joint"))
+
+    def image_part(self, op: str, sev: int) -> tuple[np.ndarray, dict] | str:
+        if (op, sev) not in self.images:
+            try:
+                res = corrupt_image_with_params(self.image, op, sev, seed=self.seed, key=self.key, grid=self.grid)
+                self.images[(op, sev)] = (res.image, to_json(res.params))
+            except Exception as exc:  # noqa: BLE001 - one failing operator must not stop the query
+                self.images[(op, sev)] = f"image operator {op} s{sev} failed: {type(exc).__name__}: {exc}"
+        return self.images[(op, sev)]
+
+    def text_part(self, op: str) -> tuple[str, dict] | str:
+        if op not in self.texts:
+            try:
+                res = corrupt_text_with_params(self.question, op, entity=self.entity, seed=self.seed, key=self.key)
+                self.texts[op] = (res.text, to_json(dict(res.params)))
+            except NotImplementedError:
+                self.texts[op] = f"text operator {op} is not implemented"
+            except ValueError as exc:  # EntityNotFoundError / TextCorruptionError (both ValueError)
+                self.texts[op] = f"text operator {op}: {exc}"
+        return self.texts[op]
+
+    def done(self, cond: Condition) -> None:
+        """The consumer is done with ``cond``'s variant: drop its image part after its last use."""
+        if cond.kind in ("image", "joint"):
+            part = (cond.image_operator, cond.severity)
+            self.uses[part] -= 1
+            if self.uses[part] <= 0:
+                self.images.pop(part, None)
+
+    def variant(self, cond: Condition) -> Variant | Skip:
+        cid = cond.id
+        image, question = self.image, self.question
+        if cond.kind == "clean":
+            return Variant(cid, "clean", image, question, {}, "clean" if image is not None else None,
+                           "clean" if question is not None else None)
+        if cond.kind in ("image", "joint") and image is None:
+            return Skip(cid, "query has no image")
+        if cond.kind in ("text", "joint") and question is None:
+            return Skip(cid, "query has no question")
+        params: dict[str, Any] = {}
+        img_from = "clean" if image is not None else None
+        txt_from = "clean" if question is not None else None
+        if cond.kind in ("image", "joint"):
+            part = self.image_part(cond.image_operator, cond.severity)
+            if isinstance(part, str):
+                return Skip(cid, part)
+            image, params["image"] = part
+            img_from = cond.image_part.id
+        if cond.kind in ("text", "joint"):
+            tpart = self.text_part(cond.text_operator)
+            if isinstance(tpart, str):
+                return Skip(cid, tpart)
+            question, params["text"] = tpart
+            txt_from = cond.text_part.id
+        return Variant(cid, cond.kind, image, question, params, img_from, txt_from)
+
+
 def generate_variants(
     image: np.ndarray | None,
     question: str | None,
@@ -73,80 +140,23 @@ def generate_variants(
 ) -> Iterator[Variant | Skip]:
     """Yield a :class:`Variant` or a :class:`Skip` for each of ``conditions``, in order.
 
-    ``conditions`` and ``grid`` are already resolved (:func:`~.plan.resolve_conditions`,
-    :func:`~.plan.resolve_grid`): this is the low-level generator, it validates nothing and never
-    raises for one condition -- a failing operator, a missing entity or a query without image /
-    question becomes a Skip naming the reason.  ``key`` is the query id: with ``seed`` it keys all
-    randomness, so the variants equal those ``run_corruption`` writes for that id.
+    ``conditions`` and ``grid`` are already resolved (:func:`~.plan.plan_conditions`): this is the
+    low-level generator, it validates nothing and never raises for one condition -- a failing
+    operator, a missing entity or a query without image / question becomes a Skip naming the
+    reason.  ``key`` is the query id: with ``seed`` it keys all randomness, so the variants equal
+    those ``run_corruption`` writes for that id.
 
     Memory: an image part is kept only until the last condition that uses it (a query's 45
     variants of a 12 Mpx photo would hold ~1.6 GB); a consumer should finish with a variant before
     asking for the next.
     """
-    key = str(key)
-    img_cache: dict[tuple[str, int], tuple[np.ndarray, dict] | str] = {}
-    txt_cache: dict[str, tuple[str, dict] | str] = {}
-
-    def image_part(op: str, sev: int) -> tuple[np.ndarray, dict] | str:
-        if (op, sev) not in img_cache:
-            try:
-                res = corrupt_image_with_params(image, op, sev, seed=seed, key=key, grid=grid)
-                img_cache[(op, sev)] = (res.image, to_json(res.params))
-            except Exception as exc:  # noqa: BLE001 - one failing operator must not stop the query
-                img_cache[(op, sev)] = f"image operator {op} s{sev} failed: {type(exc).__name__}: {exc}"
-        return img_cache[(op, sev)]
-
-    def text_part(op: str) -> tuple[str, dict] | str:
-        if op not in txt_cache:
-            try:
-                res = corrupt_text_with_params(question, op, entity=entity, seed=seed, key=key)
-                txt_cache[op] = (res.text, to_json(dict(res.params)))
-            except NotImplementedError:
-                txt_cache[op] = f"text operator {op} is not implemented"
-            except ValueError as exc:  # EntityNotFoundError / TextCorruptionError (both ValueError)
-                txt_cache[op] = f"text operator {op}: {exc}"
-        return txt_cache[op]
-
-    uses = Counter((c.image_operator, c.severity) for c in conditions if c.kind in ("image", "joint"))
+    parts = _Parts(image, question, key=str(key), entity=entity, seed=seed, grid=grid, conditions=conditions)
     prev: Condition | None = None
     for cond in conditions:
-        # Resumed: the consumer is done with the previous condition's variant.
-        if prev is not None and prev.kind in ("image", "joint"):
-            part = (prev.image_operator, prev.severity)
-            uses[part] -= 1
-            if uses[part] <= 0:
-                img_cache.pop(part, None)
+        if prev is not None:  # resumed: the consumer is done with the previous condition's variant
+            parts.done(prev)
         prev = cond
-        cid = cond.id
-        if cond.kind == "clean":
-            yield Variant(cid, "clean", image, question, {}, "clean" if image is not None else None,
-                          "clean" if question is not None else None)
-            continue
-        if cond.kind in ("image", "joint") and image is None:
-            yield Skip(cid, "query has no image")
-            continue
-        if cond.kind in ("text", "joint") and question is None:
-            yield Skip(cid, "query has no question")
-            continue
-        params: dict[str, Any] = {}
-        img_out, q_out = image, question
-        img_from = "clean" if image is not None else None
-        txt_from = "clean" if question is not None else None
-        if cond.kind in ("image", "joint"):
-            part = image_part(cond.image_operator, cond.severity)
-            if isinstance(part, str):
-                yield Skip(cid, part)
-                continue
-            img_out, params["image"] = part
-            img_from = cond.image_part.id
-        if cond.kind in ("text", "joint"):
-            tpart = text_part(cond.text_operator)
-            if isinstance(tpart, str):
-                yield Skip(cid, tpart)
-                continue
-            q_out, params["text"] = tpart
-            txt_from = cond.text_part.id
-        yield Variant(cid, cond.kind, img_out, q_out, params, img_from, txt_from)
+        yield parts.variant(cond)
 
 
 def iter_variants(
@@ -166,16 +176,16 @@ def iter_variants(
     ``image`` is an HxWx3 uint8 RGB array (e.g. from :func:`~snapbench.corruptions.io.load_image`),
     ``key`` the query id (it keys all randomness, so variants equal those of
     :func:`~snapbench.corruptions.run.run_corruption` for the same id and seed).
-    ``conditions``/``joint``/``grid`` as in :func:`~.plan.resolve_conditions` /
-    :func:`~.plan.resolve_grid` (a joint condition brings its parts); ``clean`` comes first.  With
+    ``conditions``/``joint``/``grid`` (a grid file or an override mapping) as in
+    :func:`~.plan.plan_conditions` (a joint condition brings its parts); ``clean`` comes first.  With
     ``errors="raise"`` a condition that cannot be produced (entity not found, no question...)
     raises :class:`~snapbench.errors.InputError`; with ``"skip"`` it is left out.
     """
     if image is None and question is None:
         raise InputError(f"query {key!r}: needs an image or a question")
-    table = resolve_grid(grid)
-    conds = resolve_conditions(conditions, joint=joint, grid=table)
-    for item in generate_variants(image, question, key=str(key), entity=entity, seed=seed, conditions=conds, grid=table):
+    plan = plan_conditions(conditions, joint=joint, grid=plan_grid(grid))
+    for item in generate_variants(image, question, key=str(key), entity=entity, seed=seed, conditions=plan.conditions,
+                                  grid=plan.grid):
         if isinstance(item, Skip):
             if errors == "raise":
                 raise InputError(f"query {key!r}, condition {item.condition}: {item.reason}")
@@ -201,8 +211,8 @@ def stream_corruptions(
     records ``run_corruption`` writes to ``skips.jsonl``.
     """
     recs = load_manifest(records) if isinstance(records, (str, os.PathLike)) else records
-    table = resolve_grid(grid)
-    conds = resolve_conditions(conditions, joint=joint, grid=table)
+    plan = plan_conditions(conditions, joint=joint, grid=plan_grid(grid))
+    table, conds = plan.grid, plan.conditions
     for rec in recs:
         image = None
         if rec.image is not None:

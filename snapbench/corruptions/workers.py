@@ -18,7 +18,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterable
 
-from ..errors import ConfigError
+from ..errors import ConfigError, arg
 from .image import restore_image_operators, user_image_operators
 from .text import restore_text_operators, user_text_operators
 
@@ -34,16 +34,16 @@ def registrations_payload(image_ops: Iterable[str], text_ops: Iterable[str]) -> 
     closure, a function defined inside another one).
     """
     image_ops, text_ops = set(image_ops), set(text_ops)
-    images = [r for r in user_image_operators() if r.operator.name in image_ops]
-    texts = [t for t in user_text_operators() if t[0] in text_ops]
+    images = [op for op in user_image_operators() if op.name in image_ops]
+    texts = [op for op in user_text_operators() if op.name in text_ops]
     try:
         return pickle.dumps((images, texts))
     except Exception as exc:  # noqa: BLE001 - pickling raises PicklingError, AttributeError, TypeError...
-        names = [r.operator.name for r in images] + [t[0] for t in texts]
+        names = [op.name for op in images] + [op.name for op in texts]
         raise ConfigError(
             f"operator(s) {', '.join(names)} registered at run time cannot be sent to worker processes "
             f"({type(exc).__name__}: {exc}); register a module-level function or a picklable callable "
-            "object, or use workers=1"
+            f"object, or set {arg('workers')} to 1", param="workers"
         ) from None
 
 
@@ -63,5 +63,5 @@ def restore_registrations(payload: bytes) -> None:
     except Exception as exc:  # noqa: BLE001 - reported by the first task, with a hint
         _setup_error = (
             f"a worker process could not restore the operators registered at run time "
-            f"({type(exc).__name__}: {exc}); define them in an importable module, or use workers=1"
+            f"({type(exc).__name__}: {exc}); define them in an importable module, or set {arg('workers')} to 1"
         )

@@ -56,6 +56,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from ..corruptions import default_grid, get_image_operator, register_image_operator
+from ..errors import ConfigError, InputError, arg
 from ..jsonable import to_json
 
 __all__ = ["MAX_ARRAY_ITEMS", "AlbumentationsOperator", "SnapbenchCorruption", "register_albumentations_operator"]
@@ -67,10 +68,11 @@ _LOCK = threading.RLock()  # module-level (not per instance) so operator objects
 def _level(operator: str, severity: int, grid: Mapping[str, Mapping[int, Mapping[str, Any]]] | None) -> Mapping[str, Any]:
     table = default_grid() if grid is None else grid
     if operator not in table:
-        raise ValueError(f"image operator {operator!r} has no severity table in the grid")
+        raise ConfigError(f"image operator {operator!r} has no severity table in the grid", param="grid")
     levels = table[operator]
     if int(severity) not in levels:
-        raise ValueError(f"image operator {operator!r} has no severity {severity} (levels: {sorted(levels)})")
+        raise ConfigError(f"image operator {operator!r} has no severity {severity} (levels: {sorted(levels)})",
+                          param="severity")
     return levels[int(severity)]
 
 
@@ -93,12 +95,12 @@ class SnapbenchCorruption(_A.ImageOnlyTransform):
     ) -> None:
         super().__init__(p=p)
         self._op = get_image_operator(operator)  # fails early on an unknown name
-        self.operator = operator
+        self.operator = self._op.name  # an alias is seeded and looked up as the operator it names
         levels = (severity,) if isinstance(severity, (int, np.integer)) else tuple(severity)
         if not levels:
-            raise ValueError("severity must be a level or a non-empty sequence of levels")
+            raise ConfigError("must be a level or a non-empty sequence of levels", param="severity")
         for level in levels:
-            _level(operator, int(level), grid)  # fails early on a missing level
+            _level(self.operator, int(level), grid)  # fails early on a missing level
         self.severity = severity
         self._levels = tuple(int(s) for s in levels)
         self.grid = grid
@@ -112,14 +114,14 @@ class SnapbenchCorruption(_A.ImageOnlyTransform):
 
     def apply(self, img: np.ndarray, snapbench_params: Mapping[str, Any], **kwargs: Any) -> np.ndarray:
         if img.dtype != np.uint8:
-            raise ValueError(f"SnapbenchCorruption({self.operator!r}) needs uint8 images, got {img.dtype}")
+            raise InputError(f"SnapbenchCorruption({self.operator!r}) needs uint8 images, got {img.dtype}")
         gray = img.ndim == 2 or img.shape[-1] == 1
         if gray:
             rgb = np.repeat(img.reshape(img.shape[0], img.shape[1], 1), 3, axis=2)
         elif img.shape[-1] == 3:
             rgb = img
         else:
-            raise ValueError(f"SnapbenchCorruption({self.operator!r}) needs 1- or 3-channel images, got {img.shape}")
+            raise InputError(f"SnapbenchCorruption({self.operator!r}) needs 1- or 3-channel images, got {img.shape}")
         out = np.ascontiguousarray(self._op.apply(np.ascontiguousarray(rgb), snapbench_params), dtype=np.uint8)
         if gray:
             # luminance back to one channel, keeping the input's layout
@@ -146,18 +148,20 @@ class AlbumentationsOperator:
 
     def __init__(self, name: str, transforms: Mapping[int, Any], *, changes_size: bool = False) -> None:
         if not transforms:
-            raise ValueError(f"albumentations operator {name!r}: give at least one severity -> transform")
+            raise ConfigError(f"albumentations operator {name!r}: give at least one severity -> transform",
+                              param="transforms")
         self.name = name
         self.changes_size = bool(changes_size)
         self.composes: dict[int, Any] = {}
         self.labels: dict[int, str] = {}
         for sev, t in transforms.items():
             if isinstance(sev, bool) or not isinstance(sev, (int, np.integer)) or int(sev) < 1:
-                raise ValueError(f"albumentations operator {name!r}: severities must be integers >= 1, got {sev!r}")
+                raise ConfigError(f"albumentations operator {name!r}: severities must be integers >= 1, got {sev!r}",
+                                  param="transforms")
             if not isinstance(t, _A.BasicTransform) and not isinstance(t, _A.BaseCompose):
-                raise TypeError(
+                raise ConfigError(
                     f"albumentations operator {name!r}, severity {sev}: expected an albumentations transform, "
-                    f"got {type(t).__name__}"
+                    f"got {type(t).__name__}", param="transforms"
                 )
             self.composes[int(sev)] = _A.Compose([t], save_applied_params=True)
             self.labels[int(sev)] = type(t).__name__
@@ -165,7 +169,8 @@ class AlbumentationsOperator:
     def sample(self, rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
         sev = int(level["severity"])
         if sev not in self.composes:
-            raise ValueError(f"albumentations operator {self.name!r} has no transform for severity {sev}")
+            raise ConfigError(f"albumentations operator {self.name!r} has no transform for severity {sev}",
+                              param="grid")
         return {
             "severity": sev,
             "albumentations_seed": int(rng.integers(0, 2**32, dtype=np.uint64)),
@@ -179,14 +184,15 @@ class AlbumentationsOperator:
             res = compose(image=image)
         out = res["image"]
         if not isinstance(out, np.ndarray) or out.dtype != np.uint8 or out.ndim != 3 or out.shape[2] != 3:
-            raise ValueError(
+            raise ConfigError(
                 f"albumentations operator {self.name!r} ({params['transform']}) returned "
                 f"{getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', '')}, expected HxWx3 uint8"
             )
         if not self.changes_size and out.shape != image.shape:
-            raise ValueError(
+            raise ConfigError(
                 f"albumentations operator {self.name!r} ({params['transform']}) changed the image size "
-                f"{image.shape[:2]} -> {out.shape[:2]}; register it with changes_size=True if that is its meaning"
+                f"{image.shape[:2]} -> {out.shape[:2]}; register it with {arg('changes_size')} set to true if resizing is its meaning",
+                param="changes_size"
             )
         # Known only after albumentations has seen the image: recorded in the params dict that
         # corrupt_image_with_params returns (and the manifest writes).

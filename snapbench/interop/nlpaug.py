@@ -56,6 +56,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("snapbench.interop.nlpaug needs nlpaug: pip install 'snapbench[nlpaug]'") from exc
 
 from ..corruptions import corrupt_text, register_text_operator
+from ..errors import ConfigError, InputError
+from ..validate import choice
 
 __all__ = ["NlpaugOperator", "SnapbenchAugmenter", "register_nlpaug_operator"]
 
@@ -88,12 +90,10 @@ class SnapbenchAugmenter(_Augmenter):
         name: str | None = None,
         verbose: int = 0,
     ) -> None:
-        from ..corruptions import text_operators
+        from ..corruptions.text_registry import text_operator
 
-        if operator not in text_operators():
-            raise ValueError(f"unknown text operator {operator!r}; known: {', '.join(text_operators())}")
-        if errors not in ("raise", "keep"):
-            raise ValueError(f"errors must be 'raise' or 'keep', got {errors!r}")
+        operator = text_operator(operator).name  # an unknown name is an error listing the known ones
+        choice(errors, ("raise", "keep"), "errors")
         super().__init__(
             name=name or f"Snapbench_{operator}", method=_Method.SENTENCE, action=_Action.SUBSTITUTE,
             aug_min=1, aug_max=1, aug_p=1.0, verbose=verbose,
@@ -109,7 +109,7 @@ class SnapbenchAugmenter(_Augmenter):
 
     def substitute(self, data: str) -> str:
         if not isinstance(data, str):
-            raise TypeError(f"{self.name}: expected a str, got {type(data).__name__}")
+            raise InputError(f"{self.name}: expected a str, got {type(data).__name__}")
         try:
             return corrupt_text(data, self.operator, entity=self.entity, seed=self.seed, key=self._key(data))
         except ValueError:
@@ -141,7 +141,8 @@ def _seeded_call(augmenter: Any, text: str, seed: int) -> str:
     if isinstance(out, list):
         out = out[0] if out else text
     if not isinstance(out, str):
-        raise TypeError(f"nlpaug augmenter {type(augmenter).__name__} returned {type(out).__name__}, expected str")
+        raise ConfigError(f"nlpaug augmenter {type(augmenter).__name__} returned {type(out).__name__}, expected str",
+                          param="augmenter")
     return out
 
 
@@ -154,9 +155,9 @@ class NlpaugOperator:
 
     def __init__(self, name: str, augmenter: Any, *, scope: Literal["entity", "question"] = "entity") -> None:
         if not hasattr(augmenter, "augment"):
-            raise TypeError(f"nlpaug operator {name!r}: expected an nlpaug augmenter, got {type(augmenter).__name__}")
-        if scope not in ("entity", "question"):
-            raise ValueError(f"scope must be 'entity' or 'question', got {scope!r}")
+            raise ConfigError(f"nlpaug operator {name!r}: expected an nlpaug augmenter, got {type(augmenter).__name__}",
+                              param="augmenter")
+        choice(scope, ("entity", "question"), "scope")
         self.name = name
         self.augmenter = augmenter
         self.scope = scope

@@ -40,17 +40,17 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("snapbench.interop.torch needs torch: pip install 'snapbench[torch]'") from exc
 
-from ..conditions import list_conditions, parse_condition
+from ..conditions import parse_condition
 from ..corruptions import (
     corrupt_image,
     corrupt_text,
-    image_operators,
+    get_image_operator,
     iter_variants,
     load_image,
     load_manifest,
-    text_operators,
 )
-from ..corruptions.image import default_grid, load_grid, merge_grid
+from ..corruptions.plan import generated_space, plan_conditions, plan_grid, resolve_grid
+from ..errors import ConfigError, InputError
 
 __all__ = ["CorruptedQueries", "CorruptedQueriesIterable", "SnapbenchTransform", "collate_queries", "content_key"]
 
@@ -59,21 +59,14 @@ def collate_queries(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(batch)
 
 
-def _table(grid: str | os.PathLike | Mapping[str, Any] | None) -> dict:
-    if grid is None:
-        return default_grid()
-    if isinstance(grid, (str, os.PathLike)):
-        return load_grid(grid, base=default_grid())
-    return merge_grid(default_grid(), grid)
-
-
-def _condition_ids(conditions: Iterable[str] | None, joint: bool, table: Mapping) -> list[str]:
-    if conditions is not None:
-        return list(dict.fromkeys(str(c) for c in conditions))  # only what was asked for, in that order
-    img_ops = [op for op in image_operators() if op in table]
-    sevs = {op: sorted(table[op]) for op in img_ops}
-    return [c.id for c in list_conditions(joint=joint, image_operators=img_ops, text_operators=list(text_operators()),
-                                          severities=sevs)]
+def _condition_ids(conditions: Iterable[str] | None, joint: bool, grid: Any) -> tuple[list[str], dict]:
+    """The ids of the dataset (validated by the one condition planner) and the resolved grid."""
+    plan = plan_conditions(conditions, joint=joint, grid=plan_grid(grid))
+    if conditions is None:
+        return [c.id for c in plan.conditions], dict(plan.grid)
+    space = generated_space(plan.grid)
+    # only what was asked for, in that order (no clean or joint parts added)
+    return list(dict.fromkeys(space.canonical(parse_condition(str(c))).id for c in conditions)), dict(plan.grid)
 
 
 def _to_output(image: np.ndarray, as_tensor: bool) -> Any:
@@ -88,16 +81,9 @@ class _Plan:
     def __init__(self, manifest, conditions, seed: int, joint: bool, grid) -> None:
         self.records = load_manifest(manifest) if isinstance(manifest, (str, os.PathLike)) else list(manifest)
         self.seed = int(seed)
-        self.grid = grid
-        self.table = _table(grid)
-        self.conditions = _condition_ids(conditions, joint, self.table)
+        # validated up front, as `corrupt` does, instead of in a DataLoader worker
+        self.conditions, self.grid = _condition_ids(conditions, joint, grid)
         parsed = [parse_condition(c) for c in self.conditions]
-        known_img = set(image_operators())
-        for c in parsed:  # fail early, as `corrupt` does, instead of in a worker
-            if c.kind in ("image", "joint") and (c.image_operator not in known_img or c.severity not in self.table.get(c.image_operator, {})):
-                raise ValueError(f"condition {c.id!r}: no image operator {c.image_operator!r} at severity {c.severity}")
-            if c.kind in ("text", "joint") and c.text_operator not in text_operators():
-                raise ValueError(f"condition {c.id!r}: no text operator {c.text_operator!r}")
         self.skipped: list[dict[str, Any]] = []
         self.per_record: list[list[str]] = []
         for rec in self.records:
@@ -258,13 +244,12 @@ class SnapbenchTransform(_torch.nn.Module):
         self.severity = int(severity)
         self.seed = int(seed)
         self.key = key
-        self.grid = None if grid is None else _table(grid)
-        # fail early on an unknown operator or level
-        if operator not in image_operators():
-            raise ValueError(f"unknown image operator {operator!r}; known: {', '.join(image_operators())}")
-        table = self.grid or default_grid()
-        if self.severity not in table.get(operator, {}):
-            raise ValueError(f"image operator {operator!r} has no severity {self.severity}")
+        self.grid = None if grid is None else resolve_grid(grid)
+        self.operator = get_image_operator(operator).name  # fails early on an unknown name
+        table = self.grid or resolve_grid(None)
+        if self.severity not in table.get(self.operator, {}):
+            raise ConfigError(f"image operator {operator!r} has no severity {self.severity} "
+                              f"(levels: {sorted(table.get(self.operator, {}))})", param="severity")
 
     def _apply(self, rgb: np.ndarray, key: str | None) -> np.ndarray:
         k = key if key is not None else (self.key if self.key is not None else content_key(rgb))
@@ -273,7 +258,7 @@ class SnapbenchTransform(_torch.nn.Module):
     def forward(self, image: Any, key: str | None = None) -> Any:
         if isinstance(image, _torch.Tensor):
             if image.dtype != _torch.uint8 or image.ndim != 3 or image.shape[0] != 3:
-                raise ValueError(f"SnapbenchTransform needs a 3xHxW uint8 tensor, got {tuple(image.shape)} {image.dtype}")
+                raise InputError(f"SnapbenchTransform needs a 3xHxW uint8 tensor, got {tuple(image.shape)} {image.dtype}")
             rgb = image.detach().cpu().permute(1, 2, 0).contiguous().numpy()
             out = self._apply(rgb, key)
             return _torch.from_numpy(np.ascontiguousarray(out.transpose(2, 0, 1))).to(image.device)
@@ -285,7 +270,7 @@ class SnapbenchTransform(_torch.nn.Module):
             Image = None
         if Image is not None and isinstance(image, Image.Image):
             return Image.fromarray(self._apply(np.asarray(image.convert("RGB"), dtype=np.uint8), key))
-        raise TypeError(f"SnapbenchTransform accepts numpy arrays, PIL images or tensors, got {type(image).__name__}")
+        raise InputError(f"SnapbenchTransform accepts numpy arrays, PIL images or tensors, got {type(image).__name__}")
 
     def extra_repr(self) -> str:
         return f"operator={self.operator!r}, severity={self.severity}, seed={self.seed}"

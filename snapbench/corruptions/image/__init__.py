@@ -8,18 +8,21 @@ the package is importable, in the main process and in every worker process alike
 from .base import (
     CorruptedImage,
     ImageOperator,
-    RegisteredImageOperator,
+    add_image_operator,
     corrupt_image,
     corrupt_image_with_params,
     default_grid,
     get_image_operator,
+    image_aliases,
     image_operators,
+    load_grid,
+    merge_grid,
     register_image_operator,
     restore_image_operators,
     unregister_image_operator,
     user_image_operators,
 )
-from .grid import DEFAULT_GRID, load_grid, merge_grid
+from .grid import DEFAULT_GRID
 
 # Registration happens at import of each primitive module; the order is irrelevant (image_operators()
 # lists the built-ins in the paper's order from snapbench.conditions).
@@ -28,12 +31,13 @@ from . import degrade, transform, remove, add  # noqa: E402,F401  isort: skip
 __all__ = [
     "CorruptedImage",
     "ImageOperator",
-    "RegisteredImageOperator",
     "DEFAULT_GRID",
+    "add_image_operator",
     "corrupt_image",
     "corrupt_image_with_params",
     "default_grid",
     "get_image_operator",
+    "image_aliases",
     "image_operators",
     "load_grid",
     "merge_grid",

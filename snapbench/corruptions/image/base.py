@@ -1,45 +1,57 @@
-"""Image operator protocol and registry.
+"""Image operator protocol and registry (one :class:`~snapbench.registry.Table` of operator records).
 
 An operator is two functions, as in ImageNet-C-bar: ``sample(rng, level, shape) -> params`` draws
 every random choice (offsets, placements, noise seeds) from a ``numpy.random.Generator`` and returns
 the complete parameter dict that will be applied; ``apply(image, params) -> image`` is then a pure
 function of the image and those parameters.  ``params`` is JSON-serialisable so it can be written
 to the manifest ("the parameters actually applied").
+
+The registry holds one :class:`ImageOperator` record per operator: its name, functions, primitive,
+default levels (``grid``) and aliases.  Built-ins register themselves when their primitive module
+is imported; users call :func:`register_image_operator`; installed packages add operators through
+the entry point group ``snapbench.image_operators`` (see :mod:`snapbench.corruptions.plugins`),
+loaded on the first lookup.  A built-in named in :data:`snapbench.conditions.IMAGE_OPERATORS`
+without a registered implementation is an error at every lookup, never a silent gap in a run.
 """
 
 from __future__ import annotations
 
 import copy
-import difflib
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ...conditions import IMAGE_OPERATORS, IMAGE_PRIMITIVES
+from ... import conditions as _conditions
 from ...errors import ConfigError
+from ...registry import Table
 from ...seeding import image_rng
-from ..io import as_rgb_uint8
-from .grid import DEFAULT_GRID, Grid
+from ..pixels import as_rgb_uint8
+from ..plugins import IMAGE_GROUP, load_operator_plugins, plugin_failure
+from .grid import DEFAULT_GRID, Grid, merge_levels, read_grid_file
 
 __all__ = [
     "ImageOperator",
     "CorruptedImage",
+    "add_image_operator",
     "register_image_operator",
     "get_image_operator",
     "image_operators",
+    "image_aliases",
     "corrupt_image",
     "corrupt_image_with_params",
     "default_grid",
-    "RegisteredImageOperator",
+    "load_grid",
+    "merge_grid",
     "user_image_operators",
     "restore_image_operators",
     "unregister_image_operator",
 ]
 
 #: built-in operator name -> its primitive, from the one table in :mod:`snapbench.conditions`.
-BUILTIN_PRIMITIVE: dict[str, str] = {op: prim for prim, ops in IMAGE_PRIMITIVES.items() for op in ops}
+BUILTIN_PRIMITIVE: dict[str, str] = {op: prim for prim, ops in _conditions.IMAGE_PRIMITIVES.items() for op in ops}
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _LEVEL_RE = re.compile(r"^s?(\d+)$")
 
@@ -53,11 +65,15 @@ def _no_randomness(rng: np.random.Generator, level: Mapping[str, Any], shape: tu
 
 @dataclass(frozen=True)
 class ImageOperator:
-    """A registered image corruption.
+    """A registered image corruption: the record of the operator table.
 
     ``primitive`` is one of degrade / transform / remove / add for the built-ins (fixed by
     :data:`snapbench.conditions.IMAGE_PRIMITIVES`), ``"custom"`` or the user's choice otherwise;
-    ``changes_size`` is True only for operators whose meaning is a size change.
+    ``changes_size`` is True only for operators whose meaning is a size change.  ``grid`` holds the
+    default parameters per severity (``{1: {...}, 2: {...}}``; built-ins: their
+    :data:`~.grid.DEFAULT_GRID` levels); ``aliases`` are other names condition ids may use.
+    ``origin`` is ``"builtin"``, ``"user"`` (registered at run time) or ``"plugin"`` (an entry
+    point).  A plugin's entry point may name such a record directly.
     """
 
     name: str
@@ -66,6 +82,9 @@ class ImageOperator:
     primitive: str = "custom"
     changes_size: bool = False
     doc: str = field(default="", compare=False)
+    grid: Mapping[Any, Mapping[str, Any]] | None = field(default=None, compare=False)
+    aliases: tuple[str, ...] = ()
+    origin: str = "user"
 
 
 @dataclass(frozen=True)
@@ -76,12 +95,58 @@ class CorruptedImage:
     params: dict[str, Any]
 
 
-_REGISTRY: dict[str, ImageOperator] = {}
-_CUSTOM_GRID: Grid = {}
-# Names registered by the user (anything but the built-in modules' own registrations): shipped to
-# worker processes by :func:`user_image_operators` / :func:`restore_image_operators`.
-_USER: set[str] = set()
+_TABLE: Table[ImageOperator] = Table("image operator")
 _BUILTIN_MODULES = frozenset(f"{__package__}.{m}" for m in ("degrade", "transform", "remove", "add"))
+
+
+def _levels_of(name: str, grid: Mapping[Any, Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
+    if not isinstance(grid, Mapping) or not grid:
+        raise ConfigError(f"image operator {name!r}: grid must map severities to parameter tables, got {grid!r}",
+                          param="grid")
+    out: dict[int, dict[str, Any]] = {}
+    for level, params in grid.items():
+        m = _LEVEL_RE.match(str(level))
+        if not m or int(m[1]) < 1 or not isinstance(params, Mapping):
+            raise ConfigError(f"image operator {name!r}: grid entry {level!r} must be a severity (1, '1' or 's1') "
+                              "mapped to a parameter table", param="grid")
+        out[int(m[1])] = dict(params)
+    return out
+
+
+def _checked(op: ImageOperator) -> ImageOperator:
+    """``op`` validated, with its levels normalised (built-ins without levels get DEFAULT_GRID's)."""
+    name = op.name
+    for n in (name, *op.aliases):
+        if not isinstance(n, str) or not _NAME_RE.match(n):
+            raise ConfigError(f"image operator name {n!r} must match [A-Za-z0-9_.-]+ (it appears in condition ids)",
+                              param="name")
+    if not callable(op.apply) or not callable(op.sample):
+        raise ConfigError(f"image operator {name!r}: apply and sample must be callables", param="apply")
+    fixed = BUILTIN_PRIMITIVE.get(name)
+    primitive = op.primitive if op.primitive != "custom" or fixed is None else fixed
+    if fixed is not None and primitive != fixed:
+        raise ConfigError(
+            f"image operator {name!r} is a built-in {fixed!r} operator (snapbench.conditions.IMAGE_PRIMITIVES); "
+            f"it cannot be registered as primitive {primitive!r}", param="primitive")
+    if op.grid is not None:
+        levels = _levels_of(name, op.grid)
+    elif fixed is not None:
+        levels = copy.deepcopy(DEFAULT_GRID[name])
+    else:
+        raise ConfigError(f"image operator {name!r} has no default levels: give grid (the parameters of each "
+                          "severity, e.g. {1: {...}, 2: {...}}) when registering it", param="grid")
+    return dataclasses.replace(op, primitive=primitive, grid=levels)
+
+
+def add_image_operator(op: ImageOperator, *, replace: bool = False) -> ImageOperator:
+    """Add a record to the table (validated; see :func:`register_image_operator`)."""
+    op = _checked(op)
+    try:
+        _TABLE.register(op.name, op, aliases=op.aliases, replace=replace)
+    except ConfigError:
+        raise ConfigError(f"image operator {op.name!r} (or one of its aliases) is already registered",
+                          param="replace") from None
+    return op
 
 
 def register_image_operator(
@@ -93,6 +158,7 @@ def register_image_operator(
     changes_size: bool = False,
     grid: Mapping[int | str, Mapping[str, Any]] | None = None,
     replace: bool = False,
+    aliases: tuple[str, ...] = (),
 ):
     """Register an operator; usable as a decorator on the ``apply`` function.
 
@@ -103,145 +169,128 @@ def register_image_operator(
     ``grid`` gives the default parameters per severity (``{1: {...}, 2: {...}}``, keys 1 / "1" /
     "s1").  A new operator must have one: an operator without levels could never be part of a run,
     and leaving it out silently is worse than refusing it here.  Built-in names take theirs from
-    :data:`DEFAULT_GRID` unless ``grid`` replaces them.  Re-registering a name needs ``replace=True``.
+    :data:`DEFAULT_GRID` unless ``grid`` replaces them.  Re-registering a name needs ``replace``.
+    ``aliases`` are other names condition ids may use for the operator.
 
     Operators registered at run time are shipped to ``run_corruption``'s worker processes by
     pickling ``apply`` and ``sample``: use module-level functions or picklable callable objects
     (no lambdas or closures) if you run with ``workers > 1``.
     """
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise ConfigError(f"image operator name {name!r} must match [A-Za-z0-9_.-]+ (it appears in condition ids)")
-    fixed = BUILTIN_PRIMITIVE.get(name)
-    if fixed is not None and primitive is not None and primitive != fixed:
-        raise ConfigError(
-            f"image operator {name!r} is a built-in {fixed!r} operator (snapbench.conditions.IMAGE_PRIMITIVES); "
-            f"it cannot be registered as primitive {primitive!r}"
-        )
-    levels: dict[int, dict[str, Any]] | None = None
-    if grid is not None:
-        levels = _levels_of(name, grid)
-    elif fixed is None:
-        raise ConfigError(
-            f"image operator {name!r} has no default levels: pass grid={{1: {{...}}, 2: {{...}}, ...}} "
-            "(the parameters of each severity) when registering it"
-        )
 
     def _register(apply_fn: ApplyFn) -> ApplyFn:
-        if name in _REGISTRY and not replace:
-            raise ConfigError(f"image operator {name!r} is already registered (pass replace=True)")
-        _REGISTRY[name] = ImageOperator(
-            name=name,
-            apply=apply_fn,
-            sample=sample or _no_randomness,
-            primitive=primitive or fixed or "custom",
-            changes_size=changes_size,
-            doc=(getattr(apply_fn, "__doc__", None) or "").strip(),
-        )
-        if levels is not None:
-            _CUSTOM_GRID[name] = levels
-        else:
-            _CUSTOM_GRID.pop(name, None)
-        if getattr(apply_fn, "__module__", None) in _BUILTIN_MODULES and levels is None:
-            _USER.discard(name)
-        else:
-            _USER.add(name)
+        builtin = getattr(apply_fn, "__module__", None) in _BUILTIN_MODULES and grid is None
+        add_image_operator(ImageOperator(
+            name=name, apply=apply_fn, sample=sample or _no_randomness, primitive=primitive or "custom",
+            changes_size=changes_size, doc=(getattr(apply_fn, "__doc__", None) or "").strip(), grid=grid,
+            aliases=tuple(aliases), origin="builtin" if builtin else "user"), replace=replace)
         return apply_fn
 
+    _checked(ImageOperator(name, apply=_identity, primitive=primitive or "custom", grid=grid, aliases=tuple(aliases)))
     if apply is not None:
         return _register(apply)
     return _register
 
 
-def _levels_of(name: str, grid: Mapping[Any, Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
-    if not isinstance(grid, Mapping) or not grid:
-        raise ConfigError(f"image operator {name!r}: grid must map severities to parameter tables, got {grid!r}")
-    out: dict[int, dict[str, Any]] = {}
-    for level, params in grid.items():
-        m = _LEVEL_RE.match(str(level))
-        if not m or int(m[1]) < 1 or not isinstance(params, Mapping):
-            raise ConfigError(
-                f"image operator {name!r}: grid entry {level!r} must be a severity (1, '1' or 's1') "
-                "mapped to a parameter table"
-            )
-        out[int(m[1])] = dict(params)
-    return out
+def _identity(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
+    return image
 
 
 def unregister_image_operator(name: str) -> None:
     """Remove a user-registered operator (and its default levels); built-ins cannot be removed."""
-    if name not in _USER:
-        raise ConfigError(f"image operator {name!r} is not a user-registered operator")
-    if name in BUILTIN_PRIMITIVE:
-        raise ConfigError(f"image operator {name!r} is built in; register it again with replace=True instead")
-    _REGISTRY.pop(name, None)
-    _CUSTOM_GRID.pop(name, None)
-    _USER.discard(name)
+    op = _TABLE.get(name) if name in _TABLE else None
+    if op is None or op.origin == "builtin" or name in BUILTIN_PRIMITIVE:
+        raise ConfigError(f"image operator {name!r} is not a user-registered operator (built-ins are replaced, "
+                          "not removed)", param="name")
+    _TABLE.unregister(name)
+
+
+def _load_plugins() -> None:
+    load_operator_plugins(IMAGE_GROUP, record_type=ImageOperator,
+                          add=lambda op: add_image_operator(dataclasses.replace(op, origin="plugin"), replace=True),
+                          get=lambda n: _TABLE.get(n) if n in _TABLE else None)
+
+
+_TABLE.on_first_use(_load_plugins)
+
+
+def _check_builtins(names: list[str]) -> None:
+    missing = [n for n in _conditions.IMAGE_OPERATORS if n not in names]
+    if missing:
+        raise ConfigError(f"built-in image operator(s) {', '.join(missing)} (snapbench.conditions.IMAGE_PRIMITIVES) "
+                          "have no registered implementation; the installation is incomplete")
 
 
 def get_image_operator(name: str) -> ImageOperator:
-    """The registered operator ``name``; :class:`ConfigError` with the closest names otherwise."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=3, cutoff=0.6)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise ConfigError(f"unknown image operator {name!r}{hint}; known: {', '.join(sorted(_REGISTRY))}") from None
+    """The registered operator ``name`` (or an alias of it); :class:`ConfigError` with the closest names
+    otherwise (or, for a plugin's operator, why the plugin did not load)."""
+    if name not in _TABLE and (why := plugin_failure(IMAGE_GROUP, name)) is not None:
+        raise ConfigError(f"image operator {name!r} is not available: {why}")
+    return _TABLE.get(name)
 
 
 def image_operators() -> dict[str, ImageOperator]:
-    """All registered operators (built-ins first, in the paper's taxonomy order)."""
-    builtin = [n for n in IMAGE_OPERATORS if n in _REGISTRY]
-    return {n: _REGISTRY[n] for n in builtin + sorted(set(_REGISTRY) - set(builtin))}
+    """All registered operators (built-ins first, in the paper's taxonomy order, then the others by name)."""
+    entries = dict(_TABLE.items())
+    _check_builtins(list(entries))
+    builtin = list(_conditions.IMAGE_OPERATORS)
+    return {n: entries[n] for n in builtin + sorted(set(entries) - set(builtin))}
+
+
+def image_aliases() -> dict[str, str]:
+    """alias -> operator name, for every registered alias."""
+    return {a: op.name for op in image_operators().values() for a in op.aliases}
 
 
 def default_grid() -> Grid:
-    """The built-in grid plus the default levels of user-registered operators."""
-    return {**DEFAULT_GRID, **_CUSTOM_GRID}
+    """Every registered operator's default levels (built-ins: :data:`DEFAULT_GRID`), a fresh copy."""
+    return {name: copy.deepcopy(dict(op.grid or {})) for name, op in image_operators().items()}
 
 
-@dataclass(frozen=True)
-class RegisteredImageOperator:
-    """A user registration, as :func:`user_image_operators` snapshots it (picklable when its
-    functions are)."""
+def merge_grid(base: Mapping[str, Mapping[int, Mapping[str, Any]]], override: Mapping[str, Any], *,
+               operators: Any = None) -> Grid:
+    """Return a new grid: ``base`` updated by ``override`` (levels given as 1 / "1" / "s1").
 
-    operator: ImageOperator
-    grid: dict[int, dict[str, Any]] | None
+    ``operators`` are the names ``override`` may add besides those of ``base``; by default the
+    registered image operators.  Any other name raises :class:`ConfigError` with the closest
+    known names: a misspelt operator must not leave the intended one at its defaults unnoticed.
+    """
+    known = list(dict.fromkeys([*base, *(image_operators() if operators is None else operators)]))
+    return merge_levels(base, override, known)
 
 
-def user_image_operators() -> list[RegisteredImageOperator]:
-    """The operators registered by the user (not by snapbench's own modules), in registration order.
+def load_grid(path: Any, base: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None) -> Grid:
+    """Load a JSON (``.json``) or TOML (``.toml``) override file and merge it over ``base``
+    (:func:`default_grid` by default); errors name the file (see :func:`merge_grid` for the checks)."""
+    data = read_grid_file(path)
+    try:
+        return merge_grid(default_grid() if base is None else base, data)
+    except ConfigError as exc:
+        raise ConfigError(exc.problem, path=path, param=None if exc.path else exc.param) from None
+
+
+def user_image_operators() -> list[ImageOperator]:
+    """The operators not registered by snapbench's own modules (run time and plugins), in registration order.
 
     ``run_corruption`` ships this snapshot to its worker processes, which start fresh (spawn) and
     would otherwise know only the built-ins; :func:`restore_image_operators` re-registers it there.
     """
-    return [
-        RegisteredImageOperator(_REGISTRY[n], copy.deepcopy(_CUSTOM_GRID.get(n)))
-        for n in _REGISTRY
-        if n in _USER
-    ]
+    return [op for _, op in _TABLE.items() if op.origin != "builtin"]
 
 
-def restore_image_operators(snapshot: list[RegisteredImageOperator]) -> None:
+def restore_image_operators(snapshot: list[ImageOperator]) -> None:
     """Register a :func:`user_image_operators` snapshot (replacing same-named registrations)."""
-    for item in snapshot:
-        op = item.operator
-        _REGISTRY[op.name] = op
-        if item.grid is not None:
-            _CUSTOM_GRID[op.name] = copy.deepcopy(item.grid)
-        else:
-            _CUSTOM_GRID.pop(op.name, None)
-        _USER.add(op.name)
+    for op in snapshot:
+        add_image_operator(op, replace=True)
 
 
 def _level_params(operator: str, severity: int, grid: Mapping[str, Mapping[int, Mapping[str, Any]]] | None) -> Mapping[str, Any]:
     table = default_grid() if grid is None else grid
     if operator not in table:
-        raise ConfigError(f"image operator {operator!r} has no severity table in the grid")
+        raise ConfigError(f"image operator {operator!r} has no severity table in the grid", param="grid")
     levels = table[operator]
     if int(severity) not in levels:
-        raise ConfigError(
-            f"image operator {operator!r} has no severity {severity} (levels: {sorted(levels)})"
-        )
+        raise ConfigError(f"image operator {operator!r} has no severity {severity} (levels: {sorted(levels)})",
+                          param="severity")
     return levels[int(severity)]
 
 
@@ -256,16 +305,17 @@ def corrupt_image_with_params(
 ) -> CorruptedImage:
     """Corrupt ``image`` (HxWx3 uint8 RGB) and return it with the parameters actually applied.
 
-    Randomness comes only from ``seed``, ``key`` (the query id), ``operator`` and ``severity``.
+    Randomness comes only from ``seed``, ``key`` (the query id), ``operator`` and ``severity``
+    (an alias is seeded as the operator it names).
     """
     op = get_image_operator(operator)
     image = as_rgb_uint8(image)
-    level = _level_params(operator, severity, grid)
-    rng = image_rng(seed, key, operator, severity)
+    level = _level_params(op.name, severity, grid)
+    rng = image_rng(seed, key, op.name, severity)
     params = op.sample(rng, level, (int(image.shape[0]), int(image.shape[1])))
     out = op.apply(image, params)
     out = np.ascontiguousarray(out, dtype=np.uint8)
-    return CorruptedImage(out, operator, int(severity), params)
+    return CorruptedImage(out, op.name, int(severity), params)
 
 
 def corrupt_image(

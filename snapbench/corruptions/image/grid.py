@@ -13,8 +13,9 @@ A file entry updates the named keys of an existing level and creates new levels;
 named keep their defaults.  An operator name that is neither in the base grid nor registered is an
 error with the closest names (``[motionblur.s2]`` would otherwise be ignored silently).
 
-This module holds parameters only: which operators exist and their primitives are defined in
-:mod:`snapbench.conditions` (built-ins) and the registry (:mod:`.base`).
+This module holds parameters only and knows no registry: which operators exist and their
+primitives are defined in :mod:`snapbench.conditions` (built-ins) and the registry (:mod:`.base`,
+whose ``load_grid`` / ``merge_grid`` pass the registered names to :func:`merge_levels`).
 """
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
 from ...errors import ConfigError
+from ...textio import read_text
 
-__all__ = ["Grid", "DEFAULT_GRID", "load_grid", "merge_grid", "severities_of"]
+__all__ = ["Grid", "DEFAULT_GRID", "merge_levels", "read_grid_file", "severities_of"]
 
 Grid = dict[str, dict[int, dict[str, Any]]]
 
@@ -84,23 +87,15 @@ def severities_of(grid: Mapping[str, Mapping[int, Any]]) -> dict[str, list[int]]
     return {op: sorted(levels) for op, levels in grid.items()}
 
 
-def merge_grid(
-    base: Mapping[str, Mapping[int, Mapping[str, Any]]],
-    override: Mapping[str, Any],
-    *,
-    operators: Collection[str] | None = None,
-) -> Grid:
+def merge_levels(base: Mapping[str, Mapping[int, Mapping[str, Any]]], override: Mapping[str, Any],
+                 known: Collection[str]) -> Grid:
     """Return a new grid: ``base`` updated by ``override`` (levels given as 1 / "1" / "s1").
 
-    ``operators`` are the names ``override`` may add besides those of ``base``; by default the
-    registered image operators.  Any other name raises :class:`ConfigError` with the closest
-    known names: a misspelt operator must not leave the intended one at its defaults unnoticed.
+    ``known`` are the operator names ``override`` may name; any other name raises
+    :class:`ConfigError` with the closest known names: a misspelt operator must not leave the
+    intended one at its defaults unnoticed.
     """
-    if operators is None:
-        from .base import image_operators
-
-        operators = image_operators()
-    known = list(dict.fromkeys([*base, *operators]))
+    known = list(known)
     out: Grid = copy.deepcopy({op: dict(levels) for op, levels in base.items()})
     for op, levels in override.items():
         if op not in known:
@@ -108,29 +103,25 @@ def merge_grid(
             hint = f"did you mean {', '.join(close)}? " if close else ""
             raise ConfigError(
                 f"grid entry {op!r}: unknown image operator ({hint}known: {', '.join(known)}; "
-                "register an operator of your own before giving its levels)"
-            )
+                "register an operator of your own before giving its levels)", param="grid")
         if not isinstance(levels, Mapping):
-            raise ConfigError(f"grid entry for {op!r} must map severities to parameter tables")
+            raise ConfigError(f"grid entry for {op!r} must map severities to parameter tables", param="grid")
         target = out.setdefault(op, {})
         for level, params in levels.items():
             m = _LEVEL_RE.match(str(level))
             if not m or int(m[1]) < 1:
-                raise ConfigError(f"grid entry {op}.{level}: severity must look like 's1', '2', ...")
+                raise ConfigError(f"grid entry {op}.{level}: severity must look like 's1', '2', ...", param="grid")
             if not isinstance(params, Mapping):
-                raise ConfigError(f"grid entry {op}.{level}: parameters must be a table")
+                raise ConfigError(f"grid entry {op}.{level}: parameters must be a table", param="grid")
             target.setdefault(int(m[1]), {}).update(copy.deepcopy(dict(params)))
     return out
 
 
-def load_grid(path: str | Path, base: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None) -> Grid:
-    """Load a JSON (``.json``) or TOML (``.toml``) override file and merge it over ``base``
-    (:data:`DEFAULT_GRID` by default); see :func:`merge_grid` for the checks."""
+def read_grid_file(path: str | os.PathLike) -> dict[str, Any]:
+    """The table of a JSON (``.json``) or TOML (``.toml``) grid file, unmerged; errors name the file
+    (text decoded through :mod:`snapbench.textio`, so bad bytes are an error with line and column)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read grid file ({exc.strerror})") from exc
+    text = read_text(path, what="grid file")
     try:
         if path.suffix.lower() == ".toml":
             import tomllib
@@ -139,10 +130,7 @@ def load_grid(path: str | Path, base: Mapping[str, Mapping[int, Mapping[str, Any
         else:
             data = json.loads(text)
     except Exception as exc:  # noqa: BLE001 - report any parse error with the file name
-        raise ConfigError(f"{path}: not a valid grid file: {exc}") from exc
+        raise ConfigError(f"not a valid grid file: {exc}", path=path) from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: grid file must hold a table of operators")
-    try:
-        return merge_grid(DEFAULT_GRID if base is None else base, data)
-    except ValueError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        raise ConfigError("grid file must hold a table of operators", path=path)
+    return data

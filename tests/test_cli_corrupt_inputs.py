@@ -1,0 +1,120 @@
+"""What a new user gets wrong with `corrupt`, `preview` and `conditions`: an `error:` line naming the
+file and the flag, exit status 2 -- never a traceback; and what an old output folder still does."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from skimage import data
+from typer.testing import CliRunner
+
+from snapbench.cli import app
+from snapbench.corruptions import RunConfigError, run_corruption
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+@pytest.fixture()
+def queries(tmp_path: Path) -> Path:
+    Image.fromarray(data.astronaut()[::8, ::8]).save(tmp_path / "a.png")
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "a", "image": "a.png", "question": "What is this fish?"}) + "\n")
+    return tmp_path / "q.jsonl"
+
+
+def big_png(path: Path, width: int = 9000, height: int = 7000) -> Path:
+    """A complete 1-bit PNG of width x height (63 Mpx by default), a few kB on disk."""
+    def chunk(t: bytes, d: bytes) -> bytes:
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+
+    row = b"\x00" * (1 + (width + 7) // 8)
+    ihdr = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(row * height, 9))
+                     + chunk(b"IEND", b""))
+    return path
+
+
+def test_a_63_megapixel_image_is_an_error_naming_the_file_and_the_flag(tmp_path: Path) -> None:
+    big_png(tmp_path / "big.png")
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "a", "image": "big.png", "question": "What is this?"}) + "\n")
+    res = runner.invoke(app, ["corrupt", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "o"),
+                              "--conditions", "img/motion_blur/s1", "--no-progress"])
+    assert res.exit_code == 2, res.output
+    assert f"error: {tmp_path / 'big.png'}: image too large: 9000x7000 = 63,000,000 pixels" in res.output
+    assert "raise --max-pixels to allow it" in res.output
+    res = runner.invoke(app, ["preview", str(tmp_path / "big.png"), "--out", str(tmp_path / "s.png")])
+    assert res.exit_code == 2 and "too large" in res.output and "--max-pixels" in res.output, res.output
+    res = runner.invoke(app, ["preview", str(tmp_path / "big.png"), "--out", str(tmp_path / "s.png"),
+                              "--max-pixels", "0"])
+    assert res.exit_code == 2 and "error: --max-pixels: must be an integer >= 1" in res.output, res.output
+
+
+def test_a_grid_file_that_is_not_utf8_names_the_file(queries: Path, tmp_path: Path) -> None:
+    grid = tmp_path / "grid.toml"
+    grid.write_bytes("[motion_blur.s2]\nkernel = 15 # größer\n".encode("latin-1"))
+    column = len("kernel = 15 # gr") + 1
+    expected = f"error: {grid}: not UTF-8 text: byte 0xf6 at line 2, column {column}"
+    for args in (["corrupt", str(queries), "--out", str(tmp_path / "o"), "--grid", str(grid), "--no-progress"],
+                 ["conditions", "--grid", str(grid)],
+                 ["preview", str(tmp_path / "a.png"), "--out", str(tmp_path / "s.png"), "--grid", str(grid)]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2 and expected in res.output, (args[0], res.output)
+
+
+def test_a_query_manifest_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "q.jsonl").write_bytes(b'{"id": "a", "question": "Qu\xe9 es esto?"}\n')
+    res = runner.invoke(app, ["corrupt", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "o"), "--no-progress"])
+    assert res.exit_code == 2, res.output
+    column = len('{"id": "a", "question": "Qu') + 1
+    assert f"error: {tmp_path / 'q.jsonl'}: not UTF-8 text: byte 0xe9 at line 1, column {column}" in res.output
+
+
+def test_library_messages_name_parameters_and_the_cli_names_flags(queries: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    run_corruption(queries, out, conditions=["img/cropping/s1"], progress=False)
+    with pytest.raises(RunConfigError) as err:
+        run_corruption(queries, out, conditions=["img/cropping/s1"], seed=3, progress=False)
+    message = str(err.value)
+    assert "seed 0 (this run: 3)" in message and "or force to discard it" in message
+    assert "--" not in message and "force=True" not in message
+    res = runner.invoke(app, ["corrupt", str(queries), "--out", str(out), "--conditions", "img/cropping/s1",
+                              "--seed", "3", "--no-progress"])
+    assert res.exit_code == 2 and "or --force to discard it" in res.output and "force=True" not in res.output
+    res = runner.invoke(app, ["corrupt", str(queries), "--out", str(tmp_path / "p"), "--conditions", "img/nope/s1"])
+    assert res.exit_code == 2 and res.output.startswith("error: --conditions: unknown condition 'img/nope/s1'")
+
+
+def test_a_folder_of_an_older_snapbench_still_resumes(queries: Path, tmp_path: Path) -> None:
+    # run.json as snapbench wrote it before it had a kind and a fingerprint (the same keys otherwise)
+    out = tmp_path / "o"
+    conds = ["img/cropping/s1", "txt/char_swap"]
+    first = run_corruption(queries, out, conditions=conds, progress=False)
+    cfg = json.loads((out / "run.json").read_text())
+    legacy = {k: v for k, v in cfg.items() if k not in ("kind", "schema_version", "fingerprint")}
+    (out / "run.json").write_text(json.dumps(legacy, indent=2))
+    again = run_corruption(queries, out, conditions=conds, progress=False)
+    assert (again.written, again.reused) == (0, first.written)
+    upgraded = json.loads((out / "run.json").read_text())
+    assert upgraded["kind"] == "corrupt" and upgraded["fingerprint"] == cfg["fingerprint"]
+    (out / "run.json").write_text(json.dumps({**legacy, "seed": 4}, indent=2))
+    with pytest.raises(RunConfigError, match=r"seed 4 \(this run: 0\)"):
+        run_corruption(queries, out, conditions=conds, progress=False)
+
+
+def test_conditions_into_a_pipe_closed_early_is_quiet() -> None:
+    # `snapbench conditions --joint | head -1`: the reader leaves before the writer is done
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    proc = subprocess.run([sys.executable, "-m", "snapbench", "conditions", "--joint"], stdout=write,
+                          stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    os.close(write)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
