@@ -90,7 +90,7 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
 
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-            raise typer.Exit(141) from None
+            raise typer.Exit(0) from None
         except OSError as exc:
             where = exc.filename if exc.filename is not None else ""
             what = exc.strerror or str(exc)

@@ -19,7 +19,7 @@ def test_ann_without_faiss(monkeypatch):
     rng = np.random.default_rng(0)
     index = MOORIndex().fit(rng.normal(size=(20, 4)), rng.normal(size=(20, 4)))
     _hide(monkeypatch, "faiss")
-    with pytest.raises(ImportError, match=r"pip install snapbench\[ann\]"):
+    with pytest.raises(ImportError, match=r"pip install 'snapbench\[ann\]'"):
         index.build_ann()
 
 
@@ -27,7 +27,7 @@ def test_safetensors_without_the_package(monkeypatch, tmp_path):
     f = tmp_path / "emb.safetensors"
     f.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
     _hide(monkeypatch, "safetensors", "safetensors.numpy")
-    with pytest.raises(ImportError, match=r"pip install snapbench\[safetensors\]"):
+    with pytest.raises(ImportError, match=r"pip install 'snapbench\[safetensors\]'"):
         load_matrix(f, "g_image")
 
 
@@ -35,7 +35,7 @@ def test_learned_without_sklearn(monkeypatch):
     rng = np.random.default_rng(0)
     paths = PathScores(*(rng.normal(size=(4, 6)) for _ in range(4)))
     _hide(monkeypatch, "sklearn")
-    with pytest.raises(ImportError, match=r"pip install snapbench\[learned\]"):
+    with pytest.raises(ImportError, match=r"pip install 'snapbench\[learned\]'"):
         MetaFusion("lr").fit(paths, np.eye(4, 6), ["a", "b", "c", "d"])
 
 

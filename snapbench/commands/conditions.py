@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -23,16 +21,5 @@ def conditions(
 
     conds = plan_conditions(None, joint=joint, grid=grid).conditions  # the list a run with these options uses
     text = dumps([c.to_dict() for c in conds], indent=2) if as_json else "\n".join(c.id for c in conds)
-    echo_to_pipe(text)
+    typer.echo(text)  # a reader that stops early (| head -1) is handled once, in cli.guarded
 
-
-def echo_to_pipe(text: str) -> None:
-    """Print ``text`` (and a newline) to stdout; a reader that stops early (``| head -1``) ends the
-    output quietly, as it does for every Unix tool, instead of an error."""
-    try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Python would report the failed flush again at exit: point stdout at nothing first
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise typer.Exit(0) from None

@@ -37,7 +37,7 @@ def _import_sklearn():
     try:
         import sklearn  # type: ignore  # noqa: F401
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("the learned baselines need scikit-learn: pip install snapbench[learned]") from exc
+        raise ImportError("the learned baselines need scikit-learn: pip install 'snapbench[learned]'") from exc
 
 
 def meta_features(paths: PathScores) -> np.ndarray:

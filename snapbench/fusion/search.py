@@ -207,7 +207,7 @@ def _import_faiss():
     try:
         import faiss  # type: ignore
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("approximate search needs FAISS: pip install snapbench[ann]  (installs faiss-cpu)") from exc
+        raise ImportError("approximate search needs FAISS: pip install 'snapbench[ann]' (installs faiss-cpu)") from exc
     return faiss
 
 
