@@ -2,10 +2,8 @@
 
 PSNR and SSIM are checked against scikit-image (``peak_signal_noise_ratio``,
 ``structural_similarity(gaussian_weights=True, sigma=1.5, use_sample_covariance=False,
-data_range=255)``) on the documented preprocessing transcribed here in float64 (numpy luma,
-``cv2.resize(..., INTER_AREA)`` as the documentation specifies, sizes by exact rational rounding),
-on scikit-image photos the package does not ship (snapbench/assets/demo uses astronaut, chelsea,
-coffee, rocket, hubble_deep_field, immunohistochemistry, retina, camera, clock, coins, brick, moon).
+data_range=255)``) on the documented preprocessing transcribed in float64 in
+tests/measure_reference.py, on scikit-image photos the package does not ship.
 ``changed`` is checked with numpy, ``area_kept`` with the output's shape, edit distances with a
 full dynamic-programming table written here, the entity rule with hand-written cases.
 """
@@ -14,13 +12,11 @@ from __future__ import annotations
 
 import json
 import math
-from fractions import Fraction
-from functools import lru_cache
 
 import cv2
 import numpy as np
 import pytest
-from skimage import data
+from measure_reference import photo, ref_luma, ref_size, ref_strength
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
 from snapbench.corruptions.image import DEFAULT_GRID, corrupt_image_with_params
@@ -39,57 +35,6 @@ from snapbench.corruptions.text import corrupt_text_with_params
 from snapbench.errors import InputError
 
 TOL = 1e-4
-
-
-# ------------------------------------------------------------------------------------------------
-# independent reference: the documented preprocessing in float64, then scikit-image
-
-
-def _round_half_up(x: Fraction) -> int:
-    return int(x + Fraction(1, 2))  # x > 0: int() floors
-
-
-def ref_size(h: int, w: int) -> tuple[int, int]:
-    long_side = max(h, w)
-    if long_side <= 512:
-        return h, w
-    return (max(1, _round_half_up(Fraction(h * 512, long_side))), max(1, _round_half_up(Fraction(w * 512, long_side))))
-
-
-def ref_luma(rgb: np.ndarray) -> np.ndarray:
-    f = rgb.astype(np.float64)
-    y = 0.299 * f[..., 0] + 0.587 * f[..., 1] + 0.114 * f[..., 2]
-    h, w = ref_size(*y.shape)
-    if (h, w) != y.shape:
-        y = cv2.resize(y, (w, h), interpolation=cv2.INTER_AREA)
-    return y
-
-
-def ref_strength(clean: np.ndarray, variant: np.ndarray) -> tuple[float, float, float]:
-    if variant.shape != clean.shape:
-        variant = cv2.resize(variant, (clean.shape[1], clean.shape[0]), interpolation=cv2.INTER_AREA)
-    x, y = ref_luma(clean), ref_luma(variant)
-    ssim = structural_similarity(x, y, gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=255)
-    psnr = math.inf if np.array_equal(x, y) else peak_signal_noise_ratio(x, y, data_range=255)
-    changed = float(np.mean(np.any(clean != variant, axis=2)))
-    return float(psnr), float(ssim), changed
-
-
-@lru_cache(maxsize=None)
-def photo(name: str, h: int, w: int) -> np.ndarray:
-    if name == "moto_left":
-        img = data.stereo_motorcycle()[0]
-    elif name == "moto_right":
-        img = data.stereo_motorcycle()[1]
-    else:
-        img = getattr(data, name)()
-    if img.ndim == 2:
-        img = np.dstack([img] * 3)
-    img = np.ascontiguousarray(img[..., :3])
-    interp = cv2.INTER_AREA if h < img.shape[0] else cv2.INTER_CUBIC
-    out = np.ascontiguousarray(cv2.resize(img, (w, h), interpolation=interp))
-    out.setflags(write=False)
-    return out
 
 
 def _check(clean: np.ndarray, variant: np.ndarray, got: ImageStrength, where: str) -> None:
