@@ -73,6 +73,7 @@ def test_integer_knob_against_a_sweep(name, h, w, metric, targets) -> None:
         res = search_knob(apply, clean, {"quality": 50}, "quality", 1, 100, target, metric, integer=True)
         q = res.knob_value
         assert isinstance(q, int) and abs(sweep[q] - res.achieved) <= 1e-4
+        assert res.evaluations <= 2 + 7  # the ends, then at most ceil(log2(99)) halvings
         if res.reached:
             assert abs(sweep[q] - target) <= tol + 1e-4
         else:
