@@ -3,7 +3,8 @@
 Modules: ``image/`` (the fifteen image operators, their registry and severity grid), ``text`` (the
 eight text operators), ``io`` (image decoding / lossless writing), ``manifest`` (query sets in),
 ``plan`` (grid + conditions of a run), ``variants`` (one query's variants in memory), ``run`` (the
-resumable batch run to disk), ``workers`` (its worker processes), ``preview`` (contact sheets).
+resumable batch run to disk), ``workers`` (its worker processes), ``preview`` (contact sheets),
+``measure`` (measured strength of a variant), ``target`` (a knob searched to a measured strength).
 """
 
 from .image import (
@@ -18,8 +19,10 @@ from .image import (
 )
 from .io import ImageLoadError, load_image, save_png
 from .manifest import ManifestError, QueryRecord, load_manifest
+from .measure import ImageStrength, TextStrength, image_reference, measure_image, measure_text
 from .plan import resolve_conditions, resolve_grid
 from .run import RunConfigError, RunSummary, run_corruption
+from .target import KnobSearch, search_knob
 from .text import (
     CorruptedText,
     EntityNotFoundError,
@@ -65,4 +68,11 @@ __all__ = [
     "image_operators",
     "load_grid",
     "register_image_operator",
+    "ImageStrength",
+    "TextStrength",
+    "image_reference",
+    "measure_image",
+    "measure_text",
+    "KnobSearch",
+    "search_knob",
 ]
