@@ -182,6 +182,15 @@ def _fit(a: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return cv2.resize(a, (size[1], size[0]), interpolation=cv2.INTER_AREA)
 
 
+def _fit_scaled(milli: np.ndarray, out: np.ndarray) -> None:
+    # thousandths at full size -> luma at the comparison size, written into ``out``
+    if milli.shape == out.shape:
+        np.multiply(milli, np.float32(0.001), out=out)
+    else:
+        cv2.resize(milli, (out.shape[1], out.shape[0]), dst=out, interpolation=cv2.INTER_AREA)
+        out *= np.float32(0.001)
+
+
 def luma(image: np.ndarray, max_side: int = COMPARE_MAX_SIDE) -> np.ndarray:
     """BT.601 luma (float32, unrounded) of an RGB uint8 image at its comparison size
     (:func:`compare_size`, ``cv2.INTER_AREA``)."""
@@ -199,7 +208,8 @@ _scratch = threading.local()
 
 
 def _buffers(shape: tuple[int, int], n: int) -> list[np.ndarray]:
-    # Reused float32 work arrays of the comparison size (<= 1 MiB each), one set per thread: fresh
+    # Reused float32 work arrays of the comparison size (<= 1 MiB each; 5 for the SSIM map, then
+    # the variant's luma and the difference), one set per thread: fresh
     # 1 MiB arrays are mapped and zeroed by the kernel on every call (glibc serves them with mmap),
     # which tripled the cost of one SSIM at 512x512.
     bufs = getattr(_scratch, "bufs", None)
@@ -227,7 +237,7 @@ def _ssim(ref: ImageReference, y: np.ndarray, d: np.ndarray) -> float:
     h, w = y.shape
     if min(h, w) < _KSIZE:
         return math.nan
-    t, my, vy, dm, vd = _buffers((h, w), 5)
+    t, my, vy, dm, vd = _buffers((h, w), 7)[:5]
     centre = np.float32(y.mean(dtype=np.float64))
     np.subtract(y, centre, out=t)  # y centred on its mean
     _blur(t, my)
@@ -297,11 +307,12 @@ def measure_image(
     if variant.shape[:2] != (h, w):
         variant = cv2.resize(variant, (w, h), interpolation=cv2.INTER_AREA)
     full = _luma_milli(variant)
-    size = ref.luma.shape
-    y = _fit(full, size) * np.float32(0.001)
+    y, d = _buffers(ref.luma.shape, 7)[5:]
+    _fit_scaled(full, y)
     # The difference of the exact full-size lumas, resized (INTER_AREA is linear): precise even
     # when the images differ by one grey level in one pixel.
-    d = _fit(ref.full - full, size) * np.float32(0.001)
+    np.subtract(ref.full, full, out=full)
+    _fit_scaled(full, d)
     return ImageStrength(
         psnr=_psnr(d),
         ssim=_ssim(ref, y, d),
