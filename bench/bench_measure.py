@@ -149,15 +149,18 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).with_name("RESULTS_measure.md")))
     args = ap.parse_args()
     cv2.setNumThreads(1)
+    load_before = os.getloadavg()[0]
     img = time_images(args.repeats)
     txt_measure, txt_corrupt = time_text(args.repeats)
     search = time_search(args.repeats)
+    load_after = os.getloadavg()[0]
 
     lines = [
         "# Measured strength: cost",
         "",
         f"- date: {dt.date.today().isoformat()}",
-        f"- machine: {machine()}",
+        f"- machine: {machine()}; 1-minute load average {load_before:.1f} before, {load_after:.1f} after "
+        "(other jobs share the CPUs: compare ratios within this run, not absolute times across runs)",
         f"- one thread (cv2.setNumThreads(1), OMP_NUM_THREADS=1); minimum of {args.repeats} interleaved runs per "
         "piece, mean over 3 photos (scikit-image stereo_motorcycle left, rocket, coffee), resized with "
         "INTER_AREA/INTER_CUBIC; default grid, 45 image conditions",

@@ -230,7 +230,10 @@ def image_reference(clean: np.ndarray) -> ImageReference:
     mean = _blur(c)
     var = _blur(c * c) - mean * mean
     mu = mean + centre
-    return ImageReference(clean, full, y, mean, var, mu * mu)
+    ref = ImageReference(clean, full, y, mean, var, mu * mu)
+    for a in (full, y, mean, var, ref.mean_sq):
+        a.setflags(write=False)  # shared by a query's variants (and threads): never written
+    return ref
 
 
 def _ssim(ref: ImageReference, y: np.ndarray, d: np.ndarray) -> float:
