@@ -6,7 +6,8 @@ packages), ``pixels`` / ``io`` / ``codecs`` (the pixel array, image decoding, lo
 ``manifest`` (query sets in), ``plan`` (grid + conditions of a run), ``variants`` (one query's
 variants in memory), ``run`` (the resumable batch run to disk), ``query`` (one query of it, in a
 worker), ``resume`` (its fingerprint and kept outputs), ``workers`` (its worker processes),
-``preview`` (contact sheets).
+``preview`` (contact sheets), ``measure`` (measured strength of a variant), ``target`` (a knob
+searched to a measured strength).
 """
 
 from .image import (
@@ -21,8 +22,10 @@ from .image import (
 )
 from .io import ImageLoadError, load_image, save_png
 from .manifest import ManifestError, QueryRecord, load_manifest
+from .measure import ImageStrength, TextStrength, image_reference, measure_image, measure_text
 from .plan import plan_conditions, resolve_conditions, resolve_grid
 from .run import CorruptOptions, RunConfigError, RunSummary, run_corruption
+from .target import KnobSearch, search_knob
 from .text import (
     CorruptedText,
     EntityNotFoundError,
@@ -70,4 +73,11 @@ __all__ = [
     "image_operators",
     "load_grid",
     "register_image_operator",
+    "ImageStrength",
+    "TextStrength",
+    "image_reference",
+    "measure_image",
+    "measure_text",
+    "KnobSearch",
+    "search_knob",
 ]
