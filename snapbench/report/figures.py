@@ -73,12 +73,14 @@ def _pts(x: float | None) -> float:
 
 def _tidy(ax, *, min_span: float = 1.0) -> None:
     """No offset/scientific notation on the axes, and at least ``min_span`` points of y range (a
-    flat curve at 0 gets a readable -1..1 axis instead of one scaled to float noise)."""
-    for axis in (ax.xaxis, ax.yaxis):
-        fmt = axis.get_major_formatter()
-        if hasattr(fmt, "set_useOffset"):
-            fmt.set_useOffset(False)
-            fmt.set_scientific(False)
+    flat curve at 0 gets a readable -1..1 axis instead of one scaled to float noise).  With a shared
+    y axis, call it once after every panel is drawn."""
+    for a in [ax, *ax.get_shared_y_axes().get_siblings(ax)]:
+        for axis in (a.xaxis, a.yaxis):
+            fmt = axis.get_major_formatter()
+            if hasattr(fmt, "set_useOffset"):
+                fmt.set_useOffset(False)
+                fmt.set_scientific(False)
     lo, hi = ax.get_ylim()
     if hi - lo < 2 * min_span:
         mid = (lo + hi) / 2
@@ -120,9 +122,9 @@ def severity_curves_figure(report: Report, mode: str, metric: str = "hit@1"):
         ax.set_ylabel(f"Δ{lab} (points, condition − clean)")
         ax.legend(fontsize=7, loc="lower left")
         ax.grid(alpha=0.3)
-        _tidy(ax)
     for ax in list(axes.flat)[len(groups):]:
         ax.set_visible(False)
+    _tidy(axes.flat[0])  # after every panel is drawn: the y axis is shared
     fig.suptitle(f"{MODE_NAMES.get(mode, mode)}: Δ{lab} vs severity per image operator "
                  f"(band = {ci_label(report)}, paired bootstrap; dashed = cliff, solid = gradual, dotted = flat)",
                  fontsize=10)
@@ -315,9 +317,9 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
     if not gain:
         return None
     lab = metric_label(metric)
-    panels = [p for p in _gain_panels(gain) if p[0] != "clean"] or _gain_panels(gain)
-    widths = [max(len(labels), 2) for _, labels, _, _ in panels]
-    fig = Figure(figsize=(max(9.0, 0.42 * sum(widths) + 2), 4.8), layout="constrained")
+    panels = _gain_panels(gain)
+    widths = [len(labels) + 1 for _, labels, _, _ in panels]
+    fig = Figure(figsize=(max(8.0, 0.3 * sum(widths) + 1.5), 4.8), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False, sharey=True, width_ratios=widths)[0]
     with_ci = all(e["ci"] is not None for e in gain.values())
     for ax, (title, labels, sevs, cells) in zip(axes, panels):
@@ -339,7 +341,7 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
         ax.grid(axis="y", alpha=0.3)
         if any(s is not None for s in sevs):
             ax.legend(title="severity", fontsize=7, title_fontsize=7)
-        _tidy(ax)
+    _tidy(axes[0])  # after every panel is drawn: the y axis is shared
     axes[0].set_ylabel(f"{lab}(MOOR) − {lab}(IT→IT) (points)")
     mean = float(np.mean([e["value"] for e in gain.values()]))
     fig.suptitle(f"MOOR's gain over fixed fusion IT→IT (α = 0.5) per condition; > 0 = MOOR higher; mean "
