@@ -121,11 +121,11 @@ def _extra_columns(report: Report) -> dict[str, dict[str, str]]:
     cols: dict[str, dict[str, str]] = {}
     if report.stability:
         m = next(iter(report.stability.values())).metric
-        cols[f"stable/drag/wrong/boost ({m})"] = {
+        cols[f"stable/drag/\nwrong/boost\n({m})"] = {
             c: f"{s.stably_correct}/{s.drag}/{s.persistently_wrong}/{s.boost}" for c, s in report.stability.items()
         }
     if report.rank_displacement:
-        cols["rank displacement (mean, CI)"] = {
+        cols["rank\ndisplacement\n(mean, CI)"] = {
             c: "" if d.mean is None else f"{points(d.mean, signed=True, scale=1)} {ci_text(d.ci, scale=1)}"
             for c, d in report.rank_displacement.items()
         }
@@ -136,14 +136,14 @@ def _paired_table(report: Report, primary: str):
     from rich.table import Table
 
     extra = _extra_columns(report)
-    t = Table(title=f"paired against clean — {primary}, {PAIRED_SIGN} (points); stability classes "
-                    "stably correct / drag / persistently wrong / boost; rank displacement = corrupted − clean "
-                    "rank of the first positive")
+    t = Table(title=f"paired against clean — {primary}: {PAIRED_SIGN} (points), CI, Holm-adjusted p; "
+                    "stability: stably correct / drag / persistently wrong / boost (queries); rank displacement: "
+                    "corrupted − clean rank of the first positive")
     t.add_column("condition", no_wrap=True)
-    for name in (f"Δ{primary}", "CI", "p (Holm)"):
+    for name in (f"Δ{primary}", "CI", "p\n(Holm)"):
         t.add_column(name, justify="right", no_wrap=True)
     for name in extra:
-        t.add_column(name.replace(" (", "\n("), justify="right", no_wrap=True)
+        t.add_column(name, justify="right", no_wrap=True)
     for c, per in report.paired.items():
         pr = per.get(primary)
         cells = [pct(pr.delta, True), ci_text(pr.ci), p_text(pr.p)] if pr else ["", "", ""]
@@ -273,7 +273,7 @@ def markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
     extra = _extra_columns(report)
     lines = [
         "| condition | " + " | ".join(m + (" †" if m in limited else "") for m in metrics)
-        + f" | Δ{primary} | CI | p (Holm) |" + "".join(f" {n} |" for n in extra),
+        + f" | Δ{primary} | CI | p (Holm) |" + "".join(f" {' '.join(n.split())} |" for n in extra),
         "|---|" + "---:|" * (len(metrics) + 3 + len(extra)),
     ]
     for c, vals in report.conditions.items():

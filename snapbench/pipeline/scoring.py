@@ -10,6 +10,7 @@ import numpy as np
 from ..conditions import Condition
 from ..errors import ConfigError, InputError
 from ..jsonable import write_json
+from ..layout import RunDir
 from ..models import l2_normalize
 from ..modes import MODES as MODE_WEIGHTS
 from .plan import PATH_SIDES, RunOptions, image_source, text_source
@@ -103,6 +104,7 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
 
         return chunks
 
+    run_dir = RunDir(out)
     written: dict[str, Path] = {}
     evaluated: dict[str, Any] = {}  # target name -> its report (snapbench.schema.Report)
     drag_stats: dict[str, Any] = {}  # target name -> per-query hit@1 on clean (the coarse-text drag)
@@ -162,12 +164,11 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
         report.meta.mode = name
         report.meta.dataset = ds.name
         report.meta.n_dropped_queries = int(len(ds.queries) - keep.size)
-        folder = out / name
-        folder.mkdir(parents=True, exist_ok=True)
+        run_dir.target_dir(name).mkdir(parents=True, exist_ok=True)
         if name == "MOOR":
-            write_json(folder / "text_share.json", shares)
-        write_per_query(folder / "per_query.csv", qids, per_query_values(evals, metrics))
-        written[name] = folder / "report.json"
+            write_json(run_dir.text_share, shares)
+        write_per_query(run_dir.per_query(name), qids, per_query_values(evals, metrics))
+        written[name] = run_dir.report(name)
         drag_stats[name] = evals["clean"].stats.get(DRAG_METRIC)
         evaluated[name] = report
     # coarse-text drag of every fused target against I->I, with a paired CI over the report's resamples
