@@ -129,8 +129,11 @@ class QueryResamples:
         return self._swaps[n]
 
     def values(self, stats: Sequence[QueryStat], rows: np.ndarray | None = None) -> np.ndarray:
-        """:func:`bootstrap_values` of ``stats`` resampling only ``rows`` (default: every query)."""
+        """:func:`bootstrap_values` of ``stats`` resampling only ``rows`` (default: every query); all
+        NaN when no query counts."""
         r = self.rows(rows)
+        if r is not None and not r.size:
+            return np.full((self.resamples, len(stats)), np.nan)
         return bootstrap_values(stats, self.counts(self.n_queries if r is None else len(r)), r)
 
 

@@ -221,8 +221,6 @@ def _group_reports(evals, conds: list[str], metrics: list[str], labels: Labels, 
                 g.conditions[c][m] = as_value(s.value)
             if len(conds) > 1:
                 counted = np.flatnonzero(np.isin(rows, counted_rows(m, labels.n_pos, cfg.include_zero_gt)))
-                if not counted.size:
-                    counted = np.arange(rows.size)  # nothing counts: every resample is 0/0 (CI null)
                 boot = rs.values(stats, counted)
                 lo, hi = percentile_ci(boot[:, 1:] - boot[:, :1], cfg.ci)
                 for j, c in enumerate(conds[1:]):
