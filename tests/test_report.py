@@ -560,7 +560,7 @@ def test_findings_with_per_query_values_state_the_ci_of_comparisons(run_dir, bui
     assert ("not distinguishable" in ivt["text"]) == (lo <= 0 <= hi)
     lo, hi = moor["values"]["ci"]
     assert ("not distinguishable from it" in moor["text"]) == (lo <= 0 <= hi)
-    assert "(95% CIs)" in moor["text"]
+    assert "by 95% CIs" in moor["text"]
 
 
 def test_no_negative_zero_in_tables_or_figures():

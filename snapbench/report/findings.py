@@ -86,9 +86,10 @@ def _image_vs_text(data: RunData, metric: str) -> list[Finding]:
         diff = km["d_image"] - km["d_text"]
         sure = ci_excludes_zero(ci)
         if sure:
-            verdict = f"{'image' if diff < 0 else 'text'} corruptions hurt more (difference {_pts(diff)}{_ci(ci)})"
+            verdict = (f"{'image' if diff < 0 else 'text'} corruptions hurt more (difference {_pts(diff)} points"
+                       f"{_ci_tail(ci)})")
         elif sure is False:
-            verdict = f"the two are not distinguishable (difference {_pts(diff)}{_ci(ci)})"
+            verdict = f"the two are not distinguishable (difference {_pts(diff)} points{_ci_tail(ci)})"
         else:
             verdict = f"difference {_pts(diff)} points (no CI: needs per_query.csv)"
         text = (f"In {mname}, image corruptions change {lab} by {_pts(km['d_image'])} points on average and text "
@@ -160,9 +161,9 @@ def _drag(data: RunData, metric: str) -> list[Finding]:
     sure = ci_excludes_zero(d["ci"])
     if sure:
         rel = (f"is {'below' if d['value'] < 0 else 'above'} image-only I→I by {_pts(abs(d['value']), False)} "
-               f"points (drag {_pts(d['value'])}{_ci(d['ci'])})")
+               f"points (drag {_pts(d['value'])}{_ci_tail(d['ci'])})")
     elif sure is False or d["value"] == 0:
-        rel = f"is not distinguishable from image-only I→I's (drag {_pts(d['value'])}{_ci(d['ci'])})"
+        rel = f"is not distinguishable from image-only I→I's (drag {_pts(d['value'])}{_ci_tail(d['ci'])})"
     else:
         rel = f"minus image-only I→I's is {_pts(d['value'])} points (no CI)"
     return [Finding("drag", f"Coarse-text drag: clean IT→IT {lab} {rel}.", {"value": d["value"], "ci": d["ci"]})]
@@ -206,7 +207,7 @@ def _moor(data: RunData, metric: str) -> list[Finding]:
     if any(s is not None for s in sure):
         better = sum(1 for s, v in zip(sure, g) if s and v > 0)
         worse = sum(1 for s, v in zip(sure, g) if s and v < 0)
-        counts = f"better in {better}, worse in {worse}, not distinguishable in {len(g) - better - worse} (95% CIs)"
+        counts = f"better in {better}, worse in {worse}, not distinguishable in {len(g) - better - worse} by 95% CIs"
     else:
         better, worse = int((g > 0).sum()), int((g < 0).sum())
         counts = f"higher in {better}, lower in {worse} (point estimates; no CIs without per_query.csv)"
