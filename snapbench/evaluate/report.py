@@ -264,6 +264,11 @@ def write_table(report: Report, path: str | Path, *, primary: str = "hit@1") -> 
         fh.write("\n".join(markdown_lines(report, primary)) + "\n")
 
 
+def _one_line(header: str) -> str:
+    """A terminal header (wrapped with newlines) on one line."""
+    return header.replace("/\n", "/").replace("\n", " ")
+
+
 def markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
     """The Markdown table file (see :func:`write_table`)."""
     metrics = report.metrics
@@ -273,7 +278,7 @@ def markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
     extra = _extra_columns(report)
     lines = [
         "| condition | " + " | ".join(m + (" †" if m in limited else "") for m in metrics)
-        + f" | Δ{primary} | CI | p (Holm) |" + "".join(f" {' '.join(n.split())} |" for n in extra),
+        + f" | Δ{primary} | CI | p (Holm) |" + "".join(f" {_one_line(n)} |" for n in extra),
         "|---|" + "---:|" * (len(metrics) + 3 + len(extra)),
     ]
     for c, vals in report.conditions.items():
@@ -282,7 +287,7 @@ def markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
         lines.append("| " + " | ".join([c] + [pct(vals.get(m)) for m in metrics] + tail
                                        + [e.get(c, "") for e in extra.values()]) + " |")
     lines += ["", f"Values in %; Δ{primary} = condition − clean in points (negative = worse) with its paired "
-                  f"bootstrap CI. {queries_line(report)}."]
+                  f"bootstrap CI; {queries_line(report)}."]
     if limited:
         lines += ["", f"{_LIMITED}: {', '.join(sorted(limited))}"]
     groups = report.groups or {}
