@@ -93,14 +93,14 @@ def bench_report(d: Path, workers: int, repeats: int) -> dict:
         cli.append(time.perf_counter() - t3)
     same = json.loads((d / "report.json").read_text())["paired"] == json.loads((d / "report_cli.json").read_text())["paired"]
     return {
-        "n_conditions": len(rep["conditions"]),
-        "n_joint": len(rep["additivity"]),
+        "n_conditions": len(rep.conditions),
+        "n_joint": len(rep.additivity),
         "evaluate_s": min(a for a, _ in api),
         "write_s": min(w for _, w in api),
         "cli_s": min(cli),
         "cli_all": cli,
         "cli_same_as_api": same,
-        "metrics": len(rep["meta"]["metrics"]),
+        "metrics": len(rep.metrics),
     }
 
 

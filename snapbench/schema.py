@@ -19,7 +19,7 @@ Conventions, fixed here for every reader:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -353,6 +353,30 @@ class PerQuery:
     def to_json(self) -> dict:
         return {"query_ids": list(self.query_ids), "values": self.values}
 
+    @classmethod
+    def from_arrays(cls, query_ids: Sequence[str], values: Mapping[str, Mapping[str, Any]]) -> PerQuery:
+        """From ``{condition: {metric: one number per query}}`` (NaN = the query does not count)."""
+        import numpy as np
+
+        qids = [str(q) for q in query_ids]
+        out: dict[str, dict[str, list[Value]]] = {}
+        for c, per in values.items():
+            out[str(c)] = {}
+            for m, arr in per.items():
+                a = np.asarray(arr, dtype=np.float64).reshape(-1)
+                if a.size != len(qids):
+                    raise InputError(f"per-query values of {c!r}/{m!r} have {a.size} entries for {len(qids)} query ids")
+                out[str(c)][str(m)] = [float(v) if np.isfinite(v) else None for v in a.tolist()]
+        return cls(qids, out)
+
+    def array(self, condition: str, metric: str) -> Any:
+        """One condition's per-query values of ``metric`` as a float array (NaN = does not count);
+        ``None`` when the table has no such condition or metric."""
+        import numpy as np
+
+        vals = self.values.get(condition, {}).get(metric)
+        return None if vals is None else np.array([np.nan if v is None else v for v in vals], dtype=np.float64)
+
 
 # meta fields every report has, in file order
 _META_CORE = ("snapbench_version", "schema_version", "seed", "resamples", "permutations", "ci_level", "ci_method",
@@ -538,7 +562,12 @@ def read_report(path: str | os.PathLike) -> Report:
 
 
 def write_report(report: Report, path: str | os.PathLike) -> None:
-    """Write ``report`` as strict JSON (undefined values as null), atomically."""
+    """Write ``report`` as strict JSON (undefined values as null), atomically (parent folders are
+    created); :class:`~snapbench.errors.OutputError` naming ``path`` when it cannot be written."""
+    from .errors import OutputError
     from .jsonable import write_json
 
-    write_json(Path(path), report.to_json())
+    try:
+        write_json(Path(path), report.to_json())
+    except OSError as e:
+        raise OutputError(f"cannot write the report ({e.strerror or e})", path=path) from None

@@ -272,3 +272,118 @@ def test_two_files_for_one_condition_are_refused(data, tmp_path):
     shutil.copy(dup / "img__motion_blur__s1.npy", dup / "img__motion_blur__s01.npy")
     r = runner.invoke(app, ["evaluate", str(dup), "--qrels", str(qp)])
     assert r.exit_code == 2 and "both hold condition 'img/motion_blur/s1'" in r.output
+
+
+# ------------------------------------------------------------------------------ new-user cases (issue #15)
+_LATIN1 = "café\n".encode("latin-1")  # 0xe9 is not UTF-8
+
+
+def _copy_scores(d: Path, dest: Path) -> Path:
+    import shutil
+
+    shutil.copytree(d, dest)
+    return dest
+
+
+@pytest.mark.parametrize("where, line", [("query_ids", Q), ("qrels_json", 1), ("qrels_trec", 2), ("tags", 2)])
+def test_non_utf8_input_files_name_the_file(data, tmp_path, where, line):
+    d, qp, extra = data
+    args = []
+    if where == "query_ids":
+        d = _copy_scores(d, tmp_path / "s")
+        (d / "query_ids.txt").write_bytes(b"\n".join(q.encode() for q in QIDS[:-1]) + b"\nq\xe9\n")
+        bad = d / "query_ids.txt"
+    elif where == "qrels_json":
+        bad = tmp_path / "qrels.json"
+        bad.write_bytes(b'{"q0": ["g1"], "q\xe9": []}')
+        qp = bad
+    elif where == "qrels_trec":
+        bad = tmp_path / "qrels.txt"
+        bad.write_bytes(b"q0 0 g1 1\nq\xe9 0 g2 1\n")
+        qp = bad
+    else:
+        bad = tmp_path / "tags.tsv"
+        bad.write_bytes(b"q0\tdomain=a\nq1\tdomain=caf\xe9\n")
+        args = ["--tags", str(bad)]
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "20", "-q", *args])
+    assert r.exit_code == 2, r.output
+    assert f"error: {bad}: not UTF-8 text: byte 0xe9 at line {line}," in r.output, r.output
+    assert "Traceback" not in r.output
+
+
+def test_non_utf8_report_given_to_additivity_names_the_file(tmp_path):
+    bad = tmp_path / "report.json"
+    bad.write_bytes(b'{"conditions": {"caf\xe9": {}}}')
+    r = runner.invoke(app, ["additivity", str(bad)])
+    assert r.exit_code == 2 and f"error: {bad}: not UTF-8 text: byte 0xe9 at line 1" in r.output, r.output
+
+
+def test_no_query_with_a_relevant_item_warns_that_nothing_was_measured(data, tmp_path):
+    d, _, extra = data
+    qp = tmp_path / "empty.json"
+    qp.write_text(json.dumps({q: [] for q in QIDS}))
+    out = tmp_path / "r.json"
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "20", "-q", "--out", str(out)])
+    assert r.exit_code == 1, r.output  # finished, but measured nothing (2 would be an error)
+    assert f"warning: none of the {Q} queries has a relevant item in {qp}" in r.output
+    assert "nothing was measured" in r.output
+    rep = json.loads(out.read_text())  # the report is still written, every value null
+    assert all(v is None for vals in rep["conditions"].values() for v in vals.values())
+
+
+def test_additivity_with_a_missing_text_part_names_the_true_reason(data, tmp_path):
+    d, qp, _ = data
+    d = _copy_scores(d, tmp_path / "s")
+    (d / "txt__char_add.npy").unlink()
+    r = runner.invoke(app, ["additivity", str(d), "--qrels", str(qp), "--resamples", "50"])
+    assert r.exit_code == 0, r.output
+    assert "txt/char_add has no score file (txt__char_add.npy not in" in r.output
+    assert "not among the selected conditions" not in r.output
+
+
+def test_piped_tables_fit_120_columns(data):
+    d, qp, extra = data
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "50", "--tags", str(extra["tags"]),
+                            "--group-by", "domain"], env={"COLUMNS": None})
+    assert r.exit_code == 0, r.output
+    assert "Δhit@1" in r.output and "mean (all joint conditions)" in r.output
+    assert max(len(line) for line in r.output.splitlines()) <= 120
+
+
+def test_library_parameters_are_shown_as_flags(data, tmp_path):
+    d, qp, extra = data
+    qx = tmp_path / "q.json"
+    qx.write_text(json.dumps({"q0": ["g1", "nope"]}))
+    cases = [
+        (["--qrels", str(qx)], "(set --allow-unknown-items to drop them with a warning)"),
+        (["--qrels", str(qp), "--group-by", "domain"], "error: --group-by needs --tags (a tags file)"),
+        (["--qrels", str(qp), "--metrics", "set"], "error: --metrics: set/reject metrics need --set-threshold"),
+        (["--qrels", str(qp), "--workers", "0"], "error: --workers: must be an integer >= 1, got 0"),
+        (["--qrels", str(qp), "--k", "1,0"], "error: --k: needs integers >= 1"),
+        (["--qrels", str(qp), "--ci", "1.5"], "error: --ci: must be in (0, 1)"),
+        (["--qrels", str(qp), "--cliff-tol", "nan"], "error: --cliff-tol: must be finite"),
+        (["--qrels", str(qp), "--metrics", "ndgc@10"], "error: --metrics: unknown metric 'ndgc@10' (did you mean ndcg?)"),
+    ]
+    for args, message in cases:
+        r = runner.invoke(app, ["evaluate", str(d), "--resamples", "20", "-q", *args])
+        assert r.exit_code == 2 and message in r.output, (args, r.output)
+        assert "unknown_items" not in r.output and "group_by" not in r.output and "set_threshold" not in r.output
+
+
+def test_per_query_values_in_the_report_average_to_its_values(data, tmp_path):
+    d, qp, _ = data
+    out = tmp_path / "r.json"
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "20", "-q", "--out", str(out),
+                            "--per-query", "--metrics", "hit@1,ndcg@10"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(out.read_text())
+    pq = rep["per_query"]
+    assert pq["query_ids"] == QIDS
+    for c, per in rep["conditions"].items():
+        for m, v in per.items():
+            vals = [x for x in pq["values"][c][m] if x is not None]
+            assert len(vals) == 25 and v == pytest.approx(sum(vals) / len(vals), abs=1e-12)
+    # zero-GT queries (every 6th) do not count: null
+    assert all(pq["values"]["clean"]["hit@1"][i] is None for i in range(5, Q, 6))
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "20", "-q", "--out", str(out)])
+    assert "per_query" not in json.loads(out.read_text())  # only on request

@@ -151,9 +151,9 @@ def test_qrels_queries_without_scores_are_left_out_and_counted(tmp_path):
     # e.g. `snapbench encode` dropped a query: its judgement has no scores (was an error before)
     d, qp = make_dir(tmp_path, qrels={"q0": ["g0"], "zz": ["g1"]})
     rep = run_eval(d, qp)
-    assert rep["n_qrels_without_scores"] == 1 and rep["meta"]["qrels_without_scores"] == ["zz"]
-    assert any("'zz'" in w and "left out" in w for w in rep["warnings"])
-    assert rep["n_queries"] == len(QIDS)  # the scored queries are all still there
+    assert rep.n_qrels_without_scores == 1 and rep.meta.qrels_without_scores == ["zz"]
+    assert any("'zz'" in w and "left out" in w for w in rep.warnings)
+    assert rep.n_queries == len(QIDS)  # the scored queries are all still there
     # nothing matching at all is the wrong id list, still an error
     (tmp_path / "other").mkdir()
     d2, qp2 = make_dir(tmp_path / "other", qrels={"zz": ["g1"], "yy": ["g0"]})
@@ -166,14 +166,14 @@ def test_unknown_gallery_id_error_or_drop(tmp_path):
     with pytest.raises(InputError, match=r"gallery id\(s\) not in gallery_ids: 'nope'"):
         run_eval(d, qp)
     rep = run_eval(d, qp, unknown_items="drop")
-    assert any("'nope'" in w and "dropped" in w for w in rep["warnings"])
+    assert any("'nope'" in w and "dropped" in w for w in rep.warnings)
 
 
 def test_missing_queries_become_zero_gt_with_warning(tmp_path):
     d, qp = make_dir(tmp_path, qrels={"q0": ["g0"], "q1": [], "q2": {"g2": 2, "g3": 0}})
     rep = run_eval(d, qp)
-    assert rep["n_excluded_zero_gt"] == 4  # q1 (empty list) + q3, q4, q5 (missing)
-    assert any("3 query id(s) have no judgements" in w for w in rep["warnings"])
+    assert rep.n_excluded_zero_gt == 4  # q1 (empty list) + q3, q4, q5 (missing)
+    assert any("3 query id(s) have no judgements" in w for w in rep.warnings)
 
 
 def test_trec_qrels_and_errors(tmp_path):

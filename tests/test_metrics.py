@@ -347,3 +347,44 @@ def test_topk_refuses_nan_scores(n):
     with pytest.raises(ValueError, match="NaN"):
         streaming_topk(s, 2, chunk=3)
     assert np.array_equal(topk_indices(np.where(np.isnan(s), -np.inf, s), n)[1, -1], 1)  # inf is fine
+
+
+# ------------------------------------------------------------------------------ the metric-family table
+def test_metric_names_are_looked_up_in_one_table():
+    from snapbench.errors import ConfigError
+    from snapbench.evaluate import METRIC_FAMILIES
+    from snapbench.evaluate.metrics import is_binary_metric, metric_family, ranking_depth
+
+    assert METRIC_FAMILIES.names() == ["hit", "recall", "ndcg", "mrr", "set_precision", "set_recall", "set_f1",
+                                       "reject_precision", "reject_recall", "reject_f1"]
+    assert parse_metrics("hit,mrr,mrr@3,set", ks=(1, 2)) == ["hit@1", "hit@2", "mrr", "mrr@3", "set_precision",
+                                                             "set_recall", "set_f1"]
+    assert [is_binary_metric(m) for m in ("hit@3", "recall@3", "mrr", "bogus")] == [True, False, False, False]
+    assert metric_family("ndcg@7").name == "ndcg" and ranking_depth(["hit@5", "mrr@50", "ndcg@7"]) == 7
+    for bad, msg in (("ndgc@10", r"unknown metric 'ndgc@10' \(did you mean ndcg\?\); known: hit\[@k\], recall"),
+                     ("set_f1@3", "set_f1 takes no @k"), ("hit@0", "k must be >= 1"),
+                     ("precision", "known: .*reject_f1, or the groups 'set', 'reject'")):
+        with pytest.raises(ConfigError, match=msg) as exc:
+            parse_metrics(bad)
+        assert exc.value.param == "metrics"
+
+
+def test_a_registered_metric_family_is_evaluated_everywhere():
+    """An extension point: a family added to the table is parsed, computed per query and reported."""
+    from snapbench.evaluate import METRIC_FAMILIES, EvaluationConfig, MetricFamily, evaluate_conditions, evaluate_matrix
+    from snapbench.evaluate.metrics import QueryStat as QS
+
+    # "top2": 1 when the first positive is at rank 1 or 2 (= hit@2), written as its own family
+    fam = MetricFamily("top2", lambda x, k: QS((x.first_rank <= 2) * x.inc, x.inc), counts="ranking", binary=True)
+    METRIC_FAMILIES.register("top2", fam)
+    try:
+        scores, rel = _data(3, ties=False)
+        labels = Labels.from_dense(rel)
+        ev = {c: evaluate_matrix(scores + 0.3 * i * np.random.default_rng(i).standard_normal(scores.shape), labels,
+                                 ["top2", "hit@2"]) for i, c in enumerate(("clean", "txt/char_add"))}
+        rep = evaluate_conditions(ev, labels, EvaluationConfig(metrics="top2,hit@2", resamples=100, workers=1))
+        for c in ev:
+            assert rep.conditions[c]["top2"] == pytest.approx(rep.conditions[c]["hit@2"], abs=1e-12)
+        assert rep.paired["txt/char_add"]["top2"].ci == rep.paired["txt/char_add"]["hit@2"].ci
+    finally:
+        METRIC_FAMILIES.unregister("top2")

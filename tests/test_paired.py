@@ -210,3 +210,87 @@ def test_rank_displacement_hand_case():
     st = rank_displacement(np.array([1, 3, 2, np.nan, 5.0]), np.array([4, 3, 1, 2, np.inf]))
     np.testing.assert_array_equal(st.den, [1, 1, 1, 0, 0])
     assert st.value == pytest.approx((3 + 0 - 1) / 3)
+
+
+# ------------------------------------------------------------------------------ which queries are resampled
+def _zero_gt_case(n_zero: int, seed: int = 4):
+    """Evaluations of 4 conditions on 23 queries with positives, plus ``n_zero`` zero-GT queries."""
+    from snapbench.evaluate import Labels, evaluate_matrix
+
+    rng = np.random.default_rng(seed)
+    n, g = 23, 15
+    gold = [[int(rng.integers(g))] for _ in range(n)] + [[] for _ in range(n_zero)]
+    labels = Labels.from_lists(gold, g)
+    conds = ["clean", "img/mosaic/s1", "txt/char_add", "joint/mosaic+char_add/s1"]
+    base = rng.standard_normal((n, g))
+    extra = np.random.default_rng(seed + 1)  # the zero-GT rows: their own stream
+    evals = {}
+    for k, c in enumerate(conds):
+        s = base + (0.5 + 0.7 * k) * rng.standard_normal((n, g))
+        s[np.arange(n), [q[0] for q in gold[:n]]] += 1.5
+        s = np.vstack([s, extra.standard_normal((n_zero, g))])
+        evals[c] = evaluate_matrix(s, labels, ["hit@1", "hit@3", "ndcg@5", "mrr"])
+    return evals, labels
+
+
+def test_zero_gt_queries_change_no_interval_or_test_of_a_ranking_metric():
+    """The bootstrap and the permutation test draw only queries that count: a report with three
+    zero-GT queries appended equals the report without them in every paired number."""
+    from snapbench.evaluate import EvaluationConfig, evaluate_conditions
+
+    cfg = EvaluationConfig(metrics="hit@1,hit@3,ndcg@5,mrr", resamples=500, seed=2, workers=1)
+    a = evaluate_conditions(*_zero_gt_case(0), cfg).to_json()
+    b = evaluate_conditions(*_zero_gt_case(3), cfg).to_json()
+    assert (a["n_queries"], b["n_queries"], b["n_excluded_zero_gt"]) == (23, 26, 3)
+    for key in ("conditions", "paired", "additivity", "additivity_summary", "rank_displacement"):
+        _assert_same_numbers(a[key], b[key], key)  # sums over 23 vs 26 entries may differ in the last bit
+
+
+def _assert_same_numbers(x, y, path: str) -> None:
+    if isinstance(x, dict):
+        assert list(x) == list(y), path
+        for k in x:
+            _assert_same_numbers(x[k], y[k], f"{path}.{k}")
+    elif isinstance(x, list):
+        assert len(x) == len(y), path
+        for i, (u, v) in enumerate(zip(x, y)):
+            _assert_same_numbers(u, v, f"{path}[{i}]")
+    elif isinstance(x, float) and isinstance(y, float):
+        assert x == pytest.approx(y, rel=1e-12, abs=1e-12), path
+    else:
+        assert x == y, path
+
+
+def test_ranking_ci_resamples_only_the_counted_queries():
+    """Second code path: resample the 23 counted queries by hand (numpy, counts of 23 draws), average
+    hit@1 per resample and take numpy percentiles: the report's CI of Δhit@1.  Every bound is a
+    multiple of 1/23 here (the resampled difference moves in steps of one query)."""
+    from snapbench.evaluate import EvaluationConfig, evaluate_conditions
+
+    evals, labels = _zero_gt_case(3)
+    rep = evaluate_conditions(evals, labels, EvaluationConfig(metrics="hit@1", resamples=800, seed=6, workers=1))
+    w = bootstrap_counts(23, 800, seed=6)
+    hits = {c: evals[c].stats["hit@1"].num[:23] for c in evals}
+    d = (w @ hits["img/mosaic/s1"] - w @ hits["clean"]) / 23
+    lo, hi = np.quantile(d, [0.025, 0.975])
+    assert rep.paired["img/mosaic/s1"]["hit@1"].ci == pytest.approx((lo, hi), abs=1e-12)
+    for c in list(evals)[1:]:
+        for bound in rep.paired[c]["hit@1"].ci:
+            assert abs(bound * 23 - round(bound * 23)) < 1e-9, (c, bound)
+
+
+def test_reject_metrics_keep_every_query():
+    """Reject metrics count every query (a zero-GT query is a possible correct rejection): their
+    resamples draw from all queries, as :func:`bootstrap_counts` over all of them."""
+    from snapbench.evaluate import Labels, QueryResamples, counted_rows
+
+    n_pos = np.array([2, 0, 1, 0, 3])
+    assert counted_rows("reject_recall", n_pos).tolist() == [0, 1, 2, 3, 4]
+    assert counted_rows("set_f1", n_pos).tolist() == [0, 2, 4]
+    assert counted_rows("hit@1", n_pos).tolist() == [0, 2, 4]
+    assert counted_rows("hit@1", n_pos, include_zero_gt=True).tolist() == [0, 1, 2, 3, 4]
+    rs = QueryResamples(5, 50, seed=1)
+    np.testing.assert_array_equal(rs.counts(5), bootstrap_counts(5, 50, seed=1))
+    assert rs.rows(np.arange(5)) is None and rs.rows(np.array([0, 2])).tolist() == [0, 2]
+    assert np.isnan(rs.values([QueryStat(np.zeros(5), np.zeros(5))], np.array([], dtype=int))).all()
+    assert Labels.from_lists([[0], []], 2).n_pos.tolist() == [1, 0]

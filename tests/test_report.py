@@ -331,7 +331,7 @@ def test_html_inlines_every_figure_and_nothing_external(run_dir, built):
         assert (d / "figures" / f"{p.stem}.pdf").is_file() or p.stem == "contact_sheet"
     assert len(re.findall(r"<img ", page)) == len(pngs)
     assert not re.search(r"""(src|href)\s*=\s*["'](https?:|//|file:)|<link\b|@import|url\(""", page, re.IGNORECASE)
-    for text in ("demo &amp; friends_1 (toy)", "12 evaluated; 1 zero-GT excluded", "200 resamples"):
+    for text in ("demo &amp; friends_1 (toy)", "11 of 12 queries count (1 has no relevant item)", "200 resamples"):
         assert text in page
     for mode in MODES:
         assert f'id="table-{mode}_delta"' in page and f'id="table-{mode}_additivity"' in page
@@ -450,7 +450,7 @@ def test_report_command(run_dir, tmp_path):
     assert (out / "tables" / "MOOR_delta.tex").is_file() and (out / "per_query.csv").is_file()
     assert not (out / "report.html").exists() and not (out / "figures").exists()  # only what was asked for
     r = CliRunner().invoke(app, ["report", str(run_dir["dir"]), "--out", str(out), "--formats", "html,docx"])
-    assert r.exit_code == 2 and "error: unknown report format(s) docx" in r.output
+    assert r.exit_code == 2 and "error: --formats: unknown report format(s) docx" in r.output
     r = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
     assert r.exit_code == 2 and "nothing: not a run directory" in r.output
 
@@ -458,10 +458,11 @@ def test_report_command(run_dir, tmp_path):
 def test_figures_plot_the_report_numbers(run_dir):
     """The plotted data (read back from the matplotlib artists) are the numbers of the report."""
     from snapbench.report.figures import severity_curves_figure, text_share_figure
+    from snapbench.schema import read_report
 
     rep = json.loads((run_dir["dir"] / "IT2IT" / "report.json").read_text())
     conds = rep["conditions"]
-    fig = severity_curves_figure(rep, "IT2IT")
+    fig = severity_curves_figure(read_report(run_dir["dir"] / "IT2IT" / "report.json"), "IT2IT")
     seen = 0
     for ax in fig.axes:
         for line in ax.get_lines():
@@ -482,16 +483,27 @@ def test_figures_plot_the_report_numbers(run_dir):
     np.testing.assert_allclose(overall.get_ydata(), want)
 
 
+def _sparse_report() -> dict:
+    """A report with only clean and one text condition and no CI (hit@1 0.5 -> 0.25 on 4 queries)."""
+    from snapbench.evaluate import EvaluationConfig, Labels, evaluate_conditions, evaluate_matrix
+
+    labels = Labels.from_lists([[0], [1], [2], [3]], 4)
+    eye = np.eye(4)
+    evals = {"clean": evaluate_matrix(eye[[0, 1, 3, 2]], labels, ["hit@1"]),
+             "txt/char_add": evaluate_matrix(eye[[0, 0, 0, 0]], labels, ["hit@1"])}
+    rep = evaluate_conditions(evals, labels, EvaluationConfig(metrics="hit@1", resamples=5, workers=1)).to_json()
+    assert rep["conditions"] == {"clean": {"hit@1": 0.5}, "txt/char_add": {"hit@1": 0.25}}
+    rep["paired"]["txt/char_add"]["hit@1"].update(ci=[None, None], p=None, p_raw=None)
+    return rep
+
+
 def test_sparse_hand_written_report(tmp_path):
-    """A report with only clean and one text condition, no CI, no meta: tables and page still come out."""
+    """A report with only clean and one text condition, no CI: tables and page still come out."""
     from snapbench.report import build_report
 
     d = tmp_path / "sparse"
     (d / "T2T").mkdir(parents=True)
-    (d / "T2T" / "report.json").write_text(json.dumps({
-        "conditions": {"clean": {"hit@1": 0.5}, "txt/char_add": {"hit@1": 0.25}},
-        "paired": {"txt/char_add": {"hit@1": {"delta": -0.25, "ci": [None, None], "p": None}}},
-        "additivity": {}, "n_queries": 4, "n_excluded_zero_gt": 0}))
+    (d / "T2T" / "report.json").write_text(json.dumps(_sparse_report()))
     (d / "run.json").write_text(json.dumps({"dataset": "x", "modes": ["T2T", "I2I"]}))
     res = build_report(d, dpi=50)
     rows = _md_rows(d / "tables" / "T2T_delta.md")
@@ -499,3 +511,124 @@ def test_sparse_hand_written_report(tmp_path):
     page = (d / "report.html").read_text(encoding="utf-8")
     assert "lists mode &#x27;I2I&#x27; but" in page
     assert "T2T_severity_curves" not in res.figures  # no image operator: no curve, no crash
+
+
+# ---------------------------------------------------------------- the report says only what the data supports
+
+def _run_data(run_dir):
+    from snapbench.report import load_run_dir
+
+    return load_run_dir(run_dir["dir"])
+
+
+def _finding(data, fid: str) -> str:
+    from snapbench.report import compute_findings
+
+    return next(f.text for f in compute_findings(data) if f.id == fid)
+
+
+def test_findings_make_a_claim_only_when_its_ci_excludes_zero(run_dir):
+    from snapbench.schema import Additivity, CoarseTextDrag
+
+    data = _run_data(run_dir)
+    rep = data.reports["IT2IT"]
+    for ci, want in (((-0.02, 0.12), "not distinguishable from additive on average"),
+                     ((0.01, 0.12), "super-additive on average"), ((None, None), "of unknown additivity (no CI)")):
+        rep.additivity_summary.mean["hit@1"] = Additivity(0.02, 0.03, 0.05, 0.1, 0.05, ci, 18)
+        text = _finding(data, "additivity")
+        assert want in text, text
+        if want != "super-additive on average":
+            assert "super-additive on average" not in text
+    for ci, want in (((-0.2, 0.05), "is not distinguishable from image-only I→I's (drag -10.0"),
+                     ((-0.2, -0.01), "is below image-only I→I by 10.0 points")):
+        rep.coarse_text_drag = CoarseTextDrag("hit@1", -0.1, ci, "IT2IT", 0.8, 0.9)
+        assert want in _finding(data, "drag")
+    # without per-query values there is no CI of a comparison: numbers, no verdict
+    data.per_query.clear()
+    moor, ivt = _finding(data, "moor"), _finding(data, "image_vs_text")
+    assert "better" not in moor and "worse" not in moor and "(no CI: needs per_query.csv)" in moor
+    assert "higher in" in moor and "point estimates" in moor
+    assert "hurt more" not in ivt and "no CI: needs per_query.csv" in ivt
+
+
+def test_findings_with_per_query_values_state_the_ci_of_comparisons(run_dir, built):
+    finds = {f["id"]: f for f in json.loads((run_dir["dir"] / "findings.json").read_text())}
+    ivt, moor = finds["image_vs_text"], finds["moor"]
+    lo, hi = ivt["values"]["ci"]
+    assert lo <= ivt["values"]["difference"] <= hi
+    assert ("hurt more" in ivt["text"]) == (lo > 0 or hi < 0)
+    assert ("not distinguishable" in ivt["text"]) == (lo <= 0 <= hi)
+    lo, hi = moor["values"]["ci"]
+    assert ("not distinguishable from it" in moor["text"]) == (lo <= 0 <= hi)
+    assert "by 95% CIs" in moor["text"]
+
+
+def test_no_negative_zero_in_tables_or_figures():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from snapbench.evaluate.fmt import pct, points
+    from snapbench.report.figures import additivity_heatmap_figure
+    from snapbench.report.tables import Cell, additivity_table
+    from snapbench.schema import Additivity, Report
+
+    assert (points(-1e-18), points(-4e-4, signed=True), pct(-0.0), points(-0.00049)) == ("0.0", "+0.0", "0.0", "0.0")
+    assert Cell(-1e-17, (-1e-17, 0.0), signed=True).md() == "+0.0 [+0.0, +0.0]"
+    rep = Report.from_json(_sparse_report())
+    tiny = Additivity(-1e-17, 0.0, -1e-17, -2e-17, -1e-17, (-2e-17, 0.0))
+    rep.additivity = {f"joint/mosaic+sent_add/s{s}": {"hit@1": tiny} for s in (1, 2)}
+    fig = additivity_heatmap_figure(rep, "MOOR")
+    FigureCanvasAgg(fig).draw()
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts and not any("-0.0" in t or "−0.0" in t for t in texts), texts
+    md = additivity_table(rep, "MOOR").to_markdown()
+    assert "-0.0" not in md and "+0.0" in md
+
+
+def test_a_flat_curve_has_no_axis_offset():
+    """Float noise around 0 (-2.8e-19 here, as a T→T curve of image operators has) is plotted as 0 on a
+    readable axis: no '1e-17' offset."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from snapbench.report.figures import severity_curves_figure
+    from snapbench.schema import Paired, Report
+
+    rep = Report.from_json(_sparse_report())
+    noise = -2.7755575615628914e-19
+    for s in (1, 2, 3):
+        rep.conditions[f"img/mosaic/s{s}"] = {"hit@1": 0.5}
+        rep.paired[f"img/mosaic/s{s}"] = {"hit@1": Paired(noise, (noise, 0.0), 1.0, 1.0)}
+    fig = severity_curves_figure(rep, "T2T")
+    FigureCanvasAgg(fig).draw()
+    ax = fig.axes[0]
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    assert ax.get_ylim() == (-1.0, 1.0)
+
+
+def test_moor_gain_labels_are_few_and_readable(run_dir):
+    from snapbench.report.figures import moor_gain_figure
+
+    fig = moor_gain_figure(_run_data(run_dir))
+    labels = [t for ax in fig.axes for t in ax.get_xticklabels() if t.get_text()]
+    assert len(labels) == 1 + 15 + 8 + 6  # clean, image operators, text operators, joint pairs (72 conditions)
+    assert min(t.get_fontsize() for t in labels) >= 8
+    assert fig.get_figwidth() * 120 <= 1800  # shown at most ~1.5x reduced on the 1180 px page
+
+
+def test_tables_state_their_sign_convention(run_dir, built):
+    delta = (run_dir["dir"] / "tables" / "IT2IT_delta.md").read_text(encoding="utf-8")
+    add = (run_dir["dir"] / "tables" / "IT2IT_additivity.md").read_text(encoding="utf-8")
+    assert "Δ = condition − clean, negative = worse" in delta.splitlines()[0]
+    assert "drops = clean − condition, positive = worse" in add.splitlines()[0]
+    assert "| Pair / severity | Exp drop | Obs drop | δ [95% CI] |" in add
+
+
+def test_reading_a_runs_per_query_table_is_one_function(run_dir):
+    from snapbench.report import read_target_per_query
+    from snapbench.schema import read_report
+
+    pq = read_target_per_query(run_dir["dir"], "IT2IT")
+    rep = read_report(run_dir["dir"] / "IT2IT" / "report.json")
+    assert pq.query_ids == run_dir["qids"]
+    for c in ("clean", "img/low_light/s3"):
+        assert float(np.nanmean(pq.array(c, "hit@1"))) == pytest.approx(rep.value(c, "hit@1"), abs=1e-12)
+    assert read_target_per_query(run_dir["dir"], "fusion/comb_sum") is None  # the run has none

@@ -64,7 +64,7 @@ def test_run_equals_the_stepwise_route(streamed, tmp_path):
     cfg = EvaluationConfig(seed=0, resamples=200)
     qrels = DEFAULT_DATA / "qrels.json"
     for mode in ("I2I", "T2T", "IT2IT", "I2IT", "T2IT"):
-        ref = evaluate_directory(tmp_path / "e" / "paths", qrels, cfg, mode=mode)
+        ref = evaluate_directory(tmp_path / "e" / "paths", qrels, cfg, mode=mode).to_json()
         got = json.loads((out / mode / "report.json").read_text())
         assert _values(got) == _values(ref), mode
         assert got["paired"] == ref["paired"], mode
@@ -79,7 +79,7 @@ def test_run_equals_the_stepwise_route(streamed, tmp_path):
     for cond in enc.conditions:
         stem = cond.replace("/", "__")
         np.save(mdir / f"{stem}.npy", index.scores(np.load(emb / f"{stem}.image.npy"), np.load(emb / f"{stem}.text.npy")))
-    ref = evaluate_directory(mdir, qrels, cfg)
+    ref = evaluate_directory(mdir, qrels, cfg).to_json()
     got = json.loads((out / "MOOR" / "report.json").read_text())
     assert _values(got) == _values(ref)
     share = json.loads((out / "MOOR" / "text_share.json").read_text())

@@ -64,16 +64,15 @@ def demo(
     for name, path in result.reports.items():
         rep = read_report(path)
         by_kind: dict[str, list[float]] = {}
-        for cid, vals in rep["conditions"].items():
+        for cid, vals in rep.conditions.items():
             if vals.get("hit@1") is not None:
                 by_kind.setdefault(parse_condition(cid).kind, []).append(vals["hit@1"])
-        add = rep.get("additivity_summary", {}).get("mean", {}).get("hit@1", {})
-        drag = rep.get("coarse_text_drag") or {}
+        add = (rep.additivity_summary.mean or {}).get("hit@1")
         table.add_row(
             name,
             *(pct(sum(by_kind[k]) / len(by_kind[k])) if by_kind.get(k) else "—" for k in ("clean", "image", "text", "joint")),
-            pct(add.get("delta") if isinstance(add, dict) else None),
-            pct(drag.get("value")),
+            pct(add.delta if add else None),
+            pct(rep.coarse_text_drag.value if rep.coarse_text_drag else None),
         )
     Console().print(table)
     typer.echo(f"{result.n_queries} queries x {len(result.conditions)} conditions in {result.elapsed_s:.1f} s -> {out}")

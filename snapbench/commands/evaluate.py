@@ -2,92 +2,43 @@
 
 from __future__ import annotations
 
-import contextlib
-import math
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 
-from ..errors import ConfigError, InputError, SnapbenchError
-
-#: how the library names a parameter in its messages -> the flag that sets it here
-_FLAG_PHRASES = (
-    ("unknown_items='drop' drops them", "pass --allow-unknown-items to drop them"),
-    ("(check group_by)", "(check --group-by)"),
-    ("need set_threshold", "need --set-threshold"),
-    ("group_by needs tags (a tags file)", "--group-by needs --tags FILE"),
-    ("choose a retrieval mode", "choose a retrieval mode with --mode"),
-    ("unknown retrieval mode", "--mode: unknown retrieval mode"),
-    ("a retrieval mode needs", "--mode needs"),
-    ("mode IT2IT needs", "--mode IT2IT needs"),
-)
-
-
-@contextlib.contextmanager
-def _flag_names() -> Iterator[None]:
-    """Re-raise library errors with the flag names of this command where the library named a parameter."""
-    try:
-        yield
-    except SnapbenchError as exc:
-        msg = str(exc)
-        new = msg
-        for lib, cli in _FLAG_PHRASES:
-            new = new.replace(lib, cli)
-        if new == msg:
-            raise
-        raise type(exc)(new) from None
-
-
-def _ks(text: str) -> tuple[int, ...]:
-    try:
-        ks = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise ConfigError(f"--k must be comma-separated integers, got {text!r}") from None
-    if not ks or any(k < 1 for k in ks):
-        raise ConfigError(f"--k needs positive integers, got {text!r}")
-    return ks
+from ..errors import ConfigError, InputError, arg
 
 
 def _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold, stability_metric,
             cliff_tol, cliff_ratio, workers):
-    from ..evaluate.runner import EvaluationConfig
+    """The evaluation settings; every value is checked there (errors name the flag)."""
+    from ..evaluate.config import EvaluationConfig
 
-    if resamples < 1:
-        raise ConfigError("--resamples must be >= 1")
-    if not 0 < ci < 1:
-        raise ConfigError(f"--ci must be in (0, 1), e.g. 0.95; got {ci}")
-    if set_threshold is not None and math.isnan(set_threshold):
-        raise ConfigError("--set-threshold must be a number (or -inf / inf), not nan: no score is >= nan")
-    if workers is not None and workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {workers}")
     kw = {} if workers is None else {"workers": workers}
-    cfg = EvaluationConfig(
-        ks=_ks(k), metrics=metrics, resamples=resamples, permutations=permutations, ci=ci, seed=seed,
+    return EvaluationConfig(
+        ks=k, metrics=metrics, resamples=resamples, permutations=permutations, ci=ci, seed=seed,
         include_zero_gt=include_zero_gt, set_threshold=set_threshold, stability_metric=stability_metric,
         curve_tol=cliff_tol, curve_ratio=cliff_ratio, **kw,
     )
-    try:
-        cfg.metric_list()
-    except SnapbenchError:
-        raise
-    except ValueError as e:
-        raise ConfigError(f"--metrics: {e}") from None
-    return cfg
 
 
 def _check_chosen_metrics(evaluated: list[str], primary: str, stability_metric: str) -> None:
     """An explicitly chosen --primary / --stability-metric must be evaluated (defaults adapt)."""
+    from ..evaluate.metrics import is_binary_metric
+
     if primary != "hit@1" and primary not in evaluated:
-        raise ConfigError(f"--primary: {primary!r} is not among the evaluated metrics ({', '.join(evaluated)})")
+        raise ConfigError(f"{primary!r} is not among the evaluated metrics ({', '.join(evaluated)})", param="primary")
     if stability_metric != "hit@1":
-        if not stability_metric.startswith("hit@"):
-            raise ConfigError(f"--stability-metric must be a hit@k metric, got {stability_metric!r}")
+        if not is_binary_metric(stability_metric):
+            raise ConfigError(f"must be a hit@k metric, got {stability_metric!r}", param="stability_metric")
         if stability_metric not in evaluated:
-            raise ConfigError(
-                f"--stability-metric: {stability_metric!r} is not among the evaluated metrics (add it to --metrics or --k)"
-            )
+            raise ConfigError(f"{stability_metric!r} is not among the evaluated metrics (add it to {arg('metrics')} "
+                              f"or {arg('ks')})", param="stability_metric")
+
+
+def _nothing_measured(report) -> bool:
+    return not any(v is not None for vals in report.conditions.values() for v in vals.values())
 
 
 def evaluate(
@@ -128,33 +79,39 @@ def evaluate(
     cliff_tol: float = typer.Option(0.01, "--cliff-tol", help="Severity-curve rule: drops <= this (metric units) count as no drop."),
     cliff_ratio: float = typer.Option(2.0, "--cliff-ratio", help="Severity-curve rule: 'cliff' when the last step's drop exceeds ratio x the earlier drop."),
     workers: int | None = typer.Option(None, "--workers", help="Threads for row blocks (default: min(4, CPUs))."),
+    per_query: bool = typer.Option(False, "--per-query", help="Also store every query's value of every condition and metric "
+        "in the JSON report (key per_query), for comparing runs query by query."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the tables."),
 ) -> None:
     """Paired evaluation of every condition against clean: metrics, ΔR@k with bootstrap CIs and
-    Holm-corrected p-values, severity curves, stability classes, additivity of joint conditions."""
+    Holm-corrected p-values, severity curves, stability classes, additivity of joint conditions.
+
+    Exit status: 0 when something was measured, 1 when nothing was (no query has a relevant item:
+    every value is null; the report is still written), 2 for an error."""
     from ..evaluate.report import print_report, write_report, write_table
     from ..evaluate.runner import evaluate_directory
 
-    with _flag_names():
-        cfg = _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold,
-                      stability_metric, cliff_tol, cliff_ratio, workers)
-        _check_chosen_metrics(cfg.metric_list(), primary, stability_metric)
-        conds = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
-        report = evaluate_directory(
-            scores_dir, qrels, cfg, mode=mode, conditions=conds, tags=tags, group_by=group_by,
-            unknown_items="drop" if allow_unknown_items else "error", export_run=export_run,
-            export_depth=export_depth,
-        )
-        for w in report.get("warnings", []):
-            typer.echo(f"warning: {w}", err=True)
-        if out is not None:
-            write_report(report, out)
-        if table_out is not None:
-            write_table(report, table_out, primary=primary)
+    cfg = _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold,
+                  stability_metric, cliff_tol, cliff_ratio, workers)
+    _check_chosen_metrics(cfg.metric_list(), primary, stability_metric)
+    conds = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
+    report = evaluate_directory(
+        scores_dir, qrels, cfg, mode=mode, conditions=conds, tags=tags, group_by=group_by,
+        unknown_items="drop" if allow_unknown_items else "error", export_run=export_run,
+        export_depth=export_depth, per_query=per_query,
+    )
+    for w in report.warnings or []:
+        typer.echo(f"warning: {w}", err=True)
+    if out is not None:
+        write_report(report, out)
+    if table_out is not None:
+        write_table(report, table_out, primary=primary)
     if not quiet:
         print_report(report, primary=primary)
     if out is not None and not quiet:
         typer.echo(f"report written to {out}", err=True)
+    if _nothing_measured(report):
+        raise typer.Exit(1)
 
 
 def additivity(
@@ -169,42 +126,46 @@ def additivity(
 ) -> None:
     """Print the additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI per joint pair x
     severity, then the means per pair, per severity and overall (drops = clean − corrupted)."""
-    from ..evaluate.additivity import joint_parts
-    from ..evaluate.io import ScoresDir
     from ..evaluate.report import print_additivity, read_report, write_report
-    from ..evaluate.runner import evaluate_directory
 
-    with _flag_names():
-        if not source.exists():
-            raise InputError("no such file or folder (give a report written by 'snapbench evaluate --out' "
-                             "or a SCORES_DIR)", path=source)
-        if source.is_file():
-            given = [f for f, v in (("--resamples", resamples), ("--ci", ci), ("--qrels", qrels), ("--mode", mode),
-                                    ("--out", out)) if v is not None]
-            if seed != 0:
-                given.insert(0, "--seed")
-            if given:
-                raise ConfigError(
-                    f"{', '.join(given)} apply only when recomputing from a SCORES_DIR; {source} is a finished "
-                    "report (its CIs were computed with its own settings)"
-                )
-            report = read_report(source)
-            ms = report.get("meta", {}).get("metrics") or []
-            if ms and metric not in ms:
-                raise InputError(f"metric {metric!r} not in the report (has {', '.join(ms)})", path=source)
-        else:
-            if qrels is None:
-                raise ConfigError(f"{source}: a SCORES_DIR needs --qrels")
-            cfg = _config("1,5,10,20", metric, 10000 if resamples is None else resamples, 0,
-                          0.95 if ci is None else ci, seed, False, None, "hit@1", 0.01, 2.0, None)
-            sd = ScoresDir(source, mode=mode, qrels=qrels)
-            joints, _ = joint_parts(sd.conditions)
-            need = sorted({c for j, parts in joints.items() for c in (j, *parts)})
-            need += [c for c in sd.conditions if c.startswith("joint/") and c not in need]  # reported as skipped
-            report = evaluate_directory(source, qrels, cfg, mode=mode, conditions=need or ["clean"])
-            for w in report.get("warnings", []):
-                typer.echo(f"warning: {w}", err=True)
-            if out is not None:
-                write_report(report, out)
+    if not source.exists():
+        raise InputError("no such file or folder (give a report written by 'snapbench evaluate --out' "
+                         "or a SCORES_DIR)", path=source)
+    if source.is_file():
+        given = [f for f, v in (("--resamples", resamples), ("--ci", ci), ("--qrels", qrels), ("--mode", mode),
+                                ("--out", out)) if v is not None]
+        if seed != 0:
+            given.insert(0, "--seed")
+        if given:
+            raise ConfigError(f"{', '.join(given)} apply only when recomputing from a SCORES_DIR; {source} is a "
+                              "finished report (its CIs were computed with its own settings)")
+        report = read_report(source)
+        if metric not in report.metrics:
+            raise InputError(f"metric {metric!r} not in the report (has {', '.join(report.metrics)})", path=source)
+    else:
+        if qrels is None:
+            raise ConfigError("a SCORES_DIR needs --qrels", path=source)
+        report = _additivity_report(source, qrels, metric, seed, resamples, ci, mode)
+        for w in report.warnings or []:
+            typer.echo(f"warning: {w}", err=True)
+        if out is not None:
+            write_report(report, out)
     print_additivity(report, metric=metric)
     sys.stdout.flush()
+
+
+def _additivity_report(source: Path, qrels: Path, metric: str, seed: int, resamples: int | None, ci: float | None,
+                       mode: str | None):
+    """Evaluate only the joint conditions and the parts of them that have score files: a missing part
+    is then named as what it is (no score file), never as "not selected"."""
+    from ..conditions import parse_condition
+    from ..evaluate.io import ScoresDir
+    from ..evaluate.runner import evaluate_directory
+
+    cfg = _config("1,5,10,20", metric, 10000 if resamples is None else resamples, 0,
+                  0.95 if ci is None else ci, seed, False, None, "hit@1", 0.01, 2.0, None)
+    sd = ScoresDir(source, mode=mode, qrels=qrels)
+    joints = [parse_condition(c) for c in sd.conditions if parse_condition(c).kind == "joint"]
+    parts = {p.id for j in joints for p in (j.image_part, j.text_part) if p is not None}
+    need = [c for c in sd.conditions if c in parts or parse_condition(c).kind == "joint"]
+    return evaluate_directory(source, qrels, cfg, mode=mode, conditions=need or ["clean"])

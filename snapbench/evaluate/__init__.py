@@ -1,8 +1,18 @@
 """Paired evaluation: metrics, exact tie-aware rankings, paired bootstrap and tests, additivity,
-retrieval modes, input/output and the report (SPEC §6-§8, §11)."""
+retrieval modes, input/output and the typed report (SPEC §6-§8, §11).
+
+Modules, in the order data flows: :mod:`.io` (SCORES_DIR, qrels, tags: :mod:`.files`,
+:mod:`.qrels`, :mod:`.scoresdir`), :mod:`.metrics` (the metric-family table), :mod:`.condition`
+(one condition's per-query results), :mod:`.paired` (bootstrap, tests), :mod:`.additivity`,
+:mod:`.summarize` (per-condition results -> :class:`snapbench.schema.Report`), :mod:`.drag`,
+:mod:`.runner` (``evaluate_directory``), :mod:`.report` (terminal and table output).
+"""
 
 from ..ranking import TIE_RULE, first_positive_rank, streaming_topk, topk_indices
+from ..schema import Report
 from .additivity import additivity_analysis, additivity_terms, joint_parts
+from .condition import per_query_values
+from .drag import coarse_text_drag_ci
 from .io import (
     EvaluationInputError,
     RunRanking,
@@ -18,11 +28,14 @@ from .io import (
 )
 from .metrics import (
     DEFAULT_KS,
+    METRIC_FAMILIES,
     REJECT_METRICS,
     SET_METRICS,
     Labels,
+    MetricFamily,
     QueryStat,
     answer_set_metrics,
+    counted_rows,
     dcg,
     hit_at_k,
     ndcg_at_k,
@@ -37,6 +50,7 @@ from .metrics import (
 from .modes import MODES, PATHS, all_mode_scores, coarse_text_drag, mode_scores
 from .paired import (
     CLIFF_RULE,
+    QueryResamples,
     bootstrap_counts,
     bootstrap_values,
     cliff_label,
@@ -65,6 +79,7 @@ from .runner import (
     evaluate_directory,
     evaluate_matrix,
     evaluate_ranking,
+    nothing_measured,
 )
 
 __all__ = [
@@ -79,7 +94,11 @@ __all__ = [
     "EvaluationConfig",
     "EvaluationInputError",
     "Labels",
+    "METRIC_FAMILIES",
+    "MetricFamily",
+    "QueryResamples",
     "QueryStat",
+    "Report",
     "RunRanking",
     "ScoresDir",
     "check_operator_names",
@@ -91,6 +110,8 @@ __all__ = [
     "bootstrap_values",
     "cliff_label",
     "coarse_text_drag",
+    "coarse_text_drag_ci",
+    "counted_rows",
     "dcg",
     "evaluate_conditions",
     "evaluate_directory",
@@ -107,9 +128,11 @@ __all__ = [
     "mcnemar_exact",
     "mode_scores",
     "ndcg_at_k",
+    "nothing_measured",
     "paired_analysis",
     "parse_metrics",
     "percentile_ci",
+    "per_query_values",
     "permutation_pvalues",
     "print_additivity",
     "print_report",

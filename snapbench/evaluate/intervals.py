@@ -23,7 +23,9 @@ from typing import Literal
 
 import numpy as np
 
+from ..errors import ConfigError, InputError, arg
 from ..seeding import derive_generator
+from ..validate import positive_int
 
 __all__ = ["BootstrapInterval", "bca_interval", "scipy_interval"]
 
@@ -51,13 +53,12 @@ def _prepare(clean_values, cond_values) -> tuple[np.ndarray, np.ndarray]:
     x0 = np.asarray(clean_values, dtype=np.float64)
     x1 = np.asarray(cond_values, dtype=np.float64)
     if x0.ndim != 1 or x1.ndim != 1 or x0.shape != x1.shape:
-        raise ValueError(
-            f"clean_values and cond_values must be 1-D per-query values of the same length, got {x0.shape} and {x1.shape}"
-        )
+        raise InputError(f"{arg('clean_values')} and {arg('cond_values')} must be 1-D per-query values of the same "
+                         f"length, got {x0.shape} and {x1.shape}")
     if x0.size < 2:
-        raise ValueError(f"a bootstrap interval needs at least 2 queries, got {x0.size}")
+        raise InputError(f"a bootstrap interval needs at least 2 queries, got {x0.size}", param="clean_values")
     if not (np.isfinite(x0).all() and np.isfinite(x1).all()):
-        raise ValueError("per-query values must be finite (drop excluded queries first)")
+        raise InputError("per-query values must be finite (drop excluded queries first)", param="cond_values")
     return x0, x1
 
 
@@ -81,9 +82,8 @@ def scipy_interval(
     from scipy.stats import bootstrap
 
     if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
+        raise ConfigError(f"must be in (0, 1), got {level}", param="level")
+    resamples = positive_int(resamples, "resamples")
     x0, x1 = _prepare(clean_values, cond_values)
     if metric_fn is None:
 

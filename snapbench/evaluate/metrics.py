@@ -1,4 +1,5 @@
-"""Retrieval metrics as small pure functions over rankings (vectorised over queries).
+"""Retrieval metrics as small pure functions over rankings (vectorised over queries), and the table
+of metric families every metric name is looked up in.
 
 Conventions (SPEC §7):
 
@@ -19,26 +20,41 @@ Conventions (SPEC §7):
 Every aggregate is a ratio of sums of per-query vectors (:class:`QueryStat`): a mean metric is
 ``Σ value·included / Σ included``; a reject metric is ``Σ a / Σ (a + b)`` etc.  That one form lets
 the paired bootstrap and the permutation test treat every metric the same way.
+
+Each family (the name before ``@k``) is one entry of :data:`METRIC_FAMILIES`: how its per-query
+values are computed, whether it takes a cut-off, whether its values are 0/1 (exact McNemar test)
+and which queries *count* for it (:func:`counted_rows`) -- the queries the bootstrap resamples.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from functools import cached_property
 
 import numpy as np
 
+from ..errors import ConfigError, InputError
+from ..registry import Table
+from .labels import Labels
+
 __all__ = [
     "DEFAULT_KS",
-    "RANKING_FAMILIES",
+    "METRIC_FAMILIES",
+    "METRIC_GROUPS",
     "SET_METRICS",
     "REJECT_METRICS",
     "Labels",
+    "MetricFamily",
     "QueryStat",
     "parse_metrics",
+    "metric_family",
     "metric_k",
     "is_binary_metric",
+    "counted_rows",
+    "ranking_depth",
     "hit_at_k",
     "recall_at_k",
     "ndcg_at_k",
@@ -53,118 +69,11 @@ __all__ = [
 ]
 
 DEFAULT_KS: tuple[int, ...] = (1, 5, 10, 20)
-RANKING_FAMILIES: tuple[str, ...] = ("hit", "recall", "ndcg", "mrr")
 SET_METRICS: tuple[str, ...] = ("set_precision", "set_recall", "set_f1")
 REJECT_METRICS: tuple[str, ...] = ("reject_precision", "reject_recall", "reject_f1")
-_METRIC_RE = re.compile(r"^(hit|recall|ndcg|mrr)(?:@(\d+))?$")
-
-
-# ----------------------------------------------------------------------------------- labels
-@dataclass(frozen=True)
-class Labels:
-    """Relevance labels as a sparse query x gallery matrix (CSR; only grades > 0 are stored).
-
-    ``indptr`` (Q + 1), ``items`` (column indices, ascending within a row) and ``grades`` (float).
-    """
-
-    n_queries: int
-    n_items: int
-    indptr: np.ndarray
-    items: np.ndarray
-    grades: np.ndarray
-
-    @classmethod
-    def from_lists(
-        cls, gold: Sequence[Iterable[int] | Mapping[int, float]], n_items: int
-    ) -> "Labels":
-        """From one entry per query: an iterable of positive column indices (grade 1) or a mapping
-        column -> grade.  Grades <= 0 are non-relevant and dropped; duplicates are an error."""
-        indptr = [0]
-        items: list[int] = []
-        grades: list[float] = []
-        for q, g in enumerate(gold):
-            pairs = sorted(g.items()) if isinstance(g, Mapping) else sorted((int(j), 1.0) for j in g)
-            cols = [int(j) for j, _ in pairs]
-            if len(set(cols)) != len(cols):
-                raise ValueError(f"query row {q}: duplicate gallery index in labels")
-            for j, grade in pairs:
-                if not 0 <= int(j) < n_items:
-                    raise ValueError(f"query row {q}: gallery index {j} outside 0..{n_items - 1}")
-                if float(grade) > 0:
-                    items.append(int(j))
-                    grades.append(float(grade))
-            indptr.append(len(items))
-        return cls(
-            len(gold),
-            int(n_items),
-            np.asarray(indptr, dtype=np.int64),
-            np.asarray(items, dtype=np.int64),
-            np.asarray(grades, dtype=np.float64),
-        )
-
-    @classmethod
-    def from_dense(cls, relevance: np.ndarray) -> "Labels":
-        """From a dense (Q, N) matrix of grades (values <= 0 are non-relevant)."""
-        rel = np.asarray(relevance, dtype=np.float64)
-        rows, cols = np.nonzero(rel > 0)
-        indptr = np.zeros(rel.shape[0] + 1, dtype=np.int64)
-        np.add.at(indptr, rows + 1, 1)
-        return cls(rel.shape[0], rel.shape[1], np.cumsum(indptr), cols.astype(np.int64), rel[rows, cols])
-
-    @property
-    def n_pos(self) -> np.ndarray:
-        """Number of positives per query."""
-        return np.diff(self.indptr)
-
-    @property
-    def graded(self) -> bool:
-        return bool(self.grades.size) and bool(np.any(self.grades != 1.0))
-
-    @property
-    def pos_rows(self) -> np.ndarray:
-        return np.repeat(np.arange(self.n_queries, dtype=np.int64), self.n_pos)
-
-    def rows(self, start: int, stop: int) -> "Labels":
-        """The labels of query rows ``start:stop`` (renumbered from 0)."""
-        a, b = self.indptr[start], self.indptr[stop]
-        return Labels(
-            stop - start, self.n_items, self.indptr[start : stop + 1] - a, self.items[a:b], self.grades[a:b]
-        )
-
-    def select(self, rows: np.ndarray) -> "Labels":
-        """The labels of the given query rows, in that order (renumbered from 0)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        lo, hi = self.indptr[rows], self.indptr[rows + 1]
-        take = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)]) if rows.size else np.zeros(0, np.int64)
-        indptr = np.concatenate([[0], np.cumsum(hi - lo)]).astype(np.int64)
-        return Labels(rows.size, self.n_items, indptr, self.items[take].astype(np.int64), self.grades[take])
-
-    def lookup(self, idx: np.ndarray) -> np.ndarray:
-        """Grades of the items ``idx`` (Q, K) of each query row; 0 for non-relevant or ``-1`` slots."""
-        idx = np.asarray(idx, dtype=np.int64)
-        out = np.zeros(idx.shape, dtype=np.float64)
-        if self.items.size == 0 or idx.size == 0:
-            return out
-        n = self.n_items
-        keys = self.pos_rows * n + self.items  # globally sorted: rows ascending, columns ascending
-        q = np.arange(idx.shape[0], dtype=np.int64)[:, None]
-        want = q * n + idx
-        pos = np.searchsorted(keys, want).clip(max=keys.size - 1)
-        hit = (keys[pos] == want) & (idx >= 0)
-        out[hit] = self.grades[pos[hit]]
-        return out
-
-    def ideal(self, k: int) -> np.ndarray:
-        """(Q, k) grades of each query sorted descending and cut at k (zero-padded): the IDCG list."""
-        out = np.zeros((self.n_queries, k), dtype=np.float64)
-        if self.items.size == 0 or k == 0:
-            return out
-        rows = self.pos_rows
-        order = np.lexsort((-self.grades, rows))
-        rank = np.arange(self.items.size) - self.indptr[rows[order]]
-        keep = rank < k
-        out[rows[order][keep], rank[keep]] = self.grades[order][keep]
-        return out
+#: Names that stand for several metrics in a metric list.
+METRIC_GROUPS: dict[str, tuple[str, ...]] = {"set": SET_METRICS, "reject": REJECT_METRICS}
+_NAME_RE = re.compile(r"^([a-z][a-z0-9_]*?)(?:@(-?\d+))?$")
 
 
 # ------------------------------------------------------------------------------ aggregation
@@ -183,61 +92,13 @@ class QueryStat:
     def value(self) -> float:
         return safe_ratio(float(np.sum(self.num)), float(np.sum(self.den)))
 
-    def subset(self, rows: np.ndarray) -> "QueryStat":
+    def subset(self, rows: np.ndarray) -> QueryStat:
         return QueryStat(self.num[rows], self.den[rows])
 
 
 def safe_ratio(num: float, den: float) -> float:
     """num / den, NaN when den == 0 (an undefined metric is not 0)."""
     return float(num) / float(den) if den != 0 else float("nan")
-
-
-# ------------------------------------------------------------------------------ names
-def parse_metrics(spec: str | Sequence[str] | None, ks: Sequence[int] = DEFAULT_KS) -> list[str]:
-    """Expand a metric list: ``"hit,recall@3,ndcg,mrr"`` with ``ks`` -> ``["hit@1", ..., "mrr"]``.
-
-    A family without ``@k`` (hit, recall, ndcg) expands over ``ks``; ``mrr`` stays uncut unless
-    written ``mrr@k``.  ``set``/``reject`` expand to the three set/reject metrics.  Unknown names
-    raise ``ValueError`` listing what is accepted.
-    """
-    if spec is None:
-        spec = "hit,recall,ndcg,mrr"
-    parts = [p.strip() for p in (spec.split(",") if isinstance(spec, str) else spec) if p.strip()]
-    out: list[str] = []
-    for p in parts:
-        name = p.lower()
-        if name in ("set", "reject"):
-            out += list(SET_METRICS if name == "set" else REJECT_METRICS)
-            continue
-        if name in SET_METRICS or name in REJECT_METRICS:
-            out.append(name)
-            continue
-        m = _METRIC_RE.match(name)
-        if not m:
-            raise ValueError(
-                f"unknown metric {p!r}: use hit, recall, ndcg (optionally @k), mrr, mrr@k, "
-                f"{', '.join(SET_METRICS + REJECT_METRICS)}, 'set' or 'reject'"
-            )
-        fam, k = m.group(1), m.group(2)
-        if k is not None and int(k) < 1:
-            raise ValueError(f"metric {p!r}: k must be >= 1")
-        if k is not None or fam == "mrr":
-            out.append(name)
-        else:
-            out += [f"{fam}@{int(x)}" for x in ks]
-    seen: set[str] = set()
-    return [m for m in out if not (m in seen or seen.add(m))]
-
-
-def metric_k(name: str) -> int | None:
-    """The cut-off of a ranking metric name (``None`` for uncut ``mrr`` and set/reject metrics)."""
-    m = _METRIC_RE.match(name)
-    return int(m.group(2)) if m and m.group(2) else None
-
-
-def is_binary_metric(name: str) -> bool:
-    """Per-query values are 0/1 by definition (hit@k): the exact McNemar test applies."""
-    return name.startswith("hit@")
 
 
 # ------------------------------------------------------------------------------ ranking metrics
@@ -306,6 +167,171 @@ def reject_scores(a: float, b: float, c: float) -> dict[str, float]:
     }
 
 
+# ------------------------------------------------------------------------------ the family table
+class _Inputs:
+    """What one condition's rankings give the metric families (each part computed on first use)."""
+
+    def __init__(self, topk_idx, first_rank, labels: Labels, include_zero_gt: bool, kmax: int, pred_size, tp):
+        self.topk_idx, self.first_rank, self.labels, self.kmax = topk_idx, first_rank, labels, kmax
+        self.pred_size, self.tp = pred_size, tp
+        self.n_pos = labels.n_pos
+        self.has_gt = (self.n_pos > 0).astype(np.float64)
+        self.inc = np.ones(labels.n_queries) if include_zero_gt else self.has_gt
+
+    @cached_property
+    def rel(self) -> np.ndarray:
+        return self.labels.lookup(self.topk_idx[:, : self.kmax]) if self.kmax else np.zeros((self.labels.n_queries, 0))
+
+    @cached_property
+    def ideal(self) -> np.ndarray:
+        return self.labels.ideal(self.kmax)
+
+    @cached_property
+    def sets(self) -> dict[str, np.ndarray]:
+        return set_scores(self.tp, self.pred_size, self.n_pos)
+
+    @cached_property
+    def rejects(self) -> dict[str, np.ndarray]:
+        return reject_counts(np.asarray(self.pred_size) == 0, self.n_pos == 0)
+
+
+def _mean(per_query: Callable[[_Inputs, int | None], np.ndarray]) -> Callable[[_Inputs, int | None], QueryStat]:
+    """A ranking metric: the mean of its per-query values over the included queries."""
+    return lambda x, k: QueryStat(per_query(x, k) * x.inc, x.inc)
+
+
+def _set(name: str) -> Callable[[_Inputs, int | None], QueryStat]:
+    return lambda x, _k: QueryStat(x.sets[name] * x.has_gt, x.has_gt)
+
+
+def _reject(a: float, b: float, c: float) -> Callable[[_Inputs, int | None], QueryStat]:
+    """Σ(a·A) / Σ(a·A + b·B + c·C) over all queries (A, B, C the per-query reject indicators)."""
+
+    def stat(x: _Inputs, _k: int | None) -> QueryStat:
+        r = x.rejects
+        return QueryStat(a * r["a"], a * r["a"] + b * r["b"] + c * r["c"])
+
+    return stat
+
+
+@dataclass(frozen=True)
+class MetricFamily:
+    """One metric family (the name before ``@k``).
+
+    ``cutoff``: ``"expand"`` (a bare name expands over the cut-offs ks: hit, recall, ndcg),
+    ``"optional"`` (bare = uncut: mrr) or ``"none"`` (no ``@k``).  ``topk``: needs the top-k list
+    (else the first-positive rank or the answer sets).  ``binary``: per-query values are 0/1 (exact
+    McNemar test instead of the permutation test).  ``counts``: the queries that count, and that the
+    bootstrap resamples -- ``"ranking"`` (queries with a positive; every query with
+    ``include_zero_gt``), ``"positives"`` (queries with a positive) or ``"all"``.  ``sets``: needs
+    answer sets (a set threshold).
+    """
+
+    name: str
+    stat: Callable[[_Inputs, int | None], QueryStat]
+    cutoff: str = "none"
+    topk: bool = False
+    binary: bool = False
+    counts: str = "all"
+    sets: bool = False
+
+
+#: Every metric family by name; an unknown name is an error listing the known ones.
+METRIC_FAMILIES: Table[MetricFamily] = Table("metric", param="metrics")
+for _fam in (
+    MetricFamily("hit", _mean(lambda x, k: hit_at_k(x.rel, k)), "expand", topk=True, binary=True, counts="ranking"),
+    MetricFamily("recall", _mean(lambda x, k: recall_at_k(x.rel, x.n_pos, k)), "expand", topk=True, counts="ranking"),
+    MetricFamily("ndcg", _mean(lambda x, k: ndcg_at_k(x.rel, x.ideal, k)), "expand", topk=True, counts="ranking"),
+    MetricFamily("mrr", _mean(lambda x, k: reciprocal_rank(x.first_rank, k)), "optional", counts="ranking"),
+    *(MetricFamily(m, _set(m), counts="positives", sets=True) for m in SET_METRICS),
+    MetricFamily("reject_precision", _reject(1, 1, 0), sets=True),
+    MetricFamily("reject_recall", _reject(1, 0, 1), sets=True),
+    MetricFamily("reject_f1", _reject(2, 1, 1), sets=True),
+):
+    METRIC_FAMILIES.register(_fam.name, _fam)
+
+
+# ------------------------------------------------------------------------------ names
+def _split(name: str) -> tuple[MetricFamily, int | None]:
+    """The family and cut-off of a metric name; :class:`ConfigError` for an unknown or malformed one."""
+    m = _NAME_RE.match(name)
+    fam_name = m.group(1) if m else name
+    if fam_name not in METRIC_FAMILIES:
+        spelled = {"expand": "{}[@k]", "optional": "{}[@k]", "none": "{}"}
+        known = [spelled[f.cutoff].format(f.name) for _, f in METRIC_FAMILIES.items()]
+        close = difflib.get_close_matches(fam_name, METRIC_FAMILIES.names(), n=2, cutoff=0.6)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise ConfigError(f"unknown metric {name!r}{hint}; known: {', '.join(known)}, or the groups "
+                          f"{', '.join(repr(g) for g in METRIC_GROUPS)}", param="metrics")
+    fam = METRIC_FAMILIES.get(fam_name)
+    k = None if m is None or m.group(2) is None else int(m.group(2))
+    if k is not None and fam.cutoff == "none":
+        raise ConfigError(f"metric {name!r}: {fam.name} takes no @k", param="metrics")
+    if k is not None and k < 1:
+        raise ConfigError(f"metric {name!r}: k must be >= 1", param="metrics")
+    return fam, k
+
+
+def parse_metrics(spec: str | Sequence[str] | None, ks: Sequence[int] = DEFAULT_KS) -> list[str]:
+    """Expand a metric list: ``"hit,recall@3,ndcg,mrr"`` with ``ks`` -> ``["hit@1", ..., "mrr"]``.
+
+    A family without ``@k`` (hit, recall, ndcg) expands over ``ks``; ``mrr`` stays uncut unless
+    written ``mrr@k``.  ``set``/``reject`` expand to the three set/reject metrics.  Unknown names
+    raise :class:`~snapbench.errors.ConfigError` listing what is accepted.
+    """
+    if spec is None:
+        spec = "hit,recall,ndcg,mrr"
+    parts = [p.strip() for p in (spec.split(",") if isinstance(spec, str) else spec) if p.strip()]
+    out: list[str] = []
+    for p in parts:
+        name = p.lower()
+        if name in METRIC_GROUPS:
+            out += list(METRIC_GROUPS[name])
+            continue
+        fam, k = _split(name)
+        if k is None and fam.cutoff == "expand":
+            out += [f"{fam.name}@{int(x)}" for x in ks]
+        else:
+            out.append(fam.name if k is None else f"{fam.name}@{k}")
+    seen: set[str] = set()
+    return [m for m in out if not (m in seen or seen.add(m))]
+
+
+def metric_family(name: str) -> MetricFamily:
+    """The :class:`MetricFamily` of a metric name (``hit@5`` -> hit)."""
+    return _split(name)[0]
+
+
+def metric_k(name: str) -> int | None:
+    """The cut-off of a metric name (``None`` for uncut ``mrr`` and set/reject metrics)."""
+    m = _NAME_RE.match(name)
+    return int(m.group(2)) if m and m.group(2) else None
+
+
+def is_binary_metric(name: str) -> bool:
+    """Per-query values are 0/1 by definition (hit@k): the exact McNemar test applies."""
+    try:
+        return metric_family(name).binary
+    except ConfigError:
+        return False
+
+
+def ranking_depth(metrics: Sequence[str]) -> int:
+    """The top-k depth the metrics need (at least 1)."""
+    return max([k for m in metrics if metric_family(m).topk and (k := metric_k(m)) is not None] + [1])
+
+
+def counted_rows(metric: str, n_pos: np.ndarray, include_zero_gt: bool = False) -> np.ndarray:
+    """The query rows that count for ``metric`` (see :class:`MetricFamily` ``counts``): the queries the
+    bootstrap resamples, so that every resample counts the same queries (a query that cannot count --
+    a zero-GT query in a ranking metric -- is never drawn)."""
+    rule = metric_family(metric).counts
+    n_pos = np.asarray(n_pos)
+    if rule == "all" or (rule == "ranking" and include_zero_gt):
+        return np.arange(n_pos.size)
+    return np.flatnonzero(n_pos > 0)
+
+
 # ------------------------------------------------------------------------------ bridge
 def query_stats(
     topk_idx: np.ndarray,
@@ -325,48 +351,14 @@ def query_stats(
     ``include_zero_gt`` (then zero-GT queries count as 0, like ranx).  Set metrics need the
     predicted set sizes ``pred_size`` and true positives ``tp`` per query.
     """
-    n_pos = labels.n_pos
-    has_gt = n_pos > 0
-    inc = np.ones(labels.n_queries) if include_zero_gt else has_gt.astype(np.float64)
-    ks = [metric_k(m) for m in metrics if metric_k(m) is not None and not m.startswith("mrr")]
-    kmax = max(ks, default=0)
+    parsed = {m: _split(m) for m in metrics}
+    kmax = max([k for fam, k in parsed.values() if fam.topk and k is not None], default=0)
     if kmax > topk_idx.shape[1]:
-        raise ValueError(f"ranking depth {topk_idx.shape[1]} < largest cut-off {kmax}")
-    rel = labels.lookup(topk_idx[:, :kmax]) if kmax else np.zeros((labels.n_queries, 0))
-    ideal = labels.ideal(kmax) if any(m.startswith("ndcg") for m in metrics) else None
-    out: dict[str, QueryStat] = {}
-    need_sets = any(m in SET_METRICS or m in REJECT_METRICS for m in metrics)
-    if need_sets and (pred_size is None or tp is None):
-        raise ValueError("set/reject metrics need predicted sets (give a set threshold)")
-    sets = set_scores(tp, pred_size, n_pos) if need_sets else {}
-    rej = reject_counts(np.asarray(pred_size) == 0, ~has_gt) if need_sets else {}
-    normal = has_gt.astype(np.float64)
-    for m in metrics:
-        k = metric_k(m)
-        if m.startswith("hit@"):
-            v = hit_at_k(rel, k)
-        elif m.startswith("recall@"):
-            v = recall_at_k(rel, n_pos, k)
-        elif m.startswith("ndcg@"):
-            v = ndcg_at_k(rel, ideal, k)
-        elif m.startswith("mrr"):
-            v = reciprocal_rank(first_rank, k)
-        elif m in SET_METRICS:
-            out[m] = QueryStat(sets[m] * normal, normal)
-            continue
-        elif m == "reject_precision":
-            out[m] = QueryStat(rej["a"], rej["a"] + rej["b"])
-            continue
-        elif m == "reject_recall":
-            out[m] = QueryStat(rej["a"], rej["a"] + rej["c"])
-            continue
-        elif m == "reject_f1":
-            out[m] = QueryStat(2 * rej["a"], 2 * rej["a"] + rej["b"] + rej["c"])
-            continue
-        else:  # pragma: no cover - parse_metrics rejects these first
-            raise ValueError(f"unknown metric {m!r}")
-        out[m] = QueryStat(v * inc, inc)
-    return out
+        raise ValueError(f"ranking depth {topk_idx.shape[1]} < largest cut-off {kmax}")  # a caller's bug
+    if any(fam.sets for fam, _ in parsed.values()) and (pred_size is None or tp is None):
+        raise ConfigError("set/reject metrics need predicted sets (give a set threshold)", param="set_threshold")
+    x = _Inputs(topk_idx, first_rank, labels, include_zero_gt, kmax, pred_size, tp)
+    return {m: fam.stat(x, k) for m, (fam, k) in parsed.items()}
 
 
 def answer_set_metrics(predicted: Sequence[Iterable], gold: Sequence[Iterable]) -> dict[str, float]:
@@ -378,7 +370,7 @@ def answer_set_metrics(predicted: Sequence[Iterable], gold: Sequence[Iterable]) 
     returns the counts ``A``, ``B``, ``C``, ``D``.
     """
     if len(predicted) != len(gold):
-        raise ValueError(f"{len(predicted)} predictions for {len(gold)} gold sets")
+        raise InputError(f"{len(predicted)} predictions for {len(gold)} gold sets", param="predicted")
     p_sets = [set(p) for p in predicted]
     g_sets = [set(g) for g in gold]
     tp = np.array([len(p & g) for p, g in zip(p_sets, g_sets)], dtype=np.float64)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, arg
 from ..modes import MODE_LABELS, MODES, PATHS, compose, normalize_mode
 from ..ranking import topk_indices
 from .metrics import Labels, QueryStat, hit_at_k
@@ -88,7 +88,7 @@ def coarse_text_drag(joint_scores: np.ndarray | QueryStat, image_scores: np.ndar
     if isinstance(joint_scores, QueryStat) and isinstance(image_scores, QueryStat):
         return float(joint_scores.value - image_scores.value)
     if labels is None:
-        raise ValueError("coarse_text_drag needs labels with score matrices")
+        raise ConfigError(f"score matrices need {arg('labels')} (or pass two hit@1 QueryStats)", param="labels")
     inc = labels.n_pos > 0
     if not inc.any():
         return float("nan")

@@ -1,16 +1,27 @@
-"""Report output: JSON (NaN -> null), rich tables on the terminal, CSV / markdown tables."""
+"""A report on the terminal (rich tables that fit the width) and as a table file (CSV / Markdown).
+
+Reports are :class:`snapbench.schema.Report` objects; :func:`read_report` / :func:`write_report`
+are the schema's (strict JSON, undefined values as null, atomic).  Sign conventions are said in
+every table title: paired Δ = condition − clean (negative = worse); additivity drops = clean −
+condition (positive = worse).
+"""
 
 from __future__ import annotations
 
 import csv
-import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..jsonable import to_json
+from ..jsonable import dumps
+from ..schema import Report, read_report, write_report
+from .files import EvaluationInputError, atomic_writer
+from .fmt import DROP_SIGN, PAIRED_SIGN, ci_text, p_text, pct, points
 
 __all__ = [
+    "CSV_HEADER",
     "additivity_rows",
+    "csv_rows",
     "print_additivity",
     "print_report",
     "read_report",
@@ -19,60 +30,22 @@ __all__ = [
     "write_table",
 ]
 
+#: Width of printed tables when the output is not a terminal (a pipe, a file) and COLUMNS is unset.
+PIPE_WIDTH = 120
+_PREFERRED = ("hit@1", "hit@5", "recall@10", "ndcg@10", "mrr")
+_LIMITED = "† depth-limited (the runs are shallower than the metric; values are lower bounds)"
 
-def report_to_json(report: dict, indent: int | None = 2) -> str:
+
+def report_to_json(report: Report, indent: int | None = 2) -> str:
     """Strict JSON (no NaN tokens): undefined values are ``null``."""
-    return json.dumps(to_json(report), indent=indent, allow_nan=False, ensure_ascii=False)
+    return dumps(report.to_json(), indent=indent)
 
 
-def write_report(report: dict, path: str | Path) -> None:
-    """Write the JSON report atomically (parent folders are created)."""
-    from .io import atomic_writer
-
-    text = report_to_json(report) + "\n"
-    with atomic_writer(path) as fh:
-        fh.write(text)
-
-
-def read_report(path: str | Path) -> dict:
-    from .io import EvaluationInputError
-
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise EvaluationInputError(f"{p}: not a readable JSON report ({e})") from None
-    for key in ("conditions", "paired", "additivity"):
-        if key not in data:
-            raise EvaluationInputError(f"{p}: not a snapbench evaluate report (no {key!r} key)")
-    return data
-
-
-def _pct(x: float | None, signed: bool = False) -> str:
-    if x is None:
-        return "–"
-    return f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}"
-
-
-def _ci(ci: Sequence[float | None] | None) -> str:
-    if not ci or ci[0] is None or ci[1] is None:
-        return "–"
-    return f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "–"
-    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
-
-
-def _shown(report: dict, show: Sequence[str] | None) -> list[str]:
-    ms = report["meta"]["metrics"] if "meta" in report else list(next(iter(report["conditions"].values())))
+def _shown(report: Report, show: Sequence[str] | None) -> list[str]:
+    ms = report.metrics
     if show:
         return [m for m in show if m in ms]
-    pref = ["hit@1", "hit@5", "recall@10", "ndcg@10", "mrr"]
-    picked = [m for m in pref if m in ms]
-    return picked or ms[:6]
+    return [m for m in _PREFERRED if m in ms] or ms[:6]
 
 
 def _console(console=None):
@@ -80,146 +53,162 @@ def _console(console=None):
 
     if console is not None:
         return console
-    con = Console(markup=False)
-    # Piped output would be cut to 80 columns; a report table is worth its width.
-    return con if con.is_terminal else Console(width=200, markup=False)
+    con = Console(markup=False, highlight=False)
+    if con.is_terminal or "COLUMNS" in os.environ:
+        return con
+    # piped output: rich would cut to 80 columns; one fixed, readable width instead
+    return Console(width=PIPE_WIDTH, markup=False, highlight=False)
 
 
-def print_report(report: dict, *, primary: str = "hit@1", show: Sequence[str] | None = None, console=None) -> None:
-    """Per-condition metric values (percent), Δ of ``primary`` with CI and Holm-adjusted p."""
-    from rich.table import Table
+def _limited(report: Report) -> set[str]:
+    return set(report.meta.get("depth_limited_metrics") or [])
 
+
+def print_report(report: Report, *, primary: str = "hit@1", show: Sequence[str] | None = None, console=None) -> None:
+    """The metric values per condition (percent), then per condition the Δ of ``primary`` with its CI,
+    the Holm-adjusted p, the stability classes and the rank displacement; groups; additivity."""
     con = _console(console)
     metrics = _shown(report, show)
-    if primary not in (report.get("meta", {}).get("metrics") or metrics):
+    if primary not in report.metrics:
         primary = metrics[0]
-    t = Table(title=f"snapbench evaluate — values in %, Δ = condition − clean ({primary})", show_lines=False)
-    t.add_column("condition", no_wrap=True)
-    limited = set((report.get("meta") or {}).get("depth_limited_metrics") or [])
-    for m in metrics:
-        t.add_column(m + (" †" if m in limited else ""), justify="right")
-    t.add_column(f"Δ{primary}", justify="right")
-    t.add_column("CI", justify="right")
-    t.add_column("p (Holm)", justify="right")
-    extra = _extra_columns(report)
-    for name in extra:
-        t.add_column(name, justify="right")
-    for c, vals in report["conditions"].items():
-        pr = report["paired"].get(c, {}).get(primary)
-        t.add_row(
-            c,
-            *[_pct(vals.get(m)) for m in metrics],
-            _pct(pr["delta"], True) if pr else "",
-            _ci(pr["ci"]) if pr else "",
-            _p(pr["p"]) if pr else "",
-            *[cells.get(c, "") for cells in extra.values()],
-        )
-    con.print(t)
+    con.print(_values_table(report, metrics))
+    if report.paired:
+        con.print(_paired_table(report, primary))
+    limited = _limited(report)
     if limited:
-        con.print(f"† depth-limited (the runs are shallower than the metric; values are lower bounds): {', '.join(sorted(limited))}")
-    if report.get("groups"):
+        con.print(f"{_LIMITED}: {', '.join(sorted(limited))}")
+    if report.groups:
         con.print(_groups_table(report, primary))
-    n_ex = report.get("n_excluded_zero_gt", 0)
-    con.print(
-        f"{report['n_queries']} queries; {n_ex} zero-GT quer{'y' if n_ex == 1 else 'ies'} excluded from ranking metrics"
-    )
-    curves = report.get("severity_curves") or {}
-    if curves:
-        labels = {op: v.get(primary, {}).get("label") for op, v in curves.items()}
-        groups: dict[str, list[str]] = {}
-        for op, lab in labels.items():
-            groups.setdefault(str(lab), []).append(op)
-        con.print("severity response (" + primary + "): " + "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items()))
-    drag = report.get("coarse_text_drag")
+    con.print(queries_line(report))
+    labels: dict[str, list[str]] = {}
+    for op, per in report.severity_curves.items():
+        curve = per.get(primary)
+        labels.setdefault(curve.label if curve else "n/a", []).append(op)
+    if labels:
+        con.print(f"severity response ({primary}): " + "; ".join(f"{k}: {', '.join(v)}" for k, v in labels.items()))
+    drag = report.coarse_text_drag
     if drag:
-        con.print(f"coarse-text drag (hit@1, clean): {_pct(drag['value'], True)} {_ci(drag['ci'])} — joint = {drag['joint']}")
-    if report.get("additivity"):
+        con.print(f"coarse-text drag (hit@1, clean): {pct(drag.value, True)} {ci_text(drag.ci)} — joint = {drag.joint}")
+    if report.additivity:
         print_additivity(report, metric=primary, console=con)
 
 
-def _extra_columns(report: dict) -> dict[str, dict[str, str]]:
+def queries_line(report: Report) -> str:
+    """``"11 of 12 queries count (1 has no relevant item)"``: the denominator of the ranking metrics."""
+    n, ex, zero = report.n_queries, report.n_excluded_zero_gt, report.meta.n_zero_gt
+    if ex:
+        return f"{n - ex} of {n} queries count ({ex} ha{'s' if ex == 1 else 've'} no relevant item)"
+    if zero:
+        return f"all {n} queries count ({zero} without a relevant item count{'s' if zero == 1 else ''} as 0)"
+    return f"all {n} queries count"
+
+
+def _values_table(report: Report, metrics: list[str]):
+    from rich.table import Table
+
+    limited = _limited(report)
+    t = Table(title="snapbench evaluate — metric values in %")
+    t.add_column("condition", no_wrap=True)
+    for m in metrics:
+        t.add_column(m + (" †" if m in limited else ""), justify="right")
+    for c, vals in report.conditions.items():
+        t.add_row(c, *[pct(vals.get(m)) for m in metrics])
+    return t
+
+
+def _extra_columns(report: Report) -> dict[str, dict[str, str]]:
     """Stability classes and rank displacement per condition, as printable cells (column -> cells)."""
     cols: dict[str, dict[str, str]] = {}
-    stab = report.get("stability") or {}
-    if stab:
-        m = next(iter(stab.values())).get("metric", "hit@1")
-        cols[f"stable/drag/wrong/boost ({m})"] = {
-            c: f"{s['stably_correct']}/{s['drag']}/{s['persistently_wrong']}/{s['boost']}" for c, s in stab.items()
+    if report.stability:
+        m = next(iter(report.stability.values())).metric
+        cols[f"stable/drag/\nwrong/boost\n({m})"] = {
+            c: f"{s.stably_correct}/{s.drag}/{s.persistently_wrong}/{s.boost}" for c, s in report.stability.items()
         }
-    disp = report.get("rank_displacement") or {}
-    if disp:
-        cols["rank displacement (mean, CI)"] = {
-            c: ("" if d.get("mean") is None else f"{d['mean']:+.1f} {_num_ci(d.get('ci'))}") for c, d in disp.items()
+    if report.rank_displacement:
+        cols["rank\ndisplacement\n(mean, CI)"] = {
+            c: "" if d.mean is None else f"{points(d.mean, signed=True, scale=1)} {ci_text(d.ci, scale=1)}"
+            for c, d in report.rank_displacement.items()
         }
     return cols
 
 
-def _num_ci(ci: Sequence[float | None] | None) -> str:
-    if not ci or ci[0] is None or ci[1] is None:
-        return ""
-    return f"[{ci[0]:+.1f}, {ci[1]:+.1f}]"
-
-
-def _groups_table(report: dict, primary: str):
-    """Per group: the primary metric on clean and its Δ (with CI) under each condition."""
+def _paired_table(report: Report, primary: str):
     from rich.table import Table
 
-    groups = report["groups"]
-    t = Table(title=f"per group — {primary} in %, Δ = condition − clean with CI")
+    extra = _extra_columns(report)
+    t = Table(title=f"paired against clean — {primary}: {PAIRED_SIGN} (points), CI, Holm-adjusted p; "
+                    "stability: stably correct / drag / persistently wrong / boost (queries); rank displacement: "
+                    "corrupted − clean rank of the first positive")
     t.add_column("condition", no_wrap=True)
-    for g, e in groups.items():
-        t.add_column(f"{g} (n={e['n_queries']})", justify="right")
-    for c in report["conditions"]:
-        cells = []
-        for e in groups.values():
-            if c == "clean":
-                cells.append(_pct(e["conditions"].get(c, {}).get(primary)))
-            else:
-                pr = e["paired"].get(c, {}).get(primary)
-                cells.append(f"{_pct(pr['delta'], True)} {_ci(pr['ci'])}" if pr else "")
-        t.add_row(c, *cells)
+    for name in (f"Δ{primary}", "CI", "p\n(Holm)"):
+        t.add_column(name, justify="right", no_wrap=True)
+    for name in extra:
+        t.add_column(name, justify="right", no_wrap=True)
+    for c, per in report.paired.items():
+        pr = per.get(primary)
+        cells = [pct(pr.delta, True), ci_text(pr.ci), p_text(pr.p)] if pr else ["", "", ""]
+        t.add_row(c, *cells, *[e.get(c, "") for e in extra.values()])
     return t
 
 
-def additivity_rows(report: dict, metric: str = "hit@1") -> list[dict]:
-    """Rows (joint, exp, obs, delta, ci_lo, ci_hi) then per-pair, per-severity and overall means."""
-    rows = []
-    for j, e in report.get("additivity", {}).items():
-        if metric in e:
-            x = e[metric]
-            rows.append({"joint": j, "exp": x["exp"], "obs": x["obs"], "delta": x["delta"], "ci": x["ci"]})
-    summ = report.get("additivity_summary", {})
-    for section, label in (("by_pair", "mean {} (over severities)"), ("by_severity", "mean {} (over pairs)")):
-        for key, e in summ.get(section, {}).items():
-            if metric in e:
-                x = e[metric]
-                rows.append({"joint": label.format(key), "exp": x["exp"], "obs": x["obs"], "delta": x["delta"], "ci": x["ci"]})
-    if metric in summ.get("mean", {}):
-        x = summ["mean"][metric]
-        rows.append({"joint": "mean (all joint conditions)", "exp": x["exp"], "obs": x["obs"], "delta": x["delta"], "ci": x["ci"]})
+def _group_cell(report: Report, group: str, c: str, primary: str) -> str:
+    g = report.groups[group]  # type: ignore[index]
+    if c == "clean":
+        return pct(g.conditions.get(c, {}).get(primary))
+    pr = g.paired.get(c, {}).get(primary)
+    return f"{pct(pr.delta, True)} {ci_text(pr.ci)}" if pr else ""
+
+
+def _groups_table(report: Report, primary: str):
+    """Per group: the primary metric on clean and its Δ (with CI) under each condition."""
+    from rich.table import Table
+
+    groups = report.groups or {}
+    t = Table(title=f"per group — {primary} in %, {PAIRED_SIGN}, with CI")
+    t.add_column("condition", no_wrap=True)
+    for g, e in groups.items():
+        t.add_column(f"{g} (n={e.n_queries})", justify="right")
+    for c in report.conditions:
+        t.add_row(c, *[_group_cell(report, g, c, primary) for g in groups])
+    return t
+
+
+def additivity_rows(report: Report, metric: str = "hit@1") -> list[dict]:
+    """Rows (joint, exp, obs, delta, ci) then per-pair, per-severity and overall means (drops)."""
+    def row(label: str, x) -> dict:
+        return {"joint": label, "exp": x.exp, "obs": x.obs, "delta": x.delta, "ci": x.ci}
+
+    rows = [row(j, e[metric]) for j, e in report.additivity.items() if metric in e]
+    summ = report.additivity_summary
+    for section, label in ((summ.by_pair, "mean {} (over severities)"), (summ.by_severity, "mean {} (over pairs)")):
+        rows += [row(label.format(key), e[metric]) for key, e in section.items() if metric in e]
+    if summ.mean and metric in summ.mean:
+        rows.append(row("mean (all joint conditions)", summ.mean[metric]))
     return rows
 
 
-def print_additivity(report: dict, *, metric: str = "hit@1", console=None) -> None:
+def additivity_title(metric: str) -> str:
+    return (f"additivity of joint corruptions — {metric} {DROP_SIGN} (points); Exp = Δ_I + Δ_T, "
+            "Obs = the joint drop, δ = Obs − Exp (> 0 super-additive)")
+
+
+def print_additivity(report: Report, *, metric: str = "hit@1", console=None) -> None:
     """The additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI (drops in points)."""
     from rich.table import Table
 
     con = _console(console)
     rows = additivity_rows(report, metric)
+    skipped = report.additivity_skipped or {}
     if not rows:
-        skipped = report.get("additivity_skipped") or {}
-        msg = "no joint condition with both parts present"
-        if skipped:
-            msg += ": " + "; ".join(f"{k} ({v})" for k, v in skipped.items())
-        con.print(msg)
+        con.print("no joint condition with both parts present"
+                  + (": " + "; ".join(f"{k} ({v})" for k, v in skipped.items()) if skipped else ""))
         return
-    t = Table(title=f"additivity of joint corruptions ({metric} drops in points; δ > 0 = super-additive)")
-    for name in ("joint condition", "Exp", "Obs", "δ", "CI(δ)"):
-        t.add_column(name, justify="left" if name == "joint condition" else "right", no_wrap=name == "joint condition")
+    t = Table(title=additivity_title(metric))
+    for name in ("joint condition", "Exp drop", "Obs drop", "δ", "CI(δ)"):
+        t.add_column(name, justify="left" if name == "joint condition" else "right", no_wrap=True)
     for r in rows:
-        t.add_row(r["joint"], _pct(r["exp"], True), _pct(r["obs"], True), _pct(r["delta"], True), _ci(r["ci"]))
+        t.add_row(r["joint"], pct(r["exp"], True), pct(r["obs"], True), pct(r["delta"], True), ci_text(r["ci"]))
     con.print(t)
-    skipped = report.get("additivity_skipped") or {}
     if skipped:
         con.print("skipped: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
 
@@ -227,95 +216,92 @@ def print_additivity(report: dict, *, metric: str = "hit@1", console=None) -> No
 CSV_HEADER = ["condition", "metric", "value", "delta", "ci_lo", "ci_hi", "p", "p_raw", "group", "depth_limited"]
 
 
-def csv_rows(report: dict) -> list[list]:
+def csv_rows(report: Report) -> list[list]:
     """The long table: every condition x metric (value, Δ vs clean, CI, Holm p, raw p), then per group
     the same (column ``group``), then per condition the stability classes (metric
     ``stability:<class>``, value = number of queries), the rank displacement (metric
     ``rank_displacement``, value = mean, with CI) and per joint condition the additivity (metric
     ``additivity:<metric>``, value = Obs, delta = δ = Obs − Exp, with CI).  ``depth_limited`` is 1
     for a metric the runs were too shallow for."""
-    limited = set((report.get("meta") or {}).get("depth_limited_metrics") or [])
+    limited = _limited(report)
     rows: list[list] = [CSV_HEADER]
 
-    def block(conds: dict, paired: dict, group: str) -> None:
+    def block(conds, paired, group: str) -> None:
         for c, vals in conds.items():
             for m, v in vals.items():
-                pr = paired.get(c, {}).get(m) or {}
-                ci = pr.get("ci") or [None, None]
-                rows.append([c, m, v, pr.get("delta"), ci[0], ci[1], pr.get("p"), pr.get("p_raw"), group,
-                             int(m in limited)])
+                pr = paired.get(c, {}).get(m)
+                lo, hi = pr.ci if pr else (None, None)
+                rows.append([c, m, v, pr.delta if pr else None, lo, hi, getattr(pr, "p", None),
+                             getattr(pr, "p_raw", None), group, int(m in limited)])
 
-    block(report["conditions"], report["paired"], "")
-    for g, e in (report.get("groups") or {}).items():
-        block(e["conditions"], e["paired"], g)
-    for c, s in (report.get("stability") or {}).items():
+    block(report.conditions, report.paired, "")
+    for g, e in (report.groups or {}).items():
+        block(e.conditions, e.paired, g)
+    for c, s in (report.stability or {}).items():
         for cls in ("stably_correct", "drag", "persistently_wrong", "boost"):
-            rows.append([c, f"stability:{cls}", s[cls], None, None, None, None, None, "", 0])
-    for c, d in (report.get("rank_displacement") or {}).items():
-        ci = d.get("ci") or [None, None]
-        rows.append([c, "rank_displacement", d.get("mean"), None, ci[0], ci[1], None, None, "", 0])
-    for j, per in (report.get("additivity") or {}).items():
+            rows.append([c, f"stability:{cls}", getattr(s, cls), None, None, None, None, None, "", 0])
+    for c, d in (report.rank_displacement or {}).items():
+        rows.append([c, "rank_displacement", d.mean, None, d.ci[0], d.ci[1], None, None, "", 0])
+    for j, per in report.additivity.items():
         for m, e in per.items():
-            ci = e.get("ci") or [None, None]
-            rows.append([j, f"additivity:{m}", e.get("obs"), e.get("delta"), ci[0], ci[1], None, None, "", int(m in limited)])
+            rows.append([j, f"additivity:{m}", e.obs, e.delta, e.ci[0], e.ci[1], None, None, "", int(m in limited)])
     return rows
 
 
-def write_table(report: dict, path: str | Path, *, primary: str = "hit@1") -> None:
+def write_table(report: Report, path: str | Path, *, primary: str = "hit@1") -> None:
     """``.csv``: long format, complete (see :func:`csv_rows`).  ``.md``: a readable wide table (values in
     %, Δ of ``primary`` with CI and p, stability classes, rank displacement; † marks depth-limited
     metrics), per-group Δ, additivity.  Written atomically."""
-    from .io import atomic_writer
-
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".csv":
         with atomic_writer(p, newline="") as fh:
-            w = csv.writer(fh)
-            w.writerows(csv_rows(report))
+            csv.writer(fh).writerows(csv_rows(report))
         return
     if suffix not in (".md", ".markdown"):
-        from .io import EvaluationInputError
+        raise EvaluationInputError("a table file must end in .csv or .md", path=p, param="table_out")
+    with atomic_writer(p) as fh:
+        fh.write("\n".join(markdown_lines(report, primary)) + "\n")
 
-        raise EvaluationInputError(f"{p}: table format must be .csv or .md")
-    metrics = report["meta"]["metrics"] if "meta" in report else _shown(report, None)
+
+def _one_line(header: str) -> str:
+    """A terminal header (wrapped with newlines) on one line."""
+    return header.replace("/\n", "/").replace("\n", " ")
+
+
+def markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
+    """The Markdown table file (see :func:`write_table`)."""
+    metrics = report.metrics
     if primary not in metrics:
         primary = metrics[0]
-    limited = set((report.get("meta") or {}).get("depth_limited_metrics") or [])
+    limited = _limited(report)
     extra = _extra_columns(report)
     lines = [
         "| condition | " + " | ".join(m + (" †" if m in limited else "") for m in metrics)
-        + f" | Δ{primary} | CI | p (Holm) |" + "".join(f" {n} |" for n in extra),
+        + f" | Δ{primary} | CI | p (Holm) |" + "".join(f" {_one_line(n)} |" for n in extra),
         "|---|" + "---:|" * (len(metrics) + 3 + len(extra)),
     ]
-    for c, vals in report["conditions"].items():
-        pr = report["paired"].get(c, {}).get(primary)
-        cells = [_pct(vals.get(m)) for m in metrics]
-        tail = [_pct(pr["delta"], True), _ci(pr["ci"]), _p(pr["p"])] if pr else ["", "", ""]
-        lines.append("| " + " | ".join([c] + cells + tail + [e.get(c, "") for e in extra.values()]) + " |")
+    for c, vals in report.conditions.items():
+        pr = report.paired.get(c, {}).get(primary)
+        tail = [pct(pr.delta, True), ci_text(pr.ci), p_text(pr.p)] if pr else ["", "", ""]
+        lines.append("| " + " | ".join([c] + [pct(vals.get(m)) for m in metrics] + tail
+                                       + [e.get(c, "") for e in extra.values()]) + " |")
+    lines += ["", f"Values in %; Δ{primary} = condition − clean in points (negative = worse) with its paired "
+                  f"bootstrap CI; {queries_line(report)}."]
     if limited:
-        lines += ["", f"† depth-limited (the runs are shallower than the metric; values are lower bounds): "
-                      f"{', '.join(sorted(limited))}"]
-    groups = report.get("groups") or {}
+        lines += ["", f"{_LIMITED}: {', '.join(sorted(limited))}"]
+    groups = report.groups or {}
     if groups:
-        names = list(groups)
-        lines += ["", f"Per group ({primary} in %, Δ = condition − clean with CI)", "",
-                  "| condition | " + " | ".join(f"{g} (n={groups[g]['n_queries']})" for g in names) + " |",
-                  "|---|" + "---:|" * len(names)]
-        for c in report["conditions"]:
-            cells = []
-            for g in names:
-                if c == "clean":
-                    cells.append(_pct(groups[g]["conditions"].get(c, {}).get(primary)))
-                else:
-                    pr = groups[g]["paired"].get(c, {}).get(primary)
-                    cells.append(f"{_pct(pr['delta'], True)} {_ci(pr['ci'])}" if pr else "")
-            lines.append("| " + " | ".join([c] + cells) + " |")
+        lines += ["", f"Per group ({primary} in %, {PAIRED_SIGN}, with CI)", "",
+                  "| condition | " + " | ".join(f"{g} (n={e.n_queries})" for g, e in groups.items()) + " |",
+                  "|---|" + "---:|" * len(groups)]
+        lines += ["| " + " | ".join([c] + [_group_cell(report, g, c, primary) for g in groups]) + " |"
+                  for c in report.conditions]
     rows = additivity_rows(report, primary)
     if rows:
-        lines += ["", f"Additivity ({primary} drops in points; δ = Obs − Exp, > 0 super-additive)", "",
-                  "| joint condition | Exp | Obs | δ | CI(δ) |", "|---|---:|---:|---:|---:|"]
-        for r in rows:
-            lines.append(f"| {r['joint']} | {_pct(r['exp'], True)} | {_pct(r['obs'], True)} | {_pct(r['delta'], True)} | {_ci(r['ci'])} |")
-    with atomic_writer(p) as fh:
-        fh.write("\n".join(lines) + "\n")
+        lines += ["", f"Additivity ({primary} {DROP_SIGN}, in points; Exp = Δ_I + Δ_T, δ = Obs − Exp, "
+                      "> 0 super-additive)", "",
+                  "| joint condition | Exp drop | Obs drop | δ | CI(δ) |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['joint']} | {pct(r['exp'], True)} | {pct(r['obs'], True)} | {pct(r['delta'], True)} | "
+                  f"{ci_text(r['ci'])} |" for r in rows]
+    return lines

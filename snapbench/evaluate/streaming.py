@@ -17,9 +17,9 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from ..ranking import StreamingTopK
-from .io import EvaluationInputError
-from .metrics import Labels, metric_k, query_stats
-from .runner import ConditionEval
+from .condition import ConditionEval
+from .files import EvaluationInputError
+from .metrics import Labels, query_stats, ranking_depth
 
 __all__ = ["evaluate_column_chunks"]
 
@@ -50,7 +50,7 @@ def evaluate_column_chunks(
     scores)`` covering the gallery in order.  ``chunks`` is called once, and a second time only when
     some query's first positive lies below the top-k."""
     n_q = labels.n_queries
-    depth = max([metric_k(m) or 0 for m in metrics if not m.startswith("mrr")] + [1])
+    depth = ranking_depth(metrics)
     acc = StreamingTopK(n_q, depth)
     best = np.full(n_q, -np.inf)
     best_col = np.full(n_q, np.iinfo(np.int64).max, dtype=np.int64)

@@ -206,3 +206,16 @@ class RunDir:
     @property
     def combined_per_query(self) -> Path:
         return self.root / "per_query.csv"
+
+    # appended: the report's own folders (snapbench report writes them into DIR or its --out)
+    @property
+    def tables(self) -> Path:
+        return self.root / "tables"
+
+    @property
+    def figures(self) -> Path:
+        return self.root / "figures"
+
+    @property
+    def combined_per_query_parquet(self) -> Path:
+        return self.root / "per_query.parquet"

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..atomic import write_text_atomic
 from ..conditions import Condition
 from ..errors import ConfigError, InputError
+from ..jsonable import write_json
+from ..layout import RunDir
 from ..models import l2_normalize
 from ..modes import MODES as MODE_WEIGHTS
 from .plan import PATH_SIDES, RunOptions, image_source, text_source
@@ -39,10 +39,14 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
     """Evaluate every mode, MOOR and the baselines on the kept queries; write the reports."""
     from ..evaluate import (
         EvaluationConfig,
+        QueryResamples,
+        coarse_text_drag_ci,
         evaluate_conditions,
         evaluate_matrix,
+        per_query_values,
         write_report,
     )
+    from ..evaluate.drag import DRAG_METRIC
     from ..evaluate.metrics import Labels
     from ..evaluate.streaming import evaluate_column_chunks
     from ..report import write_per_query
@@ -100,8 +104,10 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
 
         return chunks
 
+    run_dir = RunDir(out)
     written: dict[str, Path] = {}
-    evaluated: dict[str, dict[str, Any]] = {}  # target name -> its report
+    evaluated: dict[str, Any] = {}  # target name -> its report (snapbench.schema.Report)
+    drag_stats: dict[str, Any] = {}  # target name -> per-query hit@1 on clean (the coarse-text drag)
     # each target maps a condition to its scores: row blocks (a gallery in memory) or gallery shards
     targets: list[tuple[str, Callable[[Condition], Any]]] = [
         (m, (lambda mm: (lambda c: mode_chunks(mm, c)) if sharded else (lambda c: mode_block(mm, c)))(m)) for m in modes
@@ -132,13 +138,14 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
             return lambda r0, r1: index.scores(qi[r0:r1], qt[r0:r1])
 
         targets.append(("MOOR", moor_fn))
-        if sharded:
-            say("fixed-fusion baselines (comb_sum, rrf) are not computed on a sharded gallery: they normalise whole rows")
-        else:
-            from ..fusion import comb_sum, rrf
+        from ..fusion.baselines import DEFAULT_RUN_BASELINES, ROW_BASELINES
 
-            for name, fuse in (("comb_sum", comb_sum), ("rrf", rrf)):
-                def base_fn(cond: Condition, fuse=fuse) -> Callable[[int, int], np.ndarray]:
+        if sharded:
+            say(f"fixed-fusion baselines ({', '.join(DEFAULT_RUN_BASELINES)}) are not computed on a sharded gallery: "
+                "they normalise whole rows")
+        else:
+            for name in DEFAULT_RUN_BASELINES:
+                def base_fn(cond: Condition, fuse=ROW_BASELINES.get(name)) -> Callable[[int, int], np.ndarray]:
                     return lambda r0, r1: fuse([path_block(cond, p, r0, r1) for p in PATH_SIDES])
 
                 targets.append((f"fusion/{name}", base_fn))
@@ -154,33 +161,25 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
                                               name=f"{name} {c.id}", query_ids=qids, block_rows=cfg.block_rows)
             bar.advance(task)
         report = evaluate_conditions(evals, labels, cfg, groups=groups)
-        report["meta"].update({"mode": name, "dataset": ds.name, "n_dropped_queries": int(len(ds.queries) - keep.size)})
-        folder = out / name
-        folder.mkdir(parents=True, exist_ok=True)
+        report.meta.mode = name
+        report.meta.dataset = ds.name
+        report.meta.n_dropped_queries = int(len(ds.queries) - keep.size)
+        run_dir.target_dir(name).mkdir(parents=True, exist_ok=True)
         if name == "MOOR":
-            write_text_atomic(folder / "text_share.json", json.dumps(shares, indent=2) + "\n")
-        write_per_query(folder / "per_query.csv", qids, per_query_values(evals, metrics))
-        written[name] = folder / "report.json"
-        report["_drag_stats"] = evals["clean"].stats.get("hit@1")
+            write_json(run_dir.text_share, shares)
+        write_per_query(run_dir.per_query(name), qids, per_query_values(evals, metrics))
+        written[name] = run_dir.report(name)
+        drag_stats[name] = evals["clean"].stats.get(DRAG_METRIC)
         evaluated[name] = report
-    # coarse-text drag of every fused mode against I->I, with a paired CI over the same resamples
-    if "I2I" in evaluated:
-        from ..evaluate.paired import bootstrap_counts, bootstrap_values, percentile_ci
-
-        base = evaluated["I2I"]["_drag_stats"]
-        counts = bootstrap_counts(labels.n_queries, cfg.resamples, cfg.seed)
-        for name, report in evaluated.items():
-            st = report["_drag_stats"]
-            if name == "I2I" or st is None or base is None:
-                continue
-            boot = bootstrap_values([base, st], counts)
-            lo, hi = percentile_ci(boot[:, 1] - boot[:, 0], cfg.ci)
-            report["coarse_text_drag"] = {
-                "metric": "hit@1", "value": float(st.value - base.value), "ci": [float(lo), float(hi)],
-                "joint": name, "joint_value": float(st.value), "image_value": float(base.value),
-            }
+    # coarse-text drag of every fused target against I->I, with a paired CI over the report's resamples
+    base = drag_stats.get("I2I")
+    if base is not None:
+        resampler = QueryResamples(labels.n_queries, cfg.resamples, cfg.seed)
+        for name, st in drag_stats.items():
+            if name != "I2I" and st is not None:
+                evaluated[name].coarse_text_drag = coarse_text_drag_ci(st, base, labels, cfg, joint_label=name,
+                                                                       resampler=resampler)
     for name, report in evaluated.items():
-        report.pop("_drag_stats", None)
         write_report(report, written[name])
     return written
 
@@ -197,15 +196,3 @@ def tag_groups(ds: Any, keep: np.ndarray, group_by: str | None) -> dict[str, np.
         fields = sorted({k for q in ds.queries for k in (q.tags or {})})
         raise ConfigError(f"no query has the field {group_by!r} (fields: {', '.join(fields) or 'none'})")
     return {k: np.asarray(v, dtype=np.int64) for k, v in sorted(rows.items())}
-
-
-def per_query_values(evals: Mapping[str, Any], metrics: Sequence[str]) -> dict[str, dict[str, np.ndarray]]:
-    """{condition: {metric: one value per query}}; NaN where the metric is undefined (a zero-GT query)."""
-    out: dict[str, dict[str, np.ndarray]] = {}
-    for cond, ev in evals.items():
-        out[cond] = {}
-        for m in metrics:
-            num = np.asarray(ev.stats[m].num, dtype=np.float64)
-            den = np.asarray(ev.stats[m].den, dtype=np.float64)
-            out[cond][m] = np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
-    return out

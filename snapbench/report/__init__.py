@@ -4,13 +4,15 @@
 (``DIR/tables/*.md``, ``*.tex``), figures (``DIR/figures/*.png``, ``*.pdf``; needs the ``report``
 extra), the per-query values of all modes (``DIR/per_query.csv``, ``.parquet`` with pyarrow) and
 ``DIR/findings.json``.  ``write_per_query``/``read_per_query`` are the per-mode per-query format
-``snapbench run`` writes.
+``snapbench run`` writes; ``read_target_per_query(DIR, target)`` reads one target's table as a
+:class:`snapbench.schema.PerQuery` (the one way to read a run's per-query values).  Reports are
+read as :class:`snapbench.schema.Report`.
 """
 
 from .build import FORMATS, ReportResult, build_report
 from .findings import Finding, compute_findings
 from .perquery import read_per_query, write_combined_per_query, write_per_query
-from .rundir import MODE_ORDER, RunData, load_run_dir
+from .rundir import MODE_ORDER, RunData, load_run_dir, read_target_per_query
 from .tables import Table, metric_label
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "load_run_dir",
     "metric_label",
     "read_per_query",
+    "read_target_per_query",
     "write_combined_per_query",
     "write_per_query",
 ]

@@ -1,10 +1,11 @@
 """Numbers the report derives from the evaluate reports (and per-query values when present).
 
 Everything here is a mean of numbers already in the reports, except the confidence intervals of
-aggregates (a primitive's mean Δ, MOOR − fixed fusion, drag of modes other than IT→IT): those need
-per-query values and use a paired bootstrap over queries, seeded with the run's seed
-(:func:`snapbench.evaluate.bootstrap_counts`, key ``report.<what>``) and at most
-:data:`MAX_RESAMPLES` resamples, so a report stays quick on large runs.
+aggregates (a primitive's mean Δ, MOOR − fixed fusion, image vs text corruptions, drag of modes
+other than IT→IT): those need per-query values and use a paired bootstrap over queries, seeded with
+the run's seed (:func:`snapbench.evaluate.bootstrap_counts`, key ``report.<what>``) and at most
+:data:`MAX_RESAMPLES` resamples, so a report stays quick on large runs.  Queries that do not count
+(a NaN per-query value: zero-GT queries in ranking metrics) are left out before resampling.
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ import numpy as np
 
 from ..conditions import IMAGE_PRIMITIVES, parse_condition
 from ..evaluate import bootstrap_counts, percentile_ci
+from ..schema import PerQuery, Report
 from .rundir import RunData
+from .tables import image_id
 
 __all__ = [
     "MAX_RESAMPLES",
+    "image_vs_text",
     "mode_drags",
     "moor_gain",
+    "moor_mean_gain_ci",
     "paired_mean_ci",
     "primitive_severity",
     "severity_means",
@@ -29,12 +34,10 @@ __all__ = [
 
 MAX_RESAMPLES = 2000
 
-PerQuery = tuple[list[str], Mapping[str, Mapping[str, np.ndarray]]]
 
-
-def _delta(report: dict, cond: str, metric: str) -> float | None:
-    pr = (report.get("paired", {}).get(cond) or {}).get(metric)
-    return None if not pr else pr.get("delta")
+def _delta(report: Report, cond: str, metric: str) -> float | None:
+    pr = report.paired.get(cond, {}).get(metric)
+    return None if pr is None else pr.delta
 
 
 def paired_mean_ci(
@@ -55,49 +58,60 @@ def paired_mean_ci(
     return float(lo), float(hi)
 
 
-def _boot_params(report: dict) -> tuple[int, int, float]:
-    meta = report.get("meta") or {}
-    return int(meta.get("seed") or 0), int(meta.get("resamples") or 1000), float(meta.get("ci_level") or 0.95)
+def _boot_params(report: Report) -> tuple[int, int, float]:
+    m = report.meta
+    return int(m.seed or 0), int(m.resamples or 1000), float(m.ci_level or 0.95)
 
 
 def _pq_values(pq: PerQuery | None, cond: str, metric: str) -> np.ndarray | None:
-    if pq is None:
-        return None
-    v = (pq[1].get(cond) or {}).get(metric)
-    return None if v is None else np.asarray(v, float)
+    return None if pq is None else pq.array(cond, metric)
 
 
-def primitive_severity(report: dict, metric: str, pq: PerQuery | None = None) -> dict[str, dict[int, dict]]:
+def primitive_severity(report: Report, metric: str, pq: PerQuery | None = None) -> dict[str, dict[int, dict]]:
     """``{primitive: {severity: {"mean": mean Δ over its operators, "ops": {op: Δ}, "ci": (lo, hi) or None}}}``.
 
     The CI needs per-query values of clean and of every operator of the primitive at that severity."""
     seed, resamples, level = _boot_params(report)
     out: dict[str, dict[int, dict]] = {}
-    sevs = sorted({parse_condition(c).severity for c in report["conditions"] if parse_condition(c).kind == "image"})
+    sevs = sorted({parse_condition(c).severity for c in report.conditions if parse_condition(c).kind == "image"})
     for prim, ops in IMAGE_PRIMITIVES.items():
         for s in sevs:
-            deltas = {op: _delta(report, f"img/{op}/s{s}", metric) for op in ops}
+            deltas = {op: _delta(report, image_id(op, s), metric) for op in ops}
             deltas = {op: d for op, d in deltas.items() if d is not None}
             if not deltas:
                 continue
             ci = None
             clean = _pq_values(pq, "clean", metric)
-            vals = [_pq_values(pq, f"img/{op}/s{s}", metric) for op in deltas]
+            vals = [_pq_values(pq, image_id(op, s), metric) for op in deltas]
             if clean is not None and all(v is not None for v in vals):
                 ci = paired_mean_ci(vals, [clean], seed=seed, resamples=resamples, level=level, key=f"{prim}.s{s}")
             out.setdefault(prim, {})[s] = {"mean": float(np.mean(list(deltas.values()))), "ops": deltas, "ci": ci}
     return out
 
 
-def severity_means(report: dict, metric: str) -> dict[int, float]:
+def severity_means(report: Report, metric: str) -> dict[int, float]:
     """Mean Δ over all image operators per severity."""
     by: dict[int, list[float]] = {}
-    for c in report.get("paired", {}):
+    for c in report.paired:
         pc = parse_condition(c)
         d = _delta(report, c, metric)
         if pc.kind == "image" and d is not None:
             by.setdefault(pc.severity, []).append(d)
     return {s: float(np.mean(v)) for s, v in sorted(by.items())}
+
+
+def image_vs_text(report: Report, metric: str, pq: PerQuery | None = None) -> tuple[float, float] | None:
+    """CI of (mean Δ over image conditions) − (mean Δ over text conditions): negative = image
+    corruptions hurt more.  Needs per-query values of every image and text condition."""
+    if pq is None:
+        return None
+    kinds = {c: parse_condition(c).kind for c in report.paired}
+    img = [_pq_values(pq, c, metric) for c, k in kinds.items() if k == "image"]
+    txt = [_pq_values(pq, c, metric) for c, k in kinds.items() if k == "text"]
+    if not img or not txt or any(v is None for v in img + txt):
+        return None
+    seed, resamples, level = _boot_params(report)
+    return paired_mean_ci(img, txt, seed=seed, resamples=resamples, level=level, key="image_vs_text")
 
 
 def mode_drags(data: RunData, metric: str = "hit@1") -> dict[str, dict]:
@@ -106,21 +120,21 @@ def mode_drags(data: RunData, metric: str = "hit@1") -> dict[str, dict]:
     modes have per-query values, else None."""
     out: dict[str, dict] = {}
     base = data.reports.get("I2I")
-    base_v = None if base is None else base["conditions"]["clean"].get(metric)
+    base_v = None if base is None else base.value("clean", metric)
     for mode, rep in data.reports.items():
         if mode == "I2I":
             continue
-        v = rep["conditions"]["clean"].get(metric)
-        own = rep.get("coarse_text_drag") if mode == "IT2IT" else None
-        if own and own.get("metric") == metric and own.get("value") is not None:
-            out[mode] = {"value": own["value"], "ci": own.get("ci"), "source": "report"}
+        v = rep.value("clean", metric)
+        own = rep.coarse_text_drag if mode == "IT2IT" else None
+        if own and own.metric == metric and own.value is not None:
+            out[mode] = {"value": own.value, "ci": own.ci, "source": "report"}
             continue
         if base_v is None or v is None:
             continue
         ci = None
-        a = _pq_values(data.per_query.get(mode), "clean", metric)
-        b = _pq_values(data.per_query.get("I2I"), "clean", metric)
-        if a is not None and b is not None and a.shape == b.shape and data.per_query[mode][0] == data.per_query["I2I"][0]:
+        pa, pb = data.per_query.get(mode), data.per_query.get("I2I")
+        a, b = _pq_values(pa, "clean", metric), _pq_values(pb, "clean", metric)
+        if a is not None and b is not None and pa.query_ids == pb.query_ids:  # type: ignore[union-attr]
             seed, resamples, level = _boot_params(rep)
             ci = paired_mean_ci([a], [b], seed=seed, resamples=resamples, level=level, key=f"drag.{mode}")
         out[mode] = {"value": v - base_v, "ci": ci, "source": "clean values"}
@@ -130,16 +144,15 @@ def mode_drags(data: RunData, metric: str = "hit@1") -> dict[str, dict]:
 def moor_gain(data: RunData, metric: str = "hit@1", against: str = "IT2IT") -> dict[str, dict]:
     """Per condition: MOOR's ``metric`` minus the fixed fusion's (IT→IT by default, or a
     ``fusion/<name>`` baseline), with a per-query bootstrap CI when both have per-query values."""
-    moor = data.reports.get("MOOR")
-    other = data.reports.get(against) if not against.startswith("fusion/") else data.fusion.get(against[7:])
+    moor, other = data.reports.get("MOOR"), data.target_report(against)
     if moor is None or other is None:
         return {}
     pm, po = data.per_query.get("MOOR"), data.per_query.get(against)
-    same_q = pm is not None and po is not None and pm[0] == po[0]
+    same_q = pm is not None and po is not None and pm.query_ids == po.query_ids
     seed, resamples, level = _boot_params(moor)
     out = {}
-    for cond, vals in moor["conditions"].items():
-        a, b = vals.get(metric), (other["conditions"].get(cond) or {}).get(metric)
+    for cond in moor.conditions:
+        a, b = moor.value(cond, metric), other.value(cond, metric)
         if a is None or b is None:
             continue
         ci = None
@@ -149,6 +162,20 @@ def moor_gain(data: RunData, metric: str = "hit@1", against: str = "IT2IT") -> d
                 ci = paired_mean_ci([x], [y], seed=seed, resamples=resamples, level=level, key=f"moor.{cond}")
         out[cond] = {"value": a - b, "ci": ci}
     return out
+
+
+def moor_mean_gain_ci(data: RunData, metric: str = "hit@1", against: str = "IT2IT") -> tuple[float, float] | None:
+    """CI of MOOR's mean gain over all conditions (per-query values of both, same queries)."""
+    moor, pm, po = data.reports.get("MOOR"), data.per_query.get("MOOR"), data.per_query.get(against)
+    other = data.target_report(against)
+    if moor is None or other is None or pm is None or po is None or pm.query_ids != po.query_ids:
+        return None
+    conds = [c for c in moor.conditions if c in other.conditions]
+    a, b = [pm.array(c, metric) for c in conds], [po.array(c, metric) for c in conds]
+    if not conds or any(v is None for v in a + b):
+        return None
+    seed, resamples, level = _boot_params(moor)
+    return paired_mean_ci(a, b, seed=seed, resamples=resamples, level=level, key="moor.mean")
 
 
 def text_share_curve(share: Mapping[str, float]) -> dict:

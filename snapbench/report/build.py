@@ -1,19 +1,25 @@
 """``build_report``: from a run directory to report.html, tables/, figures/, per_query.{csv,parquet}
 and findings.json.  Every optional input that is missing shows up as a note in the section that
 needed it (and in :attr:`ReportResult.notes`); nothing optional makes the report fail.
+
+The page is a list of sections, each built by one function below from the run's data; the files
+it writes are named by :class:`snapbench.layout.RunDir` (of the output folder).
 """
 
 from __future__ import annotations
 
-import html
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError
+from ..evaluate.report import queries_line
+from ..jsonable import dumps
+from ..layout import RunDir
 from .findings import compute_findings
+from .html import HtmlFigure, HtmlSection, details, render_html, ul
 from .perquery import write_combined_per_query
 from .rundir import MODE_NAMES, RunData, load_run_dir
 from .tables import (
@@ -40,19 +46,78 @@ class ReportResult:
     figures: list[str] = field(default_factory=list)
 
 
-def _contact_sheet(data: RunData, res: ReportResult) -> bytes | None:
+@dataclass
+class _Writer:
+    """Writes the report's files into ``out`` (only the formats asked for) and records them."""
+
+    out: RunDir
+    formats: set[str]
+    res: ReportResult
+    dpi: int
+    plot: Any = None  # the figures module, None without matplotlib
+
+    def write(self, path: Path, payload: bytes | str) -> Path:
+        if isinstance(payload, str):
+            write_text_atomic(path, payload)
+        else:
+            write_bytes_atomic(path, payload)
+        self.res.files.append(path)
+        return path
+
+    def table(self, t: Table | None) -> str:
+        """Write ``t`` as .md / .tex (as asked); its HTML for the page."""
+        if t is None:
+            return ""
+        if "md" in self.formats:
+            self.write(self.out.tables / f"{t.name}.md", t.to_markdown())
+        if "tex" in self.formats:
+            self.write(self.out.tables / f"{t.name}.tex", t.to_latex())
+        return t.to_html()
+
+    def figure(self, name: str, make: Callable[[], Any], caption: str) -> HtmlFigure | None:
+        """Draw, write as .png / .pdf (as asked); the page's figure (``None`` without matplotlib or data)."""
+        if self.plot is None:
+            return None
+        fig = make()
+        if fig is None:
+            return None
+        png = self.plot.fig_to_bytes(fig, "png", self.dpi)
+        if self.formats & {"png", "html"}:
+            self.write(self.out.figures / f"{name}.png", png)
+        if "pdf" in self.formats:
+            self.write(self.out.figures / f"{name}.pdf", self.plot.fig_to_bytes(fig, "pdf", self.dpi))
+        self.res.figures.append(name)
+        return HtmlFigure(name, caption, png)
+
+    def note(self, topic: str, message: str) -> None:
+        self.res.notes.setdefault(topic, []).append(message)
+
+
+def _load_plot(w: _Writer) -> None:
+    """Figures: matplotlib is optional; a missing one costs the figures, not the report."""
+    if not w.formats & {"png", "pdf", "html"}:
+        return
+    try:
+        from . import figures as plot
+
+        plot.require_matplotlib()
+        w.plot = plot
+    except ConfigError as e:
+        w.note("figures", str(e))
+
+
+def _contact_sheet(data: RunData, w: _Writer) -> bytes | None:
     """A ready DIR/contact_sheet.png, else one built from run.json's ``contact_sheet`` entry."""
     if data.contact_sheet is not None:
         try:
             return data.contact_sheet.read_bytes()
         except OSError as e:
-            res.notes.setdefault("contact_sheet", []).append(f"{data.contact_sheet}: unreadable ({e})")
+            w.note("contact_sheet", f"{data.contact_sheet}: unreadable ({e})")
             return None
     spec = data.run.get("contact_sheet")
     if not isinstance(spec, dict) or not spec.get("image"):
-        res.notes.setdefault("contact_sheet", []).append(
-            "no contact sheet: put contact_sheet.png in the run directory, or "
-            '"contact_sheet": {"image": ..., "key": ..., "seed": ...} in run.json')
+        w.note("contact_sheet", "no contact sheet: put contact_sheet.png in the run directory, or "
+                                '"contact_sheet": {"image": ..., "key": ..., "seed": ...} in run.json')
         return None
     from ..corruptions.io import encode_png, load_image
     from ..corruptions.preview import contact_sheet
@@ -65,35 +130,35 @@ def _contact_sheet(data: RunData, res: ReportResult) -> bytes | None:
                               seed=int(spec.get("seed", data.run.get("seed", 0)) or 0),
                               key=str(spec.get("key", img_path.stem)), cell=(160, 120))
     except (ValueError, OSError, TypeError) as e:
-        res.notes.setdefault("contact_sheet", []).append(f"contact sheet of {img_path} failed: {e}")
+        w.note("contact_sheet", f"contact sheet of {img_path} failed: {e}")
         return None
     return encode_png(sheet.image)
 
 
 def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
     rep = data.first_report
-    meta = rep.get("meta") or {}
+    meta = rep.meta
     run = data.run
-    nconds = len(rep["conditions"])
+    ci = f"{round(100 * float(meta.ci_level), 1):g}%"
     rows = [
         ("dataset", str(run.get("dataset", "not recorded (no run.json)"))),
         ("encoder", str(run.get("encoder", "not recorded (no run.json)"))),
         ("modes", ", ".join(MODE_NAMES.get(m, m) for m in data.modes)
          + (f"; fixed-fusion baselines: {', '.join(sorted(data.fusion))}" if data.fusion else "")),
-        ("queries", (f"{rep.get('n_queries', '?')} evaluated; {rep.get('n_excluded_zero_gt', 0)} zero-GT excluded "
-                     "from ranking metrics")),
-        ("gallery", str(meta.get("n_gallery", "?")) + " items"),
-        ("conditions", f"{nconds} (clean included)"),
+        ("queries", queries_line(rep) + (f"; percentages of ranking metrics are out of "
+                                         f"{rep.n_queries - rep.n_excluded_zero_gt}" if rep.n_excluded_zero_gt else "")),
+        ("gallery", f"{meta.n_gallery} items"),
+        ("conditions", f"{len(rep.conditions)} (clean included)"),
         ("primary metric", f"{metric_label(metric)} ({metric}); values in %, differences in points"),
-        ("seed", str(run.get("seed", meta.get("seed", "?")))),
-        ("bootstrap", (f"{meta.get('resamples', '?')} resamples, {int(100 * float(meta.get('ci_level', 0.95)))}% "
-                       f"{meta.get('ci_method', 'paired bootstrap over queries')}")),
-        ("snapbench", str(run.get("snapbench_version", meta.get("snapbench_version", "?")))),
+        ("signs", "Δ = condition − clean (negative = worse); additivity drops = clean − condition (positive = worse)"),
+        ("seed", str(run.get("seed", meta.seed))),
+        ("bootstrap", f"{meta.resamples} resamples, {ci} {meta.ci_method}; only the queries that count for a "
+                      "metric are resampled"),
+        ("snapbench", str(run.get("snapbench_version", meta.snapbench_version))),
     ]
     # what the run could not do and why (absent images, skipped modes, dropped queries): the reader
     # of a paper table must see it next to the numbers
-    for note in run.get("notes") or []:
-        rows.append(("note", str(note)))
+    rows += [("note", str(note)) for note in run.get("notes") or []]
     return rows
 
 
@@ -114,173 +179,138 @@ def build_report(
     """
     bad = [f for f in formats if f not in FORMATS]
     if bad:
-        raise ConfigError(f"unknown report format(s) {', '.join(bad)}; choose among {', '.join(FORMATS)}")
+        raise ConfigError(f"unknown report format(s) {', '.join(bad)}; choose among {', '.join(FORMATS)}",
+                          param="formats")
     data = load_run_dir(run_dir)
-    missing_metric = [m for m, r in data.reports.items() if metric not in r["conditions"]["clean"]]
-    if len(missing_metric) == len(data.reports):
-        raise ConfigError(f"metric {metric!r} is in none of the reports of {data.path}")
+    if all(metric not in r.conditions["clean"] for r in data.reports.values()):
+        raise ConfigError(f"metric {metric!r} is in none of the reports of {data.path}", param="metric")
     outdir = Path(out) if out is not None else data.path
     res = ReportResult(out=outdir, notes={k: list(v) for k, v in data.missing.items()})
+    w = _Writer(RunDir(outdir), set(formats), res, dpi)
+    _load_plot(w)
     say = progress or (lambda msg: None)
-    fmts = set(formats)
-
-    def write(rel: str, payload: bytes | str) -> Path:
-        p = outdir / rel
-        if isinstance(payload, str):
-            write_text_atomic(p, payload)
-        else:
-            write_bytes_atomic(p, payload)
-        res.files.append(p)
-        return p
-
-    def save_table(t: Table | None) -> str:
-        if t is None:
-            return ""
-        if "md" in fmts:
-            write(f"tables/{t.name}.md", t.to_markdown())
-        if "tex" in fmts:
-            write(f"tables/{t.name}.tex", t.to_latex())
-        return t.to_html()
-
-    # Figures: matplotlib is optional; a missing one costs the figures, not the report.
-    want_figs = bool(fmts & {"png", "pdf", "html"})
-    plot = None
-    if want_figs:
-        try:
-            from . import figures as plot
-            plot.require_matplotlib()
-        except ConfigError as e:
-            plot = None
-            res.notes.setdefault("figures", []).append(str(e))
-
-    def figure(name: str, make, caption: str):
-        from .html import HtmlFigure
-
-        if plot is None:
-            return None
-        fig = make()
-        if fig is None:
-            return None
-        png = plot.fig_to_bytes(fig, "png", dpi)
-        if "png" in fmts or "html" in fmts:
-            write(f"figures/{name}.png", png)
-        if "pdf" in fmts:
-            write(f"figures/{name}.pdf", plot.fig_to_bytes(fig, "pdf", dpi))
-        res.figures.append(name)
-        return HtmlFigure(name, caption, png)
-
-    from .html import HtmlSection, render_html
-
-    lab = metric_label(metric)
-    sections: list[HtmlSection] = []
-
     say("findings")
-    finds = compute_findings(data, metric)
-    write("findings.json", json.dumps([{"id": f.id, "text": f.text, "values": f.values} for f in finds],
-                                      indent=2, ensure_ascii=False, default=float) + "\n")
-    sec = HtmlSection("findings", "Findings")
-    sec.raw.append('<ul class="findings">' + "".join(
-        f'<li id="finding-{html.escape(f.id)}">{html.escape(f.text)}</li>' for f in finds) + "</ul>")
-    sections.append(sec)
-
+    sections = [_findings_section(data, metric, w)]
     say("tables")
+    sections.append(_summary_section(data, metric, w))
+    say("figures")
+    sections.append(_across_section(data, metric, w))
+    for mode in data.modes:
+        say(f"mode {mode}")
+        sections.append(_mode_section(data, mode, metric, w))
+    sections.append(_contact_section(data, w))
+    _per_query_files(data, w)
+    sections += _missing_section(res)
+    sections.append(HtmlSection("files", "Files of this report",
+                                raw=[ul([("", str(p.relative_to(outdir))) for p in res.files], code=True)]))
+    if "html" in w.formats:
+        title = f"snapbench report — {data.run.get('dataset', data.path.name)}"
+        w.write(w.out.report_html, render_html(title, _summary(data, metric), sections))
+    return res
+
+
+def _findings_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
+    finds = compute_findings(data, metric)
+    w.write(w.out.findings, dumps([{"id": f.id, "text": f.text, "values": f.values} for f in finds]) + "\n")
+    return HtmlSection("findings", "Findings", raw=[ul([(f"finding-{f.id}", f.text) for f in finds], "findings")])
+
+
+def _summary_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
     rows = [(MODE_NAMES.get(m, m), data.reports[m]) for m in data.modes]
     rows += [(f"fusion: {name}", rep) for name, rep in sorted(data.fusion.items())]
-    sec = HtmlSection("summary", "All modes at a glance")
-    sec.raw.append(save_table(summary_table(rows, metric)))
+    sec = HtmlSection("summary", "All modes at a glance", raw=[w.table(summary_table(rows, metric))])
     if "MOOR" in data.reports and not data.fusion:
         sec.missing.append("no fixed-fusion baselines (fusion/<name>/report.json): MOOR is compared with IT→IT only")
-    sections.append(sec)
+    return sec
 
-    say("figures")
+
+def _across_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
+    lab, plot = metric_label(metric), w.plot
     sec = HtmlSection("across", "Across modes")
-    f = figure("modes_severity", lambda: plot.modes_severity_figure(data, metric),
-               f"Mean Δ{lab} over the image operators at each severity, per mode; diamonds: text conditions.")
-    sec.figures += [f] if f else []
-    f = figure("drag", lambda: plot.drag_figure(data, metric),
-               f"Clean {lab} of each mode minus image-only I→I; for IT→IT this is the coarse-text drag.")
-    sec.figures += [f] if f else []
-    if f is None and plot is not None:
-        sec.missing.append("drag: needs the I2I report, or an IT2IT report with coarse_text_drag")
-    f = figure("moor_gain", lambda: plot.moor_gain_figure(data, metric),
-               f"{lab}(MOOR) − {lab}(IT→IT) per condition (points); whiskers when per-query values exist.")
-    sec.figures += [f] if f else []
-    if f is None and plot is not None:
-        sec.missing.append("MOOR gain: needs both MOOR/report.json and IT2IT/report.json")
+
+    def add(fig: HtmlFigure | None, missing: str = "") -> None:
+        if fig is not None:
+            sec.figures.append(fig)
+        elif missing and plot is not None:
+            sec.missing.append(missing)
+
+    add(w.figure("modes_severity", lambda: plot.modes_severity_figure(data, metric),
+                 f"Mean Δ{lab} over the image operators at each severity, per mode; diamonds: text conditions."))
+    add(w.figure("drag", lambda: plot.drag_figure(data, metric),
+                 f"Clean {lab} of each mode minus image-only I→I; for IT→IT this is the coarse-text drag."),
+        "drag: needs the I2I report, or an IT2IT report with coarse_text_drag")
+    add(w.figure("moor_gain", lambda: plot.moor_gain_figure(data, metric),
+                 f"{lab}(MOOR) − {lab}(IT→IT) per condition (points), grouped by kind; whiskers when per-query "
+                 "values exist."),
+        "MOOR gain: needs both MOOR/report.json and IT2IT/report.json")
     if data.text_share:
-        f = figure("text_share", lambda: plot.text_share_figure(data.text_share),
-                   "MOOR's mean text-path weight share (w_TT + w_IT + w_TI)/Σw by image severity.")
-        sec.figures += [f] if f else []
+        add(w.figure("text_share", lambda: plot.text_share_figure(data.text_share),
+                     "MOOR's mean text-path weight share (w_TT + w_IT + w_TI)/Σw by image severity."))
     else:
         sec.missing.append("text-path share: MOOR/text_share.json not found")
-    sec.missing += res.notes.get("figures", [])
-    sections.append(sec)
+    sec.missing += w.res.notes.get("figures", [])
+    return sec
 
-    for mode in data.modes:
-        rep = data.reports[mode]
-        name = MODE_NAMES.get(mode, mode)
-        sec = HtmlSection(f"mode-{mode}", f"Mode {name}")
-        if metric not in rep["conditions"]["clean"]:
-            sec.missing.append(f"the {name} report has no {metric}")
-            sections.append(sec)
-            continue
-        say(f"mode {mode}")
-        sec.raw.append(save_table(mode_delta_table(rep, name, metric, key=mode)))
-        add = additivity_table(rep, name, metric, key=mode)
-        if add is None:
-            sec.missing.append("no additivity: the report has no joint condition with both parts present")
-        sec.raw.append(save_table(add))
-        sec.raw.append("<details><summary>" + html.escape(f"{lab} per condition (%)") + "</summary>"
-                       + save_table(mode_value_table(rep, name, metric, key=mode)) + "</details>")
-        for fname, make, cap in (
-            ("severity_curves", lambda rep=rep, mode=mode: plot.severity_curves_figure(rep, mode, metric),
-             f"{name}: Δ{lab} vs severity per operator, 95% CI band; cliff/gradual from the report."),
-            ("primitives",
-             lambda rep=rep, mode=mode: plot.primitive_bars_figure(rep, mode, metric, data.per_query.get(mode)),
-             f"{name}: mean Δ{lab} by primitive and severity; dots = single operators."),
-            ("additivity", lambda rep=rep, mode=mode: plot.additivity_heatmap_figure(rep, mode, metric),
-             f"{name}: additivity δ = Obs − Exp per pair and severity, with 95% CI."),
-        ):
-            f = figure(f"{mode}_{fname}", make, cap)
-            sec.figures += [f] if f else []
-        if mode not in data.per_query:
-            sec.missing.append(f"{mode}/per_query.csv not found: no CIs for aggregated bars, no per-query table")
-        sections.append(sec)
 
+def _mode_section(data: RunData, mode: str, metric: str, w: _Writer) -> HtmlSection:
+    rep, name, lab, plot = data.reports[mode], MODE_NAMES.get(mode, mode), metric_label(metric), w.plot
+    sec = HtmlSection(f"mode-{mode}", f"Mode {name}")
+    if metric not in rep.conditions["clean"]:
+        sec.missing.append(f"the {name} report has no {metric}")
+        return sec
+    sec.raw.append(w.table(mode_delta_table(rep, name, metric, key=mode)))
+    add = additivity_table(rep, name, metric, key=mode)
+    if add is None:
+        sec.missing.append("no additivity: the report has no joint condition with both parts present")
+    sec.raw.append(w.table(add))
+    sec.raw.append(details(f"{lab} per condition (%)", w.table(mode_value_table(rep, name, metric, key=mode))))
+    for fname, make, cap in (
+        ("severity_curves", lambda: plot.severity_curves_figure(rep, mode, metric),
+         f"{name}: Δ{lab} vs severity per operator, CI band; cliff/gradual from the report."),
+        ("primitives", lambda: plot.primitive_bars_figure(rep, mode, metric, data.per_query.get(mode)),
+         f"{name}: mean Δ{lab} by primitive and severity; dots = single operators."),
+        ("additivity", lambda: plot.additivity_heatmap_figure(rep, mode, metric),
+         f"{name}: additivity δ = Obs − Exp per pair and severity (drops), with CI."),
+    ):
+        f = w.figure(f"{mode}_{fname}", make, cap)
+        sec.figures += [f] if f else []
+    if mode not in data.per_query:
+        sec.missing.append(f"{mode}/per_query.csv not found: no CIs for aggregated bars, no per-query table")
+    return sec
+
+
+def _contact_section(data: RunData, w: _Writer) -> HtmlSection:
     sec = HtmlSection("contact-sheet", "One query under every condition")
-    sheet = _contact_sheet(data, res) if ("html" in fmts or "png" in fmts) else None
+    sheet = _contact_sheet(data, w) if w.formats & {"html", "png"} else None
     if sheet is not None:
-        from .html import HtmlFigure
-
-        write("figures/contact_sheet.png", sheet)
-        res.figures.append("contact_sheet")
+        w.write(w.out.figures / "contact_sheet.png", sheet)
+        w.res.figures.append("contact_sheet")
         sec.figures.append(HtmlFigure("contact_sheet", "One query under every image condition (clean first, "
                                       "then one row per operator, severities left to right; questions below).", sheet))
-    sec.missing += res.notes.get("contact_sheet", [])
-    sections.append(sec)
+    sec.missing += w.res.notes.get("contact_sheet", [])
+    return sec
 
-    if fmts & {"csv", "parquet"}:
-        if data.per_query:
-            _, note = write_combined_per_query(data.per_query, outdir / "per_query.csv",
-                                               outdir / "per_query.parquet" if "parquet" in fmts else None)
-            res.files.append(outdir / "per_query.csv")
-            if note:
-                res.notes.setdefault("per_query", []).append(note)
-            elif "parquet" in fmts:
-                res.files.append(outdir / "per_query.parquet")
-        else:
-            res.notes.setdefault("per_query", []).append("no <MODE>/per_query.csv in the run: no per_query.csv/.parquet")
 
+def _per_query_files(data: RunData, w: _Writer) -> None:
+    if not w.formats & {"csv", "parquet"}:
+        return
+    if not data.per_query:
+        w.note("per_query", "no <MODE>/per_query.csv in the run: no per_query.csv/.parquet")
+        return
+    tables = {t: (pq.query_ids, {c: {m: pq.array(c, m) for m in per} for c, per in pq.values.items()})
+              for t, pq in data.per_query.items()}
+    parquet = w.out.combined_per_query_parquet if "parquet" in w.formats else None
+    _, note = write_combined_per_query(tables, w.out.combined_per_query, parquet)
+    w.res.files.append(w.out.combined_per_query)
+    if note:
+        w.note("per_query", note)
+    elif parquet is not None:
+        w.res.files.append(parquet)
+
+
+def _missing_section(res: ReportResult) -> list[HtmlSection]:
     other = {k: v for k, v in res.notes.items() if k not in ("contact_sheet", "figures")}
-    if other:
-        sec = HtmlSection("missing", "Inputs not found or not used")
-        sec.missing += [f"{k}: {m}" for k, msgs in other.items() for m in msgs]
-        sections.append(sec)
-    files = HtmlSection("files", "Files of this report")
-    files.raw.append("<ul>" + "".join(f"<li><code>{html.escape(str(p.relative_to(outdir)))}</code></li>"
-                                      for p in res.files) + "</ul>")
-    sections.append(files)
-    if "html" in fmts:
-        title = f"snapbench report — {data.run.get('dataset', data.path.name)}"
-        write("report.html", render_html(title, _summary(data, metric), sections))
-    return res
+    if not other:
+        return []
+    return [HtmlSection("missing", "Inputs not found or not used",
+                        missing=[f"{k}: {m}" for k, msgs in other.items() for m in msgs])]

@@ -1,6 +1,12 @@
 """Report figures (matplotlib, Agg, no pyplot state): each has a title, labelled axes with units and
 a legend, so it reads without the surrounding text.  Built on ``matplotlib.figure.Figure`` directly,
 which needs no GUI backend and leaves the caller's pyplot state alone.
+
+Figures say only what the numbers say: values are plotted in points with float noise below
+:data:`NOISE` points shown as 0 (no ``1e-17`` axis offset on an all-zero curve, no axis offsets at
+all), every annotation goes through :func:`snapbench.evaluate.fmt.points` (never ``-0.0``), and
+per-condition bars are grouped (image operators x severity, text operators, joint pairs x severity)
+so that labels stay readable at the page's width.
 """
 
 from __future__ import annotations
@@ -10,11 +16,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..conditions import JOINT_PAIRS
+from ..conditions import JOINT_PAIRS, parse_condition
 from ..errors import ConfigError
+from ..evaluate.fmt import DROP_SIGN, ci_text, points
+from ..schema import Report
 from .aggregate import mode_drags, moor_gain, primitive_severity, text_share_curve
 from .rundir import MODE_NAMES, RunData
-from .tables import PAIR_ABBREV, image_operators, metric_label, severities
+from .tables import PAIR_ABBREV, ci_label, image_id, image_operators, metric_label, severities
 
 __all__ = [
     "REPORT_HINT",
@@ -51,12 +59,36 @@ def fig_to_bytes(fig, fmt: str, dpi: int) -> bytes:
     return buf.getvalue()
 
 
-def _pts(x):
-    return None if x is None else 100.0 * x
+#: Differences smaller than this (in points) are float noise, plotted as 0.
+NOISE = 1e-9
 
 
-def severity_curves_figure(report: dict, mode: str, metric: str = "hit@1"):
-    """One panel per primitive: Δ(metric) vs severity for each operator, 95% CI band, line style by
+def _pts(x: float | None) -> float:
+    """``x`` in points for plotting: NaN when undefined, 0 for float noise."""
+    if x is None:
+        return np.nan
+    v = 100.0 * float(x)
+    return 0.0 if abs(v) < NOISE else v
+
+
+def _tidy(ax, *, min_span: float = 1.0) -> None:
+    """No offset/scientific notation on the axes, and at least ``min_span`` points of y range (a
+    flat curve at 0 gets a readable -1..1 axis instead of one scaled to float noise).  With a shared
+    y axis, call it once after every panel is drawn."""
+    for a in [ax, *ax.get_shared_y_axes().get_siblings(ax)]:
+        for axis in (a.xaxis, a.yaxis):
+            fmt = axis.get_major_formatter()
+            if hasattr(fmt, "set_useOffset"):
+                fmt.set_useOffset(False)
+                fmt.set_scientific(False)
+    lo, hi = ax.get_ylim()
+    if hi - lo < 2 * min_span:
+        mid = (lo + hi) / 2
+        ax.set_ylim(mid - min_span, mid + min_span)
+
+
+def severity_curves_figure(report: Report, mode: str, metric: str = "hit@1"):
+    """One panel per primitive: Δ(metric) vs severity for each operator, CI band, line style by
     the report's cliff/gradual label."""
     Figure = require_matplotlib()
     groups = image_operators(report)
@@ -64,24 +96,22 @@ def severity_curves_figure(report: dict, mode: str, metric: str = "hit@1"):
         return None
     sevs = severities(report)
     lab = metric_label(metric)
-    curves = report.get("severity_curves") or {}
-    ncol = 2
     nrow = (len(groups) + 1) // 2
     fig = Figure(figsize=(10, 3.4 * nrow), layout="constrained")
-    axes = fig.subplots(nrow, ncol, squeeze=False, sharey=True)
+    axes = fig.subplots(nrow, 2, squeeze=False, sharey=True)
     for ax, (prim, ops) in zip(axes.flat, groups):
         for op in ops:
             xs, ys, lo, hi = [0], [0.0], [0.0], [0.0]
             for s in sevs:
-                pr = (report["paired"].get(f"img/{op}/s{s}") or {}).get(metric)
-                if not pr or pr.get("delta") is None:
+                pr = report.paired.get(image_id(op, s), {}).get(metric)
+                if pr is None or pr.delta is None:
                     continue
                 xs.append(s)
-                ys.append(100 * pr["delta"])
-                ci = pr.get("ci") or [None, None]
-                lo.append(100 * ci[0] if ci[0] is not None else np.nan)
-                hi.append(100 * ci[1] if ci[1] is not None else np.nan)
-            label = ((curves.get(op) or {}).get(metric) or {}).get("label") or "unlabelled"
+                ys.append(_pts(pr.delta))
+                lo.append(_pts(pr.ci[0]))
+                hi.append(_pts(pr.ci[1]))
+            curve = report.severity_curves.get(op, {}).get(metric)
+            label = curve.label if curve else "unlabelled"
             ls, mk = _STYLE.get(label, ("-.", "^"))
             line, = ax.plot(xs, ys, ls, marker=mk, label=f"{op} ({label})")
             ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
@@ -89,17 +119,19 @@ def severity_curves_figure(report: dict, mode: str, metric: str = "hit@1"):
         ax.set_title(prim)
         ax.set_xticks([0] + sevs, ["clean"] + [f"s{s}" for s in sevs])
         ax.set_xlabel("severity")
-        ax.set_ylabel(f"Δ{lab} (points)")
+        ax.set_ylabel(f"Δ{lab} (points, condition − clean)")
         ax.legend(fontsize=7, loc="lower left")
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(groups):]:
         ax.set_visible(False)
+    _tidy(axes.flat[0])  # after every panel is drawn: the y axis is shared
     fig.suptitle(f"{MODE_NAMES.get(mode, mode)}: Δ{lab} vs severity per image operator "
-                 "(band = 95% paired-bootstrap CI; dashed = cliff, solid = gradual, dotted = flat)", fontsize=10)
+                 f"(band = {ci_label(report)}, paired bootstrap; dashed = cliff, solid = gradual, dotted = flat)",
+                 fontsize=10)
     return fig
 
 
-def primitive_bars_figure(report: dict, mode: str, metric: str = "hit@1", pq=None):
+def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=None):
     """Mean Δ per primitive and severity (bars), each operator as a dot; CI whiskers when per-query
     values allow a bootstrap of the primitive mean."""
     Figure = require_matplotlib()
@@ -115,17 +147,17 @@ def primitive_bars_figure(report: dict, mode: str, metric: str = "hit@1", pq=Non
     any_ci = False
     for j, s in enumerate(sevs):
         x = np.arange(len(prims)) + (j - (len(sevs) - 1) / 2) * width
-        means = [100 * ps[p][s]["mean"] if s in ps[p] else np.nan for p in prims]
+        means = [_pts(ps[p][s]["mean"]) if s in ps[p] else np.nan for p in prims]
         err = None
         cis = [ps[p].get(s, {}).get("ci") for p in prims]
         if all(c is not None for c in cis):
             any_ci = True
-            err = np.array([[m - 100 * c[0] for m, c in zip(means, cis)], [100 * c[1] - m for m, c in zip(means, cis)]])
-            err = np.clip(err, 0, None)
+            err = np.clip(np.array([[m - _pts(c[0]) for m, c in zip(means, cis)],
+                                    [_pts(c[1]) - m for m, c in zip(means, cis)]]), 0, None)
         ax.bar(x, means, width, yerr=err, capsize=3, color=_SEV_COLOURS[j % len(_SEV_COLOURS)], label=f"s{s}")
         for xi, p in zip(x, prims):
             ops = ps[p].get(s, {}).get("ops", {})
-            ax.scatter([xi] * len(ops), [100 * v for v in ops.values()], s=9, color="black", zorder=3,
+            ax.scatter([xi] * len(ops), [_pts(v) for v in ops.values()], s=9, color="black", zorder=3,
                        label="single operator" if (j == 0 and xi == x[0]) else None)
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.set_xticks(np.arange(len(prims)), [p.capitalize() for p in prims])
@@ -133,20 +165,19 @@ def primitive_bars_figure(report: dict, mode: str, metric: str = "hit@1", pq=Non
     ax.set_ylabel(f"mean Δ{lab} over its operators (points)")
     ax.legend(title="severity", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
+    _tidy(ax)
     ax.set_title(f"{MODE_NAMES.get(mode, mode)}: Δ{lab} by primitive and severity"
-                 + (" (whiskers: 95% CI)" if any_ci else " (no CI: needs per_query.csv)"), fontsize=10)
+                 + (f" (whiskers: {ci_label(report)})" if any_ci else " (no CI: needs per_query.csv)"), fontsize=10)
     return fig
 
 
-def additivity_heatmap_figure(report: dict, mode: str, metric: str = "hit@1"):
+def additivity_heatmap_figure(report: Report, mode: str, metric: str = "hit@1"):
     """Pairs x severities coloured by δ = Obs − Exp (points), each cell annotated with δ and its CI."""
     Figure = require_matplotlib()
     from matplotlib.colors import TwoSlopeNorm
 
-    from ..conditions import parse_condition
-
-    cells: dict[str, dict[int, dict]] = {}
-    for jid, e in (report.get("additivity") or {}).items():
+    cells: dict[str, dict[int, object]] = {}
+    for jid, e in report.additivity.items():
         if metric in e:
             c = parse_condition(jid)
             cells.setdefault(f"{c.image_operator}+{c.text_operator}", {})[c.severity] = e[metric]
@@ -156,11 +187,7 @@ def additivity_heatmap_figure(report: dict, mode: str, metric: str = "hit@1"):
     order = [f"{i}+{t}" for i, t in JOINT_PAIRS]
     pairs = sorted(cells, key=lambda p: (order.index(p) if p in order else len(order), p))
     sevs = sorted({s for d in cells.values() for s in d})
-    m = np.full((len(pairs), len(sevs)), np.nan)
-    for i, p in enumerate(pairs):
-        for j, s in enumerate(sevs):
-            if s in cells[p] and cells[p][s].get("delta") is not None:
-                m[i, j] = 100 * cells[p][s]["delta"]
+    m = np.array([[_pts(cells[p][s].delta) if s in cells[p] else np.nan for s in sevs] for p in pairs])
     fig = Figure(figsize=(6.5, 0.75 * len(pairs) + 1.8), layout="constrained")
     ax = fig.subplots()
     lim = max(float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 0.0, 1.0)
@@ -168,12 +195,11 @@ def additivity_heatmap_figure(report: dict, mode: str, metric: str = "hit@1"):
     for i, p in enumerate(pairs):
         for j, s in enumerate(sevs):
             e = cells[p].get(s)
-            if not e or e.get("delta") is None:
+            if e is None or e.delta is None:
                 continue
-            ci = e.get("ci") or [None, None]
-            txt = f"{100 * e['delta']:+.1f}"
-            if ci[0] is not None:
-                txt += f"\n[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
+            txt = points(e.delta, signed=True)
+            if e.ci[0] is not None:
+                txt += "\n" + ci_text(e.ci)
             ax.text(j, i, txt, ha="center", va="center", fontsize=8,
                     color="white" if abs(m[i, j]) > 0.6 * lim else "black")
     ax.set_xticks(range(len(sevs)), [f"s{s}" for s in sevs])
@@ -181,8 +207,9 @@ def additivity_heatmap_figure(report: dict, mode: str, metric: str = "hit@1"):
     ax.set_xlabel("image severity")
     ax.set_ylabel("joint pair (image + text operator)")
     cb = fig.colorbar(im, ax=ax)
-    cb.set_label(f"δ = Obs − Exp ({lab} drop, points)")
-    ax.set_title(f"{MODE_NAMES.get(mode, mode)}: additivity δ with 95% CI (> 0 = super-additive)", fontsize=10)
+    cb.set_label(f"δ = Obs − Exp (points; {lab} {DROP_SIGN})")
+    ax.set_title(f"{MODE_NAMES.get(mode, mode)}: additivity δ with {ci_label(report)} (> 0 = super-additive)",
+                 fontsize=10)
     return fig
 
 
@@ -194,21 +221,21 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
         return None
     lab = metric_label(metric)
     modes = list(drags)
-    vals = [100 * drags[m]["value"] for m in modes]
+    vals = [_pts(drags[m]["value"]) for m in modes]
     fig = Figure(figsize=(6.5, 3.8), layout="constrained")
     ax = fig.subplots()
     colours = ["#c51b7d" if m == "IT2IT" else "#7f7f7f" for m in modes]
     bars = ax.bar(range(len(modes)), vals, color=colours, label=f"clean {lab}(mode) − {lab}(I→I)")
-    ax.bar_label(bars, labels=[f"{v:+.1f}" for v in vals], padding=2, fontsize=8)
+    ax.bar_label(bars, labels=[points(drags[m]["value"], signed=True) for m in modes], padding=2, fontsize=8)
     for i, m in enumerate(modes):
         ci = drags[m]["ci"]
         if ci and ci[0] is not None:
-            ax.errorbar(i, vals[i], yerr=[[max(vals[i] - 100 * ci[0], 0)], [max(100 * ci[1] - vals[i], 0)]],
+            ax.errorbar(i, vals[i], yerr=[[max(vals[i] - _pts(ci[0]), 0)], [max(_pts(ci[1]) - vals[i], 0)]],
                         color="black", capsize=4, label="95% CI" if i == 0 or "95% CI" not in
                         ax.get_legend_handles_labels()[1] else None)
     ax.axhline(0, color="grey", linewidth=0.8)
     # room above and below for the value labels, whatever the sign of the bars and their CIs
-    ext = vals + [0.0] + [100 * c for m in modes for c in (drags[m]["ci"] or []) if c is not None]
+    ext = vals + [0.0] + [_pts(c) for m in modes for c in (drags[m]["ci"] or []) if c is not None]
     pad = max(1.0, 0.15 * (max(ext) - min(ext)))
     ax.set_ylim(min(ext) - pad, max(ext) + pad)
     ax.set_xticks(range(len(modes)), [MODE_NAMES.get(m, m) for m in modes])
@@ -216,6 +243,7 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
     ax.set_ylabel(f"Δ clean {lab} vs I→I (points)")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
+    _tidy(ax)
     ax.set_title(f"Coarse-text drag: clean {lab} of each mode minus image-only I→I", fontsize=10)
     return fig
 
@@ -240,55 +268,85 @@ def modes_severity_figure(data: RunData, metric: str = "hit@1"):
         if m not in curves:
             continue
         c = curves[m]
-        line, = ax.plot([0] + list(c), [0.0] + [100 * v for v in c.values()], marker="o", label=MODE_NAMES.get(m, m))
+        line, = ax.plot([0] + list(c), [0.0] + [_pts(v) for v in c.values()], marker="o", label=MODE_NAMES.get(m, m))
         dt = kind_means(data.reports[m], metric)["d_text"]
         if dt is not None:
-            ax.plot([xt], [100 * dt], marker="D", linestyle="none", color=line.get_color())
+            ax.plot([xt], [_pts(dt)], marker="D", linestyle="none", color=line.get_color())
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.axvline(xt - 0.5, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xticks([0] + sevs + [xt], ["clean"] + [f"s{s}" for s in sevs] + ["text\n(mean)"])
     ax.set_xlabel("image severity (right: mean over text conditions, diamonds)")
-    ax.set_ylabel(f"mean Δ{lab} (points)")
+    ax.set_ylabel(f"mean Δ{lab} (points, condition − clean)")
     ax.legend(title="mode", fontsize=8)
     ax.grid(alpha=0.3)
+    _tidy(ax)
     ax.set_title(f"Mean Δ{lab} over image operators by severity, per mode", fontsize=10)
     return fig
 
 
-def moor_gain_figure(data: RunData, metric: str = "hit@1"):
-    """MOOR minus fixed fusion IT→IT per condition, coloured by condition kind."""
-    Figure = require_matplotlib()
-    from ..conditions import parse_condition
+def _gain_panels(gain: Mapping[str, dict]) -> list[tuple[str, list[str], list[int | None], dict]]:
+    """MOOR's gains grouped for plotting: ``(title, group labels, severities, {(label, sev): entry})``
+    for image operators, text operators and joint pairs -- a few dozen readable labels, not one per
+    condition."""
+    panels: dict[str, tuple[list[str], set, dict]] = {}
+    for cid, e in gain.items():
+        c = parse_condition(cid)
+        if c.kind == "clean":
+            key, label, sev = "clean", "clean", None
+        elif c.kind == "image":
+            key, label, sev = "image operators", c.image_operator, c.severity
+        elif c.kind == "text":
+            key, label, sev = "text operators", c.text_operator, None
+        else:
+            key, label, sev = "joint pairs", f"{PAIR_ABBREV.get(f'{c.image_operator}+{c.text_operator}', '')} "\
+                f"{c.image_operator}+{c.text_operator}".strip(), c.severity
+        labels, sevs, cells = panels.setdefault(key, ([], set(), {}))
+        if label not in labels:
+            labels.append(label)
+        sevs.add(sev)
+        cells[(label, sev)] = e
+    order = ("clean", "image operators", "text operators", "joint pairs")
+    return [(k, panels[k][0], sorted(panels[k][1], key=lambda s: s or 0), panels[k][2]) for k in order if k in panels]
 
+
+def moor_gain_figure(data: RunData, metric: str = "hit@1"):
+    """MOOR minus fixed fusion IT→IT per condition: one panel per condition kind, bars per operator
+    (one per severity), so every label is readable."""
+    Figure = require_matplotlib()
     gain = moor_gain(data, metric)
     if not gain:
         return None
     lab = metric_label(metric)
-    conds = list(gain)
-    kinds = [parse_condition(c).kind for c in conds]
-    vals = np.array([100 * gain[c]["value"] for c in conds])
-    fig = Figure(figsize=(max(8.0, 0.16 * len(conds) + 2), 4.6), layout="constrained")
-    ax = fig.subplots()
-    x = np.arange(len(conds))
-    for kind, colour in _KIND_COLOURS.items():
-        idx = [i for i, k in enumerate(kinds) if k == kind]
-        if idx:
-            ax.bar(x[idx], vals[idx], color=colour, label=kind)
-    cis = [gain[c]["ci"] for c in conds]
-    if all(ci is not None for ci in cis):
-        lo = np.array([100 * c[0] for c in cis])
-        hi = np.array([100 * c[1] for c in cis])
-        ax.errorbar(x, vals, yerr=[np.clip(vals - lo, 0, None), np.clip(hi - vals, 0, None)], fmt="none",
-                    ecolor="black", elinewidth=0.6, capsize=1.5, label="95% CI")
-    ax.axhline(0, color="grey", linewidth=0.8)
-    ax.axhline(float(vals.mean()), color="#1a9850", linestyle="--", linewidth=1, label=f"mean {vals.mean():+.1f}")
-    ax.set_xticks(x, conds, rotation=90, fontsize=6)
-    ax.set_xlim(-0.7, len(conds) - 0.3)
-    ax.set_xlabel("condition")
-    ax.set_ylabel(f"{lab}(MOOR) − {lab}(IT→IT) (points)")
-    ax.legend(fontsize=8, ncol=3)
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_title("MOOR's gain over fixed fusion IT→IT (α = 0.5) per condition; > 0 = MOOR better", fontsize=10)
+    panels = _gain_panels(gain)
+    widths = [len(labels) + 1 for _, labels, _, _ in panels]
+    fig = Figure(figsize=(max(8.0, 0.3 * sum(widths) + 1.5), 4.8), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False, sharey=True, width_ratios=widths)[0]
+    with_ci = all(e["ci"] is not None for e in gain.values())
+    for ax, (title, labels, sevs, cells) in zip(axes, panels):
+        width = 0.8 / len(sevs)
+        for j, s in enumerate(sevs):
+            x = np.arange(len(labels)) + (j - (len(sevs) - 1) / 2) * width
+            es = [cells.get((lb, s)) for lb in labels]
+            ys = np.array([_pts(e["value"]) if e else np.nan for e in es])
+            colour = _KIND_COLOURS["text"] if s is None else _SEV_COLOURS[j % len(_SEV_COLOURS)]
+            ax.bar(x, ys, width, color=colour, label=None if s is None else f"s{s}")
+            if with_ci:
+                lo = np.array([_pts(e["ci"][0]) if e else np.nan for e in es])
+                hi = np.array([_pts(e["ci"][1]) if e else np.nan for e in es])
+                ax.errorbar(x, ys, yerr=[np.clip(ys - lo, 0, None), np.clip(hi - ys, 0, None)], fmt="none",
+                            ecolor="black", elinewidth=0.6, capsize=1.5)
+        ax.axhline(0, color="grey", linewidth=0.8)
+        ax.set_xticks(np.arange(len(labels)), labels, rotation=45, ha="right", fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        if any(s is not None for s in sevs):
+            ax.legend(title="severity", fontsize=7, title_fontsize=7)
+    _tidy(axes[0])  # after every panel is drawn: the y axis is shared
+    axes[0].set_ylabel(f"{lab}(MOOR) − {lab}(IT→IT) (points)")
+    mean = float(np.mean([e["value"] for e in gain.values()]))
+    fig.suptitle(f"MOOR's gain over fixed fusion IT→IT (α = 0.5) per condition; > 0 = MOOR higher; mean "
+                 f"{points(mean, signed=True)} points" + ("; whiskers: 95% CI" if with_ci else "; no CI without "
+                                                          "per_query.csv"), fontsize=10)
     return fig
 
 
@@ -319,5 +377,6 @@ def text_share_figure(share: Mapping[str, float]):
     ax.set_ylabel("text-path share (w_TT + w_IT + w_TI) / Σw")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
+    _tidy(ax, min_span=0.0)
     ax.set_title("MOOR: mean text-path weight share as image severity rises", fontsize=10)
     return fig

@@ -3,18 +3,28 @@
 They follow the paper's claims (image vs text drops, severity growth, the worst and mildest
 primitive at the top severity, cliff vs gradual operators, coarse-text drag, super-additivity,
 MOOR vs fixed fusion, the text-path share) and state what this run shows, whichever way it goes.
+
+A finding says only what the data supports: a comparison ("super-additive", "hurt more",
+"better", "worse", "below") is made only when its confidence interval excludes 0; otherwise the
+sentence says the effect is not distinguishable from none, and without a CI (no per-query values)
+it gives the numbers without a verdict.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
 import numpy as np
 
+from ..evaluate.fmt import ci_excludes_zero, points
+from ..schema import Report
 from .aggregate import (
+    image_vs_text,
     mode_drags,
     moor_gain,
+    moor_mean_gain_ci,
     primitive_severity,
     severity_means,
     text_share_curve,
@@ -33,10 +43,8 @@ class Finding:
 
 
 def _pts(x: float | None, signed: bool = True) -> str:
-    if x is None:
-        return "–"
-    v = round(100 * x, 1) + 0.0  # + 0.0 turns a rounded -0.0 into 0.0
-    return f"{v:+.1f}" if signed else f"{v:.1f}"
+    s = points(x, signed=signed)
+    return "–" if s is None else s
 
 
 def _ci_words(ci) -> str:
@@ -59,116 +67,173 @@ def _ci_tail(ci) -> str:
 
 def compute_findings(data: RunData, metric: str = "hit@1") -> list[Finding]:
     """Findings for the run; a claim whose inputs are missing is stated as not checkable."""
-    lab = metric_label(metric)
-    mode = data.primary_mode
-    rep = data.reports[mode]
-    mname = MODE_NAMES.get(mode, mode)
-    out: list[Finding] = []
+    steps: tuple[Callable[[RunData, str], list[Finding]], ...] = (
+        _image_vs_text, _severity, _primitives, _cliff_gradual, _drag, _additivity, _moor, _text_share)
+    return [f for step in steps for f in step(data, metric)]
 
+
+def _primary(data: RunData) -> tuple[str, Report, str]:
+    mode = data.primary_mode
+    return mode, data.reports[mode], MODE_NAMES.get(mode, mode)
+
+
+def _image_vs_text(data: RunData, metric: str) -> list[Finding]:
+    mode, rep, mname = _primary(data)
+    lab = metric_label(metric)
     km = kind_means(rep, metric)
     if km["d_image"] is not None and km["d_text"] is not None:
-        worse = "image" if km["d_image"] < km["d_text"] else "text"
-        out.append(Finding("image_vs_text",
-            f"In {mname}, image corruptions change {lab} by {_pts(km['d_image'])} points on average and text "
-            f"corruptions by {_pts(km['d_text'])} (clean {_pts(km['clean'], False)}%): {worse} corruptions hurt more.",
-            {"mode": mode, "mean_delta_image": km["d_image"], "mean_delta_text": km["d_text"], "clean": km["clean"]}))
-
-    elif km["d_text"] is not None or km["d_image"] is not None:  # a run with one kind of corruption only
+        ci = image_vs_text(rep, metric, data.per_query.get(mode))
+        diff = km["d_image"] - km["d_text"]
+        sure = ci_excludes_zero(ci)
+        if sure:
+            verdict = (f"{'image' if diff < 0 else 'text'} corruptions hurt more (difference {_pts(diff)} points"
+                       f"{_ci_tail(ci)})")
+        elif sure is False:
+            verdict = f"the two are not distinguishable (difference {_pts(diff)} points{_ci_tail(ci)})"
+        else:
+            verdict = f"difference {_pts(diff)} points (no CI: needs per_query.csv)"
+        text = (f"In {mname}, image corruptions change {lab} by {_pts(km['d_image'])} points on average and text "
+                f"corruptions by {_pts(km['d_text'])} (clean {_pts(km['clean'], False)}%): {verdict}.")
+        return [Finding("image_vs_text", text, {"mode": mode, "mean_delta_image": km["d_image"],
+                                                "mean_delta_text": km["d_text"], "clean": km["clean"],
+                                                "difference": diff, "ci": ci})]
+    if km["d_text"] is not None or km["d_image"] is not None:  # a run with one kind of corruption only
         kind, d = ("text", km["d_text"]) if km["d_text"] is not None else ("image", km["d_image"])
-        out.append(Finding("image_vs_text",
+        return [Finding("image_vs_text",
             f"In {mname}, {kind} corruptions change {lab} by {_pts(d)} points on average (clean "
             f"{_pts(km['clean'], False)}%); this run has no {'image' if kind == 'text' else 'text'} conditions "
             f"(see the run's notes for why).",
-            {"mode": mode, f"mean_delta_{kind}": d, "clean": km["clean"]}))
+            {"mode": mode, f"mean_delta_{kind}": d, "clean": km["clean"]})]
+    return []
 
+
+def _severity(data: RunData, metric: str) -> list[Finding]:
+    mode, rep, _ = _primary(data)
     sm = severity_means(rep, metric)
-    if sm:
-        vals = list(sm.values())
-        grows = all(b < a for a, b in pairwise(vals))
-        out.append(Finding("severity",
-            f"Mean Δ{lab} over image operators by severity: "
-            + ", ".join(f"s{s} {_pts(v)}" for s, v in sm.items())
-            + (" — the drop grows with severity." if grows else " — the drop does not grow strictly with severity."),
-            {"mode": mode, "by_severity": {f"s{s}": v for s, v in sm.items()}, "monotone": grows}))
+    if not sm:
+        return []
+    vals = list(sm.values())
+    grows = all(b < a for a, b in pairwise(vals))
+    return [Finding("severity",
+        f"Mean Δ{metric_label(metric)} over image operators by severity: "
+        + ", ".join(f"s{s} {_pts(v)}" for s, v in sm.items())
+        + (" — the drop grows with severity." if grows else " — the drop does not grow strictly with severity."),
+        {"mode": mode, "by_severity": {f"s{s}": v for s, v in sm.items()}, "monotone": grows})]
 
+
+def _primitives(data: RunData, metric: str) -> list[Finding]:
+    mode, rep, _ = _primary(data)
     ps = primitive_severity(rep, metric, data.per_query.get(mode))
-    if ps:
-        top = max(s for d in ps.values() for s in d)
-        at = {p: d[top]["mean"] for p, d in ps.items() if top in d}
-        worst, mild = min(at, key=at.get), max(at, key=at.get)
-        out.append(Finding("primitive_top_severity",
-            f"At s{top}, {worst.upper()} is the most damaging primitive (mean Δ{lab} {_pts(at[worst])} points"
-            f"{_ci_tail(ps[worst][top]['ci'])}) and {mild.upper()} the mildest "
-            f"({_pts(at[mild])}{_ci_tail(ps[mild][top]['ci'])}).",
-            {"mode": mode, "severity": top, "by_primitive": at, "worst": worst, "mildest": mild}))
+    if not ps:
+        return []
+    lab = metric_label(metric)
+    top = max(s for d in ps.values() for s in d)
+    at = {p: d[top]["mean"] for p, d in ps.items() if top in d}
+    worst, mild = min(at, key=at.get), max(at, key=at.get)
+    return [Finding("primitive_top_severity",
+        f"At s{top}, {worst.upper()} has the lowest mean Δ{lab} ({_pts(at[worst])} points"
+        f"{_ci_tail(ps[worst][top]['ci'])}) and {mild.upper()} the highest "
+        f"({_pts(at[mild])}{_ci_tail(ps[mild][top]['ci'])}).",
+        {"mode": mode, "severity": top, "by_primitive": at, "worst": worst, "mildest": mild})]
 
-    curves = rep.get("severity_curves") or {}
+
+def _cliff_gradual(data: RunData, metric: str) -> list[Finding]:
+    mode, rep, _ = _primary(data)
     groups: dict[str, list[str]] = {}
-    for op, v in curves.items():
-        lab_ = (v.get(metric) or {}).get("label")
-        if lab_:
-            groups.setdefault(lab_, []).append(op)
-    if groups:
-        out.append(Finding("cliff_gradual",
-            "Severity response: " + "; ".join(f"{k}: {', '.join(sorted(v))}" for k, v in sorted(groups.items())) + ".",
-            {"mode": mode, "groups": groups}))
+    for op, per in rep.severity_curves.items():
+        curve = per.get(metric)
+        if curve and curve.label:
+            groups.setdefault(curve.label, []).append(op)
+    if not groups:
+        return []
+    return [Finding("cliff_gradual",
+        "Severity response: " + "; ".join(f"{k}: {', '.join(sorted(v))}" for k, v in sorted(groups.items())) + ".",
+        {"mode": mode, "groups": groups})]
 
+
+def _drag(data: RunData, metric: str) -> list[Finding]:
     drags = mode_drags(data, metric)
-    if "IT2IT" in drags:
-        d = drags["IT2IT"]
-        if d["value"] == 0:
-            rel = f"equals image-only I→I's (drag 0.0 points{_ci_tail(d['ci'])})"
-        else:
-            rel = (f"is {'below' if d['value'] < 0 else 'above'} image-only I→I by {_pts(abs(d['value']), False)} "
-                   f"points (drag {_pts(d['value'])}{_ci(d['ci'])})")
-        out.append(Finding("drag", f"Coarse-text drag: clean IT→IT {lab} {rel}.",
-            {"value": d["value"], "ci": d["ci"]}))
+    lab = metric_label(metric)
+    if "IT2IT" not in drags:
+        return [Finding("drag", "Coarse-text drag not available: it needs the IT→IT report (with clean I→I "
+                                "path scores) or both the IT2IT and I2I reports.", {})]
+    d = drags["IT2IT"]
+    sure = ci_excludes_zero(d["ci"])
+    if sure:
+        rel = (f"is {'below' if d['value'] < 0 else 'above'} image-only I→I by {_pts(abs(d['value']), False)} "
+               f"points (drag {_pts(d['value'])}{_ci_tail(d['ci'])})")
+    elif sure is False or d["value"] == 0:
+        rel = f"is not distinguishable from image-only I→I's (drag {_pts(d['value'])}{_ci_tail(d['ci'])})"
     else:
-        out.append(Finding("drag", "Coarse-text drag not available: it needs the IT→IT report (with clean I→I "
-                                   "path scores) or both the IT2IT and I2I reports.", {}))
+        rel = f"minus image-only I→I's is {_pts(d['value'])} points (no CI)"
+    return [Finding("drag", f"Coarse-text drag: clean IT→IT {lab} {rel}.", {"value": d["value"], "ci": d["ci"]})]
 
-    summ = ((rep.get("additivity_summary") or {}).get("mean") or {}).get(metric)
-    if summ:
-        n_sup = sum(1 for e in rep["additivity"].values() if (e.get(metric) or {}).get("delta", 0) and e[metric]["delta"] > 0)
-        kind = "super-additive" if summ["delta"] > 0 else ("sub-additive" if summ["delta"] < 0 else "additive")
-        ci = summ.get("ci") or [None, None]
-        if ci[0] is not None and ci[0] <= 0 <= ci[1] and summ["delta"] != 0:
-            kind += " (but the CI includes 0)"
-        out.append(Finding("additivity",
-            f"Joint corruptions in {mname} are {kind} on average: mean δ = {_pts(summ['delta'])} points{_ci(summ.get('ci'))} "
-            f"(Exp {_pts(summ['exp'])}, Obs {_pts(summ['obs'])}); {n_sup} of {len(rep['additivity'])} joint conditions have δ > 0.",
-            {"mode": mode, "delta": summ["delta"], "ci": summ.get("ci"), "n_super": n_sup}))
+
+def _additivity(data: RunData, metric: str) -> list[Finding]:
+    mode, rep, mname = _primary(data)
+    summ = (rep.additivity_summary.mean or {}).get(metric)
+    if summ is None or summ.delta is None:
+        return [Finding("additivity", f"No additivity in the {mname} report (no joint condition with both parts).",
+                        {})]
+    sure = ci_excludes_zero(summ.ci)
+    if sure:
+        kind = "super-additive" if summ.delta > 0 else "sub-additive"
+    elif sure is False:
+        kind = "not distinguishable from additive"
     else:
-        out.append(Finding("additivity", f"No additivity in the {mname} report (no joint condition with both parts).", {}))
+        kind = "of unknown additivity (no CI)"
+    entries = [e[metric] for e in rep.additivity.values() if metric in e]
+    n_sup = sum(1 for e in entries if e.ci[0] is not None and e.ci[0] > 0)
+    n_sub = sum(1 for e in entries if e.ci[1] is not None and e.ci[1] < 0)
+    return [Finding("additivity",
+        f"Joint corruptions in {mname} are {kind} on average: mean δ = {_pts(summ.delta)} points{_ci(summ.ci)} "
+        f"(Exp drop {_pts(summ.exp)}, Obs drop {_pts(summ.obs)}); of {len(entries)} joint conditions, {n_sup} are "
+        f"super-additive and {n_sub} sub-additive (CI excluding 0), the rest not distinguishable from additive.",
+        {"mode": mode, "delta": summ.delta, "ci": list(summ.ci), "n_super": n_sup, "n_sub": n_sub})]
 
+
+def _moor(data: RunData, metric: str) -> list[Finding]:
     gain = moor_gain(data, metric)
-    if gain:
-        g = np.array([v["value"] for v in gain.values()])
+    if not gain:
+        if "MOOR" in data.reports:
+            return [Finding("moor", "MOOR was evaluated but IT→IT was not: no MOOR vs fixed-fusion comparison.", {})]
+        return []
+    lab = metric_label(metric)
+    g = np.array([v["value"] for v in gain.values()])
+    ci = moor_mean_gain_ci(data, metric)
+    sure = [ci_excludes_zero(v["ci"]) for v in gain.values()]
+    verdict = ("better" if ci_excludes_zero(ci) and g.mean() > 0 else "worse" if ci_excludes_zero(ci)
+               else "not distinguishable from it" if ci is not None else "(no CI: needs per_query.csv)")
+    if any(s is not None for s in sure):
+        better = sum(1 for s, v in zip(sure, g) if s and v > 0)
+        worse = sum(1 for s, v in zip(sure, g) if s and v < 0)
+        counts = f"better in {better}, worse in {worse}, not distinguishable in {len(g) - better - worse} by 95% CIs"
+    else:
         better, worse = int((g > 0).sum()), int((g < 0).sum())
-        txt = (f"MOOR vs fixed fusion IT→IT: mean {lab} gain {_pts(float(g.mean()))} points over {len(g)} conditions "
-               f"(better in {better}, worse in {worse}).")
-        vals = {"mean_gain": float(g.mean()), "better": better, "worse": worse}
-        moor_mean = kind_means(data.reports["MOOR"], metric)
-        for name, frep in sorted(data.fusion.items()):
-            common = [c for c in data.reports["MOOR"]["conditions"] if c in frep["conditions"]]
-            if not common:
-                continue
-            diff = float(np.mean([data.reports["MOOR"]["conditions"][c][metric] - frep["conditions"][c][metric]
-                                  for c in common if frep["conditions"][c].get(metric) is not None]))
-            vals[f"vs_{name}"] = diff
-            txt += f" Against {name}: {_pts(diff)}."
-        vals["moor_clean"] = moor_mean["clean"]
-        out.append(Finding("moor", txt, vals))
-    elif "MOOR" in data.reports:
-        out.append(Finding("moor", "MOOR was evaluated but IT→IT was not: no MOOR vs fixed-fusion comparison.", {}))
+        counts = f"higher in {better}, lower in {worse} (point estimates; no CIs without per_query.csv)"
+    txt = (f"MOOR vs fixed fusion IT→IT: {verdict} on average, mean {lab} gain {_pts(float(g.mean()))} points"
+           f"{_ci(ci)} over {len(g)} conditions ({counts}).")
+    vals = {"mean_gain": float(g.mean()), "ci": ci, "better": better, "worse": worse}
+    moor = data.reports["MOOR"]
+    for name, frep in sorted(data.fusion.items()):
+        diffs = [moor.value(c, metric) - frep.value(c, metric) for c in moor.conditions  # type: ignore[operator]
+                 if c in frep.conditions and frep.value(c, metric) is not None and moor.value(c, metric) is not None]
+        if diffs:
+            vals[f"vs_{name}"] = float(np.mean(diffs))
+            txt += f" Against {name}: {_pts(vals[f'vs_{name}'])}."
+    vals["moor_clean"] = kind_means(moor, metric)["clean"]
+    return [Finding("moor", txt, vals)]
 
-    if data.text_share:
-        tc = text_share_curve(data.text_share)
-        sev = tc["by_severity"]
-        if tc["clean"] is not None and sev:
-            top = max(sev)
-            out.append(Finding("text_share",
-                f"MOOR's text-path weight share is {tc['clean']:.3f} on clean queries and {sev[top]:.3f} on average at "
-                f"image severity s{top} (paper: about 0.065 on average).",
-                {"clean": tc["clean"], "by_severity": {f"s{s}": v for s, v in sev.items()}}))
-    return out
+
+def _text_share(data: RunData, metric: str) -> list[Finding]:
+    if not data.text_share:
+        return []
+    tc = text_share_curve(data.text_share)
+    sev = tc["by_severity"]
+    if tc["clean"] is None or not sev:
+        return []
+    top = max(sev)
+    return [Finding("text_share",
+        f"MOOR's text-path weight share is {tc['clean']:.3f} on clean queries and {sev[top]:.3f} on average at "
+        f"image severity s{top} (paper: about 0.065 on average).",
+        {"clean": tc["clean"], "by_severity": {f"s{s}": v for s, v in sev.items()}})]

@@ -11,7 +11,7 @@ import base64
 import html
 from dataclasses import dataclass, field
 
-__all__ = ["HtmlFigure", "HtmlSection", "render_html"]
+__all__ = ["HtmlFigure", "HtmlSection", "details", "render_html", "ul"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1180px;
@@ -69,6 +69,18 @@ class HtmlSection:
     raw: list[str] = field(default_factory=list)
     figures: list[HtmlFigure] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+
+
+def ul(items: list[tuple[str, str]], cls: str = "", *, code: bool = False) -> str:
+    """A list of ``(id, text)`` items (text escaped, in ``<code>`` with ``code``; ``id`` may be empty)."""
+    wrap = (lambda t: f"<code>{html.escape(t)}</code>") if code else html.escape
+    lis = "".join((f'<li id="{html.escape(i)}">' if i else "<li>") + f"{wrap(t)}</li>" for i, t in items)
+    return f'<ul class="{html.escape(cls)}">{lis}</ul>' if cls else f"<ul>{lis}</ul>"
+
+
+def details(summary: str, body_html: str) -> str:
+    """A collapsed block: ``summary`` (escaped) over ``body_html`` (already HTML)."""
+    return f"<details><summary>{html.escape(summary)}</summary>{body_html}</details>"
 
 
 def _figure(f: HtmlFigure) -> str:

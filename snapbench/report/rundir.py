@@ -1,14 +1,5 @@
-"""Reading a run directory: every input of the report is optional except at least one report.
-
-Layout (written by ``snapbench run``)::
-
-    DIR/run.json                         dataset, encoder, seed, modes, conditions, version, ...
-    DIR/<MODE>/report.json               MODE in I2I, T2T, IT2IT, I2IT, T2IT (``snapbench evaluate``)
-    DIR/<MODE>/per_query.csv             query_id,condition,metric,value (optional)
-    DIR/MOOR/report.json, per_query.csv  MOOR fusion
-    DIR/MOOR/text_share.json             {condition: mean text-path share}
-    DIR/fusion/<baseline>/report.json    fixed-fusion baselines (comb_sum, rrf, wh_uniform, ...)
-    DIR/contact_sheet.png                ready contact sheet (else built from run.json)
+"""Reading a run directory (its layout is :class:`snapbench.layout.RunDir`): every input of the report
+is optional except at least one report.
 
 A missing or unreadable optional piece becomes a line in :attr:`RunData.missing`, shown by the
 report in the section that needed it; only a directory without any readable report is an error.
@@ -16,20 +7,20 @@ report in the section that needed it; only a directory without any readable repo
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import InputError
-from ..modes import MODE_LABELS, MODES
+from ..layout import FUSION_PREFIX, TARGET_ORDER, RunDir
+from ..modes import MODE_LABELS
+from ..schema import PerQuery, Report, read_report
+from ..textio import read_json
 from .perquery import read_per_query
 
-__all__ = ["MODE_NAMES", "MODE_ORDER", "RunData", "load_run_dir"]
+__all__ = ["MODE_NAMES", "MODE_ORDER", "RunData", "load_run_dir", "read_target_per_query"]
 
-MODE_ORDER: tuple[str, ...] = (*MODES, "MOOR")
+MODE_ORDER: tuple[str, ...] = TARGET_ORDER
 MODE_NAMES: dict[str, str] = {**MODE_LABELS, "MOOR": "MOOR"}
 
 
@@ -37,16 +28,16 @@ MODE_NAMES: dict[str, str] = {**MODE_LABELS, "MOOR": "MOOR"}
 class RunData:
     """Everything read from a run directory.
 
-    ``reports`` maps a mode (``I2I`` ... ``MOOR``) to its evaluate report, ``fusion`` a baseline name
-    to its report, ``per_query`` a mode (or ``fusion/<name>``) to ``(query_ids, {condition: {metric:
-    values}})``; ``missing`` collects what could not be read, keyed by topic.
+    ``reports`` maps a mode (``I2I`` ... ``MOOR``) to its report, ``fusion`` a baseline name to its
+    report, ``per_query`` a target (a mode or ``fusion/<name>``) to its per-query table; ``missing``
+    collects what could not be read, keyed by topic.
     """
 
     path: Path
     run: dict = field(default_factory=dict)
-    reports: dict[str, dict] = field(default_factory=dict)
-    fusion: dict[str, dict] = field(default_factory=dict)
-    per_query: dict[str, tuple[list[str], dict[str, dict[str, np.ndarray]]]] = field(default_factory=dict)
+    reports: dict[str, Report] = field(default_factory=dict)
+    fusion: dict[str, Report] = field(default_factory=dict)
+    per_query: dict[str, PerQuery] = field(default_factory=dict)
     text_share: dict[str, float] | None = None
     contact_sheet: Path | None = None
     missing: dict[str, list[str]] = field(default_factory=dict)
@@ -68,15 +59,21 @@ class RunData:
         return next(iter(self.reports))
 
     @property
-    def first_report(self) -> dict:
+    def first_report(self) -> Report:
         return self.reports[self.primary_mode]
 
+    def target_report(self, target: str) -> Report | None:
+        """The report of a mode, ``MOOR`` or ``fusion/<name>``."""
+        if target.startswith(FUSION_PREFIX):
+            return self.fusion.get(target[len(FUSION_PREFIX):])
+        return self.reports.get(target)
 
-def _read_json(path: Path, data: RunData, topic: str) -> dict | None:
+
+def _read_json_object(path: Path, data: RunData, topic: str) -> dict | None:
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        data.note(topic, f"{path}: unreadable ({e})")
+        obj = read_json(path)
+    except InputError as e:
+        data.note(topic, f"{path}: unreadable ({e.problem})")
         return None
     if not isinstance(obj, dict):
         data.note(topic, f"{path}: not a JSON object")
@@ -84,20 +81,16 @@ def _read_json(path: Path, data: RunData, topic: str) -> dict | None:
     return obj
 
 
-def _read_report(path: Path, data: RunData, topic: str) -> dict | None:
-    rep = _read_json(path, data, topic)
-    if rep is None:
+def _read_report(path: Path, data: RunData, topic: str) -> Report | None:
+    try:
+        return read_report(path)
+    except InputError as e:
+        data.note(topic, f"{path}: unreadable ({e.problem})")
         return None
-    lacking = [k for k in ("conditions", "paired") if not isinstance(rep.get(k), dict)]
-    if lacking or "clean" not in rep.get("conditions", {}):
-        data.note(topic, f"{path}: not a snapbench evaluate report (no {', '.join(lacking) or 'clean condition'})")
-        return None
-    rep.setdefault("additivity", {})
-    return rep
 
 
 def _read_text_share(path: Path, data: RunData) -> dict[str, float] | None:
-    obj = _read_json(path, data, "text_share")
+    obj = _read_json_object(path, data, "text_share")
     if obj is None:
         return None
     out: dict[str, float] = {}
@@ -109,59 +102,62 @@ def _read_text_share(path: Path, data: RunData) -> dict[str, float] | None:
     return out
 
 
+def read_target_per_query(run_dir: str | Path, target: str) -> PerQuery | None:
+    """The per-query table of one target of a run (``DIR/<target>/per_query.csv``), ``None`` when the
+    run has none: the one way per-query values of a run are read (the report, comparisons of runs).
+    :class:`InputError` naming the file when it is malformed."""
+    path = RunDir(run_dir).per_query(target)
+    if not path.is_file():
+        return None
+    qids, values = read_per_query(path)
+    return PerQuery.from_arrays(qids, values)
+
+
+def _load_target(rd: RunDir, target: str, data: RunData, topic: str) -> Report | None:
+    rep = _read_report(rd.report(target), data, topic)
+    if rep is None:
+        return None
+    try:
+        pq = read_target_per_query(rd.root, target)
+    except InputError as e:
+        data.note("per_query", str(e))
+        pq = None
+    if pq is not None:
+        data.per_query[target] = pq
+    return rep
+
+
 def load_run_dir(path: str | Path) -> RunData:
     """Read ``path`` (see the module docstring).  Raises :class:`InputError` when it is not a
     folder or holds no readable ``<MODE>/report.json``."""
-    root = Path(path)
-    if not root.is_dir():
-        raise InputError("not a run directory (no such folder)", path=root)
-    data = RunData(path=root)
-    run_json = root / "run.json"
-    if run_json.is_file():
-        data.run = _read_json(run_json, data, "run") or {}
+    rd = RunDir(path)
+    if not rd.root.is_dir():
+        raise InputError("not a run directory (no such folder)", path=rd.root)
+    data = RunData(path=rd.root)
+    if rd.run_json.is_file():
+        data.run = _read_json_object(rd.run_json, data, "run") or {}
     else:
-        data.note("run", f"{run_json} not found: dataset, encoder and seed come from the reports where they can")
-    for mode in MODE_ORDER:
-        rp = root / mode / "report.json"
-        if not rp.is_file():
-            continue
-        rep = _read_report(rp, data, mode)
+        data.note("run", f"{rd.run_json} not found: dataset, encoder and seed come from the reports where they can")
+    for target in rd.targets():
+        topic = "fusion" if target.startswith(FUSION_PREFIX) else target
+        rep = _load_target(rd, target, data, topic)
         if rep is None:
             continue
-        data.reports[mode] = rep
-        pq = root / mode / "per_query.csv"
-        if pq.is_file():
-            try:
-                data.per_query[mode] = read_per_query(pq)
-            except InputError as e:
-                data.note("per_query", str(e))
+        if target.startswith(FUSION_PREFIX):
+            data.fusion[target[len(FUSION_PREFIX):]] = rep
+        else:
+            data.reports[target] = rep
     if not data.reports:
         problems = "; ".join(m for msgs in data.missing.values() for m in msgs)
         raise InputError(
             "no readable <MODE>/report.json (MODE one of " + ", ".join(MODE_ORDER) + ")"
-            + (f": {problems}" if problems else ""), path=root)
+            + (f": {problems}" if problems else ""), path=rd.root)
     listed = data.run.get("modes") if isinstance(data.run.get("modes"), list) else []
     for mode in listed:
         if str(mode) not in data.reports and str(mode) not in data.missing:  # unreadable ones are noted already
-            data.note("run", f"run.json lists mode {mode!r} but {root / str(mode) / 'report.json'} is missing")
-    fdir = root / "fusion"
-    if fdir.is_dir():
-        for sub in sorted(p for p in fdir.iterdir() if p.is_dir()):
-            rp = sub / "report.json"
-            if rp.is_file():
-                rep = _read_report(rp, data, "fusion")
-                if rep is not None:
-                    data.fusion[sub.name] = rep
-                pq = sub / "per_query.csv"
-                if pq.is_file():
-                    try:
-                        data.per_query[f"fusion/{sub.name}"] = read_per_query(pq)
-                    except InputError as e:
-                        data.note("per_query", str(e))
-    share = root / "MOOR" / "text_share.json"
-    if share.is_file():
-        data.text_share = _read_text_share(share, data)
-    sheet = root / "contact_sheet.png"
-    if sheet.is_file():
-        data.contact_sheet = sheet
+            data.note("run", f"run.json lists mode {mode!r} but {rd.report(str(mode))} is missing")
+    if rd.text_share.is_file():
+        data.text_share = _read_text_share(rd.text_share, data)
+    if rd.contact_sheet.is_file():
+        data.contact_sheet = rd.contact_sheet
     return data

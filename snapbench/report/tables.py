@@ -3,8 +3,11 @@
 Layout of the per-mode tables (the paper's): rows are image operators grouped by primitive (Degrade,
 Transform, Remove, Add), then text operators grouped by level (char, word, sentence); columns are the
 severities s1..s3.  A text operator has one level, so its value spans the severity columns (LaTeX
-``\\multicolumn``; in Markdown it sits under s1).  Numbers are percentage points with one decimal;
-a CI is the report's paired bootstrap interval.
+``\\multicolumn``; in Markdown it sits under s1).  Numbers are percentage points with one decimal
+(:mod:`snapbench.evaluate.fmt`: never ``-0.0``); a CI is the report's paired bootstrap interval.
+
+Signs, said in every caption: the Δ tables show condition − clean (negative = worse); the
+additivity tables show drops, clean − condition (positive = worse), as SPEC §8 defines them.
 """
 
 from __future__ import annotations
@@ -14,20 +17,26 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..conditions import IMAGE_PRIMITIVES, JOINT_PAIRS, TEXT_LEVELS, parse_condition
+from ..conditions import IMAGE_PRIMITIVES, JOINT_PAIRS, TEXT_LEVELS, Condition, parse_condition
+from ..evaluate.fmt import DROP_SIGN, PAIRED_SIGN, points
+from ..schema import Additivity, Paired, Report
 
 __all__ = [
     "PAIR_ABBREV",
     "Cell",
     "Table",
     "additivity_table",
+    "ci_label",
+    "image_id",
     "image_operators",
+    "kind_means",
     "metric_label",
     "mode_delta_table",
     "mode_value_table",
     "severities",
     "summary_table",
     "tex_escape",
+    "text_id",
     "text_operators",
 ]
 
@@ -54,10 +63,7 @@ class Cell:
     span: int = 1
 
     def _num(self, x: float | None, signed: bool) -> str | None:
-        if x is None:
-            return None
-        v = round(100 * x, 1) + 0.0  # + 0.0 turns a rounded -0.0 into 0.0
-        return f"{v:+.1f}" if signed else f"{v:.1f}"
+        return points(x, signed=signed)
 
     def parts(self) -> tuple[str | None, str | None]:
         if self.text is not None:
@@ -173,11 +179,24 @@ def tex_escape(text: str) -> str:
     return "".join(_TEX_SPECIALS.get(ch, ch) for ch in str(text))
 
 
-def image_operators(report: dict) -> list[tuple[str, list[str]]]:
+def image_id(op: str, severity: int) -> str:
+    return Condition("image", image_operator=op, severity=severity).id
+
+
+def text_id(op: str) -> str:
+    return Condition("text", text_operator=op).id
+
+
+def ci_label(report: Report) -> str:
+    """``95% CI`` (the report's own level)."""
+    return f"{round(100 * float(report.meta.ci_level), 1):g}% CI"
+
+
+def image_operators(report: Report) -> list[tuple[str, list[str]]]:
     """``[(primitive title, [operator, ...]), ...]`` for the image operators in the report, in the
     paper's order; operators outside the taxonomy (a custom grid) form an "Other" group."""
     present: dict[str, None] = {}
-    for cid in report["conditions"]:
+    for cid in report.conditions:
         c = parse_condition(cid)
         if c.kind == "image":
             present[c.image_operator] = None
@@ -194,8 +213,8 @@ def image_operators(report: dict) -> list[tuple[str, list[str]]]:
     return groups
 
 
-def text_operators(report: dict) -> list[tuple[str, list[str]]]:
-    present = {parse_condition(c).text_operator for c in report["conditions"] if parse_condition(c).kind == "text"}
+def text_operators(report: Report) -> list[tuple[str, list[str]]]:
+    present = {parse_condition(c).text_operator for c in report.conditions if parse_condition(c).kind == "text"}
     groups, known = [], set()
     for level, ops in TEXT_LEVELS.items():
         known.update(ops)
@@ -208,63 +227,56 @@ def text_operators(report: dict) -> list[tuple[str, list[str]]]:
     return groups
 
 
-def severities(report: dict) -> list[int]:
-    sev = {parse_condition(c).severity for c in report["conditions"] if parse_condition(c).kind == "image"}
+def severities(report: Report) -> list[int]:
+    sev = {parse_condition(c).severity for c in report.conditions if parse_condition(c).kind == "image"}
     return sorted(sev) or [1, 2, 3]
 
 
-def _paired(report: dict, cond: str, metric: str) -> dict | None:
-    return (report.get("paired", {}).get(cond) or {}).get(metric)
+def _paired(report: Report, cond: str, metric: str) -> Paired | None:
+    return report.paired.get(cond, {}).get(metric)
 
 
-def mode_delta_table(report: dict, mode_name: str, metric: str = "hit@1", key: str = "") -> Table:
+def _delta_cell(pr: Paired | None, span: int = 1) -> Cell:
+    return Cell(pr.delta, pr.ci, signed=True, span=span) if pr else Cell(span=span)
+
+
+def mode_delta_table(report: Report, mode_name: str, metric: str = "hit@1", key: str = "") -> Table:
     """Δ(metric) = condition − clean with the paired bootstrap CI, plus the cliff/gradual label."""
     lab = metric_label(metric)
     sevs = severities(report)
-    clean = report["conditions"]["clean"].get(metric)
+    clean = report.value("clean", metric)
     t = Table(name=f"{key or mode_name}_delta",
-              title=f"{mode_name}: Δ{lab} (points, condition − clean) with 95% CI; clean {lab} = "
-                    + ("–" if clean is None else f"{100 * clean:.1f}"),
+              title=f"{mode_name}: Δ{lab} in points ({PAIRED_SIGN}) with {ci_label(report)}; clean {lab} = "
+                    + ("–" if clean is None else f"{points(clean)}%"),
               columns=["Operator"] + [f"s{s}" for s in sevs] + ["Response"])
-    curves = report.get("severity_curves") or {}
     for prim, ops in image_operators(report):
         rows = []
         for op in ops:
-            cells = []
-            for s in sevs:
-                pr = _paired(report, f"img/{op}/s{s}", metric)
-                cells.append(Cell(pr["delta"], pr["ci"], signed=True) if pr else Cell())
-            label = ((curves.get(op) or {}).get(metric) or {}).get("label")
-            cells.append(Cell(text=label or "–"))
+            cells = [_delta_cell(_paired(report, image_id(op, s), metric)) for s in sevs]
+            curve = report.severity_curves.get(op, {}).get(metric)
+            cells.append(Cell(text=curve.label if curve else "–"))
             rows.append((op, cells))
         t.groups.append((prim, rows))
     for level, ops in text_operators(report):
-        rows = []
-        for op in ops:
-            pr = _paired(report, f"txt/{op}", metric)
-            rows.append((op, [Cell(pr["delta"], pr["ci"], signed=True, span=len(sevs)) if pr else Cell(span=len(sevs)),
-                              Cell(text="")]))
-        t.groups.append((level, rows))
+        t.groups.append((level, [(op, [_delta_cell(_paired(report, text_id(op), metric), len(sevs)), Cell(text="")])
+                                 for op in ops]))
     t.notes.append("Text operators have one level: their value spans the severity columns (under s1 in Markdown).")
-    if report.get("meta", {}).get("cliff_rule"):
-        t.notes.append("Response: " + report["meta"]["cliff_rule"])
+    if report.meta.cliff_rule:
+        t.notes.append("Response: " + report.meta.cliff_rule)
     return t
 
 
-def mode_value_table(report: dict, mode_name: str, metric: str = "hit@1", key: str = "") -> Table:
+def mode_value_table(report: Report, mode_name: str, metric: str = "hit@1", key: str = "") -> Table:
     """The metric itself (percent) per operator and severity."""
     lab = metric_label(metric)
     sevs = severities(report)
-    conds = report["conditions"]
     t = Table(name=f"{key or mode_name}_{re.sub(r'[^A-Za-z0-9]+', '', lab).lower()}",
               title=f"{mode_name}: {lab} (%) per condition", columns=["Operator"] + [f"s{s}" for s in sevs])
-    t.groups.append(("", [("clean", [Cell((conds["clean"]).get(metric), span=len(sevs))])]))
+    t.groups.append(("", [("clean", [Cell(report.value("clean", metric), span=len(sevs))])]))
     for prim, ops in image_operators(report):
-        t.groups.append((prim, [(op, [Cell((conds.get(f"img/{op}/s{s}") or {}).get(metric)) for s in sevs])
-                                for op in ops]))
+        t.groups.append((prim, [(op, [Cell(report.value(image_id(op, s), metric)) for s in sevs]) for op in ops]))
     for level, ops in text_operators(report):
-        t.groups.append((level, [(op, [Cell((conds.get(f"txt/{op}") or {}).get(metric), span=len(sevs))])
-                                 for op in ops]))
+        t.groups.append((level, [(op, [Cell(report.value(text_id(op), metric), span=len(sevs))]) for op in ops]))
     return t
 
 
@@ -273,38 +285,32 @@ def _pair_name(pair: str) -> str:
     return f"{ab} {pair}" if ab else pair
 
 
-def additivity_table(report: dict, mode_name: str, metric: str = "hit@1", key: str = "") -> Table | None:
+def _additivity_cells(x: Additivity) -> list[Cell]:
+    return [Cell(x.exp, signed=True), Cell(x.obs, signed=True), Cell(x.delta, x.ci, signed=True)]
+
+
+def additivity_table(report: Report, mode_name: str, metric: str = "hit@1", key: str = "") -> Table | None:
     """Pair x severity: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with its CI (drops in points); None when
     the report has no additivity entry for ``metric``."""
-    add = report.get("additivity") or {}
     lab = metric_label(metric)
-    by_pair: dict[str, list[tuple[int, dict]]] = {}
-    for jid, entry in add.items():
-        if metric not in entry:
-            continue
-        c = parse_condition(jid)
-        by_pair.setdefault(f"{c.image_operator}+{c.text_operator}", []).append((c.severity, entry[metric]))
+    by_pair: dict[str, list[tuple[int, Additivity]]] = {}
+    for jid, entry in report.additivity.items():
+        if metric in entry:
+            c = parse_condition(jid)
+            by_pair.setdefault(f"{c.image_operator}+{c.text_operator}", []).append((c.severity, entry[metric]))
     if not by_pair:
         return None
     t = Table(name=f"{key or mode_name}_additivity",
-              title=f"{mode_name}: additivity of joint corruptions ({lab} drops in points; δ > 0 super-additive)",
-              columns=["Pair / severity", "Exp", "Obs", "δ [95% CI]"])
+              title=f"{mode_name}: additivity of joint corruptions — {lab} {DROP_SIGN}, in points (the Δ tables "
+                    "show condition − clean); δ = Obs − Exp, > 0 super-additive",
+              columns=["Pair / severity", "Exp drop", "Obs drop", f"δ [{ci_label(report)}]"])
     order = [f"{i}+{j}" for i, j in JOINT_PAIRS]
     for pair in sorted(by_pair, key=lambda p: (order.index(p) if p in order else len(order), p)):
-        rows = [(f"s{s}", [Cell(e["exp"], signed=True), Cell(e["obs"], signed=True), Cell(e["delta"], e["ci"], signed=True)])
-                for s, e in sorted(by_pair[pair])]
-        t.groups.append((_pair_name(pair), rows))
-    summ = report.get("additivity_summary") or {}
-    rows = []
-    for sev, e in (summ.get("by_severity") or {}).items():
-        if metric in e:
-            x = e[metric]
-            rows.append((f"mean {sev}", [Cell(x["exp"], signed=True), Cell(x["obs"], signed=True),
-                                         Cell(x["delta"], x["ci"], signed=True)]))
-    x = (summ.get("mean") or {}).get(metric)
-    if x:
-        rows.append(("mean (all)", [Cell(x["exp"], signed=True), Cell(x["obs"], signed=True),
-                                    Cell(x["delta"], x["ci"], signed=True)]))
+        t.groups.append((_pair_name(pair), [(f"s{s}", _additivity_cells(e)) for s, e in sorted(by_pair[pair])]))
+    summ = report.additivity_summary
+    rows = [(f"mean {sev}", _additivity_cells(e[metric])) for sev, e in summ.by_severity.items() if metric in e]
+    if summ.mean and metric in summ.mean:
+        rows.append(("mean (all)", _additivity_cells(summ.mean[metric])))
     if rows:
         t.groups.append(("Means", rows))
     t.notes.append("Exp = Δ_I + Δ_T (drops of the image and text parts alone), Obs = drop of the joint condition; "
@@ -312,17 +318,17 @@ def additivity_table(report: dict, mode_name: str, metric: str = "hit@1", key: s
     return t
 
 
-def kind_means(report: dict, metric: str) -> dict[str, float | None]:
+def kind_means(report: Report, metric: str) -> dict[str, float | None]:
     """Mean metric per condition kind (clean, image, text, joint) and mean paired Δ per kind."""
     vals: dict[str, list[float]] = {}
     deltas: dict[str, list[float]] = {}
-    for cid, v in report["conditions"].items():
+    for cid, v in report.conditions.items():
         kind = parse_condition(cid).kind
         if v.get(metric) is not None:
-            vals.setdefault(kind, []).append(v[metric])
+            vals.setdefault(kind, []).append(v[metric])  # type: ignore[arg-type]
         pr = _paired(report, cid, metric)
-        if pr and pr.get("delta") is not None:
-            deltas.setdefault(kind, []).append(pr["delta"])
+        if pr and pr.delta is not None:
+            deltas.setdefault(kind, []).append(pr.delta)
     out: dict[str, float | None] = {}
     for kind in ("clean", "image", "text", "joint"):
         out[kind] = sum(vals[kind]) / len(vals[kind]) if vals.get(kind) else None
@@ -330,11 +336,11 @@ def kind_means(report: dict, metric: str) -> dict[str, float | None]:
     return out
 
 
-def summary_table(rows: Sequence[tuple[str, dict]], metric: str = "hit@1") -> Table:
-    """One row per mode / fusion method: clean value, mean value per condition kind, mean Δ image and
-    text, coarse-text drag (hit@1, IT→IT − I→I) where the report has it."""
+def summary_table(rows: Sequence[tuple[str, Report]], metric: str = "hit@1") -> Table:
+    """One row per mode / fusion method: clean value, mean value per condition kind, mean Δ per kind."""
     lab = metric_label(metric)
-    t = Table(name="summary", title=f"Summary: {lab} (%) averaged over the conditions of each kind; Δ in points",
+    t = Table(name="summary", title=f"Summary: {lab} (%) averaged over the conditions of each kind; Δ in points "
+                                    f"({PAIRED_SIGN})",
               columns=["Mode", "clean", "image", "text", "joint", f"Δ{lab} image", f"Δ{lab} text", f"Δ{lab} joint"])
     body = []
     for name, rep in rows:

@@ -1,0 +1,183 @@
+"""One condition's per-query results, from a score matrix (in row blocks) or from a ranked run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ranking import first_positive_rank, topk_indices
+from .files import EvaluationInputError, RunRanking
+from .metrics import Labels, QueryStat, metric_family, metric_k, query_stats, ranking_depth
+
+__all__ = ["ConditionEval", "depth_limited_metrics", "evaluate_matrix", "evaluate_ranking", "per_query_values"]
+
+
+@dataclass
+class ConditionEval:
+    """Per-query results of one condition: metric stats, rank of the first positive, optional top-k."""
+
+    stats: dict[str, QueryStat]
+    first_rank: np.ndarray
+    topk_idx: np.ndarray | None = None
+    topk_scores: np.ndarray | None = None
+
+
+def _rank_block(s: np.ndarray, lab: Labels, r0: int, depth: int, *, name: str, query_ids: Sequence[str] | None,
+                set_threshold: float | None, export_depth: int):
+    """Rows ``r0..`` of one score matrix: top-``depth`` indices, first-positive ranks, answer-set counts
+    and exported top scores; :class:`EvaluationInputError` for non-numeric or non-finite scores."""
+    if s.dtype.kind in "iu":
+        s = s.astype(np.float64)
+    if s.dtype.kind != "f":
+        raise EvaluationInputError(f"{name}: scores must be real numbers, got dtype {s.dtype}")
+    bad = ~np.isfinite(s)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        q = f" (query {query_ids[r0 + r]!r})" if query_ids is not None else ""
+        raise EvaluationInputError(
+            f"{name}: non-finite score {s[r, c]} at row {r0 + r}{q}, column {c}; "
+            f"{int(bad.sum())} such value(s) in rows {r0}..{r0 + s.shape[0] - 1}"
+        )
+    idx = topk_indices(s, depth)
+    # The top-k list is the exact prefix of the full ranking: a positive found there has its
+    # final rank; only the other rows need the full-gallery count.
+    pos_k = lab.lookup(idx) > 0
+    found = pos_k.any(axis=1)
+    fr = np.where(found, np.argmax(pos_k, axis=1) + 1.0, np.nan)
+    need = np.flatnonzero(~found & (lab.n_pos > 0))
+    if need.size:
+        sub = lab.select(need)
+        fr[need] = first_positive_rank(s[need], sub.pos_rows, sub.items)
+    pred = tp = None
+    if set_threshold is not None:
+        pred = np.count_nonzero(s >= set_threshold, axis=1)
+        hit = s[lab.pos_rows, lab.items] >= set_threshold
+        tp = np.bincount(lab.pos_rows[hit], minlength=s.shape[0])
+    vals = None
+    if export_depth:
+        vals = np.take_along_axis(s, np.maximum(idx[:, :export_depth], 0), axis=1).astype(np.float64)
+        vals[idx[:, :export_depth] < 0] = np.nan
+    return idx, fr, pred, tp, vals
+
+
+def evaluate_matrix(
+    scores,
+    labels: Labels,
+    metrics: Sequence[str],
+    *,
+    name: str = "scores",
+    query_ids: Sequence[str] | None = None,
+    set_threshold: float | None = None,
+    include_zero_gt: bool = False,
+    export_depth: int = 0,
+    block_rows: int = 256,
+    workers: int = 1,
+    executor: Executor | None = None,
+) -> ConditionEval:
+    """Evaluate one Q x N score matrix (array, memmap, or anything sliceable by row blocks).
+
+    Rows are processed in blocks of ``block_rows`` (on ``workers`` threads; numpy releases the GIL
+    in partition/compare), so at most ``workers x block_rows x N`` scores are materialised; pass an
+    ``executor`` to reuse one thread pool across conditions.
+    NaN/inf scores raise :class:`EvaluationInputError` naming ``name``, the row and the column.
+    """
+    n_q, n = scores.shape
+    if n_q != labels.n_queries or n != labels.n_items:
+        raise EvaluationInputError(
+            f"{name}: shape {scores.shape} does not match labels ({labels.n_queries} x {labels.n_items})"
+        )
+    if n == 0:
+        raise EvaluationInputError(f"{name}: empty gallery")
+    depth = max(ranking_depth(metrics), export_depth)
+
+    def block(r0: int, r1: int):
+        return _rank_block(np.asarray(scores[r0:r1]), labels.rows(r0, r1), r0, depth, name=name,
+                           query_ids=query_ids, set_threshold=set_threshold, export_depth=export_depth)
+
+    bounds = [(a, min(a + block_rows, n_q)) for a in range(0, n_q, block_rows)]
+    if executor is not None and len(bounds) > 1:
+        parts = list(executor.map(lambda b: block(*b), bounds))
+    elif workers > 1 and len(bounds) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as ex:
+            parts = list(ex.map(lambda b: block(*b), bounds))
+    else:
+        parts = [block(*b) for b in bounds]
+    idx = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, depth), dtype=np.int64)
+    fr = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+    pred = tp = None
+    if set_threshold is not None:
+        pred = np.concatenate([p[2] for p in parts])
+        tp = np.concatenate([p[3] for p in parts])
+    stats = query_stats(idx, fr, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp)
+    out = ConditionEval(stats, fr)
+    if export_depth:
+        out.topk_idx = idx[:, :export_depth]
+        out.topk_scores = np.concatenate([p[4] for p in parts])
+    return out
+
+
+def evaluate_ranking(
+    run: RunRanking,
+    labels: Labels,
+    metrics: Sequence[str],
+    *,
+    set_threshold: float | None = None,
+    include_zero_gt: bool = False,
+    export_depth: int = 0,
+) -> ConditionEval:
+    """Evaluate ranked lists (e.g. from a TREC run).  A positive that is not in a query's list has
+    rank inf (reciprocal rank 0); metrics cut deeper than the list see empty slots."""
+    depth = max(ranking_depth(metrics), export_depth)
+    idx = run.idx
+    if idx.shape[1] < depth:
+        pad = np.full((idx.shape[0], depth - idx.shape[1]), -1, dtype=np.int64)
+        idx = np.concatenate([idx, pad], axis=1)
+    rel = labels.lookup(run.idx)
+    has = labels.n_pos > 0
+    first = np.where((rel > 0).any(axis=1), np.argmax(rel > 0, axis=1) + 1.0, np.inf)
+    first = np.where(has, first, np.nan)
+    pred = tp = None
+    if set_threshold is not None:
+        inset = np.nan_to_num(run.scores, nan=-np.inf) >= set_threshold
+        pred = np.count_nonzero(inset, axis=1)
+        tp = np.count_nonzero(inset & (rel > 0), axis=1)
+    stats = query_stats(idx, first, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp)
+    out = ConditionEval(stats, first)
+    if export_depth:
+        out.topk_idx = idx[:, :export_depth]
+        sc = np.full(out.topk_idx.shape, np.nan)
+        w = min(export_depth, run.scores.shape[1])
+        sc[:, :w] = run.scores[:, :w]
+        out.topk_scores = sc
+    return out
+
+
+def depth_limited_metrics(metrics: Sequence[str], depth: int, n_items: int) -> list[str]:
+    """Ranking metrics a run of ``depth`` items per query cannot compute exactly: cut-offs deeper
+    than the run, and an uncut MRR, unless the run ranks the whole gallery."""
+    if depth >= n_items:
+        return []
+    out = []
+    for m in metrics:
+        fam, k = metric_family(m), metric_k(m)
+        if fam.sets:
+            continue
+        if (k is None and fam.cutoff == "optional") or (k is not None and k > depth):
+            out.append(m)
+    return out
+
+
+def per_query_values(evals: Mapping[str, ConditionEval], metrics: Sequence[str]) -> dict[str, dict[str, np.ndarray]]:
+    """``{condition: {metric: one value per query}}``; NaN where the query does not count (a zero-GT
+    query in a ranking metric)."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for cond, ev in evals.items():
+        out[cond] = {}
+        for m in metrics:
+            num = np.asarray(ev.stats[m].num, dtype=np.float64)
+            den = np.asarray(ev.stats[m].den, dtype=np.float64)
+            out[cond][m] = np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
+    return out

@@ -1,0 +1,72 @@
+"""The settings of one evaluation, checked when they are made (each error names its parameter)."""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError, arg
+from ..validate import finite_number, int_list, positive_int
+from .metrics import DEFAULT_KS, REJECT_METRICS, SET_METRICS, metric_family, parse_metrics
+from .paired import DEFAULT_CI, DEFAULT_RESAMPLES
+
+__all__ = ["EvaluationConfig"]
+
+
+@dataclass
+class EvaluationConfig:
+    """Settings of one evaluation (CLI flags: --k, --metrics, --resamples, --ci, --seed,
+    --permutations, --include-zero-gt, --set-threshold, --stability-metric, --cliff-tol,
+    --cliff-ratio, --workers).
+
+    ``ks`` may be given as a comma string (``"1,5,10"``); values are checked on creation
+    (:class:`~snapbench.errors.ConfigError` naming the parameter).
+    """
+
+    ks: tuple[int, ...] = DEFAULT_KS
+    metrics: str | Sequence[str] | None = None  # default: hit, recall, ndcg over ks, and mrr
+    resamples: int = DEFAULT_RESAMPLES
+    ci: float = DEFAULT_CI
+    seed: int = 0
+    permutations: int | None = None  # default: = resamples
+    include_zero_gt: bool = False
+    set_threshold: float | None = None  # predicted set = items scoring >= threshold
+    stability_metric: str = "hit@1"
+    curve_tol: float = 0.01
+    curve_ratio: float = 2.0
+    block_rows: int = 256
+    workers: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
+
+    def __post_init__(self) -> None:
+        self.ks = int_list(self.ks, "ks") or DEFAULT_KS
+        self.resamples = positive_int(self.resamples, "resamples")
+        if self.permutations is not None:
+            self.permutations = positive_int(self.permutations, "permutations", minimum=0)
+        self.ci = finite_number(self.ci, "ci")
+        if not 0 < self.ci < 1:
+            raise ConfigError(f"must be in (0, 1), e.g. 0.95; got {self.ci!r}", param="ci")
+        try:
+            self.seed = operator.index(self.seed)
+        except TypeError:
+            raise ConfigError(f"must be an integer, got {self.seed!r}", param="seed") from None
+        if self.set_threshold is not None and math.isnan(float(self.set_threshold)):
+            raise ConfigError("must be a number (or -inf / inf), not nan: no score is >= nan", param="set_threshold")
+        self.curve_tol = finite_number(self.curve_tol, "curve_tol")
+        self.curve_ratio = finite_number(self.curve_ratio, "curve_ratio")
+        self.block_rows = positive_int(self.block_rows, "block_rows")
+        self.workers = positive_int(self.workers, "workers")
+        self.metric_list()  # an unknown metric or a set metric without a threshold fails here
+
+    def metric_list(self) -> list[str]:
+        """The metric names evaluated, in report order (``metrics`` expanded over ``ks``)."""
+        ms = parse_metrics(self.metrics, self.ks)
+        has_set = any(metric_family(m).sets for m in ms)
+        if self.set_threshold is not None and self.metrics is None:
+            ms += list(SET_METRICS + REJECT_METRICS)
+        elif has_set and self.set_threshold is None:
+            raise ConfigError(f"set/reject metrics need {arg('set_threshold')} (the score that admits an item)",
+                              param="metrics")
+        return ms

@@ -1,0 +1,105 @@
+"""Low-level evaluation files: score matrices, TREC runs and atomically written text; the error
+type every evaluation input problem raises."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..atomic import atomic_path
+from ..errors import InputError, OutputError
+from ..layout import read_trec_run, write_trec_run
+
+__all__ = ["EvaluationInputError", "RunRanking", "atomic_writer", "examples", "load_score_matrix", "read_run",
+           "write_run"]
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+class EvaluationInputError(InputError):
+    """Bad evaluation input (file, id, shape or value); the message names the file and the problem."""
+
+
+def examples(items: Sequence[str], n: int = 5) -> str:
+    items = list(items)
+    more = f" (and {len(items) - n} more)" if len(items) > n else ""
+    return ", ".join(repr(x) for x in items[:n]) + more
+
+
+def load_score_matrix(path: str | Path) -> np.ndarray:
+    """Open a ``.npy`` score matrix as a read-only memmap, with clear errors for non-numeric data."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            magic = fh.read(6)
+    except OSError as e:
+        raise EvaluationInputError(f"{p}: cannot read ({e.strerror})") from None
+    if magic != _NPY_MAGIC:
+        raise EvaluationInputError(f"{p}: not a .npy file (bad header); save scores with numpy.save")
+    try:
+        arr = np.load(p, mmap_mode="r", allow_pickle=False)
+    except ValueError as e:
+        if "object" in str(e).lower() or "pickle" in str(e).lower():
+            raise EvaluationInputError(
+                f"{p}: holds a Python-object array; snapbench never unpickles files -- save a numeric "
+                "array, e.g. np.save(path, scores.astype(np.float32))"
+            ) from None
+        raise EvaluationInputError(f"{p}: cannot load ({e})") from None
+    except (OSError, EOFError) as e:
+        raise EvaluationInputError(f"{p}: truncated or unreadable .npy file ({e})") from None
+    if arr.dtype.kind not in "fiu":
+        raise EvaluationInputError(f"{p}: scores must be a real numeric array, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise EvaluationInputError(f"{p}: scores must be 2-d (queries x gallery), got shape {arr.shape}")
+    return arr
+
+
+@dataclass
+class RunRanking:
+    """A condition read from a TREC run: per query the retrieved items in our order.
+
+    ``idx`` (Q, L) gallery column indices (``-1`` padding), ``scores`` (Q, L) (NaN padding).
+    """
+
+    idx: np.ndarray
+    scores: np.ndarray
+
+
+def read_run(path: str | Path, query_ids: Sequence[str], gallery_ids: Sequence[str]) -> RunRanking:
+    """Read a TREC run into a :class:`RunRanking` (order: score desc, then gallery order); see
+    :func:`snapbench.layout.read_trec_run`."""
+    idx, sc = read_trec_run(path, query_ids, gallery_ids)
+    return RunRanking(idx, sc)
+
+
+@contextmanager
+def atomic_writer(path: str | Path, *, newline: str | None = None) -> Iterator:
+    """A text file handle whose content appears at ``path`` only when the block succeeds.
+
+    Parent folders are created; the text goes to a temporary file in the same folder that replaces
+    ``path`` with ``os.replace`` (so an interrupted run never leaves a half-written report, table or
+    run).  An ``OSError`` becomes :class:`~snapbench.errors.OutputError` naming the file.
+    """
+    p = Path(path)
+    try:
+        with atomic_path(p) as tmp, open(tmp, "w", encoding="utf-8", newline=newline) as fh:
+            yield fh
+    except OSError as e:
+        raise OutputError(f"cannot write ({e.strerror or e})", path=p) from None
+
+
+def write_run(
+    path: str | Path,
+    query_ids: Sequence[str],
+    gallery_ids: Sequence[str],
+    idx: np.ndarray,
+    scores: np.ndarray,
+    tag: str = "snapbench",
+) -> None:
+    """Write a TREC run of the given top-k lists (``-1`` slots skipped); see
+    :func:`snapbench.layout.write_trec_run` (one float format for every run snapbench writes)."""
+    write_trec_run(path, query_ids, gallery_ids, idx, scores, tag=tag)

@@ -1,0 +1,279 @@
+"""A SCORES_DIR: its conditions, id lists and score files (layouts in :mod:`snapbench.evaluate.io`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from ..conditions import IMAGE_OPERATORS, TEXT_OPERATORS, condition_to_filename, parse_condition
+from ..errors import arg
+from ..layout import (
+    GALLERY_IDS,
+    PATH_NAMES,
+    QUERY_IDS,
+    RUN_SUFFIXES,
+    find_ids,
+    find_path_scores,
+    iter_trec_run,
+    read_ids,
+    read_qrels_file,
+)
+from .files import EvaluationInputError, RunRanking, load_score_matrix, read_run
+from .modes import mode_paths, normalize_mode
+
+__all__ = ["ComposedScores", "ScoresDir", "check_operator_names", "condition_sort_key"]
+
+
+def condition_sort_key(cid: str) -> tuple:
+    """clean, image (paper operator order, severity), text (paper order), joint, by name."""
+    c = parse_condition(cid)
+    rank = {"clean": 0, "image": 1, "text": 2, "joint": 3}[c.kind]
+    io = IMAGE_OPERATORS.index(c.image_operator) if c.image_operator in IMAGE_OPERATORS else len(IMAGE_OPERATORS)
+    to = TEXT_OPERATORS.index(c.text_operator) if c.text_operator in TEXT_OPERATORS else len(TEXT_OPERATORS)
+    return (rank, io, c.image_operator or "", to, c.text_operator or "", c.severity or 0)
+
+
+class ComposedScores:
+    """A retrieval mode's matrix composed from path memmaps one row block at a time."""
+
+    def __init__(self, mode: str, paths: Mapping[str, np.ndarray]):
+        self.mode = mode
+        self.paths = dict(paths)
+        first = next(iter(self.paths.values()))
+        self.shape = first.shape
+        self.ndim = 2
+        self.dtype = np.result_type(*[a.dtype for a in self.paths.values()], np.float32)
+
+    def __getitem__(self, key):
+        from .modes import mode_scores
+
+        return mode_scores(self.mode, {p: np.asarray(a[key]) for p, a in self.paths.items()})
+
+
+def _operator_key(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+_KNOWN_OPERATORS = {"image": IMAGE_OPERATORS, "text": TEXT_OPERATORS}
+
+
+def check_operator_names(cid: str, source: str | Path) -> str | None:
+    """Check the operator names of condition ``cid`` (read from ``source``) against the built-in ones
+    of :mod:`snapbench.conditions`.
+
+    A case/underscore/hyphen variant of a known name (``lowlight``, ``Mosaic``, ``motion-blur``) is
+    an :class:`EvaluationInputError` with a did-you-mean: it would otherwise become a row of its own
+    next to the real one.  A name far from every known one is accepted (users register their own
+    operators) and the returned warning says so, with close matches if any.  ``None`` when all
+    names are known.
+    """
+    import difflib
+
+    c = parse_condition(cid)
+    unknown = []
+    for kind, name in (("image", c.image_operator), ("text", c.text_operator)):
+        if name is None or name in _KNOWN_OPERATORS[kind]:
+            continue
+        known = _KNOWN_OPERATORS[kind]
+        variant = [k for k in known if _operator_key(k) == _operator_key(name)]
+        if variant:
+            raise EvaluationInputError(
+                f"{source}: unknown {kind} operator {name!r} in condition {cid!r}; did you mean {variant[0]!r}? "
+                f"(operator names are case- and underscore-sensitive; rename the file)"
+            )
+        close = difflib.get_close_matches(name, known, n=2, cutoff=0.75)
+        hint = f" (close to {', '.join(repr(x) for x in close)}: a typo?)" if close else ""
+        unknown.append(f"{kind} operator {name!r}{hint}")
+    if not unknown:
+        return None
+    return (
+        f"{source}: condition {cid!r} uses {' and '.join(unknown)}, not a built-in operator; "
+        "evaluated as a user-defined operator"
+    )
+
+
+class ScoresDir:
+    """A SCORES_DIR: discovers conditions and opens their scores one at a time.
+
+    ``kind`` is ``"npy"`` or ``"trec"``.  With ``mode`` (one of :data:`~snapbench.evaluate.modes.MODES`,
+    any case) the conditions are those with all the mode's path files, in either PATHS_DIR layout
+    (``<cond>.II.npy`` or ``II/<cond>.npy``; see :mod:`snapbench.layout`).  ``warnings`` lists what
+    was accepted with a doubt (operator names that are not built in).
+    """
+
+    def __init__(self, path: str | Path, *, mode: str | None = None, qrels: str | Path | None = None):
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise EvaluationInputError(f"{self.path}: not a directory")
+        self.mode = normalize_mode(mode) if mode is not None else None
+        self.warnings: list[str] = []
+        npy = sorted(self.path.glob("*.npy"))
+        path_files = find_path_scores(self.path)
+        runs = sorted(f for f in self.path.iterdir() if f.suffix in RUN_SUFFIXES)
+        if (npy or path_files) and runs:
+            raise EvaluationInputError(f"{self.path}: holds both .npy score files and TREC runs; use one kind")
+        if not npy and not runs and not path_files:
+            raise EvaluationInputError(
+                f"{self.path}: no score files (expected <condition>.npy such as clean.npy, or <condition>.run)"
+            )
+        self.kind = "npy" if (npy or path_files) else "trec"
+        self._files: dict[str, Path] = {}
+        self._paths: dict[str, dict[str, Path]] = {}
+        if self.kind == "npy":
+            for stem, files in path_files.items():
+                first = next(iter(files.values()))
+                self._paths[self._cid(stem, first)] = files
+            for f in npy:
+                stem = f.name[: -len(".npy")]
+                _, dot, suffix = stem.rpartition(".")
+                if dot and suffix in PATH_NAMES:
+                    continue  # a path file, listed above
+                self._add(self._files, self._cid(stem, f), f)
+            qf = find_ids(QUERY_IDS, self.path)
+            gf = find_ids(GALLERY_IDS, self.path)
+            if qf is None or gf is None:
+                raise EvaluationInputError(
+                    f"{self.path}: needs query_ids.txt and gallery_ids.txt (one id per line, row and column order)"
+                )
+            self.query_ids = read_ids(qf, "query ids")
+            self.gallery_ids = read_ids(gf, "gallery ids")
+        else:
+            for f in runs:
+                self._add(self._files, self._cid(f.stem, f), f)
+            self.query_ids, self.gallery_ids = self._run_ids(qrels)
+        if self.mode is not None:
+            if self.kind != "npy":
+                raise EvaluationInputError(f"{arg('mode')} needs .npy path files (<cond>.II.npy ...), not TREC runs",
+                                           path=self.path)
+            need = mode_paths(self.mode)
+            self.conditions = sorted(
+                (c for c, ps in self._paths.items() if all(p in ps for p in need)), key=condition_sort_key
+            )
+            if not self.conditions:
+                raise EvaluationInputError(
+                    f"{self.path}: mode {self.mode} needs files <condition>.{'.npy, <condition>.'.join(need)}.npy "
+                    f"(or {'/, '.join(need)}/ sub-folders of <condition>.npy); none found"
+                )
+        else:
+            self.conditions = sorted(self._files, key=condition_sort_key)
+            if not self.conditions:
+                raise EvaluationInputError(
+                    f"{self.path}: only per-path files (<cond>.II.npy ...) found; choose a retrieval mode ({arg('mode')})"
+                )
+        if "clean" not in self.conditions:
+            raise EvaluationInputError(
+                f"{self.path}: no clean condition (clean.npy / clean.run"
+                + (f" / clean.<path>.npy for mode {self.mode}" if self.mode else "")
+                + "); paired results are against clean"
+            )
+
+    @staticmethod
+    def _add(files: dict, key: str, f: Path) -> None:
+        # e.g. img__compression__s1.npy and img__compression__s01.npy name one condition: never pick one silently
+        if key in files:
+            raise EvaluationInputError(f"{files[key]} and {f} both hold condition {key!r}; keep one")
+        files[key] = f
+
+    def _cid(self, stem: str, f: Path) -> str:
+        try:
+            cid = parse_condition(stem).id
+        except ValueError as e:
+            raise EvaluationInputError(f"{f}: file name is not a condition id ({e})") from None
+        warning = check_operator_names(cid, f)
+        if warning is not None:
+            self.warnings.append(warning)
+        return cid
+
+    def _run_ids(self, qrels: str | Path | None) -> tuple[list[str], list[str]]:
+        qf, gf = self.path / QUERY_IDS, self.path / GALLERY_IDS
+        q = read_ids(qf, "query ids") if qf.is_file() else None
+        g = read_ids(gf, "gallery ids") if gf.is_file() else None
+        if q is not None and g is not None:
+            return q, g
+        qs: set[str] = set()
+        gs: set[str] = set()
+        for f in self._files.values():
+            for ln in iter_trec_run(f):
+                qs.add(ln.qid)
+                gs.add(ln.docid)
+        if qrels is not None:
+            for qq, items in read_qrels_file(qrels).items():
+                qs.add(qq)
+                gs.update(items)
+        return (q if q is not None else sorted(qs)), (g if g is not None else sorted(gs))
+
+    def file(self, cid: str) -> Path:
+        """The file (or, in a mode, the first path file) that holds condition ``cid``."""
+        if self.mode is not None:
+            return self._paths[cid][mode_paths(self.mode)[0]]
+        return self._files[cid]
+
+    def describe(self, cid: str) -> str:
+        if self.mode is not None:
+            return " + ".join(str(self._paths[cid][p]) for p in mode_paths(self.mode))
+        return str(self._files[cid])
+
+    def _check_shape(self, arr: np.ndarray, f: Path) -> None:
+        q, n = len(self.query_ids), len(self.gallery_ids)
+        if arr.shape[0] != q:
+            raise EvaluationInputError(f"{f}: {arr.shape[0]} rows but query_ids.txt lists {q} queries")
+        if arr.shape[1] != n:
+            raise EvaluationInputError(f"{f}: {arr.shape[1]} columns but gallery_ids.txt lists {n} gallery items")
+        if n == 0:
+            raise EvaluationInputError(f"{f}: empty gallery")
+
+    def scores(self, cid: str):
+        """The Q x N scores of ``cid``: a read-only memmap (or a lazily composed mode matrix)."""
+        if self.kind != "npy":
+            raise EvaluationInputError(f"{self.path}: TREC runs have no score matrix; use run()")
+        if self.mode is None:
+            f = self._files[cid]
+            arr = load_score_matrix(f)
+            self._check_shape(arr, f)
+            return arr
+        mats = {}
+        for p in mode_paths(self.mode):
+            f = self._paths[cid][p]
+            arr = load_score_matrix(f)
+            self._check_shape(arr, f)
+            mats[p] = arr
+        return ComposedScores(self.mode, mats)
+
+    def path_scores(self, cid: str, path: str):
+        """One similarity path's memmap (``None`` when the file is absent)."""
+        f = self._paths.get(cid, {}).get(path)
+        if f is None:
+            return None
+        arr = load_score_matrix(f)
+        self._check_shape(arr, f)
+        return arr
+
+    def run(self, cid: str) -> RunRanking:
+        return read_run(self._files[cid], self.query_ids, self.gallery_ids)
+
+    def why_missing(self, joint: str, evaluated: set[str]) -> str:
+        """Why ``joint`` has no additivity: per missing part, the file that would hold it -- or, when
+        the file is there, that the part was not among the evaluated (selected) conditions."""
+        c = parse_condition(joint)
+        reasons = []
+        for part in ("clean", c.image_part.id, c.text_part.id):  # type: ignore[union-attr]
+            if part in evaluated:
+                continue
+            if part in self.conditions:
+                reasons.append(f"{part} is not among the selected conditions (its file is there)")
+                continue
+            stem = self.filename(part)
+            if self.kind == "trec":
+                files = [f"{stem}.run"]
+            elif self.mode is not None:
+                files = [f"{stem}.{path}.npy" for path in mode_paths(self.mode)]
+            else:
+                files = [f"{stem}.npy"]
+            reasons.append(f"{part} has no score file ({' / '.join(files)} not in {self.path})")
+        return "; ".join(reasons)
+
+    @staticmethod
+    def filename(cid: str) -> str:
+        return condition_to_filename(cid)
