@@ -216,7 +216,7 @@ def test_run_with_ray_missing_fails_before_any_work(monkeypatch, tmp_path):
 def test_engine_options_are_checked():
     with pytest.raises(ConfigError, match="unknown engine 'spark'"):
         ordered_map(square, [1], engine="spark")
-    with pytest.raises(ConfigError, match="only used by engine='ray'"):
+    with pytest.raises(ConfigError, match="only used by the ray engine"):
         ordered_map(square, [1], engine="local", address="auto")
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..corruptions import QueryRecord
 from ..errors import InputError
+from ..textio import read_text
 from .common import examples, image_notes
 from .model import Dataset, GalleryItem
 
@@ -71,10 +72,7 @@ def _cell(v: Any) -> Any:
 
 
 def _read_table(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read ({exc})", path=path) from None
+    text = read_text(path, what="metadata table")
     rows: list[dict[str, Any]] = []
     if path.suffix == ".csv":
         reader = csv.DictReader(text.splitlines())

@@ -11,8 +11,8 @@ import numpy as np
 from ..atomic import write_text_atomic
 from ..conditions import Condition
 from ..errors import ConfigError, InputError
-from ..models import l2_normalize
 from ..modes import MODES as MODE_WEIGHTS
+from ..vectors import l2_normalize
 from .plan import PATH_SIDES, RunOptions, image_source, text_source
 from .sources import ShardedArray
 
