@@ -191,6 +191,6 @@ def _check_grid_levels(conds: list[Condition], table: Table) -> list[Condition]:
         try:
             sample(derive_generator("grid-check", op, sev), level, (480, 640))
         except (ValueError, TypeError, KeyError) as exc:
-            raise ConfigError(f"severity grid entry for img/{op}/s{sev} is invalid: {exc}") from None
+            raise ConfigError(f"severity grid entry for img/{op}/s{sev} is invalid: {exc}", param="grid") from None
         _CHECKED_LEVELS.add(memo)
     return conds

@@ -11,10 +11,13 @@ import numpy as np
 from ..atomic import write_text_atomic
 from ..conditions import Condition
 from ..errors import ConfigError, InputError
+from ..layout import RunDir
 from ..modes import MODES as MODE_WEIGHTS
+from ..modes import PATH_SIDES
 from ..vectors import l2_normalize
-from .plan import PATH_SIDES, RunOptions, image_source, text_source
-from .sources import ShardedArray
+from .gallery import ShardedArray
+from .options import RunOptions
+from .plan import image_source, text_source
 
 # ------------------------------------------------------------------------------------------------
 # scores per row block (the evaluator slices them; nothing Q x N is held)
@@ -155,12 +158,12 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
             bar.advance(task)
         report = evaluate_conditions(evals, labels, cfg, groups=groups)
         report["meta"].update({"mode": name, "dataset": ds.name, "n_dropped_queries": int(len(ds.queries) - keep.size)})
-        folder = out / name
-        folder.mkdir(parents=True, exist_ok=True)
+        rundir = RunDir(out)
+        rundir.target_dir(name).mkdir(parents=True, exist_ok=True)
         if name == "MOOR":
-            write_text_atomic(folder / "text_share.json", json.dumps(shares, indent=2) + "\n")
-        write_per_query(folder / "per_query.csv", qids, per_query_values(evals, metrics))
-        written[name] = folder / "report.json"
+            write_text_atomic(rundir.text_share, json.dumps(shares, indent=2) + "\n")
+        write_per_query(rundir.per_query(name), qids, per_query_values(evals, metrics))
+        written[name] = rundir.report(name)
         report["_drag_stats"] = evals["clean"].stats.get("hit@1")
         evaluated[name] = report
     # coarse-text drag of every fused mode against I->I, with a paired CI over the same resamples
