@@ -19,7 +19,7 @@ from typing import Any
 from .._version import __version__
 from ..errors import ConfigError
 from ..jsonable import to_json
-from ..layout import RunDir, check_resume, write_run_json
+from ..layout import RunDir, check_resume, read_run_json, write_run_json
 from .options import RunOptions
 from .plan import RunPlan
 
@@ -96,10 +96,11 @@ def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: Ru
     rundir = RunDir(out)
     sources = {"image": list(plan.image_sources), "text": list(plan.text_sources)}
     fp = run_fingerprint(dataset, encoder, options, plan.grid_json, sources)
-    previous = check_resume(out, "run", fp, force=options.force)
-    if previous is not None and "encoder_runs" in previous:
+    before = read_run_json(out, kind="run")
+    if before is not None and "encoder_runs" in before:
         raise ConfigError(f"{out} holds a run of several encoders (one folder each: "
-                          f"{', '.join(r.get('name', '?') for r in previous['encoder_runs'])}); use a new output folder")
+                          f"{', '.join(str(r.get('name', '?')) for r in before['encoder_runs'])}); use a new output folder")
+    previous = check_resume(out, "run", fp, force=options.force)
     evaluation = _evaluation(options, plan)
     targets = list(plan.modes.targets)
     if (previous is not None and not options.force and previous.get("status") == "complete"

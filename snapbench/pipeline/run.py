@@ -17,7 +17,7 @@ from typing import Any
 
 from ..atomic import prepare_output_dir
 from ..errors import ConfigError
-from ..layout import check_resume, write_run_json
+from ..layout import check_resume, read_run_json, write_run_json
 from ..progress import ProgressDisplay
 from .encoders import close_encoder, encoder_label, open_encoder, run_names
 from .gallery import encode_gallery
@@ -111,12 +111,15 @@ def _run_jobs(ds: Any, jobs: list[_Job], opts: RunOptions, t0: float) -> list[Ru
 def _plan_jobs(ds: Any, specs: Sequence[str | Any], encs: list[Any], names: list[str], dirs: list[Path], opts: RunOptions,
                say: Callable[[str], None], prefix: bool) -> list[_Job]:
     jobs = []
+    shared = list(getattr(ds, "notes", []))
+    for note in shared:  # the dataset's notes once; each encoder's own notes with its name
+        say(note)
     for name, spec, enc, out in zip(names, specs, encs, dirs):
         js = (lambda msg, n=name: say(f"{n}: {msg}")) if prefix else say
         plan = plan_run(ds, enc, opts)
         state = open_run(out, ds, encoder_label(spec, enc), enc, plan, opts)
         if not state.complete:
-            for note in plan.notes:
+            for note in plan.notes[len(shared):]:
                 js(note)
         jobs.append(_Job(name, spec, enc, plan, state, js))
     return jobs
@@ -159,10 +162,11 @@ def _open_run_set(out: Path, ds: Any, specs: Sequence[str | Any], encs: list[Any
     from ..corruptions import resolve_grid
 
     fp = shared_fingerprint(ds, opts, grid_json(resolve_grid(opts.grid)))
-    previous = check_resume(out, "run", fp, force=opts.force)
-    if previous is not None and "encoder_runs" not in previous:
+    before = read_run_json(out, kind="run")
+    if before is not None and "encoder_runs" not in before:
         raise ConfigError(f"{out} holds the run of one encoder (the folder is its run folder); use a new output folder "
                           "for a run of several encoders")
+    previous = check_resume(out, "run", fp, force=opts.force)
     runs = [{"name": n, "encoder": encoder_label(s, e), "path": n} for n, s, e in zip(names, specs, encs)]
     kept = [r for r in (previous or {}).get("encoder_runs", []) if r.get("name") not in names and not opts.force]
     meta = {"snapbench_version": __version__, "dataset": f"{ds.name} ({ds.format})", "seed": int(opts.seed),
