@@ -274,7 +274,7 @@ def _write_paths(inp: _Input, q_emb: dict[str, dict[str, np.ndarray]], g_emb: di
     written = []
     for n, cond in enumerate(inp.conditions, 1):
         q = q_emb[cond]
-        scores = cosine_path_scores(q.get("image"), q.get("text"), g_emb.get("image"), g_emb.get("text"))
+        scores = cosine_path_scores(q.get("image"), q.get("text"), g_emb.get("image"), g_emb.get("text"), paths=paths)
         for p in paths:
             written.append(out.path_scores(cond, p))
             save_npy_atomic(written[-1], scores[p])

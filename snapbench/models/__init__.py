@@ -30,7 +30,7 @@ trigrams) for the demo and the tests; its cross-modal similarities carry no mean
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -113,8 +113,9 @@ def load_encoder(spec: str, *, device: str | None = None, batch_size: int | None
 
 
 def cosine_path_scores(q_image: np.ndarray | None, q_text: np.ndarray | None, g_image: np.ndarray | None,
-                       g_text: np.ndarray | None) -> dict[str, np.ndarray]:
-    """Cosine similarities of the four paths of :data:`snapbench.modes.PATH_SIDES` (II, TT, IT, TI).
+                       g_text: np.ndarray | None, *, paths: Collection[str] | None = None) -> dict[str, np.ndarray]:
+    """Cosine similarities of the four paths of :data:`snapbench.modes.PATH_SIDES` (II, TT, IT, TI), or of
+    ``paths`` only.
 
     A side given as ``None`` (no images, or a text-only model) leaves out the paths that need it.
     Rows are normalised with :func:`snapbench.vectors.l2_normalize` (float32 embeddings stay float32).
@@ -123,6 +124,8 @@ def cosine_path_scores(q_image: np.ndarray | None, q_text: np.ndarray | None, g_
             for k, a in {("q", "image"): q_image, ("q", "text"): q_text, ("g", "image"): g_image, ("g", "text"): g_text}.items()}
     out = {}
     for path, (qs, gs) in PATH_SIDES.items():
+        if paths is not None and path not in paths:
+            continue
         a, b = unit[("q", qs)], unit[("g", gs)]
         if a is not None and b is not None:
             out[path] = a @ b.T
