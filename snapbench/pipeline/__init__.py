@@ -10,16 +10,17 @@ folder each (``DIR/<name>/``), listed in ``DIR/run.json`` under ``encoder_runs``
 
 The run is a chain of stages, each a module with one entry point and a typed hand-off:
 
-=================  ===========================  =================================================
-stage              entry point                  hands over
-=================  ===========================  =================================================
-plan               :func:`.plan.plan_run`        :class:`.plan.RunPlan` (modes, conditions, sources)
-resume             :func:`.resume.open_run`      :class:`.resume.RunState` (run.json, finished blocks)
-encode gallery     :func:`.gallery.encode_gallery`  :class:`.gallery.GalleryEmbeddings`
-encode queries     :func:`.queries.encode_queries`  :class:`.queries.QueryEmbeddings` per encoder
-score + evaluate   :func:`.scoring.evaluate_all`  the report of each target (a mode, MOOR, a baseline)
-report             :func:`.report.finish_run`    :class:`RunResult`
-=================  ===========================  =================================================
+1. plan -- :func:`.plan.plan_run` -> :class:`.plan.RunPlan` (modes, conditions, variant sources);
+2. resume -- :func:`.resume.open_run` -> :class:`.resume.RunState` (run.json, finished query blocks);
+3. encode gallery -- :func:`.gallery.encode_gallery` -> :class:`.gallery.GalleryEmbeddings`;
+4. encode queries -- :func:`.queries.encode_queries` -> :class:`.queries.QueryEmbeddings` per encoder
+   (one variant stream feeds every encoder);
+5. score -- :func:`.score.score_targets` -> :class:`.score.Scores` (each target's scores per row block);
+6. evaluate -- :func:`.scoring.evaluate_all` -> the report of each target (a mode, MOOR, a baseline);
+7. report -- :func:`.report.finish_run` -> :class:`RunResult` (final run.json, report.html).
+
+:mod:`.run` chains them; :mod:`.encoding` is the one encoding loop (shared with ``snapbench encode``),
+:mod:`.sources` the variant stream, :mod:`.encoders` the opening of encoders and the embedding cache.
 
 Decisions:
 

@@ -1,8 +1,8 @@
 """The run: the stages chained, for one encoder (:func:`run_benchmark`) or several (:func:`run_encoders`).
 
 plan (:mod:`.plan`) -> resume (:mod:`.resume`) -> encode gallery (:mod:`.gallery`) -> encode queries
-(:mod:`.queries`, one variant stream for every encoder) -> score + evaluate (:mod:`.scoring`: scores are
-computed per row block inside the evaluator, so the two are one streaming stage) -> report
+(:mod:`.queries`, one variant stream for every encoder) -> score (:mod:`.score`) -> evaluate
+(:mod:`.scoring`: it pulls each target's scores per row block, so no Q x N matrix is held) -> report
 (:mod:`.report`).
 """
 
