@@ -63,7 +63,18 @@ from .data import GalleryItem
 from .data.common import read_gallery_manifest
 from .errors import ConfigError, InputError
 from .jsonable import write_json
-from .layout import EMBEDDINGS_DIR, PATHS_DIR, EncodeDir, read_manifest, read_run_json, read_skips, write_ids, write_run_json
+from .layout import (
+    EMBEDDINGS_DIR,
+    GALLERY_IDS,
+    PATHS_DIR,
+    QUERY_IDS,
+    EncodeDir,
+    read_manifest,
+    read_run_json,
+    read_skips,
+    write_ids,
+    write_run_json,
+)
 from .models import Encoder, cosine_path_scores
 from .modes import PATH_SIDES, SIDES, paths_for_sides
 from .pipeline.encoding import encode_batches
@@ -323,9 +334,9 @@ def encode_corrupted(
     need = {("q", PATH_SIDES[p][0]) for p in paths} | {("g", PATH_SIDES[p][1]) for p in paths}
 
     prepare_out_dir(out.root)
-    for d in (out.root, out.paths):
-        write_ids(d / "query_ids.txt", inp.query_ids)
-        write_ids(d / "gallery_ids.txt", gallery_ids)
+    for d in (out.root, out.paths):  # the id lists of the folder, and of its SCORES_DIR
+        write_ids(d / QUERY_IDS, inp.query_ids)
+        write_ids(d / GALLERY_IDS, gallery_ids)
     write_json(out.dropped_queries, inp.dropped, indent=1)
     ticks = _Ticks(progress)
     g_emb = encode_gallery(items, encoder, [s for s in SIDES if ("g", s) in need], batch_size=batch_size, bar=ticks).sides
