@@ -39,6 +39,7 @@ def encode(
     from ..encode import load_gallery, prepare_out_dir
     from ..engines import check_engine
     from ..layout import read_manifest
+    from ..models import CachedEncoder
     from ..pipeline.encoders import close_encoder, open_encoder
     from ..validate import comma_list, positive_int
 
@@ -56,7 +57,7 @@ def encode(
     try:
         if note:
             typer.echo(note, err=True)
-        if hasattr(enc, "hits"):
+        if isinstance(enc, CachedEncoder):
             typer.echo(f"embedding cache: {enc.cache_dir}", err=True)
         _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progress, items)
     finally:
@@ -66,6 +67,7 @@ def encode(
 def _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progress, items) -> None:
     """The encode command once the encoder is open (in this process or as a Ray actor pool)."""
     from ..encode import encode_corrupted
+    from ..models import CachedEncoder
     from ..modes import modes_for_paths
     from ..progress import ProgressDisplay
 
@@ -102,5 +104,5 @@ def _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progres
             f"(kept paired; reasons in {out / 'dropped_queries.json'})",
             err=True,
         )
-    if hasattr(enc, "hits"):
+    if isinstance(enc, CachedEncoder):
         typer.echo(f"embedding cache: {enc.hits} hits, {enc.misses} encoded", err=True)

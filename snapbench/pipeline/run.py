@@ -66,7 +66,9 @@ def _open_encoders(specs: Sequence[str | Any], opts: RunOptions, say: Callable[[
         for enc in opened:
             close_encoder(enc)
         raise
-    roots = sorted({str(enc.cache_dir) for enc in opened if hasattr(enc, "hits") and hasattr(enc, "cache_dir")})
+    from ..models import CachedEncoder
+
+    roots = sorted({str(enc.cache_dir) for enc in opened if isinstance(enc, CachedEncoder)})
     if roots:
         say(f"embedding cache: {', '.join(roots)}")
     return opened
@@ -111,12 +113,12 @@ def _run_jobs(ds: Any, jobs: list[_Job], opts: RunOptions, t0: float) -> list[Ru
 def _plan_jobs(ds: Any, specs: Sequence[str | Any], encs: list[Any], names: list[str], dirs: list[Path], opts: RunOptions,
                say: Callable[[str], None], prefix: bool) -> list[_Job]:
     jobs = []
+    plans = [plan_run(ds, enc, opts) for enc in encs]  # every plan first: a bad option fails before any output
     shared = list(getattr(ds, "notes", []))
     for note in shared:  # the dataset's notes once; each encoder's own notes with its name
         say(note)
-    for name, spec, enc, out in zip(names, specs, encs, dirs):
+    for name, spec, enc, out, plan in zip(names, specs, encs, dirs, plans):
         js = (lambda msg, n=name: say(f"{n}: {msg}")) if prefix else say
-        plan = plan_run(ds, enc, opts)
         state = open_run(out, ds, encoder_label(spec, enc), enc, plan, opts)
         if not state.complete:
             for note in plan.notes[len(shared):]:
