@@ -61,7 +61,7 @@ from .conditions import parse_condition
 from .corruptions.io import load_image
 from .data import GalleryItem
 from .data.common import read_gallery_manifest
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, SnapbenchError
 from .jsonable import write_json
 from .layout import (
     EMBEDDINGS_DIR,
@@ -125,10 +125,10 @@ def _condition_ids(conditions: Sequence[str]) -> list[str]:
     for c in conditions:
         try:
             ids.append(parse_condition(c).id)
-        except ConfigError:
-            raise
-        except ValueError as exc:  # the parser's own error: a user's typo
-            raise ConfigError(str(exc), param="conditions") from None
+        except ValueError as exc:  # a user's typo: said as a problem of this parameter
+            if isinstance(exc, SnapbenchError) and exc.param is not None:
+                raise
+            raise ConfigError(exc.problem if isinstance(exc, SnapbenchError) else str(exc), param="conditions") from None
     return ids
 
 
