@@ -114,7 +114,10 @@ def main() -> None:
     lines += ["", "Wait share = time the main process spent blocked on the next query's variants / (that + time "
               "inside the encoder). The first query's wait includes spawning the workers (importing snapbench, "
               "OpenCV) and is left out of the last column.", ""]
-    args.out.write_text("\n".join(lines) + "\n")
+    # keep the section bench_multi_encoder.py writes below this one
+    old = args.out.read_text() if args.out.exists() else ""
+    tail = old[old.index("\n## "):] if "\n## " in old else ""
+    args.out.write_text("\n".join(lines) + "\n" + tail)
     print(f"wrote {args.out}")
 
 

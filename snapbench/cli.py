@@ -53,6 +53,9 @@ def _root(
     ),
 ) -> None:
     """Paired robustness evaluation of image+text retrieval."""
+    from .engines.shm import remove_stale_shared
+
+    remove_stale_shared()  # shared-memory blocks a killed snapbench left behind (any command cleans them)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,

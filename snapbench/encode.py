@@ -11,6 +11,7 @@ possibly ``None``), and writes::
     OUT/paths/<condition file name>.{II,TT,IT,TI}.npy            (Q x N cosine scores)
     OUT/paths/query_ids.txt, OUT/paths/gallery_ids.txt
     OUT/dropped_queries.json                                     {query id: reason}
+    OUT/run.json                                                 kind "encode": inputs, encoder, conditions, paths
     OUT/paths/<condition file name>.npy, OUT/embeddings/*.joint.npy   only for a native joint model
 
 A model with a native joint embedding (``joint = True`` and ``encode_queries(images, texts)``)
@@ -23,12 +24,17 @@ gallery item (image, caption), and ``paths/<condition>.npy`` holds their cosines
 
 Decisions:
 
+* One encoding stage with ``snapbench run``: the gallery goes through
+  :func:`snapbench.pipeline.gallery.encode_gallery` and every batch through
+  :func:`snapbench.pipeline.encoding.call_encoder`, so a failing model is the same clean error in
+  both, and image and text embeddings of different sizes (two separate models) leave out the
+  cross-modal paths IT and TI in both (:func:`snapbench.modes.paths_for_sides`).
 * Memory is bounded by the batch, not the gallery: images are decoded, encoded and dropped batch by
   batch; only embeddings are kept.  Each distinct variant image (manifest ``sha256``) and question
   is encoded once per run (text conditions share the clean image, image conditions the clean
   question); an :class:`~snapbench.models.CachedEncoder` makes that once per model across runs.
-* A path is written only when both of its sides exist for *every* query and gallery item and the
-  encoder encodes them: II needs query and gallery images, TT questions and captions, IT query
+* A path is written only when both of its sides exist for *every* query and gallery item, the
+  encoder encodes them and (IT, TI) the two sides share one embedding space: II needs query and gallery images, TT questions and captions, IT query
   images and captions, TI questions and gallery images.  Image-only queries give II (and IT with
   captions); a text-only model gives TT.  The paths left out, and why, are in
   :attr:`EncodeSummary.skipped_paths`.
@@ -41,7 +47,6 @@ Decisions:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -50,18 +55,33 @@ from typing import Any
 
 import numpy as np
 
-from .atomic import prepare_output_dir, save_npy_atomic, write_text_atomic
-from .conditions import condition_to_filename, parse_condition
+from ._version import __version__
+from .atomic import prepare_output_dir, save_npy_atomic
+from .conditions import parse_condition
 from .corruptions.io import load_image
 from .data import GalleryItem
 from .data.common import read_gallery_manifest
-from .errors import ConfigError, InputError
-from .layout import DROPPED_QUERIES, EMBEDDINGS_DIR, PATHS_DIR, read_manifest, read_skips, write_ids
+from .errors import ConfigError, InputError, SnapbenchError
+from .jsonable import write_json
+from .layout import (
+    EMBEDDINGS_DIR,
+    GALLERY_IDS,
+    PATHS_DIR,
+    QUERY_IDS,
+    EncodeDir,
+    read_manifest,
+    read_run_json,
+    read_skips,
+    write_ids,
+    write_run_json,
+)
 from .models import Encoder, cosine_path_scores
-from .modes import PATH_SIDES
+from .modes import PATH_SIDES, SIDES, paths_for_sides
+from .pipeline.encoding import encode_batches
+from .pipeline.gallery import encode_gallery
+from .validate import positive_int
 
 __all__ = ["EncodeSummary", "GalleryItem", "encode_corrupted", "load_gallery", "prepare_out_dir"]
-
 
 
 @dataclass
@@ -76,42 +96,66 @@ class EncodeSummary:
     joint: bool = False  # paths/<condition>.npy hold the encoder's native joint IT→IT scores
 
 
+@dataclass
+class _Input:
+    """The corrupt output as encode reads it: manifest rows per condition and the paired queries."""
+
+    corrupt_dir: Path
+    by_cond: dict[str, dict[str, dict]]
+    conditions: list[str]
+    query_ids: list[str]
+    dropped: dict[str, str]
+
+
 def load_gallery(path: str | os.PathLike) -> list[GalleryItem]:
     """Read a gallery manifest: JSONL or a JSON list of objects with ``id`` and ``image`` and/or
     ``caption`` (the one reader of :mod:`snapbench.data`)."""
     return read_gallery_manifest(Path(path))
 
 
-def _read_skips(corrupt_dir: Path) -> dict[tuple[str, str | None], str]:
-    """(query id, condition or None) -> reason, from ``skips.jsonl`` (empty when there is none)."""
-    return {(str(s["id"]), s.get("condition")): str(s.get("reason")) for s in read_skips(corrupt_dir)}
-
-
 def prepare_out_dir(out_dir: str | os.PathLike) -> None:
     """Create ``out_dir/embeddings`` and ``out_dir/paths``; raise :class:`OutputError` if ``out_dir``
-    cannot hold the outputs — before any encoding is spent."""
+    cannot hold the outputs (or holds another command's) -- before any encoding is spent."""
+    read_run_json(out_dir, kind="encode")  # never write into the folder of corrupt, run...
     prepare_output_dir(out_dir, EMBEDDINGS_DIR, PATHS_DIR)
 
 
-def _encode_stream(encode: Callable[[list], np.ndarray], items: Sequence[Any], load: Callable[[Any], Any],
-                   batch_size: int, what: str, on_batch: Callable[[int], None] | None = None) -> np.ndarray:
-    """Load, encode and drop ``items`` batch by batch; only the (n, d) float32 embeddings are kept.
+def _condition_ids(conditions: Sequence[str]) -> list[str]:
+    ids = []
+    for c in conditions:
+        try:
+            ids.append(parse_condition(c).id)
+        except ValueError as exc:  # a user's typo: said as a problem of this parameter
+            if isinstance(exc, SnapbenchError) and exc.param is not None:
+                raise
+            raise ConfigError(exc.problem if isinstance(exc, SnapbenchError) else str(exc), param="conditions") from None
+    return ids
 
-    ``on_batch(n_done)`` is called after each batch.
-    """
-    chunks = []
-    for i in range(0, len(items), batch_size):
-        batch = [load(x) for x in items[i : i + batch_size]]
-        emb = np.asarray(encode(batch), dtype=np.float32)
-        if emb.ndim != 2 or emb.shape[0] != len(batch):
-            raise ConfigError(f"the encoder returned shape {emb.shape} for a batch of {len(batch)} {what}")
-        chunks.append(emb)
-        del batch
-        if on_batch:
-            on_batch(i + emb.shape[0])
-    if not chunks:
-        raise ConfigError(f"no {what} to encode")
-    return np.concatenate(chunks)
+
+def _read_input(corrupt_dir: Path, conditions: Sequence[str] | None) -> _Input:
+    by_cond: dict[str, dict[str, dict]] = {}
+    for ln in read_manifest(corrupt_dir):
+        by_cond.setdefault(ln["condition"], {})[str(ln["id"])] = ln
+    if "clean" not in by_cond:
+        raise InputError("manifest.jsonl has no 'clean' outputs", path=corrupt_dir)
+    wanted = list(by_cond) if conditions is None else ["clean"] + [c for c in _condition_ids(conditions) if c != "clean"]
+    wanted = list(dict.fromkeys(wanted))
+    missing = [c for c in wanted if c not in by_cond]
+    if missing:
+        raise InputError(f"no outputs for condition(s) {', '.join(missing)} (it has: {', '.join(by_cond)})",
+                         path=corrupt_dir)
+    skips = {(str(s["id"]), s.get("condition")): str(s.get("reason")) for s in read_skips(corrupt_dir)}
+    query_ids = list(by_cond["clean"])
+    dropped: dict[str, str] = {}
+    for c in wanted:
+        for q in query_ids:
+            if q not in by_cond[c] and q not in dropped:
+                why = skips.get((q, c)) or skips.get((q, None)) or "see skips.jsonl"
+                dropped[q] = f"no output under {c}: {why}"
+    query_ids = [q for q in query_ids if q not in dropped]
+    if not query_ids:
+        raise InputError("no query has outputs under every selected condition", path=corrupt_dir)
+    return _Input(corrupt_dir, by_cond, wanted, query_ids, dropped)
 
 
 def _side_reason(side: str, queries: bool, missing: list[str], total: int) -> str:
@@ -121,6 +165,133 @@ def _side_reason(side: str, queries: bool, missing: list[str], total: int) -> st
         return f"no {one} has a{'n' if noun[0] in 'aeiou' else ''} {noun}"
     ex = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
     return f"{len(missing)} of {total} {many} have no {noun} ({ex}); a path needs it for every one"
+
+
+def _side_reasons(inp: _Input, items: Sequence[Any], encoder: Any) -> dict[tuple[str, str], str]:
+    """(``"q"`` / ``"g"``, side) -> why that side cannot be encoded (absent: it can)."""
+    clean = inp.by_cond["clean"]
+    mods = frozenset(getattr(encoder, "modalities", None) or SIDES)
+    lacking = {
+        ("q", "image"): [q for q in inp.query_ids if not clean[q].get("path")],
+        ("q", "text"): [q for q in inp.query_ids if clean[q].get("question") is None],
+        ("g", "image"): [g.id for g in items if g.image is None],
+        ("g", "text"): [g.id for g in items if g.caption is None],
+    }
+    why: dict[tuple[str, str], str] = {}
+    for (who, side), miss in lacking.items():
+        if side not in mods:
+            why[(who, side)] = f"encoder {getattr(encoder, 'name', '?')!r} does not encode {side}s"
+        elif miss:
+            why[(who, side)] = _side_reason(side, who == "q", miss, len(inp.query_ids) if who == "q" else len(items))
+    return why
+
+
+def _plan_paths(why: dict[tuple[str, str], str], dims: dict[str, int] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The paths to write and why the others are not (``dims``: side -> embedding size, once known)."""
+    shared = dims is None or len(set(dims.values())) <= 1
+    have = paths_for_sides([s for s in SIDES if ("q", s) not in why], [s for s in SIDES if ("g", s) not in why])
+    paths, skipped = [], {}
+    for p, (qs, gs) in PATH_SIDES.items():
+        if p not in have:
+            skipped[p] = why.get(("q", qs)) or why[("g", gs)]
+        elif not shared and qs != gs:
+            skipped[p] = (f"the image and text embeddings differ in size ({dims['image']} vs {dims['text']}): "
+                          "no shared space")
+        else:
+            paths.append(p)
+    return paths, skipped
+
+
+class _Ticks:
+    """``progress(stage, done, total)`` as the progress display the gallery stage drives."""
+
+    def __init__(self, progress: Callable[[str, int, int], None] | None) -> None:
+        self.progress, self.state = progress, {}
+
+    _STAGES = {"encode gallery images": "gallery images", "encode gallery texts": "gallery captions"}
+
+    def add(self, description: str, total: int) -> str:
+        stage = self._STAGES.get(description, description)
+        self.state[stage] = [0, total]
+        return stage
+
+    def advance(self, task: str, n: int = 1) -> None:
+        done = self.state[task]
+        done[0] += n
+        if self.progress is not None:
+            self.progress(task, done[0], done[1])
+
+
+def _encode_queries(inp: _Input, encoder: Any, need: set[tuple[str, str]], batch_size: int,
+                    out: EncodeDir) -> dict[str, dict[str, np.ndarray]]:
+    """Each condition's query embeddings per side, each distinct image (sha256) and question once."""
+    image_memo: dict[str, np.ndarray] = {}  # sha256 of the variant file -> embedding
+    text_memo: dict[str, np.ndarray] = {}
+    result: dict[str, dict[str, np.ndarray]] = {}
+    for cond in inp.conditions:
+        rows = [inp.by_cond[cond][q] for q in inp.query_ids]
+        result[cond] = {}
+        if ("q", "image") in need:
+            for r in rows:
+                if not r.get("path") or not r.get("sha256"):
+                    raise InputError(f"query {r['id']!r} under {cond} has no image file in manifest.jsonl", path=inp.corrupt_dir)
+            files = {r["sha256"]: inp.corrupt_dir / r["path"] for r in rows}
+            todo = [k for k in dict.fromkeys(r["sha256"] for r in rows) if k not in image_memo]
+            if todo:
+                embs = encode_batches(encoder.encode_images, [files[k] for k in todo], "query images",
+                                      batch_size=batch_size, load=load_image)
+                image_memo.update(zip(todo, embs))
+            result[cond]["image"] = np.stack([image_memo[r["sha256"]] for r in rows])
+        if ("q", "text") in need:
+            for r in rows:
+                if r.get("question") is None:
+                    raise InputError(f"query {r['id']!r} under {cond} has no question in manifest.jsonl", path=inp.corrupt_dir)
+            todo_txt = [t for t in dict.fromkeys(r["question"] for r in rows) if t not in text_memo]
+            if todo_txt:
+                text_memo.update(zip(todo_txt, encode_batches(encoder.encode_texts, todo_txt, "questions", batch_size=batch_size)))
+            result[cond]["text"] = np.stack([text_memo[r["question"]] for r in rows])
+        for side, arr in result[cond].items():
+            save_npy_atomic(out.embedding(cond, side), arr)
+    return result
+
+
+def _joint_scores(inp: _Input, items: Sequence[Any], encoder: Any, batch_size: int, out: EncodeDir,
+                  progress: _Ticks) -> list[Path]:
+    """A native joint model's own IT→IT scores: ``paths/<condition>.npy`` (+ ``*.joint.npy`` embeddings)."""
+    def joint(batch: list) -> Any:
+        return encoder.encode_queries([x[0] for x in batch], [x[1] for x in batch])
+
+    task = progress.add("gallery items (joint)", len(items))
+    g = encode_batches(joint, list(items), "gallery items (joint)", batch_size=batch_size,
+                       load=lambda it: (load_image(it.image), it.caption), on_batch=lambda n: progress.advance(task, n))
+    written = [out.embedding(None, "joint")]
+    save_npy_atomic(written[0], g)
+    for cond in inp.conditions:
+        rows = [inp.by_cond[cond][q] for q in inp.query_ids]
+        pairs = list(dict.fromkeys((r["path"], r["question"]) for r in rows))
+        emb = encode_batches(joint, pairs, "queries (joint)", batch_size=batch_size,
+                             load=lambda k: (load_image(inp.corrupt_dir / k[0]), k[1]))
+        memo = dict(zip(pairs, emb))
+        q = np.stack([memo[(r["path"], r["question"])] for r in rows])
+        # the cosine of the joint embeddings: the same formula as the II path, on joint vectors
+        written += [out.embedding(cond, "joint"), out.path_scores(cond, None)]
+        save_npy_atomic(written[-2], q)
+        save_npy_atomic(written[-1], cosine_path_scores(q, None, g, None)["II"])
+    return written
+
+
+def _write_paths(inp: _Input, q_emb: dict[str, dict[str, np.ndarray]], g_emb: dict[str, np.ndarray], paths: list[str],
+                 out: EncodeDir, progress: _Ticks) -> list[Path]:
+    written = []
+    for n, cond in enumerate(inp.conditions, 1):
+        q = q_emb[cond]
+        scores = cosine_path_scores(q.get("image"), q.get("text"), g_emb.get("image"), g_emb.get("text"), paths=paths)
+        for p in paths:
+            written.append(out.path_scores(cond, p))
+            save_npy_atomic(written[-1], scores[p])
+        if progress.progress is not None:
+            progress.progress(cond, n, len(inp.conditions))
+    return written
 
 
 def encode_corrupted(
@@ -143,152 +314,57 @@ def encode_corrupted(
     after each condition (stage = the condition id, counting conditions).  The encoder's ``modalities``
     (default: both) decide, with the data, which paths are written (module docstring).
     """
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-    corrupt_dir, out_dir = Path(corrupt_dir), Path(out_dir)
-    lines = read_manifest(corrupt_dir)
+    batch_size = positive_int(batch_size, "batch_size")
+    corrupt_dir, out = Path(corrupt_dir), EncodeDir(out_dir)
+    inp = _read_input(corrupt_dir, conditions)
     items = load_gallery(gallery) if isinstance(gallery, (str, os.PathLike)) else list(gallery)
     if not items:
         raise InputError("the gallery is empty")
     gallery_ids = [str(g.id) for g in items]
     if len(set(gallery_ids)) != len(gallery_ids):
-        dup = next(i for i in gallery_ids if gallery_ids.count(i) > 1)
-        raise InputError(f"duplicate gallery id {dup!r}")
-
-    by_cond: dict[str, dict[str, dict]] = {}
-    for ln in lines:
-        by_cond.setdefault(ln["condition"], {})[str(ln["id"])] = ln
-    if "clean" not in by_cond:
-        raise InputError("manifest.jsonl has no 'clean' outputs", path=corrupt_dir)
-    wanted = list(by_cond) if conditions is None else ["clean"] + [parse_condition(c).id for c in conditions if parse_condition(c).id != "clean"]
-    wanted = list(dict.fromkeys(wanted))
-    missing = [c for c in wanted if c not in by_cond]
-    if missing:
-        raise InputError(f"no outputs for condition(s) {', '.join(missing)}", path=corrupt_dir)
-
-    skips = _read_skips(corrupt_dir)
-    query_ids = list(by_cond["clean"])
-    dropped: dict[str, str] = {}
-    for c in wanted:
-        for q in query_ids:
-            if q not in by_cond[c] and q not in dropped:
-                why = skips.get((q, c)) or skips.get((q, None)) or "see skips.jsonl"
-                dropped[q] = f"no output under {c}: {why}"
-    query_ids = [q for q in query_ids if q not in dropped]
-    if not query_ids:
-        raise InputError("no query has outputs under every selected condition", path=corrupt_dir)
-
-    # Which sides exist for every query / gallery item, and which the encoder encodes.
-    clean = by_cond["clean"]
-    mods = frozenset(getattr(encoder, "modalities", None) or {"image", "text"})
-    lacking = {
-        ("q", "image"): [q for q in query_ids if not clean[q].get("path")],
-        ("q", "text"): [q for q in query_ids if clean[q].get("question") is None],
-        ("g", "image"): [g.id for g in items if g.image is None],
-        ("g", "text"): [g.id for g in items if g.caption is None],
-    }
-    side_why: dict[tuple[str, str], str] = {}
-    for (who, side), miss in lacking.items():
-        if side not in mods:
-            side_why[(who, side)] = f"encoder {getattr(encoder, 'name', '?')!r} does not encode {side}s"
-        elif miss:
-            side_why[(who, side)] = _side_reason(side, who == "q", miss, len(query_ids) if who == "q" else len(items))
-    paths, skipped_paths = [], {}
-    for p, (qs, gs) in PATH_SIDES.items():
-        why = side_why.get(("q", qs)) or side_why.get(("g", gs))
-        if why:
-            skipped_paths[p] = why
-        else:
-            paths.append(p)
+        raise InputError(f"duplicate gallery id {next(i for i in gallery_ids if gallery_ids.count(i) > 1)!r}")
+    why = _side_reasons(inp, items, encoder)
+    paths, skipped = _plan_paths(why)
     joint = bool(getattr(encoder, "joint", False)) and callable(getattr(encoder, "encode_queries", None))
-    if joint:
-        why = next(iter(side_why.values()), None)
-        if why:
-            skipped_paths["joint"] = f"native joint scores need images and texts on both sides: {why}"
-            joint = False
+    if joint and why:
+        skipped["joint"] = f"native joint scores need images and texts on both sides: {next(iter(why.values()))}"
+        joint = False
     if not paths and not joint:
-        raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped_paths.items()))
+        raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped.items()))
     need = {("q", PATH_SIDES[p][0]) for p in paths} | {("g", PATH_SIDES[p][1]) for p in paths}
 
-    prepare_out_dir(out_dir)
-    for d in (out_dir, out_dir / PATHS_DIR):
-        write_ids(d / "query_ids.txt", query_ids)
-        write_ids(d / "gallery_ids.txt", gallery_ids)
-    write_text_atomic(out_dir / DROPPED_QUERIES, json.dumps(dropped, indent=1, ensure_ascii=False) + "\n")
-
-    written: set[Path] = set()
-
-    def put(path: Path, arr: np.ndarray | None) -> None:
-        if arr is not None:
-            save_npy_atomic(path, arr)
-            written.add(path)
-
-    emb_dir, path_dir = out_dir / EMBEDDINGS_DIR, out_dir / PATHS_DIR
-    g_emb: dict[str, np.ndarray | None] = {"image": None, "text": None}
-    def gallery_tick(stage: str) -> Callable[[int], None] | None:
-        return None if progress is None else (lambda done: progress(stage, done, len(items)))
-
-    if ("g", "image") in need:
-        g_emb["image"] = _encode_stream(encoder.encode_images, items, lambda g: load_image(g.image), batch_size,
-                                        "gallery images", gallery_tick("gallery images"))
-    if ("g", "text") in need:
-        g_emb["text"] = _encode_stream(encoder.encode_texts, [g.caption for g in items], lambda t: t, batch_size,
-                                       "gallery captions", gallery_tick("gallery captions"))
+    prepare_out_dir(out.root)
+    for d in (out.root, out.paths):  # the id lists of the folder, and of its SCORES_DIR
+        write_ids(d / QUERY_IDS, inp.query_ids)
+        write_ids(d / GALLERY_IDS, gallery_ids)
+    write_json(out.dropped_queries, inp.dropped, indent=1)
+    ticks = _Ticks(progress)
+    g_emb = encode_gallery(items, encoder, [s for s in SIDES if ("g", s) in need], batch_size=batch_size, bar=ticks).sides
+    written = []
     for side, arr in g_emb.items():
-        put(emb_dir / f"gallery.{side}.npy", arr)
-    g_joint = None
+        written.append(out.embedding(None, side))
+        save_npy_atomic(written[-1], arr)
+    q_emb = _encode_queries(inp, encoder, need, batch_size, out)
+    written += [out.embedding(c, side) for c, per in q_emb.items() for side in per]
+    dims = {side: int(a.shape[1]) for side, a in g_emb.items()} | {s: int(a.shape[1]) for per in q_emb.values() for s, a in per.items()}
+    paths, skipped_now = _plan_paths(why, dims)
+    skipped.update(skipped_now)
+    if not paths and not joint:
+        raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped.items()))
+    written += _write_paths(inp, q_emb, g_emb, paths, out, ticks)
     if joint:
-        g_joint = _encode_stream(lambda b: encoder.encode_queries([x[0] for x in b], [x[1] for x in b]), items,
-                                 lambda g: (load_image(g.image), g.caption), batch_size, "gallery items (joint)",
-                                 gallery_tick("gallery items (joint)"))
-    put(emb_dir / "gallery.joint.npy", g_joint)
-
-    image_memo: dict[str, np.ndarray] = {}  # sha256 of the variant file -> embedding
-    text_memo: dict[str, np.ndarray] = {}
-    for n, cond in enumerate(wanted, 1):
-        rows = [by_cond[cond][q] for q in query_ids]
-        stem = condition_to_filename(cond)
-        q_emb: dict[str, np.ndarray | None] = {"image": None, "text": None}
-        if ("q", "image") in need:
-            for r in rows:
-                if not r.get("path") or not r.get("sha256"):
-                    raise InputError(f"query {r['id']!r} under {cond} has no image file in manifest.jsonl", path=corrupt_dir)
-            todo = list(dict.fromkeys(r["sha256"] for r in rows if r["sha256"] not in image_memo))
-            files = {r["sha256"]: corrupt_dir / r["path"] for r in rows}
-            if todo:
-                todo_files = [files[k] for k in todo]
-                embs = _encode_stream(encoder.encode_images, todo_files, load_image, batch_size, "query images")
-                image_memo.update(zip(todo, embs))
-            q_emb["image"] = np.stack([image_memo[r["sha256"]] for r in rows])
-        if ("q", "text") in need:
-            for r in rows:
-                if r.get("question") is None:
-                    raise InputError(f"query {r['id']!r} under {cond} has no question in manifest.jsonl", path=corrupt_dir)
-            todo_txt = [t for t in dict.fromkeys(r["question"] for r in rows) if t not in text_memo]
-            if todo_txt:
-                text_memo.update(zip(todo_txt, _encode_stream(encoder.encode_texts, todo_txt, lambda t: t, batch_size, "questions")))
-            q_emb["text"] = np.stack([text_memo[r["question"]] for r in rows])
-        for side, arr in q_emb.items():
-            put(emb_dir / f"{stem}.{side}.npy", arr)
-        scores = cosine_path_scores(q_emb["image"], q_emb["text"], g_emb["image"], g_emb["text"])
-        for p in PATH_SIDES:
-            put(path_dir / f"{stem}.{p}.npy", scores.get(p) if p in paths else None)
-        q_joint = None
-        if joint:
-            pairs = list(dict.fromkeys((r["path"], r["question"]) for r in rows))
-            emb = _encode_stream(lambda b: encoder.encode_queries([x[0] for x in b], [x[1] for x in b]), pairs,
-                                 lambda k: (load_image(corrupt_dir / k[0]), k[1]), batch_size, "queries (joint)")
-            memo = dict(zip(pairs, emb))
-            q_joint = np.stack([memo[(r["path"], r["question"])] for r in rows])
-        put(emb_dir / f"{stem}.joint.npy", q_joint)
-        # the cosine of the joint embeddings: the same formula as the II path, on joint vectors
-        put(path_dir / f"{stem}.npy", None if q_joint is None else cosine_path_scores(q_joint, None, g_joint, None)["II"])
-        if progress:
-            progress(cond, n, len(wanted))
+        written += _joint_scores(inp, items, encoder, batch_size, out, ticks)
     # Files an earlier run left (other conditions, paths or sides, other query rows) would be read
     # with this run's id lists: remove them.
-    for d in (emb_dir, path_dir):
+    keep = set(written)
+    for d in (out.embeddings, out.paths):
         for f in d.glob("*.npy"):
-            if f not in written:
+            if f not in keep:
                 f.unlink()
-    return EncodeSummary(out_dir, wanted, len(query_ids), len(items), dropped, paths, skipped_paths, joint)
+    write_run_json(out.root, "encode", {
+        "snapbench_version": __version__, "corrupt_dir": str(corrupt_dir.resolve()),
+        "gallery": str(Path(gallery).resolve()) if isinstance(gallery, (str, os.PathLike)) else None,
+        "encoder": str(getattr(encoder, "name", type(encoder).__name__)), "conditions": inp.conditions,
+        "paths": paths, "joint": joint, "n_queries": len(inp.query_ids), "n_gallery": len(items)})
+    return EncodeSummary(out.root, inp.conditions, len(inp.query_ids), len(items), inp.dropped, paths,
+                         {p: w for p, w in skipped.items() if p not in paths}, joint)

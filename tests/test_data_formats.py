@@ -131,7 +131,7 @@ def test_jsonl_trec_qrels_and_errors(tmp_path):
     alone = tmp_path / "alone" / "queries.jsonl"
     alone.parent.mkdir()
     alone.write_text('{"id": "x", "question": "?"}\n')
-    with pytest.raises(InputError, match="queries.jsonl: no gallery: pass gallery="):
+    with pytest.raises(InputError, match="queries.jsonl: no gallery: give one with gallery"):
         load_dataset(alone)
 
 
@@ -146,7 +146,7 @@ def test_detect_and_force(tmp_path):
         load_dataset(DEMO, format="coco")
     assert FORMATS == ("snapbench-json", "hf-imagefolder", "photobench", "jsonl")
     assert detect_format(DEMO) == "jsonl"
-    with pytest.raises(ConfigError, match="language applies to the photobench format only"):
+    with pytest.raises(ConfigError, match="language does not apply to the jsonl format"):
         load_dataset(DEMO, language="cn")
 
 

@@ -213,7 +213,7 @@ def test_a_killed_cli_run_resumes_to_the_same_report(tmp_path):
 def test_workers_leave_no_shared_memory_and_stale_blocks_are_freed(demo, tmp_path):
     from multiprocessing import shared_memory
 
-    from snapbench.pipeline.sources import remove_stale_shared
+    from snapbench.engines.shm import remove_stale_shared
 
     shm = Path("/dev/shm")
     if not shm.is_dir():

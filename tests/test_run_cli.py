@@ -61,10 +61,13 @@ def test_relative_dataset_paths_are_recorded_absolute(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--k", "0"], "cut-offs k must be positive"),
-    (["--workers", "0"], "--workers must be >= 1"),
-    (["--variants", "published"], "--variants must be"),
-    (["--modes", "I2X"], "unknown mode 'I2X'"),
+    (["--k", "0"], "--k: needs integers >= 1, got '0'"),
+    (["--workers", "0"], "--workers: must be an integer >= 1, got 0"),
+    (["--variants", "published"], "unknown --variants 'published'; choose one of generated, released"),
+    (["--modes", "I2X"], "unknown retrieval mode 'I2X'"),
+    (["--engine", "rey"], "unknown engine 'rey' (did you mean ray?)"),
+    (["--actors", "2"], "--actors needs the ray engine"),
+    (["--name", "a"], "--name: names the folders of a run of several encoders"),
 ])
 def test_meaningless_options_fail_before_any_work(tmp_path, args, message):
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"), *FAST, *args])
@@ -84,7 +87,7 @@ def test_a_folder_of_another_command_is_never_overwritten(tmp_path):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "run.json").write_text(json.dumps({"seed": 0, "conditions": ["clean"]}))
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "c"), "--force", *FAST])
-    assert r.exit_code == 2 and "not the output folder of a snapbench run" in r.output
+    assert r.exit_code == 2 and "not of 'snapbench run'" in r.output, r.output
 
 
 def test_manifest_warnings_are_one_line_each(tmp_path):

@@ -34,14 +34,12 @@ def demo(
     from ..atomic import prepare_output_dir
     from ..conditions import parse_condition
     from ..data import load_dataset
-    from ..errors import ConfigError
     from ..evaluate import read_report
     from ..pipeline import RunOptions, run_benchmark
+    from ..validate import positive_int
 
-    if workers < 1:
-        raise ConfigError(f"--workers must be at least 1, got {workers}")
-    if resamples < 100:
-        raise ConfigError(f"--resamples must be at least 100, got {resamples}")
+    positive_int(workers, "workers")
+    positive_int(resamples, "resamples", minimum=100)
     prepare_output_dir(out)  # before anything is printed or computed
     console = Console(stderr=True)
     ds = load_dataset(data or DEFAULT_DATA)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from ..engines import ENGINES
+
 ENCODER_HELP = (
     "Encoder spec: 'toy', 'hf:NAME_OR_PATH' (transformers CLIP/SigLIP), 'sentence-transformers:NAME_OR_PATH', "
     "'open_clip:ARCH[:PRETRAINED_OR_FILE]', 'package.module:attribute' (your own), or a plugin name."
@@ -20,10 +22,10 @@ def encode(
     device: str | None = typer.Option(None, "--device", help="torch device, e.g. cuda, cuda:1, cpu (default: cuda if available, else cpu)."),
     conditions: str | None = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: all in the manifest)."),
     batch_size: int = typer.Option(32, "--batch-size", min=1, help="Images decoded and encoded at a time (memory grows with it, not with the gallery)."),
-    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache (default: every encoder with a fingerprint but cheap ones such as toy)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
-    engine: str = typer.Option("local", "--engine", help="local (encode in this process) or ray (a pool of Ray actors, one model load each; needs snapbench[ray])."),
+    engine: str = typer.Option("local", "--engine", help=f"{' or '.join(ENGINES)}: local encodes in this process, ray on a pool of Ray actors (one model load each; needs snapbench[ray])."),
     actors: int = typer.Option(1, "--actors", help="With --engine ray: encoder actors (a GPU each when the cluster has them)."),
     address: str | None = typer.Option(None, "--address", help="With --engine ray: the Ray cluster (auto, ray://HOST:10001); default: a local Ray."),
 ) -> None:
@@ -34,63 +36,58 @@ def encode(
     (listed in OUT/dropped_queries.json).  Then: 'snapbench evaluate OUT/paths --mode IT2IT --qrels ...'
     or 'snapbench moor --paths-dir OUT/paths --out fused/'.
     """
-
     from ..encode import load_gallery, prepare_out_dir
-    from ..errors import ConfigError
+    from ..engines import check_engine
     from ..layout import read_manifest
-    from ..models import load_encoder
+    from ..models import CachedEncoder
+    from ..pipeline.encoders import close_encoder, open_encoder
+    from ..validate import comma_list, positive_int
 
-    cond_list = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
+    cond_list = comma_list(conditions, "conditions")
+    positive_int(batch_size, "batch_size")
+    check_engine(engine, 1, address)
+    positive_int(actors, "actors")
     # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
     read_manifest(corrupted)  # one check (and message) for a folder that is not a corrupt output
     prepare_out_dir(out)
     items = load_gallery(gallery)
-    if engine not in ("local", "ray"):
-        raise ConfigError(f"--engine must be 'local' or 'ray', got {engine!r}")
-    if engine != "ray" and address is not None:
-        raise ConfigError("--address needs --engine ray")
-    if actors < 1:
-        raise ConfigError(f"--actors must be >= 1, got {actors}")
-    if engine == "ray":
-        from ..engines.ray_encode import RayEncoderPool
-
-        pool = RayEncoderPool(encoder, actors=actors, device=device, batch_size=batch_size, address=address)
-        try:
-            _encode_with(pool, corrupted, gallery, out, encoder, cond_list, batch_size, cache_dir, no_cache, no_progress, items)
-        finally:
-            pool.close()
-        return
-    enc = load_encoder(encoder, device=device, batch_size=batch_size)
-    _encode_with(enc, corrupted, gallery, out, encoder, cond_list, batch_size, cache_dir, no_cache, no_progress, items)
+    enc, note = open_encoder(encoder, device=device, batch_size=batch_size, engine=engine,
+                             actors=actors if engine == "ray" else 0, address=address,
+                             use_cache=False if no_cache else None, cache_dir=cache_dir)
+    try:
+        if note:
+            typer.echo(note, err=True)
+        if isinstance(enc, CachedEncoder):
+            typer.echo(f"embedding cache: {enc.cache_dir}", err=True)
+        _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progress, items)
+    finally:
+        close_encoder(enc)
 
 
-def _encode_with(enc, corrupted, gallery, out, encoder, cond_list, batch_size, cache_dir, no_cache, no_progress, items) -> None:
-    """The encode command once the encoder is loaded (in this process or as a Ray actor pool)."""
-    from rich.progress import Progress
-
+def _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progress, items) -> None:
+    """The encode command once the encoder is open (in this process or as a Ray actor pool)."""
     from ..encode import encode_corrupted
-    from ..evaluate.modes import MODES
     from ..models import CachedEncoder
+    from ..modes import modes_for_paths
+    from ..progress import ProgressDisplay
 
-    cache_note = None
-    if not no_cache:
-        if getattr(enc, "fingerprint", None):
-            enc = CachedEncoder(enc, cache_dir)
-        else:
-            cache_note = f"encoder {encoder!r} has no fingerprint: its embeddings are not cached"
-    with Progress(disable=no_progress, transient=True) as bar:
-        task = bar.add_task("encoding the gallery", total=None)
+    with ProgressDisplay(not no_progress) as bar:
+        tasks: dict[str, object] = {}
+        seen: dict[str, int] = {}
 
         def tick(stage: str, done: int, total: int) -> None:
-            what = f"encoding {stage}" if stage.startswith("gallery") else f"encoded {stage}"
-            bar.update(task, completed=done, total=total, description=what)
+            key = stage if stage.startswith("gallery") else "conditions"
+            if key not in tasks:
+                tasks[key] = bar.add(f"encoding {key}", total)
+            bar.advance(tasks[key], done - seen.get(key, 0))
+            seen[key] = done
 
         summary = encode_corrupted(corrupted, items, enc, out, conditions=cond_list, batch_size=batch_size, progress=tick)
     typer.echo(
         f"{summary.n_queries} queries x {len(summary.conditions)} conditions, {summary.n_gallery} gallery items, "
         f"paths {', '.join(summary.paths)} -> {out}"
     )
-    usable = [m for m, weights in MODES.items() if all(p in summary.paths for p in weights)]
+    usable = modes_for_paths(summary.paths)
     typer.echo(f"retrieval modes these paths give: {', '.join(usable) or 'none'} "
                f"(snapbench evaluate {out / 'paths'} --mode MODE --qrels ...)")
     if summary.joint:
@@ -107,7 +104,5 @@ def _encode_with(enc, corrupted, gallery, out, encoder, cond_list, batch_size, c
             f"(kept paired; reasons in {out / 'dropped_queries.json'})",
             err=True,
         )
-    if cache_note:
-        typer.echo(cache_note, err=True)
     if isinstance(enc, CachedEncoder):
-        typer.echo(f"embedding cache {enc.root}: {enc.hits} hits, {enc.misses} encoded", err=True)
+        typer.echo(f"embedding cache: {enc.hits} hits, {enc.misses} encoded", err=True)

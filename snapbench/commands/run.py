@@ -7,20 +7,21 @@ from typing import Optional
 
 import typer
 
-
-def _csv(text: Optional[str]) -> Optional[list[str]]:
-    if text is None:
-        return None
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise typer.BadParameter("empty list")
-    return items
+from ..engines import ENGINES
 
 
 def run(
     dataset: Path = typer.Argument(..., help="Dataset: snap_bench.json, a PhotoBench folder, an ImageFolder copy, or a JSONL query manifest (with --gallery/--qrels) or a folder holding queries.jsonl, gallery.jsonl, qrels.json."),
-    encoder: str = typer.Option(..., "--encoder", "-e", help="Encoder spec: toy, sentence-transformers:NAME_OR_PATH, hf:NAME_OR_PATH, open_clip:ARCH[:PRETRAINED], or package.module:attribute."),
+    encoder: list[str] = typer.Option(
+        ..., "--encoder", "-e", metavar="SPEC",
+        help="Encoder spec: toy, sentence-transformers:NAME_OR_PATH, hf:NAME_OR_PATH, open_clip:ARCH[:PRETRAINED], or "
+             "package.module:attribute. Repeat it to run several encoders on one corruption pass (OUT/<name>/ each).",
+    ),
     out: Path = typer.Option(..., "--out", help="Output folder (reports per mode, MOOR, report.html); rerun to resume."),
+    name: Optional[list[str]] = typer.Option(
+        None, "--name", metavar="NAME",
+        help="With several --encoder: the folder name of each, in order (default: derived from the spec).",
+    ),
     format: Optional[str] = typer.Option(None, "--format", help="Force the dataset format (snapbench-json, hf-imagefolder, photobench, jsonl); default: detected."),
     images: Optional[Path] = typer.Option(None, "--images", help="Folder holding the dataset's images when they are not next to it."),
     gallery: Optional[Path] = typer.Option(None, "--gallery", help="Gallery JSONL for a JSONL query manifest."),
@@ -39,15 +40,15 @@ def run(
     device: Optional[str] = typer.Option(None, "--device", help="Encoder device (default: cuda when available, else cpu)."),
     batch_size: int = typer.Option(32, "--batch-size", help="Encoder batch size."),
     workers: int = typer.Option(1, "--workers", help="Parallel corruption tasks while the encoder runs: processes (local), CPUs of a local Ray instance, or tasks at once on a Ray cluster."),
-    engine: str = typer.Option("local", "--engine", help="Where queries are corrupted: local (a process pool) or ray (needs snapbench[ray])."),
+    engine: str = typer.Option("local", "--engine", help=f"Where queries are corrupted: {' or '.join(ENGINES)} (local: a process pool; ray: needs snapbench[ray])."),
     actors: int = typer.Option(0, "--actors", help="With --engine ray: encode on this many Ray actors (one model load each, a GPU each when the cluster has them); 0 = encode in this process."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster to use with --engine ray (auto, or ray://HOST:10001); default: start a local Ray with --workers CPUs."),
     resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples for the CIs."),
     k: str = typer.Option("1,5,10,20", "--k", help="Cut-offs of hit@k, recall@k, ndcg@k."),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Also report per value of this query field (e.g. domain, source)."),
     grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache (default: every encoder with a fingerprint but cheap ones such as toy)."),
     force: bool = typer.Option(False, "--force", help="Discard an earlier run in --out made with another configuration."),
     no_report: bool = typer.Option(False, "--no-report", help="Skip the HTML/markdown/LaTeX report."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
@@ -61,37 +62,45 @@ def run(
 
     Writes OUT/<MODE>/report.json for each evaluated mode (I2I, T2T, IT2IT, I2IT, T2IT), OUT/MOOR/report.json,
     fixed-fusion baselines under OUT/fusion/, and OUT/report.html. A killed run resumes where it stopped.
+    With several --encoder, OUT/<name>/ holds each encoder's run (the same files).
     """
     from ..errors import ConfigError
-    from ..pipeline import RunOptions, run_benchmark
+    from ..pipeline import RunOptions, run_benchmark, run_encoders
+    from ..validate import comma_list, int_list
 
-    try:
-        ks = tuple(int(x) for x in k.split(",") if x.strip())
-    except ValueError:
-        raise ConfigError(f"--k must be comma-separated integers, got {k!r}") from None
-    for flag, value, low in (("--workers", workers, 1), ("--batch-size", batch_size, 1), ("--resamples", resamples, 1), ("--block-queries", block_queries, 1)):
-        if value < low:
-            raise ConfigError(f"{flag} must be >= {low}, got {value}")
-    if engine not in ("local", "ray"):
-        raise ConfigError(f"--engine must be 'local' or 'ray', got {engine!r}")
-    if address is not None and engine != "ray":
-        raise ConfigError("--address needs --engine ray")
-    if actors < 0 or (actors and engine != "ray"):
-        raise ConfigError("--actors needs --engine ray and a count >= 1")
-    if variants not in ("generated", "released"):
-        raise ConfigError(f"--variants must be 'generated' or 'released', got {variants!r}")
+    if name and len(encoder) == 1:
+        raise ConfigError("names the folders of a run of several encoders; with one encoder, OUT is the run folder",
+                          param="name")
     opts = RunOptions(
-        modes=_csv(modes), conditions=_csv(conditions), joint=joint, variants=variants, seed=seed, grid=grid,
-        device=device, batch_size=batch_size, workers=workers, engine=engine, address=address, encoder_actors=actors, resamples=resamples, ks=ks, group_by=group_by,
-        cache_dir=cache_dir, use_cache=not no_cache, dataset_format=format, images=images, qrels=qrels,
-        gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries, gallery_shard_rows=gallery_shard_rows,
+        modes=comma_list(modes, "modes"), conditions=comma_list(conditions, "conditions"), joint=joint,
+        variants=variants, seed=seed, grid=grid, device=device, batch_size=batch_size, workers=workers, engine=engine,
+        address=address, encoder_actors=actors, resamples=resamples, ks=int_list(k, "ks"), group_by=group_by,
+        cache_dir=cache_dir, use_cache=False if no_cache else None, dataset_format=format, images=images, qrels=qrels,
+        gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries,
+        gallery_shard_rows=gallery_shard_rows,
     )
-    result = run_benchmark(dataset, encoder, out, opts, log=lambda msg: typer.echo(msg, err=True))
+    log = _logger()
+    if len(encoder) == 1:
+        _summary(run_benchmark(dataset, encoder[0], out, opts, log=log))
+        return
+    result = run_encoders(dataset, encoder, out, opts, names=name, log=log)
+    for folder, res in result.runs.items():
+        typer.echo(f"{folder}:")
+        _summary(res)
+    typer.echo(f"{len(result.runs)} encoders, one corruption pass, {result.elapsed_s:.1f} s -> {out}")
+
+
+def _logger():
+    return lambda msg: typer.echo(msg, err=True)
+
+
+def _summary(result) -> None:
+    done = "complete already, read back" if result.reused else f"{result.elapsed_s:.1f} s"
     typer.echo(
         f"{result.n_queries} queries x {len(result.conditions)} conditions vs {result.n_gallery} gallery items; "
-        f"modes: {', '.join(result.modes)}; {len(result.dropped)} dropped; {result.elapsed_s:.1f} s"
+        f"modes: {', '.join(result.modes)}; {len(result.dropped)} dropped; {done}"
     )
-    for name, path in result.reports.items():
-        typer.echo(f"  {name:14s} {path}")
+    for target, path in result.reports.items():
+        typer.echo(f"  {target:14s} {path}")
     if result.html is not None:
         typer.echo(f"report: {result.html}")

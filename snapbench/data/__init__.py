@@ -10,19 +10,27 @@ Formats (:data:`FORMATS`), detected from the path and the content (``format=`` f
   :mod:`snapbench.data.photobench`;
 * ``jsonl`` — the generic query manifest + gallery JSONL + qrels, see :mod:`snapbench.data.jsonl`.
 
+The formats are one table, :data:`LOADERS` (:class:`snapbench.registry.Table`): name ->
+:class:`DatasetFormat` (its loader and the options it takes).  An unknown format is an error listing
+the known ones; a new format is ``LOADERS.register(name, DatasetFormat(load, options))``.
+
 :func:`export_jsonl` writes any loaded dataset as the generic triple.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, arg
+from ..registry import Table
 from .export import export_jsonl
 from .hf_imagefolder import METADATA_NAMES, find_metadata, load_hf_imagefolder
 from .jsonl import MANIFEST_NAMES, load_jsonl
-from .model import FORMATS, MODE_PATHS, PATHS, Dataset, GalleryItem, ReleasedVariants
+from .model import MODE_PATHS, PATHS, Dataset, GalleryItem, ReleasedVariants
 from .photobench import (
     is_album,
     load_faiss_embeddings,
@@ -32,6 +40,8 @@ from .photobench import (
 from .snapbench_json import load_snapbench_json
 
 __all__ = [
+    "LOADERS",
+    "DatasetFormat",
     "FORMATS",
     "MODE_PATHS",
     "PATHS",
@@ -50,11 +60,50 @@ _SNIFF_BYTES = 1 << 16
 
 
 def _sniff(path: Path) -> str:
+    # the first bytes only, decoded leniently: detection must not fail on a character cut in two
+    # (the loader then reads the whole file through snapbench.textio)
     try:
         with open(path, "rb") as fh:
             return fh.read(_SNIFF_BYTES).decode("utf-8-sig", errors="replace")
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", path=path) from None
+
+
+@dataclass(frozen=True)
+class DatasetFormat:
+    """One dataset format: ``load(path, **options)`` -> :class:`Dataset`, and the options it takes
+    (among ``images``, ``qrels``, ``gallery``, ``language``; others given are an error)."""
+
+    load: Callable[..., Dataset]
+    options: frozenset[str] = frozenset()
+
+
+def _load_snapbench_json(p: Path, *, images: Path | None = None) -> Dataset:
+    if p.is_dir():
+        found = _snapbench_json_in(p)
+        if found is None:
+            raise InputError(f"no {SNAPBENCH_JSON_NAME} here or under benchmark/", path=p)
+        p = found
+    return load_snapbench_json(p, images=images)
+
+
+def _load_photobench(p: Path, *, qrels: Path | None = None, gallery: Path | None = None, language: str = "en") -> Dataset:
+    return load_photobench(p, qrels=qrels, captions=gallery, language=language)
+
+
+def _load_hf(p: Path) -> Dataset:
+    return load_hf_imagefolder(p)
+
+
+#: Dataset formats: name -> :class:`DatasetFormat`, in the order :data:`FORMATS` lists them.
+LOADERS: Table[DatasetFormat] = Table("dataset format", param="dataset_format")
+LOADERS.register("snapbench-json", DatasetFormat(_load_snapbench_json, frozenset({"images"})))
+LOADERS.register("hf-imagefolder", DatasetFormat(_load_hf))
+LOADERS.register("photobench", DatasetFormat(_load_photobench, frozenset({"qrels", "gallery", "language"})))
+LOADERS.register("jsonl", DatasetFormat(load_jsonl, frozenset({"qrels", "gallery"})))
+
+#: Formats :func:`load_dataset` reads (``format=`` takes one of these): the names of :data:`LOADERS`.
+FORMATS: tuple[str, ...] = tuple(LOADERS.names())
 
 
 def _snapbench_json_in(folder: Path) -> Path | None:
@@ -98,7 +147,7 @@ def detect_format(path: str | os.PathLike) -> str:
         listing = ", ".join(sorted(c.name for c in p.iterdir())[:12]) or "nothing"
         raise InputError(
             f"cannot tell the dataset format of this folder (found: {listing}); expected snap_bench.json, a PhotoBench "
-            f"album (query.json), ImageFolder metadata.jsonl/csv or queries.jsonl; or pass format= one of "
+            f"album (query.json), ImageFolder metadata.jsonl/csv or queries.jsonl; or set {arg('dataset_format')} to one of "
             f"{', '.join(FORMATS)}", path=p
         )
     raise InputError("dataset path not found", path=p)
@@ -123,29 +172,16 @@ def load_dataset(
     :class:`~snapbench.errors.InputError` naming the file, the record and the problem.
     """
     p = Path(path)
-    if format is not None and format not in FORMATS:
-        raise ConfigError(f"unknown dataset format {format!r} (known: {', '.join(FORMATS)})")
+    if format is not None:
+        LOADERS.canonical(format)  # an unknown format is an error listing the known ones
     if not p.exists():
         raise InputError("dataset path not found", path=p)
     fmt = format or detect_format(p)
-    given = {"images": images, "qrels": qrels, "gallery": gallery}
-    allowed = {"snapbench-json": {"images"}, "hf-imagefolder": set(), "photobench": {"qrels", "gallery"},
-               "jsonl": {"qrels", "gallery"}}[fmt]
-    extra = [k for k, v in given.items() if v is not None and k not in allowed]
+    entry = LOADERS.get(fmt)
+    given: dict[str, Any] = {"images": images, "qrels": qrels, "gallery": gallery,
+                             "language": None if language == "en" else language}
+    extra = [k for k, v in given.items() if v is not None and k not in entry.options]
     if extra:
-        raise ConfigError(f"{', '.join(extra)} does not apply to the {fmt} format ({p})")
-    if language != "en" and fmt != "photobench":
-        raise ConfigError(f"language applies to the photobench format only ({p} is {fmt})")
-    if fmt == "snapbench-json":
-        if p.is_dir():
-            found = _snapbench_json_in(p)
-            if found is None:
-                raise InputError(f"no {SNAPBENCH_JSON_NAME} here or under benchmark/", path=p)
-            p = found
-        return load_snapbench_json(p, images=None if images is None else Path(images))
-    if fmt == "hf-imagefolder":
-        return load_hf_imagefolder(p)
-    if fmt == "photobench":
-        return load_photobench(p, qrels=None if qrels is None else Path(qrels),
-                               captions=None if gallery is None else Path(gallery), language=language)
-    return load_jsonl(p, gallery=None if gallery is None else Path(gallery), qrels=None if qrels is None else Path(qrels))
+        raise ConfigError(f"{', '.join(arg(k) for k in extra)} does not apply to the {fmt} format ({p})", param=extra[0])
+    kwargs = {k: (Path(v) if k != "language" else v) for k, v in given.items() if v is not None}
+    return entry.load(p, **kwargs)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import textio
 from ..errors import InputError
 from .model import MODE_PATHS, Dataset, GalleryItem
 
@@ -38,17 +39,9 @@ def examples(items: Sequence[Any], n: int = 5) -> str:
 
 
 def read_json(path: Path, what: str) -> Any:
-    """Parse a JSON file; InputError naming the file for a missing file or bad JSON."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(f"{what} not found", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {what} ({exc})", path=path) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path) from None
+    """Parse a JSON file through :func:`snapbench.textio.read_json` (InputError naming the file for a
+    missing file, bytes that are not UTF-8 or bad JSON)."""
+    return textio.read_json(path, what=what)
 
 
 def check_qrels(
@@ -76,12 +69,7 @@ def read_gallery_manifest(path: Path) -> list[GalleryItem]:
 
     ``image`` is relative to the manifest's folder; an item needs an id and an image or a caption.
     """
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("gallery manifest not found", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read gallery manifest ({exc})", path=path) from None
+    text = textio.read_text(path, what="gallery manifest")
     if text.lstrip().startswith("["):
         data = read_json(path, "gallery manifest")
         objs = [(f"record #{i + 1}", o) for i, o in enumerate(data)]

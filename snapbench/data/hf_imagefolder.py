@@ -32,6 +32,7 @@ from typing import Any
 
 from ..corruptions import QueryRecord
 from ..errors import InputError
+from ..textio import read_text
 from .common import examples, image_notes
 from .model import Dataset, GalleryItem
 
@@ -71,10 +72,7 @@ def _cell(v: Any) -> Any:
 
 
 def _read_table(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read ({exc})", path=path) from None
+    text = read_text(path, what="metadata table")
     rows: list[dict[str, Any]] = []
     if path.suffix == ".csv":
         reader = csv.DictReader(text.splitlines())
@@ -131,6 +129,109 @@ def _layout_error(root: Path, tables: dict[Path, list[dict]], problem: str) -> I
     )
 
 
+class _Refs:
+    """How a query row's gt / hard_negative entries find their gallery items: through the gallery
+    table's keys, or (no gallery table) by building the gallery from their ``{local, caption}`` objects."""
+
+    def __init__(self, root: Path, tables: dict[Path, list[dict[str, Any]]], build: bool) -> None:
+        self.root, self.tables, self.build = root, tables, build
+        self.lookup: dict[Any, str] = {}
+        self.ambiguous: set[Any] = set()
+        self.built: dict[tuple[str, str], str] = {}
+
+    def add_key(self, key: Any, gid: str) -> None:
+        if key in self.lookup and self.lookup[key] != gid:
+            self.ambiguous.add(key)
+        self.lookup.setdefault(key, gid)
+
+    def gid(self, ref: Any, part: str, p: Path, row: str, where: str) -> str:
+        """The gallery id of one entry; ``row`` is ``"row N"``, ``where`` the row with its query id."""
+        if isinstance(ref, dict):
+            local, cap = ref.get("local", ref.get("file_name")), ref.get("caption") or ""
+            if not isinstance(local, str):
+                raise InputError(f"{where}: {part} item {ref!r} has no 'local' file", path=p)
+            gid = (self.built.setdefault((local, cap), f"{ID_PREFIX}{len(self.built)}") if self.build
+                   else self.lookup.get((Path(local).name, cap)) or self.lookup.get(local))
+        else:
+            if self.build:
+                raise _layout_error(self.root, self.tables, f"{p}: {row}: {part} entry {ref!r} names a "
+                                    "gallery item but there is no gallery table")
+            gid = self.lookup.get(str(ref)) or self.lookup.get(ID_PREFIX + str(ref))
+            if str(ref) in self.ambiguous:
+                raise InputError(f"{where}: {part} entry {ref!r} matches several gallery items", path=p)
+        if gid is None:
+            raise InputError(f"{where}: {part} entry {ref!r} is not in the gallery", path=p)
+        return gid
+
+
+def _gallery_rows(grows: list[tuple[Path, int, dict]], refs: _Refs) -> list[GalleryItem]:
+    gallery: list[GalleryItem] = []
+    gids: set[str] = set()
+    for p, i, row in grows:
+        raw = _first(row, _GID)
+        gid = ID_PREFIX + str(raw if raw is not None else Path(row["file_name"]).with_suffix("").as_posix())
+        if gid in gids:
+            raise InputError(f"row {i + 1}: duplicate gallery id {gid!r}", path=p)
+        cap = _first(row, _CAPTION)
+        gids.add(gid)
+        gallery.append(GalleryItem(gid, p.parent / row["file_name"], None if cap is None else str(cap)))
+        refs.add_key(gid, gid)
+        if raw is not None:
+            refs.add_key(str(raw), gid)
+        refs.add_key(row["file_name"], gid)
+        refs.add_key(Path(row["file_name"]).name, gid)
+        refs.add_key((Path(row["file_name"]).name, cap or ""), gid)
+    return gallery
+
+
+def _query_row(p: Path, i: int, row: dict, root: Path, refs: _Refs, seen: dict[str, str]) -> tuple[QueryRecord, dict[str, float]]:
+    """One query row -> its record and its positives (gallery id -> 1.0)."""
+    where = f"row {i + 1}"
+    raw_id = _first(row, _QID)
+    if raw_id is None:
+        raise InputError(f"{where}: no query id (expected one of {', '.join(_QID)})", path=p)
+    qid = ID_PREFIX + str(raw_id)
+    if qid in seen:
+        raise InputError(f"{where}: duplicate query id {str(raw_id)!r} (first in {seen[qid]})", path=p)
+    seen[qid] = f"{p} {where}"
+    question = _first(row, _QTEXT)
+    if not isinstance(question, str):
+        raise InputError(f"{where} (id {str(raw_id)!r}): no question (expected one of {', '.join(_QTEXT)})", path=p)
+    entity = _first(row, _QENT)
+    # nested columns may be JSON-encoded strings (CSV cells, or datasets stored them as text)
+    gal = _cell(row.get("gallery"))
+    gal = gal if isinstance(gal, dict) else {}
+    pos: dict[str, float] = {}
+    for part in ("gt", "hard_negative"):
+        items = _cell(row.get(part, gal.get(part))) or []
+        if not isinstance(items, list):
+            raise InputError(f"{where} (id {str(raw_id)!r}): {part!r} must be a list, got {items!r}", path=p)
+        for ref in items:
+            gid = refs.gid(ref, part, p, where, f"{where} (id {str(raw_id)!r})")
+            if part == "gt":
+                pos[gid] = 1.0
+    used = {"file_name", "gallery", "gt", "hard_negative", "role", *_QID, *_QTEXT, *_QENT}
+    tags = {k: v for k, v in row.items() if k not in used and not isinstance(v, (list, dict))}
+    split = [s for s in p.parent.relative_to(root).parts if s.lower() not in _QUERY_DIRS]
+    if split:
+        tags["split"] = "/".join(split)
+    return QueryRecord(qid, p.parent / row["file_name"], question, None if entity is None else str(entity), tags), pos
+
+
+def _built_gallery(refs: _Refs, gal_root: Path, qrels: dict[str, dict[str, float]]) -> tuple[list[GalleryItem], dict]:
+    """The gallery built from the records' objects; ids as in snap_bench.json: the file stem, or stem#k
+    when the stem has several captions."""
+    by_stem: dict[str, list[tuple[str, str]]] = {}
+    for key in refs.built:
+        by_stem.setdefault(Path(key[0]).stem, []).append(key)
+    rename = {}
+    for stem, keys in by_stem.items():
+        for k, key in enumerate(keys, 1):
+            rename[refs.built[key]] = ID_PREFIX + (stem if len(keys) == 1 else f"{stem}#{k}")
+    gallery = [GalleryItem(rename[g], gal_root / key[0], key[1] or None) for key, g in refs.built.items()]
+    return gallery, {q: {rename[g]: r for g, r in pos.items()} for q, pos in qrels.items()}
+
+
 def load_hf_imagefolder(root: Path) -> Dataset:
     """Load an ImageFolder copy (see the module docstring for the expected layout)."""
     root = Path(root)
@@ -149,102 +250,21 @@ def load_hf_imagefolder(root: Path) -> Dataset:
             (qrows if kind == "query" else grows).append((p, i, row))
     if not qrows:
         raise _layout_error(root, tables, "no query table")
-
-    notes: list[str] = []
-    gallery: list[GalleryItem] = []
-    lookup: dict[Any, str] = {}
-    ambiguous: set[Any] = set()
-
-    def add_key(key: Any, gid: str) -> None:
-        if key in lookup and lookup[key] != gid:
-            ambiguous.add(key)
-        lookup.setdefault(key, gid)
-
-    gids: set[str] = set()
-    for p, i, row in grows:
-        raw = _first(row, _GID)
-        gid = ID_PREFIX + str(raw if raw is not None else Path(row["file_name"]).with_suffix("").as_posix())
-        if gid in gids:
-            raise InputError(f"row {i + 1}: duplicate gallery id {gid!r}", path=p)
-        cap = _first(row, _CAPTION)
-        gids.add(gid)
-        gallery.append(GalleryItem(gid, p.parent / row["file_name"], None if cap is None else str(cap)))
-        add_key(gid, gid)
-        if raw is not None:
-            add_key(str(raw), gid)
-        add_key(row["file_name"], gid)
-        add_key(Path(row["file_name"]).name, gid)
-        add_key((Path(row["file_name"]).name, cap or ""), gid)
-    build = not grows  # build the gallery from the records' {local, caption} objects
-    # next to the (first) query table's folder, else ROOT/gallery (kept as the expected place if absent)
-    qdir = qrows[0][0].parent
-    cands = [qdir.parent / "gallery", root / "gallery"] if qdir.name.lower() in _QUERY_DIRS else [root / "gallery"]
-    gal_root = next((d for d in cands if d.is_dir()), root / "gallery")
-    built: dict[tuple[str, str], str] = {}
-
+    refs = _Refs(root, tables, build=not grows)
+    gallery = _gallery_rows(grows, refs)
     queries: list[QueryRecord] = []
     qrels: dict[str, dict[str, float]] = {}
     seen: dict[str, str] = {}
     for p, i, row in qrows:
-        where = f"row {i + 1}"
-        raw_id = _first(row, _QID)
-        if raw_id is None:
-            raise InputError(f"{where}: no query id (expected one of {', '.join(_QID)})", path=p)
-        qid = ID_PREFIX + str(raw_id)
-        if qid in seen:
-            raise InputError(f"{where}: duplicate query id {str(raw_id)!r} (first in {seen[qid]})", path=p)
-        seen[qid] = f"{p} {where}"
-        question = _first(row, _QTEXT)
-        if not isinstance(question, str):
-            raise InputError(f"{where} (id {str(raw_id)!r}): no question (expected one of {', '.join(_QTEXT)})", path=p)
-        entity = _first(row, _QENT)
-        # nested columns may be JSON-encoded strings (CSV cells, or datasets stored them as text)
-        gal = _cell(row.get("gallery"))
-        gal = gal if isinstance(gal, dict) else {}
-        refs = {part: _cell(row.get(part, gal.get(part))) or [] for part in ("gt", "hard_negative")}
-        pos: dict[str, float] = {}
-        for part, items in refs.items():
-            if not isinstance(items, list):
-                raise InputError(f"{where} (id {str(raw_id)!r}): {part!r} must be a list, got {items!r}", path=p)
-            for ref in items:
-                if isinstance(ref, dict):
-                    local, cap = ref.get("local", ref.get("file_name")), ref.get("caption") or ""
-                    if not isinstance(local, str):
-                        raise InputError(f"{where} (id {str(raw_id)!r}): {part} item {ref!r} has no 'local' file", path=p)
-                    if build:
-                        gid = built.setdefault((local, cap), f"{ID_PREFIX}{len(built)}")
-                    else:
-                        gid = lookup.get((Path(local).name, cap)) or lookup.get(local)
-                else:
-                    if build:
-                        raise _layout_error(root, tables, f"{p}: {where}: {part} entry {ref!r} names a gallery item but there is no gallery table")
-                    gid = lookup.get(str(ref)) or lookup.get(ID_PREFIX + str(ref))
-                    if str(ref) in ambiguous:
-                        raise InputError(f"{where} (id {str(raw_id)!r}): {part} entry {ref!r} matches several gallery items", path=p)
-                if gid is None:
-                    raise InputError(f"{where} (id {str(raw_id)!r}): {part} entry {ref!r} is not in the gallery", path=p)
-                if part == "gt":
-                    pos[gid] = 1.0
-        qrels[qid] = pos
-        used = {"file_name", "gallery", "gt", "hard_negative", "role", *_QID, *_QTEXT, *_QENT}
-        tags = {k: v for k, v in row.items() if k not in used and not isinstance(v, (list, dict))}
-        split = p.parent.relative_to(root).parts
-        split = [s for s in split if s.lower() not in _QUERY_DIRS]
-        if split:
-            tags["split"] = "/".join(split)
-        queries.append(QueryRecord(qid, p.parent / row["file_name"], question, None if entity is None else str(entity), tags))
-
-    if build:
-        # ids as in snap_bench.json: file stem, or stem#k when the stem has several captions
-        by_stem: dict[str, list[tuple[str, str]]] = {}
-        for key in built:
-            by_stem.setdefault(Path(key[0]).stem, []).append(key)
-        rename = {}
-        for stem, keys in by_stem.items():
-            for k, key in enumerate(keys, 1):
-                rename[built[key]] = ID_PREFIX + (stem if len(keys) == 1 else f"{stem}#{k}")
-        gallery = [GalleryItem(rename[g], gal_root / key[0], key[1] or None) for key, g in built.items()]
-        qrels = {q: {rename[g]: r for g, r in pos.items()} for q, pos in qrels.items()}
+        rec, pos = _query_row(p, i, row, root, refs, seen)
+        queries.append(rec)
+        qrels[rec.id] = pos
+    notes: list[str] = []
+    if refs.build:
+        # next to the (first) query table's folder, else ROOT/gallery (kept as the expected place if absent)
+        qdir = qrows[0][0].parent
+        cands = [qdir.parent / "gallery", root / "gallery"] if qdir.name.lower() in _QUERY_DIRS else [root / "gallery"]
+        gallery, qrels = _built_gallery(refs, next((d for d in cands if d.is_dir()), root / "gallery"), qrels)
         notes.append(f"{root}: no gallery table; gallery built from the query rows' gt/hard_negative objects")
     if not gallery:
         raise _layout_error(root, tables, "no gallery items")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..corruptions import load_manifest
-from ..errors import InputError, SnapbenchError
+from ..errors import InputError, SnapbenchError, arg
 from ..layout import read_qrels_file
 from .common import check_qrels, image_notes, read_gallery_manifest
 from .model import Dataset
@@ -47,8 +47,8 @@ def load_jsonl(path: Path, *, gallery: Path | None = None, qrels: Path | None = 
         gallery = _sibling(path.parent, GALLERY_NAMES)
         if gallery is None:
             raise InputError(
-                f"no gallery: pass gallery=<gallery manifest> (or put one of {', '.join(GALLERY_NAMES)} next to it)",
-                path=path,
+                f"no gallery: give one with {arg('gallery')} (or put one of {', '.join(GALLERY_NAMES)} next to it)",
+                path=path, param="gallery",
             )
         notes.append(f"gallery: using {gallery} (found next to the query manifest)")
     if qrels is None:
@@ -61,7 +61,7 @@ def load_jsonl(path: Path, *, gallery: Path | None = None, qrels: Path | None = 
         gt, more = check_qrels(Path(qrels), read_qrels_file(Path(qrels)), [q.id for q in queries], [g.id for g in items])
         notes += more
     else:
-        notes.append(f"{path}: no qrels: pass qrels=<file> to compute metrics")
+        notes.append(f"{path}: no qrels (relevance labels): metrics need them")
     ds = Dataset(name=path.stem, format="jsonl", root=path.parent, queries=queries, gallery=items,
                  qrels=gt, released=None, notes=notes)
     ds.notes.extend(image_notes(ds))

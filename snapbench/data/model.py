@@ -13,19 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..corruptions import QueryRecord
-from ..modes import MODE_LABELS, MODES, PATHS
+from ..modes import MODE_LABELS, MODES, PATHS, paths_for_sides, plan_modes
 
 __all__ = [
-    "FORMATS",
     "MODE_PATHS",
     "PATHS",
     "Dataset",
     "GalleryItem",
     "ReleasedVariants",
 ]
-
-#: Formats :func:`snapbench.data.load_dataset` reads (``format=`` takes one of these).
-FORMATS: tuple[str, ...] = ("snapbench-json", "hf-imagefolder", "photobench", "jsonl")
 
 #: The retrieval modes (SnapBench names) and the paths each one needs, from :mod:`snapbench.modes`;
 #: used to tell users which modes a dataset supports.
@@ -103,21 +99,24 @@ class Dataset:
         return bool(self.qrels)
 
     @property
+    def query_sides(self) -> frozenset[str]:
+        """The sides every query has (``"image"``: all image files exist; ``"text"``: all have a question)."""
+        return frozenset(s for s, ok in (("image", self.has_query_images), ("text", self.has_questions)) if ok)
+
+    @property
+    def gallery_sides(self) -> frozenset[str]:
+        """The sides every gallery item has (``"image"`` / ``"text"``: a caption)."""
+        return frozenset(s for s, ok in (("image", self.has_gallery_images), ("text", self.has_captions)) if ok)
+
+    @property
     def available_paths(self) -> tuple[str, ...]:
-        """The similarity paths (of :data:`PATHS`) whose inputs are all present."""
-        have = {
-            "II": self.has_query_images and self.has_gallery_images,
-            "TT": self.has_questions and self.has_captions,
-            "IT": self.has_query_images and self.has_captions,
-            "TI": self.has_questions and self.has_gallery_images,
-        }
-        return tuple(p for p in PATHS if have[p])
+        """The similarity paths (of :data:`PATHS`) whose inputs are all present (:func:`snapbench.modes.paths_for_sides`)."""
+        return paths_for_sides(self.query_sides, self.gallery_sides)
 
     @property
     def runnable_modes(self) -> tuple[str, ...]:
-        """The retrieval modes (keys of :data:`MODE_PATHS`) whose paths are all available."""
-        paths = set(self.available_paths)
-        return tuple(m for m, need in MODE_PATHS.items() if set(need) <= paths)
+        """The retrieval modes (keys of :data:`MODE_PATHS`) whose paths are all available (:func:`snapbench.modes.plan_modes`)."""
+        return tuple(MODE_LABELS[m] for m in plan_modes(self.query_sides, self.gallery_sides).modes)
 
     @property
     def query_ids(self) -> list[str]:

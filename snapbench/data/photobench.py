@@ -77,7 +77,7 @@ def _queries(album: Path, language: str) -> list[QueryRecord]:
             raise InputError(f"{where}: must be a JSON object, got {type(rec).__name__}", path=qpath)
         text = rec.get(field)
         if not isinstance(text, str) or not text.strip():
-            raise InputError(f"{where}: missing or empty {field!r} (language={language!r})", path=qpath)
+            raise InputError(f"{where}: missing or empty {field!r} (language {language!r})", path=qpath)
         src = rec.get("Source")
         if src is not None:
             if not isinstance(src, str) or src.strip().upper() not in SOURCES:
@@ -192,7 +192,7 @@ def load_photobench(
             notes.append(f"{len(zero)} zero-GT query(ies) (kept: they count in the reject metrics)")
     else:
         notes.append(
-            f"{path}: no ground truth (the public copy has none): pass qrels=<ground-truth file> to compute metrics"
+            f"{path}: no ground truth (the public copy has none): give a ground-truth file as qrels to compute metrics"
         )
     notes.append(
         "PhotoBench queries have no image: text-to-image retrieval (question→photo, path TI"

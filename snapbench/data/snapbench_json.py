@@ -32,6 +32,7 @@ Decisions:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +237,112 @@ class _Reader:
         return out, listed
 
 
+@dataclass
+class _Parsed:
+    """What the records give, accumulated record by record."""
+
+    queries: list[QueryRecord] = field(default_factory=list)
+    gal_keys: dict[tuple[str, str], int] = field(default_factory=dict)  # (local, caption) -> position, first appearance
+    positives: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    texts: dict[str, dict[str, str]] = field(default_factory=dict)
+    sev_images: dict[str, dict[tuple[str, int], Path]] = field(default_factory=dict)
+    seen: dict[str, int] = field(default_factory=dict)
+    n_listed: int = 0
+    n_present: int = 0
+    both: int = 0
+
+
+def _query_id(rd: _Reader, rec: Any, i: int, seen: dict[str, int]) -> str:
+    where = f"record #{i + 1}"
+    if not isinstance(rec, dict):
+        raise rd.fail(where, f"a query record must be a JSON object, got {type(rec).__name__}")
+    qid = rec.get("query_id")
+    if isinstance(qid, int) and not isinstance(qid, bool):
+        qid = str(qid)
+    if not isinstance(qid, str) or not qid.strip():
+        raise rd.fail(where, f"missing or invalid 'query_id' ({qid!r})")
+    if any(c in qid for c in "/\\\x00") or qid in (".", ".."):
+        raise rd.fail(where, f"query_id {qid!r} cannot be used as a file name")
+    if qid in seen:
+        raise rd.fail(where, f"duplicate query_id {qid!r} (first at record #{seen[qid] + 1})")
+    seen[qid] = i
+    return qid
+
+
+def _record(rd: _Reader, rec: dict, i: int, root: Path | None, out: _Parsed) -> None:
+    """Parse one query record into ``out``."""
+    qid = _query_id(rd, rec, i, out.seen)
+    where = f"record #{i + 1} (query_id {qid!r})"
+    question = rd.string(rec, "query_text", where, required=True)
+    entity = rd.string(rec, "query_entity", where, required=False)
+    local = rd.string(rec, "query_image_local", where, required=False)
+    domain = rec.get("domain")
+    if domain is not None and not isinstance(domain, str):
+        raise rd.fail(where, f"'domain' must be a string, got {type(domain).__name__}")
+    gt, hn = rd.gallery_items(rec, where)
+    out.both += len(set(gt) & set(hn))
+    for key in (*gt, *hn):
+        out.gal_keys.setdefault(key, len(out.gal_keys))
+    out.positives[qid] = list(dict.fromkeys(gt))
+    t = rd.texts(rec, where)
+    if t:
+        out.texts[qid] = t
+    sev, listed = rd.images(rec, where, qid)
+    out.n_listed += listed
+    out.n_present += len(sev)
+    if sev:
+        out.sev_images[qid] = sev
+    tags: dict[str, Any] = {}
+    if domain is not None:
+        tags["domain"] = domain
+    for k, v in rec.items():
+        if k in KNOWN_FIELDS:
+            continue
+        rd.unknown_fields.setdefault(k, []).append(where)
+        if isinstance(v, (str, int, float, bool)) or v is None:
+            tags[k] = v
+    image = None if (local is None or root is None) else root / "query" / local
+    out.queries.append(QueryRecord(qid, image, question, entity or None, tags))
+
+
+def _gallery_ids(gal_keys: dict[tuple[str, str], int]) -> dict[tuple[str, str], str]:
+    """Gallery ids: the file stem when unique among the (local, caption) pairs, else stem#k."""
+    by_stem: dict[str, list[tuple[str, str]]] = {}
+    for key in gal_keys:
+        by_stem.setdefault(Path(key[0]).stem, []).append(key)
+    gid: dict[tuple[str, str], str] = {}
+    for stem, keys in by_stem.items():
+        for k, key in enumerate(keys, 1):
+            gid[key] = stem if len(keys) == 1 else f"{stem}#{k}"
+    return gid
+
+
+def _notes(path: Path, root: Path | None, rd: _Reader, parsed: _Parsed, qrels: dict[str, dict[str, float]]) -> list[str]:
+    notes = []
+    if root is None:
+        notes.append(
+            f"{path}: no 'bench_images' folder next to it (looked in {path.parent.parent / 'bench_images'} and "
+            f"{path.parent / 'bench_images'}): images are absent; if they are elsewhere, give their folder as the images option"
+        )
+    for name, wheres in sorted(rd.unknown_fields.items()):
+        hint = did_you_mean(name, KNOWN_FIELDS)
+        notes.append(f"{path}: unknown field {name!r} in {len(wheres)} record(s) (first: {wheres[0]}){hint}; kept as a tag")
+    for name, n in sorted(rd.unknown_text_ops.items()):
+        notes.append(f"{path}: unknown text operator {name!r} in text_perturbations ({n} record(s)) skipped"
+                     + did_you_mean(_norm(name), TEXT_OPERATOR_ALIASES))
+    for name, n in sorted(rd.unknown_image_ops.items()):
+        notes.append(f"{path}: unknown image operator {name!r} in image_perturbations ({n} record(s)) skipped"
+                     + did_you_mean(_norm(name), IMAGE_OPERATOR_ALIASES))
+    if parsed.both:
+        notes.append(f"{path}: {parsed.both} item(s) listed both as gt and hard_negative of one query: counted as positives")
+    zero = [q for q, v in qrels.items() if not v]
+    if zero:
+        notes.append(f"{len(zero)} zero-GT query(ies) (empty gallery.gt): {examples(zero)}")
+    if parsed.n_listed:
+        notes.append(f"released image variants: {parsed.n_present} of {parsed.n_listed} listed files present")
+    return notes
+
+
 def load_snapbench_json(path: Path, *, images: Path | None = None) -> Dataset:
     """Load ``snap_bench.json`` (see the module docstring for every decision)."""
     path = Path(path)
@@ -246,106 +353,15 @@ def load_snapbench_json(path: Path, *, images: Path | None = None) -> Dataset:
         raise InputError("holds no query records", path=path)
     root = find_image_root(path, images)
     rd = _Reader(path, root)
-
-    queries: list[QueryRecord] = []
-    gal_keys: dict[tuple[str, str], int] = {}  # (local, caption) -> position, first appearance
-    positives: dict[str, list[tuple[str, str]]] = {}
-    texts: dict[str, dict[str, str]] = {}
-    sev_images: dict[str, dict[tuple[str, int], Path]] = {}
-    n_listed = n_present = 0
-    seen: dict[str, int] = {}
-    both = 0
+    parsed = _Parsed()
     for i, rec in enumerate(data):
-        where = f"record #{i + 1}"
-        if not isinstance(rec, dict):
-            raise rd.fail(where, f"a query record must be a JSON object, got {type(rec).__name__}")
-        qid = rec.get("query_id")
-        if isinstance(qid, int) and not isinstance(qid, bool):
-            qid = str(qid)
-        if not isinstance(qid, str) or not qid.strip():
-            raise rd.fail(where, f"missing or invalid 'query_id' ({qid!r})")
-        if any(c in qid for c in "/\\\x00") or qid in (".", ".."):
-            raise rd.fail(where, f"query_id {qid!r} cannot be used as a file name")
-        if qid in seen:
-            raise rd.fail(where, f"duplicate query_id {qid!r} (first at record #{seen[qid] + 1})")
-        seen[qid] = i
-        where = f"record #{i + 1} (query_id {qid!r})"
-        question = rd.string(rec, "query_text", where, required=True)
-        entity = rd.string(rec, "query_entity", where, required=False)
-        local = rd.string(rec, "query_image_local", where, required=False)
-        domain = rec.get("domain")
-        if domain is not None and not isinstance(domain, str):
-            raise rd.fail(where, f"'domain' must be a string, got {type(domain).__name__}")
-        gt, hn = rd.gallery_items(rec, where)
-        both += len(set(gt) & set(hn))
-        for key in (*gt, *hn):
-            gal_keys.setdefault(key, len(gal_keys))
-        positives[qid] = list(dict.fromkeys(gt))
-        t = rd.texts(rec, where)
-        if t:
-            texts[qid] = t
-        sev, listed = rd.images(rec, where, qid)
-        n_listed += listed
-        n_present += len(sev)
-        if sev:
-            sev_images[qid] = sev
-
-        tags: dict[str, Any] = {}
-        if domain is not None:
-            tags["domain"] = domain
-        for k, v in rec.items():
-            if k in KNOWN_FIELDS:
-                continue
-            rd.unknown_fields.setdefault(k, []).append(where)
-            if isinstance(v, (str, int, float, bool)) or v is None:
-                tags[k] = v
-        image = None if (local is None or root is None) else root / "query" / local
-        queries.append(QueryRecord(qid, image, question, entity or None, tags))
-
-    # gallery ids: stem when unique among the (local, caption) pairs, else stem#k
-    by_stem: dict[str, list[tuple[str, str]]] = {}
-    for key in gal_keys:
-        by_stem.setdefault(Path(key[0]).stem, []).append(key)
-    gid: dict[tuple[str, str], str] = {}
-    for stem, keys in by_stem.items():
-        for k, key in enumerate(keys, 1):
-            gid[key] = stem if len(keys) == 1 else f"{stem}#{k}"
-    gallery = [
-        GalleryItem(gid[key], None if root is None else root / "gallery" / key[0], key[1] or None)
-        for key in gal_keys
-    ]
-    qrels = {qid: {gid[key]: 1.0 for key in pos} for qid, pos in positives.items()}
-
-    notes = []
-    if root is None:
-        notes.append(
-            f"{path}: no 'bench_images' folder next to it (looked in {path.parent.parent / 'bench_images'} and "
-            f"{path.parent / 'bench_images'}): images are absent; pass images=<bench_images folder> if they are elsewhere"
-        )
-    for name, wheres in sorted(rd.unknown_fields.items()):
-        hint = did_you_mean(name, KNOWN_FIELDS)
-        notes.append(f"{path}: unknown field {name!r} in {len(wheres)} record(s) (first: {wheres[0]}){hint}; kept as a tag")
-    for name, n in sorted(rd.unknown_text_ops.items()):
-        notes.append(
-            f"{path}: unknown text operator {name!r} in text_perturbations ({n} record(s)) skipped"
-            + did_you_mean(_norm(name), TEXT_OPERATOR_ALIASES)
-        )
-    for name, n in sorted(rd.unknown_image_ops.items()):
-        notes.append(
-            f"{path}: unknown image operator {name!r} in image_perturbations ({n} record(s)) skipped"
-            + did_you_mean(_norm(name), IMAGE_OPERATOR_ALIASES)
-        )
-    if both:
-        notes.append(f"{path}: {both} item(s) listed both as gt and hard_negative of one query: counted as positives")
-    n_zero = sum(1 for v in qrels.values() if not v)
-    if n_zero:
-        notes.append(f"{n_zero} zero-GT query(ies) (empty gallery.gt): {examples([q for q, v in qrels.items() if not v])}")
-    if n_listed:
-        notes.append(f"released image variants: {n_present} of {n_listed} listed files present")
-    released = ReleasedVariants(texts, sev_images) if (texts or n_listed) else None
-    ds = Dataset(
-        name="snapbench", format="snapbench-json", root=path.parent, queries=queries, gallery=gallery,
-        qrels=qrels, released=released, notes=notes,
-    )
+        _record(rd, rec, i, root, parsed)
+    gid = _gallery_ids(parsed.gal_keys)
+    gallery = [GalleryItem(gid[key], None if root is None else root / "gallery" / key[0], key[1] or None)
+               for key in parsed.gal_keys]
+    qrels = {qid: {gid[key]: 1.0 for key in pos} for qid, pos in parsed.positives.items()}
+    released = ReleasedVariants(parsed.texts, parsed.sev_images) if (parsed.texts or parsed.n_listed) else None
+    ds = Dataset(name="snapbench", format="snapbench-json", root=path.parent, queries=parsed.queries, gallery=gallery,
+                 qrels=qrels, released=released, notes=_notes(path, root, rd, parsed, qrels))
     ds.notes.extend(image_notes(ds))
     return ds

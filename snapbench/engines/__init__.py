@@ -6,7 +6,7 @@ query variants while the driver encodes) and ``snapbench corrupt`` (writing vari
 results in order, so their outputs (memmap rows, manifest lines, resume checkpoints) never depend
 on which worker, machine or retry produced a result.
 
-Engines:
+Engines (the table :data:`ENGINE_TABLE`; an unknown name is an error listing the known ones):
 
 ``local``
     A ``spawn`` process pool of ``workers`` processes (OpenCV limited to one thread in each);
@@ -34,32 +34,59 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-from ..errors import ConfigError
+from ..errors import ConfigError, arg
+from ..registry import Table
+from ..validate import positive_int
 
-__all__ = ["ENGINES", "ordered_map", "check_engine"]
-
-#: Engine names accepted by :func:`ordered_map`.
-ENGINES: tuple[str, ...] = ("local", "ray")
+__all__ = ["ENGINES", "ENGINE_TABLE", "ordered_map", "check_engine"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
+def _local_map(fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers: int, address: str | None, window: int,
+               initializer: Callable[..., Any] | None, initargs: tuple) -> Iterator[Any]:
+    from .local import local_ordered_map
+
+    return local_ordered_map(fn, tasks, workers=workers, window=window, initializer=initializer, initargs=initargs)
+
+
+def _ray_map(fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers: int, address: str | None, window: int,
+             initializer: Callable[..., Any] | None, initargs: tuple) -> Iterator[Any]:
+    from .ray_engine import ray_ordered_map
+
+    return ray_ordered_map(fn, tasks, workers=workers, address=address, window=window, initializer=initializer,
+                           initargs=initargs)
+
+
+def _ray_check() -> None:
+    from .ray_engine import import_ray
+
+    import_ray()
+
+
+#: The engines: name -> (ordered map, availability check run before any work, takes an address).
+ENGINE_TABLE: Table[tuple[Callable[..., Iterator[Any]], Callable[[], None] | None, bool]] = Table("engine", param="engine")
+ENGINE_TABLE.register("local", (_local_map, None, False))
+ENGINE_TABLE.register("ray", (_ray_map, _ray_check, True))
+
+#: Engine names accepted by :func:`ordered_map` (the names of :data:`ENGINE_TABLE`).
+ENGINES: tuple[str, ...] = tuple(ENGINE_TABLE.names())
+
+
 def check_engine(engine: str, workers: int, address: str | None = None) -> None:
-    """Refuse an unknown engine, ``workers < 1``, an ``address`` given to the local engine, or Ray missing.
+    """Refuse an unknown engine, ``workers < 1``, an ``address`` given to an engine that takes none, or an
+    engine whose extra is missing (Ray).
 
     Called before any work starts, so that a missing extra is reported before hours of encoding.
     """
-    if engine not in ENGINES:
-        raise ConfigError(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
-    if int(workers) < 1:
-        raise ConfigError(f"workers must be >= 1, got {workers}")
-    if address is not None and engine != "ray":
-        raise ConfigError(f"address {address!r} is only used by engine='ray' (engine is {engine!r})")
-    if engine == "ray":
-        from .ray_engine import import_ray
-
-        import_ray()
+    _, available, takes_address = ENGINE_TABLE.get(engine)
+    positive_int(workers, "workers")
+    if address is not None and not takes_address:
+        raise ConfigError(f"{arg('address')} {address!r} is only used by the ray engine ({arg('engine')} is {engine!r})",
+                          param="address")
+    if available is not None:
+        available()
 
 
 def ordered_map(
@@ -90,14 +117,7 @@ def ordered_map(
     a child of the calling process: an initializer must not tie the worker's life to its parent.
     """
     check_engine(engine, workers, address)
-    if window is not None and int(window) < 1:
-        raise ConfigError(f"window must be >= 1, got {window}")
-    size = int(window) if window is not None else 2 * int(workers)
-    if engine == "ray":
-        from .ray_engine import ray_ordered_map
-
-        return ray_ordered_map(fn, tasks, workers=int(workers), address=address, window=size,
-                               initializer=initializer, initargs=tuple(initargs))
-    from .local import local_ordered_map
-
-    return local_ordered_map(fn, tasks, workers=int(workers), window=size, initializer=initializer, initargs=tuple(initargs))
+    size = int(workers) * 2 if window is None else positive_int(window, "window")
+    run_map = ENGINE_TABLE.get(engine)[0]
+    return run_map(fn, tasks, workers=int(workers), address=address, window=size, initializer=initializer,
+                   initargs=tuple(initargs))

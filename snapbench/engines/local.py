@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -57,6 +58,21 @@ def local_worker_init(parent_pid: int, initializer: Callable[..., Any] | None = 
     worker_init(initializer, initargs)
 
 
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while workers are started: a spawned worker inherits the disposition, so a Ctrl-C
+    (sent to the whole process group) cannot interrupt it while it imports, before its initializer
+    runs; the parent handles the Ctrl-C (see :func:`local_worker_init`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def local_ordered_map(
     fn: Callable[[Any], Any],
     tasks: Iterable[Any],
@@ -84,8 +100,10 @@ def local_ordered_map(
     ) as pool:
         pending: deque[cf.Future] = deque()
         try:
-            for t in tasks:
-                pending.append(pool.submit(fn, t))
+            for n, t in enumerate(tasks):
+                # the first `workers` submissions start the worker processes
+                with _sigint_ignored() if n < workers else contextlib.nullcontext():
+                    pending.append(pool.submit(fn, t))
                 if len(pending) >= window:
                     yield pending.popleft().result()
             while pending:

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..validate import positive_int
 from .ray_engine import connect, import_ray
 
 __all__ = ["EncoderActor", "RayEncoderPool"]
@@ -55,8 +55,7 @@ class RayEncoderPool:
 
     def __init__(self, spec: str, *, actors: int = 1, device: str | None = None, batch_size: int | None = None,
                  gpus_per_actor: float | None = None, address: str | None = None, workers: int = 1) -> None:
-        if int(actors) < 1:
-            raise ConfigError(f"actors must be >= 1, got {actors}")
+        actors = positive_int(actors, "actors")
         self._ray = ray = import_ray()
         self._owns = connect(ray, address, int(workers) + int(actors))
         try:

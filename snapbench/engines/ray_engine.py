@@ -38,7 +38,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ConfigError(f"engine='ray' needs Ray ({exc}): pip install 'snapbench[ray]'") from None
+        raise ConfigError(f"the ray engine needs Ray ({exc}): pip install 'snapbench[ray]'", param="engine") from None
     return ray
 
 

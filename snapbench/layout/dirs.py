@@ -219,3 +219,10 @@ class RunDir:
     @property
     def combined_per_query_parquet(self) -> Path:
         return self.root / "per_query.parquet"
+
+    # the query phase of a run (snapbench run)
+    def query_embedding(self, source: str, modality: str) -> Path:
+        """One query variant source's embeddings (one row per dataset query): ``embeddings/queries/<stem>.<modality>.npy``."""
+        if modality not in MODALITIES:
+            raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
+        return self.query_embeddings / f"{condition_to_filename(source)}.{modality}.npy"

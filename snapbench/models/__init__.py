@@ -12,7 +12,9 @@
 Spec strings (the same on every command): ``toy``; ``sentence-transformers:NAME_OR_PATH``;
 ``open_clip:ARCH[:PRETRAINED_OR_FILE]``; ``hf:NAME_OR_PATH``; ``package.module:attribute`` (your
 own class, factory or instance); a name registered with :func:`register_encoder`; or the name of
-an installed plugin (entry point group ``snapbench.encoders``).  See :mod:`snapbench.models.spec`.
+an installed plugin (entry point group ``snapbench.encoders``).  Names and adapter prefixes are
+tables that fail loudly (an unknown one is an error with the close names): see
+:mod:`snapbench.models.spec`.
 
 Every encoder :func:`load_encoder` returns has ``name``, ``fingerprint`` (identity of weights +
 preprocessing + precision, the embedding cache's key; ``None`` for a user encoder that does not
@@ -28,14 +30,15 @@ trigrams) for the demo and the tests; its cross-modal similarities carry no mean
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..vectors import l2_normalize as _unit_rows
+from ..modes import PATH_SIDES
+from ..vectors import l2_normalize
 from .cache import CachedEncoder, default_cache_dir
+from .spec import ENCODERS, known_names
 
 __all__ = [
     "CachedEncoder",
@@ -57,7 +60,8 @@ class Encoder(Protocol):
 
     Encoders from :func:`load_encoder` also carry ``name: str``, ``fingerprint: str | None`` and
     ``modalities: frozenset[str]``; a model with a native joint embedding may set ``joint = True``
-    and offer ``encode_queries(images, texts)``.
+    and offer ``encode_queries(images, texts)``; a model so cheap that caching its embeddings costs
+    more than computing them (``toy``) sets ``cheap = True`` (not cached unless asked).
     """
 
     def encode_images(self, images: Sequence[np.ndarray]) -> np.ndarray: ...
@@ -65,25 +69,19 @@ class Encoder(Protocol):
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-_REGISTRY: dict[str, Callable[..., Encoder]] = {}
-
-
 def register_encoder(name: str, *, replace: bool = False):
-    """Decorator registering a factory ``(**kwargs) -> Encoder`` under ``name``."""
+    """Decorator registering a factory ``(**kwargs) -> Encoder`` under ``name`` (in :data:`snapbench.models.spec.ENCODERS`)."""
 
     def _register(factory: Callable[..., Encoder]) -> Callable[..., Encoder]:
-        if name in _REGISTRY and not replace:
-            raise ConfigError(f"encoder {name!r} is already registered (pass replace=True)")
-        _REGISTRY[name] = factory
-        return factory
+        ENCODERS.names()  # the built-ins first, so that a clash with one is seen
+        return ENCODERS.register(name, factory, replace=replace)
 
     return _register
 
 
 def encoders() -> list[str]:
     """Registered encoder names (see :func:`available_encoders` for plugins too)."""
-    _ensure_builtins()
-    return sorted(_REGISTRY)
+    return sorted(ENCODERS.names())
 
 
 def available_encoders() -> list[str]:
@@ -92,18 +90,12 @@ def available_encoders() -> list[str]:
     The adapter forms (``hf:...``, ``sentence-transformers:...``, ``open_clip:...``,
     ``module:attribute``) take a model name or path and are not listed.
     """
-    from .spec import plugin_names
-
-    _ensure_builtins()
-    return sorted(set(_REGISTRY) | set(plugin_names()))
+    return known_names()
 
 
 def get_encoder(name: str, **kwargs) -> Encoder:
     """Build the encoder registered as ``name`` (the factory's own object, unwrapped)."""
-    _ensure_builtins()
-    if name not in _REGISTRY:
-        raise ConfigError(f"unknown encoder {name!r}; known: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name](**kwargs)
+    return ENCODERS.get(name)(**kwargs)
 
 
 def load_encoder(spec: str, *, device: str | None = None, batch_size: int | None = None) -> Encoder:
@@ -117,26 +109,24 @@ def load_encoder(spec: str, *, device: str | None = None, batch_size: int | None
     """
     from .spec import resolve
 
-    _ensure_builtins()
-    kwargs = {"device": device, "batch_size": batch_size}
-    return resolve(spec, _REGISTRY, kwargs)
-
-
-def _ensure_builtins() -> None:
-    from . import toy  # noqa: F401
-
-
-def l2_normalize(x: np.ndarray) -> np.ndarray:
-    """Rows of ``x`` as float32 unit vectors (:func:`snapbench.vectors.l2_normalize`; zero rows stay zero)."""
-    return _unit_rows(np.asarray(x, dtype=np.float32))
+    return resolve(spec, {"device": device, "batch_size": batch_size})
 
 
 def cosine_path_scores(q_image: np.ndarray | None, q_text: np.ndarray | None, g_image: np.ndarray | None,
-                       g_text: np.ndarray | None) -> dict[str, np.ndarray]:
-    """Cosine similarities of the four paths (SPEC §6): II, TT, IT (query image vs gallery text), TI.
+                       g_text: np.ndarray | None, *, paths: Collection[str] | None = None) -> dict[str, np.ndarray]:
+    """Cosine similarities of the four paths of :data:`snapbench.modes.PATH_SIDES` (II, TT, IT, TI), or of
+    ``paths`` only.
 
     A side given as ``None`` (no images, or a text-only model) leaves out the paths that need it.
+    Rows are normalised with :func:`snapbench.vectors.l2_normalize` (float32 embeddings stay float32).
     """
-    qi, qt, gi, gt = (None if a is None else l2_normalize(a) for a in (q_image, q_text, g_image, g_text))
-    pairs = {"II": (qi, gi), "TT": (qt, gt), "IT": (qi, gt), "TI": (qt, gi)}
-    return {name: a @ b.T for name, (a, b) in pairs.items() if a is not None and b is not None}
+    unit = {k: None if a is None else l2_normalize(np.asarray(a, dtype=np.float32))
+            for k, a in {("q", "image"): q_image, ("q", "text"): q_text, ("g", "image"): g_image, ("g", "text"): g_text}.items()}
+    out = {}
+    for path, (qs, gs) in PATH_SIDES.items():
+        if paths is not None and path not in paths:
+            continue
+        a, b = unit[("q", qs)], unit[("g", gs)]
+        if a is not None and b is not None:
+            out[path] = a @ b.T
+    return out

@@ -9,6 +9,12 @@
 ``package.module:attribute``             your own encoder: a class, a factory or an instance
 =====================================  ==============================================================
 
+Both kinds of name are tables (:class:`snapbench.registry.Table`) that fail loudly:
+:data:`ENCODERS` (registered names, then plugins, loaded only when asked for) and
+:data:`ADAPTERS` (the ``PREFIX:`` forms; add your own with ``ADAPTERS.register(prefix, build)``,
+``build(rest, device=..., batch_size=...)``).  A spec that is neither, and not ``module:attribute``
+either, is an error with the close names (``opencilp:ViT-B-32`` -> did you mean ``open_clip``?).
+
 Registered names win over plugins, and adapter prefixes over ``module:attribute``.  For
 ``module:attribute`` the current directory is importable (``my_encoder.py`` next to you works).
 Factories and classes receive ``device`` / ``batch_size`` when their signature accepts them.
@@ -16,6 +22,7 @@ Factories and classes receive ``device`` / ``batch_size`` when their signature a
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import os
@@ -28,11 +35,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, SnapbenchError
+from ..registry import Table
 
-__all__ = ["ADAPTER_PREFIXES", "ENTRY_POINT_GROUP", "DescribedEncoder", "describe", "plugin_names", "resolve"]
+__all__ = ["ADAPTERS", "ADAPTER_PREFIXES", "ENCODERS", "ENTRY_POINT_GROUP", "DescribedEncoder", "describe",
+           "known_names", "plugin_names", "resolve"]
 
 ENTRY_POINT_GROUP = "snapbench.encoders"
-ADAPTER_PREFIXES = ("sentence-transformers:", "open_clip:", "hf:")
 _MODULE_ATTR = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _MODALITIES = ("image", "text")
 
@@ -40,6 +48,11 @@ _MODALITIES = ("image", "text")
 def plugin_names() -> list[str]:
     """Names of the encoders installed packages declare under ``snapbench.encoders``."""
     return sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def known_names() -> list[str]:
+    """Encoder names usable as a spec as they are: registered names and installed plugins."""
+    return sorted(set(ENCODERS.names()) | set(plugin_names()))
 
 
 def _call_with_accepted(factory: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
@@ -72,7 +85,7 @@ class DescribedEncoder:
         self.modalities = frozenset(mods)
         if not self.modalities or not self.modalities <= set(_MODALITIES):
             raise ConfigError(f"encoder {spec!r}: modalities must be a non-empty subset of {{'image', 'text'}}, got {set(mods)!r}")
-        for attr in ("joint", "dim"):
+        for attr in ("joint", "dim", "cheap"):
             if hasattr(inner, attr):
                 setattr(self, attr, getattr(inner, attr))
         if callable(getattr(inner, "encode_queries", None)):
@@ -131,7 +144,8 @@ def _import_attribute(spec: str) -> Any:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-            raise ConfigError(f"encoder {spec!r}: no module named {module_name!r} (not installed, not in {cwd})") from None
+            raise ConfigError(f"encoder {spec!r}: no module named {module_name!r} (not installed, not in {cwd})"
+                              f"{_did_you_mean(spec)}") from None
         raise ConfigError(f"encoder {spec!r}: importing {module_name!r} failed: {exc}") from None
     finally:
         if added:
@@ -145,41 +159,79 @@ def _import_attribute(spec: str) -> Any:
     return obj
 
 
-def resolve(spec: str, registry: dict[str, Callable[..., Any]], kwargs: dict[str, Any]) -> Any:
+def _build_hf(rest: str, **kwargs: Any) -> Any:
+    from .hf import HFEncoder
+
+    return HFEncoder(rest, **kwargs)
+
+
+def _build_st(rest: str, **kwargs: Any) -> Any:
+    from .st import SentenceTransformersEncoder
+
+    return SentenceTransformersEncoder(rest, **kwargs)
+
+
+def _build_open_clip(rest: str, **kwargs: Any) -> Any:
+    from .openclip import OpenClipEncoder
+
+    if rest.startswith(("hf-hub:", "local-dir:")):  # OpenCLIP's own schemes: the weights come with the name
+        return OpenClipEncoder(rest, None, **kwargs)
+    arch, _, pretrained = rest.partition(":")
+    return OpenClipEncoder(arch, pretrained or None, **kwargs)
+
+
+#: Adapter prefixes (``PREFIX:NAME_OR_PATH``) -> ``build(rest, device=..., batch_size=...)``.
+ADAPTERS: Table[Callable[..., Any]] = Table("encoder adapter")
+ADAPTERS.register("sentence-transformers", _build_st)
+ADAPTERS.register("open_clip", _build_open_clip)
+ADAPTERS.register("hf", _build_hf)
+
+#: The adapter prefixes as they are written in a spec (``"hf:"`` ...).
+ADAPTER_PREFIXES: tuple[str, ...] = tuple(f"{name}:" for name in ADAPTERS.names())
+
+
+def _register_builtins() -> None:
+    from .toy import ToyEncoder
+
+    ENCODERS.register("toy", ToyEncoder)
+
+
+#: Encoder names -> factories ``(**kwargs) -> encoder``: ``toy`` and :func:`snapbench.models.register_encoder`
+#: names.  Installed plugins (entry point group :data:`ENTRY_POINT_GROUP`) are looked up after them,
+#: at each call (a plugin installed while the process runs is found), and loaded only when asked for.
+ENCODERS: Table[Callable[..., Any]] = Table("encoder")
+ENCODERS.on_first_use(_register_builtins)
+
+
+def _did_you_mean(spec: str) -> str:
+    """`` (did you mean X?)`` for the registered names or adapter prefixes close to ``spec``."""
+    prefix, colon, _ = spec.partition(":")
+    close = (difflib.get_close_matches(prefix, ADAPTERS.names(), n=2, cutoff=0.6) if colon else
+             difflib.get_close_matches(spec, known_names() + ADAPTERS.names(), n=3, cutoff=0.6))
+    return f" (did you mean {', '.join(c + ':' if c in ADAPTERS else c for c in close)}?)" if close else ""
+
+
+def resolve(spec: str, kwargs: dict[str, Any]) -> Any:
     """Build the encoder a spec string names (see the module docstring for the forms)."""
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"encoder spec must be a non-empty string, got {spec!r}")
     spec = spec.strip()
-    if spec in registry:
-        return DescribedEncoder(_instantiate(registry[spec], spec, kwargs), spec)
-    prefix, _, rest = spec.partition(":")
-    if spec.startswith(ADAPTER_PREFIXES):
+    if spec in ENCODERS:
+        return DescribedEncoder(_instantiate(ENCODERS.get(spec), spec, kwargs), spec)
+    prefix, colon, rest = spec.partition(":")
+    if colon and prefix in ADAPTERS:
         if not rest:
             raise ConfigError(f"encoder {spec!r}: give a model name or path after {prefix + ':'!r}")
-        if prefix == "hf":
-            from .hf import HFEncoder
-
-            return HFEncoder(rest, **kwargs)
-        if prefix == "sentence-transformers":
-            from .st import SentenceTransformersEncoder
-
-            return SentenceTransformersEncoder(rest, **kwargs)
-        from .openclip import OpenClipEncoder
-
-        if rest.startswith(("hf-hub:", "local-dir:")):  # OpenCLIP's own schemes: the weights come with the name
-            return OpenClipEncoder(rest, None, **kwargs)
-        arch, _, pretrained = rest.partition(":")
-        return OpenClipEncoder(arch, pretrained or None, **kwargs)
+        return ADAPTERS.get(prefix)(rest, **kwargs)
     eps = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec]
     if eps:
         return DescribedEncoder(_instantiate(eps[0].load(), spec, kwargs), spec)
     if _MODULE_ATTR.match(spec):
         return DescribedEncoder(_instantiate(_import_attribute(spec), spec, kwargs), spec)
-    known = sorted(set(registry) | set(plugin_names()))
     raise ConfigError(
-        f"unknown encoder {spec!r}; use a registered or plugin name ({', '.join(known)}), "
-        "'sentence-transformers:NAME', 'open_clip:ARCH[:PRETRAINED]', 'hf:NAME_OR_PATH' or 'package.module:attribute'"
-    )
+        f"unknown encoder {spec!r}{_did_you_mean(spec)}; use a registered or plugin name "
+        f"({', '.join(known_names())}), 'sentence-transformers:NAME', 'open_clip:ARCH[:PRETRAINED]', "
+        "'hf:NAME_OR_PATH' or 'package.module:attribute'")
 
 
 def describe(encoder: Any) -> str:

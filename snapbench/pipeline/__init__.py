@@ -1,21 +1,26 @@
-"""``snapbench run``: data -> variants -> encoder -> paths -> fusion -> evaluation -> report, one call.
+"""``snapbench run``: data -> variants -> encoder(s) -> paths -> fusion -> evaluation -> report, one call.
 
 :func:`run_benchmark` loads a dataset (:mod:`snapbench.data`), streams every query's variants from
 the corruption API into an encoder (no image files; with ``workers > 1`` spawned processes corrupt
 while the main process encodes), scores the four similarity paths, composes the retrieval modes,
 fuses with MOOR and fixed-fusion baselines, and writes one report per mode in the schema of
-``snapbench evaluate``::
+``snapbench evaluate``.  The run folder's layout is :class:`snapbench.layout.RunDir` (the one
+description of it).  :func:`run_encoders` runs several encoders on one corruption pass, one run
+folder each (``DIR/<name>/``), listed in ``DIR/run.json`` under ``encoder_runs``.
 
-    DIR/run.json                      what was run (dataset, encoder, seed, grid, conditions, modes)
-    DIR/embeddings/gallery.{image,text}.npy
-    DIR/embeddings/queries/<source>.{image,text}.npy   one row per query (all queries of the dataset)
-    DIR/embeddings/queries/blocks.jsonl                finished query blocks (the resume log)
-    DIR/dropped_queries.json          queries left out of every state, with the reason
-    DIR/<MODE>/report.json            MODE in I2I, T2T, IT2IT, I2IT, T2IT (those the data + model allow)
-    DIR/<MODE>/per_query.csv          query_id, condition, metric, value
-    DIR/MOOR/report.json, DIR/MOOR/text_share.json
-    DIR/fusion/<baseline>/report.json comb_sum, rrf over the available paths
-    DIR/report.html (+ tables/, figures/) when the report extra is installed
+The run is a chain of stages, each a module with one entry point and a typed hand-off:
+
+1. plan -- :func:`.plan.plan_run` -> :class:`.plan.RunPlan` (modes, conditions, variant sources);
+2. resume -- :func:`.resume.open_run` -> :class:`.resume.RunState` (run.json, finished query blocks);
+3. encode gallery -- :func:`.gallery.encode_gallery` -> :class:`.gallery.GalleryEmbeddings`;
+4. encode queries -- :func:`.queries.encode_queries` -> :class:`.queries.QueryEmbeddings` per encoder
+   (one variant stream feeds every encoder);
+5. score -- :func:`.score.score_targets` -> :class:`.score.Scores` (each target's scores per row block);
+6. evaluate -- :func:`.scoring.evaluate_all` -> the report of each target (a mode, MOOR, a baseline);
+7. report -- :func:`.report.finish_run` -> :class:`RunResult` (final run.json, report.html).
+
+:mod:`.run` chains them; :mod:`.encoding` is the one encoding loop (shared with ``snapbench encode``),
+:mod:`.sources` the variant stream, :mod:`.encoders` the opening of encoders and the embedding cache.
 
 Decisions:
 
@@ -23,11 +28,15 @@ Decisions:
   source* (``clean`` for clean and text conditions, ``img/<op>/s<N>`` for image and joint ones) and
   its question from one *text source*; each source is generated and encoded once per query, so
   the 18 joint conditions cost no encoder time.
-* **Resume at query-block granularity.**  Queries are processed in fixed blocks of
+* **One corruption pass for every encoder.**  Each query is corrupted once into the sources some
+  encoder still needs and each encoder takes its own: its batches, files and reports are those of
+  a run of it alone.
+* **Resume at query-block granularity, per encoder.**  Queries are processed in fixed blocks of
   :data:`BLOCK_QUERIES`; each finished block's embeddings are flushed to the per-source ``.npy``
-  files and then recorded in ``blocks.jsonl`` (fsynced).  A killed run redoes only unfinished
-  blocks; batches never cross block boundaries, so a resumed run encodes exactly the same batches
-  as an uninterrupted one and ends with the same numbers.  Evaluation (seconds) is always redone.
+  files and then recorded in the encoder's ``blocks.jsonl`` (fsynced).  A killed run redoes only
+  unfinished blocks; batches never cross block boundaries, so a resumed run encodes exactly the same
+  batches as an uninterrupted one and ends with the same numbers.  Evaluation (seconds) is redone,
+  unless the folder holds the run complete with the same evaluation settings.
 * **Paired on the same queries.**  A query that cannot be produced under some evaluated condition
   (bad image, entity not found, a released file missing) is dropped from every state and listed.
 * **Memory** is bounded by the batch and the embeddings: scores are computed per row block inside
@@ -36,7 +45,8 @@ Decisions:
 
 from __future__ import annotations
 
-from .plan import BLOCK_QUERIES, MODES, RunOptions, RunResult
-from .run import run_benchmark
+from .options import BLOCK_QUERIES, RunOptions, RunResult, RunSetResult
+from .plan import MODES
+from .run import run_benchmark, run_encoders
 
-__all__ = ["RunOptions", "RunResult", "run_benchmark", "MODES", "BLOCK_QUERIES"]
+__all__ = ["RunOptions", "RunResult", "RunSetResult", "run_benchmark", "run_encoders", "MODES", "BLOCK_QUERIES"]

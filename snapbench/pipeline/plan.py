@@ -1,193 +1,222 @@
-"""What a run evaluates: modes from the sides the data and model have, conditions, sources."""
+"""Stage 1, plan: which sides, modes, conditions and variant sources a run of one encoder needs.
+
+:func:`plan_run` (dataset + encoder + options -> :class:`RunPlan`) decides before any work; after the
+embeddings exist, :func:`shared_space_modes` re-plans the modes once the embedding sizes are known
+(image and text embeddings of different sizes have no cross-modal paths, hence no MOOR).  Both read
+the one rule of :func:`snapbench.modes.plan_modes`.
+"""
 
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from ..conditions import JOINT_PAIRS, Condition, parse_condition
 from ..errors import ConfigError, InputError
 from ..modes import MODES as MODE_WEIGHTS
-from ..modes import PATH_SIDES
+from ..modes import PATH_SIDES, ModePlan, plan_modes
+from .options import RunOptions
+
+__all__ = ["MODES", "RunPlan", "Sides", "DataWarning", "grid_json", "image_source", "plan_run", "shared_space_modes",
+           "text_source"]
 
 MODES: tuple[str, ...] = tuple(MODE_WEIGHTS)
-BLOCK_QUERIES = 16
-BASELINES: tuple[str, ...] = ("comb_sum", "rrf")
-RUN_SCHEMA = 1
+
+
+class DataWarning(UserWarning):
+    """The data allow less than they seem to (e.g. every query image path is wrong): the run goes on."""
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The query and gallery sides (``"image"`` / ``"text"``) a run can encode, and why the others cannot
+    (keys ``"query image"``, ``"gallery text"``..., as :func:`snapbench.modes.plan_modes` quotes them)."""
+
+    query: frozenset[str]
+    gallery: frozenset[str]
+    why: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
-class RunOptions:
-    """Everything ``snapbench run`` takes besides the dataset and the encoder (CLI flags in brackets)."""
+class RunPlan:
+    """What one encoder's run evaluates: the mode plan, the conditions (clean first), the variant
+    sources to encode (each once per query), the resolved severity grid, and notes for the user."""
 
-    modes: Sequence[str] | None = None  # [--modes] default: every mode the data and the model allow
-    conditions: Sequence[str] | None = None  # [--conditions] default: the 54 states
-    # [--joint/--no-joint] the paper's 18 joint conditions; None: with the default conditions, not with
-    # an explicit list (which is then run exactly, plus the parts of the joint ids it names)
-    joint: bool | None = None
-    variants: str = "generated"  # [--variants] generated | released
-    seed: int = 0
-    grid: str | os.PathLike | Mapping[str, Any] | None = None
-    device: str | None = None
-    batch_size: int = 32
-    workers: int = 1  # [--workers] processes (local), CPUs of a local Ray, or tasks at once on a cluster
-    engine: str = "local"  # [--engine] local | ray: where variants are generated
-    # [--actors] with engine="ray": encode on this many Ray actors (one model load each, a GPU each when
-    # the cluster has them); 0 = encode in this process
-    encoder_actors: int = 0
-    address: str | None = None  # [--address] an existing Ray cluster (engine="ray"); default: start a local one
-    resamples: int = 10_000
-    ks: tuple[int, ...] = (1, 5, 10, 20)
-    group_by: str | None = None
-    cache_dir: str | os.PathLike | None = None
-    use_cache: bool = True
-    dataset_format: str | None = None
-    images: str | os.PathLike | None = None
-    qrels: str | os.PathLike | None = None
-    gallery: str | os.PathLike | None = None
-    force: bool = False
-    report: bool = True
-    progress: bool = True
-    block_queries: int = BLOCK_QUERIES  # queries per resume checkpoint
-    # [--gallery-shard-rows] galleries in the millions: embeddings as shards of this many items (resumable per
-    # shard), scores streamed shard by shard (no Q x N, no N x d in memory); None = the gallery in memory
-    gallery_shard_rows: int | None = None
-
-
-@dataclass
-class RunResult:
-    """What :func:`run_benchmark` produced."""
-
-    out_dir: Path
-    modes: list[str]
-    conditions: list[str]
-    n_queries: int
-    n_gallery: int
-    dropped: dict[str, str]
+    sides: Sides
+    modes: ModePlan
+    conditions: list[Condition]
+    image_sources: tuple[str, ...]
+    text_sources: tuple[str, ...]
+    grid: Mapping[str, Any]
     notes: list[str] = field(default_factory=list)
-    reports: dict[str, Path] = field(default_factory=dict)
-    html: Path | None = None
-    elapsed_s: float = 0.0
-    # where the query phase spent its time: waiting for variants, encoding them (seconds)
-    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def condition_ids(self) -> list[str]:
+        return [c.id for c in self.conditions]
+
+    @property
+    def grid_json(self) -> dict[str, dict[str, dict[str, Any]]]:
+        return grid_json(self.grid)
 
 
-# ------------------------------------------------------------------------------------------------
-# planning: which modes, conditions and sources a run needs
-# ------------------------------------------------------------------------------------------------
+def grid_json(grid: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """A resolved grid as run.json records it: ``{operator: {"s1": params, ...}}``, sorted."""
+    return {op: {f"s{s}": dict(v) for s, v in sorted(levels.items())} for op, levels in sorted(grid.items())}
 
 
 def image_source(cond: Condition) -> str:
+    """The variant whose image a condition's query shows: ``clean`` or its image part."""
     return cond.image_part.id if cond.kind in ("image", "joint") else "clean"
 
 
 def text_source(cond: Condition) -> str:
+    """The variant whose question a condition's query asks: ``clean`` or its text part."""
     return cond.text_part.id if cond.kind in ("text", "joint") else "clean"
 
 
-def available_sides(dataset: Any, encoder: Any) -> tuple[dict[str, bool], dict[str, bool], list[str]]:
-    """Which query sides and gallery sides can be encoded, and why the others cannot."""
+def _missing_files(paths: list[Path | None]) -> tuple[int, int, Path | None]:
+    """(named, found, first named but missing) over the image paths of queries or gallery items."""
+    named = [p for p in paths if p is not None]
+    found = [Path(p).is_file() for p in named]
+    first = next((p for p, ok in zip(named, found) if not ok), None)
+    return len(named), sum(found), first
+
+
+def available_sides(dataset: Any, encoder: Any) -> Sides:
+    """Which query sides and gallery sides can be encoded, and why the others cannot.
+
+    The query image side exists when some query image file exists (a query whose file is missing is
+    dropped from every state, like any query that cannot be produced); the gallery is fixed, so its
+    images are all or nothing: some missing is an error naming them.  When image paths are named but
+    none of the files exists, the run goes on without that side and a :class:`DataWarning` says so.
+    """
     mods = set(getattr(encoder, "modalities", {"image", "text"}))
-    why: list[str] = []
-    # The query side exists when some query image file exists: a query whose file is missing or
-    # unreadable is dropped from every state (like any query that cannot be produced).  The gallery is
-    # fixed, so it is all or nothing: no image files at all -> text-only; some missing -> an error.
-    q_has_img = any(q.image is not None and Path(q.image).is_file() for q in dataset.queries)
-    g_paths = [g.image for g in dataset.gallery]
-    g_found = [p is not None and Path(p).is_file() for p in g_paths]
-    g_has_img = bool(g_found) and all(g_found)
-    if any(g_found) and not all(g_found):
-        missing = [str(p) if p is not None else f"(item {g.id!r} names no image)" for p, ok, g in zip(g_paths, g_found, dataset.gallery) if not ok]
+    who = getattr(encoder, "name", "?")
+    why: dict[str, str] = {}
+    q_named, q_found, q_first = _missing_files([q.image for q in dataset.queries])
+    g_named, g_found, g_first = _missing_files([g.image for g in dataset.gallery])
+    if 0 < g_found < len(dataset.gallery):
+        missing = [str(g.image) if g.image is not None else f"(item {g.id!r} names no image)"
+                   for g in dataset.gallery if g.image is None or not Path(g.image).is_file()]
         raise InputError(
-            f"{len(missing)} of {len(g_paths)} gallery image files are missing (the gallery is fixed: every item "
-            f"needs its image, or none for a text-only run): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
-        )
-    q_has_txt = any(q.question for q in dataset.queries)
+            f"{len(missing)} of {len(dataset.gallery)} gallery image files are missing (the gallery is fixed: every item "
+            f"needs its image, or none for a text-only run): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+    for what, named, found, first in (("query", q_named, q_found, q_first), ("gallery", g_named, g_found, g_first)):
+        if named and not found and "image" in mods:
+            warnings.warn(f"none of the {named} {what} image files exists (first: {first}): modes that need "
+                          f"{what} images are skipped", DataWarning, stacklevel=3)
     n_cap = sum(1 for g in dataset.gallery if g.caption)
-    g_has_txt = bool(dataset.gallery) and n_cap == len(dataset.gallery)
-    if not q_has_img:
-        why.append("the queries have no images")
-    if not g_has_img:
-        why.append("the gallery has no images")
-    if not q_has_txt:
-        why.append("the queries have no questions")
-    if not g_has_txt:
-        why.append("the gallery has no captions" if n_cap == 0 else f"{len(dataset.gallery) - n_cap} gallery items have no caption")
-    if "image" not in mods:
-        why.append(f"the encoder {getattr(encoder, 'name', '?')} encodes no images")
-    if "text" not in mods:
-        why.append(f"the encoder {getattr(encoder, 'name', '?')} encodes no text")
-    query = {"image": q_has_img and "image" in mods, "text": q_has_txt and "text" in mods}
-    gallery = {"image": g_has_img and "image" in mods, "text": g_has_txt and "text" in mods}
-    return query, gallery, why
+    have = {"query image": q_found > 0, "gallery image": bool(dataset.gallery) and g_found == len(dataset.gallery),
+            "query text": any(q.question for q in dataset.queries),
+            "gallery text": bool(dataset.gallery) and n_cap == len(dataset.gallery)}
+    reasons = {"query image": "the queries have no images", "gallery image": "the gallery has no images",
+               "query text": "the queries have no questions",
+               "gallery text": "the gallery has no captions" if n_cap == 0 else
+               f"{len(dataset.gallery) - n_cap} gallery items have no caption"}
+    for key, ok in have.items():
+        side = key.split()[1]
+        if not ok:
+            why[key] = reasons[key]
+        elif side not in mods:
+            why[key] = f"the encoder {who} encodes no {side}s"
+    query = frozenset(k.split()[1] for k, ok in have.items() if ok and k.startswith("query") and k not in why)
+    gallery = frozenset(k.split()[1] for k, ok in have.items() if ok and k.startswith("gallery") and k not in why)
+    return Sides(query, gallery, why)
 
 
-def plan_modes(query: Mapping[str, bool], gallery: Mapping[str, bool], requested: Sequence[str] | None) -> tuple[list[str], list[str], bool]:
-    """(modes to evaluate, paths needed, whether MOOR can run) given the sides that exist."""
+def _released_conditions(options: RunOptions, dataset: Any, want_joint: bool) -> list[Condition]:
+    """The conditions a dataset's released variants cover (their list needs the dataset)."""
+    rel = dataset.released
+    if rel is None:
+        raise ConfigError(f"dataset {dataset.name!r} ({dataset.format}) ships no variants; use generated variants",
+                          param="variants")
+    conds = [Condition("clean")]
+    txt_ops = sorted({op for per in rel.texts.values() for op in per})
+    img_parts = sorted({key for per in rel.images.values() for key in per})
+    conds += [Condition("image", image_operator=op, severity=s) for op, s in img_parts]
+    conds += [Condition("text", text_operator=op) for op in txt_ops]
+    if want_joint:
+        conds += [Condition("joint", image_operator=i, text_operator=t, severity=s)
+                  for i, t in JOINT_PAIRS for (op, s) in img_parts if op == i and t in txt_ops]
+    if options.conditions is not None:
+        want = {parse_condition(c).id for c in options.conditions} | {"clean"}
+        unknown = sorted(want - {c.id for c in conds})
+        if unknown:
+            raise ConfigError(f"the dataset ships no variants for {', '.join(unknown)}", param="conditions")
+        conds = [c for c in conds if c.id in want]
+    return conds
 
-    paths_ok = {p: query[qs] and gallery[gs] for p, (qs, gs) in PATH_SIDES.items()}
-    if requested is None:
-        wanted = list(MODES)
-    else:
-        wanted = []
-        for m in requested:
-            key = str(m).strip().upper()
-            if key not in MODES:
-                raise ConfigError(f"unknown mode {m!r}; modes: {', '.join(MODES)}")
-            if key not in wanted:
-                wanted.append(key)
-    modes = [m for m in wanted if all(paths_ok[p] for p in MODE_WEIGHTS[m])]
-    moor_ok = all(paths_ok.values())
-    needed = sorted({p for m in modes for p in MODE_WEIGHTS[m]} | (set(PATH_SIDES) if moor_ok else set()))
-    return modes, needed, moor_ok
 
+def plan_conditions(options: RunOptions, dataset: Any, *, use_query_images: bool, use_query_text: bool,
+                    grid: Mapping[str, Any]) -> tuple[list[Condition], list[str]]:
+    """The conditions of the run, in order (clean first), and notes on those left out.
 
-def plan_conditions(
-    options: RunOptions, dataset: Any, *, use_query_images: bool, use_query_text: bool, grid: Mapping[str, Any]
-) -> tuple[list[Condition], list[str]]:
-    """The conditions of the run, in order (clean first), and notes on those left out."""
+    Generated variants: the corrupt side's one builder (:func:`snapbench.corruptions.resolve_conditions`).
+    """
     from ..corruptions import resolve_conditions
 
     want_joint = options.joint if options.joint is not None else options.conditions is None
-    notes: list[str] = []
     if options.variants == "released":
-        rel = dataset.released
-        if rel is None:
-            raise ConfigError(f"dataset {dataset.name!r} ({dataset.format}) ships no variants; use variants='generated'")
-        conds = [Condition("clean")]
-        txt_ops = sorted({op for per in rel.texts.values() for op in per})
-        img_parts = sorted({key for per in rel.images.values() for key in per})
-        conds += [Condition("image", image_operator=op, severity=s) for op, s in img_parts]
-        conds += [Condition("text", text_operator=op) for op in txt_ops]
-        if want_joint:
-            conds += [
-                Condition("joint", image_operator=i, text_operator=t, severity=s)
-                for i, t in JOINT_PAIRS
-                for (op, s) in img_parts
-                if op == i and t in txt_ops
-            ]
-        if options.conditions is not None:
-            want = {parse_condition(c).id for c in options.conditions} | {"clean"}
-            unknown = sorted(want - {c.id for c in conds})
-            if unknown:
-                raise ConfigError(f"the dataset ships no variants for {', '.join(unknown)}")
-            conds = [c for c in conds if c.id in want]
+        conds = _released_conditions(options, dataset, want_joint)
     else:
-        conds = resolve_conditions(options.conditions, joint=want_joint, grid=grid)
-    kept = []
-    for c in conds:
-        if c.kind in ("image", "joint") and not use_query_images:
-            continue
-        if c.kind in ("text", "joint") and not use_query_text:
-            continue
-        kept.append(c)
-    left = len(conds) - len(kept)
-    if left:
+        try:
+            conds = resolve_conditions(options.conditions, joint=want_joint, grid=grid)
+        except ConfigError as exc:
+            if exc.param == "grid" and exc.path is None and isinstance(options.grid, (str, os.PathLike)):
+                raise ConfigError(exc.problem, path=options.grid) from None  # name the grid file
+            raise
+    kept = [c for c in conds if not (c.kind in ("image", "joint") and not use_query_images)
+            and not (c.kind in ("text", "joint") and not use_query_text)]
+    notes = []
+    if len(kept) < len(conds):
         kinds = sorted({c.kind for c in conds if c not in kept})
-        notes.append(f"{left} {'/'.join(kinds)} condition(s) left out: no evaluated mode reads that side of the query")
+        notes.append(f"{len(conds) - len(kept)} {'/'.join(kinds)} condition(s) left out: no evaluated mode reads that "
+                     "side of the query")
     return kept, notes
 
 
-# ------------------------------------------------------------------------------------------------
+def _mode_notes(modes: ModePlan, requested: Any) -> list[str]:
+    skipped = [m for m in modes.skipped if m != "MOOR"]
+    notes = []
+    if skipped:
+        notes.append("modes skipped: " + "; ".join(f"{m} ({modes.skipped[m]})" for m in skipped))
+    if not modes.moor:
+        notes.append(f"MOOR skipped: it {modes.skipped['MOOR']} (query and gallery images and texts, and an encoder "
+                     "for both)")
+    return notes
+
+
+def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
+    """The :class:`RunPlan` of ``encoder`` on ``dataset`` (ConfigError when no mode can run)."""
+    from ..corruptions import resolve_grid
+
+    sides = available_sides(dataset, encoder)
+    modes = plan_modes(sides.query, sides.gallery, options.modes, why=sides.why)
+    if not modes.targets:
+        raise ConfigError("no retrieval mode can run: " + "; ".join(dict.fromkeys(sides.why.values()) or
+                                                                     modes.skipped.values()))
+    use_img = any(PATH_SIDES[p][0] == "image" for p in modes.paths)
+    use_txt = any(PATH_SIDES[p][0] == "text" for p in modes.paths)
+    table = resolve_grid(options.grid)
+    conds, cnotes = plan_conditions(options, dataset, use_query_images=use_img, use_query_text=use_txt, grid=table)
+    img_sources = tuple(dict.fromkeys(image_source(c) for c in conds)) if use_img else ()
+    txt_sources = tuple(dict.fromkeys(text_source(c) for c in conds)) if use_txt else ()
+    notes = list(getattr(dataset, "notes", [])) + _mode_notes(modes, options.modes) + cnotes
+    return RunPlan(sides, modes, conds, img_sources, txt_sources, table, notes)
+
+
+def shared_space_modes(plan: RunPlan, dims: Mapping[str, int], requested: Any) -> tuple[ModePlan, str | None]:
+    """The mode plan once the embedding sizes are known (``dims``: side -> size), and a note when image
+    and text embeddings differ in size (no shared space: the cross-modal paths, their modes and MOOR go)."""
+    if len(set(dims.values())) <= 1:
+        return plan.modes, None
+    modes = plan_modes(plan.sides.query, plan.sides.gallery, requested, why=plan.sides.why, shared_space=False)
+    gone = [m for m in plan.modes.targets if m not in modes.targets]
+    note = (f"the encoder's image and text embeddings differ in size ({dims.get('image')} vs {dims.get('text')}): "
+            f"modes {', '.join(gone)} need a shared space and are skipped")
+    if not modes.targets:
+        raise ConfigError(f"no retrieval mode can run: {note}")
+    return modes, note

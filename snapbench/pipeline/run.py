@@ -1,66 +1,130 @@
-"""The run itself: plan, resume check, encode, evaluate, report."""
+"""The run: the stages chained, for one encoder (:func:`run_benchmark`) or several (:func:`run_encoders`).
+
+plan (:mod:`.plan`) -> resume (:mod:`.resume`) -> encode gallery (:mod:`.gallery`) -> encode queries
+(:mod:`.queries`, one variant stream for every encoder) -> score (:mod:`.score`) -> evaluate
+(:mod:`.scoring`: it pulls each target's scores per row block, so no Q x N matrix is held) -> report
+(:mod:`.report`).
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-import numpy as np
-
-from ..atomic import prepare_output_dir, write_text_atomic
-from ..engines import check_engine
-from ..errors import ConfigError, InputError
-from ..layout import DROPPED_QUERIES, EMBEDDINGS_DIR, RUN_CONFIG
-from ..modes import MODES as MODE_WEIGHTS
+from ..atomic import prepare_output_dir
+from ..errors import ConfigError
+from ..layout import check_resume, read_run_json, write_run_json
 from ..progress import ProgressDisplay
-from .plan import (
-    MODES,
-    PATH_SIDES,
-    RUN_SCHEMA,
-    RunOptions,
-    RunResult,
-    available_sides,
-    image_source,
-    plan_conditions,
-    plan_modes,
-    text_source,
-)
+from .encoders import close_encoder, encoder_label, open_encoder, run_names
+from .gallery import encode_gallery
+from .options import RunOptions, RunResult, RunSetResult, check_options
+from .plan import RunPlan, grid_json, plan_run, shared_space_modes
+from .queries import QueryEmbeddings, QueryJob, encode_queries
+from .report import Evaluated, finish_run, reused_run
+from .resume import RunState, open_run, shared_fingerprint
 from .scoring import evaluate_all
-from .sources import (
-    Batcher,
-    QueryStore,
-    SourceTask,
-    encode_gallery,
-    encode_gallery_shards,
-    iter_sources,
-    read_blocks,
-)
 
-# ------------------------------------------------------------------------------------------------
-# the run
-# ------------------------------------------------------------------------------------------------
+__all__ = ["run_benchmark", "run_encoders"]
 
 
-def run_fingerprint(dataset: Any, encoder: Any, options: RunOptions, grid_json: Any, conds: list[str], sources: dict) -> dict:
-    import hashlib
+@dataclass
+class _Job:
+    """One encoder of a run: its spec, its loaded encoder, its plan and its folder's state."""
 
-    ids = hashlib.sha256("\x1f".join(q.id for q in dataset.queries).encode()).hexdigest()
-    gids = hashlib.sha256("\x1f".join(g.id for g in dataset.gallery).encode()).hexdigest()
-    return {
-        "dataset_queries_sha256": ids,
-        "dataset_gallery_sha256": gids,
-        "encoder_fingerprint": str(getattr(encoder, "fingerprint", getattr(encoder, "name", type(encoder).__name__))),
-        "seed": int(options.seed),
-        "variants": options.variants,
-        "grid": grid_json,
-        "block_queries": int(options.block_queries),
-        "gallery_shard_rows": options.gallery_shard_rows,
-        "batch_size": int(options.batch_size),
-        "sources": sources,
-    }
+    name: str
+    spec: str | Any
+    encoder: Any
+    plan: RunPlan
+    state: RunState
+    say: Callable[[str], None]
+
+
+def _load_dataset(dataset: str | os.PathLike | Any, opts: RunOptions) -> Any:
+    if hasattr(dataset, "queries"):
+        return dataset
+    from ..data import load_dataset
+
+    return load_dataset(dataset, format=opts.dataset_format, images=opts.images, qrels=opts.qrels, gallery=opts.gallery)
+
+
+def _open_encoders(specs: Sequence[str | Any], opts: RunOptions, say: Callable[[str], None]) -> list[Any]:
+    """Every encoder, loaded before any work (a bad spec or a missing model fails first)."""
+    opened: list[Any] = []
+    try:
+        for spec in specs:
+            enc, note = open_encoder(spec, device=opts.device, batch_size=opts.batch_size, engine=opts.engine,
+                                     actors=opts.encoder_actors, address=opts.address, workers=opts.workers,
+                                     use_cache=opts.use_cache, cache_dir=opts.cache_dir)
+            opened.append(enc)
+            if note:
+                say(note)
+    except BaseException:
+        for enc in opened:
+            close_encoder(enc)
+        raise
+    from ..models import CachedEncoder
+
+    roots = sorted({str(enc.cache_dir) for enc in opened if isinstance(enc, CachedEncoder)})
+    if roots:
+        say(f"embedding cache: {', '.join(roots)}")
+    return opened
+
+
+def _evaluate(ds: Any, job: _Job, gallery: Any, queries: QueryEmbeddings, opts: RunOptions, bar: Any) -> Evaluated:
+    """Score + evaluate, once the embedding sizes say which modes have a shared space."""
+    modes, note = shared_space_modes(job.plan, {**gallery.dims, **queries.dims}, opts.modes)
+    if note:
+        job.say(note)
+    reports = evaluate_all(ds, job.state.dir.root, job.plan.conditions, list(modes.modes), modes.moor, gallery.sides,
+                           queries.embeddings, queries.keep, opts, bar, job.say)
+    return Evaluated(modes, note, reports)
+
+
+def _run_jobs(ds: Any, jobs: list[_Job], opts: RunOptions, t0: float) -> list[RunResult]:
+    """Gallery, queries, evaluation and report of every job that is not complete already."""
+    results: dict[str, RunResult] = {j.name: reused_run(j.state, ds, t0) for j in jobs if j.state.complete}
+    for name in results:
+        next(j for j in jobs if j.name == name).say(f"complete already in {results[name].out_dir} (same settings): "
+                                                    "nothing to redo")
+    todo = [j for j in jobs if not j.state.complete]
+    with ProgressDisplay(opts.progress) as bar:
+        galleries = [encode_gallery(ds.gallery, j.encoder, j.plan.sides.gallery, batch_size=opts.batch_size, bar=bar,
+                                    rundir=j.state.dir, shard_rows=opts.gallery_shard_rows) for j in todo]
+        blocks = -(-len(ds.queries) // int(opts.block_queries))
+        for j in todo:
+            if j.state.done:
+                j.say(f"resuming: {sum(1 for b in j.state.done if b < blocks)} of {blocks} query blocks already done "
+                      f"in {j.state.dir.root}")
+        qjobs = [QueryJob(j.encoder, j.plan.image_sources, j.plan.text_sources, j.state.dir, j.state.done) for j in todo]
+        encoded = encode_queries(ds, qjobs, opts, todo[0].plan.grid, bar) if todo else []
+        for j, gallery, queries in zip(todo, galleries, encoded):
+            if queries.dropped:
+                n = len(queries.dropped)
+                j.say(f"{n} quer{'y' if n == 1 else 'ies'} dropped from every state (listed in {j.state.dir.dropped_queries})")
+            evaluated = _evaluate(ds, j, gallery, queries, opts, bar)
+            results[j.name] = finish_run(j.state, ds, queries, evaluated, opts, j.say, t0)
+    return [results[j.name] for j in jobs]
+
+
+def _plan_jobs(ds: Any, specs: Sequence[str | Any], encs: list[Any], names: list[str], dirs: list[Path], opts: RunOptions,
+               say: Callable[[str], None], prefix: bool) -> list[_Job]:
+    jobs = []
+    plans = [plan_run(ds, enc, opts) for enc in encs]  # every plan first: a bad option fails before any output
+    shared = list(getattr(ds, "notes", []))
+    for note in shared:  # the dataset's notes once; each encoder's own notes with its name
+        say(note)
+    for name, spec, enc, out, plan in zip(names, specs, encs, dirs, plans):
+        js = (lambda msg, n=name: say(f"{n}: {msg}")) if prefix else say
+        state = open_run(out, ds, encoder_label(spec, enc), enc, plan, opts)
+        if not state.complete:
+            for note in plan.notes[len(shared):]:
+                js(note)
+        jobs.append(_Job(name, spec, enc, plan, state, js))
+    return jobs
 
 
 def run_benchmark(
@@ -71,253 +135,86 @@ def run_benchmark(
     *,
     log: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """From a dataset and an encoder to the paired robustness reports (layout in the module docstring).
+    """From a dataset and an encoder to the paired robustness reports (layout in :mod:`snapbench.pipeline`).
 
     ``dataset`` is a path (any format :func:`snapbench.data.load_dataset` reads) or a loaded
     :class:`snapbench.data.Dataset`; ``encoder`` a spec string (``toy``,
     ``sentence-transformers:NAME``, ``hf:NAME``, ``open_clip:ARCH[:PRETRAINED]``, ``module:attr``)
-    or an encoder object.  Rerunning into the same ``out_dir`` resumes; a run made with another
-    dataset, encoder, seed, grid or variants is refused unless ``options.force``.
+    or an encoder object.  Rerunning into the same ``out_dir`` resumes (a run complete with the same
+    settings is read back, not redone); a run made with another dataset, encoder, seed, grid or
+    variants is refused unless ``options.force``.
     """
     opts = options or RunOptions()
     say = log or (lambda _msg: None)
     t0 = time.perf_counter()
-    if opts.workers < 1:
-        raise ConfigError(f"workers must be >= 1, got {opts.workers}")
-    check_engine(opts.engine, opts.workers, opts.address)
-    if not opts.ks or any(int(k) < 1 for k in opts.ks):
-        raise ConfigError(f"the cut-offs k must be positive integers, got {list(opts.ks)}")
-    if opts.gallery_shard_rows is not None and int(opts.gallery_shard_rows) < 1:
-        raise ConfigError(f"gallery_shard_rows must be >= 1, got {opts.gallery_shard_rows}")
-    if opts.block_queries < 1:
-        raise ConfigError(f"block_queries must be >= 1, got {opts.block_queries}")
-    if opts.batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1, got {opts.batch_size}")
-    if opts.variants not in ("generated", "released"):
-        raise ConfigError(f"variants must be 'generated' or 'released', got {opts.variants!r}")
+    check_options(opts)
     out = prepare_output_dir(out_dir)
-
-    if hasattr(dataset, "queries"):
-        ds = dataset
-    else:
-        from ..data import load_dataset
-
-        ds = load_dataset(dataset, format=opts.dataset_format, images=opts.images, qrels=opts.qrels, gallery=opts.gallery)
-    enc = load_encoder(encoder, opts)
+    ds = _load_dataset(dataset, opts)
+    (enc,) = _open_encoders([encoder], opts, say)
     try:
-        return _run_loaded(ds, enc, encoder, out, opts, say, t0)
+        jobs = _plan_jobs(ds, [encoder], [enc], ["run"], [out], opts, say, prefix=False)
+        return _run_jobs(ds, jobs, opts, t0)[0]
     finally:
-        close = getattr(enc, "close", None) or getattr(getattr(enc, "encoder", None), "close", None)
-        if callable(close):
-            close()  # a Ray encoder pool: its actors (and a private Ray instance)
+        close_encoder(enc)
 
 
-def _run_loaded(ds: Any, enc: Any, encoder: str | Any, out: Path, opts: RunOptions, say: Callable[[str], None],
-                t0: float) -> RunResult:
-    """:func:`run_benchmark` once the dataset and the encoder are loaded."""
+def _open_run_set(out: Path, ds: Any, specs: Sequence[str | Any], encs: list[Any], names: list[str], opts: RunOptions) -> dict:
+    """Check (resume or refuse) and write the run.json of a several-encoder run folder."""
+    from .._version import __version__
     from ..corruptions import resolve_grid
 
-    notes = list(getattr(ds, "notes", []))
+    fp = shared_fingerprint(ds, opts, grid_json(resolve_grid(opts.grid)))
+    before = read_run_json(out, kind="run")
+    if before is not None and "encoder_runs" not in before:
+        raise ConfigError(f"{out} holds the run of one encoder (the folder is its run folder); use a new output folder "
+                          "for a run of several encoders")
+    previous = check_resume(out, "run", fp, force=opts.force)
+    runs = [{"name": n, "encoder": encoder_label(s, e), "path": n} for n, s, e in zip(names, specs, encs)]
+    kept = [r for r in (previous or {}).get("encoder_runs", []) if r.get("name") not in names and not opts.force]
+    meta = {"snapbench_version": __version__, "dataset": f"{ds.name} ({ds.format})", "seed": int(opts.seed),
+            "variants": opts.variants, "fingerprint": fp, "encoder_runs": runs + kept, "status": "running"}
+    write_run_json(out, "run", meta)
+    return meta
 
-    q_sides, g_sides, why = available_sides(ds, enc)
-    modes, paths, moor_ok = plan_modes(q_sides, g_sides, opts.modes)
-    if not modes and not moor_ok:
-        raise ConfigError(
-            "no retrieval mode can run: " + "; ".join(why or ["the requested modes need sides that are missing"])
-        )
-    skipped_modes = [m for m in (opts.modes or MODES) if str(m).upper() not in modes]
-    if skipped_modes:
-        notes.append(f"modes skipped: {', '.join(str(m).upper() for m in skipped_modes)} ({'; '.join(why) or 'not requested'})")
-    if not moor_ok:
-        notes.append("MOOR skipped: it needs query and gallery images and texts, and an encoder for both")
-    use_q_img = any(PATH_SIDES[p][0] == "image" for p in paths)
-    use_q_txt = any(PATH_SIDES[p][0] == "text" for p in paths)
-    table = resolve_grid(opts.grid)
+
+def run_encoders(
+    dataset: str | os.PathLike | Any,
+    encoders: Sequence[str | Any],
+    out_dir: str | os.PathLike,
+    options: RunOptions | None = None,
+    *,
+    names: Sequence[str] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> RunSetResult:
+    """Several encoders on one dataset with one corruption pass: ``out_dir/<name>/`` per encoder.
+
+    Each query is corrupted once and its variants are fed to every encoder; each encoder's folder
+    is the run folder a :func:`run_benchmark` of it alone would write (byte-identical reports) and
+    resumes on its own.  ``names``: the folder of each encoder (default: derived from its spec,
+    see :func:`snapbench.pipeline.encoders.run_names`).  ``out_dir/run.json`` (``kind: "run"``) lists
+    the encoder runs under ``encoder_runs`` ({"name", "encoder", "path"}).  Every model is loaded at
+    once (memory: all of them).
+    """
+    opts = options or RunOptions()
+    say = log or (lambda _msg: None)
+    t0 = time.perf_counter()
+    check_options(opts)
+    if not encoders:
+        raise ConfigError("needs at least one encoder", param="encoder")
+    folder_names = run_names(encoders, names)
+    out = prepare_output_dir(out_dir)
+    ds = _load_dataset(dataset, opts)
+    encs = _open_encoders(encoders, opts, say)
     try:
-        conds, cnotes = plan_conditions(opts, ds, use_query_images=use_q_img, use_query_text=use_q_txt, grid=table)
-    except ConfigError as exc:
-        if isinstance(opts.grid, (str, os.PathLike)) and "severity grid entry" in str(exc):
-            raise ConfigError(str(exc), path=opts.grid) from None  # name the grid file that holds the bad level
-        raise
-    notes += cnotes
-    img_sources = tuple(dict.fromkeys(image_source(c) for c in conds)) if use_q_img else ()
-    txt_sources = tuple(dict.fromkeys(text_source(c) for c in conds)) if use_q_txt else ()
-    for n in notes:
-        say(n)
-
-    grid_json = {op: {f"s{s}": dict(v) for s, v in sorted(levels.items())} for op, levels in sorted(table.items())}
-    fp = run_fingerprint(ds, enc, opts, grid_json, [c.id for c in conds], {"image": list(img_sources), "text": list(txt_sources)})
-    out.mkdir(parents=True, exist_ok=True)
-    run_json = out / RUN_CONFIG
-    emb_dir = out / EMBEDDINGS_DIR
-    qdir = emb_dir / "queries"
-    if run_json.exists():
-        try:
-            previous = json.loads(run_json.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            previous = None
-        before = previous.get("fingerprint") if isinstance(previous, dict) else None
-        if before is None:  # never overwrite another command's output folder, even when forced
-            raise ConfigError(
-                f"{out} is not the output folder of a snapbench run (its run.json was written by something else); "
-                "use a new output folder"
-            )
-        if before != fp and not opts.force:
-            diff = sorted(k for k in fp if before.get(k) != fp[k])
-            raise ConfigError(
-                f"{out} holds a run made with another {', '.join(diff) or 'configuration'}; "
-                "use a new output folder, or force (--force) to discard it"
-            )
-    if opts.force and qdir.exists():
-        for f in qdir.iterdir():
-            f.unlink()
-        for f in emb_dir.glob("gallery.*.npy"):
-            f.unlink()
-    qdir.mkdir(parents=True, exist_ok=True)
-    from .._version import __version__
-
-    first_img = next((q for q in ds.queries if q.image is not None and Path(q.image).exists()), None)
-    meta = {
-        "schema": RUN_SCHEMA,
-        "snapbench_version": __version__,
-        "dataset": f"{ds.name} ({ds.format})",
-        "dataset_info": {"name": ds.name, "format": ds.format, "root": str(Path(ds.root).resolve()), "n_queries": len(ds.queries),
-                         "n_gallery": len(ds.gallery)},
-        "encoder": encoder if isinstance(encoder, str) else str(getattr(enc, "name", type(encoder).__name__)),
-        "seed": int(opts.seed),
-        "variants": opts.variants,
-        "modes": modes + (["MOOR"] if moor_ok else []),
-        "conditions": [c.id for c in conds],
-        "fingerprint": fp,
-        "status": "running",
-        "contact_sheet": {"image": str(Path(first_img.image).resolve()), "key": first_img.id, "seed": int(opts.seed),
-                          "question": first_img.question, "entity": first_img.entity} if first_img else None,
-        "notes": notes,
-    }
-    write_text_atomic(run_json, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-
-    n_q = len(ds.queries)
-    blocks_log = qdir / "blocks.jsonl"
-    done = read_blocks(blocks_log)
-    B = int(opts.block_queries)
-    n_blocks = (n_q + B - 1) // B
-    if done:
-        say(f"resuming: {sum(1 for b in done if b < n_blocks)} of {n_blocks} query blocks already done in {out}")
-    img_store = QueryStore(qdir, n_q, "image")
-    txt_store = QueryStore(qdir, n_q, "text")
-    released = ds.released if opts.variants == "released" else None
-    grid_arg = table
-
-    with ProgressDisplay(opts.progress) as bar:
-        if opts.gallery_shard_rows:
-            gallery = encode_gallery_shards(ds, enc, emb_dir / "gallery", g_sides, opts.batch_size,
-                                            int(opts.gallery_shard_rows), bar)
-        else:
-            gallery = encode_gallery(ds, enc, emb_dir, g_sides, opts.batch_size, bar)
-        if {"image", "text"} <= set(gallery) and gallery["image"].shape[1] != gallery["text"].shape[1]:
-            # separate image and text spaces: no cross-modal paths (IT, TI), hence no MOOR
-            dims = f"{gallery['image'].shape[1]} vs {gallery['text'].shape[1]}"
-            cross = [m for m in modes if {"IT", "TI"} & set(MODE_WEIGHTS[m])]
-            modes = [m for m in modes if m not in cross]
-            line = (f"the encoder's image and text embeddings differ in size ({dims}): modes {', '.join(cross + ['MOOR'])} "
-                    "need a shared space and are skipped")
-            say(line)
-            notes.append(line)
-            moor_ok = False
-            meta["modes"] = modes
-        qtask = bar.add("corrupt + encode queries", n_q)
-        bar.advance(qtask, sum(min(B, n_q - b * B) for b in done if b < n_blocks))
-        todo = [b for b in range(n_blocks) if b not in done]
-        tasks = [
-            SourceTask(i, q.id, None if q.image is None else str(q.image), q.question, q.entity, int(opts.seed),
-                        img_sources, txt_sources, grid_arg)
-            for b in todo
-            for i, q in enumerate(ds.queries[b * B : (b + 1) * B], start=b * B)
-        ]
-        timings = {"wait_s": 0.0, "encode_s": 0.0}
-        img_batch = Batcher(enc.encode_images, opts.batch_size, img_store.put)
-        txt_batch = Batcher(enc.encode_texts, opts.batch_size, txt_store.put)
-        block_skips: list[dict[str, Any]] = []
-        with open(blocks_log, "a", encoding="utf-8") as logf:
-            sources = iter_sources(tasks, opts.workers, released, engine=opts.engine, address=opts.address)
-            while True:
-                t_wait = time.perf_counter()
-                res = next(sources, None)
-                waited = time.perf_counter() - t_wait
-                timings["wait_s"] += waited
-                timings.setdefault("first_wait_s", waited)  # includes starting the workers
-                if res is None:
-                    break
-                for src in img_sources:
-                    if src in res.images:
-                        img_batch.add(res.index, src, res.images[src])
-                for src in txt_sources:
-                    if src in res.texts:
-                        txt_batch.add(res.index, src, res.texts[src])
-                block_skips += res.skips
-                bar.advance(qtask)
-                b = res.index // B
-                if res.index == min((b + 1) * B, n_q) - 1:  # last query of its block
-                    img_batch.flush()
-                    txt_batch.flush()
-                    img_store.flush()
-                    txt_store.flush()
-                    logf.write(json.dumps({"block": b, "skips": block_skips}, ensure_ascii=False) + "\n")
-                    logf.flush()
-                    os.fsync(logf.fileno())
-                    done[b] = block_skips
-                    block_skips = []
-
-        timings["encode_s"] = img_batch.busy_s + txt_batch.busy_s
-        # ---- paired query set -------------------------------------------------------------------
-        dropped: dict[str, str] = {}
-        for skips in done.values():
-            for s in skips:
-                dropped.setdefault(s["id"], f"{s['condition'] or 'all conditions'}: {s['reason']}")
-        keep = np.array([i for i, q in enumerate(ds.queries) if q.id not in dropped], dtype=np.int64)
-        if keep.size == 0:
-            raise InputError(f"no query could be produced under every condition (see {out / 'dropped_queries.json'})")
-        write_text_atomic(out / DROPPED_QUERIES, json.dumps(dropped, indent=2, ensure_ascii=False) + "\n")
-        if dropped:
-            say(f"{len(dropped)} quer{'y' if len(dropped) == 1 else 'ies'} dropped from every state (listed in {out / 'dropped_queries.json'})")
-        q_emb = {("image", s): img_store.load(s) for s in img_sources}
-        q_emb.update({("text", s): txt_store.load(s) for s in txt_sources})
-
-        reports = evaluate_all(ds, out, conds, modes, moor_ok, gallery, q_emb, keep, opts, bar, say)
-
-    if dropped:
-        notes.append(f"{len(dropped)} of {len(ds.queries)} queries dropped from every state (dropped_queries.json)")
-    meta["notes"] = notes
+        meta = _open_run_set(out, ds, encoders, encs, folder_names, opts)
+        jobs = _plan_jobs(ds, encoders, encs, folder_names, [out / n for n in folder_names], opts, say, prefix=True)
+        results = _run_jobs(ds, jobs, opts, t0)
+    finally:
+        for enc in encs:
+            close_encoder(enc)
     meta["status"] = "complete"
-    meta["n_queries_evaluated"] = int(keep.size)
-    write_text_atomic(run_json, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-    html = None
-    if opts.report:
-        from ..report import build_report
-
-        rep = build_report(out)
-        for topic, lines in rep.notes.items():
-            for line in lines:
-                say(f"report ({topic}): {line}")
-        html = out / "report.html" if (out / "report.html").exists() else None
-    return RunResult(out, modes + (["MOOR"] if moor_ok else []), [c.id for c in conds], int(keep.size), len(ds.gallery),
-                     dropped, notes, reports, html, time.perf_counter() - t0, timings)
-
-
-def load_encoder(encoder: str | Any, opts: RunOptions) -> Any:
-    if not isinstance(encoder, str):
-        return encoder
-    from ..models import CachedEncoder, load_encoder
-
-    if opts.engine == "ray" and opts.encoder_actors > 0:
-        from ..engines.ray_encode import RayEncoderPool
-
-        enc = RayEncoderPool(encoder, actors=opts.encoder_actors, device=opts.device, batch_size=opts.batch_size,
-                             address=opts.address, workers=opts.workers)
-    else:
-        enc = load_encoder(encoder, device=opts.device, batch_size=opts.batch_size)
-    if opts.use_cache and getattr(enc, "fingerprint", None):
-        enc = CachedEncoder(enc, opts.cache_dir)
-    return enc
-
-
+    write_run_json(out, "run", meta)
+    runs = dict(zip(folder_names, results))
+    timings = {"wait_s": max((r.timings.get("wait_s", 0.0) for r in results), default=0.0)}
+    timings.update({f"encode_s[{n}]": r.timings.get("encode_s", 0.0) for n, r in runs.items()})
+    return RunSetResult(out, runs, time.perf_counter() - t0, timings)

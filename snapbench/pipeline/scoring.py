@@ -1,9 +1,10 @@
-"""Scores per row block for every mode, MOOR and the baselines, evaluated into one report each."""
+"""Stage 6, evaluate: every target's scores (:mod:`.score`) evaluated into one report each, written to the
+run folder (:class:`snapbench.layout.RunDir`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
@@ -11,27 +12,8 @@ from ..conditions import Condition
 from ..errors import ConfigError, InputError
 from ..jsonable import write_json
 from ..layout import RunDir
-from ..models import l2_normalize
-from ..modes import MODES as MODE_WEIGHTS
-from .plan import PATH_SIDES, RunOptions, image_source, text_source
-from .sources import ShardedArray
-
-# ------------------------------------------------------------------------------------------------
-# scores per row block (the evaluator slices them; nothing Q x N is held)
-# ------------------------------------------------------------------------------------------------
-
-
-class BlockScores:
-    """A Q x N score matrix computed on demand for row slices: ``fn(r0, r1) -> (r1 - r0) x N``."""
-
-    def __init__(self, fn: Callable[[int, int], np.ndarray], shape: tuple[int, int]):
-        self.fn, self.shape = fn, shape
-
-    def __getitem__(self, rows: slice) -> np.ndarray:
-        r0, r1, step = rows.indices(self.shape[0])
-        if step != 1:
-            raise ValueError("BlockScores supports contiguous row slices only")
-        return self.fn(r0, r1)
+from .options import RunOptions
+from .score import BlockScores, score_targets
 
 
 def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_ok: bool, gallery, q_emb, keep: np.ndarray,
@@ -67,88 +49,12 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
     groups = tag_groups(ds, keep, opts.group_by)
     N = len(gids)
 
-    sharded = any(isinstance(arr, ShardedArray) for arr in gallery.values())
-    g_norm = {} if sharded else {side: l2_normalize(arr) for side, arr in gallery.items()}
-    q_norm: dict[tuple[str, str], np.ndarray] = {}
-
-    def qside(side: str, source: str) -> np.ndarray:
-        if (side, source) not in q_norm:
-            q_norm[(side, source)] = l2_normalize(np.asarray(q_emb[(side, source)])[keep])
-        return q_norm[(side, source)]
-
-    def query_of(cond: Condition, path: str) -> np.ndarray:
-        qs = PATH_SIDES[path][0]
-        return qside(qs, image_source(cond) if qs == "image" else text_source(cond))
-
-    def path_block(cond: Condition, path: str, r0: int, r1: int) -> np.ndarray:
-        return query_of(cond, path)[r0:r1] @ g_norm[PATH_SIDES[path][1]].T
-
-    def mode_block(mode: str, cond: Condition) -> Callable[[int, int], np.ndarray]:
-        weights = MODE_WEIGHTS[mode]
-
-        def fn(r0: int, r1: int) -> np.ndarray:
-            return sum(w * path_block(cond, p, r0, r1) for p, w in weights.items())
-
-        return fn
-
-    def mode_chunks(mode: str, cond: Condition) -> Callable[[], Iterator[tuple[int, np.ndarray]]]:
-        """Sharded gallery: all queries against one shard at a time (never Q x N)."""
-        weights = MODE_WEIGHTS[mode]
-        sides = sorted({PATH_SIDES[p][1] for p in weights})
-
-        def chunks() -> Iterator[tuple[int, np.ndarray]]:
-            for parts in zip(*(gallery[side].shards() for side in sides)):
-                off = parts[0][0]
-                shard = {side: l2_normalize(arr) for side, (_, arr) in zip(sides, parts)}
-                yield off, sum(w * (query_of(cond, p) @ shard[PATH_SIDES[p][1]].T) for p, w in weights.items())
-
-        return chunks
-
+    scores = score_targets(gallery, q_emb, keep, modes, moor_ok, say)
+    targets, sharded, shares = scores.targets, scores.sharded, scores.shares
     run_dir = RunDir(out)
     written: dict[str, Path] = {}
     evaluated: dict[str, Any] = {}  # target name -> its report (snapbench.schema.Report)
     drag_stats: dict[str, Any] = {}  # target name -> per-query hit@1 on clean (the coarse-text drag)
-    # each target maps a condition to its scores: row blocks (a gallery in memory) or gallery shards
-    targets: list[tuple[str, Callable[[Condition], Any]]] = [
-        (m, (lambda mm: (lambda c: mode_chunks(mm, c)) if sharded else (lambda c: mode_block(mm, c)))(m)) for m in modes
-    ]
-    index = None
-    shares: dict[str, float] = {}
-    if moor_ok:
-        from ..fusion import MOORIndex
-
-        if sharded:
-            def gallery_pairs() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-                for (_, gi), (_, gt) in zip(gallery["image"].shards(), gallery["text"].shards()):
-                    yield np.asarray(gi), np.asarray(gt)
-
-            index = MOORIndex(keep_gallery=False)  # streams the shards: the whitened gallery is never held
-            index.fit(gallery_pairs)
-        else:
-            index = MOORIndex().fit(gallery["image"], gallery["text"])
-
-        def moor_fn(cond: Condition) -> Any:
-            qi = np.asarray(q_emb[("image", image_source(cond))])[keep]
-            qt = np.asarray(q_emb[("text", text_source(cond))])[keep]
-            if sharded:
-                u, res = index.query_vectors(qi, qt)
-                shares[cond.id] = float(np.mean(res.text_share))
-                return lambda: index.score_chunks(u)
-            shares[cond.id] = float(np.mean(index.explain(qi, qt).text_share))
-            return lambda r0, r1: index.scores(qi[r0:r1], qt[r0:r1])
-
-        targets.append(("MOOR", moor_fn))
-        from ..fusion.baselines import DEFAULT_RUN_BASELINES, ROW_BASELINES
-
-        if sharded:
-            say(f"fixed-fusion baselines ({', '.join(DEFAULT_RUN_BASELINES)}) are not computed on a sharded gallery: "
-                "they normalise whole rows")
-        else:
-            for name in DEFAULT_RUN_BASELINES:
-                def base_fn(cond: Condition, fuse=ROW_BASELINES.get(name)) -> Callable[[int, int], np.ndarray]:
-                    return lambda r0, r1: fuse([path_block(cond, p, r0, r1) for p in PATH_SIDES])
-
-                targets.append((f"fusion/{name}", base_fn))
 
     task = bar.add("evaluate", len(targets) * len(conds))
     for name, make in targets:

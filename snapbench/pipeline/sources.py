@@ -1,22 +1,24 @@
-"""Query variants as encoder inputs: sources generated in workers or read from released files, encoded in
-block-bounded batches into per-source memmaps, with the block resume log; the gallery encoded batch by batch."""
+"""Query variants as encoder inputs: each query's variant *sources* generated in workers (or read from the
+dataset's released files), streamed in query order to the query-encoding stage (:mod:`.queries`).
+
+A source is ``clean`` or one image part (``img/<op>/s<N>``) or text part (``txt/<op>``); a condition's
+query combines one image source and one text source, so each source is generated and encoded once
+per query.  Local workers hand images back through shared memory (:mod:`snapbench.engines.shm`).
+"""
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
-import re
 import secrets
-import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 import numpy as np
 
-from ..conditions import condition_to_filename, parse_condition
+from ..conditions import parse_condition
 from ..engines import ordered_map
-from ..errors import InputError, SnapbenchError
+from ..engines.shm import block_name, cleanup_shared
 
 # variant sources per query (generated in workers, or read from the dataset's released files)
 # ------------------------------------------------------------------------------------------------
@@ -37,39 +39,60 @@ class SourceTask:
 
 @dataclass
 class SourceResult:
+    """One query's sources.  ``skips``: {"id", "condition" (a source, or None: the query's image could not
+    be read, which concerns every image source), "reason"}."""
+
     index: int
     images: dict[str, np.ndarray]
     texts: dict[str, str]
     skips: list[dict[str, Any]]
+    image_failed: bool = field(default=False)
+
+    def view(self, image_sources: tuple[str, ...], text_sources: tuple[str, ...]) -> SourceResult:
+        """This result as a run that asked for these sources only would have got it: when the query's
+        image failed and images are asked for, the query is skipped as a whole (no item at all)."""
+        if self.image_failed and image_sources:
+            return SourceResult(self.index, {}, {}, [s for s in self.skips if s["condition"] is None], True)
+        wanted = set(image_sources) | set(text_sources)
+        return SourceResult(self.index, {k: v for k, v in self.images.items() if k in image_sources},
+                            {k: v for k, v in self.texts.items() if k in text_sources},
+                            [s for s in self.skips if s["condition"] in wanted], self.image_failed)
 
 
 def generate_sources(task: SourceTask) -> SourceResult:
-    """Corrupt one query into its image and text sources (runs in a worker process)."""
+    """Corrupt one query into its image and text sources (runs in a worker process).
+
+    A query image that cannot be read skips the query for every image source (one skip, condition
+    ``None``); its text sources are still generated, for the encoders of a run that read no images.
+    """
     from ..corruptions import ImageLoadError, Skip, generate_variants, load_image, resolve_conditions
 
     images: dict[str, np.ndarray] = {}
     texts: dict[str, str] = {}
     skips: list[dict[str, Any]] = []
     image = None
-    if task.image_sources:
-        if task.image is None:
-            return SourceResult(task.index, {}, {}, [{"id": task.query_id, "condition": None, "reason": "the query has no image"}])
+    image_sources = task.image_sources
+    if image_sources:
         try:
+            if task.image is None:
+                raise ImageLoadError("the query has no image")
             image = load_image(task.image)
         except ImageLoadError as exc:
-            return SourceResult(task.index, {}, {}, [{"id": task.query_id, "condition": None, "reason": str(exc)}])
+            skips.append({"id": task.query_id, "condition": None, "reason": str(exc)})
+            image_sources = ()
     question = task.question if task.text_sources else None
-    wanted = list(dict.fromkeys([*task.image_sources, *task.text_sources]))
-    conds = [c for c in resolve_conditions(wanted, grid=task.grid) if c.id in wanted]
+    wanted = list(dict.fromkeys([*image_sources, *task.text_sources]))
+    conds = [c for c in resolve_conditions(wanted, grid=task.grid) if c.id in wanted] if wanted else []
     for v in generate_variants(image, question, key=task.query_id, entity=task.entity, seed=task.seed,
                                conditions=conds, grid=task.grid):
         if isinstance(v, Skip):
             skips.append({"id": task.query_id, "condition": v.condition, "reason": v.reason})
-        elif v.condition in task.image_sources and v.image is not None:
+            continue
+        if v.condition in image_sources and v.image is not None:
             images[v.condition] = v.image
-        if not isinstance(v, Skip) and v.condition in task.text_sources and v.question is not None:
+        if v.condition in task.text_sources and v.question is not None:
             texts[v.condition] = v.question
-    return SourceResult(task.index, images, texts, skips)
+    return SourceResult(task.index, images, texts, skips, image_failed=bool(task.image_sources) and image is None)
 
 
 def released_sources(task: SourceTask, released: Any) -> SourceResult:
@@ -111,7 +134,7 @@ def generate_sources_shared(task: SourceTask) -> SourceResult:
     res = generate_sources(task)
     for key, img in res.images.items():
         # named after the parent, so blocks a killed parent never freed can be found (remove_stale_shared)
-        name = f"{_SHM_PREFIX}{os.getppid()}_{secrets.token_hex(6)}"
+        name = block_name(os.getppid(), secrets.token_hex(6))
         block = shared_memory.SharedMemory(name=name, create=True, size=max(img.nbytes, 1))
         np.ndarray(img.shape, dtype=np.uint8, buffer=block.buf)[...] = img
         # the parent unlinks the block once it has copied it; this process must not do it at exit
@@ -119,36 +142,6 @@ def generate_sources_shared(task: SourceTask) -> SourceResult:
         block.close()
         res.images[key] = (block.name, tuple(img.shape))
     return res
-
-
-_SHM_PREFIX = "snapbench"
-_SHM_RE = re.compile(rf"^{_SHM_PREFIX}(\d+)_[0-9a-f]{{12}}$")
-
-
-def remove_stale_shared() -> int:
-    """Free the shared-memory blocks of runs whose process no longer exists (a ``kill -9`` between a
-    worker writing a block and the parent copying it); returns how many.  Linux (``/dev/shm``) only."""
-    removed = 0
-    folder = Path("/dev/shm")
-    if not folder.is_dir():
-        return 0
-    for entry in folder.iterdir():
-        m = _SHM_RE.match(entry.name)
-        if not m:
-            continue
-        try:
-            os.kill(int(m[1]), 0)
-            continue  # its run is alive
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue  # alive, another user's
-        try:
-            entry.unlink()
-            removed += 1
-        except OSError:
-            pass
-    return removed
 
 
 def take_shared(res: SourceResult) -> SourceResult:
@@ -181,8 +174,9 @@ def iter_sources(
 
     Released variants are files read here, in the driver.  Generation runs inline when there is
     nothing to parallelise (one task, or text-only sources: cheap next to starting workers), on
-    either engine: results are the same wherever a task runs.  Encoding always stays in this
-    (the driver's) process; a pool of GPU encoders (Ray actors) is the next step for clusters.
+    either engine: results are the same wherever a task runs.  Encoding stays in the caller's
+    process (or its Ray encoder actors).  Close the iterator when stopping early (the run does):
+    that shuts a local pool down and frees the shared-memory blocks its workers still wrote.
     """
     if released is not None:
         for t in tasks:
@@ -201,194 +195,17 @@ def iter_sources(
                                     {c for t in tasks for c in _operators(t.text_sources)})
     # a local pool hands images back through shared memory; Ray through its object store
     shared = engine == "local"
-    if shared:
-        remove_stale_shared()
     fn = generate_sources_shared if shared else generate_sources
-    for res in ordered_map(fn, tasks, engine=engine, workers=workers, address=address,
-                           initializer=restore_registrations, initargs=(payload,)):
-        if shared:
-            res = take_shared(res)
-        # Ray hands numpy arrays back as read-only views into its object store; encoders get the same
-        # writable arrays as with the local pool, and the store is freed as soon as the result is read.
-        for key, img in res.images.items():
-            if not img.flags.writeable:
-                res.images[key] = img.copy()
-        yield res
-
-
-# ------------------------------------------------------------------------------------------------
-# encoding with a block-level resume log
-# ------------------------------------------------------------------------------------------------
-
-
-def call_encoder(fn: Callable[[list], Any], items: list, what: str) -> np.ndarray:
-    """``fn(items)`` as float32; an exception of the user's model becomes an InputError saying so
-    (the cause stays chained), so the command line reports it as ``error: ...`` instead of a traceback."""
-    try:
-        return np.asarray(fn(items), dtype=np.float32)
-    except SnapbenchError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any failure of the user's model
-        raise InputError(f"the encoder failed on a batch of {len(items)} {what}: {type(exc).__name__}: {exc} "
-                         "(finished work is kept; rerun to resume)") from exc
-
-
-class Batcher:
-    """Collect (row, source, item) triples and encode them ``batch_size`` at a time into memmaps."""
-
-    def __init__(self, encode: Callable[[list], np.ndarray], batch_size: int, store: Callable[[str, int, np.ndarray], None]):
-        self.encode, self.batch_size, self.store = encode, batch_size, store
-        self.pending: list[tuple[int, str, Any]] = []
-        self.busy_s = 0.0  # time spent inside the encoder
-
-    def add(self, row: int, source: str, item: Any) -> None:
-        self.pending.append((row, source, item))
-        if len(self.pending) >= self.batch_size:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        t0 = time.perf_counter()
-        embs = call_encoder(self.encode, [p[2] for p in self.pending], "query variants")
-        self.busy_s += time.perf_counter() - t0
-        if embs.ndim != 2 or embs.shape[0] != len(self.pending):
-            raise InputError(f"the encoder returned an array of shape {embs.shape} for {len(self.pending)} items")
-        for (row, source, _), e in zip(self.pending, embs):
-            self.store(source, row, e)
-        self.pending = []
-
-
-class QueryStore:
-    """Per-source query embedding files (Q x d, float32) opened as memmaps, created on first use."""
-
-    def __init__(self, folder: Path, n_queries: int, modality: str):
-        self.folder, self.n, self.modality = folder, n_queries, modality
-        self.maps: dict[str, np.memmap] = {}
-
-    def path(self, source: str) -> Path:
-        return self.folder / f"{condition_to_filename(source)}.{self.modality}.npy"
-
-    def put(self, source: str, row: int, emb: np.ndarray) -> None:
-        m = self.maps.get(source)
-        if m is None:
-            p = self.path(source)
-            if p.exists():
-                m = np.load(p, mmap_mode="r+", allow_pickle=False)
-                if m.shape != (self.n, emb.shape[0]):
-                    raise InputError(f"{p}: shape {m.shape} does not match this run ({self.n} x {emb.shape[0]}); rerun with --force")
-            else:
-                m = np.lib.format.open_memmap(p, mode="w+", dtype=np.float32, shape=(self.n, emb.shape[0]))
-            self.maps[source] = m
-        m[row] = emb
-
-    def flush(self) -> None:
-        for m in self.maps.values():
-            m.flush()
-
-    def load(self, source: str) -> np.ndarray:
-        return np.load(self.path(source), mmap_mode="r", allow_pickle=False)
-
-
-def encode_gallery(dataset: Any, encoder: Any, emb_dir: Path, sides: Mapping[str, bool], batch_size: int, bar: Any) -> dict[str, np.ndarray]:
-    """Gallery embeddings per side, encoded batch by batch (images decoded per batch) or reloaded."""
-    from ..atomic import save_npy_atomic
-    from ..corruptions import load_image
-
-    out: dict[str, np.ndarray] = {}
-    n = len(dataset.gallery)
-    for side in ("image", "text"):
-        if not sides[side]:
-            continue
-        path = emb_dir / f"gallery.{side}.npy"
-        if path.exists():
-            arr = np.load(path, allow_pickle=False)
-            if arr.shape[0] == n:
-                out[side] = arr
-                continue
-        rows = []
-        task = bar.add(f"encode gallery {side}s", n)
-        for i in range(0, n, batch_size):
-            items = dataset.gallery[i : i + batch_size]
-            if side == "image":
-                batch = [load_image(g.image) for g in items]
-                rows.append(call_encoder(encoder.encode_images, batch, "gallery images"))
-            else:
-                rows.append(call_encoder(encoder.encode_texts, [g.caption for g in items], "gallery captions"))
-            bar.advance(task, len(items))
-        arr = np.concatenate(rows)
-        save_npy_atomic(path, arr)
-        out[side] = arr
-    return out
-
-
-class ShardedArray:
-    """A gallery side stored as row shards ``<folder>/<k>.<side>.npy`` (read as memmaps, in order)."""
-
-    def __init__(self, paths: list[Path], n: int, dim: int):
-        self.paths, self.shape = paths, (n, dim)
-
-    def shards(self) -> Iterator[tuple[int, np.ndarray]]:
-        off = 0
-        for p in self.paths:
-            arr = np.load(p, mmap_mode="r", allow_pickle=False)
-            yield off, arr
-            off += arr.shape[0]
-
-
-def encode_gallery_shards(dataset: Any, encoder: Any, folder: Path, sides: Mapping[str, bool], batch_size: int,
-                          rows: int, bar: Any) -> dict[str, ShardedArray]:
-    """Gallery embeddings per side as shards of ``rows`` items, each saved atomically once encoded, so
-    a killed run re-encodes only the shards it had not finished (memory: one shard, one batch)."""
-    from ..atomic import save_npy_atomic
-    from ..corruptions import load_image
-
-    folder.mkdir(parents=True, exist_ok=True)
-    n = len(dataset.gallery)
-    n_shards = (n + rows - 1) // rows
-    out: dict[str, ShardedArray] = {}
-    for side in ("image", "text"):
-        if not sides[side]:
-            continue
-        task = bar.add(f"encode gallery {side}s (shards of {rows})", n)
-        paths, dim = [], 0
-        for k in range(n_shards):
-            items = dataset.gallery[k * rows : (k + 1) * rows]
-            path = folder / f"{k:05d}.{side}.npy"
-            if path.exists():
-                arr = np.load(path, mmap_mode="r", allow_pickle=False)
-                if arr.shape[0] == len(items):
-                    paths.append(path)
-                    dim = arr.shape[1]
-                    bar.advance(task, len(items))
-                    continue
-            parts = []
-            for i in range(0, len(items), batch_size):
-                batch = items[i : i + batch_size]
-                if side == "image":
-                    parts.append(call_encoder(encoder.encode_images, [load_image(g.image) for g in batch], "gallery images"))
-                else:
-                    parts.append(call_encoder(encoder.encode_texts, [g.caption for g in batch], "gallery captions"))
-                bar.advance(task, len(batch))
-            arr = np.concatenate(parts)
-            save_npy_atomic(path, arr)
-            paths.append(path)
-            dim = arr.shape[1]
-        out[side] = ShardedArray(paths, n, dim)
-    return out
-
-
-def read_blocks(path: Path) -> dict[int, list[dict[str, Any]]]:
-    """Finished blocks of the resume log (a line cut by a kill is ignored: that block is redone)."""
-    done: dict[int, list[dict[str, Any]]] = {}
-    if not path.exists():
-        return done
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-            done[int(rec["block"])] = list(rec.get("skips", []))
-        except (ValueError, KeyError, TypeError):
-            continue
-    return done
-
-
+    with cleanup_shared() if shared else contextlib.nullcontext():
+        results = ordered_map(fn, tasks, engine=engine, workers=workers, address=address,
+                              initializer=restore_registrations, initargs=(payload,))
+        with contextlib.closing(results):  # an interrupted run shuts its pool down here, before the blocks are freed
+            for res in results:
+                if shared:
+                    res = take_shared(res)
+                # Ray hands numpy arrays back as read-only views into its object store; encoders get the same
+                # writable arrays as with the local pool, and the store is freed as soon as the result is read.
+                for key, img in res.images.items():
+                    if not img.flags.writeable:
+                        res.images[key] = img.copy()
+                yield res

@@ -1,0 +1,112 @@
+"""What a run takes (:class:`RunOptions`) and what it gives back (:class:`RunResult`, :class:`RunSetResult`)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import ConfigError, arg
+from ..validate import choice, comma_list, int_list, positive_int
+
+__all__ = ["BLOCK_QUERIES", "VARIANTS", "RunOptions", "RunResult", "RunSetResult", "check_options"]
+
+#: Queries per resume checkpoint (a block's embeddings are flushed and logged together).
+BLOCK_QUERIES = 16
+#: Where a run's query variants come from.
+VARIANTS: tuple[str, ...] = ("generated", "released")
+
+
+@dataclass
+class RunOptions:
+    """Everything ``snapbench run`` takes besides the dataset and the encoder (CLI flags in brackets)."""
+
+    modes: Sequence[str] | None = None  # [--modes] default: every mode the data and the model allow
+    conditions: Sequence[str] | None = None  # [--conditions] default: the 54 states
+    # [--joint/--no-joint] the paper's 18 joint conditions; None: with the default conditions, not with
+    # an explicit list (which is then run exactly, plus the parts of the joint ids it names)
+    joint: bool | None = None
+    variants: str = "generated"  # [--variants] generated | released
+    seed: int = 0
+    grid: str | os.PathLike | Mapping[str, Any] | None = None
+    device: str | None = None
+    batch_size: int = 32
+    workers: int = 1  # [--workers] processes (local), CPUs of a local Ray, or tasks at once on a cluster
+    engine: str = "local"  # [--engine] an engine of snapbench.engines.ENGINE_TABLE: where variants are generated
+    # [--actors] with engine="ray": encode on this many Ray actors (one model load each, a GPU each when
+    # the cluster has them); 0 = encode in this process
+    encoder_actors: int = 0
+    address: str | None = None  # [--address] an existing Ray cluster (engine="ray"); default: start a local one
+    resamples: int = 10_000
+    ks: tuple[int, ...] = (1, 5, 10, 20)
+    group_by: str | None = None
+    cache_dir: str | os.PathLike | None = None  # [--cache-dir] default: $SNAPBENCH_CACHE or ~/.cache/snapbench
+    # [--no-cache] the embedding cache: None = every encoder with a fingerprint except cheap ones (toy), or
+    # every one when cache_dir is given; True = every encoder with a fingerprint; False = none
+    use_cache: bool | None = None
+    dataset_format: str | None = None
+    images: str | os.PathLike | None = None
+    qrels: str | os.PathLike | None = None
+    gallery: str | os.PathLike | None = None
+    force: bool = False
+    report: bool = True
+    progress: bool = True
+    block_queries: int = BLOCK_QUERIES  # queries per resume checkpoint
+    # [--gallery-shard-rows] galleries in the millions: embeddings as shards of this many items (resumable per
+    # shard), scores streamed shard by shard (no Q x N, no N x d in memory); None = the gallery in memory
+    gallery_shard_rows: int | None = None
+
+
+def check_options(opts: RunOptions) -> None:
+    """Refuse meaningless options before any work (each error names its parameter)."""
+    from ..engines import check_engine
+    from ..modes import normalize_mode
+
+    check_engine(opts.engine, opts.workers, opts.address)
+    for name in ("batch_size", "block_queries", "resamples"):
+        positive_int(getattr(opts, name), name)
+    positive_int(opts.encoder_actors, "encoder_actors", minimum=0)
+    if opts.encoder_actors and opts.engine != "ray":
+        raise ConfigError(f"{arg('encoder_actors')} needs the ray engine ({arg('engine')} is {opts.engine!r})",
+                          param="encoder_actors")
+    if opts.gallery_shard_rows is not None:
+        positive_int(opts.gallery_shard_rows, "gallery_shard_rows")
+    if not opts.ks:
+        raise ConfigError("needs at least one cut-off", param="ks")
+    int_list(list(opts.ks), "ks")
+    choice(opts.variants, VARIANTS, "variants")
+    for m in comma_list(opts.modes, "modes") or ():
+        normalize_mode(m)
+    comma_list(opts.conditions, "conditions")
+
+
+@dataclass
+class RunResult:
+    """What :func:`~snapbench.pipeline.run_benchmark` produced (one encoder's run folder)."""
+
+    out_dir: Path
+    modes: list[str]
+    conditions: list[str]
+    n_queries: int
+    n_gallery: int
+    dropped: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+    reports: dict[str, Path] = field(default_factory=dict)
+    html: Path | None = None
+    elapsed_s: float = 0.0
+    # where the query phase spent its time: waiting for variants, encoding them (seconds)
+    timings: dict[str, float] = field(default_factory=dict)
+    # True when the folder held this run already complete with the same settings (nothing was recomputed)
+    reused: bool = False
+
+
+@dataclass
+class RunSetResult:
+    """What :func:`~snapbench.pipeline.run_encoders` produced: one run folder per encoder, by name."""
+
+    out_dir: Path
+    runs: dict[str, RunResult]
+    elapsed_s: float = 0.0
+    # the shared query phase: waiting for variants (seconds), and each encoder's time in its encoder
+    timings: dict[str, float] = field(default_factory=dict)

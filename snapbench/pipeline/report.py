@@ -1,0 +1,68 @@
+"""Stage 7, report: the run folder's final run.json, its HTML report, and the :class:`RunResult`.
+
+:func:`finish_run` closes a run that was computed; :func:`reused_run` reads back one that the folder
+held complete already (same fingerprint, same evaluation settings: see :mod:`.resume`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..modes import ModePlan
+from ..textio import read_json
+from .options import RunOptions, RunResult
+from .queries import QueryEmbeddings
+from .resume import RunState, save_run_json
+
+__all__ = ["Evaluated", "finish_run", "reused_run"]
+
+
+@dataclass
+class Evaluated:
+    """What the score + evaluate stage hands over: the modes evaluated (after the shared-space check),
+    a note about modes it had to skip, and the report of each target."""
+
+    modes: ModePlan
+    note: str | None
+    reports: dict[str, Path]
+
+
+def _build_html(out: Path, say: Callable[[str], None]) -> Path | None:
+    from ..report import build_report
+
+    rep = build_report(out)
+    for topic, lines in rep.notes.items():
+        for line in lines:
+            say(f"report ({topic}): {line}")
+    html = out / "report.html"
+    return html if html.exists() else None
+
+
+def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluated: Evaluated, options: RunOptions,
+               say: Callable[[str], None], t0: float) -> RunResult:
+    """Mark the run complete in run.json (final modes, notes, queries evaluated), build the HTML report."""
+    notes = list(state.meta.get("notes", []))
+    if evaluated.note:
+        notes.append(evaluated.note)
+    if queries.dropped:
+        notes.append(f"{len(queries.dropped)} of {len(dataset.queries)} queries dropped from every state (dropped_queries.json)")
+    state.meta.update({"modes": list(evaluated.modes.targets), "notes": notes, "status": "complete",
+                       "n_queries_evaluated": int(queries.keep.size)})
+    save_run_json(state)
+    html = _build_html(state.dir.root, say) if options.report else None
+    return RunResult(state.dir.root, list(evaluated.modes.targets), list(state.meta["conditions"]), int(queries.keep.size),
+                     len(dataset.gallery), queries.dropped, notes, evaluated.reports, html, time.perf_counter() - t0,
+                     dict(queries.timings))
+
+
+def reused_run(state: RunState, dataset: Any, t0: float) -> RunResult:
+    """The :class:`RunResult` of a folder that holds this run complete already."""
+    meta, rundir = state.meta, state.dir
+    dropped = read_json(rundir.dropped_queries, what="dropped queries") if rundir.dropped_queries.is_file() else {}
+    html = rundir.report_html if rundir.report_html.is_file() else None
+    return RunResult(rundir.root, list(meta.get("modes", [])), list(meta.get("conditions", [])),
+                     int(meta.get("n_queries_evaluated", 0)), len(dataset.gallery), dict(dropped), list(meta.get("notes", [])),
+                     {t: rundir.report(t) for t in rundir.targets()}, html, time.perf_counter() - t0, {}, reused=True)

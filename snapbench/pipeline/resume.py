@@ -1,0 +1,150 @@
+"""Stage 2, resume: what an output folder already holds of this run, and its ``run.json``.
+
+:func:`open_run` checks the folder through the one resume check (:func:`snapbench.layout.check_resume`:
+another dataset, encoder, seed, grid, variants... is refused naming every difference, unless
+``force``), discards a forced folder's embeddings, reads the finished query blocks and writes
+``run.json`` (``kind: "run"``).  A folder that holds this run complete, made with the same
+evaluation settings, is reported as such (:attr:`RunState.complete`): nothing needs redoing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..errors import ConfigError
+from ..jsonable import to_json
+from ..layout import RunDir, check_resume, read_run_json, write_run_json
+from .options import RunOptions
+from .plan import RunPlan
+
+__all__ = ["RunState", "open_run", "read_blocks", "run_fingerprint", "save_run_json", "shared_fingerprint"]
+
+
+@dataclass
+class RunState:
+    """One encoder's run folder: its layout, its run.json body (kept up to date by :func:`save_run_json`),
+    the finished query blocks (block -> the skips recorded with it) and whether it is complete already."""
+
+    dir: RunDir
+    meta: dict[str, Any]
+    done: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    complete: bool = False
+
+
+def shared_fingerprint(dataset: Any, options: RunOptions, grid_json: Any) -> dict[str, Any]:
+    """What every run on these data with these options depends on, whatever the encoder."""
+    ids = hashlib.sha256("\x1f".join(q.id for q in dataset.queries).encode()).hexdigest()
+    gids = hashlib.sha256("\x1f".join(g.id for g in dataset.gallery).encode()).hexdigest()
+    return {
+        "dataset_queries_sha256": ids,
+        "dataset_gallery_sha256": gids,
+        "seed": int(options.seed),
+        "variants": options.variants,
+        "grid": grid_json,
+        "block_queries": int(options.block_queries),
+        "gallery_shard_rows": options.gallery_shard_rows,
+        "batch_size": int(options.batch_size),
+    }
+
+
+def run_fingerprint(dataset: Any, encoder: Any, options: RunOptions, grid_json: Any, sources: dict) -> dict[str, Any]:
+    """Everything a run folder's embeddings depend on (a change refuses the folder, unless forced)."""
+    fp = shared_fingerprint(dataset, options, grid_json)
+    enc = str(getattr(encoder, "fingerprint", getattr(encoder, "name", type(encoder).__name__)))
+    keys = list(fp)
+    fp["encoder_fingerprint"] = enc
+    fp["sources"] = sources
+    # the order of earlier snapbench versions (run.json files are compared as JSON objects: order-free)
+    order = keys[:2] + ["encoder_fingerprint"] + keys[2:] + ["sources"]
+    return {k: fp[k] for k in order}
+
+
+def _evaluation(options: RunOptions, plan: RunPlan) -> dict[str, Any]:
+    """The settings the reports depend on beyond the embeddings and the conditions (a change redoes the
+    evaluation only)."""
+    return to_json({"snapbench_version": __version__,
+                    "modes": None if options.modes is None else list(options.modes), "resamples": int(options.resamples),
+                    "ks": [int(k) for k in options.ks], "group_by": options.group_by, "report": bool(options.report)})
+
+
+def _discard(rundir: RunDir) -> None:
+    """A forced rerun: the embeddings of the run the folder held are not this run's."""
+    if rundir.query_embeddings.exists():
+        shutil.rmtree(rundir.query_embeddings)
+    if rundir.gallery_shards.is_dir():
+        shutil.rmtree(rundir.gallery_shards)
+    for f in rundir.embeddings.glob("gallery.*.npy"):
+        f.unlink()
+
+
+def _contact_sheet(dataset: Any, seed: int) -> dict[str, Any] | None:
+    first = next((q for q in dataset.queries if q.image is not None and Path(q.image).exists()), None)
+    if first is None:
+        return None
+    return {"image": str(Path(first.image).resolve()), "key": first.id, "seed": int(seed), "question": first.question,
+            "entity": first.entity}
+
+
+def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: RunPlan, options: RunOptions) -> RunState:
+    """The :class:`RunState` of ``out`` for this run (see the module docstring); writes run.json."""
+    rundir = RunDir(out)
+    sources = {"image": list(plan.image_sources), "text": list(plan.text_sources)}
+    fp = run_fingerprint(dataset, encoder, options, plan.grid_json, sources)
+    before = read_run_json(out, kind="run")
+    if before is not None and "encoder_runs" in before:
+        raise ConfigError(f"{out} holds a run of several encoders (one folder each: "
+                          f"{', '.join(str(r.get('name', '?')) for r in before['encoder_runs'])}); use a new output folder")
+    previous = check_resume(out, "run", fp, force=options.force)
+    evaluation = _evaluation(options, plan)
+    targets = list(plan.modes.targets)
+    if (previous is not None and not options.force and previous.get("status") == "complete"
+            and previous.get("evaluation") == evaluation and previous.get("conditions") == plan.condition_ids
+            and all(rundir.report(t).is_file() for t in previous.get("modes", targets))):
+        return RunState(rundir, previous, read_blocks(rundir.blocks_log), complete=True)
+    if options.force and previous is not None:
+        _discard(rundir)
+    rundir.query_embeddings.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "snapbench_version": __version__,
+        "dataset": f"{dataset.name} ({dataset.format})",
+        "dataset_info": {"name": dataset.name, "format": dataset.format, "root": str(Path(dataset.root).resolve()),
+                         "n_queries": len(dataset.queries), "n_gallery": len(dataset.gallery)},
+        "encoder": encoder_label,
+        "seed": int(options.seed),
+        "variants": options.variants,
+        "modes": targets,
+        "conditions": plan.condition_ids,
+        "fingerprint": fp,
+        "evaluation": evaluation,
+        "status": "running",
+        "contact_sheet": _contact_sheet(dataset, options.seed),
+        "notes": list(plan.notes),
+    }
+    state = RunState(rundir, meta, read_blocks(rundir.blocks_log))
+    save_run_json(state)
+    return state
+
+
+def save_run_json(state: RunState) -> None:
+    """Write the state's run.json (``kind: "run"``)."""
+    write_run_json(state.dir.root, "run", state.meta)
+
+
+def read_blocks(path: Path) -> dict[int, list[dict[str, Any]]]:
+    """Finished blocks of the resume log (a line cut by a kill is ignored: that block is redone)."""
+    done: dict[int, list[dict[str, Any]]] = {}
+    if not path.exists():
+        return done
+    for raw in path.read_bytes().splitlines():  # this run's own file: a cut line is skipped, not an error
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+            done[int(rec["block"])] = list(rec.get("skips", []))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return done
