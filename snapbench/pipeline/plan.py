@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..conditions import JOINT_PAIRS, Condition, parse_condition
+from ..conditions import Condition
 from ..errors import ConfigError, InputError
 from ..modes import MODES as MODE_WEIGHTS
 from ..modes import PATH_SIDES, ModePlan, plan_modes
@@ -127,47 +127,34 @@ def available_sides(dataset: Any, encoder: Any) -> Sides:
     return Sides(query, gallery, why)
 
 
-def _released_conditions(options: RunOptions, dataset: Any, want_joint: bool) -> list[Condition]:
-    """The conditions a dataset's released variants cover (their list needs the dataset)."""
+def _released_space(dataset: Any) -> Any:
+    """The conditions a dataset's released variants cover (a :class:`~snapbench.conditions.ConditionSpace`)."""
+    from ..conditions import ConditionSpace
+
     rel = dataset.released
     if rel is None:
         raise ConfigError(f"dataset {dataset.name!r} ({dataset.format}) ships no variants; use generated variants",
                           param="variants")
-    conds = [Condition("clean")]
-    txt_ops = sorted({op for per in rel.texts.values() for op in per})
-    img_parts = sorted({key for per in rel.images.values() for key in per})
-    conds += [Condition("image", image_operator=op, severity=s) for op, s in img_parts]
-    conds += [Condition("text", text_operator=op) for op in txt_ops]
-    if want_joint:
-        conds += [Condition("joint", image_operator=i, text_operator=t, severity=s)
-                  for i, t in JOINT_PAIRS for (op, s) in img_parts if op == i and t in txt_ops]
-    if options.conditions is not None:
-        want = {parse_condition(c).id for c in options.conditions} | {"clean"}
-        unknown = sorted(want - {c.id for c in conds})
-        if unknown:
-            raise ConfigError(f"the dataset ships no variants for {', '.join(unknown)}", param="conditions")
-        conds = [c for c in conds if c.id in want]
-    return conds
+    return ConditionSpace.from_parts({key for per in rel.images.values() for key in per},
+                                     {op for per in rel.texts.values() for op in per},
+                                     source=f"the variants dataset {dataset.name!r} ships")
 
 
-def plan_conditions(options: RunOptions, dataset: Any, *, use_query_images: bool, use_query_text: bool,
-                    grid: Mapping[str, Any]) -> tuple[list[Condition], list[str]]:
-    """The conditions of the run, in order (clean first), and notes on those left out.
-
-    Generated variants: the corrupt side's one builder (:func:`snapbench.corruptions.resolve_conditions`).
-    """
-    from ..corruptions import resolve_conditions
+def run_conditions(options: RunOptions, dataset: Any, *, use_query_images: bool, use_query_text: bool,
+                   grid: Mapping[str, Any]) -> tuple[list[Condition], list[str]]:
+    """The conditions of the run, in order (clean first), and notes on those left out: the corrupt
+    side's one builder (:func:`snapbench.corruptions.plan_conditions`), over the released variants'
+    conditions when the run evaluates those."""
+    from ..corruptions import plan_conditions
 
     want_joint = options.joint if options.joint is not None else options.conditions is None
-    if options.variants == "released":
-        conds = _released_conditions(options, dataset, want_joint)
-    else:
-        try:
-            conds = resolve_conditions(options.conditions, joint=want_joint, grid=grid)
-        except ConfigError as exc:
-            if exc.param == "grid" and exc.path is None and isinstance(options.grid, (str, os.PathLike)):
-                raise ConfigError(exc.problem, path=options.grid) from None  # name the grid file
-            raise
+    space = _released_space(dataset) if options.variants == "released" else None
+    try:
+        conds = plan_conditions(options.conditions, joint=want_joint, grid=grid, space=space).conditions
+    except ConfigError as exc:
+        if exc.param == "grid" and exc.path is None and isinstance(options.grid, (str, os.PathLike)):
+            raise ConfigError(exc.problem, path=options.grid) from None  # name the grid file
+        raise
     kept = [c for c in conds if not (c.kind in ("image", "joint") and not use_query_images)
             and not (c.kind in ("text", "joint") and not use_query_text)]
     notes = []
@@ -201,7 +188,7 @@ def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
     use_img = any(PATH_SIDES[p][0] == "image" for p in modes.paths)
     use_txt = any(PATH_SIDES[p][0] == "text" for p in modes.paths)
     table = resolve_grid(options.grid)
-    conds, cnotes = plan_conditions(options, dataset, use_query_images=use_img, use_query_text=use_txt, grid=table)
+    conds, cnotes = run_conditions(options, dataset, use_query_images=use_img, use_query_text=use_txt, grid=table)
     img_sources = tuple(dict.fromkeys(image_source(c) for c in conds)) if use_img else ()
     txt_sources = tuple(dict.fromkeys(text_source(c) for c in conds)) if use_txt else ()
     notes = list(getattr(dataset, "notes", [])) + _mode_notes(modes, options.modes) + cnotes
