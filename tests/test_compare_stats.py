@@ -1,0 +1,65 @@
+"""Building blocks: percentile intervals on rows (identical to a run's percentile_ci), group means,
+condition groups, rank intervals."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import rankdata
+
+from snapbench.compare import condition_groups, group_means, rank_intervals, ranks
+from snapbench.compare.stats import row_intervals
+from snapbench.evaluate import percentile_ci
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 40, 401, 10_000])
+@pytest.mark.parametrize("level", [0.5, 0.9, 0.95, 0.99])
+def test_row_intervals_are_bit_identical_to_percentile_ci(n, level):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((700, n)) * 10.0 ** rng.integers(-3, 3, size=(700, 1))
+    x[:200] = np.round(x[:200], 1)  # ties
+    x[5, 0] = np.nan                # a row with an undefined resample
+    x[6] = np.nan
+    for workers in (1, 2):
+        lo, hi = row_intervals(x, level, workers)
+        want_lo, want_hi = percentile_ci(x.T, level)
+        assert np.array_equal(lo, want_lo, equal_nan=True) and np.array_equal(hi, want_hi, equal_nan=True)
+
+
+def test_condition_groups():
+    conds = ["img/motion_blur/s1", "img/rotation/s1", "img/compression/s1", "txt/char_add", "img/my_op/s2",
+             "joint/compression+char_add/s3", "img/mosaic/s3"]
+    g = condition_groups(conds)
+    assert g == {
+        "group:all": [0, 1, 2, 3, 4, 5, 6],
+        "group:img/degrade/s1": [0, 2],
+        "group:img/transform/s1": [1],
+        "group:img/add/s3": [6],
+        "group:txt": [3],
+        "group:joint": [5],
+    }
+    assert condition_groups(["clean"]) == {}
+
+
+def test_group_means_nan_stays_in_its_groups():
+    groups = {"a": [0, 1], "b": [2], "c": [1, 2]}
+    x = np.array([[1.0, 3.0, 5.0], [1.0, np.nan, 2.0]])
+    got = group_means(x, groups)
+    np.testing.assert_allclose(got[0], [2.0, 5.0, 4.0])
+    assert np.isnan(got[1, 0]) and got[1, 1] == 2.0 and np.isnan(got[1, 2])
+    y = np.moveaxis(np.stack([x, 2 * x]), 2, 1)  # the condition axis in the middle
+    np.testing.assert_allclose(group_means(y, groups, axis=1)[1], np.moveaxis(2 * got, 1, 0), equal_nan=True)
+
+
+def test_ranks_and_rank_intervals_by_hand():
+    assert ranks(np.array([0.3, 0.9, 0.3, -1.0])).tolist() == [2.5, 1.0, 2.5, 4.0]
+    rng = np.random.default_rng(2)
+    boot = rng.standard_normal((11, 4))
+    boot[3, 1] = np.nan  # a resample with an undefined score is left out
+    lo, hi = rank_intervals(boot, 0.9)
+    r = np.sort(rankdata(-boot[~np.isnan(boot).any(axis=1)], axis=1), axis=0)  # 10 resamples
+    # lower quantile at (10 - 1) * 0.05 = 0.45 -> index 0; higher at 9 * 0.95 = 8.55 -> index 9
+    assert lo.tolist() == r[math.floor(9 * 0.05)].tolist()
+    assert hi.tolist() == r[math.ceil(9 * 0.95)].tolist()
