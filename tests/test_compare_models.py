@@ -37,8 +37,12 @@ def test_models_records_equal_each_runs_report(runs):
                     continue
                 p = report["paired"][c][m]
                 assert r["delta"] == p["delta"]
-                # the same counts matrix and the same quantiles: equal up to the last bits of a matrix product
-                assert [r["ci_low"], r["ci_high"]] == pytest.approx(p["ci"], abs=1e-14)
+                # the same counts matrix and the same quantiles: identical for 0/1 metrics (exact sums);
+                # otherwise equal up to the summation order a BLAS may pick for a differently sized product
+                if m.startswith("hit@"):
+                    assert [r["ci_low"], r["ci_high"]] == p["ci"]
+                else:
+                    assert [r["ci_low"], r["ci_high"]] == pytest.approx(p["ci"], abs=1e-14)
 
 
 def test_group_rows_are_means_of_their_conditions(runs):

@@ -12,6 +12,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from ..errors import ConfigError
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES, bootstrap_counts, swap_matrix
 from .additivity import additivity_records
@@ -75,18 +77,19 @@ def compare_models(models: Sequence[ModelValues], config: CompareConfig | None =
     n_q = len(aligned[0].query_ids)
     n_perm = cfg.permutations or cfg.resamples
     counts = bootstrap_counts(n_q, cfg.resamples, cfg.seed)
+    counts32 = counts.astype(np.float32)  # exact: small whole numbers
     swaps = swap_matrix(n_q, n_perm, cfg.seed, key=SWAP_KEY)
     out = Comparison(meta=_meta(cfg, names, ref, n_q, n_perm))
     for mode, conds_of in aligned[0].stats.items():
         conds = ["clean"] + [c for c in conds_of if c != "clean"]
         groups = condition_groups(conds[1:])
         for metric in conds_of["clean"]:
-            _compare_metric(out, aligned, mode, metric, conds, groups, counts, swaps, cfg, ref)
+            _compare_metric(out, aligned, mode, metric, conds, groups, (counts, counts32), swaps, cfg, ref)
     return out
 
 
 def _compare_metric(out: Comparison, models, mode, metric, conds, groups, counts, swaps, cfg, ref) -> None:
-    block = metric_block(models, mode, metric, conds, groups, counts)
+    block = metric_block(models, mode, metric, conds, groups, *counts)
     out.models += model_records(block, cfg.ci, cfg.workers)
     if len(conds) == 1:
         return

@@ -100,24 +100,39 @@ def _count_extreme(perm: np.ndarray, obs: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(obs), np.nan, p)
 
 
-def _swapped_shift(block: MetricBlock, swaps: np.ndarray, groups_only: bool) -> np.ndarray | None:
-    """(M, K or G, R) X with diff*(a, b) = diff(a, b) − 2 (X_a − X_b) under each swap row, or None when
-    the models' or conditions' counted queries differ (then :func:`_ratio_pvalues` applies).
+def _count_shifted(obs: np.ndarray, dx: np.ndarray) -> np.ndarray:
+    """:func:`_count_extreme` of perm = obs − 2 dx without forming perm: |obs − 2 dx| >= thr
+    <=> dx <= (obs − thr) / 2 or dx >= (obs + thr) / 2 (thr > 0; thr <= 0 makes every swap extreme)."""
+    thr = np.abs(obs) * (1 - _REL_TOL) - _ABS_TOL
+    r = dx.shape[-1]
+    with np.errstate(invalid="ignore"):
+        extreme = (np.count_nonzero(dx <= ((obs - thr) / 2)[:, None], axis=-1)
+                   + np.count_nonzero(dx >= ((obs + thr) / 2)[:, None], axis=-1))
+    extreme = np.where(thr <= 0, r, extreme)
+    return np.where(np.isnan(obs), np.nan, (1.0 + extreme) / (1.0 + r))
+
+
+def _swapped_shift(block: MetricBlock, swaps: np.ndarray, groups_only: bool) -> list[tuple[slice, np.ndarray]] | None:
+    """[(columns, X)] with X (M, columns, R) such that diff*(a, b) = diff(a, b) − 2 (X_a − X_b)
+    under each swap row; None when the models' or conditions' counted queries differ (then
+    :func:`_ratio_pvalues` applies).
 
     With one denominator vector for everything, a swap of A and B on query q moves Σ num_A(c) −
     Σ num_A(clean) by −(d_A,q − d_B,q), so every pair's permuted diffs come from one product
-    ``swaps @ (num(c) − num(clean))`` over all models (groups: their conditions averaged first)."""
+    ``swaps @ (num(c) − num(clean)) / Σden`` over all models; a group's X is the mean of its
+    conditions' X (linear)."""
     den0 = block.den[:, 0, 0]
     if not ((block.den == den0[:, None, None]).all() and den0.sum() > 0):
         return None
-    dnum = block.num[:, :, 1:] - block.num[:, :, :1]  # (Q, M, C-1)
+    dnum = (block.num[:, :, 1:] - block.num[:, :, :1]) / den0.sum()  # (Q, M, C-1)
     q, m, n_cond = dnum.shape
     r = swaps.shape[0]
+    groups = slice(n_cond, n_cond + len(block.groups))
     if groups_only:  # average each group's conditions per query first: G columns instead of C
         g = group_means(dnum, block.groups)
-        return (g.reshape(q, -1).T @ swaps.T).reshape(m, -1, r) / den0.sum()
-    x = (dnum.reshape(q, -1).T @ swaps.T).reshape(m, n_cond, r) / den0.sum()
-    return np.concatenate([x, group_means(x, block.groups, axis=1)], axis=1)
+        return [(groups, (g.reshape(q, -1).T @ swaps.T).reshape(m, -1, r))]
+    x = (dnum.reshape(q, -1).T @ swaps.T).reshape(m, n_cond, r)
+    return [(slice(0, n_cond), x), (groups, group_means(x, block.groups, axis=1))]
 
 
 def _ratio_pvalues(block: MetricBlock, swaps: np.ndarray, a: int, b: int, obs: np.ndarray) -> np.ndarray:
@@ -171,11 +186,11 @@ def pair_statistics(block: MetricBlock, swaps: np.ndarray, ci: float, workers: i
         lo[sel.start : sel.stop] = lo_c.reshape(len(sel), -1)
         hi[sel.start : sel.stop] = hi_c.reshape(len(sel), -1)
         for j, i in enumerate(sel):
-            obs = diff[i, tested]
-            if shift is not None:
-                p_raw[i, tested] = _count_extreme(obs[:, None] - 2.0 * (shift[a[j]] - shift[b[j]]), obs)
-            else:
+            if shift is None:
                 p_raw[i, tested] = _ratio_pvalues(block, swaps, a[j], b[j], diff[i])[tested]
+                continue
+            for cols, x in shift:
+                p_raw[i, cols] = _count_shifted(diff[i, cols], x[a[j]] - x[b[j]])
 
     starts = range(0, len(pairs), _PAIRS_PER_TASK)
     if workers > 1 and len(starts) > 1:

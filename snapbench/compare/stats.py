@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..evaluate.metrics import QueryStat
 from ..evaluate.paired import bootstrap_values, percentile_ci
 from .groups import group_means
 from .inputs import ModelValues
 from .records import ModelRecord
 
-__all__ = ["MetricBlock", "metric_block", "model_records", "row_intervals", "sorted_quantiles"]
+__all__ = ["MetricBlock", "metric_block", "model_records", "resampled_values", "row_intervals", "sorted_quantiles"]
 
 _ROWS_PER_TASK = 256
 
@@ -125,19 +126,53 @@ class MetricBlock:
         return self._col_boot
 
 
+def _exact_in_float32(a: np.ndarray, n_queries: int) -> bool:
+    """Whole numbers whose resampled sums stay below 2**24: a float32 product is then exact."""
+    return bool(np.array_equal(a, np.round(a)) and np.abs(a).max(initial=0.0) * n_queries < 2.0**24)
+
+
+def _distinct_columns(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct columns (Q, U), index of each column's distinct one): most metrics share one
+    denominator (the counted queries), so the denominators need U << K products."""
+    seen: dict[bytes, int] = {}
+    where = np.array([seen.setdefault(np.ascontiguousarray(a[:, k]).tobytes(), len(seen)) for k in range(a.shape[1])])
+    first = np.unique(where, return_index=True)[1]
+    return a[:, first], where
+
+
+def resampled_values(num: np.ndarray, den: np.ndarray, counts: np.ndarray, counts32: np.ndarray | None = None) -> np.ndarray:
+    """(K, B) value Σ w·num / Σ w·den of each of K columns under each resample row w of ``counts``.
+
+    The numbers of :func:`snapbench.evaluate.paired.bootstrap_values` (NaN where a resample makes the
+    denominator 0).  For whole-number columns (hit@k: 0/1 per query) both products are exact in
+    float32, which is twice as fast and gives the same float64 sums, so the same values."""
+    if counts32 is not None and _exact_in_float32(num, num.shape[0]) and _exact_in_float32(den, den.shape[0]):
+        dens, where = _distinct_columns(den)
+        tn = (num.T.astype(np.float32) @ counts32.T).astype(np.float64)
+        td = (dens.T.astype(np.float32) @ counts32.T).astype(np.float64)[where]
+        zero = td == 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tn /= td
+        tn[zero] = np.nan
+        return tn
+    stats = [QueryStat(num[:, k], den[:, k]) for k in range(num.shape[1])]
+    return np.ascontiguousarray(bootstrap_values(stats, counts).T)
+
+
 def metric_block(
     models: Sequence[ModelValues], mode: str, metric: str, conditions: Sequence[str],
-    groups: dict[str, list[int]], counts: np.ndarray,
+    groups: dict[str, list[int]], counts: np.ndarray, counts32: np.ndarray | None = None,
 ) -> MetricBlock:
     """Stack the models' per-query stats of ``metric`` (conditions in the given order, clean first)
-    and resample them all with ``counts`` (B x Q)."""
+    and resample them all with ``counts`` (B x Q; ``counts32`` = the same in float32, optional)."""
     stats = [m.stats[mode][c][metric] for m in models for c in conditions]
     n_m, n_c = len(models), len(conditions)
-    boot = np.ascontiguousarray(bootstrap_values(stats, counts).T).reshape(n_m, n_c, counts.shape[0])
-    num = np.stack([s.num for s in stats], axis=1).reshape(-1, n_m, n_c)
-    den = np.stack([s.den for s in stats], axis=1).reshape(-1, n_m, n_c)
+    num = np.stack([s.num for s in stats], axis=1)
+    den = np.stack([s.den for s in stats], axis=1)
+    boot = resampled_values(num, den, counts, counts32).reshape(n_m, n_c, counts.shape[0])
     values = np.array([s.value for s in stats], dtype=np.float64).reshape(n_m, n_c)
-    return MetricBlock(mode, metric, [m.name for m in models], list(conditions), dict(groups), num, den, values, boot)
+    return MetricBlock(mode, metric, [m.name for m in models], list(conditions), dict(groups),
+                       num.reshape(-1, n_m, n_c), den.reshape(-1, n_m, n_c), values, boot)
 
 
 def model_records(block: MetricBlock, ci: float, workers: int = 1) -> list[ModelRecord]:
