@@ -63,3 +63,28 @@ def test_ranks_and_rank_intervals_by_hand():
     # lower quantile at (10 - 1) * 0.05 = 0.45 -> index 0; higher at 9 * 0.95 = 8.55 -> index 9
     assert lo.tolist() == r[math.floor(9 * 0.05)].tolist()
     assert hi.tolist() == r[math.ceil(9 * 0.95)].tolist()
+
+
+def test_resampled_values_equal_bootstrap_values():
+    from snapbench.compare.stats import resampled_values
+    from snapbench.evaluate import QueryStat, bootstrap_counts, bootstrap_values
+
+    rng = np.random.default_rng(4)
+    q = 50
+    counts = bootstrap_counts(q, 300, seed=2)
+    inc = (rng.random(q) > 0.1).astype(float)
+    hits = (rng.random((q, 6)) < 0.4) * inc[:, None]
+    ratio_den = (rng.random((q, 6)) < 0.1).astype(float)  # rare denominators: some resamples are 0/0
+    cases = {
+        "0/1, float32 path": (hits, np.repeat(inc[:, None], 6, axis=1), True),
+        "real values": (rng.random((q, 6)) * inc[:, None], np.repeat(inc[:, None], 6, axis=1), False),
+        "ratio, varying denominators": (ratio_den * (rng.random((q, 6)) < 0.5), ratio_den, True),
+    }
+    for name, (num, den, exact) in cases.items():
+        want = bootstrap_values([QueryStat(num[:, k], den[:, k]) for k in range(6)], counts).T
+        got = resampled_values(num, den, counts, counts.astype(np.float32))
+        if exact:
+            assert np.array_equal(got, want, equal_nan=True), name
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-14, err_msg=name)
+    assert np.isnan(resampled_values(*cases["ratio, varying denominators"][:2], counts)).any()

@@ -4,7 +4,7 @@ All models and conditions of one (mode, metric) are resampled with **one** count
 (:func:`snapbench.evaluate.paired.bootstrap_counts`, the run's own seed and draw), so a model's
 delta and CI equal its run's report, and every paired difference between models comes from the
 same resamples (queries resampled jointly for all models).  The resampled values of all M x C
-columns are one matrix product ``counts @ num`` (:func:`snapbench.evaluate.paired.bootstrap_values`).
+columns are one matrix product (the formula of :func:`snapbench.evaluate.paired.bootstrap_values`).
 
 Resampled numbers are kept as rows (column, resample) so that each percentile interval reads one
 contiguous row; the intervals are numpy's "linear" quantiles, as in a run's report, computed on row
@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..evaluate.metrics import QueryStat
-from ..evaluate.paired import bootstrap_values, percentile_ci
+from ..evaluate.paired import percentile_ci
 from .groups import group_means
 from .inputs import ModelValues
 from .records import ModelRecord
@@ -143,20 +142,23 @@ def _distinct_columns(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def resampled_values(num: np.ndarray, den: np.ndarray, counts: np.ndarray, counts32: np.ndarray | None = None) -> np.ndarray:
     """(K, B) value Σ w·num / Σ w·den of each of K columns under each resample row w of ``counts``.
 
-    The numbers of :func:`snapbench.evaluate.paired.bootstrap_values` (NaN where a resample makes the
-    denominator 0).  For whole-number columns (hit@k: 0/1 per query) both products are exact in
-    float32, which is twice as fast and gives the same float64 sums, so the same values."""
-    if counts32 is not None and _exact_in_float32(num, num.shape[0]) and _exact_in_float32(den, den.shape[0]):
-        dens, where = _distinct_columns(den)
+    The formula of :func:`snapbench.evaluate.paired.bootstrap_values` (NaN where a resample makes
+    the denominator 0), computed as ``num.T @ counts.T`` so that each column's resamples come out as
+    one contiguous row, and the distinct denominators once.  For whole-number columns (hit@k: 0/1
+    per query) both products are exact in float32, twice as fast, with the same float64 sums."""
+    dens, where = _distinct_columns(den)
+    if counts32 is not None and _exact_in_float32(num, num.shape[0]) and _exact_in_float32(dens, den.shape[0]):
         tn = (num.T.astype(np.float32) @ counts32.T).astype(np.float64)
-        td = (dens.T.astype(np.float32) @ counts32.T).astype(np.float64)[where]
-        zero = td == 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            tn /= td
-        tn[zero] = np.nan
-        return tn
-    stats = [QueryStat(num[:, k], den[:, k]) for k in range(num.shape[1])]
-    return np.ascontiguousarray(bootstrap_values(stats, counts).T)
+        td = (dens.T.astype(np.float32) @ counts32.T).astype(np.float64)
+    else:
+        tn = num.T.astype(np.float64) @ counts.T
+        td = dens.T.astype(np.float64) @ counts.T
+    td = td[where]
+    zero = td == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tn /= td
+    tn[zero] = np.nan
+    return tn
 
 
 def metric_block(
