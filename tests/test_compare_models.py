@@ -125,3 +125,19 @@ def test_clean_only_gives_model_rows():
     rec = compare_models(models, CompareConfig(resamples=50)).records()
     assert [r["condition"] for r in rec["models"]] == ["clean", "clean"]
     assert rec["pairs"] == rec["ranking"] == rec["normalised"] == []
+
+
+def test_modes_are_compared_separately(runs):
+    qids, runs_, _ = runs
+    one = model_values(qids, runs_, metrics=["hit@1"], mode="I2I")
+    two = model_values(qids, runs_[::-1], metrics=["hit@1"], mode="I2I")  # another mode: other values
+    both = [ModelValues(a.name, a.query_ids, {"I2I": a.stats["I2I"], "T2T": b.stats["I2I"]}) for a, b in zip(one, two)]
+    cfg = CompareConfig(resamples=200, seed=3)
+    rec = compare_models(both, cfg).records()
+    sep = {"I2I": compare_models(one, cfg).records(),
+           "T2T": compare_models([ModelValues(a.name, a.query_ids, {"T2T": b.stats["I2I"]}) for a, b in zip(one, two)],
+                                 cfg).records()}
+    for mode in ("I2I", "T2T"):
+        got = [r for r in rec["pairs"] if r["mode"] == mode]
+        assert [(r["condition"], r["diff"], r["ci_low"], r["p_raw"]) for r in got] == \
+               [(r["condition"], r["diff"], r["ci_low"], r["p_raw"]) for r in sep[mode]["pairs"]]
