@@ -248,3 +248,27 @@ def test_additivity_pair_diff_and_ci_from_a_loop(case):
     for k, j in enumerate(joints + ["mean"]):
         (r,) = _rows(rec["additivity_pairs"], model_a=a, model_b=b, metric=m, joint=j)
         assert (r["ci_low"], r["ci_high"]) == pytest.approx((lo[k], hi[k]), abs=1e-12)
+
+
+def test_additivity_pair_ci_with_undefined_resamples():
+    """reject_precision is 0/0 in some resamples: those stay out of their own δ only."""
+    qids, runs = evaluated(2, metrics=["hit@1", "reject_precision"], set_threshold=2.2)
+    models = [ModelValues.from_stats(name, qids, {"M": {c: ev.stats for c, ev in evals.items()}})
+              for name, evals, _ in runs]
+    rec = compare_models(models, CFG).records()
+    st = [{c: ev.stats["reject_precision"] for c, ev in evals.items()} for _, evals, _ in runs]
+    counts = bootstrap_counts(Q, RESAMPLES, SEED)
+    joints = ["joint/compression+char_add/s1", "joint/compression+char_add/s2"]
+
+    def delta(m, w, j):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            v = {c: (w @ st[m][c].num) / (w @ st[m][c].den) for c in CONDITIONS}
+        return v["img/compression/s" + j[-1]] + v["txt/char_add"] - v[j] - v["clean"]
+
+    boot = np.array([[delta(0, w, j) - delta(1, w, j) for j in joints] for w in counts])
+    boot = np.concatenate([boot, boot.mean(axis=1, keepdims=True)], axis=1)
+    assert np.isnan(boot).any()
+    for k, j in enumerate(joints + ["mean"]):
+        (r,) = _rows(rec["additivity_pairs"], metric="reject_precision", joint=j)
+        col = boot[:, k][~np.isnan(boot[:, k])]
+        assert (r["ci_low"], r["ci_high"]) == pytest.approx(tuple(np.quantile(col, [0.025, 0.975])), abs=1e-12)

@@ -58,13 +58,26 @@ def additivity_records(
     pos = {c: i for i, c in enumerate(block.conditions)}
     idx = {k: [pos[j] if k == "joint" else pos[p[0] if k == "img" else p[1]] for j, p in joints.items()]
            for k in ("img", "txt", "joint")}
+    summaries = summary_groups(list(joints))
+    # δ = R(i) + R(t) − R(J) − R(clean) is linear in the values: one (C, J + S) weight matrix gives
+    # every joint's and summary's δ of all models and resamples in one product
+    lin = np.zeros((len(block.conditions), len(joints)))
+    cols = np.arange(len(joints))
+    np.add.at(lin, (idx["img"], cols), 1.0)
+    np.add.at(lin, (idx["txt"], cols), 1.0)
+    np.add.at(lin, (idx["joint"], cols), -1.0)
+    lin[0] -= 1.0
+    weights = np.concatenate([lin, group_means(lin, summaries)], axis=1)
 
     def deltas(x: np.ndarray) -> np.ndarray:  # (M, C[, B]) -> (M, J + S[, B]) δ of joints and summaries
+        if np.isfinite(x).all():
+            return np.matmul(np.ascontiguousarray(weights.T), x) if x.ndim == 3 else x @ weights
+        # undefined values (0/0 resamples of a ratio metric) must stay in their own δ only
         d = additivity_terms(x[:, :1], x[:, idx["img"]], x[:, idx["txt"]], x[:, idx["joint"]])["delta"]
-        return np.concatenate([d, group_means(d, summary_groups(list(joints)), axis=1)], axis=1)
+        return np.concatenate([d, group_means(d, summaries, axis=1)], axis=1)
 
     point, boot = deltas(block.values), deltas(block.boot)
-    keys = list(joints) + list(summary_groups(list(joints)))
+    keys = list(joints) + list(summaries)
     a = np.array([p[0] for p in pairs])
     b = np.array([p[1] for p in pairs])
     diff = point[a] - point[b]
