@@ -88,3 +88,21 @@ def test_resampled_values_equal_bootstrap_values():
         else:
             np.testing.assert_allclose(got, want, rtol=1e-14, err_msg=name)
     assert np.isnan(resampled_values(*cases["ratio, varying denominators"][:2], counts)).any()
+
+
+def test_ranking_records_need_both_p_and_ci_to_tell_models_apart():
+    from snapbench.compare.ranking import ranking_records
+
+    scores = np.array([0.0, -0.1, -0.2])
+    boot = np.tile(scores, (20, 1))
+    # (0, 1): tiny p but CI containing 0 -> not apart; (0, 2): apart; (1, 2): CI excludes 0 but large p
+    tests = {(0, 1): (1e-6, -0.01, 0.2), (0, 2): (1e-6, 0.1, 0.3), (1, 2): (0.5, 0.01, 0.2)}
+    recs = ranking_records("M", "hit@1", ["a", "b", "c"], scores, boot, tests, level=0.95, correction="holm")
+    assert [r.group for r in recs] == [1, 1, 2]
+    assert [r.rank for r in recs] == [1.0, 2.0, 3.0]
+    assert [(r.rank_low, r.rank_high) for r in recs] == [(1.0, 1.0), (2.0, 2.0), (3.0, 3.0)]
+    # Holm over the three pairs: p = 0.02 is 0.06 adjusted -> not apart at level 0.95
+    tests[(0, 2)] = (0.02, 0.1, 0.3)
+    tests[(0, 1)] = (0.02, 0.1, 0.3)
+    recs = ranking_records("M", "hit@1", ["a", "b", "c"], scores, boot, tests, level=0.95, correction="holm")
+    assert [r.group for r in recs] == [1, 1, 1]
