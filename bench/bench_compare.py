@@ -78,6 +78,14 @@ def timed(fn) -> tuple[float, float]:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+def reference_gemm() -> float:
+    """Best of 3: one float64 product of the bootstrap's shape (10,000 x 1,145 @ 1,145 x 720) -- a
+    contention gauge: its time on the idle machine is the yardstick for the numbers of this run."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random((10_000, Q)), rng.random((Q, 720))
+    return min(timed(lambda: a @ b)[0] for _ in range(3))
+
+
 def input_mb(models: list[ModelValues]) -> float:
     return sum(st.num.nbytes + st.den.nbytes for m in models for conds in m.stats.values()
                for metrics in conds.values() for st in metrics.values()) / 2**20
@@ -93,22 +101,25 @@ def main() -> None:
     full = synthetic_models()
     one = synthetic_models(metrics=["hit@1"])
     base_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    gemm = [reference_gemm()]
     t_full, t_one = [], []
     for _ in range(args.repeats):  # interleaved
         t_full.append(timed(lambda: compare_models(full, cfg)))
         t_one.append(timed(lambda: compare_models(one, cfg)))
         print(f"full {t_full[-1][0]:.2f} s (CPU {t_full[-1][1]:.2f} s), hit@1 only {t_one[-1][0]:.2f} s, "
               f"load {os.getloadavg()[0]:.2f}", flush=True)
+    gemm.append(reference_gemm())
+    print(f"reference product {gemm[0]:.3f} s before, {gemm[1]:.3f} s after")
     res = compare_models(full, cfg)
     n_rec = {k: len(v) for k, v in res.records().items() if isinstance(v, list)}
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     mem = {"inputs": input_mb(full) + input_mb(one), "before": base_mb, "peak": peak_mb}
     print(n_rec, {k: round(v) for k, v in mem.items()})
     if args.out:
-        write_results(Path(args.out), t_full, t_one, n_rec, mem, args.resamples)
+        write_results(Path(args.out), t_full, t_one, n_rec, mem, args.resamples, gemm)
 
 
-def write_results(path, t_full, t_one, n_rec, mem, resamples) -> None:
+def write_results(path, t_full, t_one, n_rec, mem, resamples, gemm) -> None:
     load = os.getloadavg()[0]
     best = min(t_full)
     lines = [
@@ -125,7 +136,11 @@ def write_results(path, t_full, t_one, n_rec, mem, resamples) -> None:
         f"{', '.join(f'{t[0]:.2f}' for t in t_full)} |",
         f"| hit@1 only | {min(t_one)[0]:.2f} | {min(t_one)[1]:.2f} | {', '.join(f'{t[0]:.2f}' for t in t_one)} |",
         "",
-        f"Target <= 30 s: **{'met' if best[0] <= 30 else 'NOT met'}** ({best[0]:.2f} s for all 13 metrics).",
+        f"Target <= 30 s: **{'met' if best[0] <= 30 else 'NOT met'}** in wall time ({best[0]:.2f} s for all 13 "
+        f"metrics); CPU time of that run {best[1]:.2f} s.",
+        "",
+        f"Contention gauge: one float64 product of the bootstrap's shape (10,000 x 1,145 @ 1,145 x 720) took "
+        f"{gemm[0]:.3f} s before and {gemm[1]:.3f} s after the runs.",
         "",
         f"Records (13 metrics): {', '.join(f'{k} {v:,}' for k, v in n_rec.items())}.",
         "",

@@ -120,8 +120,11 @@ class MetricBlock:
     def col_boot_deltas(self) -> np.ndarray:
         """(M, K, B) resampled deltas of every column (computed once)."""
         if self._col_boot is None:
-            d = self.boot[:, 1:] - self.boot[:, :1]
-            self._col_boot = np.concatenate([d, group_means(d, self.groups, axis=1)], axis=1)
+            n_m, n_c, n_b = self.boot.shape
+            out = np.empty((n_m, n_c - 1 + len(self.groups), n_b))
+            d = np.subtract(self.boot[:, 1:], self.boot[:, :1], out=out[:, : n_c - 1])
+            out[:, n_c - 1 :] = group_means(d, self.groups, axis=1)
+            self._col_boot = out
         return self._col_boot
 
 
@@ -153,11 +156,16 @@ def resampled_values(num: np.ndarray, den: np.ndarray, counts: np.ndarray, count
     else:
         tn = num.T.astype(np.float64) @ counts.T
         td = dens.T.astype(np.float64) @ counts.T
-    td = td[where]
-    zero = td == 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        tn /= td
-    tn[zero] = np.nan
+        if td.shape[0] == 1:  # one denominator for all columns (every mean metric): in place
+            tn /= td[0]
+            tn[:, td[0] == 0] = np.nan
+            return tn
+        for u in range(td.shape[0]):
+            rows = np.flatnonzero(where == u)
+            part = tn[rows] / td[u]
+            part[:, td[u] == 0] = np.nan
+            tn[rows] = part
     return tn
 
 
