@@ -22,9 +22,9 @@ def test_row_intervals_are_bit_identical_to_percentile_ci(n, level):
     x[:200] = np.round(x[:200], 1)  # ties
     x[5, 0] = np.nan                # a row with an undefined resample
     x[6] = np.nan
-    for workers in (1, 2):
-        lo, hi = row_intervals(x, level, workers)
-        want_lo, want_hi = percentile_ci(x.T, level)
+    want_lo, want_hi = percentile_ci(x.T, level)
+    for workers, overwrite in ((1, False), (2, False), (2, True)):
+        lo, hi = row_intervals(x.copy() if overwrite else x, level, workers, overwrite=overwrite)
         assert np.array_equal(lo, want_lo, equal_nan=True) and np.array_equal(hi, want_hi, equal_nan=True)
 
 

@@ -85,7 +85,7 @@ def additivity_records(
     for s in range(0, len(pairs), _PAIRS_PER_BLOCK):  # bounds the (pairs x rows x resamples) temporary
         sl = slice(s, s + _PAIRS_PER_BLOCK)
         d = boot[a[sl]] - boot[b[sl]]
-        lo_s, hi_s = row_intervals(d.reshape(-1, d.shape[2]), ci, workers)
+        lo_s, hi_s = row_intervals(d.reshape(-1, d.shape[2]), ci, workers, overwrite=True)
         lo[sl], hi[sl] = lo_s.reshape(d.shape[:2]), hi_s.reshape(d.shape[:2])
     pair_recs = [AdditivityPairRecord(block.mode, block.metric, key, block.models[pa], block.models[pb],
                                       float(diff[i, j]), float(lo[i, j]), float(hi[i, j]))

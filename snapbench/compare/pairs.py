@@ -182,7 +182,7 @@ def pair_statistics(block: MetricBlock, swaps: np.ndarray, ci: float, workers: i
         a = np.array([pairs[i][0] for i in sel])
         b = np.array([pairs[i][1] for i in sel])
         d = boot[a] - boot[b]
-        lo_c, hi_c = row_intervals(d.reshape(-1, d.shape[2]), ci)
+        lo_c, hi_c = row_intervals(d.reshape(-1, d.shape[2]), ci, overwrite=True)
         lo[sel.start : sel.stop] = lo_c.reshape(len(sel), -1)
         hi[sel.start : sel.stop] = hi_c.reshape(len(sel), -1)
         for j, i in enumerate(sel):
