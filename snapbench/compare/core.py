@@ -1,0 +1,143 @@
+"""Compare models on the same queries: the one entry point, :func:`compare_models`.
+
+Per retrieval mode and metric it builds one :class:`~snapbench.compare.stats.MetricBlock` (all
+models x conditions resampled with the run's own bootstrap counts) and derives from it the
+``models``, ``pairs``, ``ranking``, ``normalised``, effective-robustness and additivity records.
+One counts matrix (B x Q) and one swap matrix (R x Q) serve every mode, metric, model and pair.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES, bootstrap_counts, swap_matrix
+from .additivity import additivity_records
+from .groups import GROUP_ALL, condition_groups
+from .inputs import ModelValues, align_models
+from .multiple import CORRECTIONS
+from .normalised import DEFAULT_CLIP, effective_records, normalised_records
+from .pairs import pair_records, pair_statistics
+from .ranking import ranking_records
+from .records import Comparison
+from .stats import metric_block, model_records
+
+__all__ = ["CompareConfig", "compare_models"]
+
+SWAP_KEY = "compare"  # the permutation tests' own stream (evaluate's tests use the key "")
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """Settings of a comparison.  ``resamples``/``seed``/``ci`` must be the runs' own for the
+    per-model CIs to equal their reports; ``permutations`` defaults to ``resamples``;
+    ``reference`` (a model name) defaults to the first model; ``correction`` is "holm" or "bh";
+    ``clip`` is the eps of the logit in the effective-robustness fit; ``workers`` threads compute
+    percentiles and permutation counts (results do not depend on it)."""
+
+    resamples: int = DEFAULT_RESAMPLES
+    permutations: int | None = None
+    ci: float = DEFAULT_CI
+    seed: int = 0
+    correction: str = "holm"
+    reference: str | None = None
+    clip: float = DEFAULT_CLIP
+    workers: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
+
+    def check(self, names: Sequence[str]) -> int:
+        """Validate against the model names; return the reference's index."""
+        if self.correction not in CORRECTIONS:
+            raise ConfigError(f"unknown correction {self.correction!r}; known: {', '.join(CORRECTIONS)}")
+        if not 0 < self.ci < 1:
+            raise ConfigError(f"ci must be in (0, 1), got {self.ci}")
+        if self.resamples < 1 or (self.permutations is not None and self.permutations < 1):
+            raise ConfigError("resamples and permutations must be >= 1")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be >= 1, got {self.workers}")
+        if not 0 < self.clip < 0.5:
+            raise ConfigError(f"clip must be in (0, 0.5), got {self.clip}")
+        if self.reference is None:
+            return 0
+        if self.reference not in names:
+            raise ConfigError(f"reference {self.reference!r} is not one of the models: {', '.join(names)}")
+        return list(names).index(self.reference)
+
+
+def compare_models(models: Sequence[ModelValues], config: CompareConfig | None = None) -> Comparison:
+    """Every record of the comparison of ``models`` (at least two, same queries, modes, conditions
+    and metrics; see :func:`~snapbench.compare.inputs.align_models`)."""
+    cfg = config or CompareConfig()
+    aligned = align_models(models)
+    names = [m.name for m in aligned]
+    ref = cfg.check(names)
+    n_q = len(aligned[0].query_ids)
+    n_perm = cfg.permutations or cfg.resamples
+    counts = bootstrap_counts(n_q, cfg.resamples, cfg.seed)
+    counts32 = counts.astype(np.float32)  # exact: small whole numbers
+    swaps = swap_matrix(n_q, n_perm, cfg.seed, key=SWAP_KEY)
+    out = Comparison(meta=_meta(cfg, names, ref, n_q, n_perm))
+    for mode, conds_of in aligned[0].stats.items():
+        conds = ["clean"] + [c for c in conds_of if c != "clean"]
+        groups = condition_groups(conds[1:])
+        for metric in conds_of["clean"]:
+            _compare_metric(out, aligned, mode, metric, conds, groups, (counts, counts32), swaps, cfg, ref)
+    return out
+
+
+def _compare_metric(out: Comparison, models, mode, metric, conds, groups, counts, swaps, cfg, ref) -> None:
+    block = metric_block(models, mode, metric, conds, groups, *counts)
+    out.models += model_records(block, cfg.ci, cfg.workers)
+    if len(conds) == 1:
+        return
+    ps = pair_statistics(block, swaps, cfg.ci, cfg.workers)
+    out.pairs += pair_records(block, ps, cfg.correction)
+    names = block.models
+    n_cond = len(conds) - 1
+    if GROUP_ALL in groups:
+        col = n_cond + list(groups).index(GROUP_ALL)
+        tests = {pair: (ps.p_raw[i, col], ps.ci_low[i, col], ps.ci_high[i, col]) for i, pair in enumerate(ps.pairs)}
+        out.ranking += ranking_records(mode, metric, names, block.col_deltas[:, col], block.col_boot_deltas[:, col].T,
+                                       tests, level=cfg.ci, correction=cfg.correction)
+    clean = block.values[:, 0]
+    out.normalised += normalised_records(mode, metric, names, clean, block.values[:, 1:], conds[1:], ref)
+    eff, fits = effective_records(mode, metric, names, clean, block.col_values[:, n_cond:], list(groups), cfg.clip)
+    out.effective += eff
+    out.fits += fits
+    add, add_pairs = additivity_records(block, ps.pairs, cfg.ci, cfg.workers)
+    out.additivity += add
+    out.additivity_pairs += add_pairs
+
+
+def _meta(cfg: CompareConfig, names: list[str], ref: int, n_q: int, n_perm: int) -> dict:
+    return {
+        "models": names,
+        "reference": names[ref],
+        "correction": cfg.correction,
+        "correction_method": CORRECTIONS[cfg.correction],
+        "config": {k: v for k, v in asdict(cfg).items() if k != "workers"} | {"permutations": n_perm, "reference": names[ref]},
+        "n_queries": n_q,
+        "delta": "value(condition) - value(clean); negative = worse",
+        "pair_diff": "delta(model_a) - delta(model_b) on the same queries; > 0 = model_a drops less",
+        "ci_method": "paired bootstrap over queries, percentile interval; one resample set for all models",
+        "tests": {
+            "mcnemar": "exact McNemar on per-query hit differences of drops (no query with |d| = 2)",
+            "exact_signflip": "exact sign-flip test of d_q in -2..2 (convolution of binomials)",
+            "permutation": "paired permutation test swapping the two models per query (sign-flip for means)",
+        },
+        "effect_size": {
+            "mcnemar": "Cohen's g = n+/(n+ + n-) - 1/2",
+            "exact_signflip": "generalised Cohen's g = sum(d) / (2 sum|d|)",
+            "permutation": "d_z = mean(d_q) / SD(d_q)",
+        },
+        "families": "p_adj over the conditions of one (mode, metric, model_a, model_b); its groups form a second family",
+        "ranking_score": "group:all delta (mean drop over all corrupted conditions); rank 1 = smallest drop",
+        "ranking_group": ("tiers, best first: walking down by score, a model joins the current tier unless it is told apart "
+                          "from the tier's first model (group:all test adjusted over all pairs has p_adj < 1 - ci "
+                          "and its CI excludes 0), else it opens the next tier"),
+    }
+
+

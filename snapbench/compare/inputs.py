@@ -1,0 +1,175 @@
+"""What a comparison takes: per model, per-query metric values over the same queries.
+
+One :class:`ModelValues` per model holds ``stats[mode][condition][metric]`` as a
+:class:`~snapbench.evaluate.metrics.QueryStat` (per-query numerator and denominator, value =
+Σnum / Σden -- the form every statistic of :mod:`snapbench.evaluate` resamples).  Build it from the
+per-query table a run writes (:meth:`ModelValues.from_values`: one value per query, NaN = the query
+does not count for that metric) or from the evaluation's own stats (:meth:`ModelValues.from_stats`,
+exact for ratio metrics such as ``reject_f1`` whose per-query value alone does not give Σnum / Σden).
+
+:func:`align_models` checks that the models can be compared -- same queries, modes, conditions and
+metrics -- and names what differs when they cannot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..conditions import parse_condition
+from ..errors import ConfigError, InputError
+from ..evaluate.metrics import QueryStat
+
+__all__ = ["ModelValues", "align_models"]
+
+Stats = Mapping[str, Mapping[str, Mapping[str, QueryStat]]]
+
+
+@dataclass(frozen=True)
+class ModelValues:
+    """Per-query metric values of one model: ``stats[mode][condition][metric]`` over ``query_ids``.
+
+    Every condition of a mode carries the same metrics and ``clean`` is one of the conditions.
+    """
+
+    name: str
+    query_ids: tuple[str, ...]
+    stats: Stats
+
+    @classmethod
+    def from_values(
+        cls, name: str, query_ids: Sequence[str], values: Mapping[str, Mapping[str, Mapping[str, np.ndarray]]]
+    ) -> "ModelValues":
+        """From ``values[mode][condition][metric]`` = one float per query (NaN = not counted), the
+        per-query table of a run.  A counted query has numerator = its value, denominator = 1."""
+        qids = _query_ids(name, query_ids)
+        stats: dict[str, dict[str, dict[str, QueryStat]]] = {}
+        for mode, conds in values.items():
+            stats[str(mode)] = {}
+            for cond, metrics in conds.items():
+                stats[str(mode)][str(cond)] = {}
+                for metric, arr in metrics.items():
+                    v = _vector(arr, len(qids), f"model {name!r}, mode {mode!r}, {cond!r}/{metric!r}", allow_nan=True)
+                    counted = ~np.isnan(v)
+                    stats[str(mode)][str(cond)][str(metric)] = QueryStat(np.where(counted, v, 0.0),
+                                                                         counted.astype(np.float64))
+        return cls(str(name), qids, stats)
+
+    @classmethod
+    def from_stats(cls, name: str, query_ids: Sequence[str], stats: Stats) -> "ModelValues":
+        """From per-query (num, den) :class:`QueryStat` (e.g. ``ConditionEval.stats`` of an evaluation)."""
+        qids = _query_ids(name, query_ids)
+        out: dict[str, dict[str, dict[str, QueryStat]]] = {}
+        for mode, conds in stats.items():
+            out[str(mode)] = {}
+            for cond, metrics in conds.items():
+                out[str(mode)][str(cond)] = {}
+                for metric, st in metrics.items():
+                    where = f"model {name!r}, mode {mode!r}, {cond!r}/{metric!r}"
+                    num = _vector(st.num, len(qids), where + " (numerator)", allow_nan=False)
+                    den = _vector(st.den, len(qids), where + " (denominator)", allow_nan=False)
+                    if (den < 0).any():
+                        raise InputError(f"{where}: negative denominator")
+                    out[str(mode)][str(cond)][str(metric)] = QueryStat(num, den)
+        return cls(str(name), qids, out)
+
+    def reordered(self, query_ids: Sequence[str]) -> "ModelValues":
+        """The same values with queries in the order of ``query_ids`` (the same set of ids)."""
+        if tuple(query_ids) == self.query_ids:
+            return self
+        pos = {q: i for i, q in enumerate(self.query_ids)}
+        rows = np.asarray([pos[q] for q in query_ids], dtype=np.int64)
+        stats = {mode: {c: {m: st.subset(rows) for m, st in ms.items()} for c, ms in conds.items()}
+                 for mode, conds in self.stats.items()}
+        return ModelValues(self.name, tuple(query_ids), stats)
+
+
+def _query_ids(name: str, query_ids: Sequence[str]) -> tuple[str, ...]:
+    qids = tuple(str(q) for q in query_ids)
+    if not qids:
+        raise InputError(f"model {name!r}: no queries")
+    if len(set(qids)) != len(qids):
+        seen: set[str] = set()
+        dup = next(q for q in qids if q in seen or seen.add(q))  # type: ignore[func-returns-value]
+        raise InputError(f"model {name!r}: query id {dup!r} occurs more than once")
+    return qids
+
+
+def _vector(arr, n: int, where: str, *, allow_nan: bool) -> np.ndarray:
+    v = np.asarray(arr)
+    if v.dtype.kind not in "fiub":
+        raise InputError(f"{where}: values must be numbers, got dtype {v.dtype}")
+    v = v.astype(np.float64).reshape(-1)
+    if v.shape[0] != n:
+        raise InputError(f"{where}: {v.shape[0]} values for {n} queries")
+    bad = np.isinf(v) if allow_nan else ~np.isfinite(v)
+    if bad.any():
+        raise InputError(f"{where}: non-finite value {v[bad][0]} at query row {int(np.flatnonzero(bad)[0])}")
+    return v
+
+
+def _diff(what: str, a_name: str, a: Sequence[str], b_name: str, b: Sequence[str]) -> str | None:
+    """'model B lacks X of model A ...' or None when the two collections hold the same names."""
+    sa, sb = set(a), set(b)
+    if sa == sb:
+        return None
+    parts = []
+    if sa - sb:
+        parts.append(f"{b_name!r} lacks {len(sa - sb)} {what} of {a_name!r} (e.g. {', '.join(sorted(sa - sb)[:3])})")
+    if sb - sa:
+        parts.append(f"{b_name!r} has {len(sb - sa)} {what} that {a_name!r} lacks (e.g. {', '.join(sorted(sb - sa)[:3])})")
+    return "; ".join(parts)
+
+
+def align_models(models: Sequence[ModelValues]) -> list[ModelValues]:
+    """Check that ``models`` can be compared and return them with the first model's query order.
+
+    Raises :class:`ConfigError` naming the models and what differs: fewer than two models, a
+    repeated name, different query sets, modes, conditions or metrics, a mode without ``clean``, a
+    condition id of an unknown shape, or conditions of one mode with different metrics.
+    """
+    models = list(models)
+    if len(models) < 2:
+        raise ConfigError(f"a comparison needs at least two models, got {len(models)}")
+    names = [m.name for m in models]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"model names must differ; repeated: {', '.join(dup)}")
+    first = models[0]
+    _check_one(first)
+    for other in models[1:]:
+        _check_one(other)
+        for what, a, b in [("queries", first.query_ids, other.query_ids), ("modes", list(first.stats), list(other.stats))]:
+            if (msg := _diff(what, first.name, a, other.name, b)) is not None:
+                raise ConfigError(f"models differ in their {what}: {msg}")
+        for mode in first.stats:
+            ca, cb = first.stats[mode], other.stats[mode]
+            if (msg := _diff("conditions", first.name, list(ca), other.name, list(cb))) is not None:
+                raise ConfigError(f"mode {mode!r}: models differ in their conditions: {msg}")
+            ma, mb = next(iter(ca.values())), next(iter(cb.values()))
+            if (msg := _diff("metrics", first.name, list(ma), other.name, list(mb))) is not None:
+                raise ConfigError(f"mode {mode!r}: models differ in their metrics: {msg}")
+    return [first] + [m.reordered(first.query_ids) for m in models[1:]]
+
+
+def _check_one(model: ModelValues) -> None:
+    if not model.stats:
+        raise ConfigError(f"model {model.name!r} has no modes")
+    for mode, conds in model.stats.items():
+        if "clean" not in conds:
+            raise ConfigError(f"model {model.name!r}, mode {mode!r}: no 'clean' condition (deltas are against clean)")
+        for c in conds:
+            try:
+                cid = parse_condition(c).id
+            except ValueError as e:
+                raise ConfigError(f"model {model.name!r}, mode {mode!r}: {e}") from None
+            if cid != c:
+                raise ConfigError(f"model {model.name!r}, mode {mode!r}: condition {c!r} is not in the id form; use {cid!r}")
+        metrics = list(conds["clean"])
+        if not metrics:
+            raise ConfigError(f"model {model.name!r}, mode {mode!r}: no metrics")
+        for c, ms in conds.items():
+            if (msg := _diff("metrics", "clean", metrics, c, list(ms))) is not None:
+                raise ConfigError(f"model {model.name!r}, mode {mode!r}: conditions differ in their metrics: {msg}")

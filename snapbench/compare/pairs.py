@@ -1,0 +1,218 @@
+"""Paired model-vs-model differences of drops: diff = ΔA − ΔB per condition and per group.
+
+* **CI**: the percentile interval of ΔA* − ΔB* over the shared bootstrap resamples (queries
+  resampled jointly for both models: both deltas of one resample come from the same queries).
+* **Test** per condition, two-sided, null = the two models are exchangeable on each query:
+  - 0/1 metrics (hit@k) with the same counted queries for every model and condition: the exact
+    sign-flip test of :mod:`snapbench.compare.exact` on d_q ∈ {-2..2} -- ``test = "mcnemar"`` when no
+    query has |d_q| = 2 (then it *is* the exact McNemar test), else ``"exact_signflip"``; effect size
+    = generalised Cohen's g.
+  - every other metric (and every group): a paired permutation test that swaps the two models'
+    per-query (num, den) on a random subset of queries -- for all conditions of the query at once,
+    clean included -- with a seeded swap matrix (:func:`snapbench.evaluate.paired.swap_matrix`);
+    for a mean metric this is the sign-flip test of d_q.  p = (1 + #{|diff*| >= |diff|}) / (1 + R).
+    ``test = "permutation"``; effect size d_z = mean(d_q) / SD(d_q) (ddof 1) over the queries where
+    d_q is defined, d_q from the per-query values num/den (for a group, d_q averaged over its
+    conditions).
+* **Families**: p_adj adjusts the conditions of one (mode, metric, model_a, model_b) together, and
+  that pair's groups together as a second family (:mod:`snapbench.compare.multiple`).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..evaluate.metrics import is_binary_metric
+from .exact import cohens_g, discordance, signflip_exact_pvalues
+from .groups import group_means
+from .multiple import adjust_pvalues
+from .records import PairRecord
+from .stats import MetricBlock, row_intervals
+
+__all__ = ["PairStats", "model_pairs", "pair_statistics", "pair_records"]
+
+_REL_TOL, _ABS_TOL = 1e-9, 1e-12  # a permuted statistic equal to the observed one counts as extreme
+_PAIRS_PER_TASK = 4  # pairs handled together: bounds the (pairs x columns x resamples) temporaries
+
+
+@dataclass
+class PairStats:
+    """One (mode, metric): per pair and column (conditions, then groups) the diff, its CI, the raw
+    p-value, the effect size and the test's name."""
+
+    pairs: list[tuple[int, int]]
+    columns: list[str]
+    diff: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    p_raw: np.ndarray
+    effect: np.ndarray
+    test: np.ndarray
+
+
+def model_pairs(n_models: int) -> list[tuple[int, int]]:
+    """Every unordered pair (a, b), a < b, in input order."""
+    return [(a, b) for a in range(n_models) for b in range(a + 1, n_models)]
+
+
+def _exact_mask(block: MetricBlock) -> np.ndarray | None:
+    """The counted-query mask when the metric is 0/1 on the same counted queries everywhere."""
+    if not is_binary_metric(block.metric):
+        return None
+    inc = block.den[:, 0, 0]
+    if not (np.isin(inc, (0.0, 1.0)).all() and (block.den == inc[:, None, None]).all()):
+        return None
+    return inc > 0 if np.isin(block.num[inc > 0], (0.0, 1.0)).all() else None
+
+
+def _d_z(d: np.ndarray) -> np.ndarray:
+    """mean / SD (ddof 1) along axis 0 over non-NaN entries; 0 when every d is 0, NaN if undefined."""
+    ok = ~np.isnan(d)
+    n = ok.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(ok, d, 0.0).sum(axis=0) / n
+        var = (np.where(ok, d - mean, 0.0) ** 2).sum(axis=0) / (n - 1)
+        out = mean / np.sqrt(var)
+    out = np.where((n >= 1) & (mean == 0) & (var == 0), 0.0, out)
+    return np.where(np.isfinite(out), out, np.nan)
+
+
+def _effect_dz(block: MetricBlock, pairs: list[tuple[int, int]]) -> np.ndarray:
+    """(P, K) d_z of the per-query differences of drops (a group: d_q averaged over its conditions)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v = np.where(block.den > 0, block.num / block.den, np.nan)
+    d = v[:, :, 1:] - v[:, :, :1]
+    d = np.concatenate([d, group_means(d, block.groups)], axis=2)  # (Q, M, K)
+    a, b = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    return _d_z(d[:, a] - d[:, b])
+
+
+def _count_extreme(perm: np.ndarray, obs: np.ndarray) -> np.ndarray:
+    """p = (1 + #{|perm| >= |obs|}) / (1 + #defined) along the last axis of ``perm``."""
+    thr = np.abs(obs) * (1 - _REL_TOL) - _ABS_TOL
+    defined = ~np.isnan(perm)
+    with np.errstate(invalid="ignore"):
+        extreme = np.count_nonzero((np.abs(perm) >= thr[..., None]) & defined, axis=-1)
+    p = (1.0 + extreme) / (1.0 + np.count_nonzero(defined, axis=-1))
+    return np.where(np.isnan(obs), np.nan, p)
+
+
+def _count_shifted(obs: np.ndarray, dx: np.ndarray) -> np.ndarray:
+    """:func:`_count_extreme` of perm = obs − 2 dx without forming perm: |obs − 2 dx| >= thr
+    <=> dx <= (obs − thr) / 2 or dx >= (obs + thr) / 2 (thr > 0; thr <= 0 makes every swap extreme)."""
+    thr = np.abs(obs) * (1 - _REL_TOL) - _ABS_TOL
+    r = dx.shape[-1]
+    with np.errstate(invalid="ignore"):
+        extreme = (np.count_nonzero(dx <= ((obs - thr) / 2)[:, None], axis=-1)
+                   + np.count_nonzero(dx >= ((obs + thr) / 2)[:, None], axis=-1))
+    extreme = np.where(thr <= 0, r, extreme)
+    return np.where(np.isnan(obs), np.nan, (1.0 + extreme) / (1.0 + r))
+
+
+def _swapped_shift(block: MetricBlock, swaps: np.ndarray, groups_only: bool) -> list[tuple[slice, np.ndarray]] | None:
+    """[(columns, X)] with X (M, columns, R) such that diff*(a, b) = diff(a, b) − 2 (X_a − X_b)
+    under each swap row; None when the models' or conditions' counted queries differ (then
+    :func:`_ratio_pvalues` applies).
+
+    With one denominator vector for everything, a swap of A and B on query q moves Σ num_A(c) −
+    Σ num_A(clean) by −(d_A,q − d_B,q), so every pair's permuted diffs come from one product
+    ``swaps @ (num(c) − num(clean)) / Σden`` over all models; a group's X is the mean of its
+    conditions' X (linear)."""
+    den0 = block.den[:, 0, 0]
+    if not ((block.den == den0[:, None, None]).all() and den0.sum() > 0):
+        return None
+    dnum = (block.num[:, :, 1:] - block.num[:, :, :1]) / den0.sum()  # (Q, M, C-1)
+    q, m, n_cond = dnum.shape
+    r = swaps.shape[0]
+    groups = slice(n_cond, n_cond + len(block.groups))
+    if groups_only:  # average each group's conditions per query first: G columns instead of C
+        g = group_means(dnum, block.groups)
+        return [(groups, (g.reshape(q, -1).T @ swaps.T).reshape(m, -1, r))]
+    x = (dnum.reshape(q, -1).T @ swaps.T).reshape(m, n_cond, r)
+    return [(slice(0, n_cond), x), (groups, group_means(x, block.groups, axis=1))]
+
+
+def _ratio_pvalues(block: MetricBlock, swaps: np.ndarray, a: int, b: int, obs: np.ndarray) -> np.ndarray:
+    """Permutation p-values of one pair when denominators differ (ratio metrics such as reject_*):
+    the swapped sums of numerators and denominators give each permuted value directly."""
+    q, m, c = block.num.shape
+    s_n = swaps @ (block.num[:, a] - block.num[:, b])
+    s_d = swaps @ (block.den[:, a] - block.den[:, b])
+    n, d = block.num.sum(axis=0), block.den.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        va = (n[a] - s_n) / (d[a] - s_d)
+        vb = (n[b] + s_n) / (d[b] + s_d)
+    perm = (va[:, 1:] - va[:, :1]) - (vb[:, 1:] - vb[:, :1])
+    perm[~np.isfinite(perm)] = np.nan
+    perm = np.concatenate([perm, group_means(perm, block.groups)], axis=1)
+    return _count_extreme(perm.T, obs)
+
+
+def _exact_tests(block: MetricBlock, mask: np.ndarray, pairs: list[tuple[int, int]]):
+    """(p, g, test names), each (P, C-1), of the exact test of every pair x condition."""
+    x = (block.num[mask][:, :, 1:] - block.num[mask][:, :, :1]).astype(np.int8)  # (Q', M, C-1)
+    a, b = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    n1, n2, t = discordance(x[:, a] - x[:, b])  # each (P, C-1)
+    p = signflip_exact_pvalues(n1.ravel(), n2.ravel(), t.ravel()).reshape(n1.shape)
+    return p, cohens_g(n1, n2, t), np.where(n2 == 0, "mcnemar", "exact_signflip")
+
+
+def pair_statistics(block: MetricBlock, swaps: np.ndarray, ci: float, workers: int = 1) -> PairStats:
+    """Diffs, joint-bootstrap CIs, raw p-values and effect sizes of every pair of ``block``'s models."""
+    pairs = model_pairs(len(block.models))
+    n_cond = len(block.conditions) - 1
+    deltas = block.col_deltas
+    diff = np.stack([deltas[a] - deltas[b] for a, b in pairs])
+    effect = _effect_dz(block, pairs)
+    p_raw = np.full(diff.shape, np.nan)
+    test = np.full(diff.shape, "permutation", dtype=object)
+    mask = _exact_mask(block)
+    if mask is not None:
+        p_raw[:, :n_cond], effect[:, :n_cond], test[:, :n_cond] = _exact_tests(block, mask, pairs)
+    shift = _swapped_shift(block, swaps, groups_only=mask is not None)
+    tested = slice(n_cond if mask is not None else 0, diff.shape[1])  # columns the permutation test covers
+    boot = block.col_boot_deltas  # (M, K, B)
+    lo, hi = np.empty(diff.shape), np.empty(diff.shape)
+
+    def chunk(start: int) -> None:
+        sel = range(start, min(start + _PAIRS_PER_TASK, len(pairs)))
+        a = np.array([pairs[i][0] for i in sel])
+        b = np.array([pairs[i][1] for i in sel])
+        d = boot[a] - boot[b]
+        lo_c, hi_c = row_intervals(d.reshape(-1, d.shape[2]), ci, overwrite=True)
+        lo[sel.start : sel.stop] = lo_c.reshape(len(sel), -1)
+        hi[sel.start : sel.stop] = hi_c.reshape(len(sel), -1)
+        for j, i in enumerate(sel):
+            if shift is None:
+                p_raw[i, tested] = _ratio_pvalues(block, swaps, a[j], b[j], diff[i])[tested]
+                continue
+            for cols, x in shift:
+                p_raw[i, cols] = _count_shifted(diff[i, cols], x[a[j]] - x[b[j]])
+
+    starts = range(0, len(pairs), _PAIRS_PER_TASK)
+    if workers > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as ex:
+            list(ex.map(chunk, starts))
+    else:
+        for s in starts:
+            chunk(s)
+    return PairStats(pairs, block.columns, diff, lo, hi, p_raw, effect, test)
+
+
+def pair_records(block: MetricBlock, ps: PairStats, correction: str) -> list[PairRecord]:
+    """One record per pair x column; p_adj within (conditions) and within (groups) of each pair."""
+    n_cond = len(block.conditions) - 1
+    out: list[PairRecord] = []
+    for i, (a, b) in enumerate(ps.pairs):
+        p_adj = np.concatenate([adjust_pvalues(ps.p_raw[i, :n_cond], correction),
+                                adjust_pvalues(ps.p_raw[i, n_cond:], correction)])
+        for j, col in enumerate(ps.columns):
+            out.append(PairRecord(
+                block.mode, block.metric, col, block.models[a], block.models[b], float(ps.diff[i, j]),
+                float(ps.ci_low[i, j]), float(ps.ci_high[i, j]), float(ps.p_raw[i, j]), float(p_adj[j]),
+                float(ps.effect[i, j]), str(ps.test[i, j]),
+            ))
+    return out
