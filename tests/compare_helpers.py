@@ -50,7 +50,7 @@ def evaluated(n_models: int = 3, metrics=METRICS, set_threshold=None):
     for m in range(n_models):
         sc = scores(m, 2.0 + 0.3 * m, [1.0, 0.5, 1.6, 0.8][m % 4])
         evals = {c: evaluate_matrix(s, lab, cfg.metric_list(), set_threshold=set_threshold) for c, s in sc.items()}
-        runs.append((f"model{m}", evals, evaluate_conditions(evals, lab, cfg)))
+        runs.append((f"model{m}", evals, evaluate_conditions(evals, lab, cfg).to_json()))
     return [f"q{q:02d}" for q in range(Q)], runs
 
 
