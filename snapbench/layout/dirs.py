@@ -206,3 +206,8 @@ class RunDir:
     @property
     def combined_per_query(self) -> Path:
         return self.root / "per_query.csv"
+
+    # the traffic-weighted view (snapbench report --traffic)
+    @property
+    def traffic(self) -> Path:
+        return self.root / "traffic.json"

@@ -54,6 +54,8 @@ class RunOptions:
     # [--gallery-shard-rows] galleries in the millions: embeddings as shards of this many items (resumable per
     # shard), scores streamed shard by shard (no Q x N, no N x d in memory); None = the gallery in memory
     gallery_shard_rows: int | None = None
+    # [--traffic] a snapbench diagnose folder: write DIR/traffic.json (expected R@k under its mix) before the report
+    traffic: str | os.PathLike | None = None
 
 
 @dataclass

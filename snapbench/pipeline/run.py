@@ -95,6 +95,10 @@ def run_benchmark(
         raise ConfigError(f"batch_size must be >= 1, got {opts.batch_size}")
     if opts.variants not in ("generated", "released"):
         raise ConfigError(f"variants must be 'generated' or 'released', got {opts.variants!r}")
+    if opts.traffic is not None:  # a wrong diagnose folder fails now, not after the run
+        from ..diagnose.traffic import check_traffic_dir
+
+        check_traffic_dir(opts.traffic)
     out = prepare_output_dir(out_dir)
 
     if hasattr(dataset, "queries"):
@@ -291,6 +295,10 @@ def _run_loaded(ds: Any, enc: Any, encoder: str | Any, out: Path, opts: RunOptio
     meta["status"] = "complete"
     meta["n_queries_evaluated"] = int(keep.size)
     write_text_atomic(run_json, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    if opts.traffic is not None:
+        from ..diagnose.traffic import write_traffic
+
+        say(f"traffic: {write_traffic(out, opts.traffic)}")
     html = None
     if opts.report:
         from ..report import build_report

@@ -216,6 +216,11 @@ def build_report(
     sec.missing += res.notes.get("figures", [])
     sections.append(sec)
 
+    from ..diagnose.traffic_html import traffic_fragment  # the traffic view, when RUN_DIR/traffic.json exists
+
+    if (frag := traffic_fragment(data.path, metric=metric, label=lab, names=MODE_NAMES)) is not None:
+        sections.append(HtmlSection("traffic", "Under your traffic", raw=[frag]))
+
     for mode in data.modes:
         rep = data.reports[mode]
         name = MODE_NAMES.get(mode, mode)
