@@ -142,6 +142,7 @@ class _Builder:
         self.mapping, self.present = mapping, list(present)
         self.present_set = set(present)
         self.estimated: dict[str, tuple[str, str]] = {}
+        self.estimated_pairs: dict[str, None] = {}  # "image flag + text flag" pairs estimated, in order
         self.notes: dict[str, str] = {}
         self._cache: dict[str, dict[str, float]] = {}
 
@@ -161,6 +162,9 @@ class _Builder:
                 self.notes[f] = (f"{f}: the run has none of {', '.join(want)}; "
                                  + (f"using {', '.join(have)} instead" if have else
                                     "its queries count as clean (the run does not measure this issue)"))
+            elif len(have) < len(want):
+                self.notes[f] = (f"{f}: the run lacks {', '.join(c for c in want if c not in self.present_set)}; "
+                                 f"using {', '.join(have)}")
             self._cache[f] = split_evenly(have) if have else {"clean": 1.0}
         return self._cache[f]
 
@@ -203,11 +207,12 @@ class _Builder:
             for ft in fts:
                 pair = self.measured_joints(fi, ft)
                 if not pair:
-                    pair = {}
                     for ci, wi in self.flag(fi).items():
                         for ct, wt in self.flag(ft).items():
                             c = self.combine(ci, ct)
                             pair[c] = pair.get(c, 0.0) + wi * wt
+                    if any(c in self.estimated for c in pair):
+                        self.estimated_pairs.setdefault(f"{fi} + {ft}", None)
                 for c, w in pair.items():
                     out[c] = out.get(c, 0.0) + share * w
         return out
@@ -242,7 +247,7 @@ def build_mix(signatures: Sequence[Signature], run_conditions: Sequence[str],
     estimated = {c: b.estimated[c] for c in cols if c in b.estimated}
     notes = list(b.notes.values())
     if estimated:
-        notes.append(f"{len(estimated)} joint condition(s) the run lacks are estimated additively as "
-                     "R(image) + R(text) − R(clean), clipped to [0, 1] (optimistic where the run finds "
-                     f"super-additivity): {', '.join(estimated)}")
+        notes.append(f"the run has no joint condition for {', '.join(sorted(b.estimated_pairs))}: their "
+                     f"{len(estimated)} joint condition(s) are estimated additively as R(image) + R(text) − R(clean), "
+                     "clipped to [0, 1] (optimistic where the run finds super-additivity)")
     return Mix(cols, rows, estimated, notes)
