@@ -39,7 +39,7 @@ from ..evaluate.metrics import QueryStat
 from ..evaluate.paired import bootstrap_counts, bootstrap_values, percentile_ci
 from ..jsonable import write_json
 from ..layout.dirs import RunDir
-from ..schema import Report, read_report
+from ..schema import Report, ReportMeta, read_report
 from ..seeding import derive_generator
 from ..textio import read_json, read_text
 from .mix import FLAG_CONDITIONS, FlagConditions, Mix, Signature, build_mix, signature_kind
@@ -126,7 +126,7 @@ class RunTables:
     digests: dict[str, str] = field(default_factory=dict)
 
     @property
-    def meta(self):
+    def meta(self) -> ReportMeta:
         return self.reports[self.targets[0]].meta
 
 

@@ -59,7 +59,8 @@ def _expected_table(body: Mapping[str, Any], metric: str, label: str, names: Map
         name = names.get(t) or (f"fusion: {t[len(FUSION_PREFIX):]}" if t.startswith(FUSION_PREFIX) else t)
         rows.append([html.escape(name), _pct(d.get("clean")), _with_ci(e), _with_ci(d, signed=True),
                      _span(e.get("ci_benchmark")), _span(e.get("ci_traffic"))])
-    return _table("traffic-expected", f"{label} under your traffic (%): expected value with 95% CI",
+    level = round(100 * float((body.get("ci") or {}).get("level") or 0.95))
+    return _table("traffic-expected", f"{label} under your traffic (%): expected value with {level}% CI",
                   ["target", f"clean {label}", f"expected {label}", "vs clean (points)",
                    "CI, benchmark only", "CI, traffic only"], rows)
 

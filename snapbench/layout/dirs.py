@@ -132,6 +132,7 @@ class RunDir:
         <target>/report.json, <target>/per_query.csv      target: a mode, MOOR or fusion/<name>
         MOOR/text_share.json
         report.html, tables/, figures/, findings.json, per_query.{csv,parquet}, contact_sheet.png
+        traffic.json (report/run --traffic)
     """
 
     root: Path
