@@ -7,9 +7,10 @@ A synthetic run directory like ``snapbench run`` writes with the default conditi
 targets (5 modes, MOOR, 2 fusion baselines) x 72 conditions x 13 metrics, ``<target>/report.json``
 (the condition values are the means of the per-query table) and ``<target>/per_query.csv``; a
 synthetic diagnose folder of ``--traffic`` queries with the pilot's mix (29% clean, 35% both sides).
-Timed, interleaved, minimum over repeats: reading the diagnose folder, reading the run (report.json
-and per_query.csv of every target), and the whole :func:`compute_traffic` (reads, mix, resampling,
-assembly); peak memory of the arrays (tracemalloc) in a separate pass.
+Timed, minimum over repeats: reading the diagnose folder (:func:`read_traffic`), reading the run
+(:func:`read_run`: report.json and per_query.csv of every target) and the computation on what was
+read (:func:`traffic_body`: mix, both resamplings, intervals, assembly); peak traced memory
+(tracemalloc: numpy arrays and Python objects) of each step in a separate pass.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from _machine import machine  # bench/ is on sys.path
 
 from snapbench.conditions import list_conditions
 from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS
-from snapbench.diagnose.traffic import compute_traffic, read_run, read_traffic
+from snapbench.diagnose.traffic import read_run, read_traffic, traffic_body
 from snapbench.evaluate.metrics import parse_metrics
 from snapbench.report.perquery import write_per_query
 
@@ -84,6 +85,14 @@ def _best(fn, repeats: int) -> float:
     return best
 
 
+def _peak(fn):
+    tracemalloc.start()
+    out = fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return out, peak
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", default="300,1000")
@@ -99,25 +108,25 @@ def main() -> None:
         diag = Path(tmp) / "diag"
         make_diag(diag, args.traffic)
         t_diag = _best(lambda: read_traffic(diag), args.repeats)
+        sample, m_diag = _peak(lambda: read_traffic(diag))
         for n in sizes:
             run = Path(tmp) / f"run{n}"
             make_run(run, n, bs[0])
             t_run = _best(lambda: read_run(run), args.repeats)
+            tables, m_run = _peak(lambda: read_run(run))
             for b in bs:
-                t_all = _best(lambda: compute_traffic(run, diag, resamples=b), args.repeats)
-                tracemalloc.start()
-                body = compute_traffic(run, diag, resamples=b)
-                peak = tracemalloc.get_traced_memory()[1]
-                tracemalloc.stop()
-                rows.append((n, b, t_run, t_all, t_all - t_run - t_diag, peak, len(body["weights"])))
+                t_comp = _best(lambda: traffic_body(tables, sample, resamples=b), args.repeats)
+                body, m_comp = _peak(lambda: traffic_body(tables, sample, resamples=b))
+                rows.append((n, b, t_run, m_run, t_comp, m_comp, len(body["weights"])))
     lines = ["# Traffic view: time and memory", "", f"- date: {dt.date.today().isoformat()}", f"- machine: {machine()}",
              f"- synthetic run: {len(TARGETS)} targets x 72 conditions x 13 metrics; diagnose folder of "
              f"{args.traffic:,} queries (pilot-like mix, one flag per flagged side); minimum over {args.repeats} repeats",
-             f"- reading the diagnose folder ({args.traffic:,} queries, {args.traffic * 8:,} rows): {t_diag:.2f} s", "",
-             "| run queries | resamples | read run (s) | compute_traffic (s) | of which resampling + assembly (s) "
-             "| peak memory (MiB) | mix conditions |", "|---|---|---|---|---|---|---|"]
-    for n, b, tr, ta, tc, peak, k in rows:
-        lines.append(f"| {n} | {b} | {tr:.2f} | {ta:.2f} | {tc:.2f} | {peak / 2**20:.0f} | {k} |")
+             f"- reading the diagnose folder ({args.traffic:,} queries, {args.traffic * 8:,} rows): {t_diag:.2f} s, "
+             f"peak traced memory {m_diag / 2**20:.0f} MiB", "",
+             "| run queries | resamples | read run (s) | read run, peak (MiB) | compute (s) | compute, peak (MiB) "
+             "| mix conditions |", "|---|---|---|---|---|---|---|"]
+    for n, b, tr, mr, tc, mc, k in rows:
+        lines.append(f"| {n} | {b} | {tr:.2f} | {mr / 2**20:.0f} | {tc:.2f} | {mc / 2**20:.0f} | {k} |")
     text = "\n".join(lines) + "\n"
     print(text)
     Path(args.out).write_text(text, encoding="utf-8")

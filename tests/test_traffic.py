@@ -80,7 +80,9 @@ def demo():
 def run_dir(demo, hand_diag, tmp_path_factory) -> Path:
     """The demo through `run` on 14 conditions, with --traffic (the pipeline hook writes traffic.json)."""
     out = tmp_path_factory.mktemp("run") / "r"
-    run_benchmark(demo, "toy", out, _opts(traffic=hand_diag))
+    with pytest.warns(UserWarning, match="traffic: ") as caught:  # overexposure s2 missing; an estimated joint
+        run_benchmark(demo, "toy", out, _opts(traffic=hand_diag))
+    assert len(caught) == 2
     return out
 
 

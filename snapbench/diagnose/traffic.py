@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,7 @@ from .mix import FLAG_CONDITIONS, FlagConditions, Mix, Signature, build_mix, sig
 from .run import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
 
 __all__ = ["TRAFFIC_SCHEMA_VERSION", "RunTables", "TrafficSample", "check_traffic_dir", "compute_traffic", "read_run",
-           "read_traffic", "report_digests", "write_traffic"]
+           "read_traffic", "report_digests", "traffic_body", "write_traffic"]
 
 TRAFFIC_SCHEMA_VERSION = 1
 MOOR_AGAINST = "IT2IT"
@@ -67,11 +66,38 @@ class TrafficSample:
         return int(self.counts.sum())
 
 
-def _csv_rows(path: Path) -> list[list[str]]:
-    rows = list(csv.reader(io.StringIO(read_text(path, what="diagnose table"))))
-    if not rows or tuple(h.strip() for h in rows[0]) != CSV_COLUMNS:
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time (no list and no StringIO copy of a large log)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
+
+
+def _read_flags(path: Path) -> tuple[dict[str, list[int]], list[str], set[str]]:
+    """diagnose.csv as ``{query_id: [image flag bits, text flag bits]}``, the detector of each bit,
+    and the sides present (bit masks: a log of millions of queries stays small)."""
+    reader = csv.reader(_lines(read_text(path, what="diagnose table")))
+    header = next(reader, None)
+    if header is None or tuple(h.strip() for h in header) != CSV_COLUMNS:
         raise InputError(f"not a diagnose table: the header must be {','.join(CSV_COLUMNS)}", path=path)
-    return rows[1:]
+    bits: dict[str, int] = {}
+    flags: dict[str, list[int]] = {}
+    sides: set[str] = set()
+    for lineno, row in enumerate(reader, start=2):
+        if not row:
+            continue
+        if len(row) != len(CSV_COLUMNS) or row[1] not in ("image", "text") or row[4] not in ("0", "1"):
+            raise InputError(f"line {lineno}: expected query_id,side (image/text),detector,score,flag (0/1), "
+                             f"got {','.join(row)!r}", path=path)
+        qid, side, det, _, flag = row
+        entry = flags.setdefault(qid, [0, 0])
+        sides.add(side)
+        if flag == "1":
+            entry[side == "text"] |= 1 << bits.setdefault(det, len(bits))
+    return flags, list(bits), sides
 
 
 def read_traffic(diagnose_dir: str | os.PathLike) -> TrafficSample:
@@ -89,29 +115,21 @@ def read_traffic(diagnose_dir: str | os.PathLike) -> TrafficSample:
     if not isinstance(summary, dict):
         raise InputError("must hold a JSON object", path=d / SUMMARY_NAME)
     skips = {str(s.get("query_id")) for s in summary.get("skips") or [] if isinstance(s, dict)}
-    flags: dict[str, tuple[set[str], set[str]]] = {}
-    sides: set[str] = set()
-    for lineno, row in enumerate(_csv_rows(d / CSV_NAME), start=2):
-        if not row:
-            continue
-        if len(row) != len(CSV_COLUMNS) or row[1] not in ("image", "text") or row[4] not in ("0", "1"):
-            raise InputError(f"line {lineno}: expected query_id,side (image/text),detector,score,flag (0/1), "
-                             f"got {','.join(row)!r}", path=d / CSV_NAME)
-        qid, side, det, _, flag = row
-        entry = flags.setdefault(qid, (set(), set()))
-        sides.add(side)
-        if flag == "1":
-            entry[0 if side == "image" else 1].add(det)
-    keep = [q for q in flags if q not in skips]
-    if not keep:
+    flags, names, sides = _read_flags(d / CSV_NAME)
+    masks: dict[tuple[int, int], int] = {}
+    for q, (i, t) in flags.items():
+        if q not in skips:
+            masks[(i, t)] = masks.get((i, t), 0) + 1
+    if not masks:
         raise InputError(f"no diagnosed query with readable sides in {CSV_NAME}", path=d, param="traffic")
-    counts: dict[Signature, int] = {}
-    for q in keep:
-        sig = (frozenset(flags[q][0]), frozenset(flags[q][1]))
-        counts[sig] = counts.get(sig, 0) + 1
+
+    def named(mask: int) -> frozenset[str]:
+        return frozenset(n for b, n in enumerate(names) if mask >> b & 1)
+
+    counts = {(named(i), named(t)): k for (i, t), k in masks.items()}
     order = sorted(counts, key=lambda s: (len(s[0]) + len(s[1]) > 0, signature_kind(s), sorted(s[0]), sorted(s[1])))
     return TrafficSample(d, order, np.array([counts[s] for s in order], dtype=np.int64),
-                         [s for s in ("image", "text") if s in sides], len(flags) - len(keep))
+                         [s for s in ("image", "text") if s in sides], len(flags) - sum(masks.values()))
 
 
 @dataclass
@@ -333,8 +351,20 @@ def compute_traffic(
     """The traffic.json body for ``run_dir`` under the mix of ``diagnose_dir`` (module docstring).
 
     ``resamples``, ``seed`` and ``level`` default to the run's (its reports' meta)."""
-    run = read_run(run_dir)
-    sample = read_traffic(diagnose_dir)
+    return traffic_body(read_run(run_dir), read_traffic(diagnose_dir), mapping=mapping, resamples=resamples,
+                        seed=seed, level=level)
+
+
+def traffic_body(
+    run: RunTables,
+    sample: TrafficSample,
+    *,
+    mapping: Mapping[str, FlagConditions] = FLAG_CONDITIONS,
+    resamples: int | None = None,
+    seed: int | None = None,
+    level: float | None = None,
+) -> dict[str, Any]:
+    """:func:`compute_traffic` on inputs already read (:func:`read_run`, :func:`read_traffic`)."""
     meta = run.meta
     resamples = int(meta.resamples if resamples is None else resamples)
     seed = int(meta.seed if seed is None else seed)
