@@ -8,7 +8,6 @@ independent code path that shares only the task function with Ray.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -277,10 +276,6 @@ def _digests(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.skipif(
-    "engine" not in inspect.signature(_run_corruption()).parameters,
-    reason="run_corruption has no engine parameter yet (the corrupt pipeline is not wired to snapbench.engines)",
-)
 def test_corrupt_on_ray_writes_the_files_of_the_local_engine(tmp_path):
     run_corruption = _run_corruption()
     manifest = DEFAULT_DATA / "queries.jsonl"

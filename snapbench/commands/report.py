@@ -16,6 +16,9 @@ def report(
              "png/pdf (figures/; need the 'report' extra)."),
     metric: str = typer.Option("hit@1", "--metric", help="Metric of tables, figures and findings (hit@1 = SnapBench R@1)."),
     dpi: int = typer.Option(120, "--dpi", min=50, max=600, help="Resolution of the PNG figures."),
+    traffic: Path | None = typer.Option(
+        None, "--traffic", help="A 'snapbench diagnose' output folder: write RUN_DIR/traffic.json (expected R@k "
+                                "under that traffic mix) and show it in the report."),
 ) -> None:
     """Write report.html, tables/*.md|tex, figures/*.png|pdf, per_query.csv|parquet and findings.json.
 
@@ -27,6 +30,10 @@ def report(
     from ..report import build_report
 
     err = Console(stderr=True)
+    if traffic is not None:
+        from ..diagnose.traffic import write_traffic
+
+        typer.echo(f"traffic: {write_traffic(run_dir, traffic)}")
     fmts = [f.strip().lower() for f in formats.split(",") if f.strip()]
     with err.status("building report") as status:
         res = build_report(run_dir, out, formats=fmts, metric=metric, dpi=dpi,

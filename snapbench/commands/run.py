@@ -53,6 +53,8 @@ def run(
     no_report: bool = typer.Option(False, "--no-report", help="Skip the HTML/markdown/LaTeX report."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
     block_queries: int = typer.Option(16, "--block-queries", hidden=True, help="Queries per resume checkpoint."),
+    traffic: Optional[Path] = typer.Option(
+        None, "--traffic", help="A 'snapbench diagnose' output folder: also write OUT/traffic.json (expected R@k under that traffic mix), shown in the report."),
     gallery_shard_rows: Optional[int] = typer.Option(
         None, "--gallery-shard-rows",
         help="For galleries in the millions: keep the gallery embeddings as shards of N items (resumable per shard) and score shard by shard (no fixed-fusion baselines).",
@@ -77,7 +79,7 @@ def run(
         address=address, encoder_actors=actors, resamples=resamples, ks=int_list(k, "ks"), group_by=group_by,
         cache_dir=cache_dir, use_cache=False if no_cache else None, dataset_format=format, images=images, qrels=qrels,
         gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries,
-        gallery_shard_rows=gallery_shard_rows,
+        gallery_shard_rows=gallery_shard_rows, traffic=traffic,
     )
     log = _logger()
     if len(encoder) == 1:

@@ -6,7 +6,9 @@
 and writes ``diagnose.csv``, ``summary.json`` and ``diagnose.html`` -- the SnapBench pilot's table
 for the user's own traffic.  Modules: ``image`` / ``jpeg`` / ``text`` (detectors), ``thresholds``
 (the detector table + ``thresholds.toml``), ``detect`` (one query), ``checks`` (query-set checks),
-``summary`` (shares and Wilson CIs), ``queries`` (inputs), ``html`` (the page), ``run`` (the engine).
+``summary`` (shares and Wilson CIs), ``queries`` (inputs), ``html`` (the page), ``run`` (the engine);
+``mix`` (the flag -> conditions table and the traffic mix), ``traffic`` (expected R@k of a run under
+that mix: traffic.json), ``traffic_html`` (its section of report.html).
 """
 
 from .detect import Detection, QueryResult, diagnose_image, diagnose_question, diagnose_record

@@ -132,6 +132,7 @@ class RunDir:
         <target>/report.json, <target>/per_query.csv      target: a mode, MOOR or fusion/<name>
         MOOR/text_share.json
         report.html, tables/, figures/, findings.json, per_query.{csv,parquet}, contact_sheet.png
+        traffic.json (report/run --traffic)
     """
 
     root: Path
@@ -226,3 +227,8 @@ class RunDir:
         if modality not in MODALITIES:
             raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
         return self.query_embeddings / f"{condition_to_filename(source)}.{modality}.npy"
+
+    # the traffic-weighted view (snapbench report --traffic)
+    @property
+    def traffic(self) -> Path:
+        return self.root / "traffic.json"

@@ -56,6 +56,9 @@ class RunOptions:
     # [--gallery-shard-rows] galleries in the millions: embeddings as shards of this many items (resumable per
     # shard), scores streamed shard by shard (no Q x N, no N x d in memory); None = the gallery in memory
     gallery_shard_rows: int | None = None
+    # [--traffic] a snapbench diagnose folder: write DIR/traffic.json (expected R@k under its mix) before the
+    # report; not part of the run's fingerprint (it reads the finished reports)
+    traffic: str | os.PathLike | None = None
 
 
 def check_options(opts: RunOptions) -> None:
@@ -78,6 +81,10 @@ def check_options(opts: RunOptions) -> None:
     choice(opts.variants, VARIANTS, "variants")
     for m in comma_list(opts.modes, "modes") or ():
         normalize_mode(m)
+    if opts.traffic is not None:  # a wrong diagnose folder fails now, not after the run
+        from ..diagnose.traffic import check_traffic_dir
+
+        check_traffic_dir(opts.traffic)
     comma_list(opts.conditions, "conditions")
 
 

@@ -52,6 +52,10 @@ def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluate
     state.meta.update({"modes": list(evaluated.modes.targets), "notes": notes, "status": "complete",
                        "n_queries_evaluated": int(queries.keep.size)})
     save_run_json(state)
+    if options.traffic is not None:
+        from ..diagnose.traffic import write_traffic
+
+        say(f"traffic: {write_traffic(state.dir.root, options.traffic)}")
     html = _build_html(state.dir.root, say) if options.report else None
     return RunResult(state.dir.root, list(evaluated.modes.targets), list(state.meta["conditions"]), int(queries.keep.size),
                      len(dataset.gallery), queries.dropped, notes, evaluated.reports, html, time.perf_counter() - t0,

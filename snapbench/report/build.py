@@ -195,6 +195,7 @@ def build_report(
     sections.append(_summary_section(data, metric, w))
     say("figures")
     sections.append(_across_section(data, metric, w))
+    sections += _traffic_section(data, metric)
     for mode in data.modes:
         say(f"mode {mode}")
         sections.append(_mode_section(data, mode, metric, w))
@@ -207,6 +208,14 @@ def build_report(
         title = f"snapbench report — {data.run.get('dataset', data.path.name)}"
         w.write(w.out.report_html, render_html(title, _summary(data, metric), sections))
     return res
+
+
+def _traffic_section(data: RunData, metric: str) -> list[HtmlSection]:
+    """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic)."""
+    from ..diagnose.traffic_html import traffic_fragment
+
+    frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=MODE_NAMES)
+    return [] if frag is None else [HtmlSection("traffic", "Under your traffic", raw=[frag])]
 
 
 def _findings_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
