@@ -26,6 +26,7 @@ from typing import Any
 from ..atomic import write_bytes_atomic
 from ..conditions import parse_condition
 from ..errors import ConfigError, arg
+from ..jsonable import dumps
 from ..layout import CorruptDir, read_jsonl_records, read_run_json, write_run_json
 from .image import image_operators
 from .image.add import renderer_versions
@@ -103,7 +104,7 @@ def upgrade_legacy_run_json(folder: Path) -> None:
 
 def dumps_line(obj: Any) -> str:
     """One JSONL line of the manifest or skips (strict JSON, UTF-8 kept)."""
-    return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    return dumps(obj, indent=None)
 
 
 def _sha256_file(path: Path) -> str | None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from ..atomic import write_text_atomic
 from ..errors import OutputError
+from ..jsonable import dumps, write_json
 from .model import Dataset
 
 __all__ = ["export_jsonl"]
@@ -23,7 +23,7 @@ def _rel(p: Path | None, base: Path) -> str | None:
 
 
 def _line(obj: dict) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=False) + "\n"
+    return dumps(obj, indent=None) + "\n"
 
 
 def export_jsonl(dataset: Dataset, out_dir: str | os.PathLike) -> dict[str, Path]:
@@ -72,7 +72,7 @@ def export_jsonl(dataset: Dataset, out_dir: str | os.PathLike) -> dict[str, Path
             q.id: (list(dataset.qrels.get(q.id, {})) if binary else dict(dataset.qrels.get(q.id, {})))
             for q in dataset.queries
         }
-        write_text_atomic(out / "qrels.json", json.dumps(qrels, ensure_ascii=False, indent=1) + "\n")
+        write_json(out / "qrels.json", qrels, indent=1)
         written["qrels"] = out / "qrels.json"
     if dataset.released is not None and dataset.released.texts:
         lines = [

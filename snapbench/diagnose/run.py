@@ -9,7 +9,6 @@ skip (listed in summary.json and the page) and the run goes on; its question is 
 from __future__ import annotations
 
 import csv
-import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_path, prepare_output_dir, write_text_atomic
-from ..jsonable import to_json
+from ..jsonable import write_json
 from ..progress import ProgressDisplay
 from .checks import run_checks
 from .detect import QueryResult, diagnose_record
@@ -120,7 +119,7 @@ def run_diagnose(
     summary["thresholds"] = th
     summary["detectors"] = {d: {"side": det.side, "flagged": det.flagged} for d, det in DETECTORS.items()}
     write_csv(out_dir / CSV_NAME, results)
-    write_text_atomic(out_dir / SUMMARY_NAME, json.dumps(to_json(summary), indent=2, allow_nan=False) + "\n")
+    write_json(out_dir / SUMMARY_NAME, summary)
     page = render_diagnose_html(summary, results, examples=examples, source=f"{qs.path} ({qs.kind})")
     write_text_atomic(out_dir / HTML_NAME, page)
     return DiagnoseResult(out_dir, summary, results, time.perf_counter() - t0)

@@ -17,7 +17,6 @@ same bytes.  An unreadable or mis-shaped entry is treated as a miss and rewritte
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import save_npy_atomic, write_text_atomic
+from ..atomic import save_npy_atomic
 from ..errors import ConfigError
+from ..jsonable import write_json
 
 __all__ = ["CachedEncoder", "default_cache_dir", "image_key", "text_key"]
 
@@ -103,8 +103,8 @@ class CachedEncoder:
             return
         meta = self.root / "model.json"
         if not meta.exists():
-            write_text_atomic(meta, json.dumps({"name": getattr(self.encoder, "name", None),
-                                                "fingerprint": self.encoder.fingerprint}, indent=1) + "\n")
+            write_json(meta, {"name": getattr(self.encoder, "name", None), "fingerprint": self.encoder.fingerprint},
+                       indent=1)
         self._meta_written = True
 
     def _cached(self, kind: str, items: Sequence[Any], keys: list[str], encode: Callable[[list], np.ndarray]) -> np.ndarray:
