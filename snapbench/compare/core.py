@@ -14,13 +14,14 @@ per-model number equals the run's own report.  One counts matrix (B x Q') and on
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES, QueryResamples
+from ..validate import choice, positive_int
 from .additivity import additivity_records
 from .groups import GROUP_ALL, condition_groups
 from .inputs import ModelValues, align_models
@@ -55,26 +56,27 @@ class CompareConfig:
 
     def check(self, names: Sequence[str]) -> int:
         """Validate against the model names; return the reference's index."""
-        if self.correction not in CORRECTIONS:
-            raise ConfigError(f"unknown correction {self.correction!r}; known: {', '.join(CORRECTIONS)}")
+        choice(self.correction, list(CORRECTIONS), "correction", what="correction")
         if not 0 < self.ci < 1:
-            raise ConfigError(f"ci must be in (0, 1), got {self.ci}")
-        if self.resamples < 1 or (self.permutations is not None and self.permutations < 1):
-            raise ConfigError("resamples and permutations must be >= 1")
-        if self.workers < 1:
-            raise ConfigError(f"workers must be >= 1, got {self.workers}")
+            raise ConfigError(f"must be in (0, 1), e.g. 0.95; got {self.ci}", param="ci")
+        positive_int(self.resamples, "resamples")
+        if self.permutations is not None:
+            positive_int(self.permutations, "permutations")
+        positive_int(self.workers, "workers")
         if not 0 < self.clip < 0.5:
-            raise ConfigError(f"clip must be in (0, 0.5), got {self.clip}")
+            raise ConfigError(f"must be in (0, 0.5), got {self.clip}", param="clip")
         if self.reference is None:
             return 0
         if self.reference not in names:
-            raise ConfigError(f"reference {self.reference!r} is not one of the models: {', '.join(names)}")
+            raise ConfigError(f"{self.reference!r} is not one of the models: {', '.join(names)}", param="reference")
         return list(names).index(self.reference)
 
 
-def compare_models(models: Sequence[ModelValues], config: CompareConfig | None = None) -> Comparison:
+def compare_models(models: Sequence[ModelValues], config: CompareConfig | None = None, *,
+                   progress: Callable[[str, str], None] | None = None) -> Comparison:
     """Every record of the comparison of ``models`` (at least two, same queries, modes, conditions
-    and metrics; see :func:`~snapbench.compare.inputs.align_models`)."""
+    and metrics; see :func:`~snapbench.compare.inputs.align_models`).  ``progress(mode, metric)`` is
+    called before each (mode, metric) is computed."""
     cfg = config or CompareConfig()
     aligned = align_models(models)
     names = [m.name for m in aligned]
@@ -87,6 +89,8 @@ def compare_models(models: Sequence[ModelValues], config: CompareConfig | None =
         conds = ["clean"] + [c for c in conds_of if c != "clean"]
         groups = condition_groups(conds[1:])
         for metric in conds_of["clean"]:
+            if progress is not None:
+                progress(mode, metric)
             _compare_metric(out, aligned, mode, metric, conds, groups, draws, cfg, ref)
     return out
 
