@@ -6,8 +6,8 @@ first:
 
 * **seed** -- run.json ``seed`` and every report's ``meta.seed`` (it drew the variants and the
   bootstrap);
-* **queries** -- run.json ``fingerprint.dataset_queries_sha256`` and, per target, the query ids of
-  the per-query table;
+* **queries** -- the reports' number of queries and, per target, the query ids of the per-query
+  tables (which name examples of the queries one run lacks);
 * **gallery** -- ``fingerprint.dataset_gallery_sha256`` and the reports' ``meta.n_gallery``;
 * **qrels** -- the queries without a relevant item (where a ranking metric is undefined), the
   reports' ``meta.n_zero_gt`` and ``meta.graded_labels``;
@@ -76,9 +76,9 @@ def _run_diffs(a: ModelSource, b: ModelSource, targets: Sequence[str]) -> list[s
     out = [_value_diff("seed", a, _seed(a, targets), b, _seed(b, targets))]
     fa, fb = a.run.get("fingerprint"), b.run.get("fingerprint")
     if isinstance(fa, dict) and isinstance(fb, dict):
-        for key, what in (("dataset_queries_sha256", "queries (hash of the data set's query ids)"),
-                          ("dataset_gallery_sha256", "gallery (hash of the data set's gallery ids)")):
-            out.append(_value_diff(what, a, fa.get(key), b, fb.get(key)))
+        # the queries are compared by their ids in the per-query tables (check_queries), which names examples
+        out.append(_value_diff("gallery (hash of the data set's gallery ids)", a, fa.get("dataset_gallery_sha256"),
+                               b, fb.get("dataset_gallery_sha256")))
         if a.variants in (None, "generated") and b.variants in (None, "generated"):
             if fa.get("grid") != fb.get("grid"):
                 out.append(f"conditions: {a.label} and {b.label} generated their variants with different severity grids")
@@ -86,6 +86,7 @@ def _run_diffs(a: ModelSource, b: ModelSource, targets: Sequence[str]) -> list[s
 
 
 _REPORT_FIELDS: tuple[tuple[str, str, Callable[[Any], Any]], ...] = (
+    ("queries", "number of queries evaluated", lambda r: r.n_queries),
     ("seed", "seed", lambda r: r.meta.seed),
     ("gallery", "gallery size", lambda r: r.meta.n_gallery),
     ("qrels", "number of queries without a relevant item", lambda r: r.meta.n_zero_gt),
