@@ -170,7 +170,7 @@ def end_to_end(runs: Path, out: Path, repeats: int) -> dict:
                                   "json_mb": (out / key / "compare.json").stat().st_size / 2**20})
             print(key, {k: round(v, 2) for k, v in runs_e2e[key][-1].items()}, f"load {os.getloadavg()[0]:.2f}",
                   flush=True)
-    return {"read": rows, "runs": runs_e2e}
+    return {"read": rows, "runs": runs_e2e, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def _csv_reader(path: Path):
@@ -253,6 +253,9 @@ def _e2e_lines(e2e: dict) -> list[str]:
         f"Reading one per_query.csv (~1.07M rows): {read['fast'][0]:.3f} s with the reader used (pyarrow's CSV "
         f"reader, {read['fast'][1]:.3f} s CPU) vs {read['csv'][0]:.3f} s with the csv-module row reader "
         f"({read['csv'][0] / read['fast'][0]:.1f}x).",
+        "",
+        f"Peak resident memory of the benchmark process after the end-to-end runs (they run first): "
+        f"{e2e['peak_mb']:.0f} MB.",
         "",
     ]
     return lines

@@ -56,8 +56,9 @@ _META_OWN = ("models", "reference", "correction", "correction_method", "config",
 
 
 def compare_json(comparison: Comparison, runs: list[dict[str, Any]], settings: dict[str, Any],
-                 notes: list[str]) -> dict[str, Any]:
-    """The compare.json object of a comparison (see the module docstring)."""
+                 notes: list[str], records: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The compare.json object of a comparison (see the module docstring); ``records`` =
+    ``comparison.records()`` when the caller has them already."""
     meta = comparison.meta
     cfg = meta.get("config", {})
     out: dict[str, Any] = {
@@ -68,7 +69,7 @@ def compare_json(comparison: Comparison, runs: list[dict[str, Any]], settings: d
         "n_queries": meta.get("n_queries"), "notes": list(notes),
         "definitions": {k: v for k, v in meta.items() if k not in _META_OWN},
     }
-    rec = comparison.records()
+    rec = records if records is not None else comparison.records()
     out.update({name: rec[name] for name in RECORD_TYPES})
     return out
 

@@ -70,9 +70,8 @@ def _cell(v: Any) -> Any:
     return "" if isinstance(v, float) and math.isnan(v) else repr(v) if isinstance(v, float) else v
 
 
-def _write_records(res: CompareResult, out: CompareDir, fmts: set[str], files: list[Path], notes: list[str]) -> None:
+def _write_records(rec: dict[str, Any], out: CompareDir, fmts: set[str], files: list[Path], notes: list[str]) -> None:
     """One CSV (and Parquet with pyarrow) per record list: every per-model and per-pair number."""
-    rec = res.comparison.records()
     pa = pq = None
     if "parquet" in fmts:
         try:
@@ -151,7 +150,8 @@ def write_outputs(res: CompareResult, opts: CompareOptions) -> Written:
     out, fmts, st = CompareDir(res.out), set(opts.formats), res.settings
     views = {(t, m): MetricView.of(res.comparison, t, m, st.ci) for t in st.targets for m in st.metrics}
     written = Written()
-    _write_records(res, out, fmts, res.files, res.notes)
+    rec = res.comparison.records()
+    _write_records(rec, out, fmts, res.files, res.notes)
     _write_tables(views, res, out, fmts, res.files, written, opts)
     _write_figures(views, res, out, fmts, res.files, written, res.notes, opts.dpi)
     primary = [views[(t, st.metric)] for t in ordered_targets(st.targets)]
@@ -160,7 +160,7 @@ def write_outputs(res: CompareResult, opts: CompareOptions) -> Written:
     write_text_atomic(out.findings, dumps([{"id": f.id, "text": f.text, "values": f.values}
                                            for f in written.findings]) + "\n")
     res.files.append(out.findings)
-    write_compare_json(out.compare_json, compare_json(res.comparison, _runs(res), _settings(res), res.notes))
+    write_compare_json(out.compare_json, compare_json(res.comparison, _runs(res), _settings(res), res.notes, rec))
     res.files.append(out.compare_json)
     if "html" in fmts:
         write_text_atomic(out.html, render_page(res, written, ordered_targets(st.targets)))
