@@ -9,7 +9,6 @@ import json
 import re
 import shutil
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -67,6 +66,7 @@ def runs(tmp_path_factory):
         qrels = json.loads((fewer / "qrels.json").read_text())
         (fewer / "qrels.json").write_text(json.dumps({q: g for q, g in qrels.items() if q in kept}))
         run_benchmark(fewer, "snapbench_cmp_mirror:Mirror", root / "fewer_run", _opts())
+        run_benchmark(DEFAULT_DATA, "snapbench_cmp_mirror:Mirror", root / "other_conds", _opts(conditions=CONDS[:-2]))
     finally:
         sys.path.remove(str(root))
         sys.modules.pop("snapbench_cmp_mirror", None)
@@ -173,6 +173,27 @@ def test_same_number_of_other_queries_is_refused_with_examples(runs, tmp_path):
     assert r.exit_code == 2
     assert "queries of IT2IT: 'mirror'" in r.output and "lacks 1 of the queries of 'toy'" in r.output
     assert "(e.g. q_astronaut)" in r.output
+
+
+def test_different_conditions_are_refused(runs, tmp_path):
+    r = _cli(runs / "multi" / "toy", runs / "other_conds", "--out", tmp_path / "o")
+    assert r.exit_code == 2
+    assert "conditions of I2I: 'snapbench_cmp_mirror:Mirror'" in r.output
+    assert "lacks 2 of the conditions of 'toy'" in r.output and "joint/compression+char_add/s3" in r.output
+
+
+def test_defaults_follow_the_runs(runs, tmp_path):
+    res = compare_runs([runs / "multi"], tmp_path / "o", CompareOptions(formats=[]))
+    st = res.settings
+    assert st.targets == ["I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR"]
+    assert st.metrics == ["hit@1", "hit@5", "hit@10", "hit@20"] and st.metric == "hit@1"
+    assert (st.resamples, st.seed, st.ci) == (200, 0, 0.95)
+    assert any("fusion/comb_sum, fusion/rrf" in n for n in res.notes)
+    res = compare_runs([runs / "multi"], tmp_path / "p", CompareOptions(modes=["fusion/rrf"], metrics=["ndcg", "mrr"],
+                                                                        metric="mrr", formats=[]))
+    assert res.settings.targets == ["fusion/rrf"]
+    assert res.settings.metrics == ["ndcg@1", "ndcg@5", "ndcg@10", "ndcg@20", "mrr"]
+    assert {r.mode for r in res.comparison.models} == {"fusion/rrf"}
 
 
 def test_released_and_generated_variants_of_one_model_are_compared(tmp_path):

@@ -77,11 +77,10 @@ def _shared(values: Sequence[list[str]]) -> list[str]:
 def _targets(sources: Sequence[ModelSource], asked: Sequence[str] | None, notes: list[str]) -> list[str]:
     if asked is not None:
         for t in asked:
-            lacking = [s.label for s in sources if t not in s.targets]
+            lacking = [s for s in sources if t not in s.targets]
             if lacking:
-                raise ConfigError(f"{t!r} is not a target of {', '.join(lacking)} (it has "
-                                  f"{', '.join(sources[0].targets) if t in sources[0].targets else 'no such report'})",
-                                  param="modes")
+                raise ConfigError(f"{t!r} is not a target of {', '.join(s.label for s in lacking)} (the targets of "
+                                  f"{lacking[0].name!r}: {', '.join(lacking[0].targets)})", param="modes")
         return list(dict.fromkeys(asked))
     shared = _shared([s.targets for s in sources])
     order = {t: i for i, t in enumerate(TARGET_ORDER)}
