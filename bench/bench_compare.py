@@ -30,7 +30,9 @@ import datetime as dt
 import os
 import resource
 import sys
+import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -170,7 +172,11 @@ def end_to_end(runs: Path, out: Path, repeats: int) -> dict:
                                   "json_mb": (out / key / "compare.json").stat().st_size / 2**20})
             print(key, {k: round(v, 2) for k, v in runs_e2e[key][-1].items()}, f"load {os.getloadavg()[0]:.2f}",
                   flush=True)
-    return {"read": rows, "runs": runs_e2e, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    tracemalloc.start()  # numpy's buffers and Python objects (pyarrow's parse buffers are not traced)
+    compare_runs([runs], out / "traced", CompareOptions(formats=fmts))
+    own_mb = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return {"read": rows, "runs": runs_e2e, "own_mb": own_mb}
 
 
 def _csv_reader(path: Path):
@@ -182,24 +188,8 @@ def _csv_reader(path: Path):
     return reader
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--resamples", type=int, default=10_000)
-    ap.add_argument("--runs", default="/tmp/snapbench_bench_compare_runs", help="where the run folders are built once")
-    ap.add_argument("--part", choices=("core", "e2e", "both"), default="both")
-    args = ap.parse_args()
-    e2e = None
-    if args.part in ("e2e", "both"):
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as tmp:
-            e2e = end_to_end(build_runs(Path(args.runs)), Path(tmp), args.repeats)
-    if args.part != "both" and args.out:
-        raise SystemExit("--out writes the results of both parts: use --part both")
-    if args.part == "e2e":
-        return
+def core(args) -> tuple:
+    """Timings and memory of compare_models at the issue's scale (one mode, 13 metrics)."""
     cfg = CompareConfig(resamples=args.resamples)
     full = synthetic_models()
     one = synthetic_models(metrics=["hit@1"])
@@ -213,9 +203,7 @@ def main() -> None:
               f"load {os.getloadavg()[0]:.2f}", flush=True)
     gemm.append(reference_gemm())
     print(f"reference product {gemm[0]:.3f} s before, {gemm[1]:.3f} s after")
-    import tracemalloc  # numpy reports its buffers to tracemalloc: the comparison's own peak
-
-    tracemalloc.start()
+    tracemalloc.start()  # numpy reports its buffers to tracemalloc: the comparison's own peak
     res = compare_models(full, cfg)
     own_mb = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
@@ -223,8 +211,25 @@ def main() -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     mem = {"inputs": input_mb(full) + input_mb(one), "before": base_mb, "peak": peak_mb, "own": own_mb}
     print(n_rec, {k: round(v) for k, v in mem.items()})
-    if args.out:
-        write_results(Path(args.out), t_full, t_one, n_rec, mem, args.resamples, gemm, e2e)
+    return t_full, t_one, n_rec, mem, gemm
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--resamples", type=int, default=10_000)
+    ap.add_argument("--runs", default="/tmp/snapbench_bench_compare_runs", help="where the run folders are built once")
+    ap.add_argument("--part", choices=("core", "e2e", "both"), default="both")
+    args = ap.parse_args()
+    if args.part != "both" and args.out:
+        raise SystemExit("--out writes the results of both parts: use --part both")
+    parts = core(args) if args.part in ("core", "both") else None
+    if args.part in ("e2e", "both"):
+        with tempfile.TemporaryDirectory() as tmp:
+            e2e = end_to_end(build_runs(Path(args.runs)), Path(tmp), args.repeats)
+        if args.out:
+            write_results(Path(args.out), *parts, args.resamples, e2e)
 
 
 def _e2e_lines(e2e: dict) -> list[str]:
@@ -254,14 +259,16 @@ def _e2e_lines(e2e: dict) -> list[str]:
         f"reader, {read['fast'][1]:.3f} s CPU) vs {read['csv'][0]:.3f} s with the csv-module row reader "
         f"({read['csv'][0] / read['fast'][0]:.1f}x).",
         "",
-        f"Peak resident memory of the benchmark process after the end-to-end runs (they run first): "
-        f"{e2e['peak_mb']:.0f} MB.",
+        f"Memory: one default comparison allocates at most {e2e['own_mb']:.0f} MB at a time (tracemalloc peak of "
+        "`compare_runs`: the per-query values of the compared metrics of every model and target, one target's "
+        "tables while they are read, the draws, one (target, metric) of resampled values, the records and the "
+        "outputs being written; pyarrow's parse buffers are not traced).",
         "",
     ]
     return lines
 
 
-def write_results(path, t_full, t_one, n_rec, mem, resamples, gemm, e2e=None) -> None:
+def write_results(path, t_full, t_one, n_rec, mem, gemm, resamples, e2e=None) -> None:
     load = os.getloadavg()[0]
     best = min(t_full)
     lines = [

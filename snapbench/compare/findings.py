@@ -61,9 +61,10 @@ def _ranking(v: MetricView, correction: str) -> Finding | None:
 
 def _pair_sentence(v: MetricView, a: str, b: str, correction: str) -> tuple[str, dict]:
     r = v.pairs[(a, b, GROUP_ALL)]
-    apart = v.apart(r)
-    nums = (f"{_pts(r.diff)} points, {_ci(r.ci_low, r.ci_high, v.level)}, {correction}-adjusted p = "
-            f"{p_text(finite(r.p_adj))}, effect size {finite(r.effect_size) or 0:.2f}")
+    apart = v.overall_apart(a, b)
+    p_all = v.overall_p.get((a, b))
+    nums = (f"{_pts(r.diff)} points, {_ci(r.ci_low, r.ci_high, v.level)}, p = {p_text(finite(p_all))} "
+            f"{correction}-adjusted over the {len(v.overall_p)} pairs, effect size {finite(r.effect_size) or 0:.2f}")
     if apart:
         more, less = (a, b) if r.diff > 0 else (b, a)
         head = f"{more} is more robust than {less}: it drops {_pts(abs(r.diff), False)} points less on average ({nums})"
@@ -77,7 +78,7 @@ def _pair_sentence(v: MetricView, a: str, b: str, correction: str) -> tuple[str,
     tally = (f"; condition by condition, {a} is more robust in {better}, {b} in {worse}, neither told apart in "
              f"{len(v.conditions) - better - worse}")
     return head + tally + ".", {"model_a": a, "model_b": b, "diff": r.diff, "ci": [r.ci_low, r.ci_high],
-                                "p_adj": r.p_adj, "told_apart": apart, "a_better": better, "b_better": worse}
+                                "p_adj_over_pairs": p_all, "told_apart": apart, "a_better": better, "b_better": worse}
 
 
 def _pairs(v: MetricView, correction: str) -> list[Finding]:
@@ -91,7 +92,7 @@ def _pairs(v: MetricView, correction: str) -> list[Finding]:
             out.append(Finding(f"pair:{v.target}:{a}:{b}", f"{target_label(v.target)}, {metric_label(v.metric)}: {text}",
                                {"target": v.target, "metric": v.metric, **vals}))
         return out
-    apart = [(a, b) for a, b in keys if v.apart(v.pairs[(a, b, GROUP_ALL)])]
+    apart = [(a, b) for a, b in keys if v.overall_apart(a, b)]
     text = (f"{target_label(v.target)}, {metric_label(v.metric)}: of {len(keys)} pairs of models, {len(apart)} are told "
             f"apart on the mean over all corrupted conditions" + (": " + ", ".join(f"{a} vs {b}" for a, b in apart)
                                                                   if apart else "") + " (see the pairs table).")

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["CORRECTIONS", "CORRECTION_NAMES", "adjust_pvalues"]
+__all__ = ["CORRECTIONS", "CORRECTION_NAMES", "adjust_pvalues", "alpha_of"]
 
 CORRECTIONS: dict[str, str] = {
     "holm": "Holm step-down (family-wise error rate)",
@@ -25,6 +25,12 @@ CORRECTIONS: dict[str, str] = {
 }
 #: How sentences and captions name each correction ("Holm-adjusted p").
 CORRECTION_NAMES: dict[str, str] = {"holm": "Holm", "bh": "BH"}
+
+
+def alpha_of(ci: float) -> float:
+    """The significance level that goes with a CI level: 1 − ci, rounded so that 0.95 gives exactly
+    0.05 (1.0 - 0.95 is 0.05000000000000004 in floating point: p = 0.05 must not pass)."""
+    return round(1.0 - float(ci), 12)
 
 
 def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:

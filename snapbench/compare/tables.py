@@ -10,8 +10,9 @@ text and joint conditions (means) and all corrupted conditions (the ``group:*`` 
 * ``<stem>_ranking``  models by rank: rank and its bootstrap interval, tier, mean Δ over all
   corrupted conditions (the ranking score) with CI, retention, mean CE and relative CE against the
   reference, effective robustness (three or more models);
-* ``<stem>_pairs``    each pair on all corrupted conditions: ΔA − ΔB with CI, adjusted p-value,
-  effect size, the verdict, and in how many conditions each model is told apart as better.
+* ``<stem>_pairs``    each pair on all corrupted conditions: ΔA − ΔB with CI, its p-value adjusted
+  over all pairs (the family of the ranking's tiers), effect size, the verdict, and in how many
+  conditions each model is told apart as better (per-condition p adjusted over the pair's conditions).
 """
 
 from __future__ import annotations
@@ -119,18 +120,21 @@ def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
     lab = metric_label(v.metric)
     t = Table(f"{stem}_pairs", f"{target_label(v.target)}: pairs of models, ΔA − ΔB of {lab} over all corrupted "
                                f"conditions (> 0: A drops less), {_ci_label(v.level)}, {correction}-adjusted p",
-              ["A vs B", "ΔA − ΔB (points)", "p (adj.)", "effect", "verdict", "A better in", "B better in", "neither"])
+              ["A vs B", "ΔA − ΔB (points)", "p (adj. over pairs)", "effect", "verdict", "A better in", "B better in",
+               "neither"])
     rows = []
     for (a, b, c), r in v.pairs.items():
         if c != GROUP_ALL:
             continue
-        apart = v.apart(r)
+        apart = v.overall_apart(a, b)
         verdict = "A more robust" if apart and r.diff > 0 else "B more robust" if apart else "not told apart"
         better, worse, neither = _wins(v, a, b)
         rows.append((f"{a} vs {b}", [Cell(finite(r.diff), [finite(r.ci_low), finite(r.ci_high)], signed=True),
-                                     Cell(text=p_text(finite(r.p_adj))), _num(r.effect_size), Cell(text=verdict),
+                                     Cell(text=p_text(finite(v.overall_p.get((a, b))))), _num(r.effect_size),
+                                     Cell(text=verdict),
                                      Cell(text=str(better)), Cell(text=str(worse)), Cell(text=str(neither))]))
     t.groups.append(("", rows))
-    t.notes.append(f"Per condition, a difference counts when its {correction}-adjusted p (family: the conditions of the "
-                   f"pair) is below {1 - v.level:.2g} and its CI excludes 0; effect: Cohen's g (hit@k) or d_z.")
+    t.notes.append(f"The overall p is adjusted over all pairs ({correction}; the family of the ranking's tiers); per "
+                   f"condition, a difference counts when its {correction}-adjusted p (family: the conditions of the pair) "
+                   f"is below {1 - v.level:.2g} and its CI excludes 0. Effect size: d_z of the per-query differences.")
     return t

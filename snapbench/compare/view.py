@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..conditions import IMAGE_PRIMITIVES
 from ..evaluate.fmt import ci_excludes_zero
 from .groups import GROUP_ALL
+from .multiple import adjust_pvalues, alpha_of
 from .records import (
     AdditivityPairRecord,
     AdditivityRecord,
@@ -42,7 +44,7 @@ def told_apart(p_adj: float | None, ci: Sequence[float | None], level: float) ->
     p = finite(p_adj)
     if sure is None and p is None:
         return None
-    return bool(sure) and p is not None and p < 1.0 - level
+    return bool(sure) and p is not None and p < alpha_of(level)
 
 
 def paper_columns(columns: Sequence[str]) -> list[tuple[str, str]]:
@@ -73,26 +75,51 @@ class MetricView:
     additivity: dict[tuple[str, str], AdditivityRecord]
     additivity_pairs: dict[tuple[str, str, str], AdditivityPairRecord]
     columns: list[str]
+    correction: str = "holm"
 
     @classmethod
-    def of(cls, comparison: Comparison, target: str, metric: str, level: float) -> MetricView:
-        def mine(r) -> bool:
-            return r.mode == target and r.metric == metric
+    def all_of(cls, comparison: Comparison, level: float, correction: str = "holm") -> dict[tuple[str, str], MetricView]:
+        """A view of every (target, metric) of ``comparison``, keyed so (records grouped in one pass)."""
+        by: dict[tuple[str, str], dict[str, list]] = {}
+        for name in ("models", "pairs", "ranking", "normalised", "effective", "fits", "additivity", "additivity_pairs"):
+            for r in getattr(comparison, name):
+                by.setdefault((r.mode, r.metric), {}).setdefault(name, []).append(r)
+        return {key: cls._of(key, recs, level, correction) for key, recs in by.items()}
 
-        values = {(r.model, r.condition): r for r in comparison.models if mine(r)}
-        models = list(dict.fromkeys(r.model for r in comparison.models if mine(r)))
+    @classmethod
+    def _of(cls, key: tuple[str, str], recs: dict[str, list], level: float, correction: str) -> MetricView:
+        def get(name: str) -> list:
+            return recs.get(name, [])
+
+        values = {(r.model, r.condition): r for r in get("models")}
+        models = list(dict.fromkeys(r.model for r in get("models")))
         cols = list(dict.fromkeys(c for (m, c) in values if m == models[0])) if models else []
         return cls(
-            target, metric, models, level, values,
-            {(r.model_a, r.model_b, r.condition): r for r in comparison.pairs if mine(r)},
-            {r.model: r for r in comparison.ranking if mine(r)},
-            {(r.model, r.operator): r for r in comparison.normalised if mine(r)},
-            {(r.model, r.condition): r for r in comparison.effective if mine(r)},
-            {r.condition: r for r in comparison.fits if mine(r)},
-            {(r.model, r.joint): r for r in comparison.additivity if mine(r)},
-            {(r.model_a, r.model_b, r.joint): r for r in comparison.additivity_pairs if mine(r)},
-            cols,
+            key[0], key[1], models, level, values,
+            {(r.model_a, r.model_b, r.condition): r for r in get("pairs")},
+            {r.model: r for r in get("ranking")},
+            {(r.model, r.operator): r for r in get("normalised")},
+            {(r.model, r.condition): r for r in get("effective")},
+            {r.condition: r for r in get("fits")},
+            {(r.model, r.joint): r for r in get("additivity")},
+            {(r.model_a, r.model_b, r.joint): r for r in get("additivity_pairs")},
+            cols, correction,
         )
+
+    @cached_property
+    def overall_p(self) -> dict[tuple[str, str], float]:
+        """Each pair's ``group:all`` p-value adjusted over all pairs of models (the family of the
+        ranking's tiers), so that an overall verdict never contradicts the tiers' rule."""
+        keys = [(a, b) for (a, b, c) in self.pairs if c == GROUP_ALL]
+        adj = adjust_pvalues([self.pairs[(a, b, GROUP_ALL)].p_raw for a, b in keys], self.correction)
+        return {k: float(p) for k, p in zip(keys, adj)}
+
+    def overall_apart(self, a: str, b: str) -> bool | None:
+        """Whether ``a`` and ``b`` are told apart on all corrupted conditions (all-pairs family)."""
+        rec = self.pairs.get((a, b, GROUP_ALL))
+        if rec is None:
+            return None
+        return told_apart(self.overall_p.get((a, b)), (rec.ci_low, rec.ci_high), self.level)
 
     @property
     def conditions(self) -> list[str]:

@@ -148,7 +148,7 @@ def write_outputs(res: CompareResult, opts: CompareOptions) -> Written:
     from .page import render_page
 
     out, fmts, st = CompareDir(res.out), set(opts.formats), res.settings
-    views = {(t, m): MetricView.of(res.comparison, t, m, st.ci) for t in st.targets for m in st.metrics}
+    views = MetricView.all_of(res.comparison, st.ci, opts.correction)
     written = Written()
     rec = res.comparison.records()
     _write_records(rec, out, fmts, res.files, res.notes)
