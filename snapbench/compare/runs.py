@@ -58,7 +58,8 @@ def model_values(sources: Sequence[ModelSource], targets: Sequence[str], metrics
         for i, (q, v) in enumerate(tables):
             rows = _rows_in(qids[i] or q, q, sources[i], t, targets[0])
             qids[i] = qids[i] or q
-            values[i][t] = {c: {m: per[m] if rows is None else per[m][rows] for m in metrics if m in per}
+            # copies: a table's arrays are views of one block of every metric, which must not stay alive
+            values[i][t] = {c: {m: per[m].copy() if rows is None else per[m][rows] for m in metrics if m in per}
                             for c, per in v.items()}
         del tables
     return [ModelValues.from_values(s.name, q, v) for s, q, v in zip(sources, qids, values)]
