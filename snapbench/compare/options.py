@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
+from ..errors import ConfigError, arg
 from ..evaluate.metrics import parse_metrics
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES
 from ..layout import FUSION_PREFIX, TARGET_ORDER
@@ -131,7 +131,8 @@ def resolve_settings(sources: Sequence[ModelSource], options: CompareOptions) ->
     metrics = _metrics(sources, targets, options.metrics, notes)
     metric = options.metric or ("hit@1" if "hit@1" in metrics else metrics[0])
     if metric not in metrics:
-        raise ConfigError(f"{metric!r} is not among the metrics compared ({', '.join(metrics)})", param="metric")
+        raise ConfigError(f"{metric!r} is not among the metrics compared ({', '.join(metrics)}); add it to "
+                          f"{arg('metrics')}", param="metric")
     resamples = options.resamples or _runs_value(sources, targets, lambda r: r.meta.resamples, DEFAULT_RESAMPLES,
                                                  "numbers of resamples", notes)
     ci = options.ci or _runs_value(sources, targets, lambda r: r.meta.ci_level, DEFAULT_CI, "CI levels", notes)
