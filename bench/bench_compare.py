@@ -12,6 +12,15 @@ query and across models): the 13 default metrics (hit/recall/ndcg @1,5,10,20 + m
 hit@k and permutation tests otherwise, Holm, ranking, CE, effective robustness, additivity) from
 in-memory per-query values -- best of ``--repeats`` interleaved runs; peak memory of the process.
 Also one metric alone (hit@1) to give the per-metric cost.
+
+End to end (``snapbench compare`` from run folders, :func:`snapbench.compare.compare_runs`): a
+several-encoder run folder of the same 10 models x 6 targets (I2I, T2T, IT2IT, I2IT, T2IT, MOOR),
+each target with its report.json and per_query.csv of 72 conditions x 13 metrics x 1,145 queries
+(~1M rows, written by the one writer, :func:`snapbench.report.write_per_query`; built once under
+``--runs`` and reused).  Timed: the default comparison (every target, the runs' hit@k) with every
+output (HTML, tables, records as CSV and Parquet, figures as PNG), and all 13 metrics of one target;
+split into reading, statistics and writing.  Also reading one per-query table with the reader used
+(pyarrow) against the csv-module row reader.
 """
 
 from __future__ import annotations
@@ -21,7 +30,9 @@ import datetime as dt
 import os
 import resource
 import sys
+import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -29,8 +40,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine  # noqa: E402
 
-from snapbench.compare import CompareConfig, ModelValues, compare_models  # noqa: E402
+from snapbench.compare import CompareConfig, CompareOptions, ModelValues, compare_models, compare_runs  # noqa: E402
 from snapbench.conditions import list_conditions, parse_condition  # noqa: E402
+from snapbench.jsonable import write_json  # noqa: E402
+from snapbench.layout import RunDir, write_run_json  # noqa: E402
+from snapbench.report.perquery import _read_rows, read_per_query, write_per_query  # noqa: E402
+from snapbench.schema import REPORT_SCHEMA_VERSION  # noqa: E402
 
 Q, M = 1145, 10
 KS = (1, 5, 10, 20)
@@ -39,17 +54,25 @@ METRICS = [f"hit@{k}" for k in KS] + [f"recall@{k}" for k in KS] + [f"ndcg@{k}" 
 
 
 def synthetic_models(seed: int = 0, metrics=METRICS) -> list[ModelValues]:
-    """Per-query values from a latent-ability model: rank of the first positive r = a lognormal
-    whose location moves with query difficulty, model strength and the condition's drop."""
+    """Per-query values of :func:`synthetic_values` as :class:`ModelValues` (mode IT2IT)."""
+    return [ModelValues.from_values(name, qids, {"IT2IT": vals}) for name, qids, vals in synthetic_values(seed, metrics)]
+
+
+def synthetic_values(seed: int = 0, metrics=METRICS, target: int = 0):
+    """Yield ``(name, query ids, {condition: {metric: values}})`` per model from a latent-ability
+    model: rank of the first positive r = a lognormal whose location moves with query difficulty,
+    model strength and the condition's drop.  ``target`` varies the outcomes of one data set (the
+    queries, their positives and difficulty stay those of ``seed``): the targets of one run."""
     rng = np.random.default_rng(seed)
     conds = [c.id for c in list_conditions(joint=True)]
     qids = [f"q{i:04d}" for i in range(Q)]
     zero_gt = rng.random(Q) < 0.03
     n_pos = rng.poisson(3.8, Q) + 1
     difficulty = rng.standard_normal(Q)
+    if target:
+        rng = np.random.default_rng([seed, target])
     sev_drop = {None: 0.0, 1: 0.25, 2: 0.5, 3: 0.9}
     op_weight = {c: rng.uniform(0.3, 1.5) for c in conds}
-    out = []
     for m in range(M):
         strength = 1.0 + 0.08 * m
         fragility = rng.uniform(0.6, 1.4)
@@ -68,8 +91,7 @@ def synthetic_models(seed: int = 0, metrics=METRICS) -> list[ModelValues]:
                 per[f"ndcg@{k}"] = hit / np.log2(r + 1) * np.minimum(1.0, 2.0 / np.sqrt(n_pos))
             per["mrr"] = 1.0 / r
             vals[c] = {mm: np.where(zero_gt, np.nan, per[mm]) for mm in metrics}
-        out.append(ModelValues.from_values(f"model{m}", qids, {"IT2IT": vals}))
-    return out
+        yield f"model{m}", qids, vals
 
 
 def timed(fn) -> tuple[float, float]:
@@ -92,12 +114,82 @@ def input_mb(models: list[ModelValues]) -> float:
                for metrics in conds.values() for st in metrics.values()) / 2**20
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--resamples", type=int, default=10_000)
-    args = ap.parse_args()
+TARGETS = ("I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR")
+
+
+def _report(target: str, qids, vals) -> dict:
+    """A report.json of the synthetic values: values and deltas per condition and metric, the meta a
+    run writes (what compare reads of a report: its conditions, metrics and settings)."""
+    clean = {m: float(np.nanmean(v)) for m, v in vals["clean"].items()}
+    n_zero = int(np.isnan(vals["clean"]["hit@1"]).sum())
+    meta = {"snapbench_version": "bench", "schema_version": REPORT_SCHEMA_VERSION, "seed": 0, "resamples": 10_000,
+            "permutations": 10_000, "ci_level": 0.95, "ci_method": "paired bootstrap", "ks": list(KS), "metrics": METRICS,
+            "tie_rule": "stable", "tests": {}, "correction": "holm", "zero_gt": "excluded from ranking metrics",
+            "n_zero_gt": n_zero, "n_gallery": 5000, "graded_labels": False, "set_threshold": None, "paired_delta": "",
+            "additivity_drops": "", "cliff_rule": "", "cliff_tol": 0.01, "cliff_ratio": 2.0, "stability_metric": "hit@1",
+            "mode": target, "dataset": "synthetic", "n_dropped_queries": 0}
+    conds = {c: {m: float(np.nanmean(v)) for m, v in per.items()} for c, per in vals.items()}
+    paired = {c: {m: {"delta": conds[c][m] - clean[m], "ci": [None, None], "p": None, "p_raw": None} for m in per}
+              for c, per in vals.items() if c != "clean"}
+    return {"conditions": conds, "paired": paired, "additivity": {}, "n_queries": len(qids),
+            "n_excluded_zero_gt": n_zero, "meta": meta}
+
+
+def build_runs(root: Path) -> Path:
+    """A several-encoder run folder of M models x 6 targets (reused when ``root/run.json`` exists)."""
+    if (root / "run.json").is_file():
+        return root
+    fp = {"dataset_queries_sha256": "q", "dataset_gallery_sha256": "g", "seed": 0, "variants": "generated", "grid": {}}
+    runs = [{"name": f"model{m}", "encoder": f"model{m}", "path": f"model{m}"} for m in range(M)]
+    for i, target in enumerate(TARGETS):
+        for name, qids, vals in synthetic_values(target=i):
+            rd = RunDir(root / name)
+            write_per_query(rd.per_query(target), qids, vals)
+            write_json(rd.report(target), _report(target, qids, vals))
+            print(f"built {name}/{target}", flush=True)
+    for r in runs:
+        write_run_json(root / r["path"], "run", {"encoder": r["encoder"], "seed": 0, "variants": "generated",
+                                                  "fingerprint": fp, "modes": list(TARGETS)})
+    write_run_json(root, "run", {"seed": 0, "variants": "generated", "fingerprint": fp, "encoder_runs": runs})
+    return root
+
+
+def end_to_end(runs: Path, out: Path, repeats: int) -> dict:
+    """Timings of compare_runs (default; 13 metrics of IT2IT) and of reading one per-query table."""
+    table = RunDir(runs / "model0").per_query("IT2IT")
+    rows = {"fast": [], "csv": []}
+    for _ in range(repeats):  # interleaved
+        rows["fast"].append(timed(lambda: read_per_query(table)))
+        rows["csv"].append(timed(lambda: _read_rows(_csv_reader(table), table)))
+    runs_e2e = {"default": [], "all13": []}
+    fmts = ["html", "md", "tex", "csv", "parquet", "png"]
+    for _ in range(repeats):
+        for key, opts in (("default", CompareOptions(formats=fmts)),
+                          ("all13", CompareOptions(modes=["IT2IT"], metrics="all", formats=fmts))):
+            c0 = time.process_time()
+            res = compare_runs([runs], out / key, opts)
+            runs_e2e[key].append({**res.timings, "cpu_s": time.process_time() - c0, "files": len(res.files),
+                                  "json_mb": (out / key / "compare.json").stat().st_size / 2**20})
+            print(key, {k: round(v, 2) for k, v in runs_e2e[key][-1].items()}, f"load {os.getloadavg()[0]:.2f}",
+                  flush=True)
+    tracemalloc.start()  # numpy's buffers and Python objects (pyarrow's parse buffers are not traced)
+    compare_runs([runs], out / "traced", CompareOptions(formats=fmts))
+    own_mb = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return {"read": rows, "runs": runs_e2e, "own_mb": own_mb}
+
+
+def _csv_reader(path: Path):
+    import csv
+    import io
+
+    reader = csv.reader(io.StringIO(path.read_text(encoding="utf-8")))
+    next(reader)
+    return reader
+
+
+def core(args) -> tuple:
+    """Timings and memory of compare_models at the issue's scale (one mode, 13 metrics)."""
     cfg = CompareConfig(resamples=args.resamples)
     full = synthetic_models()
     one = synthetic_models(metrics=["hit@1"])
@@ -111,9 +203,7 @@ def main() -> None:
               f"load {os.getloadavg()[0]:.2f}", flush=True)
     gemm.append(reference_gemm())
     print(f"reference product {gemm[0]:.3f} s before, {gemm[1]:.3f} s after")
-    import tracemalloc  # numpy reports its buffers to tracemalloc: the comparison's own peak
-
-    tracemalloc.start()
+    tracemalloc.start()  # numpy reports its buffers to tracemalloc: the comparison's own peak
     res = compare_models(full, cfg)
     own_mb = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
@@ -121,11 +211,64 @@ def main() -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     mem = {"inputs": input_mb(full) + input_mb(one), "before": base_mb, "peak": peak_mb, "own": own_mb}
     print(n_rec, {k: round(v) for k, v in mem.items()})
-    if args.out:
-        write_results(Path(args.out), t_full, t_one, n_rec, mem, args.resamples, gemm)
+    return t_full, t_one, n_rec, mem, gemm
 
 
-def write_results(path, t_full, t_one, n_rec, mem, resamples, gemm) -> None:
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--resamples", type=int, default=10_000)
+    ap.add_argument("--runs", default="/tmp/snapbench_bench_compare_runs", help="where the run folders are built once")
+    ap.add_argument("--part", choices=("core", "e2e", "both"), default="both")
+    args = ap.parse_args()
+    if args.part != "both" and args.out:
+        raise SystemExit("--out writes the results of both parts: use --part both")
+    parts = core(args) if args.part in ("core", "both") else None
+    if args.part in ("e2e", "both"):
+        with tempfile.TemporaryDirectory() as tmp:
+            e2e = end_to_end(build_runs(Path(args.runs)), Path(tmp), args.repeats)
+        if args.out:
+            write_results(Path(args.out), *parts, args.resamples, e2e)
+
+
+def _e2e_lines(e2e: dict) -> list[str]:
+    read = {k: min(v) for k, v in e2e["read"].items()}
+    lines = [
+        "## End to end: `snapbench compare` from run folders",
+        "",
+        f"A several-encoder run folder of {M} models x 6 targets (I2I, T2T, IT2IT, I2IT, T2IT, MOOR), each target's "
+        f"per_query.csv of 72 conditions x 13 metrics x {Q:,} queries (~1.07M rows, ~57 MB) and report.json; "
+        "`compare_runs` writes every output (compare.json, HTML, md/tex tables, CSV + Parquet records, PNG "
+        "figures of the headline metric per target). Best of the repeats, interleaved:",
+        "",
+        "| comparison | total (s) | reading (s) | statistics (s) | writing (s) | CPU (s) | files | compare.json (MB) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, label in (("default", "default: 6 targets x the runs' hit@k (4 metrics)"),
+                       ("all13", "IT2IT, all 13 metrics")):
+        b = min(e2e["runs"][key], key=lambda r: r["total_s"])
+        lines.append(f"| {label} | {b['total_s']:.2f} | {b['read_s']:.2f} | {b['statistics_s']:.2f} | "
+                     f"{b['write_s']:.2f} | {b['cpu_s']:.2f} | {b['files']} | {b['json_mb']:.1f} |")
+    totals = {k: ", ".join(f"{r['total_s']:.2f}" for r in v) for k, v in e2e["runs"].items()}
+    lines += [
+        "",
+        f"All repeats, total wall (s): default {totals['default']}; IT2IT all metrics {totals['all13']}.",
+        "",
+        f"Reading one per_query.csv (~1.07M rows): {read['fast'][0]:.3f} s with the reader used (pyarrow's CSV "
+        f"reader, {read['fast'][1]:.3f} s CPU) vs {read['csv'][0]:.3f} s with the csv-module row reader "
+        f"({read['csv'][0] / read['fast'][0]:.1f}x).",
+        "",
+        f"Memory: one default comparison allocates at most {e2e['own_mb']:.0f} MB at a time (tracemalloc peak of "
+        "`compare_runs`: the per-query values of the compared metrics of every model and target, one target's "
+        "tables while they are read, the draws, one (target, metric) of resampled values, the records and the "
+        "outputs being written; pyarrow's parse buffers are not traced).",
+        "",
+    ]
+    return lines
+
+
+def write_results(path, t_full, t_one, n_rec, mem, gemm, resamples, e2e=None) -> None:
     load = os.getloadavg()[0]
     best = min(t_full)
     lines = [
@@ -159,6 +302,8 @@ def write_results(path, t_full, t_one, n_rec, mem, resamples, gemm) -> None:
         "(num, den) vectors).",
         "",
     ]
+    if e2e is not None:
+        lines += _e2e_lines(e2e)
     notes = ""
     if path.exists() and NOTES_MARK in path.read_text():
         notes = path.read_text().split(NOTES_MARK, 1)[1]

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import typer
 
 from ._version import __version__
+from .commands.compare import compare
 from .commands.conditions import conditions
 from .commands.corrupt import corrupt
 from .commands.demo import demo
@@ -116,6 +117,7 @@ for _name, _command in (
     ("moor", moor),
     ("run", run),
     ("report", report),
+    ("compare", compare),
     ("diagnose", diagnose),
     ("demo", demo),
 ):

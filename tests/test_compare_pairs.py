@@ -52,11 +52,15 @@ def test_diff_is_the_difference_of_the_runs_own_deltas(case):
 
 @pytest.mark.parametrize("metric", ["ndcg@5", "hit@1"])
 def test_bootstrap_ci_equals_a_loop_over_resamples(case, metric):
+    """Only the queries that count (those with a positive) are resampled, with the draw of their
+    number: the run's own resampling."""
     _, vals, rec = case
-    counts = bootstrap_counts(Q, RESAMPLES, SEED)
     a, b = "model0", "model2"
+    counted = np.flatnonzero(~np.isnan(vals[a]["clean"][metric]))
+    assert 0 < counted.size < Q  # the helper's data set has zero-GT queries
+    counts = bootstrap_counts(counted.size, RESAMPLES, SEED)
     va, vb = {c: vals[a][c][metric] for c in CONDITIONS}, {c: vals[b][c][metric] for c in CONDITIONS}
-    boot = np.array([_diffs(va, vb, np.repeat(np.arange(Q), counts[i].astype(int))) for i in range(RESAMPLES)])
+    boot = np.array([_diffs(va, vb, np.repeat(counted, counts[i].astype(int))) for i in range(RESAMPLES)])
     boot = np.concatenate([boot, boot.mean(axis=1, keepdims=True)], axis=1)
     lo, hi = np.quantile(boot, [0.025, 0.975], axis=0)
     for j, c in enumerate(CORRUPTED + ["group:all"]):
@@ -66,15 +70,19 @@ def test_bootstrap_ci_equals_a_loop_over_resamples(case, metric):
 
 @pytest.mark.parametrize("metric", ["ndcg@5", "hit@1"])
 def test_permutation_p_equals_a_loop_over_swaps(case, metric):
-    """Every column for ndcg; for hit@1 the groups (its conditions have the exact test)."""
+    """Every column for ndcg; for hit@1 the groups (its conditions have the exact test).  Only the
+    counted queries are swapped, with the swap draw of their number."""
     _, vals, rec = case
-    swaps = swap_matrix(Q, RESAMPLES, SEED, key="compare")
     a, b = "model1", "model2"
+    counted = np.flatnonzero(~np.isnan(vals[a]["clean"][metric]))
+    swaps = swap_matrix(counted.size, RESAMPLES, SEED, key="compare")
     va, vb = {c: vals[a][c][metric] for c in CONDITIONS}, {c: vals[b][c][metric] for c in CONDITIONS}
     obs = _diffs(va, vb)
     obs = np.append(obs, obs.mean())
     extreme = np.zeros(obs.size)
-    for s in swaps.astype(bool):
+    for row in swaps.astype(bool):
+        s = np.zeros(Q, dtype=bool)
+        s[counted] = row
         sa = {c: np.where(s, vb[c], va[c]) for c in CONDITIONS}
         sb = {c: np.where(s, va[c], vb[c]) for c in CONDITIONS}
         d = _diffs(sa, sb)
@@ -183,13 +191,14 @@ def test_ratio_metric_permutation_swaps_num_and_den():
 
 def test_ranking_intervals_from_a_loop_and_tiers(case):
     _, vals, rec = case
-    counts = bootstrap_counts(Q, RESAMPLES, SEED)
+    counted = np.flatnonzero(~np.isnan(vals["model0"]["clean"]["ndcg@5"]))
+    counts = bootstrap_counts(counted.size, RESAMPLES, SEED)
     names = ["model0", "model1", "model2"]
 
     def score(v, rows):
         return np.mean([np.nanmean(v[c]["ndcg@5"][rows]) - np.nanmean(v["clean"]["ndcg@5"][rows]) for c in CORRUPTED])
 
-    boot = np.array([[score(vals[n], np.repeat(np.arange(Q), counts[i].astype(int))) for n in names]
+    boot = np.array([[score(vals[n], np.repeat(counted, counts[i].astype(int))) for n in names]
                      for i in range(RESAMPLES)])
     ranks = rankdata(-boot, axis=1)
     point = rankdata(-np.array([score(vals[n], slice(None)) for n in names]))
@@ -233,7 +242,8 @@ def test_additivity_pair_diff_and_ci_from_a_loop(case):
         (r,) = _rows(rec["additivity_pairs"], model_a=a, model_b=b, metric=m, joint=j)
         want = reports[a]["additivity"][j][m]["delta"] - reports[b]["additivity"][j][m]["delta"]
         assert r["diff"] == pytest.approx(want, abs=1e-15)
-    counts = bootstrap_counts(Q, RESAMPLES, SEED)
+    counted = np.flatnonzero(~np.isnan(vals[a]["clean"][m]))
+    counts = bootstrap_counts(counted.size, RESAMPLES, SEED)
 
     def delta(v, rows, j):  # δ = R(i) + R(t) − R(J) − R(clean)
         img = "img/compression/s" + j[-1]
@@ -241,7 +251,7 @@ def test_additivity_pair_diff_and_ci_from_a_loop(case):
 
     boot = []
     for i in range(RESAMPLES):
-        rows = np.repeat(np.arange(Q), counts[i].astype(int))
+        rows = np.repeat(counted, counts[i].astype(int))
         d = [delta(vals[a], rows, j) - delta(vals[b], rows, j) for j in joints]
         boot.append(d + [np.mean(d)])
     lo, hi = np.quantile(np.array(boot), [0.025, 0.975], axis=0)

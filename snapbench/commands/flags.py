@@ -33,3 +33,6 @@ FLAGS: dict[str, str] = {
 def flag(param: str) -> str:
     """The flag (or argument name) that sets the library parameter ``param``."""
     return FLAGS.get(param) or "--" + param.replace("_", "-")
+
+# appended: snapbench compare (the library's list parameters; the CLI repeats one flag per item)
+FLAGS.update({"names": "--name", "paths": "RUN_DIR"})

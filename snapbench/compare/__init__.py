@@ -1,14 +1,17 @@
 """Compare models on the same queries: per-model deltas, paired model-vs-model differences with
 exact or permutation tests and multiplicity adjustment, rankings with uncertainty, normalised
 robustness (CE, relative CE, effective robustness) and super-additivity -- pure functions over
-per-query values (docs/compare.md)."""
+per-query values (docs/compare.md); and :func:`compare_runs`, the comparison of run folders that
+``snapbench compare`` writes as a report."""
 
 from .core import CompareConfig, compare_models
 from .exact import cohens_g, discordance, signflip_exact_pvalues
 from .groups import GROUP_ALL, condition_groups, group_means
 from .inputs import ModelValues, align_models
+from .jsonfile import read_compare_json
 from .multiple import CORRECTIONS, adjust_pvalues
 from .normalised import corruption_errors, effective_robustness, logit_fit, operator_conditions
+from .options import CompareOptions
 from .ranking import rank_intervals, ranks, tiers
 from .records import (
     AdditivityPairRecord,
@@ -21,8 +24,13 @@ from .records import (
     PairRecord,
     RankingRecord,
 )
+from .runs import CompareResult, compare_runs
 
 __all__ = [
+    "CompareOptions",
+    "CompareResult",
+    "compare_runs",
+    "read_compare_json",
     "CompareConfig",
     "compare_models",
     "ModelValues",

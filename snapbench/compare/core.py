@@ -3,19 +3,25 @@
 Per retrieval mode and metric it builds one :class:`~snapbench.compare.stats.MetricBlock` (all
 models x conditions resampled with the run's own bootstrap counts) and derives from it the
 ``models``, ``pairs``, ``ranking``, ``normalised``, effective-robustness and additivity records.
-One counts matrix (B x Q) and one swap matrix (R x Q) serve every mode, metric, model and pair.
+
+Resampling is the run's (:class:`snapbench.evaluate.paired.QueryResamples`): a metric resamples
+only the queries that count for it (:func:`~snapbench.compare.stats.counted_query_rows`; a zero-GT
+query is never drawn for a ranking metric) with the draw of that number of queries, so every
+per-model number equals the run's own report.  One counts matrix (B x Q') and one swap matrix
+(R x Q') per number of counted queries Q' serve every mode, metric, model and pair.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from ..errors import ConfigError
-from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES, bootstrap_counts, swap_matrix
+from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES, QueryResamples
+from ..validate import choice, positive_int
 from .additivity import additivity_records
 from .groups import GROUP_ALL, condition_groups
 from .inputs import ModelValues, align_models
@@ -24,7 +30,7 @@ from .normalised import DEFAULT_CLIP, effective_records, normalised_records
 from .pairs import pair_records, pair_statistics
 from .ranking import ranking_records
 from .records import Comparison
-from .stats import metric_block, model_records
+from .stats import counted_query_rows, metric_block, model_records
 
 __all__ = ["CompareConfig", "compare_models"]
 
@@ -50,46 +56,68 @@ class CompareConfig:
 
     def check(self, names: Sequence[str]) -> int:
         """Validate against the model names; return the reference's index."""
-        if self.correction not in CORRECTIONS:
-            raise ConfigError(f"unknown correction {self.correction!r}; known: {', '.join(CORRECTIONS)}")
+        choice(self.correction, list(CORRECTIONS), "correction", what="correction")
         if not 0 < self.ci < 1:
-            raise ConfigError(f"ci must be in (0, 1), got {self.ci}")
-        if self.resamples < 1 or (self.permutations is not None and self.permutations < 1):
-            raise ConfigError("resamples and permutations must be >= 1")
-        if self.workers < 1:
-            raise ConfigError(f"workers must be >= 1, got {self.workers}")
+            raise ConfigError(f"must be in (0, 1), e.g. 0.95; got {self.ci}", param="ci")
+        positive_int(self.resamples, "resamples")
+        if self.permutations is not None:
+            positive_int(self.permutations, "permutations")
+        positive_int(self.workers, "workers")
         if not 0 < self.clip < 0.5:
-            raise ConfigError(f"clip must be in (0, 0.5), got {self.clip}")
+            raise ConfigError(f"must be in (0, 0.5), got {self.clip}", param="clip")
         if self.reference is None:
             return 0
         if self.reference not in names:
-            raise ConfigError(f"reference {self.reference!r} is not one of the models: {', '.join(names)}")
+            raise ConfigError(f"{self.reference!r} is not one of the models: {', '.join(names)}", param="reference")
         return list(names).index(self.reference)
 
 
-def compare_models(models: Sequence[ModelValues], config: CompareConfig | None = None) -> Comparison:
+def compare_models(models: Sequence[ModelValues], config: CompareConfig | None = None, *,
+                   progress: Callable[[str, str], None] | None = None) -> Comparison:
     """Every record of the comparison of ``models`` (at least two, same queries, modes, conditions
-    and metrics; see :func:`~snapbench.compare.inputs.align_models`)."""
+    and metrics; see :func:`~snapbench.compare.inputs.align_models`).  ``progress(mode, metric)`` is
+    called before each (mode, metric) is computed."""
     cfg = config or CompareConfig()
     aligned = align_models(models)
     names = [m.name for m in aligned]
     ref = cfg.check(names)
     n_q = len(aligned[0].query_ids)
     n_perm = cfg.permutations or cfg.resamples
-    counts = bootstrap_counts(n_q, cfg.resamples, cfg.seed)
-    counts32 = counts.astype(np.float32)  # exact: small whole numbers
-    swaps = swap_matrix(n_q, n_perm, cfg.seed, key=SWAP_KEY)
+    draws = _Draws(n_q, cfg.resamples, n_perm, cfg.seed)
     out = Comparison(meta=_meta(cfg, names, ref, n_q, n_perm))
     for mode, conds_of in aligned[0].stats.items():
         conds = ["clean"] + [c for c in conds_of if c != "clean"]
         groups = condition_groups(conds[1:])
         for metric in conds_of["clean"]:
-            _compare_metric(out, aligned, mode, metric, conds, groups, (counts, counts32), swaps, cfg, ref)
+            if progress is not None:
+                progress(mode, metric)
+            _compare_metric(out, aligned, mode, metric, conds, groups, draws, cfg, ref)
     return out
 
 
-def _compare_metric(out: Comparison, models, mode, metric, conds, groups, counts, swaps, cfg, ref) -> None:
-    block = metric_block(models, mode, metric, conds, groups, *counts)
+class _Draws:
+    """The run's bootstrap counts (key "") and compare's own swaps (key :data:`SWAP_KEY`), drawn
+    once per number of counted queries; the counts also in float32 (exact: small whole numbers)."""
+
+    def __init__(self, n_queries: int, resamples: int, permutations: int, seed: int) -> None:
+        self.boot = QueryResamples(n_queries, resamples, seed)
+        self.perm = QueryResamples(n_queries, resamples, seed, permutations=permutations, key=SWAP_KEY)
+        self._f32: dict[int, np.ndarray] = {}
+
+    def counts(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        if n not in self._f32:
+            self._f32[n] = self.boot.counts(n).astype(np.float32)
+        return self.boot.counts(n), self._f32[n]
+
+    def swaps(self, n: int) -> np.ndarray:
+        return self.perm.swaps(n)
+
+
+def _compare_metric(out: Comparison, models, mode, metric, conds, groups, draws: _Draws, cfg, ref) -> None:
+    rows = counted_query_rows(models, mode, metric)
+    n = len(models[0].query_ids) if rows is None else rows.size
+    block = metric_block(models, mode, metric, conds, groups, *draws.counts(n), rows=rows)
+    swaps = draws.swaps(n)
     out.models += model_records(block, cfg.ci, cfg.workers)
     if len(conds) == 1:
         return
@@ -122,7 +150,8 @@ def _meta(cfg: CompareConfig, names: list[str], ref: int, n_q: int, n_perm: int)
         "n_queries": n_q,
         "delta": "value(condition) - value(clean); negative = worse",
         "pair_diff": "delta(model_a) - delta(model_b) on the same queries; > 0 = model_a drops less",
-        "ci_method": "paired bootstrap over queries, percentile interval; one resample set for all models",
+        "ci_method": ("paired bootstrap over the queries that count for each metric (the run's own draw), percentile "
+                      "interval; one resample set for all models"),
         "tests": {
             "mcnemar": "exact McNemar on per-query hit differences of drops (no query with |d| = 2)",
             "exact_signflip": "exact sign-flip test of d_q in -2..2 (convolution of binomials)",

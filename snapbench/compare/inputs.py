@@ -46,6 +46,7 @@ class ModelValues:
         per-query table of a run.  A counted query has numerator = its value, denominator = 1."""
         qids = _query_ids(name, query_ids)
         stats: dict[str, dict[str, dict[str, QueryStat]]] = {}
+        dens: dict[bytes, np.ndarray] = {}  # one denominator array per distinct mask (most metrics share one)
         for mode, conds in values.items():
             stats[str(mode)] = {}
             for cond, metrics in conds.items():
@@ -53,8 +54,8 @@ class ModelValues:
                 for metric, arr in metrics.items():
                     v = _vector(arr, len(qids), f"model {name!r}, mode {mode!r}, {cond!r}/{metric!r}", allow_nan=True)
                     counted = ~np.isnan(v)
-                    stats[str(mode)][str(cond)][str(metric)] = QueryStat(np.where(counted, v, 0.0),
-                                                                         counted.astype(np.float64))
+                    den = dens.setdefault(np.packbits(counted).tobytes(), counted.astype(np.float64))
+                    stats[str(mode)][str(cond)][str(metric)] = QueryStat(np.where(counted, v, 0.0), den)
         return cls(str(name), qids, stats)
 
     @classmethod

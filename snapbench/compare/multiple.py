@@ -17,18 +17,26 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["CORRECTIONS", "adjust_pvalues"]
+__all__ = ["CORRECTIONS", "CORRECTION_NAMES", "adjust_pvalues", "alpha_of"]
 
 CORRECTIONS: dict[str, str] = {
     "holm": "Holm step-down (family-wise error rate)",
     "bh": "Benjamini-Hochberg step-up (false discovery rate)",
 }
+#: How sentences and captions name each correction ("Holm-adjusted p").
+CORRECTION_NAMES: dict[str, str] = {"holm": "Holm", "bh": "BH"}
+
+
+def alpha_of(ci: float) -> float:
+    """The significance level that goes with a CI level: 1 − ci, rounded so that 0.95 gives exactly
+    0.05 (1.0 - 0.95 is 0.05000000000000004 in floating point: p = 0.05 must not pass)."""
+    return round(1.0 - float(ci), 12)
 
 
 def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
     """Adjusted p-values of one family (same order as ``pvalues``); NaN entries are not counted."""
     if method not in CORRECTIONS:
-        raise ConfigError(f"unknown correction {method!r}; known: {', '.join(CORRECTIONS)}")
+        raise ConfigError(f"unknown correction {method!r}; known: {', '.join(CORRECTIONS)}", param="correction")
     p = np.asarray(pvalues, dtype=np.float64).reshape(-1)
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(~np.isnan(p))

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .multiple import adjust_pvalues
+from .multiple import adjust_pvalues, alpha_of
 from .records import RankingRecord
 
 __all__ = ["ranks", "rank_intervals", "tiers", "ranking_records"]
@@ -80,7 +80,7 @@ def ranking_records(
     apart = np.zeros((n, n), dtype=bool)
     for (a, b), p in zip(keys, p_adj):
         _, lo, hi = pair_tests[(a, b)]
-        sep = bool(p < 1.0 - level) and (lo > 0 or hi < 0)
+        sep = bool(p < alpha_of(level)) and (lo > 0 or hi < 0)
         apart[a, b] = apart[b, a] = sep
     r = ranks(scores)
     lo_r, hi_r = rank_intervals(boot_scores, level)

@@ -6,7 +6,7 @@ Floats are plain Python floats; an undefined number is NaN (written as JSON ``nu
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = [
@@ -156,6 +156,9 @@ class Comparison:
         """``{"models": [dict, ...], "pairs": [...], ..., "meta": {...}}`` (NaN kept as float NaN)."""
         out: dict[str, Any] = {}
         for name in ("models", "pairs", "normalised", "ranking", "effective", "fits", "additivity", "additivity_pairs"):
-            out[name] = [asdict(r) for r in getattr(self, name)]
+            recs = getattr(self, name)
+            # the fields are scalars: a shallow dict per record (dataclasses.asdict deep-copies, ~10x slower)
+            keys = [f.name for f in fields(recs[0])] if recs else []
+            out[name] = [{k: getattr(r, k) for k in keys} for r in recs]
         out["meta"] = dict(self.meta)
         return out

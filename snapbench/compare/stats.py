@@ -19,12 +19,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import ConfigError
+from ..evaluate.metrics import metric_family
 from ..evaluate.paired import percentile_ci
 from .groups import group_means
 from .inputs import ModelValues
 from .records import ModelRecord
 
-__all__ = ["MetricBlock", "metric_block", "model_records", "resampled_values", "row_intervals", "sorted_quantiles"]
+__all__ = ["MetricBlock", "counted_query_rows", "metric_block", "model_records", "resampled_values", "row_intervals",
+           "sorted_quantiles"]
 
 _ROWS_PER_TASK = 256
 
@@ -174,16 +177,44 @@ def resampled_values(num: np.ndarray, den: np.ndarray, counts: np.ndarray, count
     return tn
 
 
+def counted_query_rows(models: Sequence[ModelValues], mode: str, metric: str) -> np.ndarray | None:
+    """The query rows that count for ``metric`` -- the rows a run's bootstrap resamples
+    (:func:`snapbench.evaluate.metrics.counted_rows`) -- or ``None`` for every query.
+
+    A metric counting every query (reject_*) resamples them all; any other (ranking and set
+    metrics: queries with a positive, every query with ``include_zero_gt``) the queries where some
+    model and condition has a non-zero denominator -- exactly the run's rows, since a run's
+    denominator of such a metric is 1 on its counted queries and 0 elsewhere.  A metric no query
+    counts for resamples every query (its values are undefined anyway)."""
+    try:
+        rule = metric_family(metric).counts
+    except ConfigError:  # a metric name the evaluation does not know: count where it is defined
+        rule = "defined"
+    if rule == "all":
+        return None
+    mask = np.zeros(len(models[0].query_ids), dtype=bool)
+    for m in models:
+        for per in m.stats[mode].values():
+            mask |= per[metric].den > 0
+    rows = np.flatnonzero(mask)
+    return None if rows.size in (0, mask.size) else rows
+
+
 def metric_block(
     models: Sequence[ModelValues], mode: str, metric: str, conditions: Sequence[str],
     groups: dict[str, list[int]], counts: np.ndarray, counts32: np.ndarray | None = None,
+    rows: np.ndarray | None = None,
 ) -> MetricBlock:
     """Stack the models' per-query stats of ``metric`` (conditions in the given order, clean first)
-    and resample them all with ``counts`` (B x Q; ``counts32`` = the same in float32, optional)."""
+    and resample them all with ``counts`` (B x Q'; ``counts32`` = the same in float32, optional)
+    over the query ``rows`` (Q' of them; default every query).  Values are over every query (the
+    rows left out have a zero denominator)."""
     stats = [m.stats[mode][c][metric] for m in models for c in conditions]
     n_m, n_c = len(models), len(conditions)
     num = np.stack([s.num for s in stats], axis=1)
     den = np.stack([s.den for s in stats], axis=1)
+    if rows is not None:
+        num, den = num[rows], den[rows]
     boot = resampled_values(num, den, counts, counts32).reshape(n_m, n_c, counts.shape[0])
     values = np.array([s.value for s in stats], dtype=np.float64).reshape(n_m, n_c)
     return MetricBlock(mode, metric, [m.name for m in models], list(conditions), dict(groups),

@@ -108,3 +108,8 @@ __all__ = [
     "write_run_json",
     "write_trec_run",
 ]
+
+# appended: the output folder of snapbench compare
+from .dirs import CompareDir  # noqa: E402
+
+__all__ += ["CompareDir"]

@@ -32,7 +32,7 @@ from .names import (
     SKIPS,
 )
 
-__all__ = ["CorruptDir", "EncodeDir", "RunDir", "TARGET_ORDER", "FUSION_PREFIX"]
+__all__ = ["CorruptDir", "EncodeDir", "RunDir", "TARGET_ORDER", "FUSION_PREFIX", "CompareDir"]
 
 #: Targets in the order reports, tables and figures list them (fusion baselines follow, by name).
 TARGET_ORDER: tuple[str, ...] = (*MODES, "MOOR")
@@ -232,3 +232,63 @@ class RunDir:
     @property
     def traffic(self) -> Path:
         return self.root / "traffic.json"
+
+
+@dataclass(frozen=True)
+class CompareDir:
+    """``snapbench compare`` DIR::
+
+        run.json (kind "compare"), compare.json, compare.html, findings.json
+        tables/<stem>.{md,tex}, tables/<stem>_delta.{md,tex}, tables/<stem>_ranking.{md,tex}
+        records/<list>.{csv,parquet}          one file per record list of compare.json
+        figures/<stem>_<figure>.{png,pdf}
+
+    ``<stem>`` = target and metric (:meth:`stem`: ``IT2IT_hit1``, ``fusion-rrf_ndcg10``).
+    """
+
+    root: Path
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_CONFIG
+
+    @property
+    def compare_json(self) -> Path:
+        return self.root / "compare.json"
+
+    @property
+    def html(self) -> Path:
+        return self.root / "compare.html"
+
+    @property
+    def findings(self) -> Path:
+        return self.root / "findings.json"
+
+    @property
+    def tables(self) -> Path:
+        return self.root / "tables"
+
+    @property
+    def records(self) -> Path:
+        return self.root / "records"
+
+    @property
+    def figures(self) -> Path:
+        return self.root / "figures"
+
+    @staticmethod
+    def stem(target: str, metric: str) -> str:
+        """A file-name stem for a (target, metric): ``/`` -> ``-``, the metric without ``@``."""
+        return f"{target.replace('/', '-')}_{metric.replace('@', '')}"
+
+    def table(self, name: str, ext: str) -> Path:
+        return self.tables / f"{name}.{ext}"
+
+    def record_file(self, name: str, ext: str) -> Path:
+        return self.records / f"{name}.{ext}"
+
+    def figure(self, name: str, ext: str) -> Path:
+        return self.figures / f"{name}.{ext}"

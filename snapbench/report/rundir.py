@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import InputError
 from ..layout import FUSION_PREFIX, TARGET_ORDER, RunDir
 from ..modes import MODE_LABELS
@@ -18,7 +20,7 @@ from ..schema import PerQuery, Report, read_report
 from ..textio import read_json
 from .perquery import read_per_query
 
-__all__ = ["MODE_NAMES", "MODE_ORDER", "RunData", "load_run_dir", "read_target_per_query"]
+__all__ = ["MODE_NAMES", "MODE_ORDER", "RunData", "load_run_dir", "read_target_per_query", "read_target_values"]
 
 MODE_ORDER: tuple[str, ...] = TARGET_ORDER
 MODE_NAMES: dict[str, str] = {**MODE_LABELS, "MOOR": "MOOR"}
@@ -102,15 +104,21 @@ def _read_text_share(path: Path, data: RunData) -> dict[str, float] | None:
     return out
 
 
-def read_target_per_query(run_dir: str | Path, target: str) -> PerQuery | None:
-    """The per-query table of one target of a run (``DIR/<target>/per_query.csv``), ``None`` when the
-    run has none: the one way per-query values of a run are read (the report, comparisons of runs).
-    :class:`InputError` naming the file when it is malformed."""
+def read_target_values(run_dir: str | Path, target: str) -> tuple[list[str], dict[str, dict[str, np.ndarray]]] | None:
+    """The per-query table of one target of a run (``DIR/<target>/per_query.csv``) as arrays,
+    ``(query_ids, {condition: {metric: values}})`` (NaN = the query does not count), ``None`` when
+    the run has none: the one way per-query values of a run are read (the report, comparisons of
+    runs).  :class:`InputError` naming the file when it is malformed."""
     path = RunDir(run_dir).per_query(target)
     if not path.is_file():
         return None
-    qids, values = read_per_query(path)
-    return PerQuery.from_arrays(qids, values)
+    return read_per_query(path)
+
+
+def read_target_per_query(run_dir: str | Path, target: str) -> PerQuery | None:
+    """:func:`read_target_values` as a :class:`snapbench.schema.PerQuery`."""
+    got = read_target_values(run_dir, target)
+    return None if got is None else PerQuery.from_arrays(*got)
 
 
 def _load_target(rd: RunDir, target: str, data: RunData, topic: str) -> Report | None:
