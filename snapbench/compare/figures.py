@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..report.figures import _pts, _tidy, require_matplotlib
+from ..report.figures import require_matplotlib, tidy_axes, to_points
 from ..report.tables import metric_label
 from .groups import GROUP_ALL
 from .tables import target_label
@@ -34,7 +34,7 @@ def effective_figure(v: MetricView):
     """Clean vs corrupted (group:all) per model; the logit-space fit across models when there is one."""
     Figure = require_matplotlib()
     pts = [(m, v.values.get((m, "clean")), v.values.get((m, GROUP_ALL))) for m in v.models]
-    pts = [(m, _pts(c.value), _pts(g.value)) for m, c, g in pts if c is not None and g is not None]
+    pts = [(m, to_points(c.value), to_points(g.value)) for m, c, g in pts if c is not None and g is not None]
     pts = [p for p in pts if np.isfinite(p[1]) and np.isfinite(p[2])]
     if not pts:
         return None
@@ -58,7 +58,7 @@ def effective_figure(v: MetricView):
     ax.set_ylabel(f"corrupted {lab} (%), mean over all corrupted conditions")
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(alpha=0.3)
-    _tidy(ax)
+    tidy_axes(ax)
     what = ("effective robustness = height above the fit" if fitted else "no fit: it needs three or more models"
             if fit is None else "no fit: the clean values do not differ")
     ax.set_title(f"{target_label(v.target)}: clean vs corrupted {lab} per model ({what})", fontsize=10)
@@ -73,7 +73,7 @@ def heatmap_figure(v: MetricView):
     conds = v.conditions
     if not conds:
         return None
-    m = np.array([[_pts(v.values[(mod, c)].delta) if (mod, c) in v.values else np.nan for c in conds]
+    m = np.array([[to_points(v.values[(mod, c)].delta) if (mod, c) in v.values else np.nan for c in conds]
                   for mod in v.models])
     lab = metric_label(v.metric)
     fig = Figure(figsize=(max(8.0, 0.17 * len(conds) + 3), 0.42 * len(v.models) + 2.6), layout="constrained")
@@ -102,9 +102,9 @@ def primitive_bars_figure(v: MetricView):
     for j, mod in enumerate(v.models):
         x = np.arange(len(cols)) + (j - (len(v.models) - 1) / 2) * width
         recs = [v.values.get((mod, c)) for _, c in cols]
-        y = np.array([_pts(r.delta) if r else np.nan for r in recs])
-        lo = np.array([_pts(r.ci_low) if r else np.nan for r in recs])
-        hi = np.array([_pts(r.ci_high) if r else np.nan for r in recs])
+        y = np.array([to_points(r.delta) if r else np.nan for r in recs])
+        lo = np.array([to_points(r.ci_low) if r else np.nan for r in recs])
+        hi = np.array([to_points(r.ci_high) if r else np.nan for r in recs])
         ax.bar(x, y, width, yerr=[np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)], capsize=2, label=mod,
                error_kw={"elinewidth": 0.7})
     ax.axhline(0, color="grey", linewidth=0.8)
@@ -113,7 +113,7 @@ def primitive_bars_figure(v: MetricView):
     ax.set_ylabel(f"Δ{lab} (points, condition − clean)")
     ax.legend(title="model", fontsize=8, title_fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    _tidy(ax)
+    tidy_axes(ax)
     ax.set_title(f"{target_label(v.target)}: Δ{lab} by primitive and severity per model (whiskers: {_ci(v.level)})",
                  fontsize=10)
     return fig

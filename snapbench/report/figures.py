@@ -63,7 +63,7 @@ def fig_to_bytes(fig, fmt: str, dpi: int) -> bytes:
 NOISE = 1e-9
 
 
-def _pts(x: float | None) -> float:
+def to_points(x: float | None) -> float:
     """``x`` in points for plotting: NaN when undefined, 0 for float noise."""
     if x is None:
         return np.nan
@@ -71,7 +71,7 @@ def _pts(x: float | None) -> float:
     return 0.0 if abs(v) < NOISE else v
 
 
-def _tidy(ax, *, min_span: float = 1.0) -> None:
+def tidy_axes(ax, *, min_span: float = 1.0) -> None:
     """No offset/scientific notation on the axes, and at least ``min_span`` points of y range (a
     flat curve at 0 gets a readable -1..1 axis instead of one scaled to float noise).  With a shared
     y axis, call it once after every panel is drawn."""
@@ -107,9 +107,9 @@ def severity_curves_figure(report: Report, mode: str, metric: str = "hit@1"):
                 if pr is None or pr.delta is None:
                     continue
                 xs.append(s)
-                ys.append(_pts(pr.delta))
-                lo.append(_pts(pr.ci[0]))
-                hi.append(_pts(pr.ci[1]))
+                ys.append(to_points(pr.delta))
+                lo.append(to_points(pr.ci[0]))
+                hi.append(to_points(pr.ci[1]))
             curve = report.severity_curves.get(op, {}).get(metric)
             label = curve.label if curve else "unlabelled"
             ls, mk = _STYLE.get(label, ("-.", "^"))
@@ -124,7 +124,7 @@ def severity_curves_figure(report: Report, mode: str, metric: str = "hit@1"):
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(groups):]:
         ax.set_visible(False)
-    _tidy(axes.flat[0])  # after every panel is drawn: the y axis is shared
+    tidy_axes(axes.flat[0])  # after every panel is drawn: the y axis is shared
     fig.suptitle(f"{MODE_NAMES.get(mode, mode)}: Δ{lab} vs severity per image operator "
                  f"(band = {ci_label(report)}, paired bootstrap; dashed = cliff, solid = gradual, dotted = flat)",
                  fontsize=10)
@@ -147,17 +147,17 @@ def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=N
     any_ci = False
     for j, s in enumerate(sevs):
         x = np.arange(len(prims)) + (j - (len(sevs) - 1) / 2) * width
-        means = [_pts(ps[p][s]["mean"]) if s in ps[p] else np.nan for p in prims]
+        means = [to_points(ps[p][s]["mean"]) if s in ps[p] else np.nan for p in prims]
         err = None
         cis = [ps[p].get(s, {}).get("ci") for p in prims]
         if all(c is not None for c in cis):
             any_ci = True
-            err = np.clip(np.array([[m - _pts(c[0]) for m, c in zip(means, cis)],
-                                    [_pts(c[1]) - m for m, c in zip(means, cis)]]), 0, None)
+            err = np.clip(np.array([[m - to_points(c[0]) for m, c in zip(means, cis)],
+                                    [to_points(c[1]) - m for m, c in zip(means, cis)]]), 0, None)
         ax.bar(x, means, width, yerr=err, capsize=3, color=_SEV_COLOURS[j % len(_SEV_COLOURS)], label=f"s{s}")
         for xi, p in zip(x, prims):
             ops = ps[p].get(s, {}).get("ops", {})
-            ax.scatter([xi] * len(ops), [_pts(v) for v in ops.values()], s=9, color="black", zorder=3,
+            ax.scatter([xi] * len(ops), [to_points(v) for v in ops.values()], s=9, color="black", zorder=3,
                        label="single operator" if (j == 0 and xi == x[0]) else None)
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.set_xticks(np.arange(len(prims)), [p.capitalize() for p in prims])
@@ -165,7 +165,7 @@ def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=N
     ax.set_ylabel(f"mean Δ{lab} over its operators (points)")
     ax.legend(title="severity", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    _tidy(ax)
+    tidy_axes(ax)
     ax.set_title(f"{MODE_NAMES.get(mode, mode)}: Δ{lab} by primitive and severity"
                  + (f" (whiskers: {ci_label(report)})" if any_ci else " (no CI: needs per_query.csv)"), fontsize=10)
     return fig
@@ -187,7 +187,7 @@ def additivity_heatmap_figure(report: Report, mode: str, metric: str = "hit@1"):
     order = [f"{i}+{t}" for i, t in JOINT_PAIRS]
     pairs = sorted(cells, key=lambda p: (order.index(p) if p in order else len(order), p))
     sevs = sorted({s for d in cells.values() for s in d})
-    m = np.array([[_pts(cells[p][s].delta) if s in cells[p] else np.nan for s in sevs] for p in pairs])
+    m = np.array([[to_points(cells[p][s].delta) if s in cells[p] else np.nan for s in sevs] for p in pairs])
     fig = Figure(figsize=(6.5, 0.75 * len(pairs) + 1.8), layout="constrained")
     ax = fig.subplots()
     lim = max(float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 0.0, 1.0)
@@ -221,7 +221,7 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
         return None
     lab = metric_label(metric)
     modes = list(drags)
-    vals = [_pts(drags[m]["value"]) for m in modes]
+    vals = [to_points(drags[m]["value"]) for m in modes]
     fig = Figure(figsize=(6.5, 3.8), layout="constrained")
     ax = fig.subplots()
     colours = ["#c51b7d" if m == "IT2IT" else "#7f7f7f" for m in modes]
@@ -230,12 +230,12 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
     for i, m in enumerate(modes):
         ci = drags[m]["ci"]
         if ci and ci[0] is not None:
-            ax.errorbar(i, vals[i], yerr=[[max(vals[i] - _pts(ci[0]), 0)], [max(_pts(ci[1]) - vals[i], 0)]],
+            ax.errorbar(i, vals[i], yerr=[[max(vals[i] - to_points(ci[0]), 0)], [max(to_points(ci[1]) - vals[i], 0)]],
                         color="black", capsize=4, label="95% CI" if i == 0 or "95% CI" not in
                         ax.get_legend_handles_labels()[1] else None)
     ax.axhline(0, color="grey", linewidth=0.8)
     # room above and below for the value labels, whatever the sign of the bars and their CIs
-    ext = vals + [0.0] + [_pts(c) for m in modes for c in (drags[m]["ci"] or []) if c is not None]
+    ext = vals + [0.0] + [to_points(c) for m in modes for c in (drags[m]["ci"] or []) if c is not None]
     pad = max(1.0, 0.15 * (max(ext) - min(ext)))
     ax.set_ylim(min(ext) - pad, max(ext) + pad)
     ax.set_xticks(range(len(modes)), [MODE_NAMES.get(m, m) for m in modes])
@@ -243,7 +243,7 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
     ax.set_ylabel(f"Δ clean {lab} vs I→I (points)")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    _tidy(ax)
+    tidy_axes(ax)
     ax.set_title(f"Coarse-text drag: clean {lab} of each mode minus image-only I→I", fontsize=10)
     return fig
 
@@ -268,10 +268,10 @@ def modes_severity_figure(data: RunData, metric: str = "hit@1"):
         if m not in curves:
             continue
         c = curves[m]
-        line, = ax.plot([0] + list(c), [0.0] + [_pts(v) for v in c.values()], marker="o", label=MODE_NAMES.get(m, m))
+        line, = ax.plot([0] + list(c), [0.0] + [to_points(v) for v in c.values()], marker="o", label=MODE_NAMES.get(m, m))
         dt = kind_means(data.reports[m], metric)["d_text"]
         if dt is not None:
-            ax.plot([xt], [_pts(dt)], marker="D", linestyle="none", color=line.get_color())
+            ax.plot([xt], [to_points(dt)], marker="D", linestyle="none", color=line.get_color())
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.axvline(xt - 0.5, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xticks([0] + sevs + [xt], ["clean"] + [f"s{s}" for s in sevs] + ["text\n(mean)"])
@@ -279,7 +279,7 @@ def modes_severity_figure(data: RunData, metric: str = "hit@1"):
     ax.set_ylabel(f"mean Δ{lab} (points, condition − clean)")
     ax.legend(title="mode", fontsize=8)
     ax.grid(alpha=0.3)
-    _tidy(ax)
+    tidy_axes(ax)
     ax.set_title(f"Mean Δ{lab} over image operators by severity, per mode", fontsize=10)
     return fig
 
@@ -327,12 +327,12 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
         for j, s in enumerate(sevs):
             x = np.arange(len(labels)) + (j - (len(sevs) - 1) / 2) * width
             es = [cells.get((lb, s)) for lb in labels]
-            ys = np.array([_pts(e["value"]) if e else np.nan for e in es])
+            ys = np.array([to_points(e["value"]) if e else np.nan for e in es])
             colour = _KIND_COLOURS["text"] if s is None else _SEV_COLOURS[j % len(_SEV_COLOURS)]
             ax.bar(x, ys, width, color=colour, label=None if s is None else f"s{s}")
             if with_ci:
-                lo = np.array([_pts(e["ci"][0]) if e else np.nan for e in es])
-                hi = np.array([_pts(e["ci"][1]) if e else np.nan for e in es])
+                lo = np.array([to_points(e["ci"][0]) if e else np.nan for e in es])
+                hi = np.array([to_points(e["ci"][1]) if e else np.nan for e in es])
                 ax.errorbar(x, ys, yerr=[np.clip(ys - lo, 0, None), np.clip(hi - ys, 0, None)], fmt="none",
                             ecolor="black", elinewidth=0.6, capsize=1.5)
         ax.axhline(0, color="grey", linewidth=0.8)
@@ -341,7 +341,7 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
         ax.grid(axis="y", alpha=0.3)
         if any(s is not None for s in sevs):
             ax.legend(title="severity", fontsize=7, title_fontsize=7)
-    _tidy(axes[0])  # after every panel is drawn: the y axis is shared
+    tidy_axes(axes[0])  # after every panel is drawn: the y axis is shared
     axes[0].set_ylabel(f"{lab}(MOOR) − {lab}(IT→IT) (points)")
     mean = float(np.mean([e["value"] for e in gain.values()]))
     fig.suptitle(f"MOOR's gain over fixed fusion IT→IT (α = 0.5) per condition; > 0 = MOOR higher; mean "
@@ -377,6 +377,6 @@ def text_share_figure(share: Mapping[str, float]):
     ax.set_ylabel("text-path share (w_TT + w_IT + w_TI) / Σw")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    _tidy(ax, min_span=0.0)
+    tidy_axes(ax, min_span=0.0)
     ax.set_title("MOOR: mean text-path weight share as image severity rises", fontsize=10)
     return fig
