@@ -55,13 +55,8 @@ def run(
     block_queries: int = typer.Option(16, "--block-queries", hidden=True, help="Queries per resume checkpoint."),
     traffic: Optional[Path] = typer.Option(
         None, "--traffic", help="A 'snapbench diagnose' output folder: also write OUT/traffic.json (expected R@k under that traffic mix), shown in the report."),
-    severity_target: Optional[str] = typer.Option(
-        None, "--severity-target", metavar="METRIC=V1,V2,...",
-        help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (each "
-             "operator's knob searched per image, as in corrupt).",
-    ),
-    no_measure: bool = typer.Option(
-        False, "--no-measure", help="Leave out the per-query rows psnr, ssim, drift_image, drift_text (measured damage)."),
+    severity_target: Optional[str] = typer.Option(None, "--severity-target", metavar="METRIC=V1,V2,...", help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (each operator's knob searched per image, as in corrupt)."),
+    no_measure: bool = typer.Option(False, "--no-measure", help="Leave out the per-query rows psnr, ssim, drift_image, drift_text (measured damage)."),
     gallery_shard_rows: Optional[int] = typer.Option(
         None, "--gallery-shard-rows",
         help="For galleries in the millions: keep the gallery embeddings as shards of N items (resumable per shard) and score shard by shard (no fixed-fusion baselines).",
@@ -90,11 +85,13 @@ def run(
         gallery_shard_rows=gallery_shard_rows, traffic=traffic, measure=not no_measure,
         severity_target=parse_severity_target(severity_target),
     )
-    log = _logger()
     if len(encoder) == 1:
-        _summary(run_benchmark(dataset, encoder[0], out, opts, log=log))
-        return
-    result = run_encoders(dataset, encoder, out, opts, names=name, log=log)
+        _summary(run_benchmark(dataset, encoder[0], out, opts, log=_logger()))
+    else:
+        _several(run_encoders(dataset, encoder, out, opts, names=name, log=_logger()), out)
+
+
+def _several(result, out: Path) -> None:
     for folder, res in result.runs.items():
         typer.echo(f"{folder}:")
         _summary(res)

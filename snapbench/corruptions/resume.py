@@ -88,12 +88,16 @@ def corrupt_fingerprint(seed: int, grid: Mapping[str, Any], image_format: str, c
 
 def measure_fingerprint(measure: bool, target: Any) -> dict[str, Any]:
     """The fingerprint entries of measuring and of a severity target, each only where it is not the
-    default: ``severity_target`` (its spec, tolerance and evaluation budget) and ``measure: false``.
+    default: ``severity_target`` (its spec; with the tolerance and evaluation budget when those are
+    not the defaults) and ``measure: false``.
     Shared by ``corrupt`` and ``run``."""
     out: dict[str, Any] = {}
     if target is not None:
         t = target.to_json()
-        out["severity_target"] = f"{target.spec} (tolerance {t['tolerance']:g}, max_evals {t['max_evals']})"
+        # the spec alone when the search runs with its defaults, so a refusal shows both values in full
+        default = target.tol is None and t["max_evals"] == type(target).max_evals
+        out["severity_target"] = target.spec if default else (
+            f"{target.spec} (tolerance {t['tolerance']:g}, max_evals {t['max_evals']})")
     if not measure:
         out["measure"] = False
     return out

@@ -5,7 +5,7 @@ Outputs of :func:`run_corruption` in ``DIR`` (SPEC §11; names from :class:`snap
     DIR/run.json                         kind "corrupt", seed, conditions, resolved grid, versions, fingerprint
     DIR/images/clean/<id>.png            the decoded, normalised source (see io.load_image), lossless
     DIR/images/<condition file name>/<id>.png   one per image / joint condition ("/" -> "__")
-    DIR/manifest.jsonl                   one line per output (see MANIFEST_FIELDS)
+    DIR/manifest.jsonl                   one line per output (see MANIFEST_FIELDS; measured strength, target)
     DIR/skips.jsonl                      one line per skipped (query, condition); condition null = all
 
 Decisions (documented here because they shape every consumer):
@@ -23,6 +23,9 @@ Decisions (documented here because they shape every consumer):
   :mod:`snapbench.seeding`; outputs do not depend on worker count, order or process.
 * Workers are spawned processes (see :mod:`.workers`): operators registered at run time are sent
   to them, and they exit when the parent dies.  Each runs :func:`.query.process_query`.
+* Measured strength (:mod:`.measure`) is computed in the worker, once per image or text part, from
+  the arrays it already holds, and written into each manifest line (``"measured"``); a severity
+  target (:mod:`.target`) searches each image part's knob in the worker too (``"target"``).
 * Resume (:mod:`.resume`): images are written atomically (temp file + ``os.replace``); manifest
   lines are appended by the parent only, flushed and fsynced once per completed query.  A rerun
   into a folder with the same fingerprint keeps every manifest line whose file still exists with
@@ -293,6 +296,14 @@ def run_corruption(
     refused with :class:`RunConfigError` naming each difference unless ``force``, which first
     removes the earlier run's manifest, skips, run.json and condition image folders.  A folder
     another command wrote is refused even with ``force``.
+
+    ``measure`` (default on) records each variant's measured strength in its manifest line
+    (``"measured"``, :mod:`.measure`), computed in the workers from the arrays they hold; the bytes
+    do not change.  ``severity_target`` (``"ssim=0.90,0.75,0.60"``, ``"psnr=30,25,20"`` or a
+    :class:`~.target.SeverityTarget`) makes each image part's severity a measured target: the
+    operator's knob is searched per image (:func:`~.target.target_variant`) and the outcome recorded
+    (``"target"``); every image severity of the run needs a target value.  Both are part of the
+    fingerprint when not the defaults.
 
     ``log(message)`` receives warnings about the input as they arise (unknown manifest fields);
     without it they are issued as :class:`~snapbench.corruptions.manifest.ManifestWarning`.  Both
