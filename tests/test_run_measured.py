@@ -154,3 +154,23 @@ def test_a_text_model_drift_equals_sentence_transformers_own_cosine(demo, tmp_pa
         emb = model.encode([v.question for v in variants], convert_to_numpy=True)
         for k, v in enumerate(variants[1:], start=1):
             assert got[(q.id, v.condition, "drift_text")] == pytest.approx(_cos_drift(emb[0], emb[k]), abs=1e-5)
+
+
+def test_released_variants_are_measured_against_the_datasets_clean_image(tmp_path):
+    from data_fixtures import make_snapbench_release
+    from measure_reference import ref_strength
+
+    ds = load_dataset(make_snapbench_release(tmp_path / "release"))
+    conds = ["clean", "img/motion_blur/s1", "img/motion_blur/s3"]  # the fixture ships both for one query
+    run_benchmark(ds, "toy", tmp_path / "rel", _opts(conditions=conds, variants="released"))
+    got = rows(tmp_path / "rel" / "I2I" / "per_query.csv")
+    n = 0
+    for q in ds.queries:
+        for (op, sev), path in ds.released.images.get(q.id, {}).items():
+            key = (q.id, f"img/{op}/s{sev}", "ssim")
+            if key in got:
+                psnr, ssim, _ = ref_strength(load_image(q.image), load_image(path))
+                assert got[key] == pytest.approx(ssim, abs=1e-4 + 5e-7)
+                assert got[(q.id, f"img/{op}/s{sev}", "psnr")] == pytest.approx(psnr, abs=1e-4 + 5e-5)
+                n += 1
+    assert n == 2
