@@ -3,13 +3,15 @@ and writing it as PNG, at 512x512, 1024x768 and 2048x1536, one thread.
 
     python bench/bench_measure.py [--repeats 3] [--out bench/RESULTS_measure.md]
 
-Target (issue #17): measuring adds at most 30% to `corrupt`'s time.  Per query, `corrupt` runs
+Target (issue #17): measuring adds at most 30% to `corrupt`'s time.  First, end to end:
+``run_corruption`` (what ``snapbench corrupt`` runs; one worker, default PNG output, the 54 states)
+on the same three photos at each size, with measuring on (the default) and off (``--no-measure``),
+alternating, each into a fresh folder; the minimum over repeats is kept.  Then the pieces: per query, `corrupt` runs
 the 45 image operators and writes 46 PNGs (45 variants + the clean image, zlib level 1); measuring
 adds one `image_reference` (the clean side) and 45 `measure_image` calls.  Every piece is timed
 interleaved (one repeat = every size, photo and condition once) and the minimum over repeats is
 kept, so load drift on a shared machine hits all pieces alike.  Also times `measure_text` on the
-eight text operators' outputs and, as a first figure for targeted severity, `search_knob` on
-three operators (SSIM targets 0.9 / 0.75 / 0.6).
+eight text operators' outputs.  Targeted severity: bench/bench_target.py.
 """
 
 from __future__ import annotations
@@ -29,24 +31,13 @@ from skimage import data  # noqa: E402
 
 from snapbench.conditions import TEXT_OPERATORS  # noqa: E402
 from snapbench.corruptions.codecs import encode_image  # noqa: E402
-from snapbench.corruptions.image import (  # noqa: E402
-    corrupt_image_with_params,
-    default_grid,
-    get_image_operator,
-    image_operators,
-)
+from snapbench.corruptions.image import corrupt_image_with_params, default_grid, image_operators  # noqa: E402
 from snapbench.corruptions.measure import image_reference, measure_image, measure_text  # noqa: E402
-from snapbench.corruptions.target import search_knob  # noqa: E402
 from snapbench.corruptions.text import corrupt_text_with_params  # noqa: E402
 
 SIZES = ((512, 512), (768, 1024), (1536, 2048))
 QUESTIONS = [("What kind of fish is this?", "fish"), ("Which rocket is on this launch pad?", "rocket"),
              ("What type of coffee is in this cup?", "coffee"), ("Where were these coins minted?", "coins")]
-SEARCH = {  # operator: (knob, lo, hi, options, other parameters)
-    "defocus_blur": ("sigma", 0.3, 40.0, {"log": True}, {"exact": False}),
-    "overexposure": ("gain", 1.0, 10.0, {"log": True}, {}),
-    "compression": ("quality", 1, 100, {"integer": True}, {}),
-}
 
 
 def _photos() -> list[np.ndarray]:
@@ -113,6 +104,39 @@ def time_images(repeats: int) -> dict[tuple[int, int], dict[str, float]]:
     return out
 
 
+def time_corrupt(repeats: int, root: Path) -> dict[tuple[int, int], dict[bool, float]]:
+    """Seconds per query of ``run_corruption`` with measuring on / off (min over repeats, alternating)."""
+    import json
+    import shutil
+
+    from PIL import Image
+
+    from snapbench.corruptions import run_corruption
+
+    out: dict = {}
+    for size in SIZES:
+        folder = root / f"{size[1]}x{size[0]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for k, p in enumerate(_photos()):
+            img = cv2.resize(p, (size[1], size[0]), interpolation=cv2.INTER_AREA if p.shape[1] > size[1] else
+                             cv2.INTER_CUBIC)
+            Image.fromarray(img).save(folder / f"p{k}.png")
+            lines.append(json.dumps({"id": f"p{k}", "image": f"p{k}.png", "question": "What is this?"}))
+        (folder / "q.jsonl").write_text("\n".join(lines) + "\n")
+        best = {True: np.inf, False: np.inf}
+        for r in range(repeats):
+            for measure in ((True, False) if r % 2 == 0 else (False, True)):
+                dst = folder / f"out-{measure}"
+                shutil.rmtree(dst, ignore_errors=True)
+                t0 = time.perf_counter()
+                run_corruption(folder / "q.jsonl", dst, progress=False, measure=measure)
+                best[measure] = min(best[measure], (time.perf_counter() - t0) / len(lines))
+        out[size] = best
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
 def time_text(repeats: int) -> tuple[float, float]:
     pairs = []
     for q, e in QUESTIONS:
@@ -125,24 +149,6 @@ def time_text(repeats: int) -> tuple[float, float]:
     return measure / len(pairs), corrupt / len(pairs)
 
 
-def time_search(repeats: int) -> dict[tuple[int, int], dict[str, tuple[float, float]]]:
-    img0 = _photos()[0]
-    out: dict = {}
-    for size in SIZES:
-        img = np.ascontiguousarray(cv2.resize(img0, (size[1], size[0]), interpolation=cv2.INTER_CUBIC))
-        ref = image_reference(img)
-        for op, (knob, lo, hi, opts, rest) in SEARCH.items():
-            fn = get_image_operator(op).apply
-            runs = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                evals = [search_knob(fn, img, rest, knob, lo, hi, t, "ssim", reference=ref, **opts).evaluations
-                         for t in (0.9, 0.75, 0.6)]
-                runs.append((time.perf_counter() - t0) * 1e3 / 3)
-            out.setdefault(size, {})[op] = (min(runs), float(np.mean(evals)))
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
@@ -150,9 +156,12 @@ def main() -> None:
     args = ap.parse_args()
     cv2.setNumThreads(1)
     load_before = os.getloadavg()[0]
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        e2e = time_corrupt(args.repeats, Path(tmp))
     img = time_images(args.repeats)
     txt_measure, txt_corrupt = time_text(args.repeats)
-    search = time_search(args.repeats)
     load_after = os.getloadavg()[0]
 
     lines = [
@@ -164,7 +173,16 @@ def main() -> None:
         f"- one thread (cv2.setNumThreads(1), OMP_NUM_THREADS=1); minimum of {args.repeats} interleaved runs per "
         "piece, mean over 3 photos (scikit-image stereo_motorcycle left, rocket, coffee), resized with "
         "INTER_AREA/INTER_CUBIC; default grid, 45 image conditions",
-        "- `corrupt` per query = 45 operators + 46 PNG writes (45 variants + clean, zlib level 1); "
+        "",
+        "End to end: `run_corruption` (= `snapbench corrupt`, one worker, PNG, the 54 states: clean + 45 image + 8 "
+        "text) per query, measuring on (default) vs off (`--no-measure`), alternating, fresh output folder each time:",
+        "",
+        "| size | `corrupt` s per query, measuring | `--no-measure` | measuring adds |",
+        "|---|---:|---:|---:|",
+        *[f"| {w}x{h} | {r[True]:.2f} | {r[False]:.2f} | **{r[True] / r[False] - 1:.1%}** |"
+          for (h, w), r in e2e.items()],
+        "",
+        "The pieces: `corrupt` per query = 45 operators + 46 PNG writes (45 variants + clean, zlib level 1); "
         "measuring = 1 `image_reference` + 45 `measure_image`",
         "",
         "| size | operators ms | PNG writes ms | `corrupt` ms | measuring ms | measuring / `corrupt` | "
@@ -188,11 +206,8 @@ def main() -> None:
                                           for (h, w), r in img.items()), ""]
     lines += [f"Text: `measure_text` {txt_measure * 1e3:.0f} µs per corrupted question vs "
               f"`corrupt_text_with_params` {txt_corrupt * 1e3:.0f} µs (8 operators x {len(QUESTIONS)} questions).", ""]
-    lines += ["Targeted severity prototype (`search_knob`, SSIM targets 0.9 / 0.75 / 0.6, stereo_motorcycle "
-              "left; ms per target and mean number of operator+measure evaluations):", "",
-              "| size | " + " | ".join(SEARCH) + " |", "|---|" + "---:|" * len(SEARCH)]
-    for (h, w), r in search.items():
-        lines.append(f"| {w}x{h} | " + " | ".join(f"{r[op][0]:.0f} ms ({r[op][1]:.1f})" for op in SEARCH) + " |")
+    lines += ["Targeted severity (cost per query, resolution invariance): `bench/bench_target.py`, "
+              "`bench/RESULTS_target.md`."]
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text, encoding="utf-8")
     print(text)

@@ -229,7 +229,7 @@ def test_preview_writes_one_labelled_contact_sheet(tmp_path: Path) -> None:
     assert [ln.split(":")[0] for ln in lines[1:9]] == [f"txt/{op}" for op in
         ("char_add", "char_delete", "char_change", "char_swap", "word_repeat", "word_swap", "sent_add", "sent_replace")]
     sheet = cv2.imread(str(sheet_path), cv2.IMREAD_COLOR)[..., ::-1]
-    cell_w, cell_h = 240 + 8, 180 + 20 + 8  # thumbnail box + padding, + label strip
+    cell_w, cell_h = 240 + 8, 180 + 36 + 8  # thumbnail box + padding, + label strip (two lines: id, measured)
     assert sheet.shape[1] == 3 * cell_w
     assert 16 * cell_h < sheet.shape[0] < 16 * cell_h + 400  # clean row + 15 operator rows + text lines
     # the clean thumbnail is the photo scaled to the box (letterboxed, aspect kept)

@@ -469,19 +469,29 @@ def test_a_query_holds_only_the_variants_still_needed(tmp_path: Path) -> None:
     Image.fromarray(img).save(tmp_path / "c.png")
     (tmp_path / "q.jsonl").write_text(json.dumps({"id": "a", "image": "c.png", "question": "What is this?"}) + "\n")
     conds = [f"img/{op}/s{s}" for op in ("overexposure", "motion_blur", "rotation", "mosaic", "scribble", "watermark") for s in (1, 2, 3)]
-    run_corruption(tmp_path / "q.jsonl", tmp_path / "warm", conditions=conds, progress=False)  # caches, imports
-    tracemalloc.start()
-    try:
-        run_corruption(tmp_path / "q.jsonl", tmp_path / "o", conditions=conds, progress=False)
-        run_peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.reset_peak()
-        for _ in iter_variants(img, None, key="a", conditions=conds):
-            pass
-        stream_peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peaks = {}
+    for measure in (False, True):
+        run_corruption(tmp_path / "q.jsonl", tmp_path / f"warm{measure}", conditions=conds, progress=False,
+                       measure=measure)  # caches, imports, the measurement's per-thread work arrays
+        tracemalloc.start()
+        try:
+            run_corruption(tmp_path / "q.jsonl", tmp_path / f"o{measure}", conditions=conds, progress=False,
+                           measure=measure)
+            run_peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.reset_peak()
+            for _ in iter_variants(img, None, key="a", conditions=conds, measure=measure):
+                pass
+            stream_peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        peaks[measure] = run_peak, stream_peak
     # 18 conditions: holding them all costs ~29x (run, with PNG bytes) and ~18x (stream) the image
+    run_peak, stream_peak = peaks[False]
     assert run_peak < 8 * img.nbytes and stream_peak < 8 * img.nbytes, (run_peak / img.nbytes, stream_peak / img.nbytes)
+    # measuring adds one query's constant: the clean image's full-size luma and comparison-size window
+    # statistics, one variant's luma (<= 2.7x the image + eight 512x384 float32 arrays), never a variant each
+    extra = 2.7 * img.nbytes + 8 * 512 * 384 * 4
+    assert all(m < 8 * img.nbytes + extra for m in peaks[True]), [m / img.nbytes for m in peaks[True]]
 
 
 def test_streaming_variants_equal_the_written_files(query_set: Path, subset_run: Path) -> None:

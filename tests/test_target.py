@@ -63,7 +63,7 @@ def _jpeg_sweep(name: str, h: int, w: int) -> dict[int, tuple[float, float]]:
 
 
 @pytest.mark.parametrize("name,h,w", SIZES[:2])
-@pytest.mark.parametrize("metric,targets", [("ssim", (0.95, 0.85, 0.75)), ("psnr", (36.0, 30.0, 26.0))])
+@pytest.mark.parametrize("metric,targets", [("ssim", (0.95, 0.85, 0.75, 0.6)), ("psnr", (36.0, 30.0, 26.0, 22.0))])
 def test_integer_knob_against_a_sweep(name, h, w, metric, targets) -> None:
     clean = photo(name, h, w)
     apply = get_image_operator("compression").apply
@@ -73,22 +73,23 @@ def test_integer_knob_against_a_sweep(name, h, w, metric, targets) -> None:
         res = search_knob(apply, clean, {"quality": 50}, "quality", 1, 100, target, metric, integer=True)
         q = res.knob_value
         assert isinstance(q, int) and abs(sweep[q] - res.achieved) <= 1e-4
-        assert res.evaluations <= 2 + 7  # the ends, then at most ceil(log2(99)) halvings
+        assert res.evaluations <= 24  # max_evals
+        # JPEG is not monotone in quality, and jumps over the band at low qualities: the search
+        # reaches the target exactly when some quality of the brute-force sweep is within tolerance
+        reachable = any(abs(v - target) <= tol - 1e-4 for v in sweep.values())
+        assert res.reached == reachable, (target, q, res.achieved)
         if res.reached:
             assert abs(sweep[q] - target) <= tol + 1e-4
-        else:
-            # bisection ended at a jump across the target: a neighbour lies on the other side, and
-            # neither is within the tolerance
+        else:  # the closest value the search measured is returned
             assert abs(sweep[q] - target) > tol - 1e-4
-            sides = [n for n in (q - 1, q + 1) if n in sweep and (sweep[n] > target) != (sweep[q] > target)]
-            assert sides and all(abs(sweep[n] - target) > tol - 1e-4 for n in sides)
 
 
 def test_unreachable_targets_return_the_closer_end() -> None:
     clean = photo("moto_left", 240, 320)
     blur = get_image_operator("defocus_blur").apply
     weak = search_knob(blur, clean, {"sigma": 1.0}, "sigma", 0.3, 1.0, 0.2, "ssim")
-    assert not weak.reached and weak.knob_value == 1.0 and weak.evaluations == 2
+    # the ends do not bracket it: six values across the range are measured too, the closer end stays closest
+    assert not weak.reached and weak.knob_value == 1.0 and weak.evaluations == 2 + 6
     assert abs(_second_path("defocus_blur", clean, weak, "ssim") - weak.achieved) <= 1e-4
     strong = search_knob(blur, clean, {"sigma": 1.0}, "sigma", 2.0, 10.0, 0.999, "ssim")
     assert not strong.reached and strong.knob_value == 2.0

@@ -38,23 +38,34 @@ def corrupt(
         "png", "--format",
         help="Lossless file format of the variants: png (default), qoi, jxl, webp, npz (all but png: pip install 'snapbench[codecs]').",
     ),
+    severity_target: Optional[str] = typer.Option(
+        None, "--severity-target", metavar="METRIC=V1,V2,...",
+        help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20: each "
+             "operator's knob is searched until the variant measures the target (within 0.01 SSIM / 0.5 dB).",
+    ),
+    no_measure: bool = typer.Option(
+        False, "--no-measure", help="Do not record each variant's measured strength (manifest \"measured\": PSNR, SSIM, edits)."),
 ) -> None:
     """Corrupt every query: clean + 45 image + 8 text conditions (and joint ones); resumable.
 
     Rerunning into the same --out keeps finished outputs (verified by sha256) and redoes the rest;
-    after Ctrl-C the command to resume is printed.
+    after Ctrl-C the command to resume is printed. Each manifest line records the variant's measured
+    strength ("measured"; --no-measure turns it off) and, with --severity-target, how close the search came
+    ("target").
 
     Bad image files and unfindable entities are recorded in skips.jsonl and the run goes on; the exit status is 0
     unless the input or the options are invalid, or no query could be read at all (2, with the first reason).
     """
     from ..corruptions.run import CorruptOptions, run_corruption
+    from ..corruptions.target import parse_severity_target
     from ..validate import comma_list, positive_int
 
     opts = CorruptOptions(
         seed=seed, conditions=comma_list(conditions, "conditions"), joint=joint,
         workers=positive_int(workers, "workers"), engine=engine, address=address, grid=grid,
         progress=not no_progress, force=force, image_format=image_format,
-        max_pixels=positive_int(max_pixels, "max_pixels"))
+        max_pixels=positive_int(max_pixels, "max_pixels"), measure=not no_measure,
+        severity_target=parse_severity_target(severity_target))
     try:
         summary = run_corruption(input, out, opts, log=lambda message: typer.echo(f"warning: {message}", err=True))
     except KeyboardInterrupt:
@@ -83,6 +94,10 @@ def _rerun(input: Path, out: Path, opts, no_progress: bool) -> list[str]:
         rerun += ["--format", opts.image_format]
     if opts.max_pixels != 50_000_000:
         rerun += ["--max-pixels", str(opts.max_pixels)]
+    if opts.severity_target is not None:
+        rerun += ["--severity-target", opts.severity_target.spec]
+    if not opts.measure:
+        rerun.append("--no-measure")
     if no_progress:
         rerun.append("--no-progress")
     return rerun
@@ -100,6 +115,9 @@ def _report(summary) -> None:
             f"entity guessed for {summary.guessed_entities} queries (no entity field): their text conditions "
             "edit the last non-stopword word of the question"
         )
+    if summary.targeted:
+        typer.echo(f"severity target: {summary.targeted - summary.target_missed} of {summary.targeted} image variants "
+                   f"reached it; {summary.target_missed} kept at the end of their knob's range (\"reached\": false)")
     if summary.warnings:
         typer.echo(f"input warnings: {len(summary.warnings)} (printed above)")
     if summary.skipped:

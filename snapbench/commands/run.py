@@ -55,6 +55,8 @@ def run(
     block_queries: int = typer.Option(16, "--block-queries", hidden=True, help="Queries per resume checkpoint."),
     traffic: Optional[Path] = typer.Option(
         None, "--traffic", help="A 'snapbench diagnose' output folder: also write OUT/traffic.json (expected R@k under that traffic mix), shown in the report."),
+    severity_target: Optional[str] = typer.Option(None, "--severity-target", metavar="METRIC=V1,V2,...", help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (each operator's knob searched per image, as in corrupt)."),
+    no_measure: bool = typer.Option(False, "--no-measure", help="Leave out the per-query rows psnr, ssim, drift_image, drift_text (measured damage)."),
     gallery_shard_rows: Optional[int] = typer.Option(
         None, "--gallery-shard-rows",
         help="For galleries in the millions: keep the gallery embeddings as shards of N items (resumable per shard) and score shard by shard (no fixed-fusion baselines).",
@@ -66,6 +68,7 @@ def run(
     fixed-fusion baselines under OUT/fusion/, and OUT/report.html. A killed run resumes where it stopped.
     With several --encoder, OUT/<name>/ holds each encoder's run (the same files).
     """
+    from ..corruptions.target import parse_severity_target
     from ..errors import ConfigError
     from ..pipeline import RunOptions, run_benchmark, run_encoders
     from ..validate import comma_list, int_list
@@ -79,13 +82,16 @@ def run(
         address=address, encoder_actors=actors, resamples=resamples, ks=int_list(k, "ks"), group_by=group_by,
         cache_dir=cache_dir, use_cache=False if no_cache else None, dataset_format=format, images=images, qrels=qrels,
         gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries,
-        gallery_shard_rows=gallery_shard_rows, traffic=traffic,
+        gallery_shard_rows=gallery_shard_rows, traffic=traffic, measure=not no_measure,
+        severity_target=parse_severity_target(severity_target),
     )
-    log = _logger()
     if len(encoder) == 1:
-        _summary(run_benchmark(dataset, encoder[0], out, opts, log=log))
-        return
-    result = run_encoders(dataset, encoder, out, opts, names=name, log=log)
+        _summary(run_benchmark(dataset, encoder[0], out, opts, log=_logger()))
+    else:
+        _several(run_encoders(dataset, encoder, out, opts, names=name, log=_logger()), out)
+
+
+def _several(result, out: Path) -> None:
     for folder, res in result.runs.items():
         typer.echo(f"{folder}:")
         _summary(res)

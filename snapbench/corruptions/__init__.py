@@ -7,11 +7,13 @@ packages), ``pixels`` / ``io`` / ``codecs`` (the pixel array, image decoding, lo
 variants in memory), ``run`` (the resumable batch run to disk), ``query`` (one query of it, in a
 worker), ``resume`` (its fingerprint and kept outputs), ``workers`` (its worker processes),
 ``preview`` (contact sheets), ``measure`` (measured strength of a variant), ``target`` (a knob
-searched to a measured strength).
+searched to a measured strength; severity levels as targets), ``image/knobs`` (each operator's knob).
 """
 
 from .image import (
+    BUILTIN_KNOBS,
     DEFAULT_GRID,
+    Knob,
     corrupt_image,
     corrupt_image_with_params,
     default_grid,
@@ -25,7 +27,7 @@ from .manifest import ManifestError, QueryRecord, load_manifest
 from .measure import ImageStrength, TextStrength, image_reference, measure_image, measure_text
 from .plan import plan_conditions, resolve_conditions, resolve_grid
 from .run import CorruptOptions, RunConfigError, RunSummary, run_corruption
-from .target import KnobSearch, search_knob
+from .target import KnobSearch, SeverityTarget, parse_severity_target, search_knob, target_variant
 from .text import (
     CorruptedText,
     EntityNotFoundError,
@@ -80,4 +82,9 @@ __all__ = [
     "measure_text",
     "KnobSearch",
     "search_knob",
+    "BUILTIN_KNOBS",
+    "Knob",
+    "SeverityTarget",
+    "parse_severity_target",
+    "target_variant",
 ]

@@ -171,9 +171,19 @@ def compare_size(height: int, width: int, max_side: int = COMPARE_MAX_SIDE) -> t
             max(1, (2 * width * max_side + long_side) // (2 * long_side)))
 
 
+_LUMA_ROWS = 128  # rows converted at a time: the float32 RGB temporary stays small (<= 3 MB at 2048 px wide)
+
+
 def _luma_milli(image: np.ndarray) -> np.ndarray:
-    # 299 R + 587 G + 114 B: integers below 2**24, so exact in float32 (thousandths of luma).
-    return cv2.transform(image.astype(np.float32), _LUMA_MILLI)
+    # 299 R + 587 G + 114 B: integers below 2**24, so exact in float32 (thousandths of luma).  In row
+    # blocks, so that a 12 Mpx photo does not need a 144 MB float copy of its three channels.
+    h = image.shape[0]
+    if h <= _LUMA_ROWS:
+        return cv2.transform(image.astype(np.float32), _LUMA_MILLI)
+    out = np.empty(image.shape[:2], np.float32)
+    for r in range(0, h, _LUMA_ROWS):
+        cv2.transform(image[r : r + _LUMA_ROWS].astype(np.float32), _LUMA_MILLI, dst=out[r : r + _LUMA_ROWS])
+    return out
 
 
 def _fit(a: np.ndarray, size: tuple[int, int]) -> np.ndarray:

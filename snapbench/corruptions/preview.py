@@ -5,20 +5,22 @@ severity (15 rows x 3 by default).  Every thumbnail is scaled by the *same* fact
 image and centred in its cell (letterbox), so size-changing operators (cropping, downscale) appear
 at their true relative size; their pixel size is also written in the label.  With a question, the
 text conditions are rendered as lines under the grid.  Labels use OpenCV's Hershey font, which only
-has ASCII: other characters are drawn as "?" (the returned lines keep the real text).
+has ASCII: other characters are drawn as "?" (the returned lines keep the real text).  With
+``measure`` (the default) each thumbnail's label has a second line with the variant's measured
+SSIM and PSNR (:mod:`.measure`), and under a severity target whether the target was reached.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["ContactSheet", "contact_sheet"]
+__all__ = ["ContactSheet", "contact_sheet", "measured_label"]
 
 _BG = (255, 255, 255)
 _CELL_BG = (225, 225, 225)
@@ -28,10 +30,13 @@ _FONT = 0  # cv2.FONT_HERSHEY_SIMPLEX
 
 @dataclass(frozen=True)
 class ContactSheet:
-    """The sheet (HxWx3 uint8 RGB) and the text lines drawn under it (``condition: question``)."""
+    """The sheet (HxWx3 uint8 RGB), the text lines drawn under it (``condition: question``), and per
+    image condition its measured strength and severity-target outcome (as the manifest records them)."""
 
     image: np.ndarray
     lines: list[str]
+    measured: dict[str, dict[str, Any]] = field(default_factory=dict)
+    targets: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _ascii(text: str) -> str:
@@ -95,8 +100,19 @@ class _Layout:
         return self.box_h + self.strip + 2 * self.pad
 
 
+def measured_label(measured: Mapping[str, Any] | None, target: Mapping[str, Any] | None) -> str:
+    """``SSIM 0.573  PSNR 19.9`` (and ``target not reached`` under a missed severity target)."""
+    if not measured:
+        return ""
+    ssim, psnr = measured.get("ssim"), measured.get("psnr")
+    text = f"SSIM {'-' if ssim is None else f'{ssim:.3f}'}  PSNR {'inf' if psnr is None else f'{psnr:.1f}'}"
+    if target is not None and not target.get("reached"):
+        text += "  target missed"
+    return text
+
+
 def _draw_cell(sheet: np.ndarray, lay: _Layout, row: int, col: int, label: str, img: np.ndarray | None,
-               failure: str | None = None) -> None:
+               failure: str | None = None, second: str = "") -> None:
     y0, x0 = row * lay.ch + lay.pad, col * lay.cw + lay.pad
     box_w, box_h = lay.box_w, lay.box_h
     sheet[y0 : y0 + box_h, x0 : x0 + box_w] = _CELL_BG
@@ -112,6 +128,8 @@ def _draw_cell(sheet: np.ndarray, lay: _Layout, row: int, col: int, label: str, 
             _put_fitted(sheet, part, x0 + 4, y0 + 16 + 15 * i, box_w - 8, (200, 0, 0), 0.38)
     sheet[y0 + box_h : y0 + box_h + lay.strip, x0 : x0 + box_w] = _STRIP_BG
     _put_fitted(sheet, label, x0 + 4, y0 + box_h + 14, box_w - 8, (255, 255, 255))
+    if second:
+        _put_fitted(sheet, second, x0 + 4, y0 + box_h + 30, box_w - 8, (255, 230, 120), 0.38)
 
 
 def _text_lines(question: str | None, txt_conds: list, results: dict[str, Any]) -> list[str]:
@@ -136,6 +154,8 @@ def contact_sheet(
     key: str = "preview",
     grid: str | os.PathLike | Mapping[str, Any] | None = None,
     cell: tuple[int, int] = (240, 180),
+    measure: bool = True,
+    severity_target: Any = None,
 ) -> ContactSheet:
     """Build the contact sheet of ``image`` (HxWx3 uint8 RGB) for every image condition of the grid.
 
@@ -143,13 +163,15 @@ def contact_sheet(
     what ``snapbench corrupt`` writes for that query).  ``cell`` is the thumbnail box (width, height)
     of each cell; a label strip is added under it.  A condition that fails is shown as a cell with
     the reason.  With ``question``, the 8 text conditions (and failures, as ``skipped: reason``) are
-    drawn under the grid and returned in ``lines``.
+    drawn under the grid and returned in ``lines``.  ``measure`` adds each variant's measured SSIM
+    and PSNR to its label (and to :attr:`ContactSheet.measured`); ``severity_target``
+    (``"ssim=0.9,0.75,0.6"``) draws every image condition at its level's target, as ``corrupt`` does.
     """
     import cv2
 
     from ..conditions import Condition
     from .plan import plan_conditions, plan_grid
-    from .variants import Skip, generate_variants
+    from .variants import Skip, checked_target, generate_variants
 
     if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
         raise InputError("contact_sheet expects an HxWx3 uint8 RGB image")
@@ -159,12 +181,17 @@ def contact_sheet(
     operators = list(dict.fromkeys(c.image_operator for c in img_conds))
     sev_cols = sorted({c.severity for c in img_conds}) or [1, 2, 3]
     ncols = max(len(sev_cols), 1)
+    target = checked_target(severity_target, img_conds)
     results = {item.condition: item for item in generate_variants(
         image, question, key=str(key), entity=entity, seed=seed,
-        conditions=[Condition.clean()] + img_conds + txt_conds, grid=plan.grid)}
+        conditions=[Condition.clean()] + img_conds + txt_conds, grid=plan.grid, measure=measure, target=target)}
+    measured = {c.id: results[c.id].measured for c in img_conds
+                if not isinstance(results[c.id], Skip) and results[c.id].measured is not None}
+    targets = {c.id: results[c.id].target for c in img_conds
+               if not isinstance(results[c.id], Skip) and results[c.id].target is not None}
 
     H, W = image.shape[:2]
-    lay = _Layout(cell[0], cell[1], min(cell[0] / W, cell[1] / H), (H, W))
+    lay = _Layout(cell[0], cell[1], min(cell[0] / W, cell[1] / H), (H, W), strip=36 if measured else 20)
     text_scale, line_h = 0.5, 20
     lines = _text_lines(question, txt_conds, results)
     wrapped = [part for line in lines for part in _wrap(line, ncols * lay.cw - 16, text_scale)]
@@ -176,6 +203,8 @@ def contact_sheet(
     if ncols > 1:  # the rest of the first row: what produced this sheet
         info = [f"key: {key}", f"seed: {seed}", f"grid: {'default' if grid is None else 'custom'}",
                 "thumbnails share the clean image's scale"]
+        if target is not None:
+            info.insert(3, f"severity by target: {target.spec}")
         for i, text in enumerate(info):
             _put_fitted(sheet, text, lay.cw + lay.pad + 4, lay.pad + 24 + 22 * i, (ncols - 1) * lay.cw - 16,
                         (0, 0, 0), 0.5)
@@ -185,9 +214,10 @@ def contact_sheet(
             item = results.get(cid)
             if item is not None:
                 _draw_cell(sheet, lay, r, c_idx, cid, None if isinstance(item, Skip) else item.image,
-                           item.reason if isinstance(item, Skip) else None)
+                           item.reason if isinstance(item, Skip) else None,
+                           measured_label(measured.get(cid), targets.get(cid)))
     y = nrows * lay.ch + 8
     for line in wrapped:
         y += line_h
         cv2.putText(sheet, line, (8, y - 5), _FONT, text_scale, (0, 0, 0), 1, cv2.LINE_AA)
-    return ContactSheet(sheet, lines)
+    return ContactSheet(sheet, lines, measured, targets)

@@ -24,6 +24,7 @@ from ..layout import CorruptDir
 from .codecs import encode_image, extension
 from .io import ImageLoadError, load_image
 from .manifest import QueryRecord
+from .target import SeverityTarget
 from .variants import Skip, Variant, generate_variants
 from .workers import setup_error
 
@@ -47,6 +48,8 @@ class QueryTask:
     clean_ref: ImageRef | None  # the clean image kept from an earlier run (text conditions point at it)
     fingerprint: str            # input_sha256 of the query
     image_format: str = "png"
+    measure: bool = True        # record each variant's measured strength ("measured")
+    target: SeverityTarget | None = None  # severity levels as measured targets ("target")
 
 
 @dataclass
@@ -78,6 +81,8 @@ def manifest_line(task: QueryTask, item: Variant, image: ImageRef | None) -> dic
         "text_params": item.params.get("text"),
         "seed": task.seed,
         "input_sha256": task.fingerprint,
+        "measured": item.measured,
+        "target": item.target,
     }
 
 
@@ -152,7 +157,7 @@ def process_query(task: QueryTask) -> QueryResult:
     lines: list[dict[str, Any]] = []
     skips: list[dict[str, Any]] = []
     for item in generate_variants(image, rec.question, key=rec.id, entity=rec.entity, seed=task.seed,
-                                  conditions=conds, grid=task.table):
+                                  conditions=conds, grid=task.table, measure=task.measure, target=task.target):
         if isinstance(item, Skip):
             skips.append({"id": rec.id, "condition": item.condition, "reason": item.reason})
         else:

@@ -3,15 +3,20 @@
 * :func:`corrupt_fingerprint` -- everything the bytes of a corrupt folder depend on: the seed, the
   resolved grid, the image format, the OpenCV and NumPy majors (warps, resizes, JPEG and the
   Generator streams behind every sampled parameter may change there), the text renderer (font
-  file, Pillow, FreeType: watermark and ui_elements pixels) and the algorithm revision of each image
-  operator of the folder's conditions.  ``run.json`` records it, and
+  file, Pillow, FreeType: watermark and ui_elements pixels), the algorithm revision of each image
+  operator of the folder's conditions, and the severity target (``severity_target``, present only
+  when the run has one: a target changes every image) and ``measure: false`` (present only when
+  measuring is off: a folder's lines are measured all or none).  Both keys are absent in the
+  defaults, so folders written before they existed resume.  ``run.json`` records it, and
   :func:`snapbench.layout.check_resume` (the one resume check of every command) refuses a rerun
   whose fingerprint differs, naming each differing entry.
 * A ``run.json`` written before fingerprints existed (no ``kind``) is upgraded in place by
   :func:`upgrade_legacy_run_json`: its recorded seed, grid, format and versions become a
   fingerprint, so such folders still resume (and are refused for the same reasons as before).
 * :func:`kept_outputs` -- the manifest lines a rerun keeps: their file still has the recorded sha256
-  and the query's inputs are unchanged (``input_sha256``); a line cut by a kill is dropped.
+  and the query's inputs are unchanged (``input_sha256``); a line cut by a kill is dropped, and so
+  is, when measuring, a line written before measuring existed (no ``measured`` key: redone, the
+  same bytes, now measured).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from .image import image_operators
 from .image.add import renderer_versions
 from .manifest import QueryRecord
 
-__all__ = ["RunConfigError", "corrupt_fingerprint", "upgrade_legacy_run_json", "kept_outputs", "clear_previous", "remove_stale_temps",
+__all__ = ["RunConfigError", "corrupt_fingerprint", "measure_fingerprint", "upgrade_legacy_run_json", "kept_outputs", "clear_previous", "remove_stale_temps",
            "input_fingerprint", "dumps_line"]
 
 
@@ -68,13 +73,34 @@ def _grid_sha256(grid: Any) -> str:
 
 
 def corrupt_fingerprint(seed: int, grid: Mapping[str, Any], image_format: str, condition_ids: Iterable[str],
-                        recorded: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                        recorded: Mapping[str, Any] | None = None, *, measure: bool = True,
+                        target: Any = None) -> dict[str, Any]:
     """The fingerprint of a corrupt folder holding ``condition_ids`` (see the module docstring);
     ``grid`` as :func:`~.plan.grid_json` writes it (the fingerprint holds its sha256).  Flat keys, so
     a refusal names what differs (``revision.motion_blur 1 (this run: 2)``); ``recorded`` is the
-    folder's recorded fingerprint (the revision of an operator no longer registered is taken from it)."""
-    return {"seed": int(seed), "grid": _grid_sha256(grid), "image_format": image_format, **_library_versions(),
-            **_revisions(condition_ids, recorded or {})}
+    folder's recorded fingerprint (the revision of an operator no longer registered is taken from it);
+    ``measure`` and ``target`` (a :class:`~.target.SeverityTarget`) add their keys only when not the
+    defaults (on; none)."""
+    fp = {"seed": int(seed), "grid": _grid_sha256(grid), "image_format": image_format, **_library_versions(),
+          **_revisions(condition_ids, recorded or {})}
+    return {**fp, **measure_fingerprint(measure, target)}
+
+
+def measure_fingerprint(measure: bool, target: Any) -> dict[str, Any]:
+    """The fingerprint entries of measuring and of a severity target, each only where it is not the
+    default: ``severity_target`` (its spec; with the tolerance and evaluation budget when those are
+    not the defaults) and ``measure: false``.
+    Shared by ``corrupt`` and ``run``."""
+    out: dict[str, Any] = {}
+    if target is not None:
+        t = target.to_json()
+        # the spec alone when the search runs with its defaults, so a refusal shows both values in full
+        default = target.tol is None and t["max_evals"] == type(target).max_evals
+        out["severity_target"] = target.spec if default else (
+            f"{target.spec} (tolerance {t['tolerance']:g}, max_evals {t['max_evals']})")
+    if not measure:
+        out["measure"] = False
+    return out
 
 
 def _legacy_fingerprint(cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -123,9 +149,11 @@ def input_fingerprint(rec: QueryRecord) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def kept_outputs(folder: CorruptDir, seed: int, fingerprints: Mapping[str, str]) -> dict[tuple[str, str], dict[str, Any]]:
+def kept_outputs(folder: CorruptDir, seed: int, fingerprints: Mapping[str, str], *,
+                 measure: bool = True) -> dict[tuple[str, str], dict[str, Any]]:
     """The verified lines of ``manifest.jsonl`` by (query id, condition); the manifest is rewritten
-    with exactly those (without a possibly cut last line)."""
+    with exactly those (without a possibly cut last line).  With ``measure``, a line without the
+    ``measured`` key (written before measuring existed) is not kept."""
     kept: dict[tuple[str, str], dict[str, Any]] = {}
     sha_cache: dict[str, str | None] = {}
     for line in read_jsonl_records(folder.manifest, required=("id", "condition"), what="manifest record"):
@@ -135,6 +163,8 @@ def kept_outputs(folder: CorruptDir, seed: int, fingerprints: Mapping[str, str])
         qid = str(line["id"])
         if qid in fingerprints and line.get("input_sha256") != fingerprints[qid]:
             continue  # the image file, question or entity changed since: redo the query
+        if measure and "measured" not in line:
+            continue  # from before measuring: redone (same bytes), measured
         rel = line.get("path")
         if rel is not None:
             if rel not in sha_cache:

@@ -5,7 +5,7 @@ Outputs of :func:`run_corruption` in ``DIR`` (SPEC §11; names from :class:`snap
     DIR/run.json                         kind "corrupt", seed, conditions, resolved grid, versions, fingerprint
     DIR/images/clean/<id>.png            the decoded, normalised source (see io.load_image), lossless
     DIR/images/<condition file name>/<id>.png   one per image / joint condition ("/" -> "__")
-    DIR/manifest.jsonl                   one line per output (see MANIFEST_FIELDS)
+    DIR/manifest.jsonl                   one line per output (see MANIFEST_FIELDS; measured strength, target)
     DIR/skips.jsonl                      one line per skipped (query, condition); condition null = all
 
 Decisions (documented here because they shape every consumer):
@@ -23,6 +23,9 @@ Decisions (documented here because they shape every consumer):
   :mod:`snapbench.seeding`; outputs do not depend on worker count, order or process.
 * Workers are spawned processes (see :mod:`.workers`): operators registered at run time are sent
   to them, and they exit when the parent dies.  Each runs :func:`.query.process_query`.
+* Measured strength (:mod:`.measure`) is computed in the worker, once per image or text part, from
+  the arrays it already holds, and written into each manifest line (``"measured"``); a severity
+  target (:mod:`.target`) searches each image part's knob in the worker too (``"target"``).
 * Resume (:mod:`.resume`): images are written atomically (temp file + ``os.replace``); manifest
   lines are appended by the parent only, flushed and fsynced once per completed query.  A rerun
   into a folder with the same fingerprint keeps every manifest line whose file still exists with
@@ -69,6 +72,8 @@ from .resume import (
     remove_stale_temps,
     upgrade_legacy_run_json,
 )
+from .target import SeverityTarget, parse_severity_target
+from .variants import checked_target
 from .workers import registrations_payload, restore_registrations
 
 __all__ = ["MANIFEST_FIELDS", "CorruptOptions", "RunConfigError", "RunSummary", "run_corruption"]
@@ -87,6 +92,9 @@ MANIFEST_FIELDS = (
     "text_params",  # parameters the text operator actually applied (null for clean/image)
     "seed",
     "input_sha256", # fingerprint of the query's inputs (image file bytes, question, entity)
+    "measured",     # measured strength (image: psnr, ssim, changed, area_kept; text: char_edits, word_edits,
+                    # entity_intact; joint: both); null for clean and with measure off
+    "target",       # severity target's search: metric, value, achieved, reached, knob, knob_value (null without)
 )
 
 
@@ -106,6 +114,9 @@ class CorruptOptions:
     image_format: str = "png"           # png | qoi | jxl | webp | npz (lossless)
     engine: str = "local"               # local | ray
     address: str | None = None          # Ray cluster address (engine "ray")
+    measure: bool = True                # record each variant's measured strength (manifest "measured")
+    #: severity levels as measured targets, "ssim=0.90,0.75,0.60" / "psnr=30,25,20" (or a SeverityTarget)
+    severity_target: str | SeverityTarget | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +138,10 @@ class RunSummary:
     guessed_entities: int = 0
     #: warnings about the input (unknown manifest fields), also passed to ``log`` as they happen
     warnings: list[str] = field(default_factory=list)
+    #: with a severity target: image variants written by this call, and how many of them missed it
+    #: (the knob's range ended first; their manifest lines say ``"reached": false``)
+    targeted: int = 0
+    target_missed: int = 0
 
     @property
     def manifest_path(self) -> Path:
@@ -146,7 +161,8 @@ def _checked(opts: CorruptOptions) -> CorruptOptions:
     grid = plan_grid(opts.grid)
     conditions = None if opts.conditions is None else tuple(opts.conditions)
     return dataclasses.replace(opts, workers=workers, image_format=image_format, grid=grid, conditions=conditions,
-                               max_pixels=positive_int(opts.max_pixels, "max_pixels"))
+                               max_pixels=positive_int(opts.max_pixels, "max_pixels"), measure=bool(opts.measure),
+                               severity_target=parse_severity_target(opts.severity_target))
 
 
 def _resume(folder: CorruptDir, opts: CorruptOptions, plan: ConditionPlan) -> list[str]:
@@ -154,7 +170,8 @@ def _resume(folder: CorruptDir, opts: CorruptOptions, plan: ConditionPlan) -> li
     table = grid_json(plan.grid)
 
     def fingerprint(ids: Iterable[str], recorded: Any) -> dict[str, Any]:
-        return corrupt_fingerprint(opts.seed, table, opts.image_format, ids, recorded)
+        return corrupt_fingerprint(opts.seed, table, opts.image_format, ids, recorded, measure=opts.measure,
+                                   target=opts.severity_target)
 
     try:
         upgrade_legacy_run_json(folder.root)
@@ -181,6 +198,8 @@ def _resume(folder: CorruptDir, opts: CorruptOptions, plan: ConditionPlan) -> li
         "image_format": opts.image_format,
         "png": {"level": PNG_COMPRESSION, "filter": "paeth", "strategy": "rle"},
         "max_pixels": int(opts.max_pixels),
+        "measure": bool(opts.measure),
+        "severity_target": None if opts.severity_target is None else opts.severity_target.to_json(),
         "fingerprint": fingerprint(ids, recorded),
     })
     return ids
@@ -199,7 +218,7 @@ def _tasks(records: list[QueryRecord], cond_ids: list[str], kept: dict, folder: 
         clean = kept.get((rec.id, "clean"))
         clean_ref = (clean["path"], clean["sha256"], clean["width"], clean["height"]) if clean and clean.get("path") else None
         tasks.append(QueryTask(rec, pending, str(folder.root), int(opts.seed), table, int(opts.max_pixels), clean_ref,
-                               fingerprints[rec.id], opts.image_format))
+                               fingerprints[rec.id], opts.image_format, opts.measure, opts.severity_target))
     return tasks, reused
 
 
@@ -222,6 +241,8 @@ class _Counts:
     written: int = 0
     skipped: int = 0
     skipped_queries: int = 0
+    targeted: int = 0
+    target_missed: int = 0
 
 
 def _write(folder: CorruptDir, tasks: list[QueryTask], n_records: int, opts: CorruptOptions, payload: bytes) -> _Counts:
@@ -242,6 +263,9 @@ def _write(folder: CorruptDir, tasks: list[QueryTask], n_records: int, opts: Cor
                 counts.written += len(res.lines)
                 counts.skipped += len(res.skips)
                 counts.skipped_queries += sum(1 for s in res.skips if s["condition"] is None)
+                targets = [x["target"] for x in res.lines if x.get("target") is not None]
+                counts.targeted += len(targets)
+                counts.target_missed += sum(1 for t in targets if not t["reached"])
                 bar.advance(task)
     return counts
 
@@ -273,6 +297,14 @@ def run_corruption(
     removes the earlier run's manifest, skips, run.json and condition image folders.  A folder
     another command wrote is refused even with ``force``.
 
+    ``measure`` (default on) records each variant's measured strength in its manifest line
+    (``"measured"``, :mod:`.measure`), computed in the workers from the arrays they hold; the bytes
+    do not change.  ``severity_target`` (``"ssim=0.90,0.75,0.60"``, ``"psnr=30,25,20"`` or a
+    :class:`~.target.SeverityTarget`) makes each image part's severity a measured target: the
+    operator's knob is searched per image (:func:`~.target.target_variant`) and the outcome recorded
+    (``"target"``); every image severity of the run needs a target value.  Both are part of the
+    fingerprint when not the defaults.
+
     ``log(message)`` receives warnings about the input as they arise (unknown manifest fields);
     without it they are issued as :class:`~snapbench.corruptions.manifest.ManifestWarning`.  Both
     end up in ``RunSummary.warnings``.
@@ -303,6 +335,7 @@ def run_corruption(
     records = load_manifest(manifest_path, on_warning=note)
     plan = plan_conditions(opts.conditions, joint=opts.joint, grid=opts.grid)
     conds, cond_ids = plan.conditions, [c.id for c in plan.conditions]
+    checked_target(opts.severity_target, conds)  # every image severity has a target: fail before any output
     payload = b""
     if opts.workers > 1 or opts.engine != "local":
         payload = registrations_payload({c.image_operator for c in conds if c.image_operator},
@@ -312,7 +345,7 @@ def run_corruption(
     _resume(folder, opts, plan)
     remove_stale_temps(folder)
     fingerprints = {rec.id: input_fingerprint(rec) for rec in records}
-    kept = kept_outputs(folder, opts.seed, fingerprints)
+    kept = kept_outputs(folder, opts.seed, fingerprints, measure=opts.measure)
     tasks, reused = _tasks(records, cond_ids, kept, folder, opts, dict(plan.grid), fingerprints)
     counts = _write(folder, tasks, len(records), opts, payload)
     has_text = any(c.kind in ("text", "joint") for c in conds)
@@ -320,4 +353,5 @@ def run_corruption(
     return RunSummary(out_dir=folder.root, n_queries=len(records), conditions=cond_ids, written=counts.written,
                       reused=reused, skipped=counts.skipped, skipped_queries=counts.skipped_queries,
                       elapsed_s=time.perf_counter() - t0, added_conditions=[c.id for c in plan.added_parts],
-                      guessed_entities=guessed, warnings=notes)
+                      guessed_entities=guessed, warnings=notes, targeted=counts.targeted,
+                      target_missed=counts.target_missed)

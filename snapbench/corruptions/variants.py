@@ -6,6 +6,12 @@ list of conditions into :class:`Variant` objects (or :class:`Skip` records for c
 cannot be produced).  Each image part ``(operator, severity)`` and each text part is computed once
 per query and shared by the conditions that use it (a joint condition reuses its image and text
 conditions' parts), so a joint variant is byte-identical to its single parts.
+
+With ``measure``, each part's measured strength (:mod:`.measure`) is computed once with it and
+carried by the variant (:attr:`Variant.measured`, the manifest's ``"measured"``); with a
+:class:`~.target.SeverityTarget`, each image part is searched to its level's target
+(:func:`~.target.target_variant`) and the outcome carried too (:attr:`Variant.target`).
+Measuring only observes: the pixels are those of an unmeasured run.
 """
 
 from __future__ import annotations
@@ -22,12 +28,15 @@ from ..conditions import Condition
 from ..errors import InputError
 from ..jsonable import to_json
 from .image import corrupt_image_with_params
+from .image.base import sample_image_params
 from .io import DEFAULT_MAX_PIXELS, ImageLoadError, load_image
 from .manifest import QueryRecord, load_manifest
+from .measure import ImageReference, image_reference, measure_image, measure_text
 from .plan import plan_conditions, plan_grid
+from .target import SeverityTarget, parse_severity_target, target_variant
 from .text import corrupt_text_with_params
 
-__all__ = ["Skip", "Variant", "generate_variants", "iter_variants", "stream_corruptions"]
+__all__ = ["Skip", "Variant", "checked_target", "generate_variants", "iter_variants", "stream_corruptions"]
 
 Table = Mapping[str, Mapping[int, Mapping[str, Any]]]
 
@@ -42,6 +51,10 @@ class Variant:
     whose image / question this variant shares (e.g. a text condition's image comes from
     ``"clean"``, ``joint/mosaic+sent_add/s2``'s from ``"img/mosaic/s2"``), so an encoder can cache
     embeddings.  ``params`` holds ``"image"`` and/or ``"text"``: the parameters actually applied.
+    ``measured`` is the measured strength as the manifest records it (image keys ``psnr``, ``ssim``,
+    ``changed``, ``area_kept``; text keys ``char_edits``, ``word_edits``, ``entity_intact``; a joint
+    variant has both; None for ``clean`` or when not measured); ``target`` the outcome of a severity
+    target's search (``metric``, ``value``, ``achieved``, ``reached``, ``knob``, ``knob_value``).
     """
 
     condition: str
@@ -51,6 +64,8 @@ class Variant:
     params: dict[str, Any]
     image_from: str | None = None
     text_from: str | None = None
+    measured: dict[str, Any] | None = None
+    target: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -63,29 +78,52 @@ class Skip:
 
 class _Parts:
     """The image parts ``(operator, severity)`` and text parts of one query, each computed once and
-    shared by the conditions that use it; a failure is kept as its reason (a string)."""
+    shared by the conditions that use it; a failure is kept as its reason (a string).  An image part
+    is (image, params, measured, target), a text part (question, params, measured)."""
 
     def __init__(self, image: np.ndarray | None, question: str | None, *, key: str, entity: str | None, seed: int,
-                 grid: Table, conditions: Sequence[Condition]) -> None:
+                 grid: Table, conditions: Sequence[Condition], measure: bool = False,
+                 target: SeverityTarget | None = None) -> None:
         self.image, self.question, self.key, self.entity, self.seed, self.grid = image, question, key, entity, seed, grid
-        self.images: dict[tuple[str, int], tuple[np.ndarray, dict] | str] = {}
-        self.texts: dict[str, tuple[str, dict] | str] = {}
+        self.measure, self.target = measure, target
+        self._ref: ImageReference | None = None
+        self.images: dict[tuple[str, int], tuple[np.ndarray, dict, dict | None, dict | None] | str] = {}
+        self.texts: dict[str, tuple[str, dict, dict | None] | str] = {}
         self.uses = Counter((c.image_operator, c.severity) for c in conditions if c.kind in ("image", "joint"))
 
-    def image_part(self, op: str, sev: int) -> tuple[np.ndarray, dict] | str:
+    @property
+    def reference(self) -> ImageReference:
+        if self._ref is None:  # the clean side of every comparison of this query, once
+            self._ref = image_reference(self.image)
+        return self._ref
+
+    def _make_image(self, op: str, sev: int) -> tuple[np.ndarray, dict, dict | None, dict | None]:
+        if self.target is None:
+            res = corrupt_image_with_params(self.image, op, sev, seed=self.seed, key=self.key, grid=self.grid)
+            measured = (measure_image(self.reference, res.image, operator=res.operator, params=res.params).to_json()
+                        if self.measure else None)
+            return res.image, to_json(res.params), measured, None
+        record, image, params = sample_image_params(self.image, op, sev, seed=self.seed, key=self.key, grid=self.grid)
+        t = self.target
+        found = target_variant(record, image, params, t.value_at(sev), t.metric, tol=t.tol, max_evals=t.max_evals,
+                               reference=self.reference)
+        return found.image, to_json(found.params), found.strength.to_json() if self.measure else None, found.to_json()
+
+    def image_part(self, op: str, sev: int) -> tuple[np.ndarray, dict, dict | None, dict | None] | str:
         if (op, sev) not in self.images:
             try:
-                res = corrupt_image_with_params(self.image, op, sev, seed=self.seed, key=self.key, grid=self.grid)
-                self.images[(op, sev)] = (res.image, to_json(res.params))
+                self.images[(op, sev)] = self._make_image(op, sev)
             except Exception as exc:  # noqa: BLE001 - one failing operator must not stop the query
                 self.images[(op, sev)] = f"image operator {op} s{sev} failed: {type(exc).__name__}: {exc}"
         return self.images[(op, sev)]
 
-    def text_part(self, op: str) -> tuple[str, dict] | str:
+    def text_part(self, op: str) -> tuple[str, dict, dict | None] | str:
         if op not in self.texts:
             try:
                 res = corrupt_text_with_params(self.question, op, entity=self.entity, seed=self.seed, key=self.key)
-                self.texts[op] = (res.text, to_json(dict(res.params)))
+                measured = (measure_text(self.question, res.text, res.params.get("entity")).to_json()
+                            if self.measure else None)
+                self.texts[op] = (res.text, to_json(dict(res.params)), measured)
             except NotImplementedError:
                 self.texts[op] = f"text operator {op} is not implemented"
             except ValueError as exc:  # EntityNotFoundError / TextCorruptionError (both ValueError)
@@ -111,21 +149,38 @@ class _Parts:
         if cond.kind in ("text", "joint") and question is None:
             return Skip(cid, "query has no question")
         params: dict[str, Any] = {}
+        measured: dict[str, Any] | None = {} if self.measure else None
+        target = None
         img_from = "clean" if image is not None else None
         txt_from = "clean" if question is not None else None
         if cond.kind in ("image", "joint"):
             part = self.image_part(cond.image_operator, cond.severity)
             if isinstance(part, str):
                 return Skip(cid, part)
-            image, params["image"] = part
+            image, params["image"], img_measured, target = part
             img_from = cond.image_part.id
+            if measured is not None:
+                measured.update(img_measured or {})
         if cond.kind in ("text", "joint"):
             tpart = self.text_part(cond.text_operator)
             if isinstance(tpart, str):
                 return Skip(cid, tpart)
-            question, params["text"] = tpart
+            question, params["text"], txt_measured = tpart
             txt_from = cond.text_part.id
-        return Variant(cid, cond.kind, image, question, params, img_from, txt_from)
+            if measured is not None:
+                measured.update(txt_measured or {})
+        return Variant(cid, cond.kind, image, question, params, img_from, txt_from, measured, target)
+
+
+def checked_target(spec: str | SeverityTarget | None, conditions: Iterable[Condition]) -> SeverityTarget | None:
+    """``spec`` parsed (:func:`~.target.parse_severity_target`) and checked against the run's
+    conditions: every image part's severity needs a target value (:class:`ConfigError` otherwise)."""
+    target = parse_severity_target(spec)
+    if target is not None:
+        for c in conditions:
+            if c.kind in ("image", "joint"):
+                target.value_at(c.severity)
+    return target
 
 
 def generate_variants(
@@ -137,6 +192,8 @@ def generate_variants(
     seed: int,
     conditions: Sequence[Condition],
     grid: Table,
+    measure: bool = False,
+    target: SeverityTarget | None = None,
 ) -> Iterator[Variant | Skip]:
     """Yield a :class:`Variant` or a :class:`Skip` for each of ``conditions``, in order.
 
@@ -144,13 +201,16 @@ def generate_variants(
     low-level generator, it validates nothing and never raises for one condition -- a failing
     operator, a missing entity or a query without image / question becomes a Skip naming the
     reason.  ``key`` is the query id: with ``seed`` it keys all randomness, so the variants equal
-    those ``run_corruption`` writes for that id.
+    those ``run_corruption`` writes for that id.  ``measure`` fills :attr:`Variant.measured`;
+    ``target`` (a parsed :class:`~.target.SeverityTarget`) searches each image part to its level's
+    target and fills :attr:`Variant.target`.
 
     Memory: an image part is kept only until the last condition that uses it (a query's 45
     variants of a 12 Mpx photo would hold ~1.6 GB); a consumer should finish with a variant before
     asking for the next.
     """
-    parts = _Parts(image, question, key=str(key), entity=entity, seed=seed, grid=grid, conditions=conditions)
+    parts = _Parts(image, question, key=str(key), entity=entity, seed=seed, grid=grid, conditions=conditions,
+                   measure=measure, target=target)
     prev: Condition | None = None
     for cond in conditions:
         if prev is not None:  # resumed: the consumer is done with the previous condition's variant
@@ -170,6 +230,8 @@ def iter_variants(
     joint: bool = False,
     grid: str | os.PathLike | Mapping[str, Any] | None = None,
     errors: Literal["raise", "skip"] = "raise",
+    measure: bool = False,
+    severity_target: str | SeverityTarget | None = None,
 ) -> Iterator[Variant]:
     """Yield the variants of one query in memory, without touching the disk.
 
@@ -179,13 +241,15 @@ def iter_variants(
     ``conditions``/``joint``/``grid`` (a grid file or an override mapping) as in
     :func:`~.plan.plan_conditions` (a joint condition brings its parts); ``clean`` comes first.  With
     ``errors="raise"`` a condition that cannot be produced (entity not found, no question...)
-    raises :class:`~snapbench.errors.InputError`; with ``"skip"`` it is left out.
+    raises :class:`~snapbench.errors.InputError`; with ``"skip"`` it is left out.  ``measure`` and
+    ``severity_target`` (``"ssim=0.9,0.75,0.6"``) as in :func:`generate_variants`.
     """
     if image is None and question is None:
         raise InputError(f"query {key!r}: needs an image or a question")
     plan = plan_conditions(conditions, joint=joint, grid=plan_grid(grid))
+    target = checked_target(severity_target, plan.conditions)
     for item in generate_variants(image, question, key=str(key), entity=entity, seed=seed, conditions=plan.conditions,
-                                  grid=plan.grid):
+                                  grid=plan.grid, measure=measure, target=target):
         if isinstance(item, Skip):
             if errors == "raise":
                 raise InputError(f"query {key!r}, condition {item.condition}: {item.reason}")
@@ -202,17 +266,21 @@ def stream_corruptions(
     grid: str | os.PathLike | Mapping[str, Any] | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     skips: list[dict[str, Any]] | None = None,
+    measure: bool = False,
+    severity_target: str | SeverityTarget | None = None,
 ) -> Iterator[tuple[QueryRecord, Variant]]:
     """Yield ``(record, variant)`` for every query of a manifest (path or records) and condition.
 
     Images are loaded with :func:`load_image`; nothing is written.  Queries whose image cannot be
     loaded and conditions that cannot be produced are skipped; pass a list as ``skips`` to collect
     ``{"id", "condition", "reason"}`` dicts (``condition`` None = the whole query), the same
-    records ``run_corruption`` writes to ``skips.jsonl``.
+    records ``run_corruption`` writes to ``skips.jsonl``.  ``measure`` and ``severity_target`` as in
+    :func:`iter_variants`.
     """
     recs = load_manifest(records) if isinstance(records, (str, os.PathLike)) else records
     plan = plan_conditions(conditions, joint=joint, grid=plan_grid(grid))
     table, conds = plan.grid, plan.conditions
+    target = checked_target(severity_target, conds)
     for rec in recs:
         image = None
         if rec.image is not None:
@@ -222,9 +290,8 @@ def stream_corruptions(
                 if skips is not None:
                     skips.append({"id": rec.id, "condition": None, "reason": str(exc)})
                 continue
-        for item in generate_variants(
-            image, rec.question, key=rec.id, entity=rec.entity, seed=seed, conditions=conds, grid=table
-        ):
+        for item in generate_variants(image, rec.question, key=rec.id, entity=rec.entity, seed=seed, conditions=conds,
+                                      grid=table, measure=measure, target=target):
             if isinstance(item, Skip):
                 if skips is not None:
                     skips.append({"id": rec.id, "condition": item.condition, "reason": item.reason})

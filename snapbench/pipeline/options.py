@@ -59,6 +59,12 @@ class RunOptions:
     # [--traffic] a snapbench diagnose folder: write DIR/traffic.json (expected R@k under its mix) before the
     # report; not part of the run's fingerprint (it reads the finished reports)
     traffic: str | os.PathLike | None = None
+    # [--no-measure] per-query rows psnr, ssim (image variants against the clean image, measured where they
+    # are made) and drift_image, drift_text (1 - cos of the encoder's clean and corrupted query embeddings)
+    measure: bool = True
+    # [--severity-target] s1, s2, ... as measured strengths ("ssim=0.90,0.75,0.60" / "psnr=30,25,20"): each
+    # image variant's knob is searched to its level's target; part of the run's fingerprint
+    severity_target: Any = None
 
 
 def check_options(opts: RunOptions) -> None:
@@ -86,6 +92,13 @@ def check_options(opts: RunOptions) -> None:
 
         check_traffic_dir(opts.traffic)
     comma_list(opts.conditions, "conditions")
+    if opts.severity_target is not None:
+        from ..corruptions import parse_severity_target
+
+        if opts.variants == "released":
+            raise ConfigError(f"{arg('severity_target')} makes generated variants; the released ones are fixed files",
+                              param="severity_target")
+        parse_severity_target(opts.severity_target)
 
 
 @dataclass

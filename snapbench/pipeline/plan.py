@@ -189,6 +189,10 @@ def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
     use_txt = any(PATH_SIDES[p][0] == "text" for p in modes.paths)
     table = resolve_grid(options.grid)
     conds, cnotes = run_conditions(options, dataset, use_query_images=use_img, use_query_text=use_txt, grid=table)
+    if options.severity_target is not None:
+        from ..corruptions.variants import checked_target
+
+        checked_target(options.severity_target, conds)  # every image severity has a target
     img_sources = tuple(dict.fromkeys(image_source(c) for c in conds)) if use_img else ()
     txt_sources = tuple(dict.fromkeys(text_source(c) for c in conds)) if use_txt else ()
     notes = list(getattr(dataset, "notes", [])) + _mode_notes(modes, options.modes) + cnotes

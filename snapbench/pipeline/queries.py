@@ -7,7 +7,8 @@ batches that never cross a block of ``block_queries`` queries; a finished block'
 flushed to the per-source files and the block is appended to that encoder's resume log
 (``blocks.jsonl``, fsynced).  So a killed run resumes per encoder: a block one encoder finished
 is corrupted again only for the encoders that had not, and every encoder ends with the batches
-(hence the numbers) of an uninterrupted run of it alone.
+(hence the numbers) of an uninterrupted run of it alone.  A block's line in the log also holds the
+measured PSNR / SSIM of its queries' image sources (``"measured"``), so a resumed run still has them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..jsonable import dumps, write_json
 from ..layout import RunDir
 from .encoding import Batcher
 from .options import RunOptions
+from .resume import read_block_measures
 from .sources import SourceResult, SourceTask, iter_sources
 
 __all__ = ["QueryEmbeddings", "QueryJob", "encode_queries"]
@@ -49,12 +51,14 @@ class QueryJob:
 @dataclass
 class QueryEmbeddings:
     """One encoder's query embeddings: ``(side, source)`` -> one row per dataset query, the rows of the
-    queries kept (produced under every source), those dropped (id -> reason) and the time spent."""
+    queries kept (produced under every source), those dropped (id -> reason), the time spent and the
+    measured strength of the image sources (query id -> source -> {"psnr", "ssim"})."""
 
     embeddings: dict[tuple[str, str], np.ndarray]
     keep: np.ndarray
     dropped: dict[str, str]
     timings: dict[str, float] = field(default_factory=dict)
+    measured: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def dims(self) -> dict[str, int]:
@@ -102,8 +106,9 @@ class _Feeder:
         self.batchers = {"image": Batcher(job.encoder.encode_images, batch_size, self.stores["image"].put, hint=_HINT),
                          "text": Batcher(job.encoder.encode_texts, batch_size, self.stores["text"].put, hint=_HINT)}
         self.skips: list[dict[str, Any]] = []
+        self.measured: dict[str, dict[str, Any]] = {}
 
-    def add(self, res: SourceResult) -> None:
+    def add(self, res: SourceResult, query_id: str) -> None:
         view = res.view(self.job.image_sources, self.job.text_sources)
         for src in self.job.image_sources:
             if src in view.images:
@@ -112,16 +117,21 @@ class _Feeder:
             if src in view.texts:
                 self.batchers["text"].add(res.index, src, view.texts[src])
         self.skips += view.skips
+        if view.measured:
+            self.measured[query_id] = view.measured
 
     def finish_block(self, block: int) -> None:
         for m in ("image", "text"):
             self.batchers[m].flush()
             self.stores[m].flush()
-        self.log.write(dumps({"block": block, "skips": self.skips}, indent=None) + "\n")
+        line: dict[str, Any] = {"block": block, "skips": self.skips}
+        if self.measured:
+            line["measured"] = self.measured
+        self.log.write(dumps(line, indent=None) + "\n")
         self.log.flush()
         os.fsync(self.log.fileno())
         self.job.done[block] = self.skips
-        self.skips = []
+        self.skips, self.measured = [], {}
 
     @property
     def busy_s(self) -> float:
@@ -131,7 +141,10 @@ class _Feeder:
 def _tasks(dataset: Any, jobs: Sequence[QueryJob], opts: RunOptions, grid: Any) -> list[SourceTask]:
     """The query tasks of every block some encoder still needs, each asking for the union of the
     sources of the encoders that need its block (in one order, so each encoder's sources keep theirs)."""
+    from ..corruptions import parse_severity_target
+
     n_q, size = len(dataset.queries), int(opts.block_queries)
+    target = parse_severity_target(opts.severity_target)
     tasks = []
     for b in range(-(-n_q // size)):
         need = [j for j in jobs if b not in j.done]
@@ -141,7 +154,7 @@ def _tasks(dataset: Any, jobs: Sequence[QueryJob], opts: RunOptions, grid: Any) 
         txt = tuple(dict.fromkeys(s for j in need for s in j.text_sources))
         for i, q in enumerate(dataset.queries[b * size : (b + 1) * size], start=b * size):
             tasks.append(SourceTask(i, q.id, None if q.image is None else str(q.image), q.question, q.entity,
-                                    int(opts.seed), img, txt, grid))
+                                    int(opts.seed), img, txt, grid, bool(opts.measure), target))
     return tasks
 
 
@@ -163,7 +176,7 @@ def _stream(dataset: Any, feeders: list[_Feeder], tasks: list[SourceTask], opts:
             b = res.index // size
             need = [f for f in feeders if b not in f.job.done]
             for f in need:
-                f.add(res)
+                f.add(res, dataset.queries[res.index].id)
             bar.advance(task)
             if res.index == min((b + 1) * size, n_q) - 1:  # last query of its block
                 for f in need:
@@ -184,7 +197,7 @@ def _collect(dataset: Any, job: QueryJob, timings: dict[str, float]) -> QueryEmb
     stores = {m: QueryStore(job.dir, n_q, m) for m in ("image", "text")}
     emb = {("image", s): stores["image"].load(s) for s in job.image_sources}
     emb.update({("text", s): stores["text"].load(s) for s in job.text_sources})
-    return QueryEmbeddings(emb, keep, dropped, timings)
+    return QueryEmbeddings(emb, keep, dropped, timings, read_block_measures(job.dir.blocks_log))
 
 
 def encode_queries(dataset: Any, jobs: Sequence[QueryJob], opts: RunOptions, grid: Any, bar: Any) -> list[QueryEmbeddings]:

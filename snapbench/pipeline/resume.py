@@ -23,7 +23,8 @@ from ..layout import RunDir, check_resume, read_run_json, write_run_json
 from .options import RunOptions
 from .plan import RunPlan
 
-__all__ = ["RunState", "open_run", "read_blocks", "run_fingerprint", "save_run_json", "shared_fingerprint"]
+__all__ = ["RunState", "open_run", "read_block_measures", "read_blocks", "run_fingerprint", "save_run_json",
+           "shared_fingerprint"]
 
 
 @dataclass
@@ -41,6 +42,9 @@ def shared_fingerprint(dataset: Any, options: RunOptions, grid_json: Any) -> dic
     """What every run on these data with these options depends on, whatever the encoder."""
     ids = hashlib.sha256("\x1f".join(q.id for q in dataset.queries).encode()).hexdigest()
     gids = hashlib.sha256("\x1f".join(g.id for g in dataset.gallery).encode()).hexdigest()
+    from ..corruptions import parse_severity_target
+    from ..corruptions.resume import measure_fingerprint
+
     return {
         "dataset_queries_sha256": ids,
         "dataset_gallery_sha256": gids,
@@ -50,6 +54,8 @@ def shared_fingerprint(dataset: Any, options: RunOptions, grid_json: Any) -> dic
         "block_queries": int(options.block_queries),
         "gallery_shard_rows": options.gallery_shard_rows,
         "batch_size": int(options.batch_size),
+        # a severity target changes every image; measuring is recorded per block (both: only when set)
+        **measure_fingerprint(bool(options.measure), parse_severity_target(options.severity_target)),
     }
 
 
@@ -83,12 +89,17 @@ def _discard(rundir: RunDir) -> None:
         f.unlink()
 
 
-def _contact_sheet(dataset: Any, seed: int) -> dict[str, Any] | None:
+def _contact_sheet(dataset: Any, seed: int, severity_target: Any = None) -> dict[str, Any] | None:
     first = next((q for q in dataset.queries if q.image is not None and Path(q.image).exists()), None)
     if first is None:
         return None
-    return {"image": str(Path(first.image).resolve()), "key": first.id, "seed": int(seed), "question": first.question,
+    spec = {"image": str(Path(first.image).resolve()), "key": first.id, "seed": int(seed), "question": first.question,
             "entity": first.entity}
+    if severity_target is not None:  # the report's sheet shows the variants the run evaluated
+        from ..corruptions import parse_severity_target
+
+        spec["severity_target"] = parse_severity_target(severity_target).spec
+    return spec
 
 
 def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: RunPlan, options: RunOptions) -> RunState:
@@ -123,7 +134,7 @@ def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: Ru
         "fingerprint": fp,
         "evaluation": evaluation,
         "status": "running",
-        "contact_sheet": _contact_sheet(dataset, options.seed),
+        "contact_sheet": _contact_sheet(dataset, options.seed, options.severity_target),
         "notes": list(plan.notes),
     }
     state = RunState(rundir, meta, read_blocks(rundir.blocks_log))
@@ -148,3 +159,19 @@ def read_blocks(path: Path) -> dict[int, list[dict[str, Any]]]:
         except (ValueError, KeyError, TypeError):
             continue
     return done
+
+
+def read_block_measures(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """The measured strength the resume log recorded with its blocks: query id -> image source ->
+    {"psnr", "ssim"} (the last line of a block wins, as in :func:`read_blocks`)."""
+    by_block: dict[int, dict[str, Any]] = {}
+    if not path.exists():
+        return {}
+    for raw in path.read_bytes().splitlines():
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+            block, measured = int(rec["block"]), rec.get("measured") or {}
+        except (ValueError, KeyError, TypeError):
+            continue
+        by_block[block] = measured if isinstance(measured, dict) else {}
+    return {str(q): per for b in sorted(by_block) for q, per in by_block[b].items() if isinstance(per, dict)}

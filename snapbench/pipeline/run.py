@@ -21,6 +21,7 @@ from ..layout import check_resume, read_run_json, write_run_json
 from ..progress import ProgressDisplay
 from .encoders import close_encoder, encoder_label, open_encoder, run_names
 from .gallery import encode_gallery
+from .measured import measured_rows
 from .options import RunOptions, RunResult, RunSetResult, check_options
 from .plan import RunPlan, grid_json, plan_run, shared_space_modes
 from .queries import QueryEmbeddings, QueryJob, encode_queries
@@ -79,8 +80,12 @@ def _evaluate(ds: Any, job: _Job, gallery: Any, queries: QueryEmbeddings, opts: 
     modes, note = shared_space_modes(job.plan, {**gallery.dims, **queries.dims}, opts.modes)
     if note:
         job.say(note)
+    measured = None
+    if opts.measure:
+        qids = [ds.queries[i].id for i in queries.keep]
+        measured = measured_rows(job.plan.conditions, qids, queries.keep, queries.embeddings, queries.measured)
     reports = evaluate_all(ds, job.state.dir.root, job.plan.conditions, list(modes.modes), modes.moor, gallery.sides,
-                           queries.embeddings, queries.keep, opts, bar, job.say)
+                           queries.embeddings, queries.keep, opts, bar, job.say, measured)
     return Evaluated(modes, note, reports)
 
 

@@ -3,6 +3,7 @@ run folder (:class:`snapbench.layout.RunDir`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,8 +18,11 @@ from .score import BlockScores, score_targets
 
 
 def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_ok: bool, gallery, q_emb, keep: np.ndarray,
-                  opts: RunOptions, bar: Any, say: Callable[[str], None]) -> dict[str, Path]:
-    """Evaluate every mode, MOOR and the baselines on the kept queries; write the reports."""
+                  opts: RunOptions, bar: Any, say: Callable[[str], None],
+                  measured: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> dict[str, Path]:
+    """Evaluate every mode, MOOR and the baselines on the kept queries; write the reports.  ``measured``
+    (condition -> metric -> one value per kept query, :mod:`.measured`) joins every target's per-query
+    table after the evaluation metrics."""
     from ..evaluate import (
         EvaluationConfig,
         QueryResamples,
@@ -73,7 +77,10 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
         run_dir.target_dir(name).mkdir(parents=True, exist_ok=True)
         if name == "MOOR":
             write_json(run_dir.text_share, shares)
-        write_per_query(run_dir.per_query(name), qids, per_query_values(evals, metrics))
+        values = per_query_values(evals, metrics)
+        for cid, rows in (measured or {}).items():
+            values.setdefault(cid, {}).update(rows)
+        write_per_query(run_dir.per_query(name), qids, values)
         written[name] = run_dir.report(name)
         drag_stats[name] = evals["clean"].stats.get(DRAG_METRIC)
         evaluated[name] = report

@@ -4,6 +4,9 @@ dataset's released files), streamed in query order to the query-encoding stage (
 A source is ``clean`` or one image part (``img/<op>/s<N>``) or text part (``txt/<op>``); a condition's
 query combines one image source and one text source, so each source is generated and encoded once
 per query.  Local workers hand images back through shared memory (:mod:`snapbench.engines.shm`).
+With ``measure``, each image source's measured strength (PSNR, SSIM against the clean image,
+:mod:`snapbench.corruptions.measure`) is computed where the source is made and travels with it
+(:attr:`SourceResult.measured`); with a severity ``target``, image sources are searched to it.
 """
 
 from __future__ import annotations
@@ -35,18 +38,22 @@ class SourceTask:
     image_sources: tuple[str, ...]
     text_sources: tuple[str, ...]
     grid: Any
+    measure: bool = False
+    target: Any = None  # a snapbench.corruptions.SeverityTarget
 
 
 @dataclass
 class SourceResult:
     """One query's sources.  ``skips``: {"id", "condition" (a source, or None: the query's image could not
-    be read, which concerns every image source), "reason"}."""
+    be read, which concerns every image source), "reason"}.  ``measured``: image source -> {"psnr",
+    "ssim"} (as the corrupt manifest records them), when measured."""
 
     index: int
     images: dict[str, np.ndarray]
     texts: dict[str, str]
     skips: list[dict[str, Any]]
     image_failed: bool = field(default=False)
+    measured: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def view(self, image_sources: tuple[str, ...], text_sources: tuple[str, ...]) -> SourceResult:
         """This result as a run that asked for these sources only would have got it: when the query's
@@ -56,7 +63,8 @@ class SourceResult:
         wanted = set(image_sources) | set(text_sources)
         return SourceResult(self.index, {k: v for k, v in self.images.items() if k in image_sources},
                             {k: v for k, v in self.texts.items() if k in text_sources},
-                            [s for s in self.skips if s["condition"] in wanted], self.image_failed)
+                            [s for s in self.skips if s["condition"] in wanted], self.image_failed,
+                            {k: v for k, v in self.measured.items() if k in image_sources})
 
 
 def generate_sources(task: SourceTask) -> SourceResult:
@@ -70,6 +78,7 @@ def generate_sources(task: SourceTask) -> SourceResult:
     images: dict[str, np.ndarray] = {}
     texts: dict[str, str] = {}
     skips: list[dict[str, Any]] = []
+    measured: dict[str, dict[str, Any]] = {}
     image = None
     image_sources = task.image_sources
     if image_sources:
@@ -84,15 +93,18 @@ def generate_sources(task: SourceTask) -> SourceResult:
     wanted = list(dict.fromkeys([*image_sources, *task.text_sources]))
     conds = [c for c in resolve_conditions(wanted, grid=task.grid) if c.id in wanted] if wanted else []
     for v in generate_variants(image, question, key=task.query_id, entity=task.entity, seed=task.seed,
-                               conditions=conds, grid=task.grid):
+                               conditions=conds, grid=task.grid, measure=task.measure, target=task.target):
         if isinstance(v, Skip):
             skips.append({"id": task.query_id, "condition": v.condition, "reason": v.reason})
             continue
         if v.condition in image_sources and v.image is not None:
             images[v.condition] = v.image
+            if v.measured is not None and v.kind == "image":
+                measured[v.condition] = {"psnr": v.measured["psnr"], "ssim": v.measured["ssim"]}
         if v.condition in task.text_sources and v.question is not None:
             texts[v.condition] = v.question
-    return SourceResult(task.index, images, texts, skips, image_failed=bool(task.image_sources) and image is None)
+    return SourceResult(task.index, images, texts, skips, image_failed=bool(task.image_sources) and image is None,
+                        measured=measured)
 
 
 def released_sources(task: SourceTask, released: Any) -> SourceResult:
@@ -115,13 +127,30 @@ def released_sources(task: SourceTask, released: Any) -> SourceResult:
             images[src] = load_image(path)
         except ImageLoadError as exc:
             skips.append({"id": task.query_id, "condition": src, "reason": str(exc)})
+    measured = _measure_released(images) if task.measure else {}
     for src in task.text_sources:
         text = task.question if src == "clean" else released.texts.get(task.query_id, {}).get(parse_condition(src).text_operator)
         if text is None:
             skips.append({"id": task.query_id, "condition": src, "reason": "the dataset ships no perturbed question for it"})
         else:
             texts[src] = text
-    return SourceResult(task.index, images, texts, skips)
+    return SourceResult(task.index, images, texts, skips, measured=measured)
+
+
+def _measure_released(images: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    """PSNR and SSIM of each released image variant against the query's clean image (when both were read)."""
+    from ..corruptions import image_reference, measure_image
+
+    if "clean" not in images:
+        return {}
+    ref = None
+    out: dict[str, dict[str, Any]] = {}
+    for src, img in images.items():
+        if src != "clean":
+            ref = ref or image_reference(images["clean"])
+            js = measure_image(ref, img).to_json()
+            out[src] = {"psnr": js["psnr"], "ssim": js["ssim"]}
+    return out
 
 
 def generate_sources_shared(task: SourceTask) -> SourceResult:

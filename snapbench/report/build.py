@@ -128,7 +128,8 @@ def _contact_sheet(data: RunData, w: _Writer) -> bytes | None:
     try:
         sheet = contact_sheet(load_image(img_path), question=spec.get("question"), entity=spec.get("entity"),
                               seed=int(spec.get("seed", data.run.get("seed", 0)) or 0),
-                              key=str(spec.get("key", img_path.stem)), cell=(160, 120))
+                              key=str(spec.get("key", img_path.stem)), cell=(160, 120),
+                              severity_target=spec.get("severity_target"))
     except (ValueError, OSError, TypeError) as e:
         w.note("contact_sheet", f"contact sheet of {img_path} failed: {e}")
         return None
@@ -152,6 +153,8 @@ def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
         ("primary metric", f"{metric_label(metric)} ({metric}); values in %, differences in points"),
         ("signs", "Δ = condition − clean (negative = worse); additivity drops = clean − condition (positive = worse)"),
         ("seed", str(run.get("seed", meta.seed))),
+        *([("severity", f"s1, s2, ... are measured targets: {fp['severity_target']}")]
+          if isinstance(fp := run.get("fingerprint"), dict) and fp.get("severity_target") else []),
         ("bootstrap", f"{meta.resamples} resamples, {ci} {meta.ci_method}; only the queries that count for a "
                       "metric are resampled"),
         ("snapbench", str(run.get("snapbench_version", meta.snapbench_version))),
@@ -196,6 +199,8 @@ def build_report(
     say("figures")
     sections.append(_across_section(data, metric, w))
     sections += _traffic_section(data, metric)
+    say("damage")
+    sections.append(_damage_section(data, metric, w))
     for mode in data.modes:
         say(f"mode {mode}")
         sections.append(_mode_section(data, mode, metric, w))
@@ -285,6 +290,27 @@ def _mode_section(data: RunData, mode: str, metric: str, w: _Writer) -> HtmlSect
         sec.figures += [f] if f else []
     if mode not in data.per_query:
         sec.missing.append(f"{mode}/per_query.csv not found: no CIs for aggregated bars, no per-query table")
+    return sec
+
+
+def _damage_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
+    """Drops against measured damage (SSIM, embedding drift) for the primary mode (:mod:`.damage`)."""
+    from .damage import damage_analysis, damage_tables
+
+    sec = HtmlSection("damage", "Drops against measured damage")
+    res = damage_analysis(data, metric)
+    if res is None:
+        sec.missing.append(f"{data.primary_mode}/per_query.csv holds no measured damage (ssim, drift_image, "
+                           "drift_text rows): the run was made without measuring")
+        return sec
+    sec.raw += [w.table(t) for t in damage_tables(res)]
+    if w.plot is not None:
+        from .damage_figure import damage_figure
+
+        f = w.figure("damage", lambda: damage_figure(res),
+                     f"{MODE_NAMES.get(res.mode, res.mode)}: {metric_label(metric)} per bin of measured damage and "
+                     "each operator's change per 0.1 of damage (paired with clean; bootstrap CI over queries).")
+        sec.figures += [f] if f else []
     return sec
 
 

@@ -2,7 +2,9 @@
 
 They follow the paper's claims (image vs text drops, severity growth, the worst and mildest
 primitive at the top severity, cliff vs gradual operators, coarse-text drag, super-additivity,
-MOOR vs fixed fusion, the text-path share) and state what this run shows, whichever way it goes.
+MOOR vs fixed fusion, the text-path share), then relate drops to measured damage (the operators the
+model loses most and least to per unit of SSIM loss and of embedding drift, :mod:`.damage`), and
+state what this run shows, whichever way it goes.
 
 A finding says only what the data supports: a comparison ("super-additive", "hurt more",
 "better", "worse", "below") is made only when its confidence interval excludes 0; otherwise the
@@ -29,6 +31,7 @@ from .aggregate import (
     severity_means,
     text_share_curve,
 )
+from .damage import DAMAGES, PER_DAMAGE, damage_analysis
 from .rundir import MODE_NAMES, RunData
 from .tables import kind_means, metric_label
 
@@ -68,7 +71,7 @@ def _ci_tail(ci) -> str:
 def compute_findings(data: RunData, metric: str = "hit@1") -> list[Finding]:
     """Findings for the run; a claim whose inputs are missing is stated as not checkable."""
     steps: tuple[Callable[[RunData, str], list[Finding]], ...] = (
-        _image_vs_text, _severity, _primitives, _cliff_gradual, _drag, _additivity, _moor, _text_share)
+        _image_vs_text, _severity, _primitives, _cliff_gradual, _drag, _additivity, _moor, _text_share, _damage)
     return [f for step in steps for f in step(data, metric)]
 
 
@@ -237,3 +240,45 @@ def _text_share(data: RunData, metric: str) -> list[Finding]:
         f"MOOR's text-path weight share is {tc['clean']:.3f} on clean queries and {sev[top]:.3f} on average at "
         f"image severity s{top} (paper: about 0.065 on average).",
         {"clean": tc["clean"], "by_severity": {f"s{s}": v for s, v in sev.items()}})]
+
+
+def _damage_sentence(res, damage: str, lab: str) -> str:
+    ext = res.extremes[damage]
+    slopes = res.slopes[damage]
+    most, least = slopes[ext["most"]], slopes[ext["least"]]
+    per = f"{PER_DAMAGE:g} {'SSIM loss' if damage == 'ssim' else 'embedding drift'}"
+    diff = ext["difference"] * PER_DAMAGE
+    ci = None if ext["ci"] is None else (ext["ci"][0] * PER_DAMAGE, ext["ci"][1] * PER_DAMAGE)
+
+    def one(s) -> str:
+        sci = None if s.ci is None else (s.ci[0] * PER_DAMAGE, s.ci[1] * PER_DAMAGE)
+        tied = sorted(o for o, t in slopes.items() if o != s.operator and abs(t.slope - s.slope) <= 1e-12)
+        also = f"; tied with {', '.join(tied)}" if tied else ""
+        return f"{s.operator} ({_pts(s.slope * PER_DAMAGE)} points{_ci_tail(sci)}{also})"
+
+    sure = ci_excludes_zero(ci)
+    if sure:
+        verdict = f"the model is more sensitive to {most.operator} than to {least.operator}"
+    elif sure is False:
+        verdict = "the two are not distinguishable"
+    else:
+        verdict = "no verdict (no CI)"
+    return (f"per {per}, Δ{lab} falls most steeply under {one(most)} and least under {one(least)}: {verdict} "
+            f"(difference {_pts(diff)} points{_ci_tail(ci)})")
+
+
+def _damage(data: RunData, metric: str) -> list[Finding]:
+    res = damage_analysis(data, metric)
+    if res is None:
+        return [Finding("damage", "Drops are not related to measured damage: the per-query values hold no measured "
+                                  "SSIM or embedding drift (the run was made without measuring).", {})]
+    lab, mname = metric_label(metric), MODE_NAMES.get(res.mode, res.mode)
+    parts = [_damage_sentence(res, d, lab) for d in DAMAGES if d in res.extremes]
+    if not parts:
+        return [Finding("damage", f"In {mname}, fewer than two operators have measured damage: no comparison at "
+                                  "equal damage.", {"mode": res.mode})]
+    values = {"mode": res.mode, "per": PER_DAMAGE,
+              **{d: {**res.extremes[d], "slopes": {op: {"slope": s.slope, "ci": s.ci, "n": s.n}
+                                                   for op, s in res.slopes[d].items()}}
+                 for d in DAMAGES if d in res.extremes}}
+    return [Finding("damage", f"At equal measured damage in {mname}: " + "; ".join(parts) + ".", values)]

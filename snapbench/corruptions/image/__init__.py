@@ -23,13 +23,16 @@ from .base import (
     user_image_operators,
 )
 from .grid import DEFAULT_GRID
+from .knobs import BUILTIN_KNOBS, Knob
 
 # Registration happens at import of each primitive module; the order is irrelevant (image_operators()
 # lists the built-ins in the paper's order from snapbench.conditions).
 from . import degrade, transform, remove, add  # noqa: E402,F401  isort: skip
 
 __all__ = [
+    "BUILTIN_KNOBS",
     "CorruptedImage",
+    "Knob",
     "ImageOperator",
     "DEFAULT_GRID",
     "add_image_operator",

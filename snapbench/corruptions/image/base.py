@@ -31,6 +31,7 @@ from ...seeding import image_rng
 from ..pixels import as_rgb_uint8
 from ..plugins import IMAGE_GROUP, load_operator_plugins, plugin_failure
 from .grid import DEFAULT_GRID, Grid, merge_levels, read_grid_file
+from .knobs import Knob, builtin_knob, check_knob
 
 __all__ = [
     "ImageOperator",
@@ -48,6 +49,7 @@ __all__ = [
     "user_image_operators",
     "restore_image_operators",
     "unregister_image_operator",
+    "sample_image_params",
 ]
 
 #: built-in operator name -> its primitive, from the one table in :mod:`snapbench.conditions`.
@@ -73,7 +75,9 @@ class ImageOperator:
     default parameters per severity (``{1: {...}, 2: {...}}``; built-ins: their
     :data:`~.grid.DEFAULT_GRID` levels); ``aliases`` are other names condition ids may use.
     ``origin`` is ``"builtin"``, ``"user"`` (registered at run time) or ``"plugin"`` (an entry
-    point).  A plugin's entry point may name such a record directly.
+    point).  A plugin's entry point may name such a record directly.  ``knob`` is the continuous
+    parameter a severity target searches (:class:`~.knobs.Knob`; built-ins: :data:`~.knobs.BUILTIN_KNOBS`),
+    None when the operator has none.
     """
 
     name: str
@@ -85,6 +89,7 @@ class ImageOperator:
     grid: Mapping[Any, Mapping[str, Any]] | None = field(default=None, compare=False)
     aliases: tuple[str, ...] = ()
     origin: str = "user"
+    knob: Knob | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -141,6 +146,10 @@ def _checked(op: ImageOperator) -> ImageOperator:
 def add_image_operator(op: ImageOperator, *, replace: bool = False) -> ImageOperator:
     """Add a record to the table (validated; see :func:`register_image_operator`)."""
     op = _checked(op)
+    knob = check_knob(op.name, op.knob)
+    if knob is None and op.origin == "builtin":
+        knob = builtin_knob(op.name)
+    op = dataclasses.replace(op, knob=knob)
     try:
         _TABLE.register(op.name, op, aliases=op.aliases, replace=replace)
     except ConfigError:
@@ -159,6 +168,7 @@ def register_image_operator(
     grid: Mapping[int | str, Mapping[str, Any]] | None = None,
     replace: bool = False,
     aliases: tuple[str, ...] = (),
+    knob: Knob | None = None,
 ):
     """Register an operator; usable as a decorator on the ``apply`` function.
 
@@ -170,7 +180,9 @@ def register_image_operator(
     "s1").  A new operator must have one: an operator without levels could never be part of a run,
     and leaving it out silently is worse than refusing it here.  Built-in names take theirs from
     :data:`DEFAULT_GRID` unless ``grid`` replaces them.  Re-registering a name needs ``replace``.
-    ``aliases`` are other names condition ids may use for the operator.
+    ``aliases`` are other names condition ids may use for the operator.  ``knob`` declares the
+    continuous parameter a severity target searches (:class:`~.knobs.Knob`); without one, a target
+    keeps the operator's level and flags it not reached.
 
     Operators registered at run time are shipped to ``run_corruption``'s worker processes by
     pickling ``apply`` and ``sample``: use module-level functions or picklable callable objects
@@ -182,10 +194,11 @@ def register_image_operator(
         add_image_operator(ImageOperator(
             name=name, apply=apply_fn, sample=sample or _no_randomness, primitive=primitive or "custom",
             changes_size=changes_size, doc=(getattr(apply_fn, "__doc__", None) or "").strip(), grid=grid,
-            aliases=tuple(aliases), origin="builtin" if builtin else "user"), replace=replace)
+            aliases=tuple(aliases), origin="builtin" if builtin else "user", knob=knob), replace=replace)
         return apply_fn
 
     _checked(ImageOperator(name, apply=_identity, primitive=primitive or "custom", grid=grid, aliases=tuple(aliases)))
+    check_knob(name, knob)
     if apply is not None:
         return _register(apply)
     return _register
@@ -329,3 +342,22 @@ def corrupt_image(
 ) -> np.ndarray:
     """Corrupt ``image`` (HxWx3 uint8 RGB) with ``operator`` at ``severity``; returns uint8 RGB."""
     return corrupt_image_with_params(image, operator, severity, seed=seed, key=key, grid=grid).image
+
+
+def sample_image_params(
+    image: np.ndarray,
+    operator: str,
+    severity: int,
+    *,
+    seed: int = 0,
+    key: str = "",
+    grid: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
+) -> tuple[ImageOperator, np.ndarray, dict[str, Any]]:
+    """The operator's record, ``image`` as HxWx3 uint8 RGB and the parameters ``sample`` draws for it
+    at ``severity`` -- what :func:`corrupt_image_with_params` applies, without applying them (a
+    severity target searches the knob from there, the draws held fixed)."""
+    op = get_image_operator(operator)
+    image = as_rgb_uint8(image)
+    level = _level_params(op.name, severity, grid)
+    rng = image_rng(seed, key, op.name, severity)
+    return op, image, op.sample(rng, level, (int(image.shape[0]), int(image.shape[1])))
