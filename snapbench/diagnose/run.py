@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_path, prepare_output_dir, write_text_atomic
+from ..atomic import atomic_path, write_text_atomic
 from ..jsonable import write_json
+from ..layout import claim_output_dir, write_run_json
 from ..progress import ProgressDisplay
 from .checks import run_checks
 from .detect import QueryResult, diagnose_record
@@ -105,7 +106,7 @@ def run_diagnose(
     th = thresholds if isinstance(thresholds, dict) else load_thresholds(thresholds)
     extra = _read_words(words)
     qs = queries if isinstance(queries, QuerySet) else load_queries(queries, questions=questions, format=format)
-    out_dir = prepare_output_dir(out)
+    out_dir = claim_output_dir(out, "diagnose")
     for note in qs.notes:
         if log is not None:
             log(note)
@@ -122,4 +123,6 @@ def run_diagnose(
     write_json(out_dir / SUMMARY_NAME, summary)
     page = render_diagnose_html(summary, results, examples=examples, source=f"{qs.path} ({qs.kind})")
     write_text_atomic(out_dir / HTML_NAME, page)
+    # run.json marks the folder as diagnose's, so no other command writes into it (and this one into no other's)
+    write_run_json(out_dir, "diagnose", {"inputs": summary["inputs"], "n_queries": len(results)})
     return DiagnoseResult(out_dir, summary, results, time.perf_counter() - t0)

@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import prepare_output_dir
 from ..conditions import condition_to_filename, parse_condition
 from ..errors import ConfigError, InputError, arg
 from ..jsonable import write_json
@@ -45,11 +44,14 @@ from ..layout import (
     GALLERY_IDS,
     QUERY_IDS,
     RUN_SUFFIXES,
+    claim_output_dir,
     find_embeddings,
     find_ids,
     find_path_scores,
     read_ids,
+    read_run_json,
     write_ids,
+    write_run_json,
     write_trec_run,
 )
 from ..ranking import TopK, topk, topk_overlap
@@ -340,7 +342,7 @@ def fuse_directory(
         condition = condition_to_filename(parse_condition(condition).id)
     except ValueError as exc:
         raise ConfigError(str(exc), param="condition") from None
-    out = prepare_output_dir(out_dir)
+    out = claim_output_dir(out_dir, "moor")
     summary = FusionSummary(out, 0, 0)
     output = _Output(out, opts, summary, progress or (lambda line: None))
     if paths_dir is not None:
@@ -359,4 +361,9 @@ def fuse_directory(
     assert ids.queries is not None and ids.gallery is not None
     write_ids(out / QUERY_IDS, ids.queries)
     write_ids(out / GALLERY_IDS, ids.gallery)
+    # marks the SCORES_DIR as moor's (evaluate reads only score files and id lists): no other command
+    # writes into it, and a later moor run adds its conditions to it
+    before = (read_run_json(out, kind="moor") or {}).get("conditions") or []
+    write_run_json(out, "moor", {"input": given[0], "options": dict(opts.__dict__),
+                                 "conditions": sorted(set(before) | set(summary.conditions))})
     return summary

@@ -62,7 +62,16 @@ from .names import (
     RUN_SUFFIXES,
     SKIPS,
 )
-from .runjson import RUN_JSON_SCHEMA, RUN_KINDS, check_resume, read_run_config, read_run_json, run_json_kind, write_run_json
+from .runjson import (
+    RUN_JSON_SCHEMA,
+    RUN_KINDS,
+    check_resume,
+    claim_output_dir,
+    read_run_config,
+    read_run_json,
+    run_json_kind,
+    write_run_json,
+)
 from .trec import TrecLine, iter_trec_run, read_qrels_file, read_trec_run, write_qrels, write_trec_run
 
 __all__ = [
@@ -87,6 +96,7 @@ __all__ = [
     "TARGET_ORDER",
     "TrecLine",
     "check_resume",
+    "claim_output_dir",
     "embedding_file",
     "find_embeddings",
     "find_ids",

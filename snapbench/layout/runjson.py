@@ -25,9 +25,9 @@ from ..textio import read_json
 from .names import RUN_CONFIG
 
 __all__ = ["RUN_KINDS", "RUN_JSON_SCHEMA", "write_run_json", "read_run_json", "run_json_kind", "check_resume",
-           "read_run_config"]
+           "read_run_config", "claim_output_dir"]
 
-RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose")
+RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose", "moor", "report")
 RUN_JSON_SCHEMA = 2
 
 
@@ -108,3 +108,14 @@ def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str,
             f"{Path(folder)} holds the output of a 'snapbench {kind}' {why}; use a new output folder, "
             f"or {arg('force')} to discard it", param="force")
     return previous
+
+
+def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str) -> Path:
+    """Create (or reuse) ``folder`` as the output folder of ``snapbench <kind>``: refuse a folder that
+    another command wrote (its run.json names another kind, or is not snapbench's), then check that it
+    can be written (:func:`snapbench.atomic.prepare_output_dir`).  Call it before any work."""
+    from ..atomic import prepare_output_dir
+
+    out = prepare_output_dir(folder, *subdirs)
+    read_run_json(out, kind=kind)
+    return out

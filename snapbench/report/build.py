@@ -17,7 +17,7 @@ from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError
 from ..evaluate.report import queries_line
 from ..jsonable import dumps
-from ..layout import RunDir
+from ..layout import RunDir, claim_output_dir, write_run_json
 from .findings import compute_findings
 from .html import HtmlFigure, HtmlSection, details, render_html, ul
 from .perquery import write_combined_per_query
@@ -188,6 +188,9 @@ def build_report(
     if all(metric not in r.conditions["clean"] for r in data.reports.values()):
         raise ConfigError(f"metric {metric!r} is in none of the reports of {data.path}", param="metric")
     outdir = Path(out) if out is not None else data.path
+    separate = outdir.resolve() != data.path.resolve()
+    if separate:  # a folder of its own: never another command's (a run, a corrupt output...)
+        claim_output_dir(outdir, "report")
     res = ReportResult(out=outdir, notes={k: list(v) for k, v in data.missing.items()})
     w = _Writer(RunDir(outdir), set(formats), res, dpi)
     _load_plot(w)
@@ -212,6 +215,8 @@ def build_report(
     if "html" in w.formats:
         title = f"snapbench report — {data.run.get('dataset', data.path.name)}"
         w.write(w.out.report_html, render_html(title, _summary(data, metric), sections))
+    if separate:
+        write_run_json(outdir, "report", {"run_dir": str(data.path.resolve()), "metric": metric})
     return res
 
 
