@@ -6,12 +6,10 @@ subprocesses (different PYTHONHASHSEED each), everything else through typer's Cl
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,6 +17,8 @@ import cv2
 import numpy as np
 import pytest
 from PIL import Image
+from query_sets import snapbench_cmd, tree
+from query_sets import twelve_query_set as make_queries
 from skimage import data
 from typer.testing import CliRunner
 
@@ -27,46 +27,9 @@ from snapbench.cli import app
 runner = CliRunner()
 
 
-def snapbench_cmd() -> list[str]:
-    script = Path(sys.executable).parent / "snapbench"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "snapbench.cli"]
-
-
 def run_cli(args: list[str], *, hashseed: str = "0", **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONHASHSEED": hashseed}
     return subprocess.run(snapbench_cmd() + args, env=env, capture_output=True, text=True, timeout=300, **kw)
-
-
-def make_queries(root: Path) -> Path:
-    """12 queries over three 96x128 photos (JPEG/PNG/WebP), one broken file, one unfindable entity."""
-    (root / "imgs").mkdir(parents=True)
-    photos = {
-        "astronaut.jpg": data.astronaut()[20:116, 160:288],
-        "cat.png": data.chelsea()[40:136, 100:228],
-        "coffee.webp": data.coffee()[100:196, 200:328],
-    }
-    for name, arr in photos.items():
-        Image.fromarray(arr).save(root / "imgs" / name)
-    (root / "imgs" / "broken.png").write_bytes((root / "imgs" / "cat.png").read_bytes()[:300])
-    questions = [
-        ("Which astronaut is this?", "astronaut"),
-        ("What kind of cat is this?", "cat"),
-        ("What type of coffee is in this cup?", "coffee"),
-    ]
-    rows = []
-    for i in range(11):
-        name = list(photos)[i % 3]
-        q, e = questions[i % 3]
-        rows.append({"id": f"q{i:02d}", "image": f"imgs/{name}", "question": q, "entity": e})
-    rows[4]["entity"] = "giraffe"  # not in its question: text/joint conditions become skips
-    rows.append({"id": "q11", "image": "imgs/broken.png", "question": "What is this?", "entity": "thing"})
-    path = root / "queries.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-def tree(out: Path) -> dict[str, str]:
-    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
 def sorted_lines(path: Path) -> list[str]:

@@ -18,6 +18,7 @@ import cv2
 import numpy as np
 import pytest
 from PIL import Image
+from query_sets import three_photo_set as make_query_set
 from skimage import data
 
 from snapbench.conditions import IMAGE_OPERATORS, TEXT_OPERATORS
@@ -51,26 +52,6 @@ SUBSET = [
     "joint/scribble+char_swap/s1",
     "joint/overexposure+word_repeat/s2",
 ]
-
-
-def make_query_set(root: Path, *, bad: bool = True) -> Path:
-    """Three photos (JPEG, PNG, WebP) + optionally one broken file; returns the manifest path."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "imgs").mkdir(exist_ok=True)
-    Image.fromarray(data.astronaut()[20:116, 160:288]).save(root / "imgs" / "astronaut.jpg", quality=92)
-    Image.fromarray(data.chelsea()[40:136, 100:228]).save(root / "imgs" / "cat.png")
-    Image.fromarray(data.coffee()[100:196, 200:328]).save(root / "imgs" / "coffee.webp", quality=90)
-    rows = [
-        {"id": "q_astro", "image": "imgs/astronaut.jpg", "question": "Which astronaut is this?", "entity": "astronaut", "domain": "photo"},
-        {"id": "q_cat", "image": "imgs/cat.png", "question": "What kind of cat is this?", "entity": "cat"},
-        {"id": "q_coffee", "image": "imgs/coffee.webp", "question": "What type of coffee is in this cup?", "entity": "coffee"},
-    ]
-    if bad:
-        (root / "imgs" / "broken.jpg").write_bytes((root / "imgs" / "astronaut.jpg").read_bytes()[:700])
-        rows.append({"id": "q_broken", "image": "imgs/broken.jpg", "question": "What is this dog?", "entity": "dog"})
-    path = root / "queries.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def file_hashes(out: Path) -> dict[str, str]:

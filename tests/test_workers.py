@@ -3,7 +3,6 @@ to resume, and a worker count below 1 is refused."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -15,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 from proc_helpers import alive, spawned_children
-from skimage import data
+from query_sets import snapbench_cmd, tree
+from query_sets import square_photo_set as make_queries
 from typer.testing import CliRunner
 
 from snapbench.cli import app
@@ -55,27 +54,6 @@ class Shout:
     def __call__(self, text: str, span: tuple[int, int], rng) -> tuple[str, dict]:
         s, e = span
         return text[:s] + text[s:e].upper() + text[e:], {"how": "upper"}
-
-
-def snapbench_cmd() -> list[str]:
-    return [sys.executable, "-m", "snapbench"]
-
-
-def make_queries(root: Path, n: int, size: int = 96) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    photos = [data.astronaut(), data.chelsea(), data.coffee()]
-    rows = []
-    for i in range(n):
-        arr = np.ascontiguousarray(photos[i % 3][:size, :size])
-        Image.fromarray(arr).save(root / f"p{i}.png")
-        rows.append({"id": f"q{i:02d}", "image": f"p{i}.png", "question": "What is this photo?", "entity": "photo"})
-    path = root / "q.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-def tree(out: Path) -> dict[str, str]:
-    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture
