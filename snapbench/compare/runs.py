@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +43,14 @@ class CompareResult:
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def model_values(sources: Sequence[ModelSource], targets: Sequence[str], metrics: Sequence[str],
-                 say: Callable[[str], None] = lambda _m: None) -> list[ModelValues]:
+                 say: Callable[[str], None] = lambda _m: None,
+                 conditions: Mapping[str, Sequence[str]] | None = None) -> list[ModelValues]:
     """Each model's per-query values of ``targets`` x ``metrics`` (checked: the same queries and
-    qrels in every run)."""
+    qrels in every run), of the ``conditions`` of each target when given (default: all)."""
     values: list[dict[str, Any]] = [{} for _ in sources]
     qids: list[list[str]] = [[] for _ in sources]
     for t in targets:
@@ -58,9 +60,10 @@ def model_values(sources: Sequence[ModelSource], targets: Sequence[str], metrics
         for i, (q, v) in enumerate(tables):
             rows = _rows_in(qids[i] or q, q, sources[i], t, targets[0])
             qids[i] = qids[i] or q
+            keep = v.keys() if conditions is None else set(conditions[t])
             # copies: a table's arrays are views of one block of every metric, which must not stay alive
             values[i][t] = {c: {m: per[m].copy() if rows is None else per[m][rows] for m in metrics if m in per}
-                            for c, per in v.items()}
+                            for c, per in v.items() if c in keep}
         del tables
     return [ModelValues.from_values(s.name, q, v) for s, q, v in zip(sources, qids, values)]
 
@@ -94,8 +97,10 @@ def compare_runs(
     files with per-query values) and write the comparison report into ``out``.
 
     Raises :class:`~snapbench.errors.ConfigError` naming every difference when the runs' queries,
-    gallery, qrels, conditions, seed or metric settings differ (the variant source may differ), and
-    :class:`~snapbench.errors.InputError` for a path that is no run or has no per-query values."""
+    gallery, qrels, planned conditions, seed or metric settings differ (the variant source may
+    differ), and :class:`~snapbench.errors.InputError` for a path that is no run or has no per-query
+    values.  A run that left conditions out because its modes read one side of the query only (a
+    text-only encoder) is compared on the conditions every run has; ``warnings`` name the rest."""
     from .write import write_outputs
 
     opts = options or CompareOptions()
@@ -106,14 +111,16 @@ def compare_runs(
     read_run_json(outdir, kind="compare")  # a folder another command wrote is refused before any work
     sources = open_sources(paths, opts.names)
     st = resolve_settings(sources, opts)
-    check_setups(sources, st.targets)
-    models = model_values(sources, st.targets, st.metrics, say)
+    compared = check_setups(sources, st.targets)
+    warnings = [c.warning for c in compared.values() if c.warning]
+    models = model_values(sources, st.targets, st.metrics, say, {t: c.conditions for t, c in compared.items()})
     t_read = time.perf_counter()
     cfg = CompareConfig(resamples=st.resamples, ci=st.ci, seed=st.seed, correction=opts.correction,
                         reference=opts.reference)
     comparison = compare_models(models, cfg, progress=lambda mode, metric: say(f"statistics: {mode}, {metric}"))
     t_stats = time.perf_counter()
-    res = CompareResult(Path(outdir), sources, st, comparison, notes=list(st.notes))
+    # the warnings (conditions left out for some models) are notes of compare.json and the page too
+    res = CompareResult(Path(outdir), sources, st, comparison, notes=list(st.notes) + warnings, warnings=warnings)
     say("writing the report")
     write_outputs(res, opts)
     write_run_json(outdir, "compare", _run_json(sources, st, opts, comparison.meta["reference"]))
