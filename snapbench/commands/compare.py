@@ -71,4 +71,5 @@ def compare(
     typer.echo(f"compared {len(res.sources)} models ({', '.join(s.name for s in res.sources)}) on "
                f"{', '.join(st.targets)} x {', '.join(st.metrics)} in {res.timings['total_s']:.1f} s")
     html = out / "compare.html"
-    typer.echo(f"wrote {len(res.files)} files under {out}" + (f"; open {html}" if html in res.files else ""))
+    removed = f" (removed {len(res.removed)} files of the previous compare it did not write again)" if res.removed else ""
+    typer.echo(f"wrote {len(res.files)} files under {out}{removed}" + (f"; open {html}" if html in res.files else ""))

@@ -4,7 +4,8 @@ Steps: open the models (:mod:`.sources`), pick targets, metrics and settings (:m
 refuse set-ups that differ (:mod:`.check`), read each target's per-query values (only the metrics
 compared), compute every record (:func:`~snapbench.compare.core.compare_models`) and write the
 outputs (:mod:`.write`).  The output folder's run.json (``kind: "compare"``) records the inputs and
-settings; a folder another command wrote is refused.
+settings and the files written (a new compare into the folder removes those of the previous one it
+does not write again: :mod:`.stale`); a folder another command wrote is refused.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .inputs import ModelValues
 from .options import CompareOptions, Settings, resolve_settings
 from .records import Comparison
 from .sources import ModelSource, open_sources
+from .stale import possible_files, previous_files, relative_names, remove_stale
 
 __all__ = ["CompareResult", "compare_runs"]
 
@@ -44,6 +46,7 @@ class CompareResult:
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)
 
 
 def model_values(sources: Sequence[ModelSource], targets: Sequence[str], metrics: Sequence[str],
@@ -108,7 +111,7 @@ def compare_runs(
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
     outdir = prepare_output_dir(out)
-    read_run_json(outdir, kind="compare")  # a folder another command wrote is refused before any work
+    before = read_run_json(outdir, kind="compare")  # a folder another command wrote is refused before any work
     sources = open_sources(paths, opts.names)
     st = resolve_settings(sources, opts)
     compared = check_setups(sources, st.targets)
@@ -122,9 +125,14 @@ def compare_runs(
     # the warnings (conditions left out for some models) are notes of compare.json and the page too
     res = CompareResult(Path(outdir), sources, st, comparison, notes=list(st.notes) + warnings, warnings=warnings)
     say("writing the report")
+    cdir, body = CompareDir(outdir), _run_json(sources, st, opts, comparison.meta["reference"])
+    # first on record: the files the folder may hold once this compare stops, finished or not
+    candidates = previous_files(cdir, before) | possible_files(cdir, st.targets, st.metrics)
+    write_run_json(outdir, "compare", {**body, "status": "writing", "files": relative_names(cdir, candidates)})
     write_outputs(res, opts)
-    write_run_json(outdir, "compare", _run_json(sources, st, opts, comparison.meta["reference"]))
-    res.files.append(CompareDir(outdir).run_json)
+    res.files.append(cdir.run_json)
+    res.removed = remove_stale(cdir, candidates, res.files)
+    write_run_json(outdir, "compare", {**body, "status": "complete", "files": relative_names(cdir, res.files)})
     t_end = time.perf_counter()
     res.timings = {"read_s": t_read - t0, "statistics_s": t_stats - t_read, "write_s": t_end - t_stats,
                    "total_s": t_end - t0}
