@@ -89,7 +89,11 @@ def test_a_text_only_model_is_compared_on_the_conditions_every_model_has(runs, t
     cj = read_compare_json(out / "compare.json")
     assert cj["settings"]["targets"] == ["T2T"]
     assert w[len("warning: "):] in cj["notes"]
-    assert "compared on the 3 conditions every model has" in (out / "compare.html").read_text()
+    page = (out / "compare.html").read_text()
+    assert "compared on the 3 conditions every model has" in page
+    # wide tables scroll inside the page (main: the R@1 table ran past its width); no fit, no curve
+    assert page.count('<div class="table-scroll" style="overflow-x:auto;max-width:100%"><table') >= 4
+    assert "no fit drawn" in page and "the curve is the logit-space fit" not in page
     for name in ("toy", "textonly"):
         rep = _report(runs / "multi" / name)
         got = {x["condition"]: x for x in cj["models"]
