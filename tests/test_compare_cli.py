@@ -151,7 +151,7 @@ def test_evaluate_report_files_compare_like_their_runs(runs, tmp_path):
 def test_different_seeds_are_refused(runs, tmp_path):
     r = _cli(runs / "multi" / "toy", runs / "seed1", "--out", tmp_path / "o")
     assert r.exit_code == 2
-    assert r.output.startswith("error: RUN_DIR: the runs cannot be compared")
+    assert r.output.startswith("error: the runs cannot be compared")
     assert "seed: 'toy'" in r.output and "has 0" in r.output and "has 1" in r.output and str(runs / "seed1") in r.output
     assert "Traceback" not in r.output
 
@@ -216,7 +216,7 @@ def test_released_and_generated_variants_of_one_model_are_compared(tmp_path):
     ("not_a_run", "is not a run folder"),
     ("corrupt_folder", "is not a run folder: its run.json was written by snapbench corrupt"),
     ("no_per_query", "has no per-query values of IT2IT"),
-    ("report_without_per_query", "is a report without per-query values"),
+    ("report_without_per_query", "is a report of the run folder"),
     ("one_model", "a comparison needs at least two models"),
     ("bad_correction", "--correction: unknown correction 'bonferroni'; choose one of holm, bh"),
     ("bad_reference", "--reference: 'clip' is not one of the models: toy, mirror"),

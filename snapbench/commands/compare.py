@@ -41,8 +41,10 @@ def compare(
     permutation tests (adjusted across conditions), rankings with rank intervals and tiers, corruption
     errors, effective robustness and super-additivity, per retrieval mode.
 
-    Refuses runs whose queries, gallery, qrels, conditions, seed or metric settings differ (the variant
-    source may differ: released vs generated variants of one model is a valid comparison).
+    Refuses runs whose queries, gallery, qrels, planned conditions, seed or metric settings differ (the
+    variant source may differ: released vs generated variants of one model is a valid comparison). A
+    run that reads one side of the query only (a text-only encoder) is compared with the others on the
+    conditions every run has, with a warning naming the conditions left out.
     """
     from rich.console import Console
 
@@ -61,9 +63,13 @@ def compare(
         with err.status("compare") as status:
             res = compare_runs(run_dirs, out, opts, progress=lambda msg: status.update(f"compare: {msg}"))
     for note in res.notes:
-        err.print(f"note: {note}", highlight=False, markup=False)
+        if note not in res.warnings:
+            err.print(f"note: {note}", highlight=False, markup=False)
+    for warning in res.warnings:
+        typer.echo(f"warning: {warning}", err=True)  # one line, as every command's warnings
     st = res.settings
     typer.echo(f"compared {len(res.sources)} models ({', '.join(s.name for s in res.sources)}) on "
                f"{', '.join(st.targets)} x {', '.join(st.metrics)} in {res.timings['total_s']:.1f} s")
     html = out / "compare.html"
-    typer.echo(f"wrote {len(res.files)} files under {out}" + (f"; open {html}" if html in res.files else ""))
+    removed = f" (removed {len(res.removed)} files of the previous compare it did not write again)" if res.removed else ""
+    typer.echo(f"wrote {len(res.files)} files under {out}{removed}" + (f"; open {html}" if html in res.files else ""))

@@ -6,7 +6,7 @@ per-query values (docs/compare.md); and :func:`compare_runs`, the comparison of 
 
 from .core import CompareConfig, compare_models
 from .exact import cohens_g, discordance, signflip_exact_pvalues
-from .groups import GROUP_ALL, condition_groups, group_means
+from .groups import GROUP_ALL, condition_groups, exact_group_means, group_means
 from .inputs import ModelValues, align_models
 from .jsonfile import read_compare_json
 from .multiple import CORRECTIONS, adjust_pvalues
@@ -38,6 +38,7 @@ __all__ = [
     "GROUP_ALL",
     "condition_groups",
     "group_means",
+    "exact_group_means",
     "CORRECTIONS",
     "adjust_pvalues",
     "discordance",

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..conditions import parse_condition
 from ..evaluate.additivity import additivity_analysis, additivity_terms, joint_parts
-from .groups import group_means
+from .groups import exact_group_means, group_means
 from .records import AdditivityPairRecord, AdditivityRecord
 from .stats import MetricBlock, row_intervals
 
@@ -70,11 +70,13 @@ def additivity_records(
     weights = np.concatenate([lin, group_means(lin, summaries)], axis=1)
 
     def deltas(x: np.ndarray) -> np.ndarray:  # (M, C[, B]) -> (M, J + S[, B]) δ of joints and summaries
-        if np.isfinite(x).all():
-            return np.matmul(np.ascontiguousarray(weights.T), x) if x.ndim == 3 else x @ weights
-        # undefined values (0/0 resamples of a ratio metric) must stay in their own δ only
+        if x.ndim == 3 and np.isfinite(x).all():
+            return np.matmul(np.ascontiguousarray(weights.T), x)
+        # undefined values (0/0 resamples of a ratio metric) must stay in their own δ only; the point
+        # estimates elementwise, so that models with equal values get bit-equal δ (a tie, diff 0)
         d = additivity_terms(x[:, :1], x[:, idx["img"]], x[:, idx["txt"]], x[:, idx["joint"]])["delta"]
-        return np.concatenate([d, group_means(d, summaries, axis=1)], axis=1)
+        return np.concatenate([d, group_means(d, summaries, axis=1) if x.ndim == 3 else exact_group_means(d, summaries)],
+                              axis=1)
 
     point, boot = deltas(block.values), deltas(block.boot)
     keys = list(joints) + list(summaries)

@@ -11,14 +11,17 @@ first:
 * **gallery** -- ``fingerprint.dataset_gallery_sha256`` and the reports' ``meta.n_gallery``;
 * **qrels** -- the queries without a relevant item (where a ranking metric is undefined), the
   reports' ``meta.n_zero_gt`` and ``meta.graded_labels``;
-* **conditions** -- each target's condition ids and, between two runs that generated their variants,
-  the severity grid (``fingerprint.grid``);
+* **conditions** -- each target's planned conditions (:mod:`.planned`: a run that reads one side of
+  the query only, such as a text-only encoder's, is compared with the others on the conditions every
+  run has, with a warning naming the rest) and, between two runs that generated their variants, the
+  severity grid (``fingerprint.grid``);
 * **metric settings** -- the reports' zero-GT rule, set threshold and tie rule.
 
 Not compared: the **variant source** (``--variants released`` vs ``generated`` of the same model is
 the release's confound check), the encoder, and settings that change no number of the comparison
 (block and batch sizes, resamples of the runs' own reports).  Every difference found is named in one
-:class:`~snapbench.errors.ConfigError`, with the two models and their paths.
+:class:`~snapbench.errors.ConfigError`, with the two models and their paths (no parameter: the
+message is about the runs, which it names).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ import numpy as np
 from ..errors import ConfigError
 from ..evaluate.metrics import metric_family
 from ..jsonable import dumps
-from .sources import ModelSource, PerQueryArrays
+from .planned import TargetConditions, compared_conditions
+from .sources import ModelSource, PerQueryArrays, set_diff
 
 __all__ = ["check_setups", "check_queries"]
 
@@ -40,20 +44,11 @@ _ADVICE = ("compare runs of the same queries, gallery, qrels, conditions, seed a
 
 
 def _short(v: Any) -> str:
+    """A value for a message: a long string (a hash) cut inside its quotes, other JSON cut with '…'."""
+    if isinstance(v, str):
+        return repr(v if len(v) <= 24 else v[:16] + "…")
     text = dumps(v, indent=None)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _set_diff(what: str, a: ModelSource, xa: Sequence[str], b: ModelSource, xb: Sequence[str]) -> str | None:
-    sa, sb = set(xa), set(xb)
-    if sa == sb:
-        return None
-    parts = []
-    if sa - sb:
-        parts.append(f"{b.label} lacks {len(sa - sb)} of the {what} of {a.label} (e.g. {', '.join(sorted(sa - sb)[:3])})")
-    if sb - sa:
-        parts.append(f"{b.label} has {len(sb - sa)} {what} {a.label} lacks (e.g. {', '.join(sorted(sb - sa)[:3])})")
-    return "; ".join(parts)
+    return text if len(text) <= 60 else text[:57] + "…"
 
 
 def _value_diff(what: str, a: ModelSource, va: Any, b: ModelSource, vb: Any) -> str | None:
@@ -64,8 +59,7 @@ def _value_diff(what: str, a: ModelSource, va: Any, b: ModelSource, vb: Any) -> 
 
 def _fail(diffs: list[str]) -> None:
     if diffs:
-        raise ConfigError("the runs cannot be compared, they differ in their " + "; ".join(diffs) + f" -- {_ADVICE}",
-                          param="paths")
+        raise ConfigError("the runs cannot be compared, they differ in their " + "; ".join(diffs) + f" -- {_ADVICE}")
 
 
 def _seed(s: ModelSource, targets: Sequence[str]) -> Any:
@@ -101,10 +95,6 @@ def _report_diffs(a: ModelSource, b: ModelSource, targets: Sequence[str], known:
     """Differences of the reports of ``targets``: each field once (with the targets it differs in),
     none already named in ``known`` (a seed that differs in run.json differs in every report)."""
     out = []
-    for t in targets:
-        ra, rb = a.report(t), b.report(t)
-        if (d := _set_diff("conditions", a, list(ra.conditions), b, list(rb.conditions))) is not None:
-            out.append(f"conditions of {t}: {d}")
     for what, field, get in _REPORT_FIELDS:
         if what in known:
             continue
@@ -117,15 +107,21 @@ def _report_diffs(a: ModelSource, b: ModelSource, targets: Sequence[str], known:
     return out
 
 
-def check_setups(sources: Sequence[ModelSource], targets: Sequence[str]) -> None:
+def check_setups(sources: Sequence[ModelSource], targets: Sequence[str]) -> dict[str, TargetConditions]:
     """Refuse (one :class:`ConfigError` naming every difference) runs whose set-ups differ: run.json
-    and the reports of ``targets``; see the module docstring."""
+    and the reports of ``targets``; see the module docstring.  Return the conditions each target is
+    compared on (:func:`~snapbench.compare.planned.compared_conditions`)."""
     first = sources[0]
     diffs: list[str] = []
+    compared: dict[str, TargetConditions] = {}
+    for t in targets:
+        compared[t], d = compared_conditions(sources, t)
+        diffs += d
     for other in sources[1:]:
         run = _run_diffs(first, other, targets)
         diffs += run + _report_diffs(first, other, targets, {d.split(":")[0] for d in run})
     _fail(diffs)
+    return compared
 
 
 def _uncounted(arrays: PerQueryArrays, metrics: Sequence[str]) -> set[str] | None:
@@ -150,11 +146,11 @@ def check_queries(sources: Sequence[ModelSource], target: str, tables: Sequence[
     diffs = []
     z0 = _uncounted(t0, metrics)
     for s, t in zip(sources[1:], tables[1:]):
-        if (d := _set_diff("queries", first, t0[0], s, t[0])) is not None:
+        if (d := set_diff("queries", first, t0[0], s, t[0])) is not None:
             diffs.append(f"queries of {target}: {d}")
             continue
         z = _uncounted(t, metrics)
-        if z0 is not None and z is not None and (d := _set_diff("queries without a relevant item", first, sorted(z0),
+        if z0 is not None and z is not None and (d := set_diff("queries without a relevant item", first, sorted(z0),
                                                                  s, sorted(z))) is not None:
             diffs.append(f"qrels of {target}: {d}")
     _fail(diffs)

@@ -30,6 +30,34 @@ def _ci(level: float) -> str:
     return f"{round(100 * level, 1):g}% CI"
 
 
+def _point_labels(pts: list[tuple[str, float, float]], span: float) -> list[tuple[str, tuple[float, float], int]]:
+    """One label per position (the names of coinciding models joined with '='), and labels of points
+    closer than 2% of the axis stacked one line apart (k = the line) so that none overlaps."""
+    at: dict[tuple[float, float], list[str]] = {}
+    for m, x, y in pts:
+        at.setdefault((round(x, 6), round(y, 6)), []).append(m)
+    out: list[tuple[str, tuple[float, float], int]] = []
+    for (x, y), names in sorted(at.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        near = [k for _, (x1, y1), k in out if abs(x1 - x) < 0.02 * span and abs(y1 - y) < 0.02 * span]
+        out.append((" = ".join(names), (x, y), max(near) + 1 if near else 0))
+    return out
+
+
+def fitted(v: MetricView) -> bool:
+    """Whether the effective-robustness plot draws a fit (three or more models, clean values that differ)."""
+    fit = v.fits.get(GROUP_ALL)
+    return fit is not None and bool(np.isfinite(fit.slope))
+
+
+def effective_caption(v: MetricView) -> str:
+    """The caption of :func:`effective_figure`: the fit is named only when it is drawn."""
+    if fitted(v):
+        return ("Clean vs corrupted value per model; the curve is the logit-space fit across the models (effective "
+                "robustness = a model's height above it).")
+    return ("Clean vs corrupted value per model (no fit drawn: it needs three or more models whose clean values "
+            "differ); the dotted line is no drop.")
+
+
 def effective_figure(v: MetricView):
     """Clean vs corrupted (group:all) per model; the logit-space fit across models when there is one."""
     Figure = require_matplotlib()
@@ -45,47 +73,100 @@ def effective_figure(v: MetricView):
     lo, hi = max(0.0, min(xs.min(), ys.min()) - 5), min(100.0, max(xs.max(), ys.max()) + 5)
     ax.plot([lo, hi], [lo, hi], color="grey", linestyle=":", label="no drop (corrupted = clean)")
     fit = v.fits.get(GROUP_ALL)
-    fitted = fit is not None and bool(np.isfinite(fit.slope))
-    if fitted:
+    if fitted(v):
         x = np.linspace(max(lo, 0.5), min(hi, 99.5), 200) / 100
         z = fit.slope * np.log(x / (1 - x)) + fit.intercept
         ax.plot(100 * x, 100 / (1 + np.exp(-z)), color="#c51b7d",
                 label=f"fit across models: logit(y) = {fit.slope:.2f} logit(x) {fit.intercept:+.2f}")
     for m, x0, y0 in pts:
         ax.scatter([x0], [y0], s=36, zorder=3)
-        ax.annotate(m, (x0, y0), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    for label, (x0, y0), k in _point_labels(pts, hi - lo):
+        right = x0 > (lo + hi) / 2  # labels of the right half go left of their point, inside the axes
+        ax.annotate(label, (x0, y0), textcoords="offset points", xytext=(-6 if right else 6, 4 + 11 * k), fontsize=8,
+                    ha="right" if right else "left")
+    pad = 0.02 * (hi - lo)
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel(f"clean {lab} (%)")
     ax.set_ylabel(f"corrupted {lab} (%), mean over all corrupted conditions")
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(alpha=0.3)
     tidy_axes(ax)
-    what = ("effective robustness = height above the fit" if fitted else "no fit: it needs three or more models"
+    what = ("effective robustness = height above the fit" if fitted(v) else "no fit: it needs three or more models"
             if fit is None else "no fit: the clean values do not differ")
     ax.set_title(f"{target_label(v.target)}: clean vs corrupted {lab} per model ({what})", fontsize=10)
     return fig
 
 
+_KIND_NAMES = {"img": "image", "txt": "text", "joint": "joint (image + text)"}
+
+
+def _split(cid: str) -> tuple[str, str, str]:
+    """(kind, operator, severity digit or '') of a condition id: ``img/low_light/s2`` ->
+    ``("img", "low_light", "2")``, ``txt/char_add`` -> ``("txt", "char_add", "")``."""
+    parts = cid.split("/")
+    sev = parts[-1][1:] if len(parts) > 2 and parts[-1][:1] == "s" and parts[-1][1:].isdigit() else ""
+    op = "/".join(parts[1:-1] if sev else parts[1:]) or cid
+    return (parts[0] if len(parts) > 1 else ""), op, sev
+
+
+def _runs(keys: list) -> list[tuple[object, int, int]]:
+    """Consecutive runs of equal keys: (key, first index, last index + 1)."""
+    out: list[tuple[object, int, int]] = []
+    for i, k in enumerate(keys):
+        if out and out[-1][0] == k:
+            out[-1] = (k, out[-1][1], i + 1)
+        else:
+            out.append((k, i, i + 1))
+    return out
+
+
+def _group_axis(ax, conds: list[str]) -> None:
+    """Conditions grouped on the x axis: each operator named once under its columns (its severities
+    as small digits right under the cells), lines between operators and between kinds, the kinds
+    named above the map."""
+    parts = [_split(c) for c in conds]
+    ops = _runs([(k, op) for k, op, _ in parts])
+    ax.set_xticks([(a + b - 1) / 2 for _, a, b in ops], [op for (_, op), _, _ in ops], rotation=90, fontsize=8)
+    sev = [i for i, p in enumerate(parts) if p[2]]
+    ax.xaxis.remove_overlapping_locs = False  # a severity digit under the column its operator is named at
+    ax.set_xticks(sev, [parts[i][2] for i in sev], minor=True, fontsize=7)
+    ax.tick_params(axis="x", which="major", pad=10 if sev else 3, length=0)
+    ax.tick_params(axis="x", which="minor", pad=1, length=2)
+    for _, a, _ in ops[1:]:
+        ax.axvline(a - 0.5, color="white", linewidth=1.2)
+    kinds = _runs([k for k, _, _ in parts])
+    for _, a, _ in kinds[1:]:
+        ax.axvline(a - 0.5, color="black", linewidth=1.4)
+    top = ax.secondary_xaxis("top")
+    top.set_xticks([(a + b - 1) / 2 for _, a, b in kinds], [_KIND_NAMES.get(str(k), str(k)) for k, _, _ in kinds],
+                   fontsize=9)
+    top.tick_params(length=0)
+
+
 def heatmap_figure(v: MetricView):
-    """Models x corrupted conditions coloured by Δ (points)."""
+    """Models x corrupted conditions coloured by Δ (points), conditions grouped by kind and operator."""
     Figure = require_matplotlib()
     from matplotlib.colors import TwoSlopeNorm
 
-    conds = v.conditions
+    conds = list(v.conditions)
     if not conds:
         return None
     m = np.array([[to_points(v.values[(mod, c)].delta) if (mod, c) in v.values else np.nan for c in conds]
                   for mod in v.models])
     lab = metric_label(v.metric)
-    fig = Figure(figsize=(max(8.0, 0.17 * len(conds) + 3), 0.42 * len(v.models) + 2.6), layout="constrained")
+    longest = max(len(_split(c)[1]) for c in conds)
+    fig = Figure(figsize=(max(8.0, 0.2 * len(conds) + 3.5), 0.45 * len(v.models) + 2.2 + 0.075 * longest),
+                 layout="constrained")
     ax = fig.subplots()
     lim = max(float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 0.0, 1.0)
     im = ax.imshow(m, cmap="RdBu", norm=TwoSlopeNorm(0.0, -lim, lim), aspect="auto", interpolation="nearest")
-    ax.set_yticks(range(len(v.models)), v.models, fontsize=8)
-    ax.set_xticks(range(len(conds)), conds, rotation=90, fontsize=5 if len(conds) > 40 else 7)
-    ax.set_xlabel("condition")
+    ax.set_yticks(range(len(v.models)), v.models, fontsize=9)
+    _group_axis(ax, conds)
+    ax.set_xlabel("condition: operator (severity 1–3 under its columns where it has them)")
     cb = fig.colorbar(im, ax=ax, shrink=0.9)
     cb.set_label(f"Δ{lab} (points, condition − clean)")
-    ax.set_title(f"{target_label(v.target)}: Δ{lab} per model and condition (red = drop)", fontsize=10)
+    ax.set_title(f"{target_label(v.target)}: Δ{lab} per model and condition (red = drop)", fontsize=11)
     return fig
 
 
@@ -148,10 +229,9 @@ def rank_figure(v: MetricView):
     return fig
 
 
-#: name -> (function, caption); the order of the report.
+#: name -> (function, caption or a function of the view giving it); the order of the report.
 FIGURES = {
-    "effective": (effective_figure, "Clean vs corrupted value per model; the curve is the logit-space fit across the "
-                                    "models (effective robustness = a model's height above it)."),
+    "effective": (effective_figure, effective_caption),
     "heatmap": (heatmap_figure, "Δ per model and condition (points; red = drop)."),
     "primitives": (primitive_bars_figure, "Δ per image primitive and severity, text, joint and all conditions, one bar "
                                           "per model; whiskers: its CI."),

@@ -34,6 +34,35 @@ def _ci(lo: float | None, hi: float | None, level: float) -> str:
     return f"{round(100 * level, 1):g}% CI {_pts(lo)} to {_pts(hi)}"
 
 
+def _extremes(rec: dict, order: list[str], level: float) -> str:
+    """"X drops least (...) and Y most (...)", with models of equal mean Δ named together: equal
+    values read as equal (a run compared with itself)."""
+    def said(ms: list[str]) -> str:
+        r = rec[ms[0]]
+        return f"{_pts(r.delta)} points, {_ci(r.ci_low, r.ci_high, level)}"
+
+    least = [m for m in order if rec[m].delta == rec[order[0]].delta]
+    most = [m for m in order if rec[m].delta == rec[order[-1]].delta]
+    if len(least) == len(order):
+        if _same_ci(rec, order):
+            return f"{_join(order)} drop the same ({said(order)})"
+        cis = ", ".join(f"{m}: {_ci(rec[m].ci_low, rec[m].ci_high, level)}" for m in order)
+        return f"{_join(order)} drop the same ({_pts(rec[order[0]].delta)} points; {cis})"
+    verb = "drops" if len(least) == 1 else "drop"
+    text = f"{_join(least)} {verb} least ({said(least)}) and {_join(most)} most ({said(most)})"
+    if _pts(rec[least[0]].delta) == _pts(rec[most[0]].delta):
+        text += ", apart by less than the precision shown"
+    return text
+
+
+def _join(ms: list[str]) -> str:
+    return ms[0] if len(ms) == 1 else ", ".join(ms[:-1]) + " and " + ms[-1]
+
+
+def _same_ci(rec: dict, ms: list[str]) -> bool:
+    return len({(rec[m].ci_low, rec[m].ci_high) for m in ms}) == 1
+
+
 def _ranking(v: MetricView, correction: str) -> Finding | None:
     if not v.ranking:
         return None
@@ -41,7 +70,6 @@ def _ranking(v: MetricView, correction: str) -> Finding | None:
     rec = {m: v.values[(m, GROUP_ALL)] for m in order if (m, GROUP_ALL) in v.values}
     if len(rec) < len(order):
         return None
-    best, worst = order[0], order[-1]
     tiers: dict[int, list[str]] = {}
     for m in order:
         tiers.setdefault(v.ranking[m].group, []).append(m)
@@ -51,9 +79,8 @@ def _ranking(v: MetricView, correction: str) -> Finding | None:
     else:
         verdict = "tiers (a model of a tier is not told apart from the tier's first): " + "; ".join(
             f"{t}: {', '.join(ms)}" for t, ms in sorted(tiers.items()))
-    text = (f"In {target_label(v.target)}, by mean Δ{lab} over {len(v.conditions)} corrupted conditions, {best} drops "
-            f"least ({_pts(rec[best].delta)} points, {_ci(rec[best].ci_low, rec[best].ci_high, v.level)}) and {worst} "
-            f"most ({_pts(rec[worst].delta)}, {_ci(rec[worst].ci_low, rec[worst].ci_high, v.level)}); {verdict}.")
+    text = (f"In {target_label(v.target)}, by mean Δ{lab} over {len(v.conditions)} corrupted conditions, "
+            f"{_extremes(rec, order, v.level)}; {verdict}.")
     return Finding(f"ranking:{v.target}", text, {
         "target": v.target, "metric": v.metric, "order": order, "tiers": {str(k): m for k, m in tiers.items()},
         "mean_delta": {m: r.delta for m, r in rec.items()}})
@@ -99,14 +126,42 @@ def _pairs(v: MetricView, correction: str) -> list[Finding]:
     return [Finding(f"pairs:{v.target}", text, {"target": v.target, "metric": v.metric, "told_apart": apart})]
 
 
+def _ratio_text(x: float | None) -> str:
+    return "undefined" if finite(x) is None else f"{x:.2f}"
+
+
+def _undefined_mce(v: MetricView, reference: str, models: list[str]) -> str:
+    """Why the mean corruption error of ``models`` is undefined: the operators whose CE is (the
+    reference makes no error under them, or the model's value is undefined there)."""
+    def ops(m: str) -> list[str]:
+        return [op for (mm, op), n in v.normalised.items()
+                if mm == m and not op.startswith("mean:") and finite(n.ce) is None]
+
+    ref_ops = set(ops(reference))
+    own = {m: [op for op in ops(m) if op not in ref_ops] for m in models}
+    parts = []
+    if ref_ops:
+        named = sorted(ref_ops)
+        parts.append(f"{reference}, the reference, makes no error under {len(named)} operator(s) "
+                     f"({', '.join(named[:3])}{', …' if len(named) > 3 else ''}: {metric_label(v.metric)} 100% at "
+                     "every severity), and a corruption error divides by the reference's errors")
+    for m, o in own.items():
+        if o:
+            parts.append(f"{m}'s value is undefined under {', '.join(o[:3])}{', …' if len(o) > 3 else ''}")
+    why = "; ".join(parts) or "see the per-operator records"
+    return f"mean corruption error undefined for {_join(models)}: {why} (the per-operator CEs are in compare.json)"
+
+
 def _normalised(v: MetricView, reference: str) -> Finding | None:
     rows = [(m, v.values.get((m, GROUP_ALL)), v.normalised.get((m, "mean:all"))) for m in v.ranked()]
     if any(r is None or n is None for _, r, n in rows):
         return None
-    parts = [f"{m} {r.retention:.3f} (mCE {n.ce:.2f}, relative mCE {n.relative_ce:.2f})" if finite(n.ce) is not None
-             else f"{m} {r.retention:.3f}" for m, r, n in rows]
+    parts = [f"{m} {r.retention:.3f} (mCE {n.ce:.2f}, relative mCE {_ratio_text(n.relative_ce)})"
+             if finite(n.ce) is not None else f"{m} {r.retention:.3f} (mCE undefined)" for m, r, n in rows]
+    undefined = [m for m, _, n in rows if finite(n.ce) is None]
     text = (f"{target_label(v.target)}, {metric_label(v.metric)}: retention (corrupted / clean, mean over the "
-            f"corrupted conditions) and mean corruption error against {reference}: " + "; ".join(parts) + ".")
+            f"corrupted conditions) and mean corruption error against {reference}: " + "; ".join(parts)
+            + (f"; {_undefined_mce(v, reference, undefined)}" if undefined else "") + ".")
     return Finding(f"normalised:{v.target}", text, {"target": v.target, "metric": v.metric, "reference": reference,
                                                    "retention": {m: r.retention for m, r, _ in rows},
                                                    "mce": {m: n.ce for m, _, n in rows}})

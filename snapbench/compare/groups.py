@@ -14,13 +14,14 @@ condition exist; an image operator outside the built-in taxonomy counts in ``gro
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..conditions import IMAGE_PRIMITIVES, parse_condition
 
-__all__ = ["GROUP_ALL", "condition_groups", "group_matrix", "group_means"]
+__all__ = ["GROUP_ALL", "condition_groups", "exact_group_means", "group_means"]
 
 GROUP_ALL = "group:all"
 _PRIMITIVE_OF = {op: prim for prim, ops in IMAGE_PRIMITIVES.items() for op in ops}
@@ -58,29 +59,35 @@ def condition_groups(conditions: Sequence[str]) -> dict[str, list[int]]:
     return groups
 
 
-def group_matrix(groups: dict[str, list[int]], n_conditions: int) -> np.ndarray:
-    """(n_conditions, G) matrix whose product with per-condition columns gives the group means."""
-    out = np.zeros((n_conditions, len(groups)), dtype=np.float64)
-    for g, idx in enumerate(groups.values()):
-        out[idx, g] = 1.0 / len(idx)
-    return out
-
-
 def group_means(x: np.ndarray, groups: dict[str, list[int]], axis: int = -1) -> np.ndarray:
     """Means over each group's entries of ``x`` along ``axis`` (of length n_conditions), which is
-    replaced by one entry per group.  An undefined condition (NaN) makes only its own groups NaN
-    (a plain matrix product would spread it to every group, 0 * NaN = NaN)."""
+    replaced by one entry per group.
+
+    Each group is summed in one fixed order (its conditions' order), by elementwise additions: two
+    equal slices of ``x`` (two models with the same values) give bit-equal means wherever they sit
+    (a BLAS matrix product need not: its rounding depends on the row's place in the blocks), and an
+    undefined condition (NaN) makes only its own groups NaN.  For point estimates that must not
+    depend on the order of the conditions either, see :func:`exact_group_means`."""
     x = np.asarray(x, dtype=np.float64)
-    last = axis in (-1, x.ndim - 1)
-    # the condition axis as the contracted axis of a matrix product, without copying x
-    y = x if last else np.moveaxis(x, axis, -2)
-    m = group_matrix(groups, y.shape[-1] if last else y.shape[-2])
-    # np.matmul with a transposed (non-C-contiguous) left operand of a stack skips BLAS: ~6x slower
-    prod = (lambda v, w: v @ w) if last else (lambda v, w: np.matmul(np.ascontiguousarray(w.T), v))
-    bad = np.isnan(y)
-    if bad.any():
-        out = prod(np.where(bad, 0.0, y), m)
-        out[prod(bad.astype(np.float64), (m > 0).astype(np.float64)) > 0] = np.nan
-    else:
-        out = prod(y, m)
-    return out if last else np.moveaxis(out, -2, axis)
+    xs = np.moveaxis(x, axis, 0)  # a view: xs[i] is condition i of every other index
+    out = np.empty((len(groups),) + xs.shape[1:], dtype=np.float64)
+    for g, idx in enumerate(groups.values()):
+        acc = out[g]
+        np.copyto(acc, xs[idx[0]])
+        for i in idx[1:]:
+            acc += xs[i]
+        acc /= len(idx)
+    return np.moveaxis(out, 0, axis)
+
+
+def exact_group_means(x: np.ndarray, groups: dict[str, list[int]]) -> np.ndarray:
+    """:func:`group_means` along the last axis, each sum correctly rounded (:func:`math.fsum`): the
+    same values give the same mean in any order, so two models whose conditions hold the same values
+    in another order (equal scores) tie exactly.  For the point estimates (models x conditions)."""
+    x = np.asarray(x, dtype=np.float64)
+    flat = x.reshape(int(np.prod(x.shape[:-1])), x.shape[-1])
+    out = np.empty((flat.shape[0], len(groups)), dtype=np.float64)
+    for g, idx in enumerate(groups.values()):
+        for r in range(flat.shape[0]):
+            out[r, g] = math.fsum(flat[r, idx].tolist()) / len(idx)
+    return out.reshape(x.shape[:-1] + (len(groups),))

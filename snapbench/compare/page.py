@@ -48,13 +48,18 @@ def _models_table(res: CompareResult) -> Table:
     return t
 
 
+def _scroll(table: Table) -> str:
+    """A wide table (a column per primitive and severity) scrolls inside the page's width."""
+    return f'<div class="table-scroll" style="overflow-x:auto;max-width:100%">{table.to_html()}</div>'
+
+
 def _target_section(res: CompareResult, written: Written, target: str) -> HtmlSection:
     sec = HtmlSection(f"target-{target.replace('/', '-')}", f"{target_label(target)}")
     tables = written.tables.get(target, [])
     if tables:
         value, delta, ranking, pairs = tables
-        sec.raw += [ranking.to_html(), pairs.to_html(), value.to_html(),
-                    details(f"Δ{metric_label(res.settings.metric)} per model and column, with CIs", delta.to_html())]
+        sec.raw += [_scroll(ranking), _scroll(pairs), _scroll(value),
+                    details(f"Δ{metric_label(res.settings.metric)} per model and column, with CIs", _scroll(delta))]
     sec.figures += written.figures.get(target, [])
     others = [m for m in res.settings.metrics if m != res.settings.metric]
     if others:

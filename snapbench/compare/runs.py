@@ -4,14 +4,15 @@ Steps: open the models (:mod:`.sources`), pick targets, metrics and settings (:m
 refuse set-ups that differ (:mod:`.check`), read each target's per-query values (only the metrics
 compared), compute every record (:func:`~snapbench.compare.core.compare_models`) and write the
 outputs (:mod:`.write`).  The output folder's run.json (``kind: "compare"``) records the inputs and
-settings; a folder another command wrote is refused.
+settings and the files written (a new compare into the folder removes those of the previous one it
+does not write again: :mod:`.stale`); a folder another command wrote is refused.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from .inputs import ModelValues
 from .options import CompareOptions, Settings, resolve_settings
 from .records import Comparison
 from .sources import ModelSource, open_sources
+from .stale import possible_files, previous_files, relative_names, remove_stale
 
 __all__ = ["CompareResult", "compare_runs"]
 
@@ -43,12 +45,15 @@ class CompareResult:
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)
 
 
 def model_values(sources: Sequence[ModelSource], targets: Sequence[str], metrics: Sequence[str],
-                 say: Callable[[str], None] = lambda _m: None) -> list[ModelValues]:
+                 say: Callable[[str], None] = lambda _m: None,
+                 conditions: Mapping[str, Sequence[str]] | None = None) -> list[ModelValues]:
     """Each model's per-query values of ``targets`` x ``metrics`` (checked: the same queries and
-    qrels in every run)."""
+    qrels in every run), of the ``conditions`` of each target when given (default: all)."""
     values: list[dict[str, Any]] = [{} for _ in sources]
     qids: list[list[str]] = [[] for _ in sources]
     for t in targets:
@@ -58,9 +63,10 @@ def model_values(sources: Sequence[ModelSource], targets: Sequence[str], metrics
         for i, (q, v) in enumerate(tables):
             rows = _rows_in(qids[i] or q, q, sources[i], t, targets[0])
             qids[i] = qids[i] or q
+            keep = v.keys() if conditions is None else set(conditions[t])
             # copies: a table's arrays are views of one block of every metric, which must not stay alive
             values[i][t] = {c: {m: per[m].copy() if rows is None else per[m][rows] for m in metrics if m in per}
-                            for c, per in v.items()}
+                            for c, per in v.items() if c in keep}
         del tables
     return [ModelValues.from_values(s.name, q, v) for s, q, v in zip(sources, qids, values)]
 
@@ -94,8 +100,10 @@ def compare_runs(
     files with per-query values) and write the comparison report into ``out``.
 
     Raises :class:`~snapbench.errors.ConfigError` naming every difference when the runs' queries,
-    gallery, qrels, conditions, seed or metric settings differ (the variant source may differ), and
-    :class:`~snapbench.errors.InputError` for a path that is no run or has no per-query values."""
+    gallery, qrels, planned conditions, seed or metric settings differ (the variant source may
+    differ), and :class:`~snapbench.errors.InputError` for a path that is no run or has no per-query
+    values.  A run that left conditions out because its modes read one side of the query only (a
+    text-only encoder) is compared on the conditions every run has; ``warnings`` name the rest."""
     from .write import write_outputs
 
     opts = options or CompareOptions()
@@ -103,21 +111,28 @@ def compare_runs(
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
     outdir = prepare_output_dir(out)
-    read_run_json(outdir, kind="compare")  # a folder another command wrote is refused before any work
+    before = read_run_json(outdir, kind="compare")  # a folder another command wrote is refused before any work
     sources = open_sources(paths, opts.names)
     st = resolve_settings(sources, opts)
-    check_setups(sources, st.targets)
-    models = model_values(sources, st.targets, st.metrics, say)
+    compared = check_setups(sources, st.targets)
+    warnings = [c.warning for c in compared.values() if c.warning]
+    models = model_values(sources, st.targets, st.metrics, say, {t: c.conditions for t, c in compared.items()})
     t_read = time.perf_counter()
     cfg = CompareConfig(resamples=st.resamples, ci=st.ci, seed=st.seed, correction=opts.correction,
                         reference=opts.reference)
     comparison = compare_models(models, cfg, progress=lambda mode, metric: say(f"statistics: {mode}, {metric}"))
     t_stats = time.perf_counter()
-    res = CompareResult(Path(outdir), sources, st, comparison, notes=list(st.notes))
+    # the warnings (conditions left out for some models) are notes of compare.json and the page too
+    res = CompareResult(Path(outdir), sources, st, comparison, notes=list(st.notes) + warnings, warnings=warnings)
     say("writing the report")
+    cdir, body = CompareDir(outdir), _run_json(sources, st, opts, comparison.meta["reference"])
+    # first on record: the files the folder may hold once this compare stops, finished or not
+    candidates = previous_files(cdir, before) | possible_files(cdir, st.targets, st.metrics)
+    write_run_json(outdir, "compare", {**body, "status": "writing", "files": relative_names(cdir, candidates)})
     write_outputs(res, opts)
-    write_run_json(outdir, "compare", _run_json(sources, st, opts, comparison.meta["reference"]))
-    res.files.append(CompareDir(outdir).run_json)
+    res.files.append(cdir.run_json)
+    res.removed = remove_stale(cdir, candidates, res.files)
+    write_run_json(outdir, "compare", {**body, "status": "complete", "files": relative_names(cdir, res.files)})
     t_end = time.perf_counter()
     res.timings = {"read_s": t_read - t0, "statistics_s": t_stats - t_read, "write_s": t_end - t_stats,
                    "total_s": t_end - t0}

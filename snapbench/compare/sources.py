@@ -30,8 +30,9 @@ from ..layout import RunDir, read_run_json, run_json_kind
 from ..modes import MODE_LABELS
 from ..report.rundir import read_target_values
 from ..schema import Report, read_report
+from ..textio import read_json
 
-__all__ = ["ModelSource", "open_sources"]
+__all__ = ["ModelSource", "open_sources", "set_diff"]
 
 _MODE_OF_LABEL = {label: mode for mode, label in MODE_LABELS.items()}
 PerQueryArrays = tuple[list[str], dict[str, dict[str, np.ndarray]]]
@@ -90,9 +91,64 @@ class ModelSource:
         return got
 
 
+def set_diff(what: str, a: ModelSource, xa: Sequence[str], b: ModelSource, xb: Sequence[str]) -> str | None:
+    """"B lacks n of the <what> of A (e.g. ...); B has m <what> A lacks (e.g. ...)", or ``None``
+    when the two collections hold the same names: how a refusal names what two models differ in."""
+    sa, sb = set(xa), set(xb)
+    if sa == sb:
+        return None
+    parts = []
+    if sa - sb:
+        parts.append(f"{b.label} lacks {len(sa - sb)} of the {what} of {a.label} (e.g. {', '.join(sorted(sa - sb)[:3])})")
+    if sb - sa:
+        parts.append(f"{b.label} has {len(sb - sa)} {what} {a.label} lacks (e.g. {', '.join(sorted(sb - sa)[:3])})")
+    return "; ".join(parts)
+
+
+_ACCEPTED = ("compare takes run folders ('snapbench run' output), folders of a several-encoder run and report files "
+             "of 'snapbench evaluate --per-query'")
+
+
+def _run_of_report(path: Path) -> Path | None:
+    """The run folder a ``<target>/report.json`` (or ``fusion/<name>/report.json``) lies in."""
+    for folder in (path.parent.parent, path.parent.parent.parent):
+        if (folder / "run.json").is_file() and path.parent.name and RunDir(folder).targets():
+            return folder
+    return None
+
+
+def _not_json(path: Path, error: InputError) -> str:
+    """Why a file is no report: not text at all (an image: the decoder's "save as UTF-8" would
+    mislead), or the JSON reader's problem (with its line and column)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return error.problem
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 3:  # not a character cut by the 4 KiB boundary
+            return "it is not text"
+    return "it is not text" if b"\0" in head else error.problem
+
+
 def _report_file(path: Path) -> ModelSource:
-    rep = read_report(path)
+    try:
+        obj = read_json(path, what="report")
+    except InputError as e:  # not JSON (a JSONL manifest, a CSV table, an image...)
+        raise InputError(f"is neither a run folder nor a report file ({_not_json(path, e)}); {_ACCEPTED}",
+                         path=path) from None
+    if not isinstance(obj, dict) or not {"conditions", "meta"} <= obj.keys():
+        what = ("a compare.json" if isinstance(obj, dict) and obj.get("kind") == "snapbench compare" else
+                "JSON without a report's 'conditions' and 'meta'")
+        raise InputError(f"is neither a run folder nor a report file (it is {what}); {_ACCEPTED}", path=path)
+    rep = Report.from_json(obj, path=path)
     if rep.per_query is None:
+        run = _run_of_report(path)
+        if run is not None:
+            raise InputError(f"is a report of the run folder {run} (without per-query values); give the run folder "
+                             "to compare the run", path=path)
         raise InputError("is a report without per-query values; write it with 'snapbench evaluate --per-query' "
                          "to compare it", path=path)
     mode = rep.meta.get("mode")

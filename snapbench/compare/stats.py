@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..evaluate.metrics import metric_family
 from ..evaluate.paired import percentile_ci
-from .groups import group_means
+from .groups import exact_group_means, group_means
 from .inputs import ModelValues
 from .records import ModelRecord
 
@@ -115,14 +115,15 @@ class MetricBlock:
 
     @property
     def col_values(self) -> np.ndarray:
-        """(M, K) value of each column (a group: the mean of its conditions' values)."""
+        """(M, K) value of each column (a group: the mean of its conditions' values, correctly rounded)."""
         v = self.values[:, 1:]
-        return np.concatenate([v, group_means(v, self.groups)], axis=1)
+        return np.concatenate([v, exact_group_means(v, self.groups)], axis=1)
 
     @property
     def col_deltas(self) -> np.ndarray:
-        """(M, K) delta of each column (a group: the mean of its conditions' deltas)."""
-        return np.concatenate([self.deltas, group_means(self.deltas, self.groups)], axis=1)
+        """(M, K) delta of each column (a group: the mean of its conditions' deltas, correctly rounded,
+        so models with equal deltas -- in any order of the conditions -- get equal scores and tie)."""
+        return np.concatenate([self.deltas, exact_group_means(self.deltas, self.groups)], axis=1)
 
     @property
     def col_boot_deltas(self) -> np.ndarray:
@@ -158,12 +159,17 @@ def resampled_values(num: np.ndarray, den: np.ndarray, counts: np.ndarray, count
     one contiguous row, and the distinct denominators once.  For whole-number columns (hit@k: 0/1
     per query) both products are exact in float32, twice as fast, with the same float64 sums."""
     dens, where = _distinct_columns(den)
-    if counts32 is not None and _exact_in_float32(num, num.shape[0]) and _exact_in_float32(dens, den.shape[0]):
-        tn = (num.T.astype(np.float32) @ counts32.T).astype(np.float64)
+    # equal columns (two models with the same values; a mode's conditions that leave its side of the
+    # query clean) are resampled once: bit-equal outputs, whatever a matrix product does per row
+    nums, num_of = _distinct_columns(num)
+    if counts32 is not None and _exact_in_float32(nums, num.shape[0]) and _exact_in_float32(dens, den.shape[0]):
+        tn = (nums.T.astype(np.float32) @ counts32.T).astype(np.float64)
         td = (dens.T.astype(np.float32) @ counts32.T).astype(np.float64)
     else:
-        tn = num.T.astype(np.float64) @ counts.T
+        tn = nums.T.astype(np.float64) @ counts.T
         td = dens.T.astype(np.float64) @ counts.T
+    if nums.shape[1] < num.shape[1]:
+        tn = tn[num_of]
     with np.errstate(invalid="ignore", divide="ignore"):
         if td.shape[0] == 1:  # one denominator for all columns (every mean metric): in place
             tn /= td[0]

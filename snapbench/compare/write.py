@@ -140,7 +140,7 @@ def _write_figures(views: dict, res: CompareResult, out: CompareDir, fmts: set[s
             if "pdf" in fmts:
                 write_bytes_atomic(out.figure(stem, "pdf"), fig_to_bytes(fig, "pdf", dpi))
                 files.append(out.figure(stem, "pdf"))
-            figs.append(HtmlFigure(stem, caption, png))
+            figs.append(HtmlFigure(stem, caption(v) if callable(caption) else caption, png))
 
 
 def write_outputs(res: CompareResult, opts: CompareOptions) -> Written:

@@ -43,7 +43,11 @@ class Sides:
 @dataclass
 class RunPlan:
     """What one encoder's run evaluates: the mode plan, the conditions (clean first), the variant
-    sources to encode (each once per query), the resolved severity grid, and notes for the user."""
+    sources to encode (each once per query), the resolved severity grid, notes for the user, and the
+    ids of the planned conditions left out because no evaluated mode reads that side of the query
+    (``left_out``, possibly empty; ``None`` when the modes read both sides, so nothing can be left
+    out).  With ``conditions`` it is the run's whole condition plan: ``snapbench compare`` tells a
+    text-only run of the same plan from a run of other conditions by it."""
 
     sides: Sides
     modes: ModePlan
@@ -52,6 +56,7 @@ class RunPlan:
     text_sources: tuple[str, ...]
     grid: Mapping[str, Any]
     notes: list[str] = field(default_factory=list)
+    left_out: list[str] | None = None
 
     @property
     def condition_ids(self) -> list[str]:
@@ -141,10 +146,10 @@ def _released_space(dataset: Any) -> Any:
 
 
 def run_conditions(options: RunOptions, dataset: Any, *, use_query_images: bool, use_query_text: bool,
-                   grid: Mapping[str, Any]) -> tuple[list[Condition], list[str]]:
-    """The conditions of the run, in order (clean first), and notes on those left out: the corrupt
-    side's one builder (:func:`snapbench.corruptions.plan_conditions`), over the released variants'
-    conditions when the run evaluates those."""
+                   grid: Mapping[str, Any]) -> tuple[list[Condition], list[str], list[str]]:
+    """The conditions of the run, in order (clean first), notes on those left out and their ids: the
+    corrupt side's one builder (:func:`snapbench.corruptions.plan_conditions`), over the released
+    variants' conditions when the run evaluates those."""
     from ..corruptions import plan_conditions
 
     want_joint = options.joint if options.joint is not None else options.conditions is None
@@ -158,11 +163,12 @@ def run_conditions(options: RunOptions, dataset: Any, *, use_query_images: bool,
     kept = [c for c in conds if not (c.kind in ("image", "joint") and not use_query_images)
             and not (c.kind in ("text", "joint") and not use_query_text)]
     notes = []
-    if len(kept) < len(conds):
+    left_out = [c.id for c in conds if c not in kept]
+    if left_out:
         kinds = sorted({c.kind for c in conds if c not in kept})
         notes.append(f"{len(conds) - len(kept)} {'/'.join(kinds)} condition(s) left out: no evaluated mode reads that "
                      "side of the query")
-    return kept, notes
+    return kept, notes, left_out
 
 
 def _mode_notes(modes: ModePlan, requested: Any) -> list[str]:
@@ -188,7 +194,8 @@ def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
     use_img = any(PATH_SIDES[p][0] == "image" for p in modes.paths)
     use_txt = any(PATH_SIDES[p][0] == "text" for p in modes.paths)
     table = resolve_grid(options.grid)
-    conds, cnotes = run_conditions(options, dataset, use_query_images=use_img, use_query_text=use_txt, grid=table)
+    conds, cnotes, left_out = run_conditions(options, dataset, use_query_images=use_img, use_query_text=use_txt,
+                                             grid=table)
     if options.severity_target is not None:
         from ..corruptions.variants import checked_target
 
@@ -196,7 +203,8 @@ def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
     img_sources = tuple(dict.fromkeys(image_source(c) for c in conds)) if use_img else ()
     txt_sources = tuple(dict.fromkeys(text_source(c) for c in conds)) if use_txt else ()
     notes = list(getattr(dataset, "notes", [])) + _mode_notes(modes, options.modes) + cnotes
-    return RunPlan(sides, modes, conds, img_sources, txt_sources, table, notes)
+    return RunPlan(sides, modes, conds, img_sources, txt_sources, table, notes,
+                   None if use_img and use_txt else left_out)
 
 
 def shared_space_modes(plan: RunPlan, dims: Mapping[str, int], requested: Any) -> tuple[ModePlan, str | None]:

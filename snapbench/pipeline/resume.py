@@ -131,6 +131,9 @@ def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: Ru
         "variants": options.variants,
         "modes": targets,
         "conditions": plan.condition_ids,
+        # a run that reads one side of the query only: the planned conditions of the other side (a
+        # text-only encoder: the image and joint ones), so that its whole condition plan is on record
+        **({} if plan.left_out is None else {"conditions_left_out": list(plan.left_out)}),
         "fingerprint": fp,
         "evaluation": evaluation,
         "status": "running",
