@@ -55,6 +55,7 @@ from ..errors import ConfigError, InputError
 from ..layout import MANIFEST, RUN_CONFIG, SKIPS, read_jsonl_records, read_run_config
 from ..progress import ProgressDisplay
 from .codecs import check_format, encode_image, extension
+from .image import image_operator_revisions
 from .image.add import renderer_versions
 from .io import (
     DEFAULT_MAX_PIXELS,
@@ -296,7 +297,8 @@ def _load_run_config(out: Path) -> dict[str, Any] | None:
         raise RunConfigError(f"{exc}; use a new output directory or force=True") from None
 
 
-def _check_previous(out: Path, previous: dict[str, Any], seed: int, grid_obj: dict[str, Any]) -> None:
+def _check_previous(out: Path, previous: dict[str, Any], seed: int, grid_obj: dict[str, Any],
+                    revisions: dict[str, int]) -> None:
     diffs = []
     if previous.get("seed") != int(seed):
         diffs.append(f"seed {previous.get('seed')} (this run: {int(seed)})")
@@ -314,6 +316,12 @@ def _check_previous(out: Path, previous: dict[str, Any], seed: int, grid_obj: di
     if before is not None and before != now_r:
         changed = ", ".join(f"{k} {before.get(k)} (this run: {v})" for k, v in now_r.items() if before.get(k) != v)
         diffs.append(f"another text renderer: {changed}")
+    # nor two algorithms of one operator (a run.json without revisions predates them: all were 1)
+    before_rev = previous.get("operator_revisions") or {}
+    changed_ops = [f"{op} revision {before_rev.get(op, 1)} (this run: {rev})" for op, rev in revisions.items()
+                   if before_rev.get(op, 1) != rev]
+    if changed_ops:
+        diffs.append(f"other image operator revisions: {', '.join(changed_ops)}")
     if diffs:
         raise RunConfigError(
             f"{out} holds a run made with {' and '.join(diffs)} (see {out / 'run.json'}); "
@@ -416,8 +424,9 @@ def run_corruption(
         # e.g. the folder of `snapbench run`: never clear another command's outputs, even when forced
         raise RunConfigError(f"{out} is not the output folder of snapbench corrupt (its run.json was written by "
                              "something else); use a new output directory")
+    revisions = image_operator_revisions(c.image_operator for c in conds if c.image_operator)
     if previous is not None and not force:
-        _check_previous(out, previous, seed, grid_obj)
+        _check_previous(out, previous, seed, grid_obj, revisions)
         before = previous.get("image_format", "png")
         if before != image_format:
             raise RunConfigError(
@@ -437,6 +446,8 @@ def run_corruption(
         "opencv_version": cv2.__version__,
         "text_renderer": renderer_versions(),
         "numpy_version": np.__version__,
+        # the algorithm revision of each image operator of the run (see register_image_operator)
+        "operator_revisions": {**((previous or {}).get("operator_revisions") or {}), **revisions},
         "seed": int(seed),
         "conditions": all_ids,
         "grid_file": str(grid) if isinstance(grid, (str, os.PathLike)) else None,

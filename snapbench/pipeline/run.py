@@ -47,6 +47,9 @@ from .sources import (
 def run_fingerprint(dataset: Any, encoder: Any, options: RunOptions, grid_json: Any, conds: list[str], sources: dict) -> dict:
     import hashlib
 
+    from ..conditions import parse_condition
+    from ..corruptions.image import image_operator_revisions
+
     ids = hashlib.sha256("\x1f".join(q.id for q in dataset.queries).encode()).hexdigest()
     gids = hashlib.sha256("\x1f".join(g.id for g in dataset.gallery).encode()).hexdigest()
     return {
@@ -60,6 +63,10 @@ def run_fingerprint(dataset: Any, encoder: Any, options: RunOptions, grid_json: 
         "gallery_shard_rows": options.gallery_shard_rows,
         "batch_size": int(options.batch_size),
         "sources": sources,
+        # generated image variants depend on each operator's algorithm revision (released ones do not)
+        "operator_revisions": image_operator_revisions(
+            parse_condition(c).image_operator for c in sources.get("image", []) if parse_condition(c).image_operator
+        ) if options.variants == "generated" else {},
     }
 
 
@@ -162,11 +169,16 @@ def _run_loaded(ds: Any, enc: Any, encoder: str | Any, out: Path, opts: RunOptio
                 f"{out} is not the output folder of a snapbench run (its run.json was written by something else); "
                 "use a new output folder"
             )
+        if "operator_revisions" not in before:  # run.json from before revisions existed: all were 1
+            before = {**before, "operator_revisions": {op: 1 for op in fp["operator_revisions"]}}
         if before != fp and not opts.force:
             diff = sorted(k for k in fp if before.get(k) != fp[k])
+            revs = [f"{op} revision {before['operator_revisions'].get(op, 1)} (this run: {r})"
+                    for op, r in fp["operator_revisions"].items() if before["operator_revisions"].get(op, 1) != r]
             raise ConfigError(
-                f"{out} holds a run made with another {', '.join(diff) or 'configuration'}; "
-                "use a new output folder, or force (--force) to discard it"
+                f"{out} holds a run made with another {', '.join(diff) or 'configuration'}"
+                + (f" (image operators: {', '.join(revs)})" if revs else "")
+                + "; use a new output folder, or force (--force) to discard it"
             )
     if opts.force and qdir.exists():
         for f in qdir.iterdir():

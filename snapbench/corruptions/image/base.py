@@ -13,7 +13,7 @@ import copy
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -36,6 +36,7 @@ __all__ = [
     "user_image_operators",
     "restore_image_operators",
     "unregister_image_operator",
+    "image_operator_revisions",
 ]
 
 #: built-in operator name -> its primitive, from the one table in :mod:`snapbench.conditions`.
@@ -57,7 +58,9 @@ class ImageOperator:
 
     ``primitive`` is one of degrade / transform / remove / add for the built-ins (fixed by
     :data:`snapbench.conditions.IMAGE_PRIMITIVES`), ``"custom"`` or the user's choice otherwise;
-    ``changes_size`` is True only for operators whose meaning is a size change.
+    ``changes_size`` is True only for operators whose meaning is a size change.  ``revision``
+    (an integer >= 1) numbers the operator's algorithm: it goes up whenever the same parameters
+    start producing other pixels, and runs record it so that a resume never mixes two revisions.
     """
 
     name: str
@@ -66,6 +69,7 @@ class ImageOperator:
     primitive: str = "custom"
     changes_size: bool = False
     doc: str = field(default="", compare=False)
+    revision: int = 1
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ def register_image_operator(
     changes_size: bool = False,
     grid: Mapping[int | str, Mapping[str, Any]] | None = None,
     replace: bool = False,
+    revision: int = 1,
 ):
     """Register an operator; usable as a decorator on the ``apply`` function.
 
@@ -104,6 +109,10 @@ def register_image_operator(
     "s1").  A new operator must have one: an operator without levels could never be part of a run,
     and leaving it out silently is worse than refusing it here.  Built-in names take theirs from
     :data:`DEFAULT_GRID` unless ``grid`` replaces them.  Re-registering a name needs ``replace=True``.
+
+    ``revision`` (default 1) numbers the algorithm: raise it when a change makes the same
+    parameters produce other pixels.  ``snapbench corrupt`` and ``snapbench run`` record the
+    revisions of their operators and refuse to resume a run made under other revisions.
 
     Operators registered at run time are shipped to ``run_corruption``'s worker processes by
     pickling ``apply`` and ``sample``: use module-level functions or picklable callable objects
@@ -117,6 +126,8 @@ def register_image_operator(
             f"image operator {name!r} is a built-in {fixed!r} operator (snapbench.conditions.IMAGE_PRIMITIVES); "
             f"it cannot be registered as primitive {primitive!r}"
         )
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
+        raise ConfigError(f"image operator {name!r}: revision must be an integer >= 1, got {revision!r}")
     levels: dict[int, dict[str, Any]] | None = None
     if grid is not None:
         levels = _levels_of(name, grid)
@@ -136,6 +147,7 @@ def register_image_operator(
             primitive=primitive or fixed or "custom",
             changes_size=changes_size,
             doc=(getattr(apply_fn, "__doc__", None) or "").strip(),
+            revision=revision,
         )
         if levels is not None:
             _CUSTOM_GRID[name] = levels
@@ -192,6 +204,12 @@ def image_operators() -> dict[str, ImageOperator]:
     """All registered operators (built-ins first, in the paper's taxonomy order)."""
     builtin = [n for n in IMAGE_OPERATORS if n in _REGISTRY]
     return {n: _REGISTRY[n] for n in builtin + sorted(set(_REGISTRY) - set(builtin))}
+
+
+def image_operator_revisions(names: Iterable[str]) -> dict[str, int]:
+    """``{operator: revision}`` for the registered operators among ``names`` (sorted by name), what
+    a run records so that a resume under another revision of an operator can be refused."""
+    return {n: _REGISTRY[n].revision for n in sorted(set(names)) if n in _REGISTRY}
 
 
 def default_grid() -> Grid:
