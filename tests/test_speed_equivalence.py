@@ -289,3 +289,46 @@ def test_degrade_transform_remove_within_the_release_strength(release_photos, co
     assert abs(np.mean(psnr) - ref["psnr"]) <= 1.5, (cond, np.mean(psnr), ref)
     if ref["changed"] is not None:
         assert abs(np.mean(changed) - ref["changed"]) <= max(0.03, 0.25 * ref["changed"]), (cond, np.mean(changed), ref)
+
+
+# --- memory: no full-frame float64 (or other wide) copies ---------------------------------------------
+
+
+def test_no_operator_allocates_a_wide_copy_of_the_image(images):
+    # A float64 copy of the frame is 8x its bytes, int64 indices 8x, float32 noise 4x.  Traced peak
+    # (numpy and OpenCV-returned arrays) of one call, after a warm-up call that fills the caches
+    # (lens maps, lookup tables, fonts, scratch buffers): at most the output plus 1.25 image sizes.
+    import tracemalloc
+
+    img = images["astronaut@1024x768"]
+    grid = default_grid()
+    worst = {}
+    for op in image_operators():
+        for s in sorted(grid[op]):
+            corrupt_image(img, op, s, seed=0, key="mem")
+            tracemalloc.start()
+            try:
+                corrupt_image(img, op, s, seed=0, key="mem")
+                worst[f"{op}/s{s}"] = tracemalloc.get_traced_memory()[1] / img.nbytes
+            finally:
+                tracemalloc.stop()
+    assert max(worst.values()) <= 2.25, sorted(worst.items(), key=lambda kv: -kv[1])[:5]
+
+
+def test_lens_maps_are_built_without_full_frame_float64(images):
+    import tracemalloc
+
+    from snapbench.corruptions.image import transform
+
+    img = images["astronaut@1024x768"]
+    transform._lens_cache.clear()  # noqa: SLF001 - force the maps to be built in this call
+    transform._lens_cache_bytes = 0  # noqa: SLF001
+    tracemalloc.start()
+    try:
+        _apply("lens_distortion", img, k1=-0.17)
+        peak = tracemalloc.get_traced_memory()[1] / img.nbytes
+    finally:
+        tracemalloc.stop()
+    # the cached fixed-point maps are 2 image sizes (6 bytes a pixel), the output 1; float64 maps of
+    # the frame would add 2 x 8 / 3 = 5.3 image sizes
+    assert peak <= 3.75, peak

@@ -41,10 +41,16 @@ class SourceResult:
     images: dict[str, np.ndarray]
     texts: dict[str, str]
     skips: list[dict[str, Any]]
+    #: local pool only: (block the images are in, its size, block the driver offered) -- see SharedBlocks
+    shared: tuple[str | None, int, str | None] | None = None
 
 
-def generate_sources(task: SourceTask) -> SourceResult:
-    """Corrupt one query into its image and text sources (runs in a worker process)."""
+def generate_sources(task: SourceTask, sink: "_BlockWriter | None" = None) -> SourceResult:
+    """Corrupt one query into its image and text sources (runs in a worker process).
+
+    With a ``sink``, each image is handed to it as soon as it is made (and not kept here): see
+    :func:`generate_sources_shared`.
+    """
     from ..corruptions import ImageLoadError, Skip, generate_variants, load_image, resolve_conditions
 
     images: dict[str, np.ndarray] = {}
@@ -58,6 +64,8 @@ def generate_sources(task: SourceTask) -> SourceResult:
             image = load_image(task.image)
         except ImageLoadError as exc:
             return SourceResult(task.index, {}, {}, [{"id": task.query_id, "condition": None, "reason": str(exc)}])
+    if sink is not None and image is not None:
+        sink.open(image.nbytes, len(task.image_sources))
     question = task.question if task.text_sources else None
     wanted = list(dict.fromkeys([*task.image_sources, *task.text_sources]))
     conds = [c for c in resolve_conditions(wanted, grid=task.grid) if c.id in wanted]
@@ -66,7 +74,7 @@ def generate_sources(task: SourceTask) -> SourceResult:
         if isinstance(v, Skip):
             skips.append({"id": task.query_id, "condition": v.condition, "reason": v.reason})
         elif v.condition in task.image_sources and v.image is not None:
-            images[v.condition] = v.image
+            images[v.condition] = v.image if sink is None else sink.put(v.image)
         if not isinstance(v, Skip) and v.condition in task.text_sources and v.question is not None:
             texts[v.condition] = v.question
     return SourceResult(task.index, images, texts, skips)
@@ -101,24 +109,147 @@ def released_sources(task: SourceTask, released: Any) -> SourceResult:
     return SourceResult(task.index, images, texts, skips)
 
 
-def generate_sources_shared(task: SourceTask) -> SourceResult:
-    """:func:`generate_sources` for a local worker: each image travels back through a shared-memory
-    block instead of being pickled through the pool's pipe (a 1024x768 query's 46 images are ~108
-    MB; pickling them cost more than corrupting them).  The result holds ``(block name, shape)``
-    pairs that :func:`take_shared` turns back into arrays in the parent."""
-    from multiprocessing import resource_tracker, shared_memory
+@dataclass(frozen=True)
+class SharedTask:
+    """A task for a local pool worker and the shared-memory block offered for its images (None: none
+    free; the worker makes one)."""
 
-    res = generate_sources(task)
-    for key, img in res.images.items():
-        # named after the parent, so blocks a killed parent never freed can be found (remove_stale_shared)
-        name = f"{_SHM_PREFIX}{os.getppid()}_{secrets.token_hex(6)}"
-        block = shared_memory.SharedMemory(name=name, create=True, size=max(img.nbytes, 1))
-        np.ndarray(img.shape, dtype=np.uint8, buffer=block.buf)[...] = img
-        # the parent unlinks the block once it has copied it; this process must not do it at exit
-        resource_tracker.unregister(block._name, "shared_memory")  # noqa: SLF001 - stdlib attribute
-        block.close()
-        res.images[key] = (block.name, tuple(img.shape))
+    task: SourceTask
+    block: str | None = None
+    size: int = 0
+
+
+class _BlockWriter:
+    """A worker's side of the hand-off: images copied one by one into one shared-memory block."""
+
+    def __init__(self, offered: str | None, offered_size: int):
+        self.offered, self.offered_size = offered, offered_size
+        self.block: Any = None
+        self.used = 0
+
+    def open(self, image_bytes: int, n_images: int) -> None:
+        from multiprocessing import shared_memory
+
+        # every built-in variant is at most the input's size (cropping and downscale are smaller)
+        need = n_images * _aligned(image_bytes)
+        if self.offered is not None and need <= self.offered_size:
+            self.block = shared_memory.SharedMemory(name=self.offered)
+        else:
+            # named after the parent, so blocks a killed parent never freed can be found (remove_stale_shared)
+            name = f"{_SHM_PREFIX}{os.getppid()}_{secrets.token_hex(6)}"
+            self.block = shared_memory.SharedMemory(name=name, create=True, size=max(need, 1))
+
+    def put(self, img: np.ndarray) -> tuple[int, tuple[int, ...]] | np.ndarray:
+        """Copy ``img`` into the block: its (offset, shape); the array itself if it does not fit (an
+        operator of the user's that enlarges the image), which then travels through the pipe."""
+        if self.used + img.nbytes > self.block.size:
+            return img
+        off = self.used
+        np.ndarray(img.shape, dtype=np.uint8, buffer=self.block.buf, offset=off)[...] = img
+        self.used += _aligned(img.nbytes)
+        return off, tuple(img.shape)
+
+    def close(self) -> tuple[str | None, int, str | None] | None:
+        if self.block is None:  # no image made: the offered block goes back unused
+            return None if self.offered is None else (None, 0, self.offered)
+        from multiprocessing import resource_tracker
+
+        # the driver owns every block; this process must not unlink it at exit
+        resource_tracker.unregister(self.block._name, "shared_memory")  # noqa: SLF001 - stdlib attribute
+        self.block.close()
+        return self.block.name.lstrip("/"), self.block.size, self.offered
+
+
+def _aligned(n: int) -> int:
+    return -(-int(n) // 64) * 64  # 64-byte aligned starts
+
+
+def generate_sources_shared(job: SharedTask) -> SourceResult:
+    """:func:`generate_sources` for a local worker: the query's images travel back in one shared-memory
+    block instead of being pickled through the pool's pipe (a 1024x768 query's 46 images are ~108 MB;
+    pickling them cost more than corrupting them).  Each image is copied into the block as soon as
+    it is made and dropped, so the worker holds the block and one variant, not every variant.  The
+    block is the one the driver offered when it is large enough -- a recycled block whose pages are
+    already there: a fresh one costs a page fault per 4 KiB, which on a VM took longer than writing
+    the images -- otherwise a new one.  The result holds ``(offset, shape)`` per image;
+    :class:`SharedBlocks` maps them in the driver without another copy."""
+    sink = _BlockWriter(job.block, job.size)
+    try:
+        res = generate_sources(job.task, sink)
+    finally:
+        res_shared = sink.close()
+    res.shared = res_shared
     return res
+
+
+class SharedBlocks:
+    """The driver's shared-memory blocks that local workers return query images in, recycled.
+
+    Each task is offered a free block (:meth:`offer`); a result's images become arrays over its block
+    (:meth:`take`).  Under /dev/shm (Linux) the block is mapped copy-on-write, so the arrays are views
+    (no copy; writable, a write stays private to the driver) and the block is free again as soon as
+    the last of them is released; elsewhere the images are copied out and the block is free at once.
+    :meth:`close` removes every block (views already handed out stay valid).
+    """
+
+    def __init__(self) -> None:
+        self.sizes: dict[str, int] = {}
+        self.free: list[str] = []
+        self.folder = Path("/dev/shm")
+
+    def offer(self, task: SourceTask) -> SharedTask:
+        name = self.free.pop() if self.free else None
+        return SharedTask(task, name, self.sizes.get(name, 0) if name else 0)
+
+    def take(self, res: SourceResult) -> SourceResult:
+        if res.shared is None:
+            return res
+        used, size, offered = res.shared
+        if used is None:
+            self.free.append(offered)
+            return res
+        if offered is not None and offered != used:  # too small for this query: a larger one replaced it
+            self._remove(offered)
+        self.sizes[used] = size
+        spans = {k: v for k, v in res.images.items() if isinstance(v, tuple)}  # the rest came by pipe
+        path = self.folder / used
+        if path.is_file():
+            import mmap
+            import weakref
+
+            with open(path, "rb") as fh:
+                mapped = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_COPY)
+            for key, (off, shape) in spans.items():
+                res.images[key] = np.frombuffer(mapped, np.uint8, int(np.prod(shape)), off).reshape(shape)
+            weakref.finalize(mapped, self.free.append, used)  # the last view gone: the block is free
+            return res
+        from multiprocessing import shared_memory
+
+        block = shared_memory.SharedMemory(name=used)
+        try:
+            for key, (off, shape) in spans.items():
+                res.images[key] = np.ndarray(shape, np.uint8, buffer=block.buf, offset=off).copy()
+        finally:
+            block.close()
+        self.free.append(used)
+        return res
+
+    def _remove(self, name: str) -> None:
+        self.sizes.pop(name, None)
+        if self.folder.is_dir():
+            (self.folder / name).unlink(missing_ok=True)
+            return
+        from multiprocessing import shared_memory
+
+        try:
+            shared_memory.SharedMemory(name=name).unlink()
+        except FileNotFoundError:
+            pass
+
+    def close(self) -> None:
+        for name in list(self.sizes):
+            self._remove(name)
+        self.free.clear()
 
 
 _SHM_PREFIX = "snapbench"
@@ -149,20 +280,6 @@ def remove_stale_shared() -> int:
         except OSError:
             pass
     return removed
-
-
-def take_shared(res: SourceResult) -> SourceResult:
-    """Copy the images of a :func:`generate_sources_shared` result out of shared memory and free it."""
-    from multiprocessing import shared_memory
-
-    for key, (name, shape) in list(res.images.items()):
-        block = shared_memory.SharedMemory(name=name)
-        try:
-            res.images[key] = np.array(np.ndarray(shape, dtype=np.uint8, buffer=block.buf))
-        finally:
-            block.close()
-            block.unlink()
-    return res
 
 
 def _operators(sources: tuple[str, ...]) -> set[str]:
@@ -199,21 +316,25 @@ def iter_sources(
     # operators registered at run time (e.g. through the interop modules) are sent to the workers
     payload = registrations_payload({c for t in tasks for c in _operators(t.image_sources)},
                                     {c for t in tasks for c in _operators(t.text_sources)})
-    # a local pool hands images back through shared memory; Ray through its object store
-    shared = engine == "local"
-    if shared:
-        remove_stale_shared()
-    fn = generate_sources_shared if shared else generate_sources
-    for res in ordered_map(fn, tasks, engine=engine, workers=workers, address=address,
-                           initializer=restore_registrations, initargs=(payload,)):
-        if shared:
-            res = take_shared(res)
-        # Ray hands numpy arrays back as read-only views into its object store; encoders get the same
-        # writable arrays as with the local pool, and the store is freed as soon as the result is read.
-        for key, img in res.images.items():
-            if not img.flags.writeable:
-                res.images[key] = img.copy()
-        yield res
+    if engine != "local":  # Ray hands images back through its object store
+        for res in ordered_map(generate_sources, tasks, engine=engine, workers=workers, address=address,
+                               initializer=restore_registrations, initargs=(payload,)):
+            # Ray's numpy arrays are read-only views into its object store; encoders get the same
+            # writable arrays as with the local pool, and the store is freed as soon as the result is read.
+            for key, img in res.images.items():
+                if not img.flags.writeable:
+                    res.images[key] = img.copy()
+            yield res
+        return
+    remove_stale_shared()
+    blocks = SharedBlocks()
+    try:
+        for res in ordered_map(generate_sources_shared, (blocks.offer(t) for t in tasks), engine=engine,
+                               workers=workers, address=address, initializer=restore_registrations,
+                               initargs=(payload,)):
+            yield blocks.take(res)
+    finally:
+        blocks.close()
 
 
 # ------------------------------------------------------------------------------------------------

@@ -325,9 +325,13 @@ def low_resolution(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     scale = number("low_resolution", params, "scale", lo=0.0, lo_open=True, hi=1.0)
     h, w = image.shape[:2]
     down_r, down_c, up_r, up_c = _low_res_indices(h, w, scale)
-    rows = np.take(image, down_r, axis=0)  # whole-row copies: cheap
     # Gathering 3-byte pixels is slow in numpy; pack each pixel into one uint32 and gather those.
-    packed = cv2.cvtColor(rows, cv2.COLOR_RGB2RGBA).view(np.uint32)[..., 0]
+    # Each intermediate is dropped as soon as the next exists (at scale 0.5 they are half the image).
+    packed = cv2.cvtColor(np.take(image, down_r, axis=0), cv2.COLOR_RGB2RGBA).view(np.uint32)[..., 0]
     small = np.take(packed, down_c, axis=1)
-    full = np.take(np.take(small, up_c, axis=1), up_r, axis=0, out=scratch("rgba_out", (h, w), np.uint32))
+    del packed
+    wide = np.take(small, up_c, axis=1)
+    del small
+    full = np.take(wide, up_r, axis=0, out=scratch("rgba_out", (h, w), np.uint32))
+    del wide
     return cv2.cvtColor(full.view(np.uint8).reshape(h, w, 4), cv2.COLOR_RGBA2RGB)
