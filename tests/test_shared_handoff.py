@@ -45,10 +45,17 @@ def _ours() -> set[str]:
     return {p.name for p in SHM.iterdir() if p.name.startswith(f"snapbench{os.getppid()}_")}
 
 
-def _base(a: np.ndarray):
-    while isinstance(a, np.ndarray) and a.base is not None:
-        a = a.base
-    return a.obj if isinstance(a, memoryview) else a
+def _base(a):
+    """What an array's memory ultimately belongs to (through numpy views, the lease, memoryviews)."""
+    while True:
+        if isinstance(a, np.ndarray) and a.base is not None:
+            a = a.base
+        elif hasattr(a, "whole"):  # the driver's lease over a block
+            a = a.whole
+        elif isinstance(a, memoryview):
+            a = a.obj
+        else:
+            return a
 
 
 def test_images_arrive_unchanged_as_views_of_one_recycled_block(query):
@@ -63,16 +70,17 @@ def test_images_arrive_unchanged_as_views_of_one_recycled_block(query):
             assert np.array_equal(img, direct.images[key]), key
             assert img.flags.writeable and isinstance(_base(img), mmap.mmap)  # a view, no copy
         assert len({id(_base(a)) for a in first.images.values()}) == 1  # one block per query
+        assert len({id(a.base) for a in first.images.values()}) == 1  # ... through one lease
         block = first.shared[0]
         assert pool.free == []  # the driver still holds views into it
-        first.images["clean"][0, 0] = 255 - first.images["clean"][0, 0]  # a write stays in this process
+        first.images["clean"][0, 0] = 255 - first.images["clean"][0, 0]  # writable (lands in the block)
         del first, img  # the loop variable is a view too
         gc.collect()
         assert pool.free == [block]  # its last view is gone: free again
         offered = pool.offer(task)
         assert offered.block == block
         second = pool.take(generate_sources_shared(offered))
-        assert second.shared[0] == block  # written into the recycled block
+        assert second.shared[0] == block  # written into the recycled block, over the write above
         assert all(np.array_equal(second.images[k], direct.images[k]) for k in direct.images)
         assert _ours() == {block}
     finally:
