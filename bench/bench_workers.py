@@ -9,7 +9,9 @@ conditions.  Runs alternate between 1 and 2 workers, ``--repeats`` times each; t
 kept.  For `run` the figure is the query phase after the first query (corrupting + encoding; the
 first query also waits for the workers to start), from ``RunResult.timings``; for `corrupt` the
 whole command (PNG variants, the default format), start-up included.  CPU seconds (this process
-and its reaped children) show how much of the machine the run got: the machine is shared.
+and its reaped children) show how much of the machine the run got: the machine is shared.  This
+process calls ``keep_freed_memory()`` as the pool's workers do, so that 1 worker (which runs inline,
+here) and 2 workers differ only in the number of processes.
 
 Memory: one worker process (fresh interpreter, set up as a pool worker) corrupting one 2048x1536
 query under all 72 states, as `run`'s workers do (variants kept for the shared-memory hand-off) and
@@ -41,6 +43,7 @@ from _machine import machine  # noqa: E402
 
 from snapbench.corruptions import run_corruption  # noqa: E402
 from snapbench.data import load_dataset  # noqa: E402
+from snapbench.engines.local import keep_freed_memory  # noqa: E402
 from snapbench.pipeline import RunOptions, run_benchmark  # noqa: E402
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry", "retina", "camera")
@@ -111,7 +114,7 @@ if kind == "run":
     task = SourceTask(0, "q0", path, "What kind of astronaut is this?", "astronaut", 0, srcs, txts, grid)
     blocks = SharedBlocks()
     res = blocks.take(generate_sources_shared(blocks.offer(task)))
-    n = len(res.images)
+    n, shared = len(res.images), res.shared[1]
     del res
     blocks.close()
 else:
@@ -120,10 +123,11 @@ else:
     rec = QueryRecord("q0", Path(path), "What kind of astronaut is this?", "astronaut", {})
     with tempfile.TemporaryDirectory() as out:
         r = _process_query(_Task(rec, tuple(c.id for c in conds), out, 0, grid, 10**9, None, "x"))
-    n = len(r.lines)
+    n, shared = len(r.lines), 0
 peak_traced = tracemalloc.get_traced_memory()[1]
 rss1, hwm = status()
-print(json.dumps({"n": n, "rss_base": rss0, "hwm": hwm, "traced_peak": peak_traced, "image": int(image.nbytes)}))
+print(json.dumps({"n": n, "rss_base": rss0, "hwm": hwm, "traced_peak": peak_traced, "image": int(image.nbytes),
+                  "shared": shared}))
 """
 
 
@@ -143,6 +147,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("RESULTS_workers.md"))
     args = ap.parse_args()
     w, h = (int(v) for v in args.size.split("x"))
+    # 1 worker runs inline in this process: give it the allocator setting the pool's workers get, so
+    # the two columns differ only in the number of processes
+    keep_freed_memory()
     load0 = os.getloadavg()
     runs: dict[tuple[str, int], list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -191,14 +198,19 @@ def main() -> None:
         "",
         "## Memory of one worker: a 2048x1536 query under all 72 states",
         "",
-        "| worker of | variants | peak RSS above start (MB) | in image sizes | traced peak (MB) | in image sizes |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| worker of | outputs | peak RSS above start (MB) | of which the shared block (MB) | the rest in image sizes | "
+        "traced peak of numpy/OpenCV arrays (MB) | in image sizes |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for kind, m in mem.items():
         extra = m["hwm"] - m["rss_base"]
-        lines.append(f"| `{kind}` | {m['n']} | {extra / 2**20:.0f} | {extra / m['image']:.1f} | "
-                     f"{m['traced_peak'] / 2**20:.0f} | {m['traced_peak'] / m['image']:.1f} |")
-    lines += ["", f"One 2048x1536 RGB image is {mem['run']['image'] / 2**20:.1f} MB.", ""]
+        lines.append(f"| `{kind}` | {m['n']} | {extra / 2**20:.0f} | {m['shared'] / 2**20:.0f} | "
+                     f"{(extra - m['shared']) / m['image']:.1f} | {m['traced_peak'] / 2**20:.0f} | "
+                     f"{m['traced_peak'] / m['image']:.1f} |")
+    lines += ["", f"One 2048x1536 RGB image is {mem['run']['image'] / 2**20:.1f} MB. The shared block holds the "
+              "query's images for the main process (the same pages are counted in the main process's RSS, "
+              "not allocated twice). Measured in a fresh process: the first query also fills the per-worker "
+              "caches (lens_distortion's remap tables, 6 bytes a pixel for each k1; the scratch frames).", ""]
     notes = args.out.read_text().split(NOTES, 1)[1] if args.out.exists() and NOTES in args.out.read_text() else "\n"
     args.out.write_text("\n".join(lines) + "\n" + NOTES + notes)
     print("\n".join(lines))
