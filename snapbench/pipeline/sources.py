@@ -122,7 +122,7 @@ class SharedTask:
 # Blocks this worker has mapped, newest last: a recycled block is written through the same mapping
 # again, without page faults (a fresh mapping of a 1024x768 query's block faults for ~35 ms).
 _MAPPED: "dict[str, Any]" = {}
-_MAPPED_MAX = 4
+_MAPPED_MAX = 8  # the driver keeps about 2 x workers + 2 blocks in use
 
 
 def _attach(name: str, create_size: int = 0) -> Any:
