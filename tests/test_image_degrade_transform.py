@@ -176,10 +176,13 @@ def test_missing_or_unknown_parameter_is_named(photo):
 
 
 def test_overexposure_matches_numpy(photos):
-    for img in photos.values():
-        for gain in (1.4, 2.2, 3.0, 0.5):
+    # every byte value, in rows whose length leaves a tail (OpenCV's scalar path) and in a photo;
+    # gains whose products land on halves (0.5, 1.5, 2.5) or near them in float32 (0.7, 0.15)
+    every = np.tile(np.arange(256, dtype=np.uint8), 3 * 37)[: 37 * 29 * 3].reshape(37, 29, 3)
+    for img in [*photos.values(), every]:
+        for gain in (1.4, 2.2, 3.0, 0.5, 0.7, 0.15, 1.5, 2.5, 1.0, 0.0, 1.0 / 3.0):
             expected = np.clip(np.rint(img.astype(np.float64) * gain), 0, 255).astype(np.uint8)
-            assert np.array_equal(_apply(img, "overexposure", gain=gain), expected)
+            assert np.array_equal(_apply(img, "overexposure", gain=gain), expected), gain
 
 
 def test_low_light_without_noise_is_scaling(photo):

@@ -41,6 +41,29 @@ def _gain_lut(gain: float) -> np.ndarray:
     return np.clip(np.rint(np.arange(256, dtype=np.float64) * gain), 0, 255).astype(np.uint8)
 
 
+@lru_cache(maxsize=64)
+def _scale_is_exact(gain: float) -> bool:
+    """Whether ``cv2.convertScaleAbs(v, alpha=gain)`` equals ``clip(round_half_even(v * gain))`` for
+    every v, on OpenCV's vector path (one 256-value row) and on its scalar path (one value at a
+    time, what a row's tail takes).  It computes in float32, which can round a product that lies
+    on (or within float32 error of) a half the other way; where it never does, it is ~3x faster
+    than the 256-entry table."""
+    if not 0.0 <= gain <= 2**16:
+        return False
+    lut = _gain_lut(gain)
+    values = np.arange(256, dtype=np.uint8)
+    if not np.array_equal(cv2.convertScaleAbs(values[None, :], alpha=gain)[0], lut):
+        return False
+    return all(int(cv2.convertScaleAbs(values[v : v + 1, None], alpha=gain)[0, 0]) == int(lut[v]) for v in range(256))
+
+
+def _scale(image: np.ndarray, gain: float) -> np.ndarray:
+    """``clip(round_half_even(image * gain), 0, 255)`` as uint8."""
+    if _scale_is_exact(float(gain)):
+        return cv2.convertScaleAbs(image, alpha=float(gain))
+    return cv2.LUT(image, _gain_lut(gain))
+
+
 # --------------------------------------------------------------------------------------------
 # low_light
 
@@ -114,7 +137,7 @@ def low_light(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
         raise ValueError("low_light: missing parameter 'noise_seed' (sample() draws it)")
     seed = integer("low_light", params, "noise_seed", lo=0)
     if p["noise_sigma"] == 0.0:
-        return cv2.LUT(image, _gain_lut(p["brightness"]))
+        return _scale(image, p["brightness"])
     table = _low_light_table(p["brightness"], p["noise_sigma"])
     flat = image.reshape(-1)
     out = np.empty_like(flat)
@@ -141,9 +164,10 @@ def _sample_overexposure(rng: np.random.Generator, level: Mapping[str, Any], sha
 # Severity table: grid.DEFAULT_GRID["overexposure"] (gain).
 @register_image_operator("overexposure", sample=_sample_overexposure)
 def overexposure(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
-    """Multiply by ``gain`` and clip: ``clip(round(image * gain), 0, 255)`` (one 256-entry LUT)."""
+    """Multiply by ``gain`` and clip: ``clip(round(image * gain), 0, 255)``, round half to even (one
+    256-entry table, or OpenCV's convertScaleAbs where that gives the table's values for every byte)."""
     gain = number("overexposure", params, "gain", lo=0.0)
-    return cv2.LUT(image, _gain_lut(gain))
+    return _scale(image, gain)
 
 
 # --------------------------------------------------------------------------------------------
