@@ -75,7 +75,7 @@ def normal_atoms() -> np.ndarray:
     """The 256 equiprobable values of the low-light noise, in units of sigma (read-only).
 
     Atom k is the mean of a standard normal over its k-th quantile bin [Φ⁻¹(k/256), Φ⁻¹((k+1)/256)],
-    i.e. 256 (φ(a_k) - φ(a_k+1)); the set is made exactly antisymmetric (mean 0) and rescaled to
+    i.e. 256 (φ(a_k) - φ(a_(k+1))); the set is made exactly antisymmetric (mean 0) and rescaled to
     variance 1.  A uniform byte picks one, so the noise has the normal's shape up to |z| ≈ 2.97 (the
     outermost atoms; a normal exceeds that with probability 0.3 %) and its exact standard deviation.
     """
