@@ -255,10 +255,12 @@ def main() -> None:
         "## Scaling",
         "",
         f"Ceiling on this machine at the time: two plain processes corrupting got {ceiling[0]:.2f}x / {ceiling[1]:.2f}x "
-        "the work of one done (before / after the timed runs; 2.0x on two idle cores).",
+        "the work of one done (before / after the timed runs; 2.0x on two idle cores). '2 x CPU ratio' = 2 x CPU "
+        "seconds with 1 worker / with 2 (whole command): the speedup two otherwise idle cores would allow if the "
+        "work spread evenly, whatever the load during the run.",
         "",
-        "| command | figure | 1 worker s | 2 workers s | speedup | CPU s (1 / 2 workers) | every repeat, 1 / 2 workers |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "| command | figure | 1 worker s | 2 workers s | speedup | CPU s (1 / 2 workers) | 2 x CPU ratio | every repeat, 1 / 2 workers |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for cmd, key, what in (("run", "steady", "toy encoder: query phase after the first query"),
                            ("run", "wall", "toy encoder: whole run"),
@@ -268,7 +270,7 @@ def main() -> None:
         a, b = best[(cmd, 1)], best[(cmd, 2)]
         reps = " / ".join(", ".join(f"{x[key]:.2f}" for x in runs[(cmd, n)]) for n in (1, 2))
         lines.append(f"| `{cmd.split('-')[0]}` | {what} | {a[key]:.2f} | {b[key]:.2f} | **{a[key] / b[key]:.2f}x** | "
-                     f"{a['cpu']:.1f} / {b['cpu']:.1f} | {reps} |")
+                     f"{a['cpu']:.1f} / {b['cpu']:.1f} | {2 * a['cpu'] / b['cpu']:.2f}x | {reps} |")
     lines += [
         "",
         "## Memory of one worker: a 2048x1536 query under all 72 states",
