@@ -28,7 +28,6 @@ from snapbench.corruptions.image import (
     get_image_operator,
     merge_grid,
 )
-from snapbench.corruptions.image.degrade import gaussian_noise_u16
 
 DEGRADE = ("low_light", "overexposure", "defocus_blur", "motion_blur", "compression", "low_resolution")
 TRANSFORM = ("rotation", "perspective", "lens_distortion")
@@ -177,10 +176,13 @@ def test_missing_or_unknown_parameter_is_named(photo):
 
 
 def test_overexposure_matches_numpy(photos):
-    for img in photos.values():
-        for gain in (1.4, 2.2, 3.0, 0.5):
+    # every byte value, in rows whose length leaves a tail (OpenCV's scalar path) and in a photo;
+    # gains whose products land on halves (0.5, 1.5, 2.5) or near them in float32 (0.7, 0.15)
+    every = np.tile(np.arange(256, dtype=np.uint8), 3 * 37)[: 37 * 29 * 3].reshape(37, 29, 3)
+    for img in [*photos.values(), every]:
+        for gain in (1.4, 2.2, 3.0, 0.5, 0.7, 0.15, 1.5, 2.5, 1.0, 0.0, 1.0 / 3.0):
             expected = np.clip(np.rint(img.astype(np.float64) * gain), 0, 255).astype(np.uint8)
-            assert np.array_equal(_apply(img, "overexposure", gain=gain), expected)
+            assert np.array_equal(_apply(img, "overexposure", gain=gain), expected), gain
 
 
 def test_low_light_without_noise_is_scaling(photo):
@@ -188,13 +190,43 @@ def test_low_light_without_noise_is_scaling(photo):
     assert np.array_equal(out, np.clip(np.rint(photo * 0.4), 0, 255).astype(np.uint8))
 
 
-def test_low_light_is_scaled_image_plus_its_noise(photo):
-    res = corrupt_image_with_params(photo, "low_light", 2, seed=5, key="x")
-    p = res.params
-    noise = gaussian_noise_u16(p["noise_seed"], photo.shape, p["noise_sigma"])
-    expected = np.clip(np.rint(photo.astype(np.float64) * p["brightness"] + noise), 0, 255)
-    diff = np.abs(res.image.astype(np.int16) - expected.astype(np.int16))
-    assert diff.max() <= 1 and (diff > 0).mean() < 1e-4  # float32 vs float64 at .5 ties only
+def _reference_atoms() -> np.ndarray:
+    """The 256 noise values by their definition, from scipy (not from snapbench): the mean of a
+    standard normal over each 1/256 quantile bin, scaled to unit variance."""
+    from scipy.stats import norm
+
+    edges = norm.ppf(np.arange(257) / 256.0)  # -inf, a_1, ..., a_255, +inf
+    atoms = 256.0 * (norm.pdf(edges[:-1]) - norm.pdf(edges[1:]))
+    return atoms / np.sqrt(np.mean(atoms**2))
+
+
+def _reference_low_light(img: np.ndarray, brightness: float, sigma: float, seed: int) -> np.ndarray:
+    # byte i of the raw PCG64 stream (64-bit words, little-endian) picks the atom of value i
+    raw = np.random.PCG64(seed).random_raw(-(-img.size // 8))
+    picks = np.frombuffer(raw.astype("<u8").tobytes(), np.uint8)[: img.size].reshape(img.shape)
+    return np.clip(np.rint(img * brightness + sigma * _reference_atoms()[picks]), 0, 255).astype(np.uint8)
+
+
+def test_low_light_is_scaled_image_plus_its_noise(photos):
+    for name, img in photos.items():
+        for s in (1, 2, 3):
+            res = corrupt_image_with_params(img, "low_light", s, seed=5, key=name)
+            p = res.params
+            expected = _reference_low_light(img, p["brightness"], p["noise_sigma"], p["noise_seed"])
+            assert np.array_equal(res.image, expected), (name, s)
+    # an odd number of values (not a multiple of the 8 bytes of a word, nor of the chunk size)
+    odd = np.random.default_rng(3).integers(0, 256, (347, 211, 3), dtype=np.uint8)
+    got = get_image_operator("low_light").apply(odd, {"brightness": 0.55, "noise_sigma": 7.5, "noise_seed": 2**40 + 17})
+    assert np.array_equal(got, _reference_low_light(odd, 0.55, 7.5, 2**40 + 17))
+
+
+def test_low_light_noise_atoms_are_normal_bin_means():
+    from snapbench.corruptions.image.degrade import normal_atoms
+
+    assert np.allclose(normal_atoms(), _reference_atoms(), rtol=0, atol=1e-12)
+    a = normal_atoms()
+    assert np.all(np.diff(a) > 0) and np.array_equal(a, -a[::-1])  # increasing, exactly symmetric
+    assert a.max() == pytest.approx(2.970, abs=1e-3)  # the documented tail
 
 
 @pytest.mark.parametrize("sigma", [3.0, 10.0, 22.0])
@@ -205,29 +237,36 @@ def test_low_light_noise_is_gaussian_with_sigma(sigma):
     assert out.std() == pytest.approx(math.sqrt(sigma**2 + 1 / 12), rel=0.01)
     assert abs(out.mean()) < 0.05
     z = out / sigma
+    from statistics import NormalDist
+
     if sigma >= 10:  # rounding distorts shape statistics of a 3-level-wide distribution
         assert abs(np.mean(z**3)) < 0.02  # skewness
-        assert np.mean(z**4) == pytest.approx(3.0, abs=0.05)  # Gaussian kurtosis
+        assert np.mean(z**4) == pytest.approx(3.0, abs=0.08)  # near-Gaussian kurtosis (2.96 before rounding)
         # tails: |out| > c  <=>  |sigma * z| >= c + 0.5 after rounding
-        from statistics import NormalDist
-
-        for c in (round(2 * sigma), round(3 * sigma)):
-            expected = 2 * (1 - NormalDist().cdf((c + 0.5) / sigma))
-            assert np.mean(np.abs(out) > c) == pytest.approx(expected, rel=0.08), c
+        c = round(2 * sigma)
+        expected = 2 * (1 - NormalDist().cdf((c + 0.5) / sigma))
+        # 256 equiprobable values: each tail can be off the normal's by at most one value (1/256)
+        assert np.mean(np.abs(out) > c) == pytest.approx(expected, abs=2 / 256), c
+    # the noise stops at the outermost atom, 2.97 sigma (a normal passes it with probability 0.3 %)
+    top = np.rint(sigma * _reference_atoms()[-1])
+    assert np.abs(out).max() == top and np.mean(np.abs(out) == top) == pytest.approx(2 / 256, rel=0.1)
     # independent across neighbouring pixels and channels
     for a, b in [(out[:, :-1], out[:, 1:]), (out[:-1], out[1:]), (out[..., 0], out[..., 1])]:
         assert abs(np.corrcoef(a.ravel(), b.ravel())[0, 1]) < 0.01
 
 
-def test_noise_generator_quantiles():
-    z = gaussian_noise_u16(123, (1_000_000,), 1.0).astype(np.float64)
-    assert z.std() == pytest.approx(1.0, abs=0.003)
-    # Empirical quantiles against the normal ones (from the standard library, not our table).
-    from statistics import NormalDist
+def test_low_light_noise_bytes_are_uniform_and_seeded():
+    from snapbench.corruptions.image.degrade import noise_bytes
 
-    for p in (0.01, 0.1, 0.5, 0.9, 0.99):
-        assert np.quantile(z, p) == pytest.approx(NormalDist().inv_cdf(p), abs=0.02)
-    assert not np.array_equal(z[:1000], gaussian_noise_u16(124, (1000,), 1.0))
+    b = noise_bytes(np.random.PCG64(123), 1_000_000)
+    counts = np.bincount(b, minlength=256)
+    from scipy.stats import chisquare
+
+    assert chisquare(counts).pvalue > 1e-4
+    # one stream whatever the chunking (the operator draws it in chunks of a multiple of 8)
+    bits = np.random.PCG64(123)
+    assert np.array_equal(np.concatenate([noise_bytes(bits, 8 * 1000), noise_bytes(bits, 999)]), b[: 8 * 1000 + 999])
+    assert not np.array_equal(noise_bytes(np.random.PCG64(124), 1000), b[:1000])
 
 
 # ---------------------------------------------------------------------------------------------

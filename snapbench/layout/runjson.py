@@ -85,12 +85,13 @@ def _describe(key: str, before: Any, now: Any) -> str:
 
 
 def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str, Any], *,
-                 force: bool = False) -> dict[str, Any] | None:
+                 force: bool = False, assume: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The previous run.json of ``folder`` if this invocation may resume (or, forced, replace) it.
 
     ``None`` when there is none.  A different ``fingerprint`` is a :class:`ConfigError` listing every
     differing entry unless ``force``; a folder of another kind is refused even when forced.
-    Values are compared as JSON (what the file holds).
+    Values are compared as JSON (what the file holds).  ``assume`` gives the value of an entry that a
+    folder written before that entry existed lacks (e.g. an operator revision: 1).
     """
     previous = read_run_json(folder, kind=kind)
     if previous is None:
@@ -100,6 +101,7 @@ def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str,
     if not isinstance(recorded, dict):
         why = "made by an older snapbench (its run.json has no fingerprint)"
     else:
+        recorded = {**json.loads(json.dumps(dict(assume or {}), default=str)), **recorded}
         keys = list(now) + [k for k in recorded if k not in now]
         diffs = [_describe(k, recorded.get(k), now.get(k)) for k in keys if recorded.get(k) != now.get(k)]
         why = f"made with a different {', '.join(diffs)}" if diffs else ""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,9 +67,23 @@ def run_fingerprint(dataset: Any, encoder: Any, options: RunOptions, grid_json: 
     keys = list(fp)
     fp["encoder_fingerprint"] = enc
     fp["sources"] = sources
-    # the order of earlier snapbench versions (run.json files are compared as JSON objects: order-free)
+    revisions = operator_revisions(sources["image"], options.variants)
+    # the order of earlier snapbench versions (run.json files are compared as JSON objects: order-free),
+    # then the operator revisions
     order = keys[:2] + ["encoder_fingerprint"] + keys[2:] + ["sources"]
-    return {k: fp[k] for k in order}
+    return {**{k: fp[k] for k in order}, **revisions}
+
+
+def operator_revisions(image_sources: Sequence[str], variants: str) -> dict[str, int]:
+    """``{"revision.<op>": n}`` of the image operators whose generated variants the run encodes (a
+    change of algorithm refuses the folder, naming the operator); released variants have none."""
+    from ..conditions import parse_condition
+    from ..corruptions.image import image_operator_revisions
+
+    if variants != "generated":
+        return {}
+    ops = {parse_condition(s).image_operator for s in image_sources if s != "clean"}
+    return {f"revision.{op}": n for op, n in image_operator_revisions(ops).items()}
 
 
 def _evaluation(options: RunOptions, plan: RunPlan) -> dict[str, Any]:
@@ -111,7 +126,9 @@ def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: Ru
     if before is not None and "encoder_runs" in before:
         raise ConfigError(f"{out} holds a run of several encoders (one folder each: "
                           f"{', '.join(str(r.get('name', '?')) for r in before['encoder_runs'])}); use a new output folder")
-    previous = check_resume(out, "run", fp, force=options.force)
+    # a run.json from before operator revisions existed: every operator was revision 1
+    previous = check_resume(out, "run", fp, force=options.force,
+                            assume={k: 1 for k in fp if k.startswith("revision.")})
     evaluation = _evaluation(options, plan)
     targets = list(plan.modes.targets)
     if (previous is not None and not options.force and previous.get("status") == "complete"

@@ -3,7 +3,9 @@ dataset's released files), streamed in query order to the query-encoding stage (
 
 A source is ``clean`` or one image part (``img/<op>/s<N>``) or text part (``txt/<op>``); a condition's
 query combines one image source and one text source, so each source is generated and encoded once
-per query.  Local workers hand images back through shared memory (:mod:`snapbench.engines.shm`).
+per query.  Local workers hand a query's images back in one shared-memory block, written variant by
+variant and read by the encoders without a copy (:func:`generate_sources_shared`,
+:mod:`snapbench.engines.shm`).
 With ``measure``, each image source's measured strength (PSNR, SSIM against the clean image,
 :mod:`snapbench.corruptions.measure`) is computed where the source is made and travels with it
 (:attr:`SourceResult.measured`); with a severity ``target``, image sources are searched to it.
@@ -12,8 +14,6 @@ With ``measure``, each image source's measured strength (PSNR, SSIM against the 
 from __future__ import annotations
 
 import contextlib
-import os
-import secrets
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from ..conditions import parse_condition
 from ..engines import ordered_map
-from ..engines.shm import block_name, cleanup_shared
+from ..engines.shm import BlockWriter, Handoff, Offer, SharedBlocks, cleanup_shared
 
 # variant sources per query (generated in workers, or read from the dataset's released files)
 # ------------------------------------------------------------------------------------------------
@@ -54,6 +54,8 @@ class SourceResult:
     skips: list[dict[str, Any]]
     image_failed: bool = field(default=False)
     measured: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: local pool only: the block its images were handed over in (see :mod:`snapbench.engines.shm`)
+    shared: Handoff | None = None
 
     def view(self, image_sources: tuple[str, ...], text_sources: tuple[str, ...]) -> SourceResult:
         """This result as a run that asked for these sources only would have got it: when the query's
@@ -67,11 +69,13 @@ class SourceResult:
                             {k: v for k, v in self.measured.items() if k in image_sources})
 
 
-def generate_sources(task: SourceTask) -> SourceResult:
+def generate_sources(task: SourceTask, sink: BlockWriter | None = None) -> SourceResult:
     """Corrupt one query into its image and text sources (runs in a worker process).
 
     A query image that cannot be read skips the query for every image source (one skip, condition
     ``None``); its text sources are still generated, for the encoders of a run that read no images.
+    With a ``sink``, each image is handed to it as soon as it is made (and not kept here): see
+    :func:`generate_sources_shared`.
     """
     from ..corruptions import ImageLoadError, Skip, generate_variants, load_image, resolve_conditions
 
@@ -89,6 +93,9 @@ def generate_sources(task: SourceTask) -> SourceResult:
         except ImageLoadError as exc:
             skips.append({"id": task.query_id, "condition": None, "reason": str(exc)})
             image_sources = ()
+    if sink is not None and image is not None:
+        # every built-in variant is at most the input's size (cropping and downscale are smaller)
+        sink.open(image.nbytes, len(image_sources))
     question = task.question if task.text_sources else None
     wanted = list(dict.fromkeys([*image_sources, *task.text_sources]))
     conds = [c for c in resolve_conditions(wanted, grid=task.grid) if c.id in wanted] if wanted else []
@@ -98,7 +105,7 @@ def generate_sources(task: SourceTask) -> SourceResult:
             skips.append({"id": task.query_id, "condition": v.condition, "reason": v.reason})
             continue
         if v.condition in image_sources and v.image is not None:
-            images[v.condition] = v.image
+            images[v.condition] = v.image if sink is None else sink.put(v.image)
             if v.measured is not None and v.kind == "image":
                 measured[v.condition] = {"psnr": v.measured["psnr"], "ssim": v.measured["ssim"]}
         if v.condition in task.text_sources and v.question is not None:
@@ -153,37 +160,34 @@ def _measure_released(images: dict[str, np.ndarray]) -> dict[str, dict[str, Any]
     return out
 
 
-def generate_sources_shared(task: SourceTask) -> SourceResult:
-    """:func:`generate_sources` for a local worker: each image travels back through a shared-memory
-    block instead of being pickled through the pool's pipe (a 1024x768 query's 46 images are ~108
-    MB; pickling them cost more than corrupting them).  The result holds ``(block name, shape)``
-    pairs that :func:`take_shared` turns back into arrays in the parent."""
-    from multiprocessing import resource_tracker, shared_memory
+@dataclass(frozen=True)
+class SharedTask:
+    """A task for a local pool worker and the shared-memory block the driver offers for its images."""
 
-    res = generate_sources(task)
-    for key, img in res.images.items():
-        # named after the parent, so blocks a killed parent never freed can be found (remove_stale_shared)
-        name = block_name(os.getppid(), secrets.token_hex(6))
-        block = shared_memory.SharedMemory(name=name, create=True, size=max(img.nbytes, 1))
-        np.ndarray(img.shape, dtype=np.uint8, buffer=block.buf)[...] = img
-        # the parent unlinks the block once it has copied it; this process must not do it at exit
-        resource_tracker.unregister(block._name, "shared_memory")  # noqa: SLF001 - stdlib attribute
-        block.close()
-        res.images[key] = (block.name, tuple(img.shape))
+    task: SourceTask
+    offer: Offer = Offer()
+
+
+def generate_sources_shared(job: SharedTask) -> SourceResult:
+    """:func:`generate_sources` for a local worker: the query's images travel back in one shared-memory
+    block instead of being pickled through the pool's pipe.  Each image is copied into the block as
+    soon as it is made and dropped, so the worker holds the block and one variant, not every
+    variant.  The block is the one offered when it is large enough (a recycled block: its pages are
+    already there), otherwise a new one.  The result holds ``(offset, shape)`` per image and the
+    :class:`~snapbench.engines.shm.Handoff`; :func:`take_shared` makes the images arrays again."""
+    sink = BlockWriter(job.offer)
+    try:
+        res = generate_sources(job.task, sink)
+    finally:
+        handoff = sink.close()
+    res.shared = handoff
     return res
 
 
-def take_shared(res: SourceResult) -> SourceResult:
-    """Copy the images of a :func:`generate_sources_shared` result out of shared memory and free it."""
-    from multiprocessing import shared_memory
-
-    for key, (name, shape) in list(res.images.items()):
-        block = shared_memory.SharedMemory(name=name)
-        try:
-            res.images[key] = np.array(np.ndarray(shape, dtype=np.uint8, buffer=block.buf))
-        finally:
-            block.close()
-            block.unlink()
+def take_shared(blocks: SharedBlocks, res: SourceResult) -> SourceResult:
+    """A :func:`generate_sources_shared` result with its images as views into their block (the driver's
+    side; the block is offered again once the last view is released)."""
+    blocks.take(res.shared, res.images)
     return res
 
 
@@ -222,19 +226,30 @@ def iter_sources(
     # operators registered at run time (e.g. through the interop modules) are sent to the workers
     payload = registrations_payload({c for t in tasks for c in _operators(t.image_sources)},
                                     {c for t in tasks for c in _operators(t.text_sources)})
-    # a local pool hands images back through shared memory; Ray through its object store
-    shared = engine == "local"
-    fn = generate_sources_shared if shared else generate_sources
-    with cleanup_shared() if shared else contextlib.nullcontext():
-        results = ordered_map(fn, tasks, engine=engine, workers=workers, address=address,
+    if engine != "local":
+        yield from _engine_sources(tasks, engine, workers, address, payload)
+        return
+    with cleanup_shared(), SharedBlocks() as blocks:
+        jobs = (SharedTask(t, blocks.offer()) for t in tasks)  # offered as the pool takes each task
+        results = ordered_map(generate_sources_shared, jobs, engine=engine, workers=workers, address=address,
                               initializer=restore_registrations, initargs=(payload,))
         with contextlib.closing(results):  # an interrupted run shuts its pool down here, before the blocks are freed
             for res in results:
-                if shared:
-                    res = take_shared(res)
-                # Ray hands numpy arrays back as read-only views into its object store; encoders get the same
-                # writable arrays as with the local pool, and the store is freed as soon as the result is read.
-                for key, img in res.images.items():
-                    if not img.flags.writeable:
-                        res.images[key] = img.copy()
-                yield res
+                yield take_shared(blocks, res)
+
+
+def _engine_sources(tasks: list[SourceTask], engine: str, workers: int, address: str | None,
+                    payload: Any) -> Iterator[SourceResult]:
+    """Generated on another engine than the local pool (Ray): images come back through its own transport."""
+    from ..corruptions.workers import restore_registrations
+
+    results = ordered_map(generate_sources, tasks, engine=engine, workers=workers, address=address,
+                          initializer=restore_registrations, initargs=(payload,))
+    with contextlib.closing(results):
+        for res in results:
+            # Ray hands numpy arrays back as read-only views into its object store; encoders get the same
+            # writable arrays as with the local pool, and the store is freed as soon as the result is read.
+            for key, img in res.images.items():
+                if not img.flags.writeable:
+                    res.images[key] = img.copy()
+            yield res

@@ -20,7 +20,7 @@ import copy
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -50,6 +50,7 @@ __all__ = [
     "restore_image_operators",
     "unregister_image_operator",
     "sample_image_params",
+    "image_operator_revisions",
 ]
 
 #: built-in operator name -> its primitive, from the one table in :mod:`snapbench.conditions`.
@@ -77,7 +78,9 @@ class ImageOperator:
     ``origin`` is ``"builtin"``, ``"user"`` (registered at run time) or ``"plugin"`` (an entry
     point).  A plugin's entry point may name such a record directly.  ``knob`` is the continuous
     parameter a severity target searches (:class:`~.knobs.Knob`; built-ins: :data:`~.knobs.BUILTIN_KNOBS`),
-    None when the operator has none.
+    None when the operator has none.  ``revision`` (an integer >= 1) numbers the operator's algorithm:
+    it goes up whenever the same parameters start producing other pixels, and runs record it so that a
+    resume never mixes two revisions.
     """
 
     name: str
@@ -90,6 +93,7 @@ class ImageOperator:
     aliases: tuple[str, ...] = ()
     origin: str = "user"
     knob: Knob | None = field(default=None, compare=False)
+    revision: int = 1
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,9 @@ def _checked(op: ImageOperator) -> ImageOperator:
         if not isinstance(n, str) or not _NAME_RE.match(n):
             raise ConfigError(f"image operator name {n!r} must match [A-Za-z0-9_.-]+ (it appears in condition ids)",
                               param="name")
+    if isinstance(op.revision, bool) or not isinstance(op.revision, int) or op.revision < 1:
+        raise ConfigError(f"image operator {name!r}: revision must be an integer >= 1, got {op.revision!r}",
+                          param="revision")
     if not callable(op.apply) or not callable(op.sample):
         raise ConfigError(f"image operator {name!r}: apply and sample must be callables", param="apply")
     fixed = BUILTIN_PRIMITIVE.get(name)
@@ -169,6 +176,7 @@ def register_image_operator(
     replace: bool = False,
     aliases: tuple[str, ...] = (),
     knob: Knob | None = None,
+    revision: int = 1,
 ):
     """Register an operator; usable as a decorator on the ``apply`` function.
 
@@ -184,6 +192,10 @@ def register_image_operator(
     continuous parameter a severity target searches (:class:`~.knobs.Knob`); without one, a target
     keeps the operator's level and flags it not reached.
 
+    ``revision`` (default 1) numbers the algorithm: raise it when a change makes the same
+    parameters produce other pixels.  ``snapbench corrupt`` and ``snapbench run`` record the
+    revisions of their operators and refuse to resume a run made under other revisions.
+
     Operators registered at run time are shipped to ``run_corruption``'s worker processes by
     pickling ``apply`` and ``sample``: use module-level functions or picklable callable objects
     (no lambdas or closures) if you run with ``workers > 1``.
@@ -194,7 +206,8 @@ def register_image_operator(
         add_image_operator(ImageOperator(
             name=name, apply=apply_fn, sample=sample or _no_randomness, primitive=primitive or "custom",
             changes_size=changes_size, doc=(getattr(apply_fn, "__doc__", None) or "").strip(), grid=grid,
-            aliases=tuple(aliases), origin="builtin" if builtin else "user", knob=knob), replace=replace)
+            aliases=tuple(aliases), origin="builtin" if builtin else "user", knob=knob, revision=revision),
+            replace=replace)
         return apply_fn
 
     _checked(ImageOperator(name, apply=_identity, primitive=primitive or "custom", grid=grid, aliases=tuple(aliases)))
@@ -252,6 +265,13 @@ def image_operators() -> dict[str, ImageOperator]:
 def image_aliases() -> dict[str, str]:
     """alias -> operator name, for every registered alias."""
     return {a: op.name for op in image_operators().values() for a in op.aliases}
+
+
+def image_operator_revisions(names: Iterable[str]) -> dict[str, int]:
+    """``{operator: revision}`` for the registered operators among ``names`` (sorted by name): what a
+    run records so that a resume under another revision of an operator can be refused."""
+    table = image_operators()
+    return {n: table[n].revision for n in sorted(set(names)) if n in table}
 
 
 def default_grid() -> Grid:

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import cv2
 import numpy as np
 
+from ...errors import ConfigError
 from ._params import fraction, known_keys, scaled_side
 from .base import register_image_operator
 
@@ -43,7 +44,7 @@ def cropping(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     ch, cw = int(params["height"]), int(params["width"])
     h, w = image.shape[:2]
     if top < 0 or left < 0 or ch < 1 or cw < 1 or top + ch > h or left + cw > w:
-        raise ValueError(
+        raise ConfigError(
             f"cropping: window top={top} left={left} height={ch} width={cw} does not fit a {h}x{w} image "
             "(were these parameters drawn for another image size?)"
         )
@@ -76,7 +77,7 @@ def downscale(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
         scale = fraction("downscale", params, "scale")
         oh, ow = scaled_side(h, scale), scaled_side(w, scale)
     if oh < 1 or ow < 1:
-        raise ValueError(f"downscale: output size {oh}x{ow} must be at least 1x1")
+        raise ConfigError(f"downscale: output size {oh}x{ow} must be at least 1x1")
     if (oh, ow) == (h, w):
         return image.copy()
     return cv2.resize(image, (ow, oh), interpolation=cv2.INTER_AREA)

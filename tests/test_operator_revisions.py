@@ -1,0 +1,111 @@
+"""Operator revisions: registered with each image operator, recorded by `corrupt` and `run`, and a resume
+across two revisions of one operator refused with a message naming it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.corruptions import register_image_operator, run_corruption
+from snapbench.corruptions.image import get_image_operator, image_operator_revisions, unregister_image_operator
+from snapbench.corruptions.run import RunConfigError
+from snapbench.data import load_dataset
+from snapbench.errors import ConfigError
+from snapbench.pipeline import RunOptions, run_benchmark
+
+QUERIES = DEFAULT_DATA / "queries.jsonl"
+
+
+def tint(image: np.ndarray, params) -> np.ndarray:
+    out = image.copy()
+    out[..., 0] = 255 - out[..., 0]
+    return out
+
+
+@pytest.fixture
+def tint_op():
+    def register(revision: int) -> None:
+        register_image_operator("rev_test_tint", apply=tint, grid={1: {}}, replace=True, revision=revision)
+
+    register(1)
+    yield register
+    unregister_image_operator("rev_test_tint")
+
+
+def test_revision_defaults_and_validation(tint_op):
+    assert get_image_operator("rev_test_tint").revision == 1
+    tint_op(3)
+    assert get_image_operator("rev_test_tint").revision == 3
+    for bad in (0, -1, True, 1.0, "2"):
+        with pytest.raises(ConfigError, match="revision must be an integer >= 1"):
+            register_image_operator("rev_test_bad", apply=tint, grid={1: {}}, revision=bad)
+    assert image_operator_revisions(["low_light", "rotation", "rev_test_tint", "not_registered"]) == {
+        "low_light": 2, "rev_test_tint": 3, "rotation": 1}
+
+
+def _corrupt(out: Path, conds: list[str], **kw):
+    return run_corruption(QUERIES, out, conditions=conds, progress=False, **kw)
+
+
+def _revisions(out: Path) -> dict[str, int]:
+    fp = json.loads((out / "run.json").read_text())["fingerprint"]
+    return {k.split(".", 1)[1]: v for k, v in fp.items() if k.startswith("revision.")}
+
+
+def test_corrupt_records_revisions_and_refuses_a_resume_across_them(tint_op, tmp_path):
+    out = tmp_path / "c"
+    _corrupt(out, ["clean", "img/rev_test_tint/s1", "img/low_light/s1"])
+    assert _revisions(out) == {"low_light": 2, "rev_test_tint": 1}
+    assert _corrupt(out, ["clean", "img/rev_test_tint/s1"]).reused > 0  # same revisions: resumes
+    tint_op(2)
+    with pytest.raises(RunConfigError, match=r"revision\.rev_test_tint 1 \(this run: 2\)"):
+        _corrupt(out, ["clean", "img/rev_test_tint/s1"])
+    # the folder holds revision-1 files of that operator: a run of other conditions is refused too
+    # (a folder's fingerprint covers every condition it holds)
+    with pytest.raises(RunConfigError, match=r"revision\.rev_test_tint 1 \(this run: 2\)"):
+        _corrupt(out, ["clean", "img/rotation/s1"])
+    res = _corrupt(out, ["clean", "img/rev_test_tint/s1"], force=True)
+    assert res.written > 0 and _revisions(out) == {"rev_test_tint": 2}
+
+
+def test_a_run_json_from_before_revisions_counts_as_revision_1(tmp_path):
+    out = tmp_path / "c"
+    _corrupt(out, ["clean", "img/low_light/s1", "img/rotation/s1"])
+    run = json.loads((out / "run.json").read_text())
+    # what a run made before fingerprints (and revisions) existed holds
+    del run["fingerprint"], run["kind"], run["schema_version"]
+    (out / "run.json").write_text(json.dumps(run))
+    with pytest.raises(RunConfigError, match=r"revision\.low_light 1 \(this run: 2\)"):
+        _corrupt(out, ["clean", "img/low_light/s1"])
+    # without low_light among its conditions, such a folder resumes (rotation is still revision 1)
+    out2 = tmp_path / "c2"
+    _corrupt(out2, ["clean", "img/rotation/s1"])
+    run = json.loads((out2 / "run.json").read_text())
+    del run["fingerprint"], run["kind"], run["schema_version"]
+    (out2 / "run.json").write_text(json.dumps(run))
+    assert _corrupt(out2, ["clean", "img/rotation/s1"]).reused > 0
+
+
+def test_run_fingerprint_holds_revisions_and_refuses_a_resume_across_them(tint_op, tmp_path):
+    ds = load_dataset(DEFAULT_DATA)
+    opts = RunOptions(conditions=["clean", "img/rev_test_tint/s1", "img/overexposure/s1"], joint=False, resamples=100,
+                      report=False, progress=False, use_cache=False, modes=["I2I"])
+    out = tmp_path / "r"
+    run_benchmark(ds, "toy", out, opts)
+    assert _revisions(out) == {"overexposure": 1, "rev_test_tint": 1}
+    run_benchmark(ds, "toy", out, opts)  # same revisions: resumes
+    tint_op(2)
+    with pytest.raises(ConfigError, match=r"revision\.rev_test_tint 1 \(this run: 2\)"):
+        run_benchmark(ds, "toy", out, opts)
+    # an older run.json without the entries: every operator was revision 1
+    meta = json.loads((out / "run.json").read_text())
+    meta["fingerprint"] = {k: v for k, v in meta["fingerprint"].items() if not k.startswith("revision.")}
+    (out / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match=r"revision\.rev_test_tint 1 \(this run: 2\)"):
+        run_benchmark(ds, "toy", out, opts)
+    tint_op(1)
+    run_benchmark(ds, "toy", out, opts)
