@@ -49,12 +49,9 @@ class DiagnoseResult:
 def _read_words(path: str | os.PathLike | None) -> list[str]:
     if path is None:
         return []
-    from ..errors import InputError
+    from ..textio import read_text
 
-    try:
-        return Path(path).read_text(encoding="utf-8-sig").split()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the word list ({exc})", path=path) from None
+    return read_text(path, what="word list").split()
 
 
 def _csv_rows(results: Iterable[QueryResult]) -> Iterable[tuple[str, str, str, str, int]]:
