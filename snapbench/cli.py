@@ -26,6 +26,7 @@ from .commands.moor import moor
 from .commands.preview import preview
 from .commands.report import report
 from .commands.run import run
+from .commands.usage import Command
 from .errors import SnapbenchError
 
 app = typer.Typer(
@@ -121,7 +122,7 @@ for _name, _command in (
     ("diagnose", diagnose),
     ("demo", demo),
 ):
-    app.command(_name)(guarded(_command))
+    app.command(_name, cls=Command)(guarded(_command))
 
 
 def main() -> None:
