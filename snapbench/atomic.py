@@ -19,7 +19,8 @@ import numpy as np
 
 from .errors import OutputError
 
-__all__ = ["atomic_path", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic", "prepare_output_dir"]
+__all__ = ["atomic_path", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic", "prepare_output_dir",
+           "check_output_file"]
 
 
 @contextlib.contextmanager
@@ -86,4 +87,25 @@ def prepare_output_dir(path: str | os.PathLike, *subdirs: str) -> Path:
             raise OutputError(f"cannot create the output folder ({exc.strerror or exc})", path=d) from None
         if not os.access(d, os.W_OK | os.X_OK):
             raise OutputError("the output folder is not writable", path=d)
+    return out
+
+
+# appended: an output *file* checked before the work that produces it (evaluate --out/--table-out, preview --out)
+def check_output_file(path: str | os.PathLike, *, param: str) -> Path:
+    """Check, before any expensive work, that the file ``path`` can be written later: it is not a
+    folder, and its nearest existing parent is a writable folder (missing parents are created when
+    the file is written).  :class:`~snapbench.errors.OutputError` naming ``path`` and ``param``
+    otherwise.  Nothing is created."""
+    from .errors import arg
+
+    out = Path(path)
+    if out.is_dir():
+        raise OutputError(f"is a folder; {arg(param)} names the file to write", path=out, param=param)
+    for parent in (out.parent, *out.parent.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputError(f"cannot be written: {parent} is a file, not a folder", path=out)
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise OutputError(f"cannot be written: the folder {parent} is not writable", path=out)
+            break
     return out

@@ -22,10 +22,12 @@ from .commands.diagnose import diagnose
 from .commands.encode import encode
 from .commands.evaluate import additivity, evaluate
 from .commands.flags import flag
+from .commands.interrupts import interrupted_message
 from .commands.moor import moor
 from .commands.preview import preview
 from .commands.report import report
 from .commands.run import run
+from .commands.usage import Command
 from .errors import SnapbenchError
 
 app = typer.Typer(
@@ -65,8 +67,11 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     typer.echo(f"warning: {message}", err=True)
 
 
-def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
+def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Callable[..., Any]:
     """Run a command; map snapbench's errors and OS errors to ``error: <file>: <problem>``, exit 2.
+
+    Ctrl-C prints ``on_interrupt`` (default: the command's line in
+    :mod:`snapbench.commands.interrupts`) and exits 130.
 
     This is the one place where library exceptions become CLI messages: commands raise
     :class:`~snapbench.errors.SnapbenchError` (or let ``OSError`` through) instead of printing.
@@ -101,7 +106,7 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
             typer.echo(f"error: {where}: {what}" if where else f"error: {what}", err=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
-            typer.echo("interrupted; rerun the same command to resume (finished outputs are kept)", err=True)
+            typer.echo(on_interrupt or interrupted_message(command.__name__), err=True)
             raise typer.Exit(130) from None
 
     return wrapper
@@ -121,7 +126,7 @@ for _name, _command in (
     ("diagnose", diagnose),
     ("demo", demo),
 ):
-    app.command(_name)(guarded(_command))
+    app.command(_name, cls=Command)(guarded(_command, interrupted_message(_name)))
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ import os
 import re
 from collections.abc import Callable
 
-__all__ = ["SnapbenchError", "InputError", "ConfigError", "OutputError", "arg"]
+__all__ = ["SnapbenchError", "InputError", "ConfigError", "OutputError", "arg", "in_words"]
 
 # Private-use code points: they never occur in file names, ids or messages a user writes.
 _OPEN, _CLOSE = "\ue000", "\ue001"
@@ -82,3 +82,12 @@ class ConfigError(SnapbenchError):
 
 class OutputError(SnapbenchError):
     """An output location cannot be used (a file where a folder is needed, no write permission...)."""
+
+
+# appended: messages kept in files (skips.jsonl, summary.json) are read from the CLI and from Python alike
+def in_words(name: str) -> str:
+    """A parameter as a file written for any reader names it: ``max_pixels`` -> "the max pixels setting".
+
+    Pass it to :meth:`SnapbenchError.render` for a message that is stored rather than shown: neither a
+    Python name nor a flag would be right for every reader."""
+    return "the " + name.replace("_", " ") + " setting"

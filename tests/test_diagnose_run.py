@@ -19,7 +19,7 @@ from snapbench.cli import app
 from snapbench.corruptions import corrupt_image
 from snapbench.diagnose import DETECTORS, IMAGE_DETECTORS, TEXT_DETECTORS, load_thresholds, run_diagnose
 from snapbench.diagnose.summary import wilson_interval
-from snapbench.errors import ConfigError
+from snapbench.errors import InputError
 
 DEMO = Path(__file__).resolve().parents[1] / "snapbench" / "assets" / "demo"
 runner = CliRunner()
@@ -173,7 +173,7 @@ def test_thresholds_file_overrides_and_errors(folder, tmp_path) -> None:
         res = runner.invoke(app, ["diagnose", str(folder), "--out", str(tmp_path / "o3"), "--thresholds", str(th)])
         assert res.exit_code == 2 and expect in res.output and str(th) in res.output, res.output
         assert "Traceback" not in res.output
-    with pytest.raises(ConfigError, match="not found"):
+    with pytest.raises(InputError, match="thresholds file not found"):  # read through snapbench.textio
         load_thresholds(tmp_path / "missing.toml")
 
 

@@ -47,11 +47,13 @@ def write_jsonl(path, objs):
 
 
 def cli(*args, cwd=ROOT, env=None):
-    """Run the CLI with the embedding cache in a temporary folder (never the user's ~/.cache)."""
-    e = dict(os.environ, PYTHONPATH=str(ROOT), SNAPBENCH_CACHE=tempfile.mkdtemp(prefix="snapbench-cache-"))
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "snapbench", *map(str, args)], capture_output=True, text=True,
-                          timeout=600, cwd=cwd, env=e, check=False)
+    """Run the CLI with the embedding cache in a temporary folder (never the user's ~/.cache), removed
+    when the command ends."""
+    with tempfile.TemporaryDirectory(prefix="snapbench-cache-") as cache:
+        e = dict(os.environ, PYTHONPATH=str(ROOT), SNAPBENCH_CACHE=cache)
+        e.update(env or {})
+        return subprocess.run([sys.executable, "-m", "snapbench", *map(str, args)], capture_output=True, text=True,
+                              timeout=600, cwd=cwd, env=e, check=False)
 
 
 def files(d):

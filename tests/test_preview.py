@@ -77,3 +77,17 @@ def test_preview_into_a_read_only_folder_is_a_clean_error(tmp_path: Path) -> Non
         assert res.exit_code == 2 and res.output.startswith("error: ") and "not writable" in res.output, res.output
     finally:
         ro.chmod(0o755)
+
+
+def test_an_entity_not_in_the_question_is_one_warning(tmp_path: Path) -> None:
+    Image.fromarray(data.chelsea()[:60, :80]).save(tmp_path / "photo.png")
+    args = ["preview", str(tmp_path / "photo.png"), "--question", "What is this camera?", "--no-measure"]
+    res = runner.invoke(app, [*args, "--entity", "dog", "--out", str(tmp_path / "a.png")])
+    assert res.exit_code == 0 and (tmp_path / "a.png").exists(), res.output
+    warnings = [line for line in res.output.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "'dog'" in warnings[0] and "'What is this camera?'" in warnings[0], res.output
+    assert res.output.count("not found") == 1 and "8 text conditions: skipped" in res.output
+    # an entity of the question: the eight corrupted questions, no warning
+    res = runner.invoke(app, [*args, "--entity", "camera", "--out", str(tmp_path / "b.png")])
+    assert res.exit_code == 0 and "warning" not in res.output, res.output
+    assert sum(line.startswith("txt/") for line in res.output.splitlines()) == 8

@@ -11,7 +11,9 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -34,7 +36,27 @@ TXT_SOURCES = ("clean", "txt/char_swap")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def ray_session():
+def ray_tmpdir():
+    """Every Ray this module starts (the session below, the private ones the engines start) keeps its
+    session folders in a temporary folder removed afterwards, not in /tmp/ray.  Not under pytest's
+    tmp_path: Ray's sockets live in it and a Unix socket path has at most 107 bytes."""
+    before = os.environ.get("RAY_TMPDIR")
+    folder = tempfile.mkdtemp(prefix="sbray-")
+    os.environ["RAY_TMPDIR"] = folder
+    try:
+        yield folder
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        if before is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = before
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_session(ray_tmpdir):
     """A local Ray with 2 CPUs for the module; its workers import this file (tests/) and snapbench."""
     if ray.is_initialized():
         ray.shutdown()

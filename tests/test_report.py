@@ -409,7 +409,7 @@ def test_no_report_is_an_error(tmp_path):
     from snapbench.errors import InputError
     from snapbench.report import build_report
 
-    with pytest.raises(InputError, match="no readable <MODE>/report.json"):
+    with pytest.raises(InputError, match="holds no <MODE>/report.json: not a snapbench run directory"):
         build_report(tmp_path)
     with pytest.raises(InputError, match="no such folder"):
         build_report(tmp_path / "nope")
@@ -452,7 +452,7 @@ def test_report_command(run_dir, tmp_path):
     r = CliRunner().invoke(app, ["report", str(run_dir["dir"]), "--out", str(out), "--formats", "html,docx"])
     assert r.exit_code == 2 and "error: --formats: unknown report format(s) docx" in r.output
     r = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
-    assert r.exit_code == 2 and "nothing: not a run directory" in r.output
+    assert r.exit_code == 2 and "nothing: no such folder" in r.output
 
 
 def test_figures_plot_the_report_numbers(run_dir):

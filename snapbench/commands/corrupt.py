@@ -57,6 +57,7 @@ def corrupt(
     unless the input or the options are invalid, or no query could be read at all (2, with the first reason).
     """
     from ..corruptions.run import CorruptOptions, run_corruption
+    from ..corruptions.skipped import nothing_written_error
     from ..corruptions.target import parse_severity_target
     from ..validate import comma_list, positive_int
 
@@ -74,7 +75,7 @@ def corrupt(
         raise typer.Exit(130) from None
     _report(summary)
     if summary.written + summary.reused == 0:
-        _raise_first_skip(input, summary, opts.max_pixels)
+        raise nothing_written_error(input, summary.out_dir, summary.n_queries, opts.max_pixels)
 
 
 def _rerun(input: Path, out: Path, opts, no_progress: bool) -> list[str]:
@@ -122,19 +123,3 @@ def _report(summary) -> None:
         typer.echo(f"input warnings: {len(summary.warnings)} (printed above)")
     if summary.skipped:
         typer.echo(f"skip reasons: {summary.skips_path}")
-
-
-def _raise_first_skip(input: Path, summary, max_pixels: int) -> None:
-    """Every query was skipped as a whole (unreadable, missing or too large images): an input error.
-    The first one's image is loaded again so that its own error (naming the file and, for a size,
-    --max-pixels) is what the user sees."""
-    from ..corruptions import load_image, load_manifest
-    from ..errors import InputError
-    from ..layout import read_skips
-
-    first = next((s for s in read_skips(summary.out_dir) if s.get("condition") is None), {})
-    record = next((r for r in load_manifest(input, on_warning=lambda _: None) if r.id == first.get("id")), None)
-    if record is not None and record.image is not None:
-        load_image(record.image, max_pixels=max_pixels)  # raises the reason it was skipped
-    raise InputError(f"no query could be read ({summary.skipped_queries} of {summary.n_queries} skipped; "
-                     f"see {summary.skips_path}); the first: {first.get('reason', 'unknown')}")

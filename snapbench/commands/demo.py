@@ -33,6 +33,7 @@ def demo(
 
     from ..atomic import prepare_output_dir
     from ..conditions import parse_condition
+    from ..console import stdout_console
     from ..data import load_dataset
     from ..evaluate import read_report
     from ..pipeline import RunOptions, run_benchmark
@@ -72,7 +73,7 @@ def demo(
             pct(add.delta if add else None),
             pct(rep.coarse_text_drag.value if rep.coarse_text_drag else None),
         )
-    Console().print(table)
+    stdout_console().print(table)
     typer.echo(f"{result.n_queries} queries x {len(result.conditions)} conditions in {result.elapsed_s:.1f} s -> {out}")
     if result.html is not None:
         typer.echo(f"report: {result.html}")

@@ -47,6 +47,8 @@ def diagnose(
     s = res.summary
 
     def pct(x: dict) -> str:
+        if x.get("not_applicable"):
+            return f"n/a ({x['not_applicable']})"
         lo, hi = x["ci"]
         return "n/a" if x["n"] == 0 else f"{100 * x['share']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
 

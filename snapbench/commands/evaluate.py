@@ -88,9 +88,15 @@ def evaluate(
 
     Exit status: 0 when something was measured, 1 when nothing was (no query has a relevant item:
     every value is null; the report is still written), 2 for an error."""
-    from ..evaluate.report import print_report, write_report, write_table
+    from ..atomic import check_output_file
+    from ..evaluate.report import check_table_path, print_report, write_report, write_table
     from ..evaluate.runner import evaluate_directory
 
+    # outputs first: a wrong --out or --table-out must not cost a whole evaluation
+    if out is not None:
+        check_output_file(out, param="out")
+    if table_out is not None:
+        check_table_path(table_out)
     cfg = _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold,
                   stability_metric, cliff_tol, cliff_ratio, workers)
     _check_chosen_metrics(cfg.metric_list(), primary, stability_metric)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -34,24 +33,16 @@ def preview(
 ) -> None:
     """Write a contact sheet: clean + 15 operators x 3 severities, labelled with their measured SSIM and PSNR;
     questions and measured values printed too."""
+    from ..atomic import check_output_file
     from ..corruptions.io import load_image, save_png
     from ..corruptions.preview import contact_sheet
     from ..corruptions.target import parse_severity_target
-    from ..errors import ConfigError, OutputError, arg
+    from ..errors import ConfigError
     from ..validate import positive_int
 
     if out.suffix.lower() != ".png":
         raise ConfigError(f"must be a .png file, got {out}", param="out")
-    if out.is_dir():
-        raise OutputError(f"is a folder; {arg('out')} names the contact sheet file to write", path=out, param="out")
-    folder = out.parent
-    for parent in (folder, *folder.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise OutputError(f"is a file, not a folder (cannot write {out} there)", path=parent)
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise OutputError(f"folder is not writable (cannot write {out})", path=parent)
-            break
+    check_output_file(out, param="out")
     key = query_id if query_id is not None else image.stem
     img = load_image(image, max_pixels=positive_int(max_pixels, "max_pixels"))
     target = parse_severity_target(severity_target)

@@ -38,7 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, InputError
+from ..errors import InputError
+from ..validate import choice
 from .pixels import as_rgb_uint8, encode_png
 
 __all__ = ["FORMATS", "CodecError", "check_format", "decode_image", "detect_format", "encode_image", "extension"]
@@ -59,10 +60,7 @@ class CodecError(InputError):
 
 def check_format(fmt: str) -> str:
     """The canonical name of ``fmt`` (case and a leading dot ignored); ConfigError for an unknown one."""
-    f = str(fmt).lower().lstrip(".")
-    if f not in FORMATS:
-        raise ConfigError(f"unknown image format {fmt!r}; known: {', '.join(FORMATS)}")
-    return f
+    return choice(str(fmt).lower().lstrip("."), FORMATS, "image_format", what="image format")
 
 
 def extension(fmt: str) -> str:

@@ -42,7 +42,7 @@ from ..errors import InputError, arg
 from . import codecs
 from .pixels import PNG_COMPRESSION, as_rgb_uint8, encode_png
 
-__all__ = ["ImageLoadError", "as_rgb_uint8", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
+__all__ = ["ImageLoadError", "ImageMissingError", "ImageTooLargeError", "as_rgb_uint8", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
 
 DEFAULT_MAX_PIXELS = 50_000_000
 
@@ -53,11 +53,19 @@ class ImageLoadError(InputError):
     """An image file could not be loaded; the message names the file and the problem."""
 
 
+class ImageMissingError(ImageLoadError):
+    """The image file does not exist."""
+
+
+class ImageTooLargeError(ImageLoadError):
+    """The image has more pixels than the limit (``max_pixels``)."""
+
+
 def _read_bytes(path: Path) -> bytes:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise ImageLoadError(f"{path}: image file not found") from None
+        raise ImageMissingError(f"{path}: image file not found") from None
     except IsADirectoryError:
         raise ImageLoadError(f"{path}: is a directory, not an image file") from None
     except OSError as exc:
@@ -68,7 +76,7 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _too_large(path: Path, width: int, height: int, max_pixels: int) -> ImageLoadError:
-    return ImageLoadError(
+    return ImageTooLargeError(
         f"image too large: {width}x{height} = {width * height:,} pixels exceeds the limit of {max_pixels:,} "
         f"pixels (raise {arg('max_pixels')} to allow it)", path=path)
 
@@ -216,7 +224,7 @@ def load_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS)
         except UnidentifiedImageError:
             raise ImageLoadError(f"{path}: not a recognised image file ({len(data)} bytes)") from None
         except Image.DecompressionBombError as exc:
-            raise ImageLoadError(f"{path}: image too large ({exc})") from None
+            raise ImageTooLargeError(f"{path}: image too large ({exc})") from None
         except Exception as exc:  # noqa: BLE001 - header parse errors of any plugin
             raise ImageLoadError(f"{path}: corrupt image header ({exc})") from None
         with img:

@@ -13,6 +13,7 @@ SSIM and PSNR (:mod:`.measure`), and under a severity target whether the target 
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -132,13 +133,30 @@ def _draw_cell(sheet: np.ndarray, lay: _Layout, row: int, col: int, label: str, 
         _put_fitted(sheet, second, x0 + 4, y0 + box_h + 30, box_w - 8, (255, 230, 120), 0.38)
 
 
-def _text_lines(question: str | None, txt_conds: list, results: dict[str, Any]) -> list[str]:
-    """``clean: question`` and ``<condition>: <corrupted question or skip reason>`` per text condition."""
+def _entity_problem(question: str | None, entity: str | None) -> str | None:
+    """Why no text condition can be drawn for ``question`` (its entity is not in it), said once as a
+    warning instead of once per text operator; ``None`` when the entity is found."""
+    from .entity import EntityNotFoundError, find_entity
+
+    if question is None:
+        return None
+    try:
+        find_entity(question, entity)
+    except EntityNotFoundError as exc:
+        return str(exc)
+    return None
+
+
+def _text_lines(question: str | None, txt_conds: list, results: dict[str, Any], entity_problem: str | None) -> list[str]:
+    """``clean: question`` and ``<condition>: <corrupted question or skip reason>`` per text condition
+    (one line for all of them when the entity is not in the question: every text operator needs it)."""
     from .variants import Skip
 
     if question is None:
         return []
     lines = [f"clean: {question}"]
+    if entity_problem is not None and all(isinstance(results[c.id], Skip) for c in txt_conds):
+        return lines + [f"{len(txt_conds)} text conditions: skipped, the entity is not in the question"]
     for c in txt_conds:
         item = results[c.id]
         lines.append(f"{c.id}: {item.reason}" if isinstance(item, Skip) else f"{c.id}: {item.question}")
@@ -193,7 +211,11 @@ def contact_sheet(
     H, W = image.shape[:2]
     lay = _Layout(cell[0], cell[1], min(cell[0] / W, cell[1] / H), (H, W), strip=36 if measured else 20)
     text_scale, line_h = 0.5, 20
-    lines = _text_lines(question, txt_conds, results)
+    problem = _entity_problem(question, entity)
+    if problem is not None:
+        warnings.warn(f"{problem}; the {len(txt_conds)} text conditions are skipped, as snapbench corrupt skips them "
+                      "for such a query (give as entity a word of the question)", stacklevel=2)
+    lines = _text_lines(question, txt_conds, results, problem)
     wrapped = [part for line in lines for part in _wrap(line, ncols * lay.cw - 16, text_scale)]
     text_h = (len(wrapped) * line_h + 16) if wrapped else 0
     nrows = 1 + len(operators)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..atomic import write_bytes_atomic
 from ..conditions import Condition, parse_condition
-from ..errors import arg
+from ..errors import arg, in_words
 from ..layout import CorruptDir
 from .codecs import encode_image, extension
 from .io import ImageLoadError, load_image
@@ -152,7 +152,7 @@ def process_query(task: QueryTask) -> QueryResult:
         try:
             image = load_image(rec.image, max_pixels=task.max_pixels)
         except ImageLoadError as exc:
-            return QueryResult(rec.id, [], [{"id": rec.id, "condition": None, "reason": str(exc)}])
+            return QueryResult(rec.id, [], [{"id": rec.id, "condition": None, "reason": exc.render(in_words)}])
     writer = _ImageWriter(task, conds)
     lines: list[dict[str, Any]] = []
     skips: list[dict[str, Any]] = []

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..conditions import Condition
-from ..errors import InputError
+from ..errors import InputError, in_words
 from ..jsonable import to_json
 from .image import corrupt_image_with_params
 from .image.base import sample_image_params
@@ -288,7 +288,7 @@ def stream_corruptions(
                 image = load_image(rec.image, max_pixels=max_pixels)
             except ImageLoadError as exc:
                 if skips is not None:
-                    skips.append({"id": rec.id, "condition": None, "reason": str(exc)})
+                    skips.append({"id": rec.id, "condition": None, "reason": exc.render(in_words)})
                 continue
         for item in generate_variants(image, rec.question, key=rec.id, entity=rec.entity, seed=seed, conditions=conds,
                                       grid=table, measure=measure, target=target):

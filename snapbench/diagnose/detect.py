@@ -17,6 +17,7 @@ import numpy as np
 
 from ..corruptions import QueryRecord
 from ..corruptions.io import ImageLoadError
+from ..errors import in_words
 from .image import decode_for_diagnosis, image_scores, perceptual_hash, view_of
 from .text import Vocabulary, text_scores
 from .thresholds import Thresholds, is_flagged, load_thresholds
@@ -88,7 +89,7 @@ def _image_part(result: QueryResult, path: Path, thresholds: Thresholds) -> None
     try:
         view = decode_for_diagnosis(path, data=data)
     except ImageLoadError as exc:
-        result.image_skip = str(exc)
+        result.image_skip = exc.render(in_words)  # summary.json is read from the CLI and Python alike
         return
     result.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     result.image_scores = image_scores(view, thresholds)

@@ -53,9 +53,14 @@ def _ci(ci: Sequence[float]) -> str:
     return f'<span class="ci">[{_pct(ci[0])}, {_pct(ci[1])}]</span>'
 
 
+def _mix_cells(x: dict[str, Any]) -> str:
+    if x.get("not_applicable"):
+        return f"<td>n/a ({html.escape(x['not_applicable'])})</td><td>–</td>"
+    return f"<td>{_pct(x['share'])} {_ci(x['ci'])}</td><td>{x['count']} / {x['n']}</td>"
+
+
 def _mix_table(summary: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><th>{html.escape(_LABELS[k])}</th><td>{_pct(summary[k]['share'])} {_ci(summary[k]['ci'])}</td>"
-                   f"<td>{summary[k]['count']} / {summary[k]['n']}</td></tr>" for k in FOUR_WAY)
+    rows = "".join(f"<tr><th>{html.escape(_LABELS[k])}</th>{_mix_cells(summary[k])}</tr>" for k in FOUR_WAY)
     return (f'<table class="paper"><caption>Queries by side flagged ({100 * summary["level"]:g}% Wilson CIs)</caption>'
             f"<thead><tr><th>category</th><th>share</th><th>queries</th></tr></thead><tbody>{rows}</tbody></table>")
 
@@ -118,7 +123,7 @@ def render_diagnose_html(summary: dict[str, Any], results: Sequence[QueryResult]
     mix = HtmlSection("mix", "Traffic mix", raw=[_STYLE, _mix_table(summary)])
     if not summary["n_questions"] or not summary["n_images"]:
         mix.missing.append("This query set has only one side: the other side counts as clean, so text_only/both "
-                           "(or image_only/both) are 0 by construction.")
+                           "(or image_only/both) cannot occur and have no share (n/a).")
     sections = [mix, HtmlSection("detectors", "Detectors", raw=[_detector_table(summary)])]
     if "checks" in summary:
         sections.append(HtmlSection("checks", "Query-set checks", raw=[_checks_html(summary["checks"])]))

@@ -28,8 +28,10 @@ from ..corruptions import QueryRecord, load_manifest
 from ..data import FORMATS, detect_format, load_dataset
 from ..data.common import IMAGE_SUFFIXES
 from ..data.jsonl import MANIFEST_NAMES
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, arg
 from ..layout import MANIFEST, RUN_CONFIG, read_manifest
+from ..textio import read_lines, read_text
+from ..validate import choice
 
 __all__ = ["INPUT_KINDS", "QuerySet", "load_queries"]
 
@@ -87,10 +89,7 @@ def _image_files(folder: Path) -> list[Path]:
 
 
 def _question_rows(path: Path) -> list[tuple[str, dict]]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read questions file ({exc})", path=path) from None
+    text = read_text(path, what="questions file")
     rows: list[tuple[str, dict]] = []
     if path.suffix.lower() == ".csv":
         for i, row in enumerate(csv.DictReader(io.StringIO(text)), 2):
@@ -106,12 +105,24 @@ def _question_rows(path: Path) -> list[tuple[str, dict]]:
     return rows
 
 
+def _check_some_question(path: Path, rows: list[tuple[str, dict]]) -> None:
+    """A questions file that gives no question is a mistake (an empty export, a header only), not an
+    images-only run: that is asked for by giving no questions file."""
+    if any(isinstance(row.get("question"), str) and row["question"].strip() for _, row in rows):
+        return
+    what = ("holds no rows (an empty file or a header only)" if not rows
+            else f"gives no question: none of its {len(rows)} rows has a non-empty 'question'")
+    raise InputError(f"{what}; give one row per image with 'image' and 'question', or leave out "
+                     f"{arg('questions')} to diagnose the images alone", path=path, param="questions")
+
+
 def _image_folder(folder: Path, questions: Path | None) -> list[QueryRecord]:
     files = _image_files(folder)
     by_rel: dict[str, QueryRecord] = {
         f.relative_to(folder).as_posix(): QueryRecord(f.relative_to(folder).as_posix(), f, None) for f in files}
     if questions is not None:
-        for where, row in _question_rows(questions):
+        rows = _question_rows(questions)
+        for where, row in rows:
             if not isinstance(row, dict) or not isinstance(row.get("image"), str) or not row["image"].strip():
                 raise InputError(f"{where}: needs an 'image' field (path relative to {folder})", path=questions)
             q, e = row.get("question") or None, row.get("entity") or None
@@ -120,6 +131,7 @@ def _image_folder(folder: Path, questions: Path | None) -> list[QueryRecord]:
             rel = Path(row["image"]).as_posix()
             qid = str(row.get("id") or rel)
             by_rel[rel] = QueryRecord(qid, folder / rel, q, e)
+        _check_some_question(questions, rows)
     if not by_rel:
         raise InputError(f"no image files ({', '.join(IMAGE_SUFFIXES)}) in this folder", path=folder)
     out = list(by_rel.values())
@@ -132,10 +144,7 @@ def _image_folder(folder: Path, questions: Path | None) -> list[QueryRecord]:
 
 
 def _questions_txt(path: Path) -> list[QueryRecord]:
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read questions file ({exc})", path=path) from None
+    lines = read_lines(path, what="questions file")
     out = [QueryRecord(f"line-{i}", None, line.strip()) for i, line in enumerate(lines, 1) if line.strip()]
     if not out:
         raise InputError("no questions in this file (one question per line)", path=path)
@@ -165,13 +174,14 @@ def load_queries(path: str | os.PathLike, *, questions: str | os.PathLike | None
     and :class:`~snapbench.errors.ConfigError` for options that do not fit it.
     """
     p = Path(path)
-    if format is not None and format not in INPUT_KINDS:
-        raise ConfigError(f"unknown input format {format!r} (known: {', '.join(INPUT_KINDS)})")
+    if format is not None:
+        choice(format, INPUT_KINDS, "format", what="input format")
     if not p.exists():
         raise InputError("not found", path=p)
     kind = format or _kind(p)
     if questions is not None and kind != "image-folder":
-        raise ConfigError(f"questions= applies to a folder of images only ({p} is read as {kind})")
+        raise ConfigError(f"{arg('questions')} applies to a folder of images only ({p} is read as {kind}, "
+                          "which carries its own questions)", param="questions")
     notes: list[str] = []
     if kind == "corrupt-output":
         queries = _corrupt_output(p)

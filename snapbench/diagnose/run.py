@@ -8,10 +8,11 @@ skip (listed in summary.json and the page) and the run goes on; its question is 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,12 +50,9 @@ class DiagnoseResult:
 def _read_words(path: str | os.PathLike | None) -> list[str]:
     if path is None:
         return []
-    from ..errors import InputError
+    from ..textio import read_text
 
-    try:
-        return Path(path).read_text(encoding="utf-8-sig").split()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the word list ({exc})", path=path) from None
+    return read_text(path, what="word list").split()
 
 
 def _csv_rows(results: Iterable[QueryResult]) -> Iterable[tuple[str, str, str, str, int]]:
@@ -106,7 +104,28 @@ def run_diagnose(
     th = thresholds if isinstance(thresholds, dict) else load_thresholds(thresholds)
     extra = _read_words(words)
     qs = queries if isinstance(queries, QuerySet) else load_queries(queries, questions=questions, format=format)
-    out_dir = claim_output_dir(out, "diagnose")
+    with _removed_when_unfinished(out):
+        out_dir = claim_output_dir(out, "diagnose")
+        summary, results = _diagnose_into(out_dir, qs, th, extra, examples, level, progress, log)
+    return DiagnoseResult(out_dir, summary, results, time.perf_counter() - t0)
+
+
+@contextlib.contextmanager
+def _removed_when_unfinished(out: str | os.PathLike) -> Iterator[None]:
+    """A folder this run creates is removed again when the run stops early (an error, Ctrl-C) and left
+    it empty: every file is written at the end, so an unfinished run leaves nothing behind."""
+    existed = os.path.lexists(out)
+    try:
+        yield
+    except BaseException:
+        if not existed:
+            with contextlib.suppress(OSError):
+                Path(out).rmdir()  # only an empty folder: never a file a finished write left
+        raise
+
+
+def _diagnose_into(out_dir: Path, qs: QuerySet, th: Thresholds, extra: list[str], examples: int, level: float,
+                   progress: bool, log: Callable[[str], None] | None) -> tuple[dict[str, Any], list[QueryResult]]:
     for note in qs.notes:
         if log is not None:
             log(note)
@@ -125,4 +144,4 @@ def run_diagnose(
     write_text_atomic(out_dir / HTML_NAME, page)
     # run.json marks the folder as diagnose's, so no other command writes into it (and this one into no other's)
     write_run_json(out_dir, "diagnose", {"inputs": summary["inputs"], "n_queries": len(results)})
-    return DiagnoseResult(out_dir, summary, results, time.perf_counter() - t0)
+    return summary, results

@@ -14,7 +14,9 @@ Sides: a query's image side is flagged when any image detector flags it, its tex
 The four-way split (``clean``, ``image_only``, ``text_only``, ``both``; ``any`` = all but clean)
 counts the queries whose every present side could be read; a query with no question has a clean
 text side, one with no image a clean image side (``inputs`` in summary.json says which sides the
-query set has).
+query set has).  A category the query set cannot have (``text_only`` and ``both`` without any
+question, ``image_only`` and ``both`` without any image) has no share: ``share`` and ``ci`` null,
+``n`` 0 and ``not_applicable`` saying why ("no questions").
 """
 
 from __future__ import annotations
@@ -58,6 +60,18 @@ def share(k: int, n: int, level: float = 0.95) -> dict[str, Any]:
     return {"share": k / n if n else float("nan"), "ci": [lo, hi], "count": int(k), "n": int(n)}
 
 
+def _not_applicable(results: Sequence[QueryResult]) -> dict[str, str]:
+    """The four-way categories a one-sided query set cannot have, with why: without questions no
+    query is ``text_only`` or ``both`` -- not "0% [0, 9.9]" (a CI of a share that cannot be nonzero)."""
+    out: dict[str, str] = {}
+    for side, why, cats in (("question", "no questions", ("text_only", "both")),
+                            ("image", "no images", ("image_only", "both"))):
+        if not any(getattr(r.record, side) is not None for r in results):
+            for c in cats:
+                out.setdefault(c, why)
+    return out
+
+
 def _four_way(results: Sequence[QueryResult], level: float) -> dict[str, Any]:
     usable = [r for r in results if r.image_skip is None]
     counts = dict.fromkeys(FOUR_WAY, 0)
@@ -65,7 +79,9 @@ def _four_way(results: Sequence[QueryResult], level: float) -> dict[str, Any]:
         i, t = r.image_flagged, r.text_flagged
         counts["both" if i and t else "image_only" if i else "text_only" if t else "clean"] += 1
     counts["any"] = len(usable) - counts["clean"]
-    return {k: share(counts[k], len(usable), level) for k in FOUR_WAY}
+    na = _not_applicable(results)
+    return {k: {**share(0, 0, level), "not_applicable": na[k]} if k in na else share(counts[k], len(usable), level)
+            for k in FOUR_WAY}
 
 
 def _by_condition(results: Sequence[QueryResult]) -> dict[str, dict[str, Any]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..textio import read_text
 
 __all__ = ["DETECTORS", "IMAGE_DETECTORS", "TEXT_DETECTORS", "CHECKS_SECTION", "Detector", "Thresholds",
            "default_thresholds", "load_thresholds", "is_flagged"]
@@ -103,19 +104,16 @@ def default_thresholds() -> Thresholds:
 def load_thresholds(path: str | os.PathLike | None = None) -> Thresholds:
     """The shipped thresholds, with the sections and keys of ``path`` (TOML or JSON) replacing them.
 
-    Raises :class:`~snapbench.errors.ConfigError` naming the file for a missing or unparsable file,
-    an unknown section or key (listing the known ones) or a value that is not a finite number.
+    Raises :class:`~snapbench.errors.InputError` naming the file when it is missing, a folder or not
+    UTF-8 (:mod:`snapbench.textio`), :class:`~snapbench.errors.ConfigError` naming the file for an
+    unparsable file, an unknown section or key (listing the known ones) or a value that is not a
+    finite number.
     """
     base = default_thresholds()
     if path is None:
         return base
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ConfigError("thresholds file not found", path=p) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read thresholds file ({exc})", path=p) from None
+    text = read_text(p, what="thresholds file")
     return _merge(base, _parse(text, str(p)), str(p))
 
 

@@ -38,6 +38,7 @@ from ..evaluate.metrics import QueryStat
 from ..evaluate.paired import bootstrap_counts, bootstrap_values, percentile_ci
 from ..jsonable import write_json
 from ..layout.dirs import RunDir
+from ..layout.runjson import open_run_dir
 from ..schema import Report, ReportMeta, read_report
 from ..seeding import derive_generator
 from ..textio import read_json, read_text
@@ -152,12 +153,8 @@ def read_run(run_dir: str | os.PathLike) -> RunTables:
     """The reports (and per-query tables where present) of every target of a run directory."""
     from ..report.perquery import read_per_query
 
-    rd = RunDir(run_dir)
-    if not rd.root.is_dir():
-        raise InputError("not a folder (expected a snapbench run directory)", path=rd.root, param="run_dir")
+    rd = open_run_dir(run_dir)
     targets = rd.targets()
-    if not targets:
-        raise InputError("no <target>/report.json: not a snapbench run directory", path=rd.root, param="run_dir")
     reports = {t: read_report(rd.report(t)) for t in targets}
     per_query = {t: read_per_query(rd.per_query(t)) for t in targets if rd.per_query(t).is_file()}
     conds = [c for c in reports[targets[0]].condition_ids if all(c in r.conditions for r in reports.values())]

@@ -21,6 +21,7 @@ from .fmt import DROP_SIGN, PAIRED_SIGN, ci_text, p_text, pct, points
 __all__ = [
     "CSV_HEADER",
     "additivity_rows",
+    "check_table_path",
     "csv_rows",
     "print_additivity",
     "print_report",
@@ -30,6 +31,8 @@ __all__ = [
     "write_table",
 ]
 
+#: What a table file may end in (:func:`write_table`).
+TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
 #: Width of printed tables when the output is not a terminal (a pipe, a file) and COLUMNS is unset.
 PIPE_WIDTH = 120
 _PREFERRED = ("hit@1", "hit@5", "recall@10", "ndcg@10", "mrr")
@@ -49,15 +52,15 @@ def _shown(report: Report, show: Sequence[str] | None) -> list[str]:
 
 
 def _console(console=None):
-    from rich.console import Console
+    from ..console import stdout_console
 
     if console is not None:
         return console
-    con = Console(markup=False, highlight=False)
+    con = stdout_console(markup=False, highlight=False)
     if con.is_terminal or "COLUMNS" in os.environ:
         return con
     # piped output: rich would cut to 80 columns; one fixed, readable width instead
-    return Console(width=PIPE_WIDTH, markup=False, highlight=False)
+    return stdout_console(width=PIPE_WIDTH, markup=False, highlight=False)
 
 
 def _limited(report: Report) -> set[str]:
@@ -252,16 +255,24 @@ def write_table(report: Report, path: str | Path, *, primary: str = "hit@1") -> 
     """``.csv``: long format, complete (see :func:`csv_rows`).  ``.md``: a readable wide table (values in
     %, Δ of ``primary`` with CI and p, stability classes, rank displacement; † marks depth-limited
     metrics), per-group Δ, additivity.  Written atomically."""
-    p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix == ".csv":
+    p = check_table_path(path)
+    if p.suffix.lower() == ".csv":
         with atomic_writer(p, newline="") as fh:
             csv.writer(fh).writerows(csv_rows(report))
         return
-    if suffix not in (".md", ".markdown"):
-        raise EvaluationInputError("a table file must end in .csv or .md", path=p, param="table_out")
     with atomic_writer(p) as fh:
         fh.write("\n".join(markdown_lines(report, primary)) + "\n")
+
+
+def check_table_path(path: str | Path) -> Path:
+    """``path`` as a table file :func:`write_table` can write (``.csv`` or ``.md``, not a folder, in a
+    writable place); checked before the evaluation, so a wrong name costs nothing."""
+    from ..atomic import check_output_file
+
+    p = Path(path)
+    if p.suffix.lower() not in TABLE_SUFFIXES:
+        raise EvaluationInputError("a table file must end in .csv or .md", path=p, param="table_out")
+    return check_output_file(p, param="table_out")
 
 
 def _one_line(header: str) -> str:

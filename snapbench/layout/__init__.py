@@ -123,3 +123,8 @@ __all__ = [
 from .dirs import CompareDir  # noqa: E402
 
 __all__ += ["CompareDir"]
+
+# appended: the one check that a folder is a run directory to read
+from .runjson import open_run_dir  # noqa: E402
+
+__all__ += ["open_run_dir"]

@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, InputError, arg
 from ..jsonable import write_json
@@ -25,7 +25,7 @@ from ..textio import read_json
 from .names import RUN_CONFIG
 
 __all__ = ["RUN_KINDS", "RUN_JSON_SCHEMA", "write_run_json", "read_run_json", "run_json_kind", "check_resume",
-           "read_run_config", "claim_output_dir"]
+           "read_run_config", "claim_output_dir", "open_run_dir"]
 
 RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose", "moor", "report")
 RUN_JSON_SCHEMA = 2
@@ -121,3 +121,46 @@ def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str) -> Pat
     out = prepare_output_dir(folder, *subdirs)
     read_run_json(out, kind=kind)
     return out
+
+
+# appended: the one check that a folder is a run directory to read (report, report --traffic, compare)
+if TYPE_CHECKING:
+    from .dirs import RunDir
+
+
+def _soft_run_json(folder: Path) -> dict[str, Any]:
+    """run.json when it can be read, else ``{}`` (only used to explain what a folder is instead)."""
+    try:
+        return read_run_json(folder) or {}
+    except (InputError, ConfigError):
+        return {}
+
+
+def open_run_dir(folder: str | os.PathLike) -> RunDir:
+    """``folder`` as a run directory to read (a :class:`~snapbench.layout.RunDir` holding at least one
+    ``<target>/report.json``); otherwise an :class:`InputError` that says what ``folder`` is instead
+    and what to give: a file, the parent folder of a several-encoder run (naming its encoder folders),
+    another command's output folder, or a run that has not written a report yet."""
+    from .dirs import RunDir
+
+    rd = RunDir(folder)
+    what = "a snapbench run directory (the output folder of 'snapbench run' or 'snapbench demo', with <MODE>/report.json)"
+    if not rd.root.exists():
+        raise InputError(f"no such folder (expected {what})", path=rd.root)
+    if not rd.root.is_dir():
+        raise InputError(f"is a file, not {what}", path=rd.root)
+    if rd.targets():
+        return rd
+    run = _soft_run_json(rd.root)
+    kind = run_json_kind(run) if run else None
+    runs = run.get("encoder_runs") if kind == "run" else None
+    if isinstance(runs, list) and runs:
+        subs = [str(rd.root / str(r.get("path"))) for r in runs if isinstance(r, dict) and r.get("path")]
+        raise InputError(f"is the folder of a run of {len(runs)} encoders; each encoder's run directory is a "
+                         f"folder inside it: give one of {', '.join(subs)}", path=rd.root)
+    if kind is not None and kind != "run":
+        raise InputError(f"holds the output of 'snapbench {kind}', not {what}", path=rd.root)
+    if kind == "run" and run.get("status") != "complete":
+        raise InputError("holds a run that has not written any report yet (interrupted?); rerun the same "
+                         "'snapbench run' command to finish it", path=rd.root)
+    raise InputError(f"holds no <MODE>/report.json: not {what}", path=rd.root)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..layout import FUSION_PREFIX, TARGET_ORDER, RunDir
+from ..layout import FUSION_PREFIX, TARGET_ORDER, RunDir, open_run_dir
 from ..modes import MODE_LABELS
 from ..schema import PerQuery, Report, read_report
 from ..textio import read_json
@@ -136,11 +136,10 @@ def _load_target(rd: RunDir, target: str, data: RunData, topic: str) -> Report |
 
 
 def load_run_dir(path: str | Path) -> RunData:
-    """Read ``path`` (see the module docstring).  Raises :class:`InputError` when it is not a
-    folder or holds no readable ``<MODE>/report.json``."""
-    rd = RunDir(path)
-    if not rd.root.is_dir():
-        raise InputError("not a run directory (no such folder)", path=rd.root)
+    """Read ``path`` (see the module docstring).  Raises :class:`InputError` when it is not a run
+    directory (:func:`snapbench.layout.open_run_dir` says what it is instead) or holds no readable
+    ``<MODE>/report.json``."""
+    rd = open_run_dir(path)
     data = RunData(path=rd.root)
     if rd.run_json.is_file():
         data.run = _read_json_object(rd.run_json, data, "run") or {}

@@ -1,0 +1,68 @@
+"""What every command says about itself: usage lines and the interrupt message (cli.guarded)."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from snapbench.cli import app
+
+runner = CliRunner()
+
+USAGE = {
+    "corrupt": "[OPTIONS] INPUT", "preview": "[OPTIONS] IMAGE", "encode": "[OPTIONS] CORRUPTED",
+    "evaluate": "[OPTIONS] SCORES_DIR", "additivity": "[OPTIONS] SOURCE", "moor": "[OPTIONS]",
+    "run": "[OPTIONS] DATASET", "report": "[OPTIONS] RUN_DIR", "compare": "[OPTIONS] RUN_DIR...",
+    "diagnose": "[OPTIONS] QUERIES", "conditions": "[OPTIONS]", "demo": "[OPTIONS]",
+}
+
+
+@pytest.mark.parametrize("command", sorted(USAGE))
+def test_usage_lines_name_arguments_in_capitals(command) -> None:
+    res = runner.invoke(app, [command, "--help"])
+    assert res.exit_code == 0, res.output
+    usage = res.output.splitlines()[0]
+    assert usage.endswith(f"{command} {USAGE[command]}"), usage
+    assert "{" not in usage and "}" not in usage
+
+
+def test_a_missing_argument_is_named_as_in_the_usage_line() -> None:
+    res = runner.invoke(app, ["diagnose"])
+    assert res.exit_code == 2 and "Missing argument 'QUERIES'" in res.output, res.output
+
+
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+def test_an_interrupted_diagnose_says_nothing_was_written_and_leaves_no_folder(tmp_path, monkeypatch) -> None:
+    import snapbench.diagnose.run as diagnose_run
+
+    qs = tmp_path / "qs.txt"
+    qs.write_text("What is this temple?\n", encoding="utf-8")
+    monkeypatch.setattr(diagnose_run, "_diagnose_all", _interrupt)
+    out = tmp_path / "new" / "diag"
+    res = runner.invoke(app, ["diagnose", str(qs), "--out", str(out), "--no-progress"])
+    assert res.exit_code == 130 and "interrupted; nothing was written" in res.output, res.output
+    assert "resume" not in res.output and not out.exists()
+    out.mkdir(parents=True)  # a folder the user made is kept
+    res = runner.invoke(app, ["diagnose", str(qs), "--out", str(out), "--no-progress"])
+    assert res.exit_code == 130 and out.is_dir()
+
+
+def test_an_interrupted_run_says_how_to_resume(tmp_path, monkeypatch) -> None:
+    import snapbench.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "run_benchmark", _interrupt)
+    res = runner.invoke(app, ["run", "demo", "--encoder", "toy", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 130, res.output
+    assert "interrupted; rerun the same command to resume" in res.output
+
+
+def test_an_interrupted_report_does_not_promise_a_resume(tmp_path, monkeypatch) -> None:
+    import snapbench.report as report
+
+    monkeypatch.setattr(report, "build_report", _interrupt)
+    res = runner.invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "rep")])
+    assert res.exit_code == 130, res.output
+    assert "does not resume" in res.output and "rerun the same command to resume" not in res.output
