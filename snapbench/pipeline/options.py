@@ -65,6 +65,9 @@ class RunOptions:
     # [--severity-target] s1, s2, ... as measured strengths ("ssim=0.90,0.75,0.60" / "psnr=30,25,20"): each
     # image variant's knob is searched to its level's target; part of the run's fingerprint
     severity_target: Any = None
+    # the command that made the folder, recorded in run.json as "command" when it is not "run": a
+    # "demo" folder is one `snapbench demo` may replace (it never replaces anyone else's run)
+    command: str = "run"
 
 
 def check_options(opts: RunOptions) -> None:
