@@ -174,7 +174,7 @@ for spec in ("sentence-transformers:snapbench-no-such-model", "hf:MISSING"):
     st, missing = r.stdout.splitlines()
     assert st.startswith("encoder 'sentence-transformers:snapbench-no-such-model': model 'snapbench-no-such-model' is not "
                          "a local folder, not in the local model cache, and cannot be downloaded (HF_HUB_OFFLINE is set)")
-    assert missing.startswith(f"encoder 'hf:{tmp_path / 'missing'}': cannot load the model folder")
+    assert missing.startswith(f"encoder 'hf:{tmp_path / 'missing'}': no such model folder {str(tmp_path / 'missing')!r}")
 
 
 def test_a_missing_extra_names_the_install_command(monkeypatch):

@@ -80,7 +80,7 @@ def test_an_encoder_that_fails_is_a_clean_error(tmp_path, monkeypatch):
         "class Boom:\n    def __init__(self):\n        raise ValueError('weights file missing')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "boom_enc:Boom", "--out", str(tmp_path / "o"), *FAST])
-    assert r.exit_code == 2 and "could not be built: ValueError: weights file missing" in r.output, r.output
+    assert r.exit_code == 2 and "building it failed: ValueError: weights file missing" in r.output, r.output
 
 
 def test_a_folder_of_another_command_is_never_overwritten(tmp_path):
