@@ -290,14 +290,18 @@ def test_report_command_writes_and_shows_the_traffic_view(run_dir, hand_diag, tm
     assert r.exit_code == 2 and "error:" in r.output and "--traffic" in r.output
 
 
-def test_fragment_flags_a_stale_traffic_json(run_dir, tmp_path) -> None:
+def test_a_stale_traffic_view_shows_no_numbers_only_how_to_refresh(run_dir, hand_diag, tmp_path) -> None:
     run = tmp_path / "r"
     shutil.copytree(run_dir, run)
-    assert "rerun" not in traffic_fragment(run)
+    fresh = traffic_fragment(run)
+    assert "out of date" not in fresh and 'id="table-traffic-mix"' in fresh
     rep = json.loads((run / "T2T" / "report.json").read_text())
     rep["conditions"]["clean"]["hit@1"] = 0.0
     (run / "T2T" / "report.json").write_text(json.dumps(rep))
-    assert "rerun" in traffic_fragment(run)
+    stale = traffic_fragment(run)
+    assert "out of date" in stale and f"snapbench report {run} --traffic {hand_diag}" in stale
+    # none of the old numbers: no table, no percentage, no MOOR gain
+    assert "<table" not in stale and "%" not in stale and "MOOR" not in stale
     (run / "traffic.json").write_text("{not json")
     assert "not valid JSON" in traffic_fragment(run)
     (run / "traffic.json").unlink()
