@@ -308,6 +308,31 @@ def test_a_stale_traffic_view_shows_no_numbers_only_how_to_refresh(run_dir, hand
     assert traffic_fragment(run) is None
 
 
+def test_run_traffic_is_honoured_when_the_run_is_read_back(run_dir, demo, hand_diag, tmp_path) -> None:
+    """A folder holding the run complete: --traffic still writes traffic.json (a new one replaces the old)."""
+    run = tmp_path / "r"
+    shutil.copytree(run_dir, run)
+    (run / "traffic.json").unlink()
+    before = (run / "T2T" / "report.json").read_bytes()
+    with pytest.warns(UserWarning, match="traffic: "):
+        run_benchmark(demo, "toy", run, _opts(traffic=hand_diag))
+    assert (run / "T2T" / "report.json").read_bytes() == before  # read back, not recomputed
+    assert json.loads((run / "traffic.json").read_text())["diagnose_dir"] == str(hand_diag)
+    other = write_diag(tmp_path / "other", [(f"q{i}", set(), set()) for i in range(4)], skips=())
+    run_benchmark(demo, "toy", run, _opts(traffic=other))
+    body = json.loads((run / "traffic.json").read_text())
+    assert body["diagnose_dir"] == str(other) and body["weights"] == {"clean": 1.0}
+
+
+def test_run_traffic_on_a_read_back_run_rebuilds_the_report(demo, hand_diag, tmp_path) -> None:
+    run = tmp_path / "r"
+    opts = dict(conditions=SMALL, report=True)
+    run_benchmark(demo, "toy", run, _opts(**opts))
+    assert 'id="traffic"' not in (run / "report.html").read_text(encoding="utf-8")
+    run_benchmark(demo, "toy", run, _opts(traffic=write_diag(tmp_path / "d", [("c", set(), set())], skips=()), **opts))
+    assert (run / "traffic.json").is_file() and 'id="traffic"' in (run / "report.html").read_text(encoding="utf-8")
+
+
 def test_mix_rules_on_the_full_condition_list() -> None:
     """The split rules of snapbench.diagnose.mix, against the 72 default conditions (weights by hand)."""
     from snapbench.conditions import list_conditions

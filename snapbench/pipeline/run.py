@@ -91,10 +91,11 @@ def _evaluate(ds: Any, job: _Job, gallery: Any, queries: QueryEmbeddings, opts: 
 
 def _run_jobs(ds: Any, jobs: list[_Job], opts: RunOptions, t0: float) -> list[RunResult]:
     """Gallery, queries, evaluation and report of every job that is not complete already."""
-    results: dict[str, RunResult] = {j.name: reused_run(j.state, ds, t0) for j in jobs if j.state.complete}
-    for name in results:
-        next(j for j in jobs if j.name == name).say(f"complete already in {results[name].out_dir} (same settings): "
-                                                    "nothing to redo")
+    results: dict[str, RunResult] = {}
+    for j in jobs:
+        if j.state.complete:
+            j.say(f"complete already in {j.state.dir.root} (same settings): nothing to redo, the reports are read back")
+            results[j.name] = reused_run(j.state, ds, opts, j.say, t0)
     todo = [j for j in jobs if not j.state.complete]
     with ProgressDisplay(opts.progress) as bar:
         galleries = [encode_gallery(ds.gallery, j.encoder, j.plan.sides.gallery, batch_size=opts.batch_size, bar=bar,
