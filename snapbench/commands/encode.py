@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import typer
@@ -53,10 +54,10 @@ def encode(
     items = load_gallery(gallery)
     enc, note = open_encoder(encoder, device=device, batch_size=batch_size, engine=engine,
                              actors=actors if engine == "ray" else 0, address=address,
-                             use_cache=False if no_cache else None, cache_dir=cache_dir)
+                             use_cache=False if no_cache else None, cache_dir=cache_dir, progress=not no_progress)
     try:
         if note:
-            typer.echo(note, err=True)
+            warnings.warn(note, stacklevel=1)
         if isinstance(enc, CachedEncoder):
             typer.echo(f"embedding cache: {enc.cache_dir}", err=True)
         _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progress, items)

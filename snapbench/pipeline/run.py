@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,10 +60,10 @@ def _open_encoders(specs: Sequence[str | Any], opts: RunOptions, say: Callable[[
         for spec in specs:
             enc, note = open_encoder(spec, device=opts.device, batch_size=opts.batch_size, engine=opts.engine,
                                      actors=opts.encoder_actors, address=opts.address, workers=opts.workers,
-                                     use_cache=opts.use_cache, cache_dir=opts.cache_dir)
+                                     use_cache=opts.use_cache, cache_dir=opts.cache_dir, progress=opts.progress)
             opened.append(enc)
             if note:
-                say(note)
+                warnings.warn(note, stacklevel=2)
     except BaseException:
         for enc in opened:
             close_encoder(enc)
