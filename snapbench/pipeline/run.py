@@ -28,7 +28,7 @@ from .plan import RunPlan, grid_json, plan_run, shared_space_modes
 from .queries import QueryEmbeddings, QueryJob, encode_queries
 from .report import Evaluated, finish_run, reused_run
 from .resume import RunState, open_run, shared_fingerprint
-from .scoring import evaluate_all
+from .scoring import check_group_by, evaluate_all
 
 __all__ = ["run_benchmark", "run_encoders"]
 
@@ -46,11 +46,15 @@ class _Job:
 
 
 def _load_dataset(dataset: str | os.PathLike | Any, opts: RunOptions) -> Any:
+    """The dataset, checked against the options that depend on its fields (before anything is encoded)."""
     if hasattr(dataset, "queries"):
-        return dataset
-    from ..data import load_dataset
+        ds = dataset
+    else:
+        from ..data import load_dataset
 
-    return load_dataset(dataset, format=opts.dataset_format, images=opts.images, qrels=opts.qrels, gallery=opts.gallery)
+        ds = load_dataset(dataset, format=opts.dataset_format, images=opts.images, qrels=opts.qrels, gallery=opts.gallery)
+    check_group_by(ds, opts.group_by)
+    return ds
 
 
 def _open_encoders(specs: Sequence[str | Any], opts: RunOptions, say: Callable[[str], None]) -> list[Any]:

@@ -112,6 +112,15 @@ def remove_other_targets(run_dir: RunDir, targets: list[str]) -> list[str]:
     return gone
 
 
+def check_group_by(ds: Any, group_by: str | None) -> None:
+    """``group_by`` must be a field some query has: checked when the dataset is loaded, not after the
+    whole run was encoded."""
+    if group_by is not None and not any(group_by in (q.tags or {}) for q in ds.queries):
+        fields = sorted({k for q in ds.queries for k in (q.tags or {})})
+        raise ConfigError(f"no query has the field {group_by!r} (fields: {', '.join(fields) or 'none'})",
+                          param="group_by")
+
+
 def tag_groups(ds: Any, keep: np.ndarray, group_by: str | None) -> dict[str, np.ndarray] | None:
     if group_by is None:
         return None
