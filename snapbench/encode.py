@@ -77,7 +77,7 @@ from .layout import (
 )
 from .models import Encoder, cosine_path_scores
 from .modes import PATH_SIDES, SIDES, paths_for_sides
-from .pipeline.encoding import encode_batches
+from .pipeline.encoding import ZeroRows, encode_batches
 from .pipeline.gallery import encode_gallery
 from .validate import positive_int
 
@@ -225,6 +225,7 @@ class _Ticks:
 def _encode_queries(inp: _Input, encoder: Any, need: set[tuple[str, str]], batch_size: int,
                     out: EncodeDir) -> dict[str, dict[str, np.ndarray]]:
     """Each condition's query embeddings per side, each distinct image (sha256) and question once."""
+    zeros = ZeroRows()  # one warning per side for all conditions (pipeline.encoding)
     image_memo: dict[str, np.ndarray] = {}  # sha256 of the variant file -> embedding
     text_memo: dict[str, np.ndarray] = {}
     result: dict[str, dict[str, np.ndarray]] = {}
@@ -239,7 +240,7 @@ def _encode_queries(inp: _Input, encoder: Any, need: set[tuple[str, str]], batch
             todo = [k for k in dict.fromkeys(r["sha256"] for r in rows) if k not in image_memo]
             if todo:
                 embs = encode_batches(encoder.encode_images, [files[k] for k in todo], "query images",
-                                      batch_size=batch_size, load=load_image)
+                                      batch_size=batch_size, load=load_image, zeros=zeros)
                 image_memo.update(zip(todo, embs))
             result[cond]["image"] = np.stack([image_memo[r["sha256"]] for r in rows])
         if ("q", "text") in need:
@@ -248,10 +249,12 @@ def _encode_queries(inp: _Input, encoder: Any, need: set[tuple[str, str]], batch
                     raise InputError(f"query {r['id']!r} under {cond} has no question in manifest.jsonl", path=inp.corrupt_dir)
             todo_txt = [t for t in dict.fromkeys(r["question"] for r in rows) if t not in text_memo]
             if todo_txt:
-                text_memo.update(zip(todo_txt, encode_batches(encoder.encode_texts, todo_txt, "questions", batch_size=batch_size)))
+                text_memo.update(zip(todo_txt, encode_batches(encoder.encode_texts, todo_txt, "questions", batch_size=batch_size,
+                                                                  zeros=zeros)))
             result[cond]["text"] = np.stack([text_memo[r["question"]] for r in rows])
         for side, arr in result[cond].items():
             save_npy_atomic(out.embedding(cond, side), arr)
+    zeros.warn()
     return result
 
 

@@ -82,3 +82,14 @@ def test_demo_command_runs_end_to_end(tmp_path):
         assert len(rep["conditions"]) == 72 and rep["n_excluded_zero_gt"] == 1
         assert set(rep["additivity"]) == {c for c in rep["conditions"] if c.startswith("joint/")}
     assert "MOOR" in r.stdout and f"report: {tmp_path / 'd' / 'report.html'}" in r.stdout
+
+
+def test_encode_takes_e_for_the_encoder_as_run_does(tmp_path):
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+
+    r = CliRunner().invoke(app, ["encode", str(tmp_path / "nowhere"), "--gallery", str(tmp_path / "g.jsonl"),
+                                 "--out", str(tmp_path / "o"), "-e", "toy"])
+    assert "No such option" not in r.output
+    assert r.exit_code == 2 and r.output.startswith("error:"), r.output  # the missing corrupt folder, not the flag

@@ -174,7 +174,7 @@ for spec in ("sentence-transformers:snapbench-no-such-model", "hf:MISSING"):
     st, missing = r.stdout.splitlines()
     assert st.startswith("encoder 'sentence-transformers:snapbench-no-such-model': model 'snapbench-no-such-model' is not "
                          "a local folder, not in the local model cache, and cannot be downloaded (HF_HUB_OFFLINE is set)")
-    assert missing.startswith(f"encoder 'hf:{tmp_path / 'missing'}': cannot load the model folder")
+    assert missing.startswith(f"encoder 'hf:{tmp_path / 'missing'}': no such model folder {str(tmp_path / 'missing')!r}")
 
 
 def test_a_missing_extra_names_the_install_command(monkeypatch):
@@ -265,3 +265,36 @@ def test_hf_siglip_texts_are_padded_to_max_length_so_a_text_does_not_depend_on_i
     short = getattr(short, "pooler_output", short).numpy()
     assert not np.allclose(short[0], alone[0], atol=1e-3)
     assert enc.encode_images([np.zeros((20, 30, 3), np.uint8)]).shape == (1, 32)
+
+
+def test_no_progress_hides_the_model_libraries_loading_bars(tiny_clip, tmp_path):
+    """`--no-progress` covers transformers' "Loading weights" bar too (shown without it)."""
+    demo = ROOT / "snapbench" / "assets" / "demo"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
+    env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
+    env.pop("TRANSFORMERS_NO_TQDM", None)
+
+    def run(out, *extra):
+        r = subprocess.run([sys.executable, "-m", "snapbench", "run", str(demo), "-e", f"hf:{tiny_clip}", "--out",
+                            str(tmp_path / out), "--conditions", "clean", "--resamples", "100", "--no-report", "--no-cache",
+                            "--device", "cpu", *extra], capture_output=True, text=True, env=env, timeout=600, check=False)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return r.stderr
+
+    assert "Loading weights" in run("shown")
+    assert "Loading weights" not in run("quiet", "--no-progress")
+
+
+def test_an_encoder_without_fingerprint_is_a_warning(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+
+    (tmp_path / "nofp_enc.py").write_text("import numpy as np\nclass E:\n    modalities = frozenset({'text'})\n"
+                                          "    def encode_texts(self, t):\n        return np.ones((len(t), 4), np.float32)\n")
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["run", str(ROOT / "snapbench" / "assets" / "demo"), "-e", "nofp_enc:E", "--out", "o",
+                                 "--conditions", "clean", "--resamples", "100", "--no-report", "--no-progress",
+                                 "--cache-dir", "cache"])
+    assert r.exit_code == 0, r.output
+    assert "warning: encoder 'nofp_enc:E' has no fingerprint: its embeddings are not cached" in r.output

@@ -65,6 +65,8 @@ def test_relative_dataset_paths_are_recorded_absolute(tmp_path, monkeypatch):
     (["--workers", "0"], "--workers: must be an integer >= 1, got 0"),
     (["--variants", "published"], "unknown --variants 'published'; choose one of generated, released"),
     (["--modes", "I2X"], "unknown retrieval mode 'I2X'"),
+    (["--modes", "I2I,XYZ"], "error: --modes: unknown retrieval mode 'XYZ'"),
+    (["--group-by", "lighting"], "error: --group-by: no query has the field 'lighting'"),
     (["--engine", "rey"], "unknown engine 'rey' (did you mean ray?)"),
     (["--actors", "2"], "--actors needs the ray engine"),
     (["--name", "a"], "--name: names the folders of a run of several encoders"),
@@ -80,7 +82,7 @@ def test_an_encoder_that_fails_is_a_clean_error(tmp_path, monkeypatch):
         "class Boom:\n    def __init__(self):\n        raise ValueError('weights file missing')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "boom_enc:Boom", "--out", str(tmp_path / "o"), *FAST])
-    assert r.exit_code == 2 and "could not be built: ValueError: weights file missing" in r.output, r.output
+    assert r.exit_code == 2 and "building it failed: ValueError: weights file missing" in r.output, r.output
 
 
 def test_a_folder_of_another_command_is_never_overwritten(tmp_path):

@@ -233,3 +233,45 @@ def test_blocks_of_a_killed_run_are_freed_by_the_next_command_of_any_kind(tmp_pa
     finally:
         if (SHM / block.name.lstrip("/")).exists():
             block.unlink()
+
+
+ZERO_ENC = """import numpy as np
+class ZeroVec:
+    modalities = frozenset({"image", "text"})
+    def encode_texts(self, t):
+        return np.zeros((len(t), 4), np.float32)
+    def encode_images(self, ims):
+        out = np.ones((len(ims), 4), np.float32)
+        out[0] = 0.0  # one zero row per batch
+        return out
+"""
+
+
+def test_all_zero_embeddings_are_a_warning_in_run_and_encode(tmp_path, monkeypatch):
+    """Counted in the shared encoding stage: one `warning:` per kind of item, with the count."""
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+    from snapbench.commands.demo import DEFAULT_DATA
+
+    (tmp_path / "zero_enc.py").write_text(ZERO_ENC)
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    n_gallery = len((DEFAULT_DATA / "gallery.jsonl").read_text().splitlines())
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "zero_enc:ZeroVec", "--out", "r", "--resamples", "100",
+                            "--no-report", "--no-progress", "--no-cache", "--batch-size", "4",
+                            "--conditions", "clean,txt/char_swap"])
+    assert r.exit_code == 0, r.output
+    warned = [ln for ln in r.output.splitlines() if "all-zero embeddings" in ln]
+    assert all(ln.startswith("warning: the encoder returned all-zero embeddings for ") for ln in warned), warned
+    assert f"for {n_gallery} of {n_gallery} gallery captions" in r.output
+    assert f"for {-(-n_gallery // 4)} of {n_gallery} gallery images" in r.output  # the first row of each batch of 4
+    assert "of 24 questions" in r.output and len(warned) == 4  # 12 queries x (clean, char_swap)
+    r = runner.invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", "c", "--conditions", "clean",
+                            "--no-progress"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["encode", "c", "--gallery", str(DEFAULT_DATA / "gallery.jsonl"), "--out", "e",
+                            "--encoder", "zero_enc:ZeroVec", "--no-cache", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert "warning: the encoder returned all-zero embeddings for 12 of 12 questions" in r.output
+    assert f"warning: the encoder returned all-zero embeddings for {n_gallery} of {n_gallery} gallery captions" in r.output

@@ -290,18 +290,47 @@ def test_report_command_writes_and_shows_the_traffic_view(run_dir, hand_diag, tm
     assert r.exit_code == 2 and "error:" in r.output and "--traffic" in r.output
 
 
-def test_fragment_flags_a_stale_traffic_json(run_dir, tmp_path) -> None:
+def test_a_stale_traffic_view_shows_no_numbers_only_how_to_refresh(run_dir, hand_diag, tmp_path) -> None:
     run = tmp_path / "r"
     shutil.copytree(run_dir, run)
-    assert "rerun" not in traffic_fragment(run)
+    fresh = traffic_fragment(run)
+    assert "out of date" not in fresh and 'id="table-traffic-mix"' in fresh
     rep = json.loads((run / "T2T" / "report.json").read_text())
     rep["conditions"]["clean"]["hit@1"] = 0.0
     (run / "T2T" / "report.json").write_text(json.dumps(rep))
-    assert "rerun" in traffic_fragment(run)
+    stale = traffic_fragment(run)
+    assert "out of date" in stale and f"snapbench report {run} --traffic {hand_diag}" in stale
+    # none of the old numbers: no table, no percentage, no MOOR gain
+    assert "<table" not in stale and "%" not in stale and "MOOR" not in stale
     (run / "traffic.json").write_text("{not json")
     assert "not valid JSON" in traffic_fragment(run)
     (run / "traffic.json").unlink()
     assert traffic_fragment(run) is None
+
+
+def test_run_traffic_is_honoured_when_the_run_is_read_back(run_dir, demo, hand_diag, tmp_path) -> None:
+    """A folder holding the run complete: --traffic still writes traffic.json (a new one replaces the old)."""
+    run = tmp_path / "r"
+    shutil.copytree(run_dir, run)
+    (run / "traffic.json").unlink()
+    before = (run / "T2T" / "report.json").read_bytes()
+    with pytest.warns(UserWarning, match="traffic: "):
+        run_benchmark(demo, "toy", run, _opts(traffic=hand_diag))
+    assert (run / "T2T" / "report.json").read_bytes() == before  # read back, not recomputed
+    assert json.loads((run / "traffic.json").read_text())["diagnose_dir"] == str(hand_diag)
+    other = write_diag(tmp_path / "other", [(f"q{i}", set(), set()) for i in range(4)], skips=())
+    run_benchmark(demo, "toy", run, _opts(traffic=other))
+    body = json.loads((run / "traffic.json").read_text())
+    assert body["diagnose_dir"] == str(other) and body["weights"] == {"clean": 1.0}
+
+
+def test_run_traffic_on_a_read_back_run_rebuilds_the_report(demo, hand_diag, tmp_path) -> None:
+    run = tmp_path / "r"
+    opts = dict(conditions=SMALL, report=True)
+    run_benchmark(demo, "toy", run, _opts(**opts))
+    assert 'id="traffic"' not in (run / "report.html").read_text(encoding="utf-8")
+    run_benchmark(demo, "toy", run, _opts(traffic=write_diag(tmp_path / "d", [("c", set(), set())], skips=()), **opts))
+    assert (run / "traffic.json").is_file() and 'id="traffic"' in (run / "report.html").read_text(encoding="utf-8")
 
 
 def test_mix_rules_on_the_full_condition_list() -> None:

@@ -8,6 +8,22 @@ from typing import Optional
 import typer
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / "assets" / "demo"  # package data: snapbench/assets/demo
+DEMO_NAME = "snapbench demo"
+
+
+def holds_a_demo(out: Path) -> bool:
+    """Whether ``out`` holds the output of an earlier ``snapbench demo`` (which the demo may replace).
+
+    run.json says so (``"command": "demo"``); a demo of a snapbench that did not record it is known by
+    its dataset name, which only the demo gives, and the toy encoder.  Anything else is someone's run."""
+    from ..layout import read_run_json, run_json_kind
+
+    cfg = read_run_json(out)
+    if cfg is None or run_json_kind(cfg) != "run":
+        return False
+    if "command" in cfg:
+        return cfg["command"] == "demo"
+    return cfg.get("encoder") == "toy" and str(cfg.get("dataset", "")).startswith(f"{DEMO_NAME} (")
 
 
 def demo(
@@ -19,12 +35,16 @@ def demo(
     workers: int = typer.Option(1, "--workers", help="Processes that corrupt queries while the encoder runs."),
     resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace OUT even when it holds a run that is not a demo's (a demo's own earlier output "
+                               "is always replaced)."),
 ) -> None:
     """The whole paired evaluation on the bundled demo set: snapbench run + snapbench report with the toy encoder.
 
     12 queries x 72 conditions (54 states + 18 joint) x five retrieval modes, MOOR and two fixed-fusion
     baselines, bootstrap CIs, additivity, then OUT/report.html. The toy encoder is not a retrieval model:
-    the numbers show the pipeline, not a model.
+    the numbers show the pipeline, not a model.  OUT may hold an earlier demo (it is replaced); any
+    other run there is refused as 'snapbench run' refuses it, unless --force.
     """
     import dataclasses
 
@@ -42,14 +62,16 @@ def demo(
     positive_int(workers, "workers")
     positive_int(resamples, "resamples", minimum=100)
     prepare_output_dir(out)  # before anything is printed or computed
+    replace = force or holds_a_demo(out)
     console = Console(stderr=True)
     ds = load_dataset(data or DEFAULT_DATA)
     if data is None:
-        ds = dataclasses.replace(ds, name="snapbench demo")  # not the manifest's file name
+        ds = dataclasses.replace(ds, name=DEMO_NAME)  # not the manifest's file name
     console.rule(f"snapbench run: {len(ds.queries)} queries, {len(ds.gallery)} gallery items, toy encoder")
     result = run_benchmark(
         ds, "toy", out,
-        RunOptions(seed=seed, workers=workers, resamples=resamples, use_cache=False, force=True, progress=not no_progress),
+        RunOptions(seed=seed, workers=workers, resamples=resamples, use_cache=False, force=replace, progress=not no_progress,
+                   command="demo"),
         log=lambda msg: console.print(msg, markup=False, highlight=False),
     )
 

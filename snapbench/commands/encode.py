@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import typer
@@ -18,7 +19,7 @@ def encode(
     corrupted: Path = typer.Argument(..., help="Output folder of 'snapbench corrupt' (holds manifest.jsonl)."),
     gallery: Path = typer.Option(..., "--gallery", help="Gallery manifest: JSONL/JSON list of {id, image, caption} (either may be missing)."),
     out: Path = typer.Option(..., "--out", help="Output folder: embeddings/, paths/ (a SCORES_DIR of per-path matrices), dropped_queries.json."),
-    encoder: str = typer.Option("toy", "--encoder", help=ENCODER_HELP),
+    encoder: str = typer.Option("toy", "--encoder", "-e", help=ENCODER_HELP),
     device: str | None = typer.Option(None, "--device", help="torch device, e.g. cuda, cuda:1, cpu (default: cuda if available, else cpu)."),
     conditions: str | None = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: all in the manifest)."),
     batch_size: int = typer.Option(32, "--batch-size", min=1, help="Images decoded and encoded at a time (memory grows with it, not with the gallery)."),
@@ -53,10 +54,10 @@ def encode(
     items = load_gallery(gallery)
     enc, note = open_encoder(encoder, device=device, batch_size=batch_size, engine=engine,
                              actors=actors if engine == "ray" else 0, address=address,
-                             use_cache=False if no_cache else None, cache_dir=cache_dir)
+                             use_cache=False if no_cache else None, cache_dir=cache_dir, progress=not no_progress)
     try:
         if note:
-            typer.echo(note, err=True)
+            warnings.warn(note, stacklevel=1)
         if isinstance(enc, CachedEncoder):
             typer.echo(f"embedding cache: {enc.cache_dir}", err=True)
         _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progress, items)

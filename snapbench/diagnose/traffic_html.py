@@ -1,8 +1,9 @@
 """The traffic view of report.html: an HTML fragment from ``RUN_DIR/traffic.json``.
 
 :func:`traffic_fragment` returns ``None`` when the run has no traffic.json, and a fragment that says
-so (never an exception) when the file is unreadable or older than the run's reports: the report
-must not fail on an optional input.  Tables use the report's ``table.paper`` style.
+so (never an exception) when the file is unreadable, and only a note with the command that refreshes
+it (no numbers) when it is older than the run's reports: the report must not fail on an optional
+input, nor show numbers of other reports as this run's.  Tables use the report's ``table.paper`` style.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ..layout.dirs import FUSION_PREFIX, RunDir
 from ..modes import MODE_LABELS
 from ..textio import read_json
 
-__all__ = ["traffic_fragment", "render_traffic"]
+__all__ = ["traffic_fragment", "render_traffic", "stale_note"]
 
 _KINDS = (("clean", "clean"), ("image_only", "image only"), ("text_only", "text only"), ("both", "both sides"))
 
@@ -78,16 +79,16 @@ def _mix_table(body: Mapping[str, Any]) -> str:
 
 def render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: str | None = None,
                    names: Mapping[str, str] | None = None, stale: bool = False) -> str:
-    """The fragment for a traffic.json body: the mix, the expected ``metric`` per target, MOOR's gain."""
+    """The fragment for a traffic.json body: the mix, the expected ``metric`` per target, MOOR's gain
+    (``stale``: only :func:`stale_note`)."""
+    if stale:
+        return stale_note(body)
     label = label or metric
     names = {**MODE_LABELS, **(names or {})}
     q = body.get("queries", {})
     n = q.get("n") or 0
     split = ", ".join(f"{name} {_pct(q.get(k, 0) / n)}%" for k, name in _KINDS) if n else ""
     parts = []
-    if stale:
-        parts.append('<p class="missing">traffic.json was computed from other reports than the ones in this run '
-                     "directory; rerun <code>snapbench report RUN_DIR --traffic DIAGNOSE_DIR</code>.</p>")
     parts.append(f"<p>{n} diagnosed queries from <code>{html.escape(str(body.get('diagnose_dir', '?')))}</code> "
                  f"(sides: {html.escape(', '.join(q.get('sides', [])) or 'none')}): {split}. Each target's "
                  f"expected {html.escape(label)} is Σ<sub>c</sub> w<sub>c</sub> R(c) over the mix below; the CI "
@@ -101,6 +102,16 @@ def render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: str
     parts.append(_mix_table(body))
     parts += [f'<p class="note">{html.escape(str(m))}</p>' for m in body.get("notes", [])]
     return "\n".join(parts)
+
+
+def stale_note(body: Mapping[str, Any], run_dir: str | os.PathLike | None = None) -> str:
+    """What the view shows when traffic.json no longer matches the run's reports: no numbers (they
+    would be read as this run's), only that it is stale and the command that refreshes it."""
+    where = html.escape(str(run_dir if run_dir is not None else body.get("run_dir") or "RUN_DIR"))
+    diag = html.escape(str(body.get("diagnose_dir") or "DIAGNOSE_DIR"))
+    return ('<p class="missing">The traffic view is out of date: traffic.json was computed from other reports than '
+            "the ones in this run directory (the run was redone since), so its numbers are not shown. Refresh it "
+            f"with <code>snapbench report {where} --traffic {diag}</code>.</p>")
 
 
 def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1", label: str | None = None,
@@ -118,4 +129,6 @@ def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1", label
         stale = body.get("reports") != report_digests(run_dir)
     except (SnapbenchError, OSError) as exc:
         return f'<p class="missing">{html.escape(str(exc))}</p>'
-    return render_traffic(body, metric=metric, label=label, names=names, stale=stale)
+    if stale:
+        return stale_note(body, run_dir)
+    return render_traffic(body, metric=metric, label=label, names=names)

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from .loading import load_or_explain, model_source
 from .torch_support import (
     TorchEncoderBase,
     fingerprint_of,
     hash_model_dir,
-    load_or_explain,
     local_model_folder,
     require,
     to_pil,
@@ -48,8 +48,9 @@ class HFEncoder(TorchEncoderBase):
         super().__init__(device, batch_size)
         transformers = require("transformers", for_what=f"encoder 'hf:{source}'")
         what = f"encoder 'hf:{source}'"
-        self.model = load_or_explain(what, source, lambda: transformers.AutoModel.from_pretrained(source))
-        self.processor = load_or_explain(what, source, lambda: transformers.AutoProcessor.from_pretrained(source))
+        src = model_source(what, source)
+        self.model = load_or_explain(what, src, lambda **kw: transformers.AutoModel.from_pretrained(source, **kw))
+        self.processor = load_or_explain(what, src, lambda **kw: transformers.AutoProcessor.from_pretrained(source, **kw))
         self.model.eval().to(self.device)
         mods = set()
         if callable(getattr(self.model, "get_image_features", None)):

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..errors import ConfigError, SnapbenchError
 from ..registry import Table
+from .loading import one_line
 
 __all__ = ["ADAPTERS", "ADAPTER_PREFIXES", "ENCODERS", "ENTRY_POINT_GROUP", "DescribedEncoder", "describe",
            "known_names", "plugin_names", "resolve"]
@@ -127,7 +128,7 @@ def _instantiate(obj: Any, spec: str, kwargs: dict[str, Any]) -> Any:
         except SnapbenchError:
             raise
         except Exception as exc:  # noqa: BLE001 - the user's constructor failed: name it, keep the cause
-            raise ConfigError(f"encoder {spec!r} could not be built: {type(exc).__name__}: {exc}") from exc
+            raise ConfigError(f"encoder {spec!r}: building it failed: {one_line(exc)}") from exc
         if _is_encoder_instance(built):
             return built
         raise ConfigError(f"encoder {spec!r}: calling it returned {type(built).__name__}, which has no encode_images/encode_texts")
@@ -146,7 +147,9 @@ def _import_attribute(spec: str) -> Any:
         if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
             raise ConfigError(f"encoder {spec!r}: no module named {module_name!r} (not installed, not in {cwd})"
                               f"{_did_you_mean(spec)}") from None
-        raise ConfigError(f"encoder {spec!r}: importing {module_name!r} failed: {exc}") from None
+        raise ConfigError(f"encoder {spec!r}: importing {module_name!r} failed: {one_line(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - the module itself is broken (SyntaxError, an error at import)
+        raise ConfigError(f"encoder {spec!r}: importing {module_name!r} failed: {one_line(exc)}") from None
     finally:
         if added:
             sys.path.remove(cwd)
@@ -222,7 +225,12 @@ def resolve(spec: str, kwargs: dict[str, Any]) -> Any:
     if colon and prefix in ADAPTERS:
         if not rest:
             raise ConfigError(f"encoder {spec!r}: give a model name or path after {prefix + ':'!r}")
-        return ADAPTERS.get(prefix)(rest, **kwargs)
+        try:
+            return ADAPTERS.get(prefix)(rest, **kwargs)
+        except SnapbenchError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any other failure of a model library: one line, no traceback
+            raise ConfigError(f"encoder {spec!r}: {one_line(exc)}") from exc
     eps = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec]
     if eps:
         return DescribedEncoder(_instantiate(eps[0].load(), spec, kwargs), spec)

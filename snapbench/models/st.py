@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from .loading import load_or_explain, model_source
 from .torch_support import (
     TorchEncoderBase,
     fingerprint_of,
     hash_model_dir,
-    load_or_explain,
     local_model_folder,
     require,
     to_pil,
@@ -41,14 +41,16 @@ class SentenceTransformersEncoder(TorchEncoderBase):
         super().__init__(device, batch_size)
         st = require("sentence_transformers", for_what=f"encoder 'sentence-transformers:{source}'")
         what = f"encoder 'sentence-transformers:{source}'"
-        self.model = load_or_explain(what, source, lambda: st.SentenceTransformer(source, device=str(self.device)))
+        # sentence-transformers resolves bare names under its own organisation
+        hub_names = () if "/" in source else (f"sentence-transformers/{source}",)
+        src = model_source(what, source, alternatives=hub_names)
+        self.model = load_or_explain(what, src, lambda **kw: st.SentenceTransformer(source, device=str(self.device), **kw))
         self.model.eval()
         self.name = f"sentence-transformers:{source}"
         self.modalities = frozenset(m for m in ("image", "text") if _supports(self.model, m))
         getdim = getattr(self.model, "get_embedding_dimension", None) or getattr(self.model, "get_sentence_embedding_dimension", None)
         self.dim = getdim() if callable(getdim) else None
-        # sentence-transformers resolves bare names under its own organisation
-        folder = local_model_folder(source, alternatives=() if "/" in source else (f"sentence-transformers/{source}",))
+        folder = local_model_folder(source, alternatives=hub_names)
         self.fingerprint = fingerprint_of(
             {
                 "adapter": "sentence-transformers/1",

@@ -1,6 +1,6 @@
 """Shared plumbing of the torch-based adapters: lazy imports with an install hint, device and
-mixed-precision choice, batching under ``torch.inference_mode``, load-error translation and the
-weight fingerprints that key the embedding cache.
+mixed-precision choice, batching under ``torch.inference_mode`` and the weight fingerprints that key
+the embedding cache (where a model comes from and load errors: :mod:`.loading`).
 
 Nothing here is imported unless a torch-based encoder is asked for: ``import snapbench`` never
 imports torch.
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from .loading import load_or_explain
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -116,24 +117,6 @@ def local_model_folder(source: str, *, alternatives: tuple[str, ...] = ()) -> Pa
         except Exception:  # noqa: BLE001, S112 - not cached under that name: try the next one
             continue
     return None
-
-
-def load_or_explain(what: str, source: str, load: Callable[[], Any]) -> Any:
-    """Call ``load()``; turn "not found / cannot download" errors into one clear :class:`ConfigError`."""
-    looks_like_path = source.startswith((".", "/", "~")) or Path(os.path.expanduser(source)).exists()
-    try:
-        return load()
-    except OSError as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if looks_like_path:
-            raise ConfigError(f"{what}: cannot load the model folder {source!r} ({detail})") from None
-        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0")
-        raise ConfigError(
-            f"{what}: model {source!r} is not a local folder, not in the local model cache, and cannot be "
-            f"downloaded{' (HF_HUB_OFFLINE is set)' if offline else ''} [{detail}]; give the path of a local copy, "
-            "or pre-download it where there is internet access (e.g. `hf download NAME`) and copy the cache "
-            "(~/.cache/huggingface) here"
-        ) from None
 
 
 def to_pil(image: np.ndarray) -> Any:

@@ -24,20 +24,23 @@ _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 def open_encoder(encoder: str | Any, *, device: str | None = None, batch_size: int | None = None, engine: str = "local",
                  actors: int = 0, address: str | None = None, workers: int = 1, use_cache: bool | None = None,
-                 cache_dir: str | os.PathLike | None = None) -> tuple[Any, str | None]:
+                 cache_dir: str | os.PathLike | None = None, progress: bool = True) -> tuple[Any, str | None]:
     """``(encoder, note)``: the encoder a spec names (an encoder object is used as it is, never cached),
     on ``actors`` Ray actors when ``engine="ray"`` and ``actors > 0``, wrapped in the embedding cache
-    per the module docstring; ``note`` says why an encoder asked to be cached is not (else ``None``)."""
+    per the module docstring; ``note`` says why an encoder asked to be cached is not (else ``None``):
+    the callers warn with it.  ``progress=False`` hides the model libraries' loading bars too."""
     if not isinstance(encoder, str):
         return encoder, None
     from ..models import CachedEncoder, load_encoder
+    from ..models.loading import quiet_loading
 
     if engine == "ray" and actors > 0:
         from ..engines.ray_encode import RayEncoderPool
 
         enc = RayEncoderPool(encoder, actors=actors, device=device, batch_size=batch_size, address=address, workers=workers)
     else:
-        enc = load_encoder(encoder, device=device, batch_size=batch_size)
+        with quiet_loading(not progress):
+            enc = load_encoder(encoder, device=device, batch_size=batch_size)
     wanted = use_cache if use_cache is not None else (cache_dir is not None or not getattr(enc, "cheap", False))
     if not wanted:
         return enc, None

@@ -65,6 +65,9 @@ class RunOptions:
     # [--severity-target] s1, s2, ... as measured strengths ("ssim=0.90,0.75,0.60" / "psnr=30,25,20"): each
     # image variant's knob is searched to its level's target; part of the run's fingerprint
     severity_target: Any = None
+    # the command that made the folder, recorded in run.json as "command" when it is not "run": a
+    # "demo" folder is one `snapbench demo` may replace (it never replaces anyone else's run)
+    command: str = "run"
 
 
 def check_options(opts: RunOptions) -> None:
@@ -86,7 +89,10 @@ def check_options(opts: RunOptions) -> None:
     int_list(list(opts.ks), "ks")
     choice(opts.variants, VARIANTS, "variants")
     for m in comma_list(opts.modes, "modes") or ():
-        normalize_mode(m)
+        try:
+            normalize_mode(m)
+        except ConfigError as exc:  # the library's parameter is `mode`; here the list is `modes`
+            raise ConfigError(exc.problem, param="modes") from None
     if opts.traffic is not None:  # a wrong diagnose folder fails now, not after the run
         from ..diagnose.traffic import check_traffic_dir
 

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import ConfigError, InputError
 from ..jsonable import dumps, write_json
 from ..layout import RunDir
-from .encoding import Batcher
+from .encoding import Batcher, ZeroRows
 from .options import RunOptions
 from .resume import read_block_measures
 from .sources import SourceResult, SourceTask, iter_sources
@@ -103,8 +103,9 @@ class _Feeder:
     def __init__(self, job: QueryJob, n_queries: int, batch_size: int, log: IO[str]) -> None:
         self.job, self.log = job, log
         self.stores = {m: QueryStore(job.dir, n_queries, m) for m in ("image", "text")}
-        self.batchers = {"image": Batcher(job.encoder.encode_images, batch_size, self.stores["image"].put, hint=_HINT),
-                         "text": Batcher(job.encoder.encode_texts, batch_size, self.stores["text"].put, hint=_HINT)}
+        self.zeros = ZeroRows()  # said once, when the stream is done (pipeline.encoding)
+        self.batchers = {m: Batcher(getattr(job.encoder, f"encode_{m}s"), batch_size, self.stores[m].put,
+                                    what="query images" if m == "image" else "questions", hint=_HINT, zeros=self.zeros) for m in ("image", "text")}
         self.skips: list[dict[str, Any]] = []
         self.measured: dict[str, dict[str, Any]] = {}
 
@@ -217,4 +218,6 @@ def encode_queries(dataset: Any, jobs: Sequence[QueryJob], opts: RunOptions, gri
         logs = [stack.enter_context(open(j.dir.blocks_log, "a", encoding="utf-8")) for j in jobs]
         feeders = [_Feeder(j, n_q, int(opts.batch_size), log) for j, log in zip(jobs, logs)]
         timings = _stream(dataset, feeders, tasks, opts, released, bar, task)
+    for f in feeders:
+        f.zeros.warn()
     return [_collect(dataset, f.job, {**timings, "encode_s": f.busy_s}) for f in feeders]

@@ -1,7 +1,8 @@
 """Stage 7, report: the run folder's final run.json, its HTML report, and the :class:`RunResult`.
 
 :func:`finish_run` closes a run that was computed; :func:`reused_run` reads back one that the folder
-held complete already (same fingerprint, same evaluation settings: see :mod:`.resume`).
+held complete already (same fingerprint, same evaluation settings: see :mod:`.resume`).  Both write
+``traffic.json`` when the run is given a diagnose folder (``--traffic``), then the HTML report.
 """
 
 from __future__ import annotations
@@ -41,6 +42,16 @@ def _build_html(out: Path, say: Callable[[str], None]) -> Path | None:
     return html if html.exists() else None
 
 
+def _write_traffic(state: RunState, options: RunOptions, say: Callable[[str], None]) -> bool:
+    """``--traffic``: DIR/traffic.json from the run's reports (whether just computed or read back)."""
+    if options.traffic is None:
+        return False
+    from ..diagnose.traffic import write_traffic
+
+    say(f"traffic: {write_traffic(state.dir.root, options.traffic)}")
+    return True
+
+
 def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluated: Evaluated, options: RunOptions,
                say: Callable[[str], None], t0: float) -> RunResult:
     """Mark the run complete in run.json (final modes, notes, queries evaluated), build the HTML report."""
@@ -52,20 +63,20 @@ def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluate
     state.meta.update({"modes": list(evaluated.modes.targets), "notes": notes, "status": "complete",
                        "n_queries_evaluated": int(queries.keep.size)})
     save_run_json(state)
-    if options.traffic is not None:
-        from ..diagnose.traffic import write_traffic
-
-        say(f"traffic: {write_traffic(state.dir.root, options.traffic)}")
+    _write_traffic(state, options, say)
     html = _build_html(state.dir.root, say) if options.report else None
     return RunResult(state.dir.root, list(evaluated.modes.targets), list(state.meta["conditions"]), int(queries.keep.size),
                      len(dataset.gallery), queries.dropped, notes, evaluated.reports, html, time.perf_counter() - t0,
                      dict(queries.timings))
 
 
-def reused_run(state: RunState, dataset: Any, t0: float) -> RunResult:
-    """The :class:`RunResult` of a folder that holds this run complete already."""
+def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable[[str], None], t0: float) -> RunResult:
+    """The :class:`RunResult` of a folder that holds this run complete already.  Its reports are read
+    back; ``--traffic`` is honoured all the same (traffic.json written, the HTML report rebuilt)."""
     meta, rundir = state.meta, state.dir
     dropped = read_json(rundir.dropped_queries, what="dropped queries") if rundir.dropped_queries.is_file() else {}
+    if _write_traffic(state, options, say) and options.report:
+        _build_html(rundir.root, say)
     html = rundir.report_html if rundir.report_html.is_file() else None
     return RunResult(rundir.root, list(meta.get("modes", [])), list(meta.get("conditions", [])),
                      int(meta.get("n_queries_evaluated", 0)), len(dataset.gallery), dict(dropped), list(meta.get("notes", [])),

@@ -157,6 +157,8 @@ def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: Ru
         "contact_sheet": _contact_sheet(dataset, options.seed, options.severity_target),
         "notes": list(plan.notes),
     }
+    if options.command != "run":
+        meta["command"] = options.command
     state = RunState(rundir, meta, read_blocks(rundir.blocks_log))
     save_run_json(state)
     return state

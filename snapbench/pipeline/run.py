@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from .plan import RunPlan, grid_json, plan_run, shared_space_modes
 from .queries import QueryEmbeddings, QueryJob, encode_queries
 from .report import Evaluated, finish_run, reused_run
 from .resume import RunState, open_run, shared_fingerprint
-from .scoring import evaluate_all
+from .scoring import check_group_by, evaluate_all
 
 __all__ = ["run_benchmark", "run_encoders"]
 
@@ -45,11 +46,15 @@ class _Job:
 
 
 def _load_dataset(dataset: str | os.PathLike | Any, opts: RunOptions) -> Any:
+    """The dataset, checked against the options that depend on its fields (before anything is encoded)."""
     if hasattr(dataset, "queries"):
-        return dataset
-    from ..data import load_dataset
+        ds = dataset
+    else:
+        from ..data import load_dataset
 
-    return load_dataset(dataset, format=opts.dataset_format, images=opts.images, qrels=opts.qrels, gallery=opts.gallery)
+        ds = load_dataset(dataset, format=opts.dataset_format, images=opts.images, qrels=opts.qrels, gallery=opts.gallery)
+    check_group_by(ds, opts.group_by)
+    return ds
 
 
 def _open_encoders(specs: Sequence[str | Any], opts: RunOptions, say: Callable[[str], None]) -> list[Any]:
@@ -59,10 +64,10 @@ def _open_encoders(specs: Sequence[str | Any], opts: RunOptions, say: Callable[[
         for spec in specs:
             enc, note = open_encoder(spec, device=opts.device, batch_size=opts.batch_size, engine=opts.engine,
                                      actors=opts.encoder_actors, address=opts.address, workers=opts.workers,
-                                     use_cache=opts.use_cache, cache_dir=opts.cache_dir)
+                                     use_cache=opts.use_cache, cache_dir=opts.cache_dir, progress=opts.progress)
             opened.append(enc)
             if note:
-                say(note)
+                warnings.warn(note, stacklevel=2)
     except BaseException:
         for enc in opened:
             close_encoder(enc)
@@ -91,10 +96,11 @@ def _evaluate(ds: Any, job: _Job, gallery: Any, queries: QueryEmbeddings, opts: 
 
 def _run_jobs(ds: Any, jobs: list[_Job], opts: RunOptions, t0: float) -> list[RunResult]:
     """Gallery, queries, evaluation and report of every job that is not complete already."""
-    results: dict[str, RunResult] = {j.name: reused_run(j.state, ds, t0) for j in jobs if j.state.complete}
-    for name in results:
-        next(j for j in jobs if j.name == name).say(f"complete already in {results[name].out_dir} (same settings): "
-                                                    "nothing to redo")
+    results: dict[str, RunResult] = {}
+    for j in jobs:
+        if j.state.complete:
+            j.say(f"complete already in {j.state.dir.root} (same settings): nothing to redo, the reports are read back")
+            results[j.name] = reused_run(j.state, ds, opts, j.say, t0)
     todo = [j for j in jobs if not j.state.complete]
     with ProgressDisplay(opts.progress) as bar:
         galleries = [encode_gallery(ds.gallery, j.encoder, j.plan.sides.gallery, batch_size=opts.batch_size, bar=bar,

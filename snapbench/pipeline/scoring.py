@@ -56,6 +56,9 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
     scores = score_targets(gallery, q_emb, keep, modes, moor_ok, say)
     targets, sharded, shares = scores.targets, scores.sharded, scores.shares
     run_dir = RunDir(out)
+    gone = remove_other_targets(run_dir, [name for name, _ in targets])
+    if gone:
+        say(f"removed {', '.join(gone)}: an earlier run's targets this run does not evaluate")
     written: dict[str, Path] = {}
     evaluated: dict[str, Any] = {}  # target name -> its report (snapbench.schema.Report)
     drag_stats: dict[str, Any] = {}  # target name -> per-query hit@1 on clean (the coarse-text drag)
@@ -95,6 +98,27 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
     for name, report in evaluated.items():
         write_report(report, written[name])
     return written
+
+
+def remove_other_targets(run_dir: RunDir, targets: list[str]) -> list[str]:
+    """Remove the target folders (a mode, MOOR, ``fusion/<name>``) an earlier run left in ``run_dir`` that
+    this run does not write (another ``--modes``): they are the run's own outputs, and the folder must
+    hold exactly the targets its run.json lists.  Returns the targets removed."""
+    import shutil
+
+    gone = [t for t in run_dir.targets() if t not in targets]
+    for t in gone:
+        shutil.rmtree(run_dir.target_dir(t))
+    return gone
+
+
+def check_group_by(ds: Any, group_by: str | None) -> None:
+    """``group_by`` must be a field some query has: checked when the dataset is loaded, not after the
+    whole run was encoded."""
+    if group_by is not None and not any(group_by in (q.tags or {}) for q in ds.queries):
+        fields = sorted({k for q in ds.queries for k in (q.tags or {})})
+        raise ConfigError(f"no query has the field {group_by!r} (fields: {', '.join(fields) or 'none'})",
+                          param="group_by")
 
 
 def tag_groups(ds: Any, keep: np.ndarray, group_by: str | None) -> dict[str, np.ndarray] | None:

@@ -209,6 +209,7 @@ def build_report(
         sections.append(_mode_section(data, mode, metric, w))
     sections.append(_contact_section(data, w))
     _per_query_files(data, w)
+    _remove_stale_files(w)
     sections += _missing_section(res)
     sections.append(HtmlSection("files", "Files of this report",
                                 raw=[ul([("", str(p.relative_to(outdir))) for p in res.files], code=True)]))
@@ -218,6 +219,21 @@ def build_report(
     if separate:
         write_run_json(outdir, "report", {"run_dir": str(data.path.resolve()), "metric": metric})
     return res
+
+
+def _remove_stale_files(w: _Writer) -> None:
+    """``tables/`` and ``figures/`` hold this report's files only: a table or figure an earlier report
+    wrote (of a mode the run no longer has) is removed, in the formats written now (files of other
+    formats are left alone; figures only when matplotlib drew this report's)."""
+    written = set(w.res.files)
+    kinds = [(w.out.tables, s) for s in ("md", "tex") if s in w.formats]
+    if w.plot is not None:
+        kinds += [(w.out.figures, s) for s, wanted in (("png", {"png", "html"}), ("pdf", {"pdf"})) if w.formats & wanted]
+    for folder, suffix in kinds:
+        if folder.is_dir():
+            for f in folder.glob(f"*.{suffix}"):
+                if f not in written:
+                    f.unlink()
 
 
 def _traffic_section(data: RunData, metric: str) -> list[HtmlSection]:

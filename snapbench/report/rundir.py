@@ -145,7 +145,12 @@ def load_run_dir(path: str | Path) -> RunData:
         data.run = _read_json_object(rd.run_json, data, "run") or {}
     else:
         data.note("run", f"{rd.run_json} not found: dataset, encoder and seed come from the reports where they can")
+    listed = data.run.get("modes") if isinstance(data.run.get("modes"), list) else None
     for target in rd.targets():
+        if listed is not None and not target.startswith(FUSION_PREFIX) and target not in listed:
+            # run.json's list is the run's targets: a folder of a mode it does not list is not this run's
+            data.note("run", f"{rd.target_dir(target)} is not one of the modes run.json lists: not shown")
+            continue
         topic = "fusion" if target.startswith(FUSION_PREFIX) else target
         rep = _load_target(rd, target, data, topic)
         if rep is None:
@@ -159,8 +164,7 @@ def load_run_dir(path: str | Path) -> RunData:
         raise InputError(
             "no readable <MODE>/report.json (MODE one of " + ", ".join(MODE_ORDER) + ")"
             + (f": {problems}" if problems else ""), path=rd.root)
-    listed = data.run.get("modes") if isinstance(data.run.get("modes"), list) else []
-    for mode in listed:
+    for mode in listed or []:
         if str(mode) not in data.reports and str(mode) not in data.missing:  # unreadable ones are noted already
             data.note("run", f"run.json lists mode {mode!r} but {rd.report(str(mode))} is missing")
     if rd.text_share.is_file():
