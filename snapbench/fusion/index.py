@@ -8,7 +8,6 @@ numerics are documented in :mod:`snapbench.fusion.moor`; this module holds the s
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..ranking import StreamingTopK
+from ._gallery_fit import CacheWriter, check_foldable, fit_standardisers, whiten_gallery
 from ._validate import as_matrix
 from .gates import GateLike, get_gate
 from .moor import (
@@ -120,90 +120,36 @@ class MOORIndex:
         """Fit on the gallery: arrays, memmaps, two ``.npy`` paths, or one callable returning an
         iterator of ``(image_chunk, text_chunk)`` pairs (called once per pass)."""
         src = GallerySource.from_any(g_image, g_text)
-        name_i, name_t = src.names
-        wI = Whitener(eps=self.eps, enabled=self.whiten)
-        wT = Whitener(eps=self.eps, enabled=self.whiten)
-        # pass 1: per-dimension μ, σ of each modality (float64 chunk merge)
-        seen = False
-        for start, ci, ct in src.chunks(self.chunk_size):
-            wI.partial_fit(ci, name=name_i, row_offset=start)
-            wT.partial_fit(ct, name=name_t, row_offset=start)
-            seen = True
-        if not seen or src.n == 0:
-            raise InputError(f"{name_i}: the gallery is empty (0 rows)")
-        N, d = int(src.n or wI.n_samples_), wI.dim
-        if wT.dim != d:
-            raise InputError(f"embedding dimensions differ: {name_i} has dim {d}, {name_t} has dim {wT.dim}")
+        wI, wT, N, d = fit_standardisers(src, self.chunk_size, eps=self.eps, whiten=self.whiten)
         keep = src.in_memory if self.keep_gallery is None else bool(self.keep_gallery)
         gallery = np.empty((N, 2 * d), dtype=self.dtype) if keep else None
-        cache_f = None
-        cache_offset = 0
-        cache_tmp: Path | None = None
-        # pass 2: whitened rows -> mean and centred co-moment of [x | y] (float64 chunk merge)
-        moments = RunningMoments(2 * d, cross=True)
-        # norms of the standardised rows: streamed scoring applies 1/norm per row instead of re-whitening
-        norms_i = np.empty(N, dtype=np.float64)
-        norms_t = np.empty(N, dtype=np.float64)
-        buf = None
+        # without a kept gallery or cache, searches fold the whitening into raw chunks (see score_chunks)
+        folded = gallery is None and self.cache_path is None
+        cache = None
         try:
             if self.cache_path is not None:
-                # written under a temporary name and renamed once the fit succeeds: a failed or interrupted
-                # (re)fit never leaves a partial cache that a search would read as the whitened gallery
-                fd, tmp_name = tempfile.mkstemp(prefix=f".{self.cache_path.name}.", suffix=".tmp", dir=self.cache_path.parent)
-                os.close(fd)
-                cache_tmp = Path(tmp_name)
-                mm = np.lib.format.open_memmap(cache_tmp, mode="w+", dtype=self.dtype, shape=(N, 2 * d))
-                cache_offset = int(mm.offset)
-                del mm
-                cache_f = open(cache_tmp, "r+b")
-            # without a kept gallery or cache, searches fold the whitening into raw chunks in the index
-            # dtype ((x - μ)·ρ, see score_chunks): in float32 that needs raw values well inside its range
-            folded = gallery is None and self.cache_path is None
-            raw_limit = 1e37 if folded and self.dtype == np.float32 else np.inf
-            for start, ci, ct in src.chunks(self.chunk_size):
-                n = ci.shape[0]
-                for chunk, nm in ((ci, name_i), (ct, name_t)):
-                    if raw_limit < np.inf and np.abs(chunk).max() > raw_limit:
-                        raise InputError(f"{nm}: values in rows {start}..{start + n - 1} reach "
-                                         f"{float(np.abs(chunk).max()):.3g}, beyond what a float32 index streaming "
-                                         "the raw gallery can fold; use a float64 index (dtype='float64') or an in-memory gallery")
-                if buf is None or buf.shape[0] < n:
-                    buf = np.empty((n, 2 * d), dtype=np.float64)
-                z = buf[:n]
-                wI.transform(ci, name=name_i, out=z[:, :d], norms_out=norms_i[start : start + n])
-                wT.transform(ct, name=name_t, out=z[:, d:], norms_out=norms_t[start : start + n])
-                moments.update(z)
-                if gallery is not None:
-                    gallery[start : start + n] = z
-                if cache_f is not None:
-                    cache_f.seek(cache_offset + start * 2 * d * self.dtype.itemsize)
-                    cache_f.write(np.ascontiguousarray(z, dtype=self.dtype).tobytes())
-            if moments.n != N:
-                raise InputError(f"the gallery yielded {moments.n} rows in the second pass, {N} in the first")
+                cache = CacheWriter(self.cache_path, self.dtype, (N, 2 * d))
+            moments, norms_i, norms_t = whiten_gallery(src, wI, wT, N, chunk_size=self.chunk_size, dtype=self.dtype,
+                                                       folded=folded, gallery=gallery, cache=cache)
             if folded:
-                # ρ = 1/norm must be representable in the dtype the folded search runs in
-                lo, hi = (1e-30, 1e30) if self.dtype == np.float32 else (1 / np.finfo(np.float64).max, np.finfo(np.float64).max)
-                for norms, nm in ((norms_i, name_i), (norms_t, name_t)):
-                    bad = np.flatnonzero((norms != 0) & ~((norms >= lo) & (norms <= hi)))
-                    if bad.size:
-                        raise InputError(
-                            f"{nm}: row {int(bad[0])} has norm {float(norms[bad[0]]):.3g} after standardising, outside "
-                            f"what a {self.dtype} index streaming the raw gallery can represent; rescale the "
-                            "embeddings, use a float64 index (dtype='float64'), or keep the gallery in memory / give cache_path"
-                        )
+                check_foldable(norms_i, norms_t, src.names, self.dtype)
         except BaseException:
-            if cache_f is not None:
-                cache_f.close()
-                cache_f = None
-            if cache_tmp is not None:
-                cache_tmp.unlink(missing_ok=True)
+            if cache is not None:
+                cache.discard()
             raise
-        if cache_f is not None and cache_tmp is not None and self.cache_path is not None:
-            cache_f.close()
-            os.replace(cache_tmp, self.cache_path)
+        if cache is not None:
+            cache.commit()
+        self._set_fitted(src, wI, wT, moments, norms_i, norms_t, gallery)
+        return self
+
+    def _set_fitted(self, src: GallerySource, wI: Whitener, wT: Whitener, moments: RunningMoments,
+                    norms_i: np.ndarray, norms_t: np.ndarray, gallery: np.ndarray | None) -> None:
+        """Keep what the passes measured: whiteners, means and covariance blocks of the whitened
+        gallery, the scales of the constant-path test, the per-row ρ of folded scoring."""
+        d = wI.dim
         C = moments.var
         self.whitener_image, self.whitener_text = wI, wT
-        self.n_gallery, self.dim = N, d
+        self.n_gallery, self.dim = int(moments.n), d
         self.mean_image, self.mean_text = moments.mean[:d].copy(), moments.mean[d:].copy()
         self.cov_ii = np.ascontiguousarray(C[:d, :d])
         self.cov_tt = np.ascontiguousarray(C[d:, d:])
@@ -220,7 +166,6 @@ class MOORIndex:
         self._source = src
         self.gallery_ = gallery
         self.ann_ = None
-        return self
 
     def _check_fitted(self) -> None:
         if self._source is None:

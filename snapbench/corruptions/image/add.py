@@ -3,12 +3,10 @@ ui_elements), with the geometry of the authors' release of SnapBench.
 
 The release composites Pillow overlays: text and UI bars are drawn on a transparent RGBA layer
 (``ImageDraw``) and laid over the photo with ``Image.alpha_composite``.  These operators reproduce
-that byte for byte without drawing a full-size layer per call: text masks are rendered once per
-(text, size) with Pillow/FreeType from the font shipped in ``snapbench/assets/fonts`` (DejaVu Sans
-Bold, basic layout so the optional libraqm cannot change a glyph position), the layer's alpha is
-accumulated with Pillow's own integer rule, and the blend is the exact integer form of
-``alpha_composite`` over the rows the overlay covers.  Which Pillow / FreeType rendered the text is
-reported by :func:`renderer_versions` (a different FreeType may move anti-aliased edge pixels).
+that byte for byte without drawing a full-size layer per call, through the shared text rendering
+and exact integer blending of :mod:`._overlay` (bundled DejaVu Sans Bold, basic layout).  Which
+Pillow / FreeType rendered the text is reported by :func:`renderer_versions` (re-exported here; a
+different FreeType may move anti-aliased edge pixels).
 
 As everywhere in snapbench, ``sample_<op>(rng, level, shape)`` draws every random choice and returns
 the complete JSON-serialisable parameters; ``<op>(image, params)`` is a pure function of them.
@@ -18,17 +16,25 @@ bit-identical to the input.  Colours are RGB.
 
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Mapping, Sequence
 
 import cv2
 import numpy as np
-import PIL
-from PIL import Image, ImageDraw, ImageFont, features
+from PIL import Image, ImageDraw
 
 from ...errors import ConfigError
+from ._overlay import (
+    FONT_FILE,
+    blend,
+    blend_premultiplied,
+    clip,
+    font,
+    premultiply,
+    renderer_versions,
+    text_mask,
+    union,
+)
 from ._params import fraction_value, integer_value, known_keys, level_value, rgb
 from .base import register_image_operator
 
@@ -46,137 +52,6 @@ __all__ = [
     "ui_elements",
     "ui_regions",
 ]
-
-FONT_FILE = "DejaVuSans-Bold.ttf"
-
-
-# --- parameter checks -----------------------------------------------------------------------------
-
-
-# --- font and exact blending ------------------------------------------------------------------------
-
-
-def _font_path() -> str:
-    return str(resources.files("snapbench") / "assets" / "fonts" / FONT_FILE)
-
-
-@lru_cache(maxsize=64)
-def _font(size: int) -> ImageFont.FreeTypeFont:
-    try:
-        return ImageFont.truetype(_font_path(), int(size), layout_engine=ImageFont.Layout.BASIC)
-    except OSError as exc:
-        raise OSError(f"{_font_path()}: cannot load the bundled font ({exc}); reinstall snapbench") from exc
-
-
-@lru_cache(maxsize=1)
-def _font_sha256() -> str:
-    with open(_font_path(), "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()
-
-
-def renderer_versions() -> dict[str, str]:
-    """What decides the bytes of drawn text: the bundled font (name and sha256), Pillow and FreeType.
-
-    Text is rasterised by FreeType through Pillow with the basic layout engine; another FreeType
-    release may shade anti-aliased edge pixels differently, so a run should record these and refuse
-    to mix variants rendered under different ones.
-    """
-    return {
-        "font": FONT_FILE,
-        "font_sha256": _font_sha256(),
-        "pillow": PIL.__version__,
-        "freetype": str(features.version("freetype2") or "unknown"),
-        "text_layout": "basic",
-    }
-
-
-@lru_cache(maxsize=64)
-def _text_mask(text: str, size: int) -> tuple[np.ndarray, int, int]:
-    """Coverage mask (0..255) of ``text`` drawn by Pillow at an integer origin, and the mask's offset
-    from that origin (Pillow's default anchor: left, ascender line).
-
-    Drawn with ``ImageDraw.text`` onto an "L" canvas exactly the size of ``getbbox`` with ink 255,
-    which leaves the mask Pillow would paste unchanged.  Read-only: the cache hands out one array.
-    """
-    font = _font(size)
-    left, top, right, bottom = font.getbbox(text)
-    w, h = max(int(right - left), 0), max(int(bottom - top), 0)
-    if w == 0 or h == 0:
-        mask = np.zeros((0, 0), np.uint8)
-    else:
-        canvas = Image.new("L", (w, h), 0)
-        ImageDraw.Draw(canvas).text((-int(left), -int(top)), text, fill=255, font=font)
-        mask = np.array(canvas)
-    mask.setflags(write=False)
-    return mask, int(left), int(top)
-
-
-def _clip(shape: tuple[int, ...], top: int, left: int, h: int, w: int) -> tuple[int, int, int, int] | None:
-    H, W = shape[:2]
-    y0, x0, y1, x1 = max(top, 0), max(left, 0), min(top + h, H), min(left + w, W)
-    return None if y0 >= y1 or x0 >= x1 else (y0, x0, y1, x1)
-
-
-def _premultiply(colour: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(255 - alpha, colour * alpha + 128) as contiguous (h, w, 3) uint16 arrays, the two terms
-    :func:`_blend_premultiplied` needs; ``colour`` is one RGB triple or an (h, w, 3) array."""
-    a = np.ascontiguousarray(alpha, dtype=np.uint16)
-    inv = 255 - a
-    colour = np.asarray(colour, np.uint16)
-    if colour.size == 3:  # one colour: a product plane per distinct channel value, merged by OpenCV
-        rgb = colour.reshape(3).tolist()
-        planes = {c: a * c + 128 for c in set(rgb)}
-        return cv2.merge([inv, inv, inv]), cv2.merge([planes[c] for c in rgb])
-    return cv2.merge([inv, inv, inv]), colour * a[..., None] + 128
-
-
-def _blend_premultiplied(out: np.ndarray, top: int, left: int, inv_alpha: np.ndarray, premult: np.ndarray) -> None:
-    """In place: ``out = round((out * (255 - a) + colour * a) / 255)`` over a tile at (top, left).
-
-    This is Pillow's ``alpha_composite`` of an RGBA layer over an opaque image, bit for bit (checked
-    against Pillow for every (pixel, colour, alpha)).  The tile may hang over any border; only its
-    visible part is touched.  Three OpenCV passes: an exact integer multiply and add in uint16, then
-    a scale by 1/255 (the +128 already in ``premult`` cancelled by the offset); that last step runs
-    in float32, whose error (< 3e-5) never reaches a rounding boundary, because x / 255 for an
-    integer x is never closer than 1/510 to a half-integer.  Identical, value for value, to numpy's
-    ``(t + (t >> 8)) >> 8`` on ``t = out * (255 - a) + colour * a + 128`` (checked exhaustively),
-    and 2-3x faster.
-    """
-    box = _clip(out.shape, top, left, *inv_alpha.shape[:2])
-    if box is None:
-        return
-    y0, x0, y1, x1 = box
-    roi = out[y0:y1, x0:x1]
-    t = cv2.multiply(roi, inv_alpha[y0 - top : y1 - top, x0 - left : x1 - left], dtype=cv2.CV_16U)
-    cv2.add(t, premult[y0 - top : y1 - top, x0 - left : x1 - left], dst=t)
-    res = cv2.convertScaleAbs(t, dst=roi, alpha=1 / 255, beta=-128 / 255)
-    if res is not roi:  # OpenCV allocated instead of writing into the view (never seen; cheap to guard)
-        roi[...] = res
-
-
-def _blend(out: np.ndarray, top: int, left: int, colour: np.ndarray, alpha: np.ndarray) -> None:
-    """Alpha-composite a colour tile (h, w, 3) with alpha (h, w) in 0..255 onto ``out`` at (top, left)."""
-    _blend_premultiplied(out, top, left, *_premultiply(colour, alpha))
-
-
-def _union(alpha: np.ndarray, top: int, left: int, mask: np.ndarray, opacity: int) -> None:
-    """In place on an overlay's alpha: ``a = round((a * (255 - m) + opacity * m) / 255)`` under
-    ``mask`` placed at (top, left) -- what Pillow does to the alpha of an RGBA layer when text of
-    one ink is drawn on it (so overlapping words do not add up beyond ``opacity``)."""
-    box = _clip(alpha.shape, top, left, *mask.shape)
-    if box is None:
-        return
-    y0, x0, y1, x1 = box
-    roi = alpha[y0:y1, x0:x1]
-    m = mask[y0 - top : y1 - top, x0 - left : x1 - left].astype(np.uint16)
-    t = roi.astype(np.uint16)
-    t *= 255 - m
-    m *= opacity
-    t += m
-    t += 128
-    t += t >> 8
-    t >>= 8
-    roi[...] = t
 
 
 # --- watermark ------------------------------------------------------------------------------------
@@ -254,7 +129,7 @@ def watermark(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     colour = np.asarray(params["color"], np.uint16).reshape(1, 1, 3)
     out = image.copy()
     H, W = out.shape[:2]
-    mask, ox, oy = _text_mask(text, size)
+    mask, ox, oy = text_mask(text, size)
     origins = params["origins"]
     if mask.size == 0 or opacity == 0 or not origins:
         return out
@@ -264,26 +139,26 @@ def watermark(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     if all(b - a >= th for a, b in zip(ys, ys[1:])):
         strips: dict[tuple[int, ...], tuple[int, np.ndarray, np.ndarray] | None] = {}
         for y, xs in rows:
-            if _clip(out.shape, y + oy, 0, th, W) is None:
+            if clip(out.shape, y + oy, 0, th, W) is None:
                 continue
             if xs not in strips:
                 alpha = np.zeros((th, W), np.uint8)
                 for x in xs:
-                    _union(alpha, 0, x + ox, mask, opacity)
+                    union(alpha, 0, x + ox, mask, opacity)
                 inked = np.flatnonzero(alpha.any(axis=0))  # blend only the columns with ink
                 strips[xs] = None if inked.size == 0 else (
-                    int(inked[0]), *_premultiply(colour, alpha[:, inked[0] : inked[-1] + 1]))
+                    int(inked[0]), *premultiply(colour, alpha[:, inked[0] : inked[-1] + 1]))
             strip = strips[xs]
             if strip is not None:
-                _blend_premultiplied(out, y + oy, strip[0], strip[1], strip[2])
+                blend_premultiplied(out, y + oy, strip[0], strip[1], strip[2])
         return out
     alpha = np.zeros((H, W), np.uint8)
     for x, y in origins:
-        _union(alpha, int(y) + oy, int(x) + ox, mask, opacity)
+        union(alpha, int(y) + oy, int(x) + ox, mask, opacity)
     inked = np.flatnonzero(alpha.any(axis=1))
     if inked.size:
         y0, y1 = int(inked[0]), int(inked[-1]) + 1
-        _blend(out, y0, 0, colour, alpha[y0:y1])
+        blend(out, y0, 0, colour, alpha[y0:y1])
     return out
 
 
@@ -334,7 +209,7 @@ def mosaic(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
         raise ConfigError(f"mosaic: grid must be two integers >= 1, got {params['grid']!r}")
     out = image.copy()
     for top, left, h, w in params["boxes"]:
-        box = _clip(out.shape, int(top), int(left), int(h), int(w))
+        box = clip(out.shape, int(top), int(left), int(h), int(w))
         if box is None:
             continue
         y0, x0, y1, x1 = box
@@ -488,7 +363,7 @@ def _ui_boxes(items: tuple) -> list[tuple[int, int, int, int]]:
     for item in items:
         if item[0] == "text":
             _, s, (x, y), anchor, size, _ = item
-            left, top, right, bottom = _font(size).getbbox(s, anchor=anchor)
+            left, top, right, bottom = font(size).getbbox(s, anchor=anchor)
             boxes.append((x + int(left), y + int(top), x + int(right), y + int(bottom)))
         else:
             x0, y0, x1, y1 = item[1]
@@ -500,7 +375,7 @@ def ui_regions(shape: tuple[int, int], params: Mapping[str, Any]) -> list[list[i
     """The rectangles [top, left, height, width], clipped to the image, that :func:`ui_elements` may change."""
     regions = []
     for x0, y0, x1, y1 in _ui_boxes(_ui_items(params)):
-        box = _clip(shape, y0, x0, y1 - y0, x1 - x0)
+        box = clip(shape, y0, x0, y1 - y0, x1 - x0)
         if box is not None:
             regions.append([box[0], box[1], box[2] - box[0], box[3] - box[1]])
     return regions
@@ -528,13 +403,13 @@ def _ui_layers(H: int, W: int, items: tuple) -> tuple[tuple[int, np.ndarray, np.
         for item in items:
             if item[0] == "text":
                 _, s, (x, y), anchor, size, fill = item
-                draw.text((x, y - top), s, fill=fill, font=_font(size), anchor=anchor)
+                draw.text((x, y - top), s, fill=fill, font=font(size), anchor=anchor)
             else:
                 x0, y0, x1, y1 = item[1]
                 shape = getattr(draw, "rectangle" if item[0] == "rect" else "ellipse")
                 shape([x0, y0 - top, x1, y1 - top], fill=item[2])
         rgba = np.asarray(canvas)
-        inv, premult = _premultiply(rgba[..., :3], rgba[..., 3])
+        inv, premult = premultiply(rgba[..., :3], rgba[..., 3])
         inv.setflags(write=False)
         premult.setflags(write=False)
         layers.append((top, inv, premult))
@@ -554,5 +429,5 @@ def ui_elements(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     out = image.copy()
     H, W = out.shape[:2]
     for top, inv, premult in _ui_layers(H, W, _ui_items(params)):
-        _blend_premultiplied(out, top, 0, inv, premult)
+        blend_premultiplied(out, top, 0, inv, premult)
     return out
