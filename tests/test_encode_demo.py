@@ -73,6 +73,7 @@ def test_gallery_manifest_errors_name_the_file_and_line(tmp_path):
         encode_corrupted(tmp_path, p, get_encoder("toy"), tmp_path / "o")
 
 
+@pytest.mark.slow
 def test_demo_command_runs_end_to_end(tmp_path):
     r = subprocess.run([sys.executable, "-m", "snapbench.cli", "demo", "--out", str(tmp_path / "d"), "--resamples", "200"],
                        capture_output=True, text=True, timeout=600)

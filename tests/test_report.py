@@ -632,3 +632,77 @@ def test_reading_a_runs_per_query_table_is_one_function(run_dir):
     for c in ("clean", "img/low_light/s3"):
         assert float(np.nanmean(pq.array(c, "hit@1"))) == pytest.approx(rep.value(c, "hit@1"), abs=1e-12)
     assert read_target_per_query(run_dir["dir"], "fusion/comb_sum") is None  # the run has none
+
+
+def test_severity_and_primitive_findings_claim_an_order_only_when_its_ci_excludes_zero(run_dir):
+    import dataclasses
+
+    from snapbench.conditions import IMAGE_PRIMITIVES, parse_condition
+
+    data = _run_data(run_dir)
+    rep, pq = data.reports["IT2IT"], data.per_query["IT2IT"]
+    finds = {f.id: f for f in __import__("snapbench.report", fromlist=["x"]).compute_findings(data)}
+    steps = finds["severity"].values["steps"]
+    assert steps, finds["severity"].text
+    for st in steps:
+        # the step's difference, recomputed from the per-query values, lies in its CI
+        ops = [op for op in {parse_condition(c).image_operator for c in rep.paired if parse_condition(c).kind == "image"}]
+        a = np.mean([pq.array(f"img/{op}/s{st['from']}", "hit@1") for op in ops], axis=0)
+        b = np.mean([pq.array(f"img/{op}/s{st['to']}", "hit@1") for op in ops], axis=0)
+        d = (b - a)[np.isfinite(b - a)]  # queries that count (zero-GT queries are NaN)
+        assert st["ci"][0] <= float(np.mean(d)) <= st["ci"][1]
+    every_step = all(st["ci"][1] < 0 for st in steps)
+    assert ("grows with severity at every step" in finds["severity"].text) == every_step
+    assert ("not shown to grow" in finds["severity"].text) == (not every_step)
+
+    # every image condition exactly as clean: equal values read as equal, no growth, no order
+    clean = pq.values["clean"]["hit@1"]
+    for c in list(rep.paired):
+        if parse_condition(c).kind == "image":
+            pq.values[c]["hit@1"] = list(clean)
+            rep.paired[c]["hit@1"] = dataclasses.replace(rep.paired[c]["hit@1"], delta=0.0)
+    sev, prim = _finding(data, "severity"), _finding(data, "primitive_top_severity")
+    assert "grows with severity" not in sev and "not shown to grow" in sev, sev
+    assert "every primitive has the same mean ΔR@1 (+0.0 points)" in prim, prim
+    assert "lowest" not in prim and "highest" not in prim
+
+    # one primitive a little worse on one query: an order by point estimate, not distinguishable
+    worst = next(iter(IMAGE_PRIMITIVES))
+    for op in IMAGE_PRIMITIVES[worst]:
+        c = f"img/{op}/s3"
+        vals = list(clean)
+        i = next(k for k, v in enumerate(vals) if v == 1.0)
+        vals[i] = 0.0
+        pq.values[c]["hit@1"] = vals
+        rep.paired[c]["hit@1"] = dataclasses.replace(rep.paired[c]["hit@1"], delta=-1.0 / sum(v is not None for v in vals))
+    prim = _finding(data, "primitive_top_severity")
+    assert f"{worst.upper()} has the lowest" in prim and "not distinguishable" in prim, prim
+
+    # without per-query values: numbers, no verdict on growth or order
+    data.per_query.clear()
+    sev, prim = _finding(data, "severity"), _finding(data, "primitive_top_severity")
+    assert "no verdict on growth" in sev and "grows with" not in sev, sev
+    assert "no CI for their difference" in prim, prim
+
+
+def test_the_drag_figure_shows_every_mode_in_its_legend_colour_even_at_zero(run_dir):
+    from matplotlib.collections import LineCollection
+    from matplotlib.colors import to_hex
+
+    from snapbench.report.figures import drag_figure
+
+    data = _run_data(run_dir)
+    fig = drag_figure(data)
+    ax = fig.axes[0]
+    legend = {t.get_text(): h for t, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles)}
+    drag_colour = to_hex(legend["IT→IT: the coarse-text drag"].get_facecolor())
+    modes = [t.get_text() for t in ax.get_xticklabels()]
+    lines = next(c for c in ax.collections if isinstance(c, LineCollection) and len(c.get_segments()) == len(modes))
+    colours = [to_hex(c) for c in lines.get_colors()]
+    assert [m for m, c in zip(modes, colours) if c == drag_colour] == ["IT→IT"]
+    # the line marks the value whatever the bar's height (a zero bar has no visible area)
+    values = [seg[0][1] for seg in lines.get_segments()]
+    from snapbench.report.aggregate import mode_drags
+
+    drags = mode_drags(data)
+    assert values == pytest.approx([100 * drags[m]["value"] for m in drags])

@@ -176,6 +176,7 @@ def test_peak_memory_does_not_grow_with_the_gallery_beyond_its_embeddings(demo, 
     assert peaks[8] - peaks[1] < 8 * emb_bytes + 4 * one_image, peaks
 
 
+@pytest.mark.slow
 def test_a_killed_cli_run_resumes_to_the_same_report(tmp_path):
     """kill -9 of `snapbench run` mid-way, then the same command again: same report as in one go."""
     mod = tmp_path / "slow_enc.py"

@@ -184,6 +184,7 @@ def _status(folder: Path) -> str | None:
         return None
 
 
+@pytest.mark.slow
 def test_kill_9_mid_run_and_after_the_first_encoder_resume_per_encoder(tmp_path):
     """kill -9 in the query phase, then (rerun) kill -9 once the first encoder is complete: the second
     rerun finishes the second encoder only, and both equal separate runs."""

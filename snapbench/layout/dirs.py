@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..conditions import condition_to_filename
 from ..modes import MODES
+from .arrays import path_score_file
 from .names import (
     DROPPED_QUERIES,
     EMBEDDINGS_DIR,
@@ -25,7 +26,6 @@ from .names import (
     GALLERY_STEM,
     MANIFEST,
     MODALITIES,
-    PATH_NAMES,
     PATHS_DIR,
     QUERY_IDS,
     RUN_CONFIG,
@@ -116,11 +116,7 @@ class EncodeDir:
     def path_scores(self, condition_id: str, path: str | None) -> Path:
         """The Q x N scores of one similarity path of a condition; ``path=None``: the native joint scores."""
         stem = condition_to_filename(condition_id)
-        if path is None:
-            return self.paths / f"{stem}.npy"
-        if path not in PATH_NAMES:
-            raise ValueError(f"path must be one of {PATH_NAMES}, got {path!r}")
-        return self.paths / f"{stem}.{path}.npy"
+        return self.paths / f"{stem}.npy" if path is None else path_score_file(self.paths, stem, path)
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,48 @@ def severity_means(report: Report, metric: str) -> dict[int, float]:
     return {s: float(np.mean(v)) for s, v in sorted(by.items())}
 
 
+def severity_steps(report: Report, metric: str, pq: PerQuery | None = None) -> list[dict]:
+    """Each step between consecutive severities: ``{"from", "to", "difference", "ci"}``, where
+    difference = (mean Δ over image operators at ``to``) − (at ``from``) (negative: the drop grows)
+    and ``ci`` its per-query bootstrap interval (None without per-query values of every operator
+    present at both severities)."""
+    seed, resamples, level = _boot_params(report)
+    by: dict[int, dict[str, str]] = {}
+    for c in report.paired:
+        pc = parse_condition(c)
+        if pc.kind == "image" and _delta(report, c, metric) is not None:
+            by.setdefault(pc.severity, {})[pc.image_operator] = c
+    sevs = sorted(by)
+    steps = []
+    for a, b in zip(sevs, sevs[1:]):
+        ops = sorted(set(by[a]) & set(by[b]))
+        if not ops:
+            continue
+        da = float(np.mean([_delta(report, by[a][op], metric) for op in ops]))
+        db = float(np.mean([_delta(report, by[b][op], metric) for op in ops]))
+        va = [_pq_values(pq, by[a][op], metric) for op in ops]
+        vb = [_pq_values(pq, by[b][op], metric) for op in ops]
+        ci = None
+        if all(v is not None for v in va + vb):
+            ci = paired_mean_ci(vb, va, seed=seed, resamples=resamples, level=level, key=f"severity.s{a}.s{b}")
+        steps.append({"from": a, "to": b, "difference": db - da, "ci": ci})
+    return steps
+
+
+def primitive_difference_ci(report: Report, metric: str, pq: PerQuery | None, severity: int,
+                            first: str, second: str) -> tuple[float, float] | None:
+    """CI of (mean Δ over ``first``'s operators) − (over ``second``'s) at ``severity``, per query."""
+    if pq is None:
+        return None
+    vals = {prim: [_pq_values(pq, image_id(op, severity), metric) for op in IMAGE_PRIMITIVES[prim]
+                   if _delta(report, image_id(op, severity), metric) is not None] for prim in (first, second)}
+    if not vals[first] or not vals[second] or any(v is None for v in vals[first] + vals[second]):
+        return None
+    seed, resamples, level = _boot_params(report)
+    return paired_mean_ci(vals[first], vals[second], seed=seed, resamples=resamples, level=level,
+                          key=f"primitives.s{severity}.{first}.{second}")
+
+
 def image_vs_text(report: Report, metric: str, pq: PerQuery | None = None) -> tuple[float, float] | None:
     """CI of (mean Δ over image conditions) − (mean Δ over text conditions): negative = image
     corruptions hurt more.  Needs per-query values of every image and text condition."""

@@ -216,6 +216,8 @@ def additivity_heatmap_figure(report: Report, mode: str, metric: str = "hit@1"):
 def drag_figure(data: RunData, metric: str = "hit@1"):
     """Clean metric of each mode minus image-only I→I (IT→IT's is the coarse-text drag)."""
     Figure = require_matplotlib()
+    from matplotlib.patches import Patch
+
     drags = mode_drags(data, metric)
     if not drags:
         return None
@@ -224,24 +226,32 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
     vals = [to_points(drags[m]["value"]) for m in modes]
     fig = Figure(figsize=(6.5, 3.8), layout="constrained")
     ax = fig.subplots()
-    colours = ["#c51b7d" if m == "IT2IT" else "#7f7f7f" for m in modes]
-    bars = ax.bar(range(len(modes)), vals, color=colours, label=f"clean {lab}(mode) − {lab}(I→I)")
-    ax.bar_label(bars, labels=[points(drags[m]["value"], signed=True) for m in modes], padding=2, fontsize=8)
+    drag_colour, other_colour = "#c51b7d", "#7f7f7f"
+    colours = [drag_colour if m == "IT2IT" else other_colour for m in modes]
+    ax.bar(range(len(modes)), vals, color=colours)
+    # a bar of height 0 is invisible: each value is also a thick line in its bar's colour
+    ax.hlines(vals, [i - 0.4 for i in range(len(modes))], [i + 0.4 for i in range(len(modes))], colors=colours, linewidth=3)
+    for i, m in enumerate(modes):  # beside the CI whisker (at the bar's centre), not on it
+        ax.annotate(points(drags[m]["value"], signed=True), (i + 0.08, vals[i]), xytext=(0, 3 if vals[i] >= 0 else -3),
+                    textcoords="offset points", ha="left", va="bottom" if vals[i] >= 0 else "top", fontsize=8)
+    handles = [Patch(color=drag_colour, label="IT→IT: the coarse-text drag"), Patch(color=other_colour, label="other modes")]
     for i, m in enumerate(modes):
         ci = drags[m]["ci"]
         if ci and ci[0] is not None:
-            ax.errorbar(i, vals[i], yerr=[[max(vals[i] - to_points(ci[0]), 0)], [max(to_points(ci[1]) - vals[i], 0)]],
-                        color="black", capsize=4, label="95% CI" if i == 0 or "95% CI" not in
-                        ax.get_legend_handles_labels()[1] else None)
+            eb = ax.errorbar(i, vals[i], yerr=[[max(vals[i] - to_points(ci[0]), 0)], [max(to_points(ci[1]) - vals[i], 0)]],
+                             color="black", capsize=4)
+            if len(handles) == 2:
+                eb.set_label("95% CI")
+                handles.append(eb)
     ax.axhline(0, color="grey", linewidth=0.8)
     # room above and below for the value labels, whatever the sign of the bars and their CIs
     ext = vals + [0.0] + [to_points(c) for m in modes for c in (drags[m]["ci"] or []) if c is not None]
     pad = max(1.0, 0.15 * (max(ext) - min(ext)))
     ax.set_ylim(min(ext) - pad, max(ext) + pad)
     ax.set_xticks(range(len(modes)), [MODE_NAMES.get(m, m) for m in modes])
-    ax.set_xlabel("retrieval mode (magenta: IT→IT = coarse-text drag)")
-    ax.set_ylabel(f"Δ clean {lab} vs I→I (points)")
-    ax.legend(fontsize=8)
+    ax.set_xlabel("retrieval mode")
+    ax.set_ylabel(f"clean {lab}(mode) − {lab}(I→I) (points)")
+    ax.legend(handles=handles, fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     tidy_axes(ax)
     ax.set_title(f"Coarse-text drag: clean {lab} of each mode minus image-only I→I", fontsize=10)

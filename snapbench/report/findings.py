@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import pairwise
 
 import numpy as np
 
@@ -27,8 +26,10 @@ from .aggregate import (
     mode_drags,
     moor_gain,
     moor_mean_gain_ci,
+    primitive_difference_ci,
     primitive_severity,
     severity_means,
+    severity_steps,
     text_share_curve,
 )
 from .damage import DAMAGES, PER_DAMAGE, damage_analysis
@@ -115,29 +116,59 @@ def _severity(data: RunData, metric: str) -> list[Finding]:
     sm = severity_means(rep, metric)
     if not sm:
         return []
-    vals = list(sm.values())
-    grows = all(b < a for a, b in pairwise(vals))
+    steps = severity_steps(rep, metric, data.per_query.get(mode))
+    step_words = "; ".join(f"s{st['from']}→s{st['to']} {_pts(st['difference'])}{_ci_tail(st['ci'])}" for st in steps)
+    verdicts = [ci_excludes_zero(st["ci"]) for st in steps]
+    if not steps:
+        grows, verdict = None, "."
+    elif any(v is None for v in verdicts):
+        grows, verdict = None, f" (steps: {step_words}; no CI, so no verdict on growth: needs per_query.csv)."
+    elif all(v and st["difference"] < 0 for v, st in zip(verdicts, steps)):
+        grows, verdict = True, f" — the drop grows with severity at every step ({step_words})."
+    else:
+        grows, verdict = False, f" — the drop is not shown to grow at every step ({step_words})."
     return [Finding("severity",
         f"Mean Δ{metric_label(metric)} over image operators by severity: "
-        + ", ".join(f"s{s} {_pts(v)}" for s, v in sm.items())
-        + (" — the drop grows with severity." if grows else " — the drop does not grow strictly with severity."),
-        {"mode": mode, "by_severity": {f"s{s}": v for s, v in sm.items()}, "monotone": grows})]
+        + ", ".join(f"s{s} {_pts(v)}" for s, v in sm.items()) + verdict,
+        {"mode": mode, "by_severity": {f"s{s}": v for s, v in sm.items()}, "monotone": grows,
+         "steps": [{**st, "ci": list(st["ci"]) if st["ci"] else None} for st in steps]})]
 
 
 def _primitives(data: RunData, metric: str) -> list[Finding]:
     mode, rep, _ = _primary(data)
-    ps = primitive_severity(rep, metric, data.per_query.get(mode))
+    pq = data.per_query.get(mode)
+    ps = primitive_severity(rep, metric, pq)
     if not ps:
         return []
     lab = metric_label(metric)
     top = max(s for d in ps.values() for s in d)
     at = {p: d[top]["mean"] for p, d in ps.items() if top in d}
-    worst, mild = min(at, key=at.get), max(at, key=at.get)
-    return [Finding("primitive_top_severity",
-        f"At s{top}, {worst.upper()} has the lowest mean Δ{lab} ({_pts(at[worst])} points"
-        f"{_ci_tail(ps[worst][top]['ci'])}) and {mild.upper()} the highest "
-        f"({_pts(at[mild])}{_ci_tail(ps[mild][top]['ci'])}).",
-        {"mode": mode, "severity": top, "by_primitive": at, "worst": worst, "mildest": mild})]
+    values = {"mode": mode, "severity": top, "by_primitive": at}
+    lowest, highest = min(at.values()), max(at.values())
+    if _pts(lowest) == _pts(highest):  # equal as written: no order to state
+        return [Finding("primitive_top_severity",
+            f"At s{top}, every primitive has the same mean Δ{lab} ({_pts(lowest)} points).",
+            {**values, "worst": None, "mildest": None})]
+    worst = [p for p, v in at.items() if v == lowest]
+    mild = [p for p, v in at.items() if v == highest]
+
+    def names(ps_: list[str]) -> str:
+        return " and ".join(p.upper() for p in ps_)
+
+    ci = primitive_difference_ci(rep, metric, pq, top, worst[0], mild[0])
+    sure = ci_excludes_zero(ci)
+    diff = f"difference {_pts(lowest - highest)} points{_ci_tail(ci)}"
+    if sure:
+        verdict = f": a {diff}"
+    elif sure is False:
+        verdict = f"; the two are not distinguishable ({diff})"
+    else:
+        verdict = " (no CI for their difference: needs per_query.csv)"
+    text = (f"At s{top}, {names(worst)} {'has' if len(worst) == 1 else 'have'} the lowest mean Δ{lab} "
+            f"({_pts(lowest)} points{_ci_tail(ps[worst[0]][top]['ci'])}) and {names(mild)} the highest "
+            f"({_pts(highest)}{_ci_tail(ps[mild[0]][top]['ci'])}){verdict}.")
+    return [Finding("primitive_top_severity", text,
+                    {**values, "worst": worst[0], "mildest": mild[0], "difference_ci": list(ci) if ci else None})]
 
 
 def _cliff_gradual(data: RunData, metric: str) -> list[Finding]:
