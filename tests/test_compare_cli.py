@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 
 import numpy as np
 import pytest
@@ -51,11 +50,10 @@ def _opts(**kw) -> RunOptions:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, user_code):
     root = tmp_path_factory.mktemp("cmp")
     (root / "snapbench_cmp_mirror.py").write_text(MIRROR)
-    sys.path.insert(0, str(root))
-    try:
+    with user_code(root, "snapbench_cmp_mirror"):
         run_encoders(DEFAULT_DATA, ["toy", "snapbench_cmp_mirror:Mirror"], root / "multi", _opts(), names=["toy", "mirror"])
         run_benchmark(DEFAULT_DATA, "snapbench_cmp_mirror:Mirror", root / "seed1", _opts(seed=1))
         fewer = root / "fewer"
@@ -67,9 +65,6 @@ def runs(tmp_path_factory):
         (fewer / "qrels.json").write_text(json.dumps({q: g for q, g in qrels.items() if q in kept}))
         run_benchmark(fewer, "snapbench_cmp_mirror:Mirror", root / "fewer_run", _opts())
         run_benchmark(DEFAULT_DATA, "snapbench_cmp_mirror:Mirror", root / "other_conds", _opts(conditions=CONDS[:-2]))
-    finally:
-        sys.path.remove(str(root))
-        sys.modules.pop("snapbench_cmp_mirror", None)
     return root
 
 

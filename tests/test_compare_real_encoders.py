@@ -51,23 +51,17 @@ class Tfidf:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, user_code):
     root = tmp_path_factory.mktemp("real")
     js = make_snapbench_release(root / "release", with_images=False)
     captions = sorted({g.caption for g in load_dataset(js).gallery})
     (root / "snapbench_tfidf_enc.py").write_text(TFIDF.format(captions=json.dumps(captions)))
-    import sys
-
-    sys.path.insert(0, str(root))
-    try:
+    with user_code(root, "snapbench_tfidf_enc"):
         specs = [f"sentence-transformers:{MINILM}", "snapbench_tfidf_enc:Tfidf", "toy"]
         opts = RunOptions(resamples=RESAMPLES, report=False, progress=False, use_cache=False, device="cpu")
         run_encoders(js, specs, root / "multi", opts, names=["minilm", "tfidf", "toy"])
         for spec, name in zip(specs, ["minilm", "tfidf", "toy"]):
             run_benchmark(js, spec, root / "single" / name, opts)
-    finally:
-        sys.path.remove(str(root))
-        sys.modules.pop("snapbench_tfidf_enc", None)
     res = compare_runs([root / "multi"], root / "cmp", CompareOptions(metrics="all", formats=["csv"]))
     reports = {n: json.loads((root / "multi" / n / "T2T" / "report.json").read_text())
                for n in ("minilm", "tfidf", "toy")}

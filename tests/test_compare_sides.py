@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -44,19 +43,15 @@ def _opts(**kw) -> RunOptions:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, user_code):
     root = tmp_path_factory.mktemp("sides")
     (root / "snapbench_cmp_textonly.py").write_text(TEXT_ONLY)
-    sys.path.insert(0, str(root))
-    try:
+    with user_code(root, "snapbench_cmp_textonly"):
         run_encoders(DEFAULT_DATA, ["toy", ENC], root / "multi", _opts(), names=["toy", "textonly"])
         # text-only runs of other plans: another text condition; the same text conditions but
         # other image ones (only the record of what was left out tells it from the same plan)
         run_benchmark(DEFAULT_DATA, ENC, root / "other_text", _opts(conditions=CONDS[:-2]))
         run_benchmark(DEFAULT_DATA, ENC, root / "other_image", _opts(conditions=[c for c in CONDS if c != "img/rotation/s2"]))
-    finally:
-        sys.path.remove(str(root))
-        sys.modules.pop("snapbench_cmp_textonly", None)
     return root
 
 
