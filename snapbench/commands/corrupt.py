@@ -117,8 +117,9 @@ def _report(summary) -> None:
             "edit the last non-stopword word of the question"
         )
     if summary.targeted:
-        typer.echo(f"severity target: {summary.targeted - summary.target_missed} of {summary.targeted} image variants "
-                   f"reached it; {summary.target_missed} kept at the end of their knob's range (\"reached\": false)")
+        from ..corruptions.target import target_summary
+
+        typer.echo(target_summary(summary.target_outcome, '"reached": false in manifest.jsonl'))
     if summary.warnings:
         typer.echo(f"input warnings: {len(summary.warnings)} (printed above)")
     if summary.skipped:

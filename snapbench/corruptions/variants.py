@@ -172,14 +172,23 @@ class _Parts:
         return Variant(cid, cond.kind, image, question, params, img_from, txt_from, measured, target)
 
 
-def checked_target(spec: str | SeverityTarget | None, conditions: Iterable[Condition]) -> SeverityTarget | None:
+def checked_target(spec: str | SeverityTarget | None, conditions: Iterable[Condition],
+                   grid: Table | None = None) -> SeverityTarget | None:
     """``spec`` parsed (:func:`~.target.parse_severity_target`) and checked against the run's
-    conditions: every image part's severity needs a target value (:class:`ConfigError` otherwise)."""
+    conditions: every image part's severity needs a target value, and with the resolved ``grid``
+    there must be exactly one value per level the grid gives the run's image operators (its highest
+    severity among them; :class:`ConfigError` otherwise)."""
     target = parse_severity_target(spec)
-    if target is not None:
-        for c in conditions:
-            if c.kind in ("image", "joint"):
-                target.value_at(c.severity)
+    if target is None:
+        return None
+    conditions = list(conditions)
+    ops = {c.image_operator for c in conditions if c.kind in ("image", "joint") and c.image_operator}
+    levels = [int(sev) for op in ops for sev in (grid or {}).get(op, {})]
+    if levels:
+        target.check_levels(max(levels))
+    for c in conditions:
+        if c.kind in ("image", "joint"):
+            target.value_at(c.severity)
     return target
 
 
@@ -247,7 +256,7 @@ def iter_variants(
     if image is None and question is None:
         raise InputError(f"query {key!r}: needs an image or a question")
     plan = plan_conditions(conditions, joint=joint, grid=plan_grid(grid))
-    target = checked_target(severity_target, plan.conditions)
+    target = checked_target(severity_target, plan.conditions, plan.grid)
     for item in generate_variants(image, question, key=str(key), entity=entity, seed=seed, conditions=plan.conditions,
                                   grid=plan.grid, measure=measure, target=target):
         if isinstance(item, Skip):
@@ -280,7 +289,7 @@ def stream_corruptions(
     recs = load_manifest(records) if isinstance(records, (str, os.PathLike)) else records
     plan = plan_conditions(conditions, joint=joint, grid=plan_grid(grid))
     table, conds = plan.grid, plan.conditions
-    target = checked_target(severity_target, conds)
+    target = checked_target(severity_target, conds, table)
     for rec in recs:
         image = None
         if rec.image is not None:
