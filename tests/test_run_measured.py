@@ -124,7 +124,7 @@ def test_a_resumed_run_keeps_the_measured_values_of_its_finished_blocks(demo, me
 
 def test_severity_target_in_run_matches_corrupt_and_is_part_of_the_fingerprint(demo, tmp_path):
     conds = ["clean", "img/defocus_blur/s1", "img/mosaic/s2"]
-    target = "ssim=0.9,0.8"
+    target = "ssim=0.9,0.8,0.7"
     run_benchmark(demo, "toy", tmp_path / "r", _opts(conditions=conds, severity_target=target))
     run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / "c", conditions=conds, severity_target=target,
                    progress=False)
