@@ -108,6 +108,10 @@ def _summary(result) -> None:
         f"{result.n_queries} queries x {len(result.conditions)} conditions vs {result.n_gallery} gallery items; "
         f"modes: {', '.join(result.modes)}; {len(result.dropped)} dropped; {done}"
     )
+    if result.target_outcome is not None:
+        from ..corruptions.target import target_summary
+
+        typer.echo(target_summary(result.target_outcome, "target_reached 0 in per_query.csv"))
     for target, path in result.reports.items():
         typer.echo(f"  {target:14s} {path}")
     if result.html is not None:

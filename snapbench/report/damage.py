@@ -45,7 +45,7 @@ from .rundir import MODE_NAMES, RunData
 from .tables import Cell, Table, metric_label
 
 __all__ = ["DRIFT_BINS", "PER_DAMAGE", "SSIM_BINS", "DamageAnalysis", "Sensitivity", "damage_analysis", "damage_tables",
-           "sensitivity_slopes"]
+           "sensitivity_slopes", "target_counts"]
 
 #: SSIM bin edges, high to low: a bin holds lo <= SSIM < hi (the first one up to 1 inclusive).
 SSIM_BINS: tuple[float, ...] = (1.0, 0.95, 0.9, 0.8, 0.7, 0.6, 0.4, -1.0)
@@ -82,6 +82,22 @@ class DamageAnalysis:
     slopes: dict[str, dict[str, Sensitivity]] = field(default_factory=dict)
     #: damage -> {"most", "least", "difference", "ci"} (least − most), when two operators have slopes
     extremes: dict[str, dict] = field(default_factory=dict)
+    #: with a severity target: (missed, image variants) over the kept queries' ``img/`` conditions
+    #: (the ``target_reached`` rows of the per-query table); None without one
+    target: tuple[int, int] | None = None
+
+
+def target_counts(pq: PerQuery) -> tuple[int, int] | None:
+    """(missed, image variants) of a run with a severity target, from its ``target_reached`` rows
+    (image conditions only: a joint condition's image is its image part's variant); None without."""
+    missed = total = 0
+    for cid in pq.values:
+        vals = pq.array(cid, "target_reached") if parse_condition(cid).kind == "image" else None
+        if vals is not None:
+            vals = vals[np.isfinite(vals)]
+            total += int(vals.size)
+            missed += int((vals == 0).sum())
+    return (missed, total) if total else None
 
 
 def _observations(pq: PerQuery, metric: str, damage: str) -> dict[str, tuple[str, list[tuple[np.ndarray, np.ndarray]]]]:
@@ -167,7 +183,7 @@ def damage_analysis(data: RunData, metric: str = "hit@1") -> DamageAnalysis | No
     rep = data.reports[mode]
     seed, resamples, level = int(rep.meta.seed or 0), int(rep.meta.resamples or 1000), float(rep.meta.ci_level or 0.95)
     counts = bootstrap_counts(len(pq.query_ids), min(resamples, MAX_RESAMPLES), seed, key="report.damage")
-    res = DamageAnalysis(mode, metric, level)
+    res = DamageAnalysis(mode, metric, level, target=target_counts(pq))
     for damage in DAMAGES:
         _analyse(pq, metric, damage, res, counts)
     return res
@@ -232,5 +248,8 @@ def damage_tables(res: DamageAnalysis) -> list[Table]:
         t.notes.append(f"Cells: mean {lab} (%) over the (query, severity) pairs whose {what} falls in the bin, their "
                        "number in brackets. Slope: the paired change (condition − clean) against the damage, "
                        "through the origin, over all of the operator's pairs; bootstrap over queries.")
+        if damage == "ssim" and res.target is not None and res.target[0]:
+            t.notes.append(f"Severity target: {res.target[0]} of {res.target[1]} image variants missed their level's "
+                           "target (target_reached 0 in per_query.csv); each is binned by the SSIM it measures.")
         out.append(t)
     return out
