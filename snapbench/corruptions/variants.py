@@ -25,14 +25,14 @@ from typing import Any, Literal
 import numpy as np
 
 from ..conditions import Condition
-from ..errors import InputError, in_words
+from ..errors import ConfigError, InputError, in_words
 from ..jsonable import to_json
 from .image import corrupt_image_with_params
 from .image.base import sample_image_params
 from .io import DEFAULT_MAX_PIXELS, ImageLoadError, load_image
 from .manifest import QueryRecord, load_manifest
 from .measure import ImageReference, image_reference, measure_image, measure_text
-from .plan import plan_conditions, plan_grid
+from .plan import plan_conditions, plan_grid, resolve_grid
 from .target import SeverityTarget, parse_severity_target, target_variant
 from .text import corrupt_text_with_params
 
@@ -192,6 +192,22 @@ def checked_target(spec: str | SeverityTarget | None, conditions: Iterable[Condi
     return target
 
 
+def _resolved(conditions: Sequence[Condition] | None, grid: Table | None) -> tuple[Sequence[Condition], Table]:
+    """generate_variants' defaults (the 54 states, the default grid) and its check that ``conditions``
+    are Condition objects (a bare TypeError from deep inside otherwise)."""
+    table = resolve_grid(None) if grid is None else grid
+    if conditions is None:
+        return plan_conditions(None, grid=table).conditions, table
+    if isinstance(conditions, (str, Condition)) or not isinstance(conditions, Iterable):
+        raise ConfigError(f"must be a list of Condition objects (plan_conditions(...).conditions), got "
+                          f"{type(conditions).__name__}", param="conditions")
+    bad = [c for c in conditions if not isinstance(c, Condition)]
+    if bad:
+        raise ConfigError(f"must be Condition objects (plan_conditions(...).conditions; iter_variants takes condition "
+                          f"ids), got {bad[0]!r}", param="conditions")
+    return conditions, table
+
+
 def generate_variants(
     image: np.ndarray | None,
     question: str | None,
@@ -199,17 +215,20 @@ def generate_variants(
     key: str,
     entity: str | None,
     seed: int,
-    conditions: Sequence[Condition],
-    grid: Table,
+    conditions: Sequence[Condition] | None = None,
+    grid: Table | None = None,
     measure: bool = False,
     target: SeverityTarget | None = None,
 ) -> Iterator[Variant | Skip]:
     """Yield a :class:`Variant` or a :class:`Skip` for each of ``conditions``, in order.
 
-    ``conditions`` and ``grid`` are already resolved (:func:`~.plan.plan_conditions`): this is the
-    low-level generator, it validates nothing and never raises for one condition -- a failing
+    ``conditions`` are :class:`~snapbench.conditions.Condition` objects and ``grid`` a resolved
+    severity table, as :func:`~.plan.plan_conditions` gives them (``plan.conditions``,
+    ``plan.grid``): this is the low-level generator, it never raises for one condition -- a failing
     operator, a missing entity or a query without image / question becomes a Skip naming the
-    reason.  ``key`` is the query id: with ``seed`` it keys all randomness, so the variants equal
+    reason.  ``conditions=None`` means the 54 states of :func:`~.plan.plan_conditions` (clean, 45
+    image, 8 text) and ``grid=None`` the default grid; anything else than Condition objects (condition
+    ids: use :func:`iter_variants`) is a :class:`~snapbench.errors.ConfigError`.  ``key`` is the query id: with ``seed`` it keys all randomness, so the variants equal
     those ``run_corruption`` writes for that id.  ``measure`` fills :attr:`Variant.measured`;
     ``target`` (a parsed :class:`~.target.SeverityTarget`) searches each image part to its level's
     target and fills :attr:`Variant.target`.
@@ -218,6 +237,7 @@ def generate_variants(
     variants of a 12 Mpx photo would hold ~1.6 GB); a consumer should finish with a variant before
     asking for the next.
     """
+    conditions, grid = _resolved(conditions, grid)
     parts = _Parts(image, question, key=str(key), entity=entity, seed=seed, grid=grid, conditions=conditions,
                    measure=measure, target=target)
     prev: Condition | None = None
