@@ -505,3 +505,24 @@ def test_iter_variants_errors_raise_or_skip() -> None:
         list(iter_variants(img, "What cat is this?", key="k", entity="zebra", conditions=["txt/char_swap"]))
     got = list(iter_variants(img, "What cat is this?", key="k", entity="zebra", conditions=["txt/char_swap"], errors="skip"))
     assert [v.condition for v in got] == ["clean"]
+
+
+def test_generate_variants_defaults_to_the_54_states_and_refuses_condition_ids() -> None:
+    from snapbench.corruptions import generate_variants, iter_variants
+    from snapbench.errors import ConfigError
+
+    img = np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    q = "a red bicycle by the wall"
+    got = list(generate_variants(img, q, key="q1", entity="bicycle", seed=5, conditions=None, grid=None))
+    ids = [v.condition for v in got]
+    # clean + every image operator at s1..s3 + 8 text operators: what iter_variants gives for the same query
+    assert len(ids) == 54 == 1 + 3 * len(IMAGE_OPERATORS) + 8 and ids[0] == "clean"
+    ref = {v.condition: v for v in iter_variants(img, q, key="q1", entity="bicycle", seed=5, errors="skip")}
+    assert set(ref) <= set(ids)
+    for v in got:
+        if v.condition in ref and v.image is not None:
+            assert np.array_equal(v.image, ref[v.condition].image), v.condition
+    for bad in (["clean"], "clean"):
+        with pytest.raises(ConfigError, match="Condition objects") as err:
+            list(generate_variants(img, q, key="q1", entity=None, seed=0, conditions=bad))
+        assert err.value.param == "conditions"

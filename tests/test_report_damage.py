@@ -139,3 +139,20 @@ def test_the_report_has_the_damage_section_or_says_why_not(run_dir: Path, tmp_pa
     assert "holds no measured damage" in html
     assert "the run was made without measuring" in [f for f in json.loads((plain / "findings.json").read_text())
                                                     if f["id"] == "damage"][0]["text"]
+
+
+def test_the_ssim_table_says_its_columns_are_ssim_and_targets_sit_inside_one_bin(run_dir: Path, tmp_path: Path) -> None:
+    from snapbench.report.damage import _binned
+
+    build_report(run_dir, tmp_path / "rep", formats=("md",))
+    md = (tmp_path / "rep" / "tables" / "damage_ssim.md").read_text()
+    assert "whose measured SSIM falls in the bin (a value on an edge counts in the bin above it)" in md
+    assert "SSIM loss (1 − SSIM) falls in the bin" not in md
+    # every default target ±0.01 (the tolerance) lands in a single bin, and an edge value goes up
+    for target in (0.9, 0.75, 0.6):
+        x = np.array([target - 0.01, target, target + 0.01])
+        filled = [n for _, n in _binned(x, np.ones(3), SSIM_BINS, True)]
+        assert sorted(filled) == [0] * (len(SSIM_BINS) - 2) + [3], (target, filled)
+    edge = SSIM_BINS[2]
+    counts = [n for _, n in _binned(np.array([edge]), np.ones(1), SSIM_BINS, True)]
+    assert counts[1] == 1  # lo <= SSIM < hi: the edge belongs to the bin whose lower end it is

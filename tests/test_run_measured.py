@@ -124,7 +124,7 @@ def test_a_resumed_run_keeps_the_measured_values_of_its_finished_blocks(demo, me
 
 def test_severity_target_in_run_matches_corrupt_and_is_part_of_the_fingerprint(demo, tmp_path):
     conds = ["clean", "img/defocus_blur/s1", "img/mosaic/s2"]
-    target = "ssim=0.9,0.8"
+    target = "ssim=0.9,0.8,0.7"
     run_benchmark(demo, "toy", tmp_path / "r", _opts(conditions=conds, severity_target=target))
     run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / "c", conditions=conds, severity_target=target,
                    progress=False)
@@ -174,3 +174,38 @@ def test_released_variants_are_measured_against_the_datasets_clean_image(tmp_pat
                 assert got[(q.id, f"img/{op}/s{sev}", "psnr")] == pytest.approx(psnr, abs=1e-4 + 5e-5)
                 n += 1
     assert n == 2
+
+
+def test_run_prints_and_records_how_many_variants_missed_the_target(measured_run, tmp_path):
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+
+    conds = ["clean", "img/cropping/s1", "img/cropping/s2", "img/cropping/s3", "joint/mosaic+word_swap/s2"]
+    target = "ssim=0.9,0.75,0.6"
+    res = CliRunner().invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "r"), "--conditions",
+                                   ",".join(conds), "--severity-target", target, "--resamples", "200", "--no-progress",
+                                   "--no-cache"])
+    assert res.exit_code == 0, res.output
+    # the same variants written by corrupt: their manifest says which reached the target
+    run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / "c", conditions=conds, severity_target=target,
+                   progress=False)
+    lines = [ln for ln in map(json.loads, (tmp_path / "c" / "manifest.jsonl").read_text().splitlines())
+             if ln["kind"] in ("image", "joint")]
+    images = [ln for ln in lines if ln["kind"] == "image"]
+    missed = sum(not ln["target"]["reached"] for ln in images)
+    assert len(images) == 12 * 4 and 0 < missed < len(images)
+    assert (f"severity target: {len(images) - missed} of {len(images)} image variants reached it; {missed} missed it "
+            "by more than the tolerance (target_reached 0 in per_query.csv)") in res.output
+    got = rows(tmp_path / "r" / "I2I" / "per_query.csv")
+    for ln in lines:  # joint conditions carry their image part's flag
+        assert got[(ln["id"], ln["condition"], "target_reached")] == float(ln["target"]["reached"])
+    meta = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert meta["severity_target_outcome"]["variants"] == len(images)
+    assert meta["severity_target_outcome"]["missed"] == missed
+    note = (tmp_path / "r" / "tables" / "damage_ssim.md").read_text()
+    assert f"Severity target: {missed} of {len(images)} image variants missed their level's target" in note
+    assert f"{missed} of {len(images)} image variants missed theirs" in (tmp_path / "r" / "report.html").read_text()
+    # without a target: no such row, nothing recorded
+    assert not any(m == "target_reached" for _, _, m in rows(measured_run / "I2I" / "per_query.csv"))
+    assert "severity_target_outcome" not in json.loads((measured_run / "run.json").read_text())

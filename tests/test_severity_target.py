@@ -8,6 +8,7 @@ knob; the resolution check uses photos snapbench does not ship at 320x240, 1024x
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import cv2
@@ -18,6 +19,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from snapbench.cli import app
+from snapbench.commands.demo import DEFAULT_DATA
 from snapbench.conditions import IMAGE_OPERATORS
 from snapbench.corruptions import (
     BUILTIN_KNOBS,
@@ -107,10 +109,36 @@ def test_bad_targets_are_config_errors_naming_the_flag(spec: str, match: str, tm
 
 def test_a_level_without_a_target_value_is_refused_before_any_output(tmp_path: Path) -> None:
     src = _query_set(tmp_path, [("moto_left", 120, 160)])
-    with pytest.raises(ConfigError, match="a condition at s3 has no target"):
+    with pytest.raises(ConfigError, match="gives 2 value\\(s\\) but the severity grid has 3 level"):
         run_corruption(src, tmp_path / "o", conditions=["img/defocus_blur/s3"], severity_target="ssim=0.9,0.8",
                        progress=False)
     assert not (tmp_path / "o").exists()
+    with pytest.raises(ConfigError, match="a condition at s3 has no target"):
+        SeverityTarget("ssim", (0.9, 0.8)).value_at(3)
+
+
+@pytest.mark.parametrize("spec,match", [
+    # more values than the grid has levels: the 4th would be silently unused
+    ("ssim=0.9,0.75,0.6,0.5", "gives 4 value\\(s\\) but the severity grid has 3 level"),
+    # s1 must be the mildest: a falling SSIM / PSNR from level to level
+    ("ssim=0.6,0.75,0.9", "s2 \\(0.75\\) is not below s1 \\(0.6\\)"),
+    ("psnr=30,30,20", "s2 \\(30\\) is not below s1 \\(30\\)"),
+])
+def test_targets_must_give_one_falling_value_per_grid_level(spec: str, match: str, tmp_path: Path) -> None:
+    src = _query_set(tmp_path, [("moto_left", 120, 160)])
+    for cmd in (["corrupt", str(src)], ["run", str(DEFAULT_DATA), "-e", "toy"]):
+        res = runner.invoke(app, [*cmd, "--out", str(tmp_path / cmd[0]), "--conditions", "img/defocus_blur/s1",
+                                  "--severity-target", spec, "--no-progress"])
+        assert res.exit_code == 2, res.output
+        assert res.output.startswith("error: --severity-target") and "Traceback" not in res.output
+        assert re.search(match, res.output), res.output
+    assert not (tmp_path / "corrupt").exists()
+    # a grid with a 4th level takes four values
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps({"defocus_blur": {"s4": {"sigma": 16.0}}}))
+    out = run_corruption(src, tmp_path / "four", conditions=["img/defocus_blur/s4"], grid=grid,
+                         severity_target="ssim=0.9,0.75,0.6,0.5", progress=False)
+    assert out.targeted == 1
 
 
 def test_an_operator_without_a_knob_keeps_its_level_and_a_user_knob_is_searched() -> None:
@@ -276,3 +304,48 @@ def test_preview_shows_what_corrupt_writes_and_run_checks_the_flag(tmp_path: Pat
     assert plain.exit_code == 0 and not any(ln.startswith("img/") for ln in plain.output.splitlines())
     bad = runner.invoke(app, ["run", str(src), "-e", "toy", "--out", str(tmp_path / "r"), "--severity-target", "ssim"])
     assert bad.exit_code == 2 and bad.output.startswith("error: --severity-target"), bad.output
+
+
+def _inverted(lines: list[dict]) -> int:
+    """(query, operator) pairs whose achieved SSIM rises from one level to the next (brute force)."""
+    by: dict[tuple[str, str], dict[int, float]] = {}
+    for ln in lines:
+        _, op, sev = ln["condition"].split("/")
+        by.setdefault((ln["id"], op), {})[int(sev[1:])] = ln["target"]["achieved"]
+    return sum(any(v[s + 1] > v[s] for s in range(1, 3)) for v in by.values())
+
+
+def test_cli_summary_counts_the_whole_folder_after_a_resume(tmp_path: Path) -> None:
+    src = _query_set(tmp_path, [("moto_left", 120, 160), ("gravel", 150, 150)])
+    crop = [f"img/cropping/s{s}" for s in (1, 2, 3)]
+    blur = [f"img/motion_blur/s{s}" for s in (1, 2, 3)]
+    args = ["corrupt", str(src), "--out", str(tmp_path / "o"), "--severity-target", TARGET, "--no-progress"]
+    assert runner.invoke(app, [*args, "--conditions", ",".join(crop)]).exit_code == 0
+    res = runner.invoke(app, [*args, "--conditions", ",".join(crop + blur)])
+    assert res.exit_code == 0, res.output
+    assert "reused: 8" in res.output  # 2 queries x (clean + 3 cropping levels) kept from the first call
+    lines = [ln for ln in _lines(tmp_path / "o") if ln["kind"] == "image"]
+    assert len(lines) == 12
+    n_ok = sum(ln["target"]["reached"] for ln in lines)
+    assert (f"severity target: {n_ok} of 12 image variants reached it; {12 - n_ok} missed it by more than the "
+            "tolerance") in res.output
+    # a miss is a range end or a jump in the measure: the line does not claim either alone
+    assert "the knob's range ended first, or the measure jumps over the target" in res.output
+    inv = _inverted(lines)
+    assert (f"for {inv} (query, operator) pair(s) a harsher level measures milder" in res.output) == (inv > 0)
+
+
+def test_inverted_levels_are_counted_per_query_and_operator() -> None:
+    from snapbench.corruptions import target_outcome, target_summary
+
+    def t(achieved: float, reached: bool) -> dict:
+        return {"achieved": achieved, "reached": reached}
+
+    entries = [("a", "crop", 1, t(0.9, True)), ("a", "crop", 2, t(0.757, False)), ("a", "crop", 3, t(0.778, False)),
+               ("a", "blur", 1, t(0.9, True)), ("a", "blur", 2, t(0.75, True)), ("a", "blur", 3, t(0.6, True)),
+               ("b", "crop", 3, t(0.95, False)), ("b", "crop", 1, t(0.9, True))]  # b: s3 milder than s1
+    got = target_outcome(entries)
+    assert (got.variants, got.missed, got.inverted) == (8, 3, 2)
+    line = target_summary(got, "where")
+    assert line.startswith("severity target: 5 of 8 image variants reached it; 3 missed it")
+    assert line.endswith("for 2 (query, operator) pair(s) a harsher level measures milder than the one before it")

@@ -40,8 +40,9 @@ def corrupt(
     ),
     severity_target: Optional[str] = typer.Option(
         None, "--severity-target", metavar="METRIC=V1,V2,...",
-        help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20: each "
-             "operator's knob is searched until the variant measures the target (within 0.01 SSIM / 0.5 dB).",
+        help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (one value "
+             "per grid level, s1 first, each lower than the one before): each operator's knob is searched until the "
+             "variant measures the target (within 0.01 SSIM / 0.5 dB).",
     ),
     no_measure: bool = typer.Option(
         False, "--no-measure", help="Do not record each variant's measured strength (manifest \"measured\": PSNR, SSIM, edits)."),
@@ -117,8 +118,9 @@ def _report(summary) -> None:
             "edit the last non-stopword word of the question"
         )
     if summary.targeted:
-        typer.echo(f"severity target: {summary.targeted - summary.target_missed} of {summary.targeted} image variants "
-                   f"reached it; {summary.target_missed} kept at the end of their knob's range (\"reached\": false)")
+        from ..corruptions.target import target_summary
+
+        typer.echo(target_summary(summary.target_outcome, '"reached": false in manifest.jsonl'))
     if summary.warnings:
         typer.echo(f"input warnings: {len(summary.warnings)} (printed above)")
     if summary.skipped:

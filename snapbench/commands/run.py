@@ -55,7 +55,7 @@ def run(
     block_queries: int = typer.Option(16, "--block-queries", hidden=True, help="Queries per resume checkpoint."),
     traffic: Optional[Path] = typer.Option(
         None, "--traffic", help="A 'snapbench diagnose' output folder: also write OUT/traffic.json (expected R@k under that traffic mix), shown in the report."),
-    severity_target: Optional[str] = typer.Option(None, "--severity-target", metavar="METRIC=V1,V2,...", help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (each operator's knob searched per image, as in corrupt)."),
+    severity_target: Optional[str] = typer.Option(None, "--severity-target", metavar="METRIC=V1,V2,...", help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (one value per grid level, s1 first, each lower than the one before; each operator's knob searched per image, as in corrupt)."),
     no_measure: bool = typer.Option(False, "--no-measure", help="Leave out the per-query rows psnr, ssim, drift_image, drift_text (measured damage)."),
     gallery_shard_rows: Optional[int] = typer.Option(
         None, "--gallery-shard-rows",
@@ -108,6 +108,10 @@ def _summary(result) -> None:
         f"{result.n_queries} queries x {len(result.conditions)} conditions vs {result.n_gallery} gallery items; "
         f"modes: {', '.join(result.modes)}; {len(result.dropped)} dropped; {done}"
     )
+    if result.target_outcome is not None:
+        from ..corruptions.target import target_summary
+
+        typer.echo(target_summary(result.target_outcome, "target_reached 0 in per_query.csv"))
     for target, path in result.reports.items():
         typer.echo(f"  {target:14s} {path}")
     if result.html is not None:

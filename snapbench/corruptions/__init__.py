@@ -27,7 +27,16 @@ from .manifest import ManifestError, QueryRecord, load_manifest
 from .measure import ImageStrength, TextStrength, image_reference, measure_image, measure_text
 from .plan import plan_conditions, resolve_conditions, resolve_grid
 from .run import CorruptOptions, RunConfigError, RunSummary, run_corruption
-from .target import KnobSearch, SeverityTarget, parse_severity_target, search_knob, target_variant
+from .target import (
+    KnobSearch,
+    SeverityTarget,
+    TargetOutcome,
+    parse_severity_target,
+    search_knob,
+    target_outcome,
+    target_summary,
+    target_variant,
+)
 from .text import (
     CorruptedText,
     EntityNotFoundError,
@@ -87,4 +96,7 @@ __all__ = [
     "SeverityTarget",
     "parse_severity_target",
     "target_variant",
+    "TargetOutcome",
+    "target_outcome",
+    "target_summary",
 ]

@@ -199,7 +199,7 @@ def contact_sheet(
     operators = list(dict.fromkeys(c.image_operator for c in img_conds))
     sev_cols = sorted({c.severity for c in img_conds}) or [1, 2, 3]
     ncols = max(len(sev_cols), 1)
-    target = checked_target(severity_target, img_conds)
+    target = checked_target(severity_target, img_conds, plan.grid)
     results = {item.condition: item for item in generate_variants(
         image, question, key=str(key), entity=entity, seed=seed,
         conditions=[Condition.clean()] + img_conds + txt_conds, grid=plan.grid, measure=measure, target=target)}

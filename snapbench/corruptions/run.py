@@ -50,7 +50,7 @@ import cv2
 import numpy as np
 
 from .._version import __version__
-from ..conditions import Condition, ConditionPlan
+from ..conditions import Condition, ConditionPlan, parse_condition
 from ..engines import check_engine, ordered_map
 from ..errors import ConfigError
 from ..layout import CorruptDir, check_resume, read_run_json, write_run_json
@@ -72,7 +72,7 @@ from .resume import (
     remove_stale_temps,
     upgrade_legacy_run_json,
 )
-from .target import SeverityTarget, parse_severity_target
+from .target import SeverityTarget, TargetOutcome, parse_severity_target, target_outcome
 from .variants import checked_target
 from .workers import registrations_payload, restore_registrations
 
@@ -138,10 +138,17 @@ class RunSummary:
     guessed_entities: int = 0
     #: warnings about the input (unknown manifest fields), also passed to ``log`` as they happen
     warnings: list[str] = field(default_factory=list)
-    #: with a severity target: image variants written by this call, and how many of them missed it
-    #: (the knob's range ended first; their manifest lines say ``"reached": false``)
+    #: with a severity target: the image variants (``img/`` lines) the folder's manifest holds after this
+    #: call, those kept from earlier calls included; how many missed their target (``"reached": false``);
+    #: and the (query, operator) pairs whose harsher level measures milder (:class:`~.target.TargetOutcome`)
     targeted: int = 0
     target_missed: int = 0
+    target_inverted: int = 0
+
+    @property
+    def target_outcome(self) -> TargetOutcome:
+        """:attr:`targeted`, :attr:`target_missed`, :attr:`target_inverted` as a :class:`~.target.TargetOutcome`."""
+        return TargetOutcome(self.targeted, self.target_missed, self.target_inverted)
 
     @property
     def manifest_path(self) -> Path:
@@ -241,8 +248,18 @@ class _Counts:
     written: int = 0
     skipped: int = 0
     skipped_queries: int = 0
-    targeted: int = 0
-    target_missed: int = 0
+    #: the image lines written with a severity target (for the folder's :class:`TargetOutcome`)
+    targeted: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _outcome(lines: Iterable[dict[str, Any]]) -> TargetOutcome:
+    """The severity targets of the image lines among ``lines`` (a joint line repeats its image part's)."""
+    entries = []
+    for x in lines:
+        if x.get("kind") == "image" and x.get("target") is not None:
+            c = parse_condition(str(x["condition"]))
+            entries.append((str(x["id"]), str(c.image_operator), int(c.severity), x["target"]))
+    return target_outcome(entries)
 
 
 def _write(folder: CorruptDir, tasks: list[QueryTask], n_records: int, opts: CorruptOptions, payload: bytes) -> _Counts:
@@ -263,9 +280,7 @@ def _write(folder: CorruptDir, tasks: list[QueryTask], n_records: int, opts: Cor
                 counts.written += len(res.lines)
                 counts.skipped += len(res.skips)
                 counts.skipped_queries += sum(1 for s in res.skips if s["condition"] is None)
-                targets = [x["target"] for x in res.lines if x.get("target") is not None]
-                counts.targeted += len(targets)
-                counts.target_missed += sum(1 for t in targets if not t["reached"])
+                counts.targeted += [x for x in res.lines if x.get("target") is not None]
                 bar.advance(task)
     return counts
 
@@ -335,7 +350,7 @@ def run_corruption(
     records = load_manifest(manifest_path, on_warning=note)
     plan = plan_conditions(opts.conditions, joint=opts.joint, grid=opts.grid)
     conds, cond_ids = plan.conditions, [c.id for c in plan.conditions]
-    checked_target(opts.severity_target, conds)  # every image severity has a target: fail before any output
+    checked_target(opts.severity_target, conds, plan.grid)  # one target per grid level: fail before any output
     payload = b""
     if opts.workers > 1 or opts.engine != "local":
         payload = registrations_payload({c.image_operator for c in conds if c.image_operator},
@@ -348,10 +363,11 @@ def run_corruption(
     kept = kept_outputs(folder, opts.seed, fingerprints, measure=opts.measure)
     tasks, reused = _tasks(records, cond_ids, kept, folder, opts, dict(plan.grid), fingerprints)
     counts = _write(folder, tasks, len(records), opts, payload)
+    outcome = _outcome([*kept.values(), *counts.targeted])  # the folder's total, not only this call's
     has_text = any(c.kind in ("text", "joint") for c in conds)
     guessed = sum(1 for r in records if r.question is not None and not (r.entity or "").strip()) if has_text else 0
     return RunSummary(out_dir=folder.root, n_queries=len(records), conditions=cond_ids, written=counts.written,
                       reused=reused, skipped=counts.skipped, skipped_queries=counts.skipped_queries,
                       elapsed_s=time.perf_counter() - t0, added_conditions=[c.id for c in plan.added_parts],
-                      guessed_entities=guessed, warnings=notes, targeted=counts.targeted,
-                      target_missed=counts.target_missed)
+                      guessed_entities=guessed, warnings=notes, targeted=outcome.variants,
+                      target_missed=outcome.missed, target_inverted=outcome.inverted)

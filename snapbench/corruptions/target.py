@@ -33,7 +33,7 @@ Rules (deterministic: the same inputs give the same evaluations in the same orde
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,8 +42,8 @@ import numpy as np
 from ..errors import ConfigError
 from .measure import ImageReference, ImageStrength, image_reference, measure_image
 
-__all__ = ["DEFAULT_TOLERANCE", "KnobSearch", "SeverityTarget", "parse_severity_target", "search_knob",
-           "target_variant"]
+__all__ = ["DEFAULT_TOLERANCE", "KnobSearch", "SeverityTarget", "TargetOutcome", "parse_severity_target", "search_knob",
+           "target_outcome", "target_summary", "target_variant"]
 
 #: Default tolerance per metric: the issue's ±0.01 SSIM, ±0.5 dB PSNR.
 DEFAULT_TOLERANCE: dict[str, float] = {"ssim": 0.01, "psnr": 0.5}
@@ -258,6 +258,14 @@ class SeverityTarget:
     def levels(self) -> int:
         return len(self.values)
 
+    def check_levels(self, levels: int) -> None:
+        """:class:`ConfigError` unless there is exactly one value per severity level of the grid
+        (``levels``: its highest severity): a value beyond the last level would be silently unused."""
+        if len(self.values) != int(levels):
+            raise ConfigError(f"{self.spec} gives {len(self.values)} value(s) but the severity grid has {levels} "
+                              f"level(s) (s1..s{levels}); give exactly one value per level, s1 first",
+                              param="severity_target")
+
     def value_at(self, severity: int) -> float:
         """The target of severity level ``severity`` (1-based); :class:`ConfigError` beyond the last."""
         if not 1 <= int(severity) <= len(self.values):
@@ -289,14 +297,26 @@ def _target_value(metric: str, raw: str, spec: str) -> float:
     return v
 
 
+def _check_order(metric: str, values: tuple[float, ...], spec: str) -> None:
+    # s1 is the mildest level: a higher SSIM / PSNR is a milder variant, so the values must fall
+    for k, (a, b) in enumerate(zip(values, values[1:]), start=1):
+        if not b < a:
+            raise ConfigError(f"{spec!r}: the values go from the mildest level (s1) to the harshest, so each {metric} "
+                              f"target must be lower than the one before; s{k + 1} ({b:g}) is not below s{k} ({a:g})",
+                              param="severity_target")
+
+
 def parse_severity_target(spec: str | SeverityTarget | None) -> SeverityTarget | None:
-    """``"ssim=0.90,0.75,0.60"`` or ``"psnr=30,25,20"`` (one value per severity level, s1 first) as a
-    :class:`SeverityTarget`; None and a SeverityTarget pass through.  :class:`ConfigError` otherwise."""
+    """``"ssim=0.90,0.75,0.60"`` or ``"psnr=30,25,20"`` (one value per severity level, s1 first, each
+    lower than the one before: s1 is the mildest) as a :class:`SeverityTarget`; None and a valid
+    SeverityTarget pass through.  :class:`ConfigError` otherwise.  That the number of values is the
+    grid's number of levels is checked against the grid (:meth:`SeverityTarget.check_levels`)."""
     if spec is None or isinstance(spec, SeverityTarget):
         if isinstance(spec, SeverityTarget):
             _check(spec.metric, 0.0, 1.0, False, False, spec.tolerance, spec.max_evals)
             for v in spec.values:
                 _target_value(spec.metric, str(v), spec.spec)
+            _check_order(spec.metric, tuple(spec.values), spec.spec)
         return spec
     text = str(spec).strip()
     metric, sep, rest = text.partition("=")
@@ -305,6 +325,7 @@ def parse_severity_target(spec: str | SeverityTarget | None) -> SeverityTarget |
         raise ConfigError(f"{text!r} must look like ssim=0.90,0.75,0.60 or psnr=30,25,20 (a metric among "
                           f"{', '.join(DEFAULT_TOLERANCE)}, then one value per severity level)", param="severity_target")
     values = tuple(_target_value(metric, part, text) for part in rest.split(","))
+    _check_order(metric, values, text)
     return SeverityTarget(metric, values)
 
 
@@ -329,3 +350,53 @@ def target_variant(operator: Any, image: np.ndarray, params: Mapping[str, Any], 
     got = strength.ssim if metric == "ssim" else strength.psnr
     reached = not math.isnan(got) and abs(got - float(value)) <= tol
     return KnobSearch(out, dict(params), strength, metric, float(value), got, reached, None, None, 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# what a run's targets came to
+
+
+@dataclass(frozen=True)
+class TargetOutcome:
+    """How a run's image variants met their severity targets: ``variants`` searched, ``missed`` (not
+    within the tolerance: ``"reached": false``) and ``inverted`` -- (query, operator) pairs whose
+    achieved measure does not fall from level to level (a harsher level measures milder than the one
+    before it: a missed target, most often)."""
+
+    variants: int = 0
+    missed: int = 0
+    inverted: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        """How run.json records it."""
+        return {"variants": self.variants, "missed": self.missed, "inverted": self.inverted}
+
+
+def target_outcome(entries: Iterable[tuple[str, str, int, Mapping[str, Any]]]) -> TargetOutcome:
+    """The :class:`TargetOutcome` of ``(query id, image operator, severity, outcome)`` entries, one per
+    image variant (``outcome`` holds ``reached`` and ``achieved``, as the manifest's ``"target"``)."""
+    n = missed = 0
+    achieved: dict[tuple[str, str], dict[int, float]] = {}
+    for qid, op, sev, t in entries:
+        n += 1
+        missed += not t.get("reached")
+        got = t.get("achieved")
+        if got is not None and math.isfinite(float(got)):
+            achieved.setdefault((qid, op), {})[int(sev)] = float(got)
+    inverted = 0
+    for by_level in achieved.values():
+        vals = [by_level[s] for s in sorted(by_level)]
+        inverted += any(b > a for a, b in zip(vals, vals[1:]))
+    return TargetOutcome(n, missed, inverted)
+
+
+def target_summary(outcome: TargetOutcome, flagged: str) -> str:
+    """The one line ``corrupt`` and ``run`` print about a severity target; ``flagged`` says where the
+    missed variants are marked (``'"reached": false in manifest.jsonl'``)."""
+    line = (f"severity target: {outcome.variants - outcome.missed} of {outcome.variants} image variants reached it; "
+            f"{outcome.missed} missed it by more than the tolerance ({flagged}): the knob's range ended first, or the "
+            "measure jumps over the target")
+    if outcome.inverted:
+        line += (f"; for {outcome.inverted} (query, operator) pair(s) a harsher level measures milder than the one "
+                 "before it")
+    return line

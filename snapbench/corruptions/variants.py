@@ -25,14 +25,14 @@ from typing import Any, Literal
 import numpy as np
 
 from ..conditions import Condition
-from ..errors import InputError, in_words
+from ..errors import ConfigError, InputError, in_words
 from ..jsonable import to_json
 from .image import corrupt_image_with_params
 from .image.base import sample_image_params
 from .io import DEFAULT_MAX_PIXELS, ImageLoadError, load_image
 from .manifest import QueryRecord, load_manifest
 from .measure import ImageReference, image_reference, measure_image, measure_text
-from .plan import plan_conditions, plan_grid
+from .plan import plan_conditions, plan_grid, resolve_grid
 from .target import SeverityTarget, parse_severity_target, target_variant
 from .text import corrupt_text_with_params
 
@@ -172,15 +172,40 @@ class _Parts:
         return Variant(cid, cond.kind, image, question, params, img_from, txt_from, measured, target)
 
 
-def checked_target(spec: str | SeverityTarget | None, conditions: Iterable[Condition]) -> SeverityTarget | None:
+def checked_target(spec: str | SeverityTarget | None, conditions: Iterable[Condition],
+                   grid: Table | None = None) -> SeverityTarget | None:
     """``spec`` parsed (:func:`~.target.parse_severity_target`) and checked against the run's
-    conditions: every image part's severity needs a target value (:class:`ConfigError` otherwise)."""
+    conditions: every image part's severity needs a target value, and with the resolved ``grid``
+    there must be exactly one value per level the grid gives the run's image operators (its highest
+    severity among them; :class:`ConfigError` otherwise)."""
     target = parse_severity_target(spec)
-    if target is not None:
-        for c in conditions:
-            if c.kind in ("image", "joint"):
-                target.value_at(c.severity)
+    if target is None:
+        return None
+    conditions = list(conditions)
+    ops = {c.image_operator for c in conditions if c.kind in ("image", "joint") and c.image_operator}
+    levels = [int(sev) for op in ops for sev in (grid or {}).get(op, {})]
+    if levels:
+        target.check_levels(max(levels))
+    for c in conditions:
+        if c.kind in ("image", "joint"):
+            target.value_at(c.severity)
     return target
+
+
+def _resolved(conditions: Sequence[Condition] | None, grid: Table | None) -> tuple[Sequence[Condition], Table]:
+    """generate_variants' defaults (the 54 states, the default grid) and its check that ``conditions``
+    are Condition objects (a bare TypeError from deep inside otherwise)."""
+    table = resolve_grid(None) if grid is None else grid
+    if conditions is None:
+        return plan_conditions(None, grid=table).conditions, table
+    if isinstance(conditions, (str, Condition)) or not isinstance(conditions, Iterable):
+        raise ConfigError(f"must be a list of Condition objects (plan_conditions(...).conditions), got "
+                          f"{type(conditions).__name__}", param="conditions")
+    bad = [c for c in conditions if not isinstance(c, Condition)]
+    if bad:
+        raise ConfigError(f"must be Condition objects (plan_conditions(...).conditions; iter_variants takes condition "
+                          f"ids), got {bad[0]!r}", param="conditions")
+    return conditions, table
 
 
 def generate_variants(
@@ -190,17 +215,20 @@ def generate_variants(
     key: str,
     entity: str | None,
     seed: int,
-    conditions: Sequence[Condition],
-    grid: Table,
+    conditions: Sequence[Condition] | None = None,
+    grid: Table | None = None,
     measure: bool = False,
     target: SeverityTarget | None = None,
 ) -> Iterator[Variant | Skip]:
     """Yield a :class:`Variant` or a :class:`Skip` for each of ``conditions``, in order.
 
-    ``conditions`` and ``grid`` are already resolved (:func:`~.plan.plan_conditions`): this is the
-    low-level generator, it validates nothing and never raises for one condition -- a failing
+    ``conditions`` are :class:`~snapbench.conditions.Condition` objects and ``grid`` a resolved
+    severity table, as :func:`~.plan.plan_conditions` gives them (``plan.conditions``,
+    ``plan.grid``): this is the low-level generator, it never raises for one condition -- a failing
     operator, a missing entity or a query without image / question becomes a Skip naming the
-    reason.  ``key`` is the query id: with ``seed`` it keys all randomness, so the variants equal
+    reason.  ``conditions=None`` means the 54 states of :func:`~.plan.plan_conditions` (clean, 45
+    image, 8 text) and ``grid=None`` the default grid; anything else than Condition objects (condition
+    ids: use :func:`iter_variants`) is a :class:`~snapbench.errors.ConfigError`.  ``key`` is the query id: with ``seed`` it keys all randomness, so the variants equal
     those ``run_corruption`` writes for that id.  ``measure`` fills :attr:`Variant.measured`;
     ``target`` (a parsed :class:`~.target.SeverityTarget`) searches each image part to its level's
     target and fills :attr:`Variant.target`.
@@ -209,6 +237,7 @@ def generate_variants(
     variants of a 12 Mpx photo would hold ~1.6 GB); a consumer should finish with a variant before
     asking for the next.
     """
+    conditions, grid = _resolved(conditions, grid)
     parts = _Parts(image, question, key=str(key), entity=entity, seed=seed, grid=grid, conditions=conditions,
                    measure=measure, target=target)
     prev: Condition | None = None
@@ -247,7 +276,7 @@ def iter_variants(
     if image is None and question is None:
         raise InputError(f"query {key!r}: needs an image or a question")
     plan = plan_conditions(conditions, joint=joint, grid=plan_grid(grid))
-    target = checked_target(severity_target, plan.conditions)
+    target = checked_target(severity_target, plan.conditions, plan.grid)
     for item in generate_variants(image, question, key=str(key), entity=entity, seed=seed, conditions=plan.conditions,
                                   grid=plan.grid, measure=measure, target=target):
         if isinstance(item, Skip):
@@ -280,7 +309,7 @@ def stream_corruptions(
     recs = load_manifest(records) if isinstance(records, (str, os.PathLike)) else records
     plan = plan_conditions(conditions, joint=joint, grid=plan_grid(grid))
     table, conds = plan.grid, plan.conditions
-    target = checked_target(severity_target, conds)
+    target = checked_target(severity_target, conds, table)
     for rec in recs:
         image = None
         if rec.image is not None:

@@ -10,6 +10,10 @@ per-query tables (``<target>/per_query.csv``, beside the evaluation metrics, in 
   embeddings; ``drift_image`` for image and joint conditions, ``drift_text`` for text and joint
   ones.  Each needs that side of the query to be encoded by the run.
 
+With ``--severity-target``, image and joint conditions also get ``target_reached``: 1 where the
+image variant met its level's target within the tolerance, 0 where it missed (the manifest's
+``"reached"``); without a target the row is not written, so those tables are unchanged.
+
 Every target of a run carries the same rows (they describe the queries, not the target), so each
 ``per_query.csv`` can be read on its own.  Readers pick metrics by name, so the rows add to the table
 without changing what any evaluation metric reads.
@@ -26,10 +30,12 @@ import numpy as np
 from ..conditions import Condition
 from .plan import image_source, text_source
 
-__all__ = ["MEASURED_METRICS", "drift", "measured_rows"]
+__all__ = ["MEASURED_METRICS", "TARGET_METRIC", "drift", "measured_rows", "run_target_outcome"]
 
 #: The metrics these rows use in the per-query tables, in the order they are written.
 MEASURED_METRICS: tuple[str, ...] = ("psnr", "ssim", "drift_image", "drift_text")
+#: The row of a run with a severity target: 1 where the variant reached it, 0 where it missed.
+TARGET_METRIC = "target_reached"
 
 
 def drift(clean: np.ndarray, corrupted: np.ndarray) -> np.ndarray:
@@ -62,8 +68,11 @@ def measured_rows(
     keep: np.ndarray,
     embeddings: Mapping[tuple[str, str], np.ndarray],
     measured: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    *,
+    damage: bool = True,
 ) -> dict[str, dict[str, np.ndarray]]:
-    """``{condition: {metric: one value per kept query}}`` for the metrics of :data:`MEASURED_METRICS`.
+    """``{condition: {metric: one value per kept query}}`` for the metrics of :data:`MEASURED_METRICS`
+    (``damage``; off with ``--no-measure``) and :data:`TARGET_METRIC` (where ``measured`` has targets).
 
     ``qids`` are the kept queries' ids (rows ``keep`` of the embedding arrays, in that order);
     ``embeddings`` maps ``(side, source)`` to one row per dataset query; ``measured`` maps a query id
@@ -75,14 +84,31 @@ def measured_rows(
         per: dict[str, np.ndarray] = {}
         if c.kind in ("image", "joint") and ("image", "clean") in embeddings:
             src = image_source(c)
-            if ("image", src) in embeddings:
+            if ("image", src) in embeddings and damage:
                 per["psnr"] = _strength(measured, qids, src, "psnr")
                 per["ssim"] = _strength(measured, qids, src, "ssim")
                 per["drift_image"] = drift(embeddings[("image", "clean")][keep], embeddings[("image", src)][keep])
-        if c.kind in ("text", "joint") and ("text", "clean") in embeddings:
+            if ("image", src) in embeddings and any("reached" in measured.get(q, {}).get(src, {}) for q in qids):
+                per[TARGET_METRIC] = _strength(measured, qids, src, "reached")
+        if c.kind in ("text", "joint") and ("text", "clean") in embeddings and damage:
             src = text_source(c)
             if ("text", src) in embeddings:
                 per["drift_text"] = drift(embeddings[("text", "clean")][keep], embeddings[("text", src)][keep])
         if per:
             rows[c.id] = per
     return rows
+
+
+def run_target_outcome(measured: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> Any:
+    """The :class:`~snapbench.corruptions.target.TargetOutcome` of a run's image sources (``measured``:
+    query id -> image source -> {"reached", "achieved", ...}, every query the run corrupted)."""
+    from ..conditions import parse_condition
+    from ..corruptions.target import target_outcome
+
+    entries = []
+    for q, per in measured.items():
+        for src, m in per.items():
+            if isinstance(m, Mapping) and "reached" in m:
+                c = parse_condition(src)
+                entries.append((str(q), str(c.image_operator), int(c.severity), m))
+    return target_outcome(entries)

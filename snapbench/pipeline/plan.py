@@ -199,7 +199,7 @@ def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
     if options.severity_target is not None:
         from ..corruptions.variants import checked_target
 
-        checked_target(options.severity_target, conds)  # every image severity has a target
+        checked_target(options.severity_target, conds, table)  # one target per grid level
     img_sources = tuple(dict.fromkeys(image_source(c) for c in conds)) if use_img else ()
     txt_sources = tuple(dict.fromkeys(text_source(c) for c in conds)) if use_txt else ()
     notes = list(getattr(dataset, "notes", [])) + _mode_notes(modes, options.modes) + cnotes

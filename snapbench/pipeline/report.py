@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ..modes import ModePlan
 from ..textio import read_json
+from .measured import run_target_outcome
 from .options import RunOptions, RunResult
 from .queries import QueryEmbeddings
 from .resume import RunState, save_run_json
@@ -62,12 +63,16 @@ def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluate
         notes.append(f"{len(queries.dropped)} of {len(dataset.queries)} queries dropped from every state (dropped_queries.json)")
     state.meta.update({"modes": list(evaluated.modes.targets), "notes": notes, "status": "complete",
                        "n_queries_evaluated": int(queries.keep.size)})
+    outcome = None
+    if options.severity_target is not None:  # recorded only with a target: other run.json files are unchanged
+        outcome = run_target_outcome(queries.measured)
+        state.meta["severity_target_outcome"] = outcome.to_json()
     save_run_json(state)
     _write_traffic(state, options, say)
     html = _build_html(state.dir.root, say) if options.report else None
     return RunResult(state.dir.root, list(evaluated.modes.targets), list(state.meta["conditions"]), int(queries.keep.size),
                      len(dataset.gallery), queries.dropped, notes, evaluated.reports, html, time.perf_counter() - t0,
-                     dict(queries.timings))
+                     dict(queries.timings), target_outcome=outcome)
 
 
 def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable[[str], None], t0: float) -> RunResult:
@@ -80,4 +85,15 @@ def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable
     html = rundir.report_html if rundir.report_html.is_file() else None
     return RunResult(rundir.root, list(meta.get("modes", [])), list(meta.get("conditions", [])),
                      int(meta.get("n_queries_evaluated", 0)), len(dataset.gallery), dict(dropped), list(meta.get("notes", [])),
-                     {t: rundir.report(t) for t in rundir.targets()}, html, time.perf_counter() - t0, {}, reused=True)
+                     {t: rundir.report(t) for t in rundir.targets()}, html, time.perf_counter() - t0, {}, reused=True,
+                     target_outcome=_recorded_outcome(meta))
+
+
+def _recorded_outcome(meta: dict[str, Any]) -> Any:
+    """The severity target's outcome run.json recorded (None without a target)."""
+    rec = meta.get("severity_target_outcome")
+    if not isinstance(rec, dict):
+        return None
+    from ..corruptions.target import TargetOutcome
+
+    return TargetOutcome(int(rec.get("variants", 0)), int(rec.get("missed", 0)), int(rec.get("inverted", 0)))

@@ -86,9 +86,10 @@ def _evaluate(ds: Any, job: _Job, gallery: Any, queries: QueryEmbeddings, opts: 
     if note:
         job.say(note)
     measured = None
-    if opts.measure:
+    if opts.measure or opts.severity_target is not None:
         qids = [ds.queries[i].id for i in queries.keep]
-        measured = measured_rows(job.plan.conditions, qids, queries.keep, queries.embeddings, queries.measured)
+        measured = measured_rows(job.plan.conditions, qids, queries.keep, queries.embeddings, queries.measured,
+                                 damage=bool(opts.measure))
     reports = evaluate_all(ds, job.state.dir.root, job.plan.conditions, list(modes.modes), modes.moor, gallery.sides,
                            queries.embeddings, queries.keep, opts, bar, job.say, measured)
     return Evaluated(modes, note, reports)

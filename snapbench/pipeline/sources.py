@@ -46,7 +46,8 @@ class SourceTask:
 class SourceResult:
     """One query's sources.  ``skips``: {"id", "condition" (a source, or None: the query's image could not
     be read, which concerns every image source), "reason"}.  ``measured``: image source -> {"psnr",
-    "ssim"} (as the corrupt manifest records them), when measured."""
+    "ssim"} (as the corrupt manifest records them), when measured; with a severity target also
+    {"reached", "achieved"} (the manifest's ``"target"`` values)."""
 
     index: int
     images: dict[str, np.ndarray]
@@ -108,6 +109,9 @@ def generate_sources(task: SourceTask, sink: BlockWriter | None = None) -> Sourc
             images[v.condition] = v.image if sink is None else sink.put(v.image)
             if v.measured is not None and v.kind == "image":
                 measured[v.condition] = {"psnr": v.measured["psnr"], "ssim": v.measured["ssim"]}
+            if v.target is not None and v.kind == "image":  # only with a target: blocks logs stay as they were
+                measured.setdefault(v.condition, {}).update(reached=bool(v.target["reached"]),
+                                                            achieved=v.target["achieved"])
         if v.condition in task.text_sources and v.question is not None:
             texts[v.condition] = v.question
     return SourceResult(task.index, images, texts, skips, image_failed=bool(task.image_sources) and image is None,

@@ -153,7 +153,7 @@ def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
         ("primary metric", f"{metric_label(metric)} ({metric}); values in %, differences in points"),
         ("signs", "Δ = condition − clean (negative = worse); additivity drops = clean − condition (positive = worse)"),
         ("seed", str(run.get("seed", meta.seed))),
-        *([("severity", f"s1, s2, ... are measured targets: {fp['severity_target']}")]
+        *([("severity", f"s1, s2, ... are measured targets: {fp['severity_target']}{_target_missed(run)}")]
           if isinstance(fp := run.get("fingerprint"), dict) and fp.get("severity_target") else []),
         ("bootstrap", f"{meta.resamples} resamples, {ci} {meta.ci_method}; only the queries that count for a "
                       "metric are resampled"),
@@ -312,6 +312,17 @@ def _mode_section(data: RunData, mode: str, metric: str, w: _Writer) -> HtmlSect
     if mode not in data.per_query:
         sec.missing.append(f"{mode}/per_query.csv not found: no CIs for aggregated bars, no per-query table")
     return sec
+
+
+def _target_missed(run: dict) -> str:
+    """How many image variants missed their target, as run.json records it (empty when it does not)."""
+    rec = run.get("severity_target_outcome")
+    if not isinstance(rec, dict) or not rec.get("variants"):
+        return ""
+    line = f"; {rec.get('missed', 0)} of {rec['variants']} image variants missed theirs (target_reached 0 in per_query.csv)"
+    if rec.get("inverted"):
+        line += f", leaving {rec['inverted']} (query, operator) pair(s) with a harsher level that measures milder"
+    return line
 
 
 def _damage_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:

@@ -45,14 +45,19 @@ from .rundir import MODE_NAMES, RunData
 from .tables import Cell, Table, metric_label
 
 __all__ = ["DRIFT_BINS", "PER_DAMAGE", "SSIM_BINS", "DamageAnalysis", "Sensitivity", "damage_analysis", "damage_tables",
-           "sensitivity_slopes"]
+           "sensitivity_slopes", "target_counts"]
 
-#: SSIM bin edges, high to low: a bin holds lo <= SSIM < hi (the first one up to 1 inclusive).
-SSIM_BINS: tuple[float, ...] = (1.0, 0.95, 0.9, 0.8, 0.7, 0.6, 0.4, -1.0)
+#: SSIM bin edges, high to low: a bin holds lo <= SSIM < hi (the first one up to 1 inclusive), so an
+#: SSIM exactly on an edge counts in the bin above it.  The documented severity targets 0.9, 0.75 and
+#: 0.6 sit in the middle of a bin (0.85–0.95, 0.7–0.8, 0.55–0.65), so the variants that reach one
+#: (±0.01) fall in one column; the bins between them hold what missed.
+SSIM_BINS: tuple[float, ...] = (1.0, 0.95, 0.85, 0.8, 0.7, 0.65, 0.55, -1.0)
 #: Embedding drift (1 − cos) bin edges, low to high: lo <= drift < hi.
 DRIFT_BINS: tuple[float, ...] = (-math.inf, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, math.inf)
 #: Damage measures: per-query metric per kind of operator, and how the damage is read from it.
 DAMAGES = {"ssim": "SSIM loss (1 − SSIM)", "drift": "embedding drift (1 − cos)"}
+#: What the bin columns of each damage measure hold (the SSIM table's columns are SSIM, not its loss).
+BINNED = {"ssim": "measured SSIM", "drift": "embedding drift (1 − cos)"}
 #: Slopes are shown per this much damage (0.1 SSIM loss, 0.1 drift), in points.
 PER_DAMAGE = 0.1
 
@@ -82,6 +87,22 @@ class DamageAnalysis:
     slopes: dict[str, dict[str, Sensitivity]] = field(default_factory=dict)
     #: damage -> {"most", "least", "difference", "ci"} (least − most), when two operators have slopes
     extremes: dict[str, dict] = field(default_factory=dict)
+    #: with a severity target: (missed, image variants) over the kept queries' ``img/`` conditions
+    #: (the ``target_reached`` rows of the per-query table); None without one
+    target: tuple[int, int] | None = None
+
+
+def target_counts(pq: PerQuery) -> tuple[int, int] | None:
+    """(missed, image variants) of a run with a severity target, from its ``target_reached`` rows
+    (image conditions only: a joint condition's image is its image part's variant); None without."""
+    missed = total = 0
+    for cid in pq.values:
+        vals = pq.array(cid, "target_reached") if parse_condition(cid).kind == "image" else None
+        if vals is not None:
+            vals = vals[np.isfinite(vals)]
+            total += int(vals.size)
+            missed += int((vals == 0).sum())
+    return (missed, total) if total else None
 
 
 def _observations(pq: PerQuery, metric: str, damage: str) -> dict[str, tuple[str, list[tuple[np.ndarray, np.ndarray]]]]:
@@ -167,7 +188,7 @@ def damage_analysis(data: RunData, metric: str = "hit@1") -> DamageAnalysis | No
     rep = data.reports[mode]
     seed, resamples, level = int(rep.meta.seed or 0), int(rep.meta.resamples or 1000), float(rep.meta.ci_level or 0.95)
     counts = bootstrap_counts(len(pq.query_ids), min(resamples, MAX_RESAMPLES), seed, key="report.damage")
-    res = DamageAnalysis(mode, metric, level)
+    res = DamageAnalysis(mode, metric, level, target=target_counts(pq))
     for damage in DAMAGES:
         _analyse(pq, metric, damage, res, counts)
     return res
@@ -229,8 +250,13 @@ def damage_tables(res: DamageAnalysis) -> list[Table]:
         for group, ops in operator_order(list(slopes)):
             t.groups.append((group, [(op, [_bin_cell(m, n) for m, n in bins[op]] + [_slope_cell(slopes[op])])
                                      for op in ops]))
-        t.notes.append(f"Cells: mean {lab} (%) over the (query, severity) pairs whose {what} falls in the bin, their "
-                       "number in brackets. Slope: the paired change (condition − clean) against the damage, "
-                       "through the origin, over all of the operator's pairs; bootstrap over queries.")
+        edge = "a value on an edge counts in the bin above it" if damage == "ssim" else \
+            "a value on an edge counts in the bin to its right"
+        t.notes.append(f"Cells: mean {lab} (%) over the (query, severity) pairs whose {BINNED[damage]} falls in the "
+                       f"bin ({edge}), their number in brackets. Slope: the paired change (condition − clean) against "
+                       f"the {what}, through the origin, over all of the operator's pairs; bootstrap over queries.")
+        if damage == "ssim" and res.target is not None and res.target[0]:
+            t.notes.append(f"Severity target: {res.target[0]} of {res.target[1]} image variants missed their level's "
+                           "target (target_reached 0 in per_query.csv); each is binned by the SSIM it measures.")
         out.append(t)
     return out
