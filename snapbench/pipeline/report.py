@@ -33,8 +33,12 @@ class Evaluated:
 
 
 def _build_html(out: Path, say: Callable[[str], None]) -> Path | None:
+    """The run's report.  report.html is its last file, so it exists only once a report was finished:
+    an older one goes first, and a run read back without it (the report stage was interrupted, or
+    the run was made with ``--no-report``) gets its report then."""
     from ..report import build_report
 
+    (out / "report.html").unlink(missing_ok=True)
     rep = build_report(out)
     for topic, lines in rep.notes.items():
         for line in lines:
@@ -77,10 +81,15 @@ def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluate
 
 def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable[[str], None], t0: float) -> RunResult:
     """The :class:`RunResult` of a folder that holds this run complete already.  Its reports are read
-    back; ``--traffic`` is honoured all the same (traffic.json written, the HTML report rebuilt)."""
+    back; ``--traffic`` is honoured all the same (traffic.json written, the HTML report rebuilt), and
+    an unfinished HTML report (no report.html) is written."""
     meta, rundir = state.meta, state.dir
     dropped = read_json(rundir.dropped_queries, what="dropped queries") if rundir.dropped_queries.is_file() else {}
-    if _write_traffic(state, options, say) and options.report:
+    traffic = _write_traffic(state, options, say)
+    if options.report and not rundir.report_html.is_file():
+        say("the report was not finished (no report.html): writing it")
+        _build_html(rundir.root, say)
+    elif traffic and options.report:
         _build_html(rundir.root, say)
     html = rundir.report_html if rundir.report_html.is_file() else None
     return RunResult(rundir.root, list(meta.get("modes", [])), list(meta.get("conditions", [])),
