@@ -200,11 +200,23 @@ def _additivity(v: MetricView) -> Finding | None:
 
 
 def _variants(sources: Sequence) -> list[Finding]:
+    """A warning when the recorded variant sources differ.  A source that is not recorded (an evaluate
+    report: score files say nothing of how their queries were corrupted) is unknown, not different;
+    it is named only beside released variants, as snapbench's own score files (corrupt, encode, moor)
+    hold generated ones."""
     by = {s.name: s.variants or "not recorded" for s in sources}
-    if len(set(by.values())) < 2:
+    known = {v for v in by.values() if v != "not recorded"}
+    unknown = [n for n, v in by.items() if v == "not recorded"]
+    if len(known) >= 2:
+        text = ("The runs' query variants come from different sources (" + ", ".join(f"{n}: {v}" for n, v in by.items())
+                + "): a difference between them mixes the variant source with any model difference.")
+    elif unknown and known == {"released"}:
+        text = (f"{', '.join(n for n, v in by.items() if v == 'released')} evaluated the released query variants; "
+                f"the variant source of {', '.join(unknown)} is not recorded (an evaluate report): if "
+                f"{'its variants were' if len(unknown) == 1 else 'their variants were'} generated, a difference "
+                "mixes the variant source with any model difference.")
+    else:
         return []
-    text = ("The runs' query variants come from different sources (" + ", ".join(f"{n}: {v}" for n, v in by.items())
-            + "): a difference between them mixes the variant source with any model difference.")
     return [Finding("variants", text, {"variants": by})]
 
 
