@@ -22,7 +22,8 @@ def compare(
     correction: str = typer.Option("holm", "--correction", help="p-value adjustment across conditions: holm (family-wise) or bh (false discovery rate)."),
     modes: Optional[str] = typer.Option(
         None, "--modes", help="Comma-separated targets (I2I, T2T, IT2IT, I2IT, T2IT, MOOR, fusion/<name>); default: every "
-                              "mode and MOOR all runs have."),
+                              "mode and MOOR all runs have. One target also names the target of evaluate reports "
+                              "that record none (scores evaluated without --mode)."),
     metrics: Optional[str] = typer.Option(
         None, "--metrics", help="Comma-separated metrics or families (hit, recall@5, ndcg, mrr), or 'all'; default: the "
                                 "runs' hit@k (R@k), the fastest to compare."),

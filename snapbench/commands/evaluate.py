@@ -67,7 +67,8 @@ def evaluate(
     include_zero_gt: bool = typer.Option(False, "--include-zero-gt", help="Score zero-GT queries as 0 in ranking metrics instead of excluding them."),
     set_threshold: float | None = typer.Option(None, "--set-threshold", help="Answer set = items scoring >= this; enables set and reject metrics (empty set = rejection). "
         "With TREC runs, -inf takes each run's list as the answer."),
-    mode: str | None = typer.Option(None, "--mode", help="Compose a retrieval mode from per-path files <cond>.II/.TT/.IT/.TI.npy (or II/<cond>.npy ...): I2I, T2T, IT2IT, I2IT, T2IT (any case)."),
+    mode: str | None = typer.Option(None, "--mode", help="Compose a retrieval mode from per-path files <cond>.II/.TT/.IT/.TI.npy (or II/<cond>.npy ...): I2I, T2T, IT2IT, I2IT, T2IT (any case). "
+        "The report records it as its target (meta.mode; MOOR for a 'snapbench moor' folder), which compare reads."),
     conditions: str | None = typer.Option(None, "--conditions", help="Only these condition ids (comma list); clean is always included."),
     allow_unknown_items: bool = typer.Option(False, "--allow-unknown-items", help="Drop (with a warning) qrels gallery ids that are not in gallery_ids.txt instead of failing."),
     table_out: Path | None = typer.Option(None, "--table-out", help="Also write a table: .csv (long, complete) or .md (readable)."),

@@ -14,7 +14,9 @@ first:
 * **conditions** -- each target's planned conditions (:mod:`.planned`: a run that reads one side of
   the query only, such as a text-only encoder's, is compared with the others on the conditions every
   run has, with a warning naming the rest) and, between two runs that generated their variants, the
-  severity grid (``fingerprint.grid``);
+  severity grid (``fingerprint.grid``) and the severity target (``fingerprint.severity_target``,
+  absent when the levels are the grid's knob values): with another target ``img/blur/s2`` is another
+  corruption;
 * **metric settings** -- the reports' zero-GT rule, set threshold and tie rule.
 
 Not compared: the **variant source** (``--variants released`` vs ``generated`` of the same model is
@@ -76,7 +78,19 @@ def _run_diffs(a: ModelSource, b: ModelSource, targets: Sequence[str]) -> list[s
         if a.variants in (None, "generated") and b.variants in (None, "generated"):
             if fa.get("grid") != fb.get("grid"):
                 out.append(f"conditions: {a.label} and {b.label} generated their variants with different severity grids")
+            if fa.get("severity_target") != fb.get("severity_target"):
+                out.append(f"conditions: {a.label} generated its variants {_strengths(fa)}, {b.label} "
+                           f"{_strengths(fb)} (one condition id, such as img/compression/s2, names a different corruption in each)")
     return [d for d in out if d]
+
+
+def _strengths(fingerprint: dict[str, Any]) -> str:
+    """How a run set its severities: a measured severity target (run.json ``fingerprint.severity_target``,
+    absent for the grid's own knob values)."""
+    target = fingerprint.get("severity_target")
+    if target is None:
+        return "with the grid's knob values (no severity target)"
+    return f"with the severity target {target}"
 
 
 _REPORT_FIELDS: tuple[tuple[str, str, Callable[[Any], Any]], ...] = (

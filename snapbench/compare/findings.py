@@ -15,7 +15,7 @@ from ..evaluate.fmt import ci_excludes_zero, p_text, points
 from ..report.findings import Finding
 from ..report.tables import metric_label
 from .groups import GROUP_ALL
-from .tables import target_label
+from .tables import pairs_adjustment, target_label
 from .view import MetricView, finite
 
 __all__ = ["compare_findings"]
@@ -55,6 +55,30 @@ def _extremes(rec: dict, order: list[str], level: float) -> str:
     return text
 
 
+def _clean_context(v: MetricView, rec: dict, order: list[str]) -> str:
+    """A drop is bounded by the clean value: when the model that drops least starts from a lower clean
+    value than the one that drops most, by more than their drops differ, say so -- a model that gets
+    fewer queries right to begin with has less to lose, and its smaller drop is no sign of
+    robustness by itself ("" otherwise, and when the two drop the same as written)."""
+    def clean(m: str) -> float | None:
+        return finite(getattr(v.values.get((m, "clean")), "value", None))
+
+    least, most = order[0], order[-1]
+    ca, cb = clean(least), clean(most)
+    da, db = finite(rec[least].delta), finite(rec[most].delta)
+    if None in (ca, cb, da, db) or _pts(da) == _pts(db) or _pts(ca, False) == _pts(cb, False):
+        return ""
+    if not (ca < cb and cb - ca > abs(da - db)):
+        return ""
+    # the models named together as dropping most, when they start from the same clean value too
+    alike = [m for m in order if rec[m].delta == rec[most].delta and _pts(clean(m), False) == _pts(cb, False)]
+    lab = metric_label(v.metric)
+    return (f" {least} starts from a lower clean {lab} than {_join(alike)} ({_pts(ca, False)}% against "
+            f"{_pts(cb, False)}%, "
+            f"a gap larger than the one between their drops): it has less to lose, so dropping less does not by "
+            "itself make it more robust (retention and effective robustness take the clean value into account).")
+
+
 def _join(ms: list[str]) -> str:
     return ms[0] if len(ms) == 1 else ", ".join(ms[:-1]) + " and " + ms[-1]
 
@@ -74,13 +98,15 @@ def _ranking(v: MetricView, correction: str) -> Finding | None:
     for m in order:
         tiers.setdefault(v.ranking[m].group, []).append(m)
     if len(tiers) == 1:
-        verdict = (f"none of the {len(order)} models is told apart from the best ({correction}-adjusted p and "
-                   f"{round(100 * v.level, 1):g}% CI of each pair's difference)")
+        ci = f"{round(100 * v.level, 1):g}% CI"
+        verdict = (f"the two models are not told apart (p and {ci} of their difference)" if len(order) == 2 else
+                   f"none of the other {len(order) - 1} models is told apart from the best, {order[0]} "
+                   f"({correction}-adjusted p and {ci} of each pair's difference)")
     else:
         verdict = "tiers (a model of a tier is not told apart from the tier's first): " + "; ".join(
             f"{t}: {', '.join(ms)}" for t, ms in sorted(tiers.items()))
     text = (f"In {target_label(v.target)}, by mean Δ{lab} over {len(v.conditions)} corrupted conditions, "
-            f"{_extremes(rec, order, v.level)}; {verdict}.")
+            f"{_extremes(rec, order, v.level)}; {verdict}.{_clean_context(v, rec, order)}")
     return Finding(f"ranking:{v.target}", text, {
         "target": v.target, "metric": v.metric, "order": order, "tiers": {str(k): m for k, m in tiers.items()},
         "mean_delta": {m: r.delta for m, r in rec.items()}})
@@ -91,7 +117,7 @@ def _pair_sentence(v: MetricView, a: str, b: str, correction: str) -> tuple[str,
     apart = v.overall_apart(a, b)
     p_all = v.overall_p.get((a, b))
     nums = (f"{_pts(r.diff)} points, {_ci(r.ci_low, r.ci_high, v.level)}, p = {p_text(finite(p_all))} "
-            f"{correction}-adjusted over the {len(v.overall_p)} pairs, effect size {finite(r.effect_size) or 0:.2f}")
+            f"{pairs_adjustment(len(v.overall_p), correction)}, effect size {finite(r.effect_size) or 0:.2f}")
     if apart:
         more, less = (a, b) if r.diff > 0 else (b, a)
         head = f"{more} is more robust than {less}: it drops {_pts(abs(r.diff), False)} points less on average ({nums})"
@@ -172,11 +198,18 @@ def _effective(v: MetricView) -> Finding | None:
     fit = v.fits.get(GROUP_ALL)
     if not recs or fit is None or finite(fit.slope) is None:
         return None
-    hi = max(recs, key=lambda m: recs[m].effective_robustness)
-    lo = min(recs, key=lambda m: recs[m].effective_robustness)
+    # values equal as written read as equal: float noise (0.0 against -1e-16) ranks no model
+    written = {m: _pts(r.effective_robustness) for m, r in recs.items()}
+    hi = written[max(recs, key=lambda m: recs[m].effective_robustness)]
+    lo = written[min(recs, key=lambda m: recs[m].effective_robustness)]
+    if hi == lo:
+        said = (f"the same for all {len(recs)} models at the precision shown ({hi} points): none holds up better "
+                "than the others' trend predicts")
+    else:
+        said = (f"highest {_join([m for m in recs if written[m] == hi])} ({hi} points), "
+                f"lowest {_join([m for m in recs if written[m] == lo])} ({lo})")
     text = (f"{target_label(v.target)}, {metric_label(v.metric)}: effective robustness (corrupted value above the "
-            f"logit-space fit across these {fit.n} models; descriptive, relative to this set): highest {hi} "
-            f"({_pts(recs[hi].effective_robustness)} points), lowest {lo} ({_pts(recs[lo].effective_robustness)}).")
+            f"logit-space fit across these {fit.n} models; descriptive, relative to this set): {said}.")
     return Finding(f"effective:{v.target}", text, {"target": v.target, "metric": v.metric, "slope": fit.slope,
                                                   "intercept": fit.intercept,
                                                   "effective": {m: r.effective_robustness for m, r in recs.items()}})
@@ -200,11 +233,23 @@ def _additivity(v: MetricView) -> Finding | None:
 
 
 def _variants(sources: Sequence) -> list[Finding]:
+    """A warning when the recorded variant sources differ.  A source that is not recorded (an evaluate
+    report: score files say nothing of how their queries were corrupted) is unknown, not different;
+    it is named only beside released variants, as snapbench's own score files (corrupt, encode, moor)
+    hold generated ones."""
     by = {s.name: s.variants or "not recorded" for s in sources}
-    if len(set(by.values())) < 2:
+    known = {v for v in by.values() if v != "not recorded"}
+    unknown = [n for n, v in by.items() if v == "not recorded"]
+    if len(known) >= 2:
+        text = ("The runs' query variants come from different sources (" + ", ".join(f"{n}: {v}" for n, v in by.items())
+                + "): a difference between them mixes the variant source with any model difference.")
+    elif unknown and known == {"released"}:
+        text = (f"{', '.join(n for n, v in by.items() if v == 'released')} evaluated the released query variants; "
+                f"the variant source of {', '.join(unknown)} is not recorded (an evaluate report): if "
+                f"{'its variants were' if len(unknown) == 1 else 'their variants were'} generated, a difference "
+                "mixes the variant source with any model difference.")
+    else:
         return []
-    text = ("The runs' query variants come from different sources (" + ", ".join(f"{n}: {v}" for n, v in by.items())
-            + "): a difference between them mixes the variant source with any model difference.")
     return [Finding("variants", text, {"variants": by})]
 
 

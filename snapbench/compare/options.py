@@ -74,7 +74,27 @@ def _shared(values: Sequence[list[str]]) -> list[str]:
     return [v for v in values[0] if v in common]
 
 
+def _name_targets(sources: Sequence[ModelSource], asked: Sequence[str] | None) -> None:
+    """Evaluate reports that record no target stand for the one target ``asked`` names; without it,
+    they are compared with each other only (as :data:`UNNAMED`)."""
+    unnamed = [s for s in sources if not s.target_named]
+    if not unnamed or (asked is None and len(unnamed) == len(sources)):
+        return
+    asked = list(dict.fromkeys(asked or []))
+    if len(asked) == 1:
+        for s in unnamed:
+            s.name_target(asked[0])
+        return
+    which = ", ".join(s.label for s in unnamed)
+    what = ("is an evaluate report that does not record which target its scores are" if len(unnamed) == 1 else
+            "are evaluate reports that do not record which target their scores are")
+    raise ConfigError(f"{which} {what} (score files evaluated without a mode; those of a 'snapbench moor' folder "
+                      f"are recorded as MOOR); name the one target to compare with {arg('modes')}, e.g. "
+                      f"{arg('modes')} MOOR or {arg('modes')} IT2IT", param="modes")
+
+
 def _targets(sources: Sequence[ModelSource], asked: Sequence[str] | None, notes: list[str]) -> list[str]:
+    _name_targets(sources, asked)
     if asked is not None:
         for t in asked:
             lacking = [s for s in sources if t not in s.targets]

@@ -8,7 +8,10 @@ A path is
 * a **several-encoder run folder** (``snapbench run -e A -e B --out DIR``: its run.json lists
   ``encoder_runs``): it stands for each of its encoder runs, called by their folder names;
 * an **evaluate report file** (``snapbench evaluate --per-query``: a report.json that carries the
-  per-query values): one target, called by the file's stem.
+  per-query values): one target, called by the file's stem.  Its target is the one its
+  ``meta.mode`` records (``--mode``, or ``MOOR`` for a ``snapbench moor`` folder); scores of unknown
+  origin record none: the target is then :data:`UNNAMED` until the comparison names it
+  (:meth:`ModelSource.name_target`: ``--modes`` with one target).
 
 ``names`` (``--name``, one per model after the expansion, in order) override the names; two models
 with one name are an error.  Reports and per-query tables are read when first needed, only for the
@@ -32,7 +35,10 @@ from ..report.rundir import read_target_values
 from ..schema import Report, read_report
 from ..textio import read_json
 
-__all__ = ["ModelSource", "open_sources", "set_diff"]
+__all__ = ["UNNAMED", "ModelSource", "open_sources", "set_diff"]
+
+#: The target of an evaluate report that does not record which target its scores are.
+UNNAMED = "evaluate"
 
 _MODE_OF_LABEL = {label: mode for mode, label in MODE_LABELS.items()}
 PerQueryArrays = tuple[list[str], dict[str, dict[str, np.ndarray]]]
@@ -63,6 +69,17 @@ class ModelSource:
     def targets(self) -> list[str]:
         """The targets it has a report of (modes, ``MOOR``, ``fusion/<name>``; a report file: one)."""
         return list(self._targets)
+
+    @property
+    def target_named(self) -> bool:
+        """``False`` for an evaluate report that does not record its target (see :data:`UNNAMED`)."""
+        return self._targets != [UNNAMED] or self.kind != "report"
+
+    def name_target(self, target: str) -> None:
+        """Take the report of an evaluate report that records no target as the report of ``target``."""
+        if not self.target_named:
+            self._reports = {target: self._reports[UNNAMED]}
+            self._targets = [target]
 
     @property
     def variants(self) -> str | None:
@@ -152,7 +169,7 @@ def _report_file(path: Path) -> ModelSource:
         raise InputError("is a report without per-query values; write it with 'snapbench evaluate --per-query' "
                          "to compare it", path=path)
     mode = rep.meta.get("mode")
-    target = _MODE_OF_LABEL.get(str(mode), str(mode)) if mode else "evaluate"
+    target = _MODE_OF_LABEL.get(str(mode), str(mode)) if mode else UNNAMED
     return ModelSource(path.stem, path, "report", _targets=[target], _reports={target: rep})
 
 

@@ -23,7 +23,15 @@ from ..report.tables import Cell, Table, metric_label
 from .groups import GROUP_ALL
 from .view import MetricView, finite, paper_columns
 
-__all__ = ["value_table", "delta_table", "ranking_table", "pairs_table", "target_label"]
+__all__ = ["value_table", "delta_table", "ranking_table", "pairs_table", "pairs_adjustment", "target_label"]
+
+
+def pairs_adjustment(n_pairs: int, correction: str) -> str:
+    """How the overall p of a pair of models is adjusted, in words: over the ``n_pairs`` pairs, or
+    not at all when there is one pair (an adjustment over one p-value leaves it as it is)."""
+    if n_pairs == 1:
+        return "unadjusted (one pair of models: nothing to adjust over)"
+    return f"{correction}-adjusted over the {n_pairs} pairs of models"
 
 
 def target_label(target: str) -> str:
@@ -134,7 +142,7 @@ def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
                                      Cell(text=verdict),
                                      Cell(text=str(better)), Cell(text=str(worse)), Cell(text=str(neither))]))
     t.groups.append(("", rows))
-    t.notes.append(f"The overall p is adjusted over all pairs ({correction}; the family of the ranking's tiers); per "
-                   f"condition, a difference counts when its {correction}-adjusted p (family: the conditions of the pair) "
+    t.notes.append(f"The overall p (the test of the ranking's tiers) is {pairs_adjustment(len(v.overall_p), correction)}"
+                   f"; per condition, a difference counts when its {correction}-adjusted p (family: the conditions of the pair) "
                    f"is below {1 - v.level:.2g} and its CI excludes 0. Effect size: d_z of the per-query differences.")
     return t

@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..conditions import parse_condition
-from ..errors import arg
+from ..errors import SnapbenchError, arg
+from ..layout import read_run_json, run_json_kind
 from ..schema import DepthLimit, PerQuery, Report
 from .condition import ConditionEval, depth_limited_metrics, evaluate_matrix, evaluate_ranking, per_query_values
 from .config import EvaluationConfig
@@ -85,7 +86,7 @@ def evaluate_directory(
     report.meta.scores_dir = str(sd.path)
     report.meta.qrels = str(qrels)
     report.meta.input_format = sd.kind
-    report.meta.mode = MODE_LABELS.get(sd.mode, sd.mode) if sd.mode else None
+    report.meta.mode = scores_target(sd)
     report.meta.qrels_without_scores = dropped
     report.meta.depth_limited_metrics = sorted({m for d in limited.values() for m in d.metrics})
     report.n_qrels_without_scores = len(dropped)
@@ -103,6 +104,19 @@ def evaluate_directory(
     if per_query:
         report.per_query = PerQuery.from_arrays(sd.query_ids, per_query_values(evals, metrics))
     return report
+
+
+def scores_target(sd: ScoresDir) -> str | None:
+    """Which retrieval target the evaluated scores are, when the SCORES_DIR says so (``meta.mode``):
+    the label of ``mode`` (``IT→IT``), ``MOOR`` for a folder ``snapbench moor`` wrote (its run.json
+    kind), else ``None`` (score files of unknown origin: a comparison names their target itself)."""
+    if sd.mode:
+        return MODE_LABELS.get(sd.mode, sd.mode)
+    try:
+        written = read_run_json(sd.path)
+    except SnapbenchError:  # a run.json that is not snapbench's is no statement about the scores
+        return None
+    return "MOOR" if written is not None and run_json_kind(written) == "moor" else None
 
 
 def _selected(sd: ScoresDir, conditions: Sequence[str] | None) -> list[str]:
