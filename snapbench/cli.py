@@ -14,6 +14,7 @@ from typing import Any, Callable
 import typer
 
 from ._version import __version__
+from .atomic import removing_empty_output_dirs
 from .commands.compare import compare
 from .commands.conditions import conditions
 from .commands.corrupt import corrupt
@@ -70,6 +71,9 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Callable[..., Any]:
     """Run a command; map snapbench's errors and OS errors to ``error: <file>: <problem>``, exit 2.
 
+    A command that fails leaves no output folder it created and wrote nothing into
+    (:func:`snapbench.atomic.removing_empty_output_dirs`).
+
     Ctrl-C prints ``on_interrupt`` (default: the command's line in
     :mod:`snapbench.commands.interrupts`) and exits 130.
 
@@ -80,7 +84,7 @@ def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Cal
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), removing_empty_output_dirs():
                 warnings.showwarning = _show_warning
                 return command(*args, **kwargs)
         except SnapbenchError as exc:
