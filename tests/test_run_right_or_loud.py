@@ -275,3 +275,19 @@ def test_all_zero_embeddings_are_a_warning_in_run_and_encode(tmp_path, monkeypat
     assert r.exit_code == 0, r.output
     assert "warning: the encoder returned all-zero embeddings for 12 of 12 questions" in r.output
     assert f"warning: the encoder returned all-zero embeddings for {n_gallery} of {n_gallery} gallery captions" in r.output
+
+
+def test_a_resume_refusal_names_flags_and_words_not_fingerprint_keys(tmp_path):
+    """Trial 3: 'different severity_target "ssim=..." (this run: null)', 'measure false (this run: null)'."""
+    from snapbench.cli import app as cli
+
+    demo = Path(__file__).resolve().parents[1] / "snapbench" / "assets" / "demo"
+    base = ["run", str(demo / "queries.jsonl"), "-e", "toy", "--out", str(tmp_path / "r"), "--no-progress",
+            "--conditions", "img/low_light/s1", "--modes", "I2I", "--resamples", "10", "--no-report"]
+    first = CliRunner().invoke(cli, [*base, "--severity-target", "ssim=0.9,0.75,0.6", "--no-measure"])
+    assert first.exit_code == 0, first.output
+    r = CliRunner().invoke(cli, base)
+    assert r.exit_code == 2, r.output
+    assert '--severity-target "ssim=0.9,0.75,0.6" (this run: none)' in r.output, r.output
+    assert "measuring: off (--no-measure) (this run: on, the default)" in r.output, r.output
+    assert "null" not in r.output and "severity_target" not in r.output, r.output
