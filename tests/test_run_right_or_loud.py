@@ -291,3 +291,14 @@ def test_a_resume_refusal_names_flags_and_words_not_fingerprint_keys(tmp_path):
     assert '--severity-target "ssim=0.9,0.75,0.6" (this run: none)' in r.output, r.output
     assert "measuring: off (--no-measure) (this run: on, the default)" in r.output, r.output
     assert "null" not in r.output and "severity_target" not in r.output, r.output
+
+
+def test_run_without_a_shared_space_names_every_skipped_target(encoders, tmp_path):
+    """Trial 3: the note named I2IT, T2IT, MOOR; the fusion baselines went unnamed."""
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", f"{encoders}:TwoSpaces", "--out", str(tmp_path / "o"),
+                            "--conditions", "clean,txt/char_swap", *FAST])
+    assert r.exit_code == 0, r.output
+    assert ("differ in size (8 vs 4): I2IT, T2IT, MOOR, fusion/comb_sum, fusion/rrf need a shared space and "
+            "are skipped") in r.output, r.output
+    made = sorted(p.parent.relative_to(tmp_path / "o").as_posix() for p in (tmp_path / "o").rglob("report.json"))
+    assert made == ["I2I", "IT2IT", "T2T"]
