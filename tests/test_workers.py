@@ -175,3 +175,32 @@ def test_ctrl_c_prints_the_command_that_resumes(tmp_path: Path) -> None:
     reused = int(res.stdout.split("reused: ")[1].split()[0])
     assert reused > 0
     assert len(manifest.read_text().splitlines()) == 24 * 5  # clean, low_light, scribble, char_swap, joint
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_to_the_process_group_stop_like_ctrl_c(tmp_path: Path, sig: str) -> None:
+    """Trial 3: SIGTERM printed no resume line, and Python's resource tracker warned of leaked
+    semaphores (the workers died with the signal, the parent without shutting its pool down)."""
+    queries = make_queries(tmp_path / "qs", 24, size=256)
+    out = tmp_path / "o"
+    args = ["corrupt", str(queries), "--out", str(out), "--conditions", "img/low_light/s3,joint/scribble+char_swap/s2",
+            "--workers", "2", "--no-progress"]
+    proc = subprocess.Popen(snapbench_cmd() + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    manifest = out / "manifest.jsonl"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if manifest.exists() and manifest.read_bytes().count(b"\n") >= 5 and len(spawned_children(proc.pid)) == 2:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        os.killpg(proc.pid, getattr(signal, sig))  # what a shell or a closed terminal sends: the whole group
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + getattr(signal, sig), err
+    assert "interrupted: the outputs finished so far are kept in" in err and "to resume, run:" in err, err
+    assert "leaked" not in err and "Traceback" not in err and "resource_tracker" not in err, err

@@ -49,8 +49,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from ..atomic import prepare_output_dir
 from .._version import __version__
+from ..atomic import prepare_output_dir
 from ..conditions import Condition, ConditionPlan
 from ..engines import check_engine, ordered_map
 from ..errors import ConfigError

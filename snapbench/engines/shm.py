@@ -22,8 +22,8 @@ are ~108 MB; pickling them cost more than corrupting them).  See
 the parent never took (a Ctrl-C while workers finish their tasks, a ``kill -9``) would stay in
 ``/dev/shm`` until reboot, so:
 
-* :func:`cleanup_shared` wraps every pool: it frees stale blocks first, installs SIGTERM / SIGHUP
-  handlers (they unwind the stack like Ctrl-C does) and an ``atexit`` hook, and on the way out
+* :func:`cleanup_shared` wraps every pool: it frees stale blocks first, makes SIGTERM / SIGHUP
+  unwind the stack like Ctrl-C does (:mod:`snapbench.signals`) and installs an ``atexit`` hook, and on the way out
   frees every block named after this process, whatever ended the pool (the blocks the parent
   knows are removed by :meth:`SharedBlocks.close` before that; views handed out stay valid);
 * :func:`remove_stale_shared` frees the blocks of processes that no longer exist (a parent killed
@@ -40,8 +40,6 @@ import contextlib
 import os
 import re
 import secrets
-import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -299,31 +297,22 @@ def remove_own_shared() -> int:
     return sum(_unlink(entry) for entry, pid in _blocks() if pid == me)
 
 
-def _raise_exit(signum: int, _frame: object) -> None:
-    # unwind like Ctrl-C does, so pools shut down and `finally` blocks free the blocks
-    raise SystemExit(128 + signum)
-
-
 @contextlib.contextmanager
 def cleanup_shared() -> Iterator[None]:
     """Free stale blocks now and this process's blocks on the way out (see the module docstring).
 
-    SIGTERM and SIGHUP handlers are installed only where none is (the default action), from the
-    main thread, and restored afterwards.
+    SIGTERM and SIGHUP unwind the stack like Ctrl-C (:func:`snapbench.signals.stop_on_termination`,
+    where no handler is set), so the blocks are freed then too.
     """
     global _atexit_registered
+    from ..signals import stop_on_termination
+
     remove_stale_shared()
     if not _atexit_registered:
         atexit.register(remove_own_shared)  # a safety net: e.g. an exit while the pool still ran
         _atexit_registered = True
-    saved: dict[int, object] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
-            if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
-                saved[sig] = signal.signal(sig, _raise_exit)
     try:
-        yield
+        with stop_on_termination():
+            yield
     finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
         remove_own_shared()
