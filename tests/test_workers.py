@@ -204,3 +204,41 @@ def test_sigterm_and_sighup_to_the_process_group_stop_like_ctrl_c(tmp_path: Path
     assert proc.returncode == 128 + getattr(signal, sig), err
     assert "interrupted: the outputs finished so far are kept in" in err and "to resume, run:" in err, err
     assert "leaked" not in err and "Traceback" not in err and "resource_tracker" not in err, err
+
+
+def _pool_semaphores(pid: int) -> list[Path]:
+    return sorted(Path("/dev/shm").glob(f"sem.mp-snapbench{pid}-*"))
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
+def test_kill_9_of_the_process_group_leaves_no_semaphore_after_the_next_command(tmp_path: Path) -> None:
+    """Trial 3: kill -9 of the group (the resource tracker too) left 5 /dev/shm/sem.mp-* per run."""
+    queries = make_queries(tmp_path / "qs", 24, size=256)
+    proc = subprocess.Popen(snapbench_cmd() + ["corrupt", str(queries), "--out", str(tmp_path / "o"), "--workers", "2",
+                                               "--no-progress"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and len(spawned_children(proc.pid)) < 2:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        left = _pool_semaphores(proc.pid)
+        assert len(left) == 5, left  # the pool's queues: named after the killed process
+        # a live process's semaphores (this one's) are never touched
+        from snapbench.engines.shm import named_semaphores
+
+        with named_semaphores():
+            import multiprocessing
+
+            mine = multiprocessing.get_context("spawn").Lock()
+        assert len(_pool_semaphores(os.getpid())) == 1
+        r = subprocess.run(snapbench_cmd() + ["conditions"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert _pool_semaphores(proc.pid) == []
+        assert len(_pool_semaphores(os.getpid())) == 1
+        del mine
+    finally:
+        for p in _pool_semaphores(proc.pid):
+            p.unlink()

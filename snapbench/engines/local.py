@@ -136,10 +136,12 @@ def local_ordered_map(
         from multiprocessing import resource_tracker
 
         resource_tracker.ensure_running()
-    with cf.ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=local_worker_init,
-        initargs=(os.getpid(), initializer, initargs),
-    ) as pool:
+    from .shm import named_semaphores
+
+    with named_semaphores():  # the pool's queues make their semaphores now; a kill -9 leaves them named after us
+        executor = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=local_worker_init,
+                                          initargs=(os.getpid(), initializer, initargs))
+    with executor as pool:
         pending: deque[cf.Future] = deque()
         try:
             for n, t in enumerate(tasks):

@@ -27,7 +27,8 @@ the parent never took (a Ctrl-C while workers finish their tasks, a ``kill -9``)
   frees every block named after this process, whatever ended the pool (the blocks the parent
   knows are removed by :meth:`SharedBlocks.close` before that; views handed out stay valid);
 * :func:`remove_stale_shared` frees the blocks of processes that no longer exist (a parent killed
-  with ``kill -9`` can clean nothing); every ``snapbench`` command calls it when it starts.
+  with ``kill -9`` can clean nothing); every ``snapbench`` command calls it when it starts.  It also
+  frees the POSIX semaphores of the worker pools of such processes (:func:`named_semaphores`).
 
 Linux only (``/dev/shm``); elsewhere the images are copied out of each block and the cleanup
 functions are no-ops.
@@ -47,7 +48,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = ["SHM_PREFIX", "BlockWriter", "Handoff", "Offer", "SharedBlocks", "block_name", "cleanup_shared",
-           "remove_own_shared", "remove_stale_shared"]
+           "named_semaphores", "remove_own_shared", "remove_stale_shared"]
 
 SHM_PREFIX = "snapbench"
 _SHM_RE = re.compile(rf"^{SHM_PREFIX}(\d+)_[0-9a-f]{{12}}$")
@@ -287,8 +288,10 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_shared() -> int:
-    """Free the blocks of processes that no longer exist; returns how many were freed."""
-    return sum(_unlink(entry) for entry, pid in _blocks() if pid != os.getpid() and not _alive(pid))
+    """Free the blocks and pool semaphores (:func:`named_semaphores`) of processes that no longer
+    exist; returns how many were freed.  Another live process's are never touched."""
+    found = [*_blocks(), *_semaphores()]
+    return sum(_unlink(entry) for entry, pid in found if pid != os.getpid() and not _alive(pid))
 
 
 def remove_own_shared() -> int:
@@ -316,3 +319,45 @@ def cleanup_shared() -> Iterator[None]:
             yield
     finally:
         remove_own_shared()
+
+
+# appended: the semaphores of a worker pool, named after the process so a kill -9 leaves none for good
+_SEM_RE = re.compile(rf"^sem\.mp-{SHM_PREFIX}(\d+)-[0-9a-z_]+$")
+
+
+def _semaphores() -> Iterator[tuple[Path, int]]:
+    if not _SHM_DIR.is_dir():
+        return
+    try:
+        entries = list(_SHM_DIR.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        m = _SEM_RE.match(entry.name)
+        if m:
+            yield entry, int(m[1])
+
+
+@contextlib.contextmanager
+def named_semaphores() -> Iterator[None]:
+    """Name the multiprocessing semaphores made inside the block after this process
+    (``/dev/shm/sem.mp-snapbench<pid>-<random>`` instead of ``sem.mp-<random>``).
+
+    A process pool's queues hold five POSIX semaphores, which multiprocessing's resource tracker
+    unlinks if the process dies; ``kill -9`` of the whole process group kills the tracker too, and
+    the semaphores would stay until reboot.  Named like the shared-memory blocks, they are freed by
+    :func:`remove_stale_shared` (every ``snapbench`` command, once their process is gone).  Uses the
+    ``semprefix`` that multiprocessing names semaphores with (a private setting of the current
+    process): where it does not exist, the names stay multiprocessing's own."""
+    from multiprocessing import process
+
+    config = getattr(process.current_process(), "_config", None)
+    if not isinstance(config, dict) or not isinstance(config.get("semprefix"), str):
+        yield
+        return
+    previous = config["semprefix"]
+    config["semprefix"] = f"{previous}-{SHM_PREFIX}{os.getpid()}"
+    try:
+        yield
+    finally:
+        config["semprefix"] = previous
