@@ -242,3 +242,23 @@ def test_kill_9_of_the_process_group_leaves_no_semaphore_after_the_next_command(
     finally:
         for p in _pool_semaphores(proc.pid):
             p.unlink()
+
+
+def test_docs_show_the_main_guard_wherever_a_library_call_uses_workers() -> None:
+    """Trial 3: `run_corruption(m, out, seed=3, workers=4)` pasted into a plain script crashed with
+    BrokenProcessPool (spawned workers import the script again); every example must show the guard."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    unguarded = []
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+        inline = re.findall(r"`([^`\n]*\(.*?\bworkers=\d+[^`\n]*)`", text)
+        for code in blocks:
+            if re.search(r"(?<!num_)workers=([2-9]|\d\d)", code) and 'if __name__ == "__main__":' not in code:
+                unguarded.append((doc.name, code.strip().splitlines()[0]))
+        for code in inline:  # an inline call with workers > 1 needs a guarded example in the same file
+            if re.search(r"(?<!num_)workers=([2-9]|\d\d)", code) and 'if __name__ == "__main__":' not in text:
+                unguarded.append((doc.name, code))
+    assert unguarded == []
