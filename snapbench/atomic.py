@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 from pathlib import Path
 from typing import Iterator
 
@@ -20,7 +21,10 @@ import numpy as np
 from .errors import OutputError
 
 __all__ = ["atomic_path", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic", "prepare_output_dir",
-           "check_output_file"]
+           "check_output_file", "removing_empty_output_dirs"]
+
+# folders prepare_output_dir created (outermost first), for removing_empty_output_dirs
+_CREATED: list[Path] = []
 
 
 @contextlib.contextmanager
@@ -81,10 +85,15 @@ def prepare_output_dir(path: str | os.PathLike, *subdirs: str) -> Path:
     for d in (out, *(out / s for s in subdirs)):
         if d.exists() and not d.is_dir():
             raise OutputError("exists and is not a folder (choose a folder for the outputs)", path=d)
+        missing = [p for p in (d, *d.parents) if not p.exists()]
         try:
             d.mkdir(parents=True, exist_ok=True)
+        except NotADirectoryError:
+            parent = next((p for p in d.parents if p.exists() and not p.is_dir()), d)
+            raise OutputError("exists and is not a folder (choose a folder for the outputs)", path=parent) from None
         except OSError as exc:
             raise OutputError(f"cannot create the output folder ({exc.strerror or exc})", path=d) from None
+        _CREATED.extend(reversed(missing))  # outermost first
         if not os.access(d, os.W_OK | os.X_OK):
             raise OutputError("the output folder is not writable", path=d)
     return out
@@ -109,3 +118,31 @@ def check_output_file(path: str | os.PathLike, *, param: str) -> Path:
                 raise OutputError(f"cannot be written: the folder {parent} is not writable", path=out)
             break
     return out
+
+
+# appended: a command that fails leaves no empty output folder behind (cli.guarded wraps every command)
+def _holds_no_file(folder: Path) -> bool:
+    for _root, _dirs, files in os.walk(folder):  # symbolic links to folders are listed as files
+        if files:
+            return False
+    return True
+
+
+@contextlib.contextmanager
+def removing_empty_output_dirs() -> Iterator[None]:
+    """Run the body; if it fails (any exception, Ctrl-C included), remove the output folders that
+    :func:`prepare_output_dir` created inside it and that still hold no file (only, perhaps, empty
+    folders).  A folder that existed before, or that holds any file, is kept: a failed command leaves
+    the file system as it found it unless it wrote something (an interrupted run keeps what it
+    finished, to resume)."""
+    start = len(_CREATED)
+    try:
+        yield
+    except BaseException as exc:
+        if getattr(exc, "exit_code", getattr(exc, "code", 1)) not in (0, None):  # typer.Exit(0), sys.exit(0)
+            for folder in _CREATED[start:]:  # outermost first: its empty subfolders go with it
+                if folder.is_dir() and not folder.is_symlink() and _holds_no_file(folder):
+                    shutil.rmtree(folder, ignore_errors=True)
+        raise
+    finally:
+        del _CREATED[start:]

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import typer
 
 from ._version import __version__
+from .atomic import removing_empty_output_dirs
 from .commands.compare import compare
 from .commands.conditions import conditions
 from .commands.corrupt import corrupt
@@ -29,6 +30,7 @@ from .commands.report import report
 from .commands.run import run
 from .commands.usage import Command
 from .errors import SnapbenchError
+from .signals import Terminated, exit_status, stop_on_termination
 
 app = typer.Typer(
     name="snapbench",
@@ -70,8 +72,12 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Callable[..., Any]:
     """Run a command; map snapbench's errors and OS errors to ``error: <file>: <problem>``, exit 2.
 
+    A command that fails leaves no output folder it created and wrote nothing into
+    (:func:`snapbench.atomic.removing_empty_output_dirs`).
+
     Ctrl-C prints ``on_interrupt`` (default: the command's line in
-    :mod:`snapbench.commands.interrupts`) and exits 130.
+    :mod:`snapbench.commands.interrupts`) and exits 130; SIGTERM and SIGHUP do the same with exit
+    status 143 and 129 (:mod:`snapbench.signals`).
 
     This is the one place where library exceptions become CLI messages: commands raise
     :class:`~snapbench.errors.SnapbenchError` (or let ``OSError`` through) instead of printing.
@@ -80,7 +86,7 @@ def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Cal
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), removing_empty_output_dirs(), stop_on_termination():
                 warnings.showwarning = _show_warning
                 return command(*args, **kwargs)
         except SnapbenchError as exc:
@@ -105,9 +111,9 @@ def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Cal
             what = exc.strerror or str(exc)
             typer.echo(f"error: {where}: {what}" if where else f"error: {what}", err=True)
             raise typer.Exit(2) from None
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Terminated) as exc:
             typer.echo(on_interrupt or interrupted_message(command.__name__), err=True)
-            raise typer.Exit(130) from None
+            raise typer.Exit(exit_status(exc)) from None
 
     return wrapper
 

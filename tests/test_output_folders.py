@@ -79,3 +79,55 @@ def test_a_report_goes_into_the_run_or_a_folder_of_its_own(folders):
     res = build_report(run, tmp / "rep", formats=("html",))
     assert json.loads((res.out / "run.json").read_text())["kind"] == "report"
     assert json.loads((run / "run.json").read_text())["kind"] == "run"  # the run's own is untouched
+
+
+# ---- an --out that is a file; a failed command leaves no empty output folder ----------------------
+
+
+def _out_commands(tmp: Path, moor: list[str], imgs: Path, out: Path) -> dict[str, list[str]]:
+    """Every command with an output folder, each given a valid input and ``out``."""
+    return {
+        "corrupt": ["corrupt", str(DEMO / "queries.jsonl"), "--out", str(out), "--no-progress"],
+        "encode": ["encode", str(tmp / "corr"), "--gallery", str(DEMO / "gallery.jsonl"), "-e", "toy",
+                   "--out", str(out)],
+        "run": ["run", str(DEMO / "queries.jsonl"), "-e", "toy", "--out", str(out), "--no-progress"],
+        "demo": ["demo", "--out", str(out), "--no-progress"],
+        "diagnose": ["diagnose", str(imgs), "--out", str(out), "--no-progress"],
+        "moor": [*moor, "--out", str(out)],
+    }
+
+
+def test_an_out_that_is_a_file_is_refused_the_same_way_by_every_command(folders):
+    tmp, moor, imgs = folders
+    afile = tmp / "afile"
+    afile.write_text("mine")
+    for out in (afile, afile / "sub"):
+        for command, args in _out_commands(tmp, moor, imgs, out).items():
+            r = runner.invoke(app, args)
+            assert r.exit_code == 2, (command, r.output)
+            assert f"error: {afile}: exists and is not a folder (choose a folder for the outputs)" in r.output, \
+                (command, r.output)
+    assert afile.read_text() == "mine"
+
+
+@pytest.mark.parametrize("bad", [["-e", "toyy"], ["-e", "nosuchmod_t3:Enc"], ["-e", "toy", "--severity-target",
+                                                                               "ssim=0.9,0.75"]])
+def test_a_run_that_fails_validation_leaves_no_output_folder(tmp_path, bad):
+    out = tmp_path / "new" / "run"
+    r = runner.invoke(app, ["run", str(DEMO / "queries.jsonl"), *bad, "--out", str(out), "--no-progress"])
+    assert r.exit_code == 2 and "error:" in r.output, r.output
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_failed_command_keeps_a_folder_that_existed_or_holds_files(tmp_path):
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    r = runner.invoke(app, ["run", str(DEMO / "queries.jsonl"), "-e", "toyy", "--out", str(existing)])
+    assert r.exit_code == 2 and existing.is_dir()
+    from snapbench.atomic import prepare_output_dir, removing_empty_output_dirs
+
+    with pytest.raises(RuntimeError), removing_empty_output_dirs():
+        (prepare_output_dir(tmp_path / "made") / "a.txt").write_text("x")
+        prepare_output_dir(tmp_path / "empty", "sub")
+        raise RuntimeError
+    assert (tmp_path / "made" / "a.txt").exists() and not (tmp_path / "empty").exists()

@@ -175,3 +175,90 @@ def test_ctrl_c_prints_the_command_that_resumes(tmp_path: Path) -> None:
     reused = int(res.stdout.split("reused: ")[1].split()[0])
     assert reused > 0
     assert len(manifest.read_text().splitlines()) == 24 * 5  # clean, low_light, scribble, char_swap, joint
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_to_the_process_group_stop_like_ctrl_c(tmp_path: Path, sig: str) -> None:
+    """Trial 3: SIGTERM printed no resume line, and Python's resource tracker warned of leaked
+    semaphores (the workers died with the signal, the parent without shutting its pool down)."""
+    queries = make_queries(tmp_path / "qs", 24, size=256)
+    out = tmp_path / "o"
+    args = ["corrupt", str(queries), "--out", str(out), "--conditions", "img/low_light/s3,joint/scribble+char_swap/s2",
+            "--workers", "2", "--no-progress"]
+    proc = subprocess.Popen(snapbench_cmd() + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    manifest = out / "manifest.jsonl"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if manifest.exists() and manifest.read_bytes().count(b"\n") >= 5 and len(spawned_children(proc.pid)) == 2:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        os.killpg(proc.pid, getattr(signal, sig))  # what a shell or a closed terminal sends: the whole group
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + getattr(signal, sig), err
+    assert "interrupted: the outputs finished so far are kept in" in err and "to resume, run:" in err, err
+    assert "leaked" not in err and "Traceback" not in err and "resource_tracker" not in err, err
+
+
+def _pool_semaphores(pid: int) -> list[Path]:
+    return sorted(Path("/dev/shm").glob(f"sem.mp-snapbench{pid}-*"))
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
+def test_kill_9_of_the_process_group_leaves_no_semaphore_after_the_next_command(tmp_path: Path) -> None:
+    """Trial 3: kill -9 of the group (the resource tracker too) left 5 /dev/shm/sem.mp-* per run."""
+    queries = make_queries(tmp_path / "qs", 24, size=256)
+    proc = subprocess.Popen(snapbench_cmd() + ["corrupt", str(queries), "--out", str(tmp_path / "o"), "--workers", "2",
+                                               "--no-progress"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and len(spawned_children(proc.pid)) < 2:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        left = _pool_semaphores(proc.pid)
+        assert len(left) == 5, left  # the pool's queues: named after the killed process
+        # a live process's semaphores (this one's) are never touched
+        from snapbench.engines.shm import named_semaphores
+
+        with named_semaphores():
+            import multiprocessing
+
+            mine = multiprocessing.get_context("spawn").Lock()
+        assert len(_pool_semaphores(os.getpid())) == 1
+        r = subprocess.run(snapbench_cmd() + ["conditions"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert _pool_semaphores(proc.pid) == []
+        assert len(_pool_semaphores(os.getpid())) == 1
+        del mine
+    finally:
+        for p in _pool_semaphores(proc.pid):
+            p.unlink()
+
+
+def test_docs_show_the_main_guard_wherever_a_library_call_uses_workers() -> None:
+    """Trial 3: `run_corruption(m, out, seed=3, workers=4)` pasted into a plain script crashed with
+    BrokenProcessPool (spawned workers import the script again); every example must show the guard."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    unguarded = []
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+        inline = re.findall(r"`([^`\n]*\(.*?\bworkers=\d+[^`\n]*)`", text)
+        for code in blocks:
+            if re.search(r"(?<!num_)workers=([2-9]|\d\d)", code) and 'if __name__ == "__main__":' not in code:
+                unguarded.append((doc.name, code.strip().splitlines()[0]))
+        for code in inline:  # an inline call with workers > 1 needs a guarded example in the same file
+            if re.search(r"(?<!num_)workers=([2-9]|\d\d)", code) and 'if __name__ == "__main__":' not in text:
+                unguarded.append((doc.name, code))
+    assert unguarded == []

@@ -60,6 +60,7 @@ def corrupt(
     from ..corruptions.run import CorruptOptions, run_corruption
     from ..corruptions.skipped import nothing_written_error
     from ..corruptions.target import parse_severity_target
+    from ..signals import Terminated, exit_status
     from ..validate import comma_list, positive_int
 
     opts = CorruptOptions(
@@ -70,10 +71,10 @@ def corrupt(
         severity_target=parse_severity_target(severity_target))
     try:
         summary = run_corruption(input, out, opts, log=lambda message: typer.echo(f"warning: {message}", err=True))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated) as exc:  # Ctrl-C, SIGTERM, SIGHUP
         typer.echo(f"interrupted: the outputs finished so far are kept in {out}; to resume, run:\n  "
                    f"{shlex.join(_rerun(input, out, opts, no_progress))}", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(exit_status(exc)) from None
     _report(summary)
     if summary.written + summary.reused == 0:
         raise nothing_written_error(input, summary.out_dir, summary.n_queries, opts.max_pixels)

@@ -36,3 +36,6 @@ def flag(param: str) -> str:
 
 # appended: snapbench compare (the library's list parameters; the CLI repeats one flag per item)
 FLAGS.update({"names": "--name", "paths": "RUN_DIR"})
+
+# appended: measuring is on by default; the CLI turns it off (resume refusals name it)
+FLAGS.update({"measure": "--no-measure"})

@@ -1,7 +1,9 @@
-"""What each command says when Ctrl-C stops it: only a command that resumes says "rerun to resume".
+"""What each command says when Ctrl-C (or SIGTERM, SIGHUP) stops it: only a command that resumes says
+"rerun to resume".
 
-:func:`snapbench.cli.guarded` prints the line of the command it wraps (exit 130).  ``corrupt`` prints
-its own, with the exact command line that resumes it.
+:func:`snapbench.cli.guarded` prints the line of the command it wraps (exit 130; 143 for SIGTERM, 129
+for SIGHUP: :mod:`snapbench.signals`).  ``corrupt`` prints its own, with the exact command line that
+resumes it.
 """
 
 from __future__ import annotations

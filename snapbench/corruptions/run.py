@@ -50,6 +50,7 @@ import cv2
 import numpy as np
 
 from .._version import __version__
+from ..atomic import prepare_output_dir
 from ..conditions import Condition, ConditionPlan, parse_condition
 from ..engines import check_engine, ordered_map
 from ..errors import ConfigError
@@ -356,7 +357,7 @@ def run_corruption(
         payload = registrations_payload({c.image_operator for c in conds if c.image_operator},
                                         {c.text_operator for c in conds if c.text_operator})
     folder = CorruptDir(out_dir)
-    folder.root.mkdir(parents=True, exist_ok=True)
+    prepare_output_dir(folder.root)
     _resume(folder, opts, plan)
     remove_stale_temps(folder)
     fingerprints = {rec.id: input_fingerprint(rec) for rec in records}

@@ -75,28 +75,37 @@ def worker_init(initializer: Callable[..., Any] | None = None, initargs: tuple =
 
 
 def local_worker_init(parent_pid: int, initializer: Callable[..., Any] | None = None, initargs: tuple = ()) -> None:
-    """A local pool worker: dies with its parent and leaves Ctrl-C to it (the parent stops submitting,
-    lets running tasks finish and says how to resume), keeps freed memory (:func:`keep_freed_memory`),
-    then :func:`worker_init`."""
+    """A local pool worker: dies with its parent and leaves Ctrl-C, SIGTERM and SIGHUP (sent to the
+    whole process group) to it: the parent stops submitting, lets running tasks finish, shuts the
+    pool down and says how to resume.  Then keeps freed memory (:func:`keep_freed_memory`) and runs
+    :func:`worker_init`."""
     die_with_parent(parent_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # blocked while the parent started this worker: now ignored
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     keep_freed_memory()  # our own process: its allocator may keep what it frees (not done on shared Ray workers)
     worker_init(initializer, initargs)
 
 
+#: what a terminal or a shell sends the whole process group to stop it; the parent handles them
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
 @contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored while workers are started: a spawned worker inherits the disposition, so a Ctrl-C
-    (sent to the whole process group) cannot interrupt it while it imports, before its initializer
-    runs; the parent handles the Ctrl-C (see :func:`local_worker_init`)."""
-    if threading.current_thread() is not threading.main_thread():
+def _stop_signals_blocked() -> Iterator[None]:
+    """The stop signals blocked in this thread while it starts workers: a spawned worker inherits the
+    signal mask, so a Ctrl-C or SIGTERM sent to the whole process group cannot kill it while it
+    imports, before its initializer ignores them (:func:`local_worker_init`).  Blocked, not ignored:
+    the parent still gets every one (at once through another thread, or when they are unblocked)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def local_ordered_map(
@@ -120,15 +129,24 @@ def local_ordered_map(
             yield fn(t)
         return
     ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=local_worker_init,
-        initargs=(os.getpid(), initializer, initargs),
-    ) as pool:
+    with _stop_signals_blocked():
+        # multiprocessing's resource tracker (it unlinks the pool's semaphores if this process dies)
+        # ignores SIGINT and SIGTERM but not SIGHUP: started with SIGHUP blocked, it outlives a SIGHUP
+        # to the process group instead of dying and being relaunched mid-shutdown (KeyError tracebacks)
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    from .shm import named_semaphores
+
+    with named_semaphores():  # the pool's queues make their semaphores now; a kill -9 leaves them named after us
+        executor = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=local_worker_init,
+                                          initargs=(os.getpid(), initializer, initargs))
+    with executor as pool:
         pending: deque[cf.Future] = deque()
         try:
             for n, t in enumerate(tasks):
                 # the first `workers` submissions start the worker processes
-                with _sigint_ignored() if n < workers else contextlib.nullcontext():
+                with _stop_signals_blocked() if n < workers else contextlib.nullcontext():
                     pending.append(pool.submit(fn, t))
                 if len(pending) >= window:
                     yield pending.popleft().result()

@@ -22,12 +22,13 @@ are ~108 MB; pickling them cost more than corrupting them).  See
 the parent never took (a Ctrl-C while workers finish their tasks, a ``kill -9``) would stay in
 ``/dev/shm`` until reboot, so:
 
-* :func:`cleanup_shared` wraps every pool: it frees stale blocks first, installs SIGTERM / SIGHUP
-  handlers (they unwind the stack like Ctrl-C does) and an ``atexit`` hook, and on the way out
+* :func:`cleanup_shared` wraps every pool: it frees stale blocks first, makes SIGTERM / SIGHUP
+  unwind the stack like Ctrl-C does (:mod:`snapbench.signals`) and installs an ``atexit`` hook, and on the way out
   frees every block named after this process, whatever ended the pool (the blocks the parent
   knows are removed by :meth:`SharedBlocks.close` before that; views handed out stay valid);
 * :func:`remove_stale_shared` frees the blocks of processes that no longer exist (a parent killed
-  with ``kill -9`` can clean nothing); every ``snapbench`` command calls it when it starts.
+  with ``kill -9`` can clean nothing); every ``snapbench`` command calls it when it starts.  It also
+  frees the POSIX semaphores of the worker pools of such processes (:func:`named_semaphores`).
 
 Linux only (``/dev/shm``); elsewhere the images are copied out of each block and the cleanup
 functions are no-ops.
@@ -40,8 +41,6 @@ import contextlib
 import os
 import re
 import secrets
-import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -49,7 +48,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = ["SHM_PREFIX", "BlockWriter", "Handoff", "Offer", "SharedBlocks", "block_name", "cleanup_shared",
-           "remove_own_shared", "remove_stale_shared"]
+           "named_semaphores", "remove_own_shared", "remove_stale_shared"]
 
 SHM_PREFIX = "snapbench"
 _SHM_RE = re.compile(rf"^{SHM_PREFIX}(\d+)_[0-9a-f]{{12}}$")
@@ -289,8 +288,10 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_shared() -> int:
-    """Free the blocks of processes that no longer exist; returns how many were freed."""
-    return sum(_unlink(entry) for entry, pid in _blocks() if pid != os.getpid() and not _alive(pid))
+    """Free the blocks and pool semaphores (:func:`named_semaphores`) of processes that no longer
+    exist; returns how many were freed.  Another live process's are never touched."""
+    found = [*_blocks(), *_semaphores()]
+    return sum(_unlink(entry) for entry, pid in found if pid != os.getpid() and not _alive(pid))
 
 
 def remove_own_shared() -> int:
@@ -299,31 +300,64 @@ def remove_own_shared() -> int:
     return sum(_unlink(entry) for entry, pid in _blocks() if pid == me)
 
 
-def _raise_exit(signum: int, _frame: object) -> None:
-    # unwind like Ctrl-C does, so pools shut down and `finally` blocks free the blocks
-    raise SystemExit(128 + signum)
-
-
 @contextlib.contextmanager
 def cleanup_shared() -> Iterator[None]:
     """Free stale blocks now and this process's blocks on the way out (see the module docstring).
 
-    SIGTERM and SIGHUP handlers are installed only where none is (the default action), from the
-    main thread, and restored afterwards.
+    SIGTERM and SIGHUP unwind the stack like Ctrl-C (:func:`snapbench.signals.stop_on_termination`,
+    where no handler is set), so the blocks are freed then too.
     """
     global _atexit_registered
+    from ..signals import stop_on_termination
+
     remove_stale_shared()
     if not _atexit_registered:
         atexit.register(remove_own_shared)  # a safety net: e.g. an exit while the pool still ran
         _atexit_registered = True
-    saved: dict[int, object] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
-            if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
-                saved[sig] = signal.signal(sig, _raise_exit)
+    try:
+        with stop_on_termination():
+            yield
+    finally:
+        remove_own_shared()
+
+
+# appended: the semaphores of a worker pool, named after the process so a kill -9 leaves none for good
+_SEM_RE = re.compile(rf"^sem\.mp-{SHM_PREFIX}(\d+)-[0-9a-z_]+$")
+
+
+def _semaphores() -> Iterator[tuple[Path, int]]:
+    if not _SHM_DIR.is_dir():
+        return
+    try:
+        entries = list(_SHM_DIR.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        m = _SEM_RE.match(entry.name)
+        if m:
+            yield entry, int(m[1])
+
+
+@contextlib.contextmanager
+def named_semaphores() -> Iterator[None]:
+    """Name the multiprocessing semaphores made inside the block after this process
+    (``/dev/shm/sem.mp-snapbench<pid>-<random>`` instead of ``sem.mp-<random>``).
+
+    A process pool's queues hold five POSIX semaphores, which multiprocessing's resource tracker
+    unlinks if the process dies; ``kill -9`` of the whole process group kills the tracker too, and
+    the semaphores would stay until reboot.  Named like the shared-memory blocks, they are freed by
+    :func:`remove_stale_shared` (every ``snapbench`` command, once their process is gone).  Uses the
+    ``semprefix`` that multiprocessing names semaphores with (a private setting of the current
+    process): where it does not exist, the names stay multiprocessing's own."""
+    from multiprocessing import process
+
+    config = getattr(process.current_process(), "_config", None)
+    if not isinstance(config, dict) or not isinstance(config.get("semprefix"), str):
+        yield
+        return
+    previous = config["semprefix"]
+    config["semprefix"] = f"{previous}-{SHM_PREFIX}{os.getpid()}"
     try:
         yield
     finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-        remove_own_shared()
+        config["semprefix"] = previous

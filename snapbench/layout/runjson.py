@@ -24,7 +24,7 @@ from ..jsonable import write_json
 from ..textio import read_json
 from .names import RUN_CONFIG
 
-__all__ = ["RUN_KINDS", "RUN_JSON_SCHEMA", "write_run_json", "read_run_json", "run_json_kind", "check_resume",
+__all__ = ["FINGERPRINT_WORDS", "RUN_KINDS", "RUN_JSON_SCHEMA", "write_run_json", "read_run_json", "run_json_kind", "check_resume",
            "read_run_config", "claim_output_dir", "open_run_dir"]
 
 RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose", "moor", "report")
@@ -77,11 +77,40 @@ def read_run_config(corrupt_dir: str | os.PathLike) -> dict[str, Any] | None:
     return read_run_json(corrupt_dir)
 
 
+#: fingerprint key -> (what it is called in a refusal, words for some of its values).  A key not
+#: listed is named as it is (``revision.<operator>``, ``opencv_major``...); a value without words is
+#: shown as JSON, and a missing one (null) as "none".  Parameter names are :func:`arg` references, so
+#: the CLI shows the flag (``--seed``, ``--no-measure``).
+FINGERPRINT_WORDS: dict[str, tuple[str, dict[Any, str]]] = {
+    "seed": (arg("seed"), {}),
+    "grid": (arg("grid"), {None: "the default grid"}),
+    "image_format": (arg("image_format"), {}),
+    "variants": (arg("variants"), {}),
+    "block_queries": ("block size (queries)", {}),
+    "gallery_shard_rows": (arg("gallery_shard_rows"), {None: "none (one gallery file)"}),
+    "batch_size": (arg("batch_size"), {}),
+    "severity_target": (arg("severity_target"), {None: "none"}),
+    "measure": ("measuring:", {False: f"off ({arg('measure')})", None: "on, the default"}),
+    "dataset_queries_sha256": ("list of queries", {}),
+    "dataset_gallery_sha256": ("gallery", {}),
+    "encoder_fingerprint": (f"encoder ({arg('encoder')})", {}),
+    "sources": ("variant sources (modes and conditions)", {}),
+}
+
+
+def _words(key: str, value: Any) -> str:
+    words = FINGERPRINT_WORDS.get(key, ("", {}))[1]
+    if isinstance(value, (bool, type(None))) and value in words:  # (1 == True: only bools and None)
+        return words[value]
+    return "none" if value is None else json.dumps(value, default=str)
+
+
 def _describe(key: str, before: Any, now: Any) -> str:
+    label = FINGERPRINT_WORDS.get(key, (key, {}))[0]
     short = all(isinstance(v, (int, float, str, bool, type(None))) for v in (before, now))
     if short and len(json.dumps([before, now], default=str)) < 80:
-        return f"{key} {json.dumps(before, default=str)} (this run: {json.dumps(now, default=str)})"
-    return key
+        return f"{label} {_words(key, before)} (this run: {_words(key, now)})"
+    return label
 
 
 def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str, Any], *,

@@ -177,8 +177,9 @@ def _mode_notes(modes: ModePlan, requested: Any) -> list[str]:
     if skipped:
         notes.append("modes skipped: " + "; ".join(f"{m} ({modes.skipped[m]})" for m in skipped))
     if not modes.moor:
-        notes.append(f"MOOR skipped: it {modes.skipped['MOOR']} (query and gallery images and texts, and an encoder "
-                     "for both)")
+        fused = [t for t in run_targets(ModePlan((), (), True)) if t != "MOOR"]
+        notes.append(f"MOOR and the fusion baselines ({', '.join(fused)}) skipped: they {modes.skipped['MOOR']} "
+                     "(query and gallery images and texts, and an encoder for both)")
     return notes
 
 
@@ -213,9 +214,18 @@ def shared_space_modes(plan: RunPlan, dims: Mapping[str, int], requested: Any) -
     if len(set(dims.values())) <= 1:
         return plan.modes, None
     modes = plan_modes(plan.sides.query, plan.sides.gallery, requested, why=plan.sides.why, shared_space=False)
-    gone = [m for m in plan.modes.targets if m not in modes.targets]
+    gone = [t for t in run_targets(plan.modes) if t not in run_targets(modes)]
     note = (f"the encoder's image and text embeddings differ in size ({dims.get('image')} vs {dims.get('text')}): "
-            f"modes {', '.join(gone)} need a shared space and are skipped")
+            f"{', '.join(gone)} need a shared space and are skipped")
     if not modes.targets:
         raise ConfigError(f"no retrieval mode can run: {note}")
     return modes, note
+
+
+def run_targets(modes: ModePlan) -> tuple[str, ...]:
+    """Every target a run of ``modes`` evaluates: the modes, then MOOR and the fixed-fusion baselines
+    (``fusion/<name>``, :data:`~snapbench.fusion.baselines.DEFAULT_RUN_BASELINES`) when MOOR can run:
+    the baselines need the same four paths.  What a note about skipped targets names."""
+    from ..fusion.baselines import DEFAULT_RUN_BASELINES
+
+    return modes.targets + (tuple(f"fusion/{b}" for b in DEFAULT_RUN_BASELINES) if modes.moor else ())
