@@ -206,6 +206,16 @@ def test_sigterm_and_sighup_to_the_process_group_stop_like_ctrl_c(tmp_path: Path
     assert "leaked" not in err and "Traceback" not in err and "resource_tracker" not in err, err
 
 
+LIVE_SEMAPHORE = """
+import multiprocessing, sys, time
+from snapbench.engines.shm import named_semaphores
+with named_semaphores():
+    lock = multiprocessing.get_context("spawn").Lock()
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
 def _pool_semaphores(pid: int) -> list[Path]:
     return sorted(Path("/dev/shm").glob(f"sem.mp-snapbench{pid}-*"))
 
@@ -226,19 +236,20 @@ def test_kill_9_of_the_process_group_leaves_no_semaphore_after_the_next_command(
         proc.wait()
         left = _pool_semaphores(proc.pid)
         assert len(left) == 5, left  # the pool's queues: named after the killed process
-        # a live process's semaphores (this one's) are never touched
-        from snapbench.engines.shm import named_semaphores
-
-        with named_semaphores():
-            import multiprocessing
-
-            mine = multiprocessing.get_context("spawn").Lock()
-        assert len(_pool_semaphores(os.getpid())) == 1
-        r = subprocess.run(snapbench_cmd() + ["conditions"], capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        assert _pool_semaphores(proc.pid) == []
-        assert len(_pool_semaphores(os.getpid())) == 1
-        del mine
+        # a live process's semaphores are never touched: another process holds one, named the same way
+        live = subprocess.Popen([sys.executable, "-c", LIVE_SEMAPHORE], stdout=subprocess.PIPE, text=True)
+        try:
+            assert live.stdout.readline().strip() == "ready"
+            assert len(_pool_semaphores(live.pid)) == 1
+            r = subprocess.run(snapbench_cmd() + ["conditions"], capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            assert _pool_semaphores(proc.pid) == []
+            assert len(_pool_semaphores(live.pid)) == 1
+        finally:
+            live.kill()
+            live.wait()
+            for p in _pool_semaphores(live.pid):
+                p.unlink()
     finally:
         for p in _pool_semaphores(proc.pid):
             p.unlink()
