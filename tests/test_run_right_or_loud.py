@@ -275,3 +275,18 @@ def test_all_zero_embeddings_are_a_warning_in_run_and_encode(tmp_path, monkeypat
     assert r.exit_code == 0, r.output
     assert "warning: the encoder returned all-zero embeddings for 12 of 12 questions" in r.output
     assert f"warning: the encoder returned all-zero embeddings for {n_gallery} of {n_gallery} gallery captions" in r.output
+
+
+def test_a_cache_dir_that_is_a_file_is_refused_before_any_work_in_run_and_encode(corrupted, tmp_path):
+    """Was "the encoder failed on a batch of 16 gallery images: NotADirectoryError" after the corruption."""
+    (tmp_path / "afile").write_text("not a folder\n")
+    for cache, says in ((tmp_path / "afile", "(a file is there)"), (tmp_path / "afile" / "sub", f"({tmp_path / 'afile'} is a file)")):
+        want = f"error: {cache}: --cache-dir is not a folder {says}"
+        r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"),
+                                "--conditions", "txt/char_add", "--cache-dir", str(cache), *FAST])
+        assert r.exit_code == 2 and want in r.output, r.output
+        assert not (tmp_path / "o").exists()  # refused before the run folder or a corruption is made
+        r = runner.invoke(app, ["encode", str(corrupted), "--gallery", str(DEFAULT_DATA / "gallery.jsonl"),
+                                "--out", str(tmp_path / "e"), "--no-progress", "--cache-dir", str(cache)])
+        assert r.exit_code == 2 and want in r.output, r.output
+        assert not (tmp_path / "e").exists()

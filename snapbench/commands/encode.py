@@ -41,6 +41,7 @@ def encode(
     from ..engines import check_engine
     from ..layout import read_manifest
     from ..models import CachedEncoder
+    from ..models.cache import check_cache_dir
     from ..pipeline.encoders import close_encoder, open_encoder
     from ..validate import comma_list, positive_int
 
@@ -48,6 +49,8 @@ def encode(
     positive_int(batch_size, "batch_size")
     check_engine(engine, 1, address)
     positive_int(actors, "actors")
+    if cache_dir is not None:
+        check_cache_dir(cache_dir)
     # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
     read_manifest(corrupted)  # one check (and message) for a folder that is not a corrupt output
     prepare_out_dir(out)
