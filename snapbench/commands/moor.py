@@ -38,9 +38,9 @@ _EPILOG = (
 @contextlib.contextmanager
 def _conditions_progress() -> Iterator[Callable[[str], None]]:
     """A line printer for each fused condition, with a spinner on stderr while the work runs."""
-    from rich.console import Console
+    from ..console import stderr_console
 
-    console = Console(stderr=True)
+    console = stderr_console()
     with console.status("moor: fusing"):
         yield typer.echo
 
