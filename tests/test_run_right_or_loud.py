@@ -290,3 +290,38 @@ def test_a_cache_dir_that_is_a_file_is_refused_before_any_work_in_run_and_encode
                                 "--out", str(tmp_path / "e"), "--no-progress", "--cache-dir", str(cache)])
         assert r.exit_code == 2 and want in r.output, r.output
         assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.parametrize("device", ["tpu", "gpu", "cuda1", "CUDA", "cuda:x"])
+def test_a_device_that_is_no_torch_device_is_refused_up_front_even_for_toy(corrupted, tmp_path, device):
+    """Was exit 0 with no word: toy ignores the device, so the typo went unnoticed."""
+    want = f"error: --device: {device!r} is not a device: expected cpu, cuda, cuda:N, mps"
+    r = runner.invoke(app, ["encode", str(corrupted), "--gallery", str(DEFAULT_DATA / "gallery.jsonl"),
+                            "--out", str(tmp_path / "e"), "--no-progress", "--device", device])
+    assert r.exit_code == 2 and want in r.output, r.output
+    assert not (tmp_path / "e").exists()
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"),
+                            "--conditions", "clean", "--device", device, *FAST])
+    assert r.exit_code == 2 and want in r.output, r.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_device_check_agrees_with_torch():
+    """torch.device's own parser is the reference (npu needs torch_npu loaded, so it is left out)."""
+    torch = pytest.importorskip("torch")
+    from snapbench.errors import ConfigError
+    from snapbench.models.device import check_device
+
+    for device in ["cpu", "cuda", "cuda:0", "cuda:12", "mps", "xpu:1", "xla", "hpu", "meta", "tpu", "gpu", "cuda1",
+                   "CUDA", "cuda:", "cuda:-1", "cuda:x", ":0", "", "cpu:0:1", "cuda 0"]:
+        try:
+            torch.device(device)
+            ok = True
+        except (RuntimeError, TypeError):
+            ok = False
+        try:
+            check_device(device)
+            ours = True
+        except ConfigError:
+            ours = False
+        assert ours == ok, device
