@@ -48,7 +48,7 @@ def evaluate(
         "gallery_ids.txt; or one <condition>.run/.trec TREC run per condition."
     ),
     qrels: Path = typer.Option(
-        ..., "--qrels", help="Relevance labels: TREC qrels ('qid 0 docid rel') or JSON {query_id: \\[gallery_id, ...]} "
+        ..., "--qrels", help="Relevance labels: TREC qrels ('qid 0 docid rel') or JSON {query_id: [gallery_id, ...]} "
         "(empty list = zero-GT query) or {query_id: {gallery_id: grade}}."
     ),
     out: Path | None = typer.Option(None, "--out", help="Write the JSON report here."),
@@ -62,7 +62,7 @@ def evaluate(
     resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples of the queries (paired, shared by all conditions)."),
     permutations: int | None = typer.Option(None, "--permutations", help="Permutations for the non-hit metrics' test (default = --resamples)."),
     ci: float = typer.Option(0.95, "--ci", help="Confidence level of the percentile bootstrap intervals."),
-    tags: Path | None = typer.Option(None, "--tags", help="Query tags: JSON {query_id: \\[tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
+    tags: Path | None = typer.Option(None, "--tags", help="Query tags: JSON {query_id: [tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
     group_by: str | None = typer.Option(None, "--group-by", help="With --tags: group by the values of this field (tags 'field=value'); default: one group per tag."),
     include_zero_gt: bool = typer.Option(False, "--include-zero-gt", help="Score zero-GT queries as 0 in ranking metrics instead of excluding them."),
     set_threshold: float | None = typer.Option(None, "--set-threshold", help="Answer set = items scoring >= this; enables set and reject metrics (empty set = rejection). "
