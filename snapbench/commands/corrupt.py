@@ -116,6 +116,9 @@ def _report(summary) -> None:
             f"entity guessed for {summary.guessed_entities} queries (no entity field): their text conditions "
             "edit the last non-stopword word of the question"
         )
+    if summary.unguessed_entities:
+        typer.echo(f"no entity for {summary.unguessed_entities} queries (no entity field, no non-stopword word in the "
+                   "question): their text conditions are skipped")
     if summary.targeted:
         typer.echo(f"severity target: {summary.targeted - summary.target_missed} of {summary.targeted} image variants "
                    f"reached it; {summary.target_missed} kept at the end of their knob's range (\"reached\": false)")
