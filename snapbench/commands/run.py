@@ -20,7 +20,7 @@ def run(
     out: Path = typer.Option(..., "--out", help="Output folder (reports per mode, MOOR, report.html); rerun to resume."),
     name: Optional[list[str]] = typer.Option(
         None, "--name", metavar="NAME",
-        help="With several --encoder: the folder name of each, in order (default: derived from the spec).",
+        help="With several --encoder: the folder name of each, in order (default: derived from the spec). Needed to give one spec twice.",
     ),
     format: Optional[str] = typer.Option(None, "--format", help="Force the dataset format (snapbench-json, hf-imagefolder, photobench, jsonl); default: detected."),
     images: Optional[Path] = typer.Option(None, "--images", help="Folder holding the dataset's images when they are not next to it."),
