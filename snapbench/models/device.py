@@ -28,6 +28,6 @@ def check_device(device: str | None) -> str | None:
     m = _DEVICE.match(device) if isinstance(device, str) else None
     if m is None or m[1] not in DEVICE_TYPES:
         hint = " (TPUs are torch's 'xla' device)" if isinstance(device, str) and device.lower().startswith("tpu") else ""
-        raise ConfigError(f"{device!r} is not a device: expected cpu, cuda, cuda:N, mps, xpu or another torch "
-                          f"device type ({', '.join(DEVICE_TYPES)}), optionally with :N{hint}", param="device")
+        raise ConfigError(f"{device!r} is not a torch device: expected cpu, cuda, cuda:N, mps, xpu or another "
+                          f"torch device type ({', '.join(DEVICE_TYPES)}), optionally with :N{hint}", param="device")
     return device
