@@ -1,4 +1,5 @@
-"""The rich console that commands print tables with: a closed pipe is a ``BrokenPipeError``, as for ``print``.
+"""The rich consoles every command prints through (tables on stdout; notes, spinners and progress bars on
+stderr): a closed pipe is a ``BrokenPipeError``, as for ``print``.
 
 rich turns a write to a closed pipe (``snapbench evaluate ... | head -2``) into ``SystemExit(1)``
 (``Console.on_broken_pipe``), which would bypass :func:`snapbench.cli.guarded` -- the one place a
@@ -13,7 +14,7 @@ import errno
 import functools
 from typing import Any
 
-__all__ = ["stdout_console"]
+__all__ = ["stderr_console", "stdout_console"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -31,3 +32,9 @@ def _console_class() -> type:
 def stdout_console(**kwargs: Any) -> Any:
     """A ``rich.console.Console`` (``kwargs`` as for it) whose closed pipe raises ``BrokenPipeError``."""
     return _console_class()(**kwargs)
+
+
+def stderr_console(**kwargs: Any) -> Any:
+    """The same console on stderr (notes, rules, status spinners, progress bars): ``2>&1 | head -1``
+    closes stderr's pipe too, and rich would turn that into ``SystemExit(1)`` as well."""
+    return stdout_console(stderr=True, **kwargs)

@@ -16,7 +16,6 @@ class ProgressDisplay:
 
     def __enter__(self) -> "ProgressDisplay":
         if self.enabled:
-            from rich.console import Console
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
@@ -26,8 +25,10 @@ class ProgressDisplay:
                 TimeRemainingColumn,
             )
 
+            from .console import stderr_console
+
             self.p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                              TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True))
+                              TimeElapsedColumn(), TimeRemainingColumn(), console=stderr_console())
             self.p.__enter__()
         return self
 

@@ -118,3 +118,25 @@ def test_conditions_into_a_pipe_closed_early_is_quiet() -> None:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     os.close(write)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def test_max_pixels_is_the_only_size_limit_not_pillows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pillow refuses images over 2 * Image.MAX_IMAGE_PIXELS (~179 Mpx) with its own wording; lowered
+    here to 1,000 so a 60x50 image crosses it.  --max-pixels alone decides: our message about the
+    limit below it, a decoded image above it, through preview and corrupt alike."""
+    Image.fromarray(data.astronaut()[:50, :60]).save(tmp_path / "a.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
+    res = runner.invoke(app, ["preview", str(tmp_path / "a.png"), "--out", str(tmp_path / "s.png"),
+                              "--max-pixels", "2000"])
+    assert res.exit_code == 2, res.output
+    assert (f"error: {tmp_path / 'a.png'}: image too large: 60x50 = 3,000 pixels exceeds the limit of 2,000 pixels "
+            "(raise --max-pixels to allow it)") in res.output
+    assert "decompression bomb" not in res.output
+    res = runner.invoke(app, ["preview", str(tmp_path / "a.png"), "--out", str(tmp_path / "s.png")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "s.png").stat().st_size > 0
+    assert Image.MAX_IMAGE_PIXELS == 1000  # lifted only while decoding
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "a", "image": "a.png", "question": "What is this?"}) + "\n")
+    res = runner.invoke(app, ["corrupt", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "o"),
+                              "--conditions", "img/motion_blur/s1", "--no-progress"])
+    assert res.exit_code == 0, res.output

@@ -387,3 +387,24 @@ def test_per_query_values_in_the_report_average_to_its_values(data, tmp_path):
     assert all(pq["values"]["clean"]["hit@1"][i] is None for i in range(5, Q, 6))
     r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "20", "-q", "--out", str(out)])
     assert "per_query" not in json.loads(out.read_text())  # only on request
+
+
+def test_additivity_of_a_run_folder_names_its_reports(tmp_path):
+    """Was "a SCORES_DIR needs --qrels": a run folder holds finished reports, one per mode."""
+    from snapbench.commands.demo import DEFAULT_DATA
+    from snapbench.pipeline import RunOptions, run_benchmark
+
+    run = tmp_path / "run"
+    run_benchmark(DEFAULT_DATA, "toy", run, RunOptions(conditions=["clean", "txt/char_swap"], joint=False, resamples=100,
+                                                       report=False, progress=False, use_cache=False))
+    r = runner.invoke(app, ["additivity", str(run)])
+    assert r.exit_code == 2, r.output
+    assert (f"error: {run}: is a 'snapbench run' folder, not a SCORES_DIR: give one of its reports, "
+            f"e.g. {run / 'IT2IT' / 'report.json'} (it has I2I/report.json") in r.output
+    assert "--qrels" not in r.output
+    report = run / "IT2IT" / "report.json"
+    assert runner.invoke(app, ["additivity", str(report)]).exit_code == 0
+    r = runner.invoke(app, ["additivity", str(report), "--out", str(tmp_path / "a.json")])
+    assert r.exit_code == 2 and "error: --out applies only when recomputing from a SCORES_DIR" in r.output, r.output
+    r = runner.invoke(app, ["additivity", str(report), "--out", str(tmp_path / "a.json"), "--seed", "1"])
+    assert r.exit_code == 2 and "error: --seed, --out apply only when recomputing" in r.output, r.output

@@ -66,3 +66,22 @@ def test_an_interrupted_report_does_not_promise_a_resume(tmp_path, monkeypatch) 
     res = runner.invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "rep")])
     assert res.exit_code == 130, res.output
     assert "does not resume" in res.output and "rerun the same command to resume" not in res.output
+
+
+def _commands() -> list[str]:
+    from typer.main import get_command
+
+    return sorted(get_command(app).commands)
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_help_texts_are_plain_without_markup_escapes(command) -> None:
+    """Help is shown without rich markup (rich_markup_mode=None), so an escape such as 'snapbench\\[ann]'
+    would reach the reader as written; every command, the ones added later included."""
+    res = runner.invoke(app, [command, "--help"], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    assert "\\" not in res.output, [line for line in res.output.splitlines() if "\\" in line]
+    if command == "moor":
+        assert "snapbench[ann]" in res.output and "snapbench[safetensors]" in res.output
+    if command == "evaluate":
+        assert "{query_id: [gallery_id, ...]}" in res.output

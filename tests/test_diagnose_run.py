@@ -236,3 +236,18 @@ def test_every_dataset_format_of_the_loaders(tmp_path) -> None:
     res = run_diagnose(make_photobench_album(tmp_path / "pb"), tmp_path / "o3")  # text queries, no query images
     assert res.summary["inputs"]["kind"] == "photobench" and res.summary["n_images"] == 0
     assert res.summary["n_questions"] == 4 and res.summary["shares"]["oov"]["n"] == 4
+
+
+def test_a_missing_image_is_file_not_found_not_undecodable(tmp_path) -> None:
+    """diagnose's unreadable_images check tells a missing file from one that is not an image."""
+    _write(tmp_path / "ok.png", np.full((64, 64, 3), 128, np.uint8))
+    (tmp_path / "junk.jpg").write_bytes(b"not an image at all")
+    rows = [{"id": "ok", "image": "ok.png"}, {"id": "gone", "image": "missing.jpg"}, {"id": "junk", "image": "junk.jpg"}]
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = runner.invoke(app, ["diagnose", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "out"), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    check = json.loads((tmp_path / "out" / "summary.json").read_text())["checks"]["unreadable_images"]
+    assert {e["id"]: e["problem"] for e in check["ids"]} == {"gone": "file not found", "junk": "cannot be decoded"}
+    assert "missing.jpg: image file not found" in next(e["reason"] for e in check["ids"] if e["id"] == "gone")
+    page = (tmp_path / "out" / "diagnose.html").read_text(encoding="utf-8")
+    assert "gone (file not found)" in page and "junk (cannot be decoded)" in page

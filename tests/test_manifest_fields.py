@@ -101,3 +101,19 @@ def test_guessed_entities_are_counted_in_the_summary(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "entity guessed for 2 queries" in res.output
     assert "added joint parts (for additivity): img/overexposure/s1, txt/char_swap" in res.output
+
+
+def test_a_question_with_no_word_to_guess_is_not_counted_as_guessed(tmp_path: Path) -> None:
+    """"what?" has only a stopword: its text conditions are skipped, so corrupt must not say it guessed."""
+    _photo(tmp_path / "cat.png")
+    rows = [{"id": "a", "image": "cat.png", "question": "what?"},
+            {"id": "b", "image": "cat.png", "question": "What kind of cat is this?"}]
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = runner.invoke(app, ["corrupt", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "o"),
+                              "--conditions", "txt/char_swap,txt/word_swap", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    skips = [json.loads(line) for line in (tmp_path / "o" / "skips.jsonl").read_text().splitlines()]
+    assert sorted((s["id"], s["condition"]) for s in skips) == [("a", "txt/char_swap"), ("a", "txt/word_swap")]
+    assert "entity guessed for 1 queries (no entity field)" in res.output  # b only
+    assert ("no entity for 1 queries (no entity field, no non-stopword word in the question): "
+            "their text conditions are skipped") in res.output

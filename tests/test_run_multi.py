@@ -219,10 +219,12 @@ def test_kill_9_mid_run_and_after_the_first_encoder_resume_per_encoder(tmp_path)
 
 def test_folder_names_are_safe_unique_and_overridable():
     assert run_names(["toy", "hf:openai/clip-vit-base-patch32", "open_clip:ViT-B-32:laion2b_s34b_b79k",
-                      "sentence-transformers:/models/x/all-MiniLM-L6-v2", "my.pkg:Enc", "toy"]) == [
+                      "sentence-transformers:/models/x/all-MiniLM-L6-v2", "my.pkg:Enc", "hf:openai-clip-vit-base-patch32"]) == [
         "toy", "hf-openai-clip-vit-base-patch32", "open_clip-ViT-B-32-laion2b_s34b_b79k",
-        "sentence-transformers-x-all-MiniLM-L6-v2", "my.pkg-Enc", "toy-2"]
+        "sentence-transformers-x-all-MiniLM-L6-v2", "my.pkg-Enc", "hf-openai-clip-vit-base-patch32-2"]
     assert run_names(["toy", "toy"], ["a", "b"]) == ["a", "b"]
+    with pytest.raises(ConfigError, match="'toy' is given twice: the runs would be the same; give each encoder a name"):
+        run_names(["toy", "hf:x", "toy"])
     with pytest.raises(ConfigError, match="one name per encoder"):
         run_names(["toy", "toy"], ["a"])
     with pytest.raises(ConfigError, match="not a folder name"):
@@ -236,12 +238,19 @@ def test_one_encoder_keeps_the_run_folder_layout_and_the_two_layouts_do_not_mix(
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "one"), *fast])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "one" / "T2T" / "report.json").is_file() and "encoder_runs" not in (tmp_path / "one" / "run.json").read_text()
-    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "-e", "toy", "--out", str(tmp_path / "one"), *fast])
+    twice = ["-e", "toy", "-e", "toy", "--name", "toy", "--name", "toy-2"]
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), *twice, "--out", str(tmp_path / "one"), *fast])
     assert r.exit_code == 2 and "holds the run of one encoder" in r.output, r.output
-    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "-e", "toy", "--out", str(tmp_path / "two"), *fast])
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), *twice, "--out", str(tmp_path / "two"), *fast])
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["run.json", "toy", "toy-2"]
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "two"), *fast])
     assert r.exit_code == 2 and "holds a run of several encoders (one folder each: toy, toy-2)" in r.output, r.output
+    # the same spec twice without names was run twice silently (toy, toy-2)
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "-e", "toy", "--out", str(tmp_path / "dup"), *fast])
+    assert r.exit_code == 2, r.output
+    assert ("error: --encoder: 'toy' is given twice: the runs would be the same; give each encoder a --name to run "
+            "it twice anyway") in r.output
+    assert not (tmp_path / "dup").exists()
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "-e", "toy", "--name", "x", "--out", str(tmp_path / "3"), *fast])
     assert r.exit_code == 2 and "--name: needs one name per encoder: 1 for 2 encoders" in r.output, r.output

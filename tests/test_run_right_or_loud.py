@@ -304,3 +304,53 @@ def test_run_without_a_shared_space_names_every_skipped_target(encoders, tmp_pat
             "are skipped") in r.output, r.output
     made = sorted(p.parent.relative_to(tmp_path / "o").as_posix() for p in (tmp_path / "o").rglob("report.json"))
     assert made == ["I2I", "IT2IT", "T2T"]
+
+
+def test_a_cache_dir_that_is_a_file_is_refused_before_any_work_in_run_and_encode(corrupted, tmp_path):
+    """Was "the encoder failed on a batch of 16 gallery images: NotADirectoryError" after the corruption."""
+    (tmp_path / "afile").write_text("not a folder\n")
+    for cache, says in ((tmp_path / "afile", "(a file is there)"), (tmp_path / "afile" / "sub", f"({tmp_path / 'afile'} is a file)")):
+        want = f"error: {cache}: --cache-dir is not a folder {says}"
+        r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"),
+                                "--conditions", "txt/char_add", "--cache-dir", str(cache), *FAST])
+        assert r.exit_code == 2 and want in r.output, r.output
+        assert not (tmp_path / "o").exists()  # refused before the run folder or a corruption is made
+        r = runner.invoke(app, ["encode", str(corrupted), "--gallery", str(DEFAULT_DATA / "gallery.jsonl"),
+                                "--out", str(tmp_path / "e"), "--no-progress", "--cache-dir", str(cache)])
+        assert r.exit_code == 2 and want in r.output, r.output
+        assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.parametrize("device", ["tpu", "gpu", "cuda1", "CUDA", "cuda:x"])
+def test_a_device_that_is_no_torch_device_is_refused_up_front_even_for_toy(corrupted, tmp_path, device):
+    """Was exit 0 with no word: toy ignores the device, so the typo went unnoticed."""
+    want = f"error: --device: {device!r} is not a torch device: expected cpu, cuda, cuda:N, mps"
+    r = runner.invoke(app, ["encode", str(corrupted), "--gallery", str(DEFAULT_DATA / "gallery.jsonl"),
+                            "--out", str(tmp_path / "e"), "--no-progress", "--device", device])
+    assert r.exit_code == 2 and want in r.output, r.output
+    assert not (tmp_path / "e").exists()
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"),
+                            "--conditions", "clean", "--device", device, *FAST])
+    assert r.exit_code == 2 and want in r.output, r.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_device_check_agrees_with_torch():
+    """torch.device's own parser is the reference (npu needs torch_npu loaded, so it is left out)."""
+    torch = pytest.importorskip("torch")
+    from snapbench.errors import ConfigError
+    from snapbench.models.device import check_device
+
+    for device in ["cpu", "cuda", "cuda:0", "cuda:12", "mps", "xpu:1", "xla", "hpu", "meta", "tpu", "gpu", "cuda1",
+                   "CUDA", "cuda:", "cuda:-1", "cuda:x", ":0", "", "cpu:0:1", "cuda 0"]:
+        try:
+            torch.device(device)
+            ok = True
+        except (RuntimeError, TypeError):
+            ok = False
+        try:
+            check_device(device)
+            ours = True
+        except ConfigError:
+            ours = False
+        assert ours == ok, device

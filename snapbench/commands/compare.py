@@ -47,9 +47,8 @@ def compare(
     run that reads one side of the query only (a text-only encoder) is compared with the others on the
     conditions every run has, with a warning naming the conditions left out.
     """
-    from rich.console import Console
-
     from ..compare import CompareOptions, compare_runs
+    from ..console import stderr_console
     from ..validate import comma_list
 
     opts = CompareOptions(
@@ -57,7 +56,7 @@ def compare(
         metrics=comma_list(metrics, "metrics"), metric=metric, resamples=resamples, seed=seed, ci=ci,
         formats=comma_list(formats, "formats") or [], dpi=dpi,
     )
-    err = Console(stderr=True)
+    err = stderr_console()
     if no_progress:
         res = compare_runs(run_dirs, out, opts)
     else:

@@ -118,6 +118,9 @@ def _report(summary) -> None:
             f"entity guessed for {summary.guessed_entities} queries (no entity field): their text conditions "
             "edit the last non-stopword word of the question"
         )
+    if summary.unguessed_entities:
+        typer.echo(f"no entity for {summary.unguessed_entities} queries (no entity field, no non-stopword word in the "
+                   "question): their text conditions are skipped")
     if summary.targeted:
         from ..corruptions.target import target_summary
 

@@ -48,12 +48,11 @@ def demo(
     """
     import dataclasses
 
-    from rich.console import Console
     from rich.table import Table
 
     from ..atomic import prepare_output_dir
     from ..conditions import parse_condition
-    from ..console import stdout_console
+    from ..console import stderr_console, stdout_console
     from ..data import load_dataset
     from ..evaluate import read_report
     from ..pipeline import RunOptions, run_benchmark
@@ -63,7 +62,7 @@ def demo(
     positive_int(resamples, "resamples", minimum=100)
     prepare_output_dir(out)  # before anything is printed or computed
     replace = force or holds_a_demo(out)
-    console = Console(stderr=True)
+    console = stderr_console()
     ds = load_dataset(data or DEFAULT_DATA)
     if data is None:
         ds = dataclasses.replace(ds, name=DEMO_NAME)  # not the manifest's file name

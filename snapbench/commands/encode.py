@@ -20,7 +20,7 @@ def encode(
     gallery: Path = typer.Option(..., "--gallery", help="Gallery manifest: JSONL/JSON list of {id, image, caption} (either may be missing)."),
     out: Path = typer.Option(..., "--out", help="Output folder: embeddings/, paths/ (a SCORES_DIR of per-path matrices), dropped_queries.json."),
     encoder: str = typer.Option("toy", "--encoder", "-e", help=ENCODER_HELP),
-    device: str | None = typer.Option(None, "--device", help="torch device, e.g. cuda, cuda:1, cpu (default: cuda if available, else cpu)."),
+    device: str | None = typer.Option(None, "--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder (default: cuda when available, else cpu)."),
     conditions: str | None = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: all in the manifest)."),
     batch_size: int = typer.Option(32, "--batch-size", min=1, help="Images decoded and encoded at a time (memory grows with it, not with the gallery)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too."),
@@ -41,6 +41,8 @@ def encode(
     from ..engines import check_engine
     from ..layout import read_manifest
     from ..models import CachedEncoder
+    from ..models.cache import check_cache_dir
+    from ..models.device import check_device
     from ..pipeline.encoders import close_encoder, open_encoder
     from ..validate import comma_list, positive_int
 
@@ -48,6 +50,9 @@ def encode(
     positive_int(batch_size, "batch_size")
     check_engine(engine, 1, address)
     positive_int(actors, "actors")
+    check_device(device)
+    if cache_dir is not None:
+        check_cache_dir(cache_dir)
     # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
     read_manifest(corrupted)  # one check (and message) for a folder that is not a corrupt output
     prepare_out_dir(out)

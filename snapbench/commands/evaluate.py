@@ -48,7 +48,7 @@ def evaluate(
         "gallery_ids.txt; or one <condition>.run/.trec TREC run per condition."
     ),
     qrels: Path = typer.Option(
-        ..., "--qrels", help="Relevance labels: TREC qrels ('qid 0 docid rel') or JSON {query_id: \\[gallery_id, ...]} "
+        ..., "--qrels", help="Relevance labels: TREC qrels ('qid 0 docid rel') or JSON {query_id: [gallery_id, ...]} "
         "(empty list = zero-GT query) or {query_id: {gallery_id: grade}}."
     ),
     out: Path | None = typer.Option(None, "--out", help="Write the JSON report here."),
@@ -62,7 +62,7 @@ def evaluate(
     resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples of the queries (paired, shared by all conditions)."),
     permutations: int | None = typer.Option(None, "--permutations", help="Permutations for the non-hit metrics' test (default = --resamples)."),
     ci: float = typer.Option(0.95, "--ci", help="Confidence level of the percentile bootstrap intervals."),
-    tags: Path | None = typer.Option(None, "--tags", help="Query tags: JSON {query_id: \\[tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
+    tags: Path | None = typer.Option(None, "--tags", help="Query tags: JSON {query_id: [tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
     group_by: str | None = typer.Option(None, "--group-by", help="With --tags: group by the values of this field (tags 'field=value'); default: one group per tag."),
     include_zero_gt: bool = typer.Option(False, "--include-zero-gt", help="Score zero-GT queries as 0 in ranking metrics instead of excluding them."),
     set_threshold: float | None = typer.Option(None, "--set-threshold", help="Answer set = items scoring >= this; enables set and reject metrics (empty set = rejection). "
@@ -122,7 +122,7 @@ def evaluate(
 
 
 def additivity(
-    source: Path = typer.Argument(..., help="A report written by 'snapbench evaluate --out', or a SCORES_DIR (then --qrels is needed)."),
+    source: Path = typer.Argument(..., help="A report written by 'snapbench evaluate --out' or 'snapbench run' (RUN/IT2IT/report.json, one per mode), or a SCORES_DIR (then --qrels is needed)."),
     qrels: Path | None = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR."),
     metric: str = typer.Option("hit@1", "--metric", help="Metric of the table (SnapBench's R@1 = hit@1)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed (SCORES_DIR only)."),
@@ -144,12 +144,14 @@ def additivity(
         if seed != 0:
             given.insert(0, "--seed")
         if given:
-            raise ConfigError(f"{', '.join(given)} apply only when recomputing from a SCORES_DIR; {source} is a "
+            verb = "applies" if len(given) == 1 else "apply"
+            raise ConfigError(f"{', '.join(given)} {verb} only when recomputing from a SCORES_DIR; {source} is a "
                               "finished report (its CIs were computed with its own settings)")
         report = read_report(source)
         if metric not in report.metrics:
             raise InputError(f"metric {metric!r} not in the report (has {', '.join(report.metrics)})", path=source)
     else:
+        _refuse_a_run_folder(source)
         if qrels is None:
             raise ConfigError("a SCORES_DIR needs --qrels", path=source)
         report = _additivity_report(source, qrels, metric, seed, resamples, ci, mode)
@@ -176,3 +178,25 @@ def _additivity_report(source: Path, qrels: Path, metric: str, seed: int, resamp
     parts = {p.id for j in joints for p in (j.image_part, j.text_part) if p is not None}
     need = [c for c in sd.conditions if c in parts or parse_condition(c).kind == "joint"]
     return evaluate_directory(source, qrels, cfg, mode=mode, conditions=need or ["clean"])
+
+
+def _refuse_a_run_folder(source: Path) -> None:
+    """A folder 'snapbench run' wrote holds finished reports, one per mode: name them instead of asking
+    for the --qrels of a SCORES_DIR it is not."""
+    from ..layout import read_run_json, run_json_kind
+
+    try:
+        cfg = read_run_json(source)
+    except InputError:
+        return  # not readable as run.json: the SCORES_DIR reader says what is wrong
+    if cfg is None or run_json_kind(cfg) != "run":
+        return
+    reports = sorted(p.relative_to(source).as_posix() for p in (*source.glob("*/report.json"),
+                                                                 *source.glob("*/*/report.json")))
+    if not reports:
+        raise InputError("is a 'snapbench run' folder without reports (finish the run first), not a SCORES_DIR",
+                         path=source)
+    first = next((r for r in reports if r.endswith("IT2IT/report.json")), reports[0])
+    more = f" and {len(reports) - 8} more" if len(reports) > 8 else ""
+    raise InputError(f"is a 'snapbench run' folder, not a SCORES_DIR: give one of its reports, e.g. {source / first} "
+                     f"(it has {', '.join(reports[:8])}{more})", path=source)

@@ -13,7 +13,7 @@ from ..errors import ConfigError
 _EPILOG = (
     "Inputs, one of:\n\n"
     "* --q-image --q-text --g-image --g-text: embeddings, .npy or .safetensors (file.safetensors#key; "
-    "needs snapbench\\[safetensors]). A .npy gallery is streamed from disk.\n\n"
+    "needs snapbench[safetensors]). A .npy gallery is streamed from disk.\n\n"
     "* --paths-dir DIR: four path score matrices per condition, DIR/<cond>.II.npy .TT.npy .IT.npy .TI.npy "
     "or DIR/II/<cond>.npy ... (each sub-folder a SCORES_DIR), plus query_ids.txt and gallery_ids.txt "
     "(the layout `snapbench encode` writes to OUT/paths). Path scores are fused as given (gates, variance "
@@ -38,9 +38,9 @@ _EPILOG = (
 @contextlib.contextmanager
 def _conditions_progress() -> Iterator[Callable[[str], None]]:
     """A line printer for each fused condition, with a spinner on stderr while the work runs."""
-    from rich.console import Console
+    from ..console import stderr_console
 
-    console = Console(stderr=True)
+    console = stderr_console()
     with console.status("moor: fusing"):
         yield typer.echo
 
@@ -60,7 +60,7 @@ def moor(
     gate: str = typer.Option("bell", "--gate", help="Gate: bell, linear, sigmoid, inverse_bell, pure_r2, none."),
     topk: int | None = typer.Option(None, "--topk", min=1, help="Write a top-K TREC run per condition instead of dense scores (evaluate then flags metrics deeper than K)."),
     chunk_size: int = typer.Option(8192, "--chunk-size", min=1, help="Gallery rows per chunk (streaming fit and top-k)."),
-    ann: bool = typer.Option(False, "--ann", help="With --topk: FAISS HNSW approximate search (pip install snapbench\\[ann])."),
+    ann: bool = typer.Option(False, "--ann", help="With --topk: FAISS HNSW approximate search (pip install snapbench[ann])."),
     ann_check: int | None = typer.Option(None, "--ann-check", min=0, help="With --ann: queries per condition (sampled, seeded) whose exact top-K measures the ANN top-K overlap (default 256); 0 skips it."),
     dtype: str = typer.Option("float64", "--dtype", help="float64 (exact) or float32 (faster scoring)."),
     weights_format: str = typer.Option("csv", "--weights-format", help="csv (with query ids) or npy (Q x 4)."),

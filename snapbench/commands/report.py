@@ -25,11 +25,10 @@ def report(
     Optional inputs (per-query values, MOOR's text share, fusion baselines, run.json, a contact
     sheet) that are missing are named in the report, never fatal.
     """
-    from rich.console import Console
-
+    from ..console import stderr_console
     from ..report import build_report
 
-    err = Console(stderr=True)
+    err = stderr_console()
     if traffic is not None:
         from ..diagnose.traffic import write_traffic
 

@@ -20,7 +20,7 @@ def run(
     out: Path = typer.Option(..., "--out", help="Output folder (reports per mode, MOOR, report.html); rerun to resume."),
     name: Optional[list[str]] = typer.Option(
         None, "--name", metavar="NAME",
-        help="With several --encoder: the folder name of each, in order (default: derived from the spec).",
+        help="With several --encoder: the folder name of each, in order (default: derived from the spec). Needed to give one spec twice.",
     ),
     format: Optional[str] = typer.Option(None, "--format", help="Force the dataset format (snapbench-json, hf-imagefolder, photobench, jsonl); default: detected."),
     images: Optional[Path] = typer.Option(None, "--images", help="Folder holding the dataset's images when they are not next to it."),
@@ -37,7 +37,7 @@ def run(
     ),
     variants: str = typer.Option("generated", "--variants", help="generated (snapbench's seeded operators) or released (the variants the dataset ships)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the corruptions and the bootstrap."),
-    device: Optional[str] = typer.Option(None, "--device", help="Encoder device (default: cuda when available, else cpu)."),
+    device: Optional[str] = typer.Option(None, "--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder (default: cuda when available, else cpu)."),
     batch_size: int = typer.Option(32, "--batch-size", help="Encoder batch size."),
     workers: int = typer.Option(1, "--workers", help="Parallel corruption tasks while the encoder runs: processes (local), CPUs of a local Ray instance, or tasks at once on a Ray cluster."),
     engine: str = typer.Option("local", "--engine", help=f"Where queries are corrupted: {' or '.join(ENGINES)} (local: a process pool; ray: needs snapbench[ray])."),

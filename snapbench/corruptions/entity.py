@@ -16,7 +16,7 @@ import unicodedata
 from ..errors import InputError
 from .text_data import IRREGULAR_PLURALS, STOPWORDS
 
-__all__ = ["Span", "EntityNotFoundError", "find_entity", "locate", "nospace", "WORD_RE", "POSSESSIVE_AFTER_RE",
+__all__ = ["Span", "EntityNotFoundError", "find_entity", "guess_entity", "locate", "nospace", "WORD_RE", "POSSESSIVE_AFTER_RE",
            "QUESTION_MARKS", "SENT_BOUNDARY_RE", "TERMINATORS"]
 
 Span = tuple[int, int]
@@ -174,6 +174,12 @@ def _locate_cached(text: str, entity: str | None) -> tuple[int, int, str]:
         f"entity {entity!r} not found in question {text!r} "
         "(tried exact, plural/stem and last-word matching)"
     )
+
+
+def guess_entity(text: str) -> Span | None:
+    """The span the text operators edit in a question with no entity (its last non-stopword word), or
+    ``None`` when it has none: those queries' text conditions are skipped (:class:`EntityNotFoundError`)."""
+    return _fallback_entity(text)
 
 
 def find_entity(text: str, entity: str | None) -> tuple[int, int]:

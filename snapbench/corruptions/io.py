@@ -32,6 +32,7 @@ import hashlib
 import io
 import os
 import struct
+import threading
 import warnings
 from pathlib import Path
 
@@ -204,18 +205,42 @@ def load_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS)
 
     See the module docstring for the normalisation rules (EXIF orientation applied, alpha over
     white, 16-bit -> high byte, grey/palette -> RGB).  ``max_pixels`` bounds ``W * H`` and is checked
-    from the header before decoding.
+    from the header before decoding; it is the only size limit (Pillow's own decompression-bomb
+    limit, ``Image.MAX_IMAGE_PIXELS``, is lifted for an image that ``max_pixels`` allows).
 
     Raises :class:`ImageLoadError` (a ``ValueError``) naming the file for: a missing or empty file,
     a file that is not an image, a truncated or corrupt file, or one larger than ``max_pixels``.
     """
-    from PIL import Image, ImageOps, UnidentifiedImageError
+    from PIL import Image
 
     path = Path(path)
     data = _read_bytes(path)
     other = _load_non_pillow(path, data, max_pixels)
     if other is not None:
         return other
+    try:
+        return _load_pillow(path, data, max_pixels)
+    except Image.DecompressionBombError:
+        # Pillow refuses images over 2 * MAX_IMAGE_PIXELS (~179 Mpx) before we see the header, with
+        # its own wording and no regard for max_pixels.  Read again with its limit lifted: the header
+        # check below then says "too large" in our words, or decodes an image max_pixels allows.
+        # The lock keeps concurrent lifts from restoring each other's value.
+        with _PILLOW_LIMIT_LOCK:
+            saved = Image.MAX_IMAGE_PIXELS
+            Image.MAX_IMAGE_PIXELS = None
+            try:
+                return _load_pillow(path, data, max_pixels)
+            finally:
+                Image.MAX_IMAGE_PIXELS = saved
+
+
+_PILLOW_LIMIT_LOCK = threading.Lock()
+
+
+def _load_pillow(path: Path, data: bytes, max_pixels: int) -> np.ndarray:
+    """Decode with Pillow; ``Image.DecompressionBombError`` propagates (see :func:`load_image`)."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
     with warnings.catch_warnings():
         # We enforce our own limit (max_pixels) before decoding; Pillow's warning would be noise.
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -223,8 +248,8 @@ def load_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS)
             img = Image.open(io.BytesIO(data))
         except UnidentifiedImageError:
             raise ImageLoadError(f"{path}: not a recognised image file ({len(data)} bytes)") from None
-        except Image.DecompressionBombError as exc:
-            raise ImageTooLargeError(f"{path}: image too large ({exc})") from None
+        except Image.DecompressionBombError:
+            raise
         except Exception as exc:  # noqa: BLE001 - header parse errors of any plugin
             raise ImageLoadError(f"{path}: corrupt image header ({exc})") from None
         with img:
@@ -236,6 +261,8 @@ def load_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS)
             fmt = img.format
             try:
                 img.load()
+            except Image.DecompressionBombError:
+                raise
             except Exception as exc:  # noqa: BLE001 - decoders raise OSError, SyntaxError, ValueError...
                 msg = str(exc)
                 kind = "truncated" if "truncat" in msg.lower() else "corrupt or truncated"

@@ -58,6 +58,7 @@ from ..layout import CorruptDir, check_resume, read_run_json, write_run_json
 from ..progress import ProgressDisplay
 from ..validate import positive_int
 from .codecs import check_format, encode_image
+from .entity import guess_entity
 from .image.add import renderer_versions
 from .io import DEFAULT_MAX_PIXELS, PNG_COMPRESSION
 from .manifest import ManifestWarning, QueryRecord, load_manifest
@@ -137,6 +138,9 @@ class RunSummary:
     #: queries with a question but no entity, whose text conditions edit a guessed word (the last
     #: non-stopword word of the question; 0 when the run has no text conditions)
     guessed_entities: int = 0
+    #: queries with a question but no entity and no word to guess (only stopwords): their text
+    #: conditions are skipped (skips.jsonl); 0 when the run has no text conditions
+    unguessed_entities: int = 0
     #: warnings about the input (unknown manifest fields), also passed to ``log`` as they happen
     warnings: list[str] = field(default_factory=list)
     #: with a severity target: the image variants (``img/`` lines) the folder's manifest holds after this
@@ -366,9 +370,10 @@ def run_corruption(
     counts = _write(folder, tasks, len(records), opts, payload)
     outcome = _outcome([*kept.values(), *counts.targeted])  # the folder's total, not only this call's
     has_text = any(c.kind in ("text", "joint") for c in conds)
-    guessed = sum(1 for r in records if r.question is not None and not (r.entity or "").strip()) if has_text else 0
+    no_entity = [r.question for r in records if r.question is not None and not (r.entity or "").strip()] if has_text else []
+    unguessed = sum(1 for q in no_entity if guess_entity(q) is None)
     return RunSummary(out_dir=folder.root, n_queries=len(records), conditions=cond_ids, written=counts.written,
                       reused=reused, skipped=counts.skipped, skipped_queries=counts.skipped_queries,
                       elapsed_s=time.perf_counter() - t0, added_conditions=[c.id for c in plan.added_parts],
-                      guessed_entities=guessed, warnings=notes, targeted=outcome.variants,
-                      target_missed=outcome.missed, target_inverted=outcome.inverted)
+                      guessed_entities=len(no_entity) - unguessed, unguessed_entities=unguessed, warnings=notes,
+                      targeted=outcome.variants, target_missed=outcome.missed, target_inverted=outcome.inverted)

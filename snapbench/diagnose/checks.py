@@ -9,7 +9,8 @@ would fail the paper's construction filters, before any corruption is run.
 * ``near_duplicate_images``: query images whose 64-bit perceptual hashes are at most
   ``near_duplicate_bits`` apart (and that are not all byte-identical);
 * ``small_images``: images whose shorter side is below ``min_side`` pixels;
-* ``unreadable_images``: image files that could not be decoded (also listed as skips).
+* ``unreadable_images``: image files that are missing, cannot be read, are too large or cannot be
+  decoded; each entry's ``problem`` says which (also listed as skips, with the full reason).
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def run_checks(results: Sequence["QueryResult"], thresholds: dict[str, dict[str,
     pairs = near_duplicate_pairs([results[i].phash or 0 for i in with_img], bits)
     near = [[with_img[k] for k in g] for g in hash_groups(len(with_img), pairs)]
     near = [_ids(results, g) for g in near if len({results[i].digest for i in g}) > 1]
-    unreadable = [{"id": r.id, "reason": r.image_skip} for r in results if r.image_skip is not None]
+    unreadable = [{"id": r.id, "problem": r.image_problem or "cannot be decoded", "reason": r.image_skip}
+                  for r in results if r.image_skip is not None]
     return {
         "entity_missing": {"rule": "the text operators' entity finder finds no entity in the question",
                            "count": len(entity_missing), "ids": entity_missing},
@@ -106,6 +108,6 @@ def run_checks(results: Sequence["QueryResult"], thresholds: dict[str, dict[str,
         "near_duplicate_images": {"rule": f"perceptual hashes at most {bits} of 64 bits apart",
                                   "count": len(near), "groups": near},
         "small_images": {"rule": f"shorter side below {min_side} px", "count": len(small), "ids": small},
-        "unreadable_images": {"rule": "the image file could not be decoded", "count": len(unreadable),
+        "unreadable_images": {"rule": "the image file is missing, cannot be read, is too large or cannot be decoded", "count": len(unreadable),
                               "ids": unreadable},
     }

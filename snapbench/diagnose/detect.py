@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..corruptions import QueryRecord
-from ..corruptions.io import ImageLoadError
+from ..corruptions.io import ImageLoadError, ImageTooLargeError
 from ..errors import in_words
 from .image import decode_for_diagnosis, image_scores, perceptual_hash, view_of
 from .text import Vocabulary, text_scores
@@ -42,6 +42,9 @@ class QueryResult:
     image_scores: dict[str, float] | None = None
     text_scores: dict[str, float] | None = None
     image_skip: str | None = None
+    #: with image_skip, what kind of problem: "file not found", "cannot be read", "too large" or
+    #: "cannot be decoded"
+    image_problem: str | None = None
     width: int | None = None
     height: int | None = None
     phash: int | None = None
@@ -83,13 +86,18 @@ def diagnose_question(question: str, entity: str | None = None, thresholds: Thre
 def _image_part(result: QueryResult, path: Path, thresholds: Thresholds) -> None:
     try:
         data = path.read_bytes()
+    except FileNotFoundError:
+        result.image_skip, result.image_problem = f"{path}: image file not found", "file not found"
+        return
     except OSError as exc:
         result.image_skip = f"{path}: cannot read image file ({exc.strerror or exc})"
+        result.image_problem = "cannot be read"
         return
     try:
         view = decode_for_diagnosis(path, data=data)
     except ImageLoadError as exc:
         result.image_skip = exc.render(in_words)  # summary.json is read from the CLI and Python alike
+        result.image_problem = "too large" if isinstance(exc, ImageTooLargeError) else "cannot be decoded"
         return
     result.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     result.image_scores = image_scores(view, thresholds)

@@ -84,7 +84,8 @@ def _checks_html(checks: dict[str, Any], limit: int = 20) -> str:
         for it in items[:limit]:
             if isinstance(it, dict):
                 shown.append(html.escape(str(it.get("id"))) + (
-                    f" ({it['width']}x{it['height']})" if "width" in it else ""))
+                    f" ({it['width']}x{it['height']})" if "width" in it
+                    else f" ({html.escape(str(it['problem']))})" if "problem" in it else ""))
             elif isinstance(it, list):
                 shown.append("{" + ", ".join(html.escape(str(x)) for x in it) + "}")
             else:

@@ -103,13 +103,16 @@ def load_encoder(spec: str, *, device: str | None = None, batch_size: int | None
 
     ``device``: ``None`` = ``"cuda"`` when torch sees a GPU, else ``"cpu"``; mixed precision
     (autocast bfloat16/float16) is used on GPU only.  ``batch_size``: items per forward pass
-    (default 32).  Both are ignored by encoders that take no such argument (``toy``).
+    (default 32).  Both are ignored by encoders that take no such argument (``toy``), but a
+    ``device`` that is no torch device (``"tpu"``, ``"gpu"``) is a ``ConfigError`` for every spec
+    (:func:`snapbench.models.device.check_device`).
     Raises :class:`~snapbench.errors.ConfigError` for an unknown spec, a missing extra (with the
     ``pip install 'snapbench[models]'`` hint) or a model that is neither local nor downloadable.
     """
+    from .device import check_device
     from .spec import resolve
 
-    return resolve(spec, {"device": device, "batch_size": batch_size})
+    return resolve(spec, {"device": check_device(device), "batch_size": batch_size})
 
 
 def cosine_path_scores(q_image: np.ndarray | None, q_text: np.ndarray | None, g_image: np.ndarray | None,

@@ -25,16 +25,34 @@ from typing import Any
 import numpy as np
 
 from ..atomic import save_npy_atomic
-from ..errors import ConfigError
+from ..errors import ConfigError, arg
 from ..jsonable import write_json
 
-__all__ = ["CachedEncoder", "default_cache_dir", "image_key", "text_key"]
+__all__ = ["CachedEncoder", "check_cache_dir", "default_cache_dir", "image_key", "text_key"]
 
 
 def default_cache_dir() -> Path:
     """``$SNAPBENCH_CACHE`` if set, else ``~/.cache/snapbench``."""
     env = os.environ.get("SNAPBENCH_CACHE")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "snapbench"
+
+
+def check_cache_dir(cache_dir: str | os.PathLike | None) -> Path:
+    """The cache folder (``None``: :func:`default_cache_dir`), refused with a :class:`ConfigError`
+    naming it when it cannot be one: a file is there, or above it.  The folder itself need not exist
+    yet (entries create it).  Commands call this before any work, so a wrong ``cache_dir`` fails
+    before a model is loaded, not on the first batch."""
+    given = cache_dir is not None
+    folder = Path(cache_dir).expanduser() if given else default_cache_dir()
+    what = arg("cache_dir") if given else "the embedding cache ($SNAPBENCH_CACHE or ~/.cache/snapbench)"
+    param = "cache_dir" if given else None
+    probe = folder
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        where = "a file is there" if probe == folder else f"{probe} is a file"
+        raise ConfigError(f"{what} is not a folder ({where})", path=folder, param=param)
+    return folder
 
 
 def image_key(image: np.ndarray) -> str:
@@ -67,7 +85,7 @@ class CachedEncoder:
                 "give it that attribute, or do not use the embedding cache"
             )
         self.encoder = encoder
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.cache_dir = check_cache_dir(cache_dir)
         self.root = self.cache_dir / hashlib.sha256(fp.encode()).hexdigest()[:32]
         self.hits = 0
         self.misses = 0

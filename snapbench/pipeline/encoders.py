@@ -77,7 +77,8 @@ def _derived_name(encoder: str | Any) -> str:
 
 def run_names(encoders: Sequence[str | Any], names: Sequence[str] | None = None) -> list[str]:
     """The folder of each encoder of a several-encoder run: ``names`` (one per encoder, in order) or
-    derived from the specs (made unique with ``-2``, ``-3``...)."""
+    derived from the specs (made unique with ``-2``, ``-3``... when two specs give one name).  Without
+    ``names`` one spec string given twice is a :class:`ConfigError` (the two runs would be the same)."""
     if names is not None:
         names = [str(n) for n in names]
         if len(names) != len(encoders):
@@ -90,6 +91,11 @@ def run_names(encoders: Sequence[str | Any], names: Sequence[str] | None = None)
         if dup is not None:
             raise ConfigError(f"{dup!r} names two encoders; each {arg('name')} must be unique", param="name")
         return names
+    specs = [e for e in encoders if isinstance(e, str)]
+    twice = next((e for e in specs if specs.count(e) > 1), None)
+    if twice is not None:  # the same model twice is the same run twice (a slip, or a determinism check)
+        raise ConfigError(f"{twice!r} is given twice: the runs would be the same; give each encoder a "
+                          f"{arg('name')} to run it twice anyway", param="encoder")
     out: list[str] = []
     for enc in encoders:
         base = _derived_name(enc)

@@ -98,6 +98,13 @@ def check_options(opts: RunOptions) -> None:
 
         check_traffic_dir(opts.traffic)
     comma_list(opts.conditions, "conditions")
+    from ..models.device import check_device
+
+    check_device(opts.device)
+    if opts.cache_dir is not None:  # a file named as the cache fails now, not on the first encoded batch
+        from ..models.cache import check_cache_dir
+
+        check_cache_dir(opts.cache_dir)
     if opts.severity_target is not None:
         from ..corruptions import parse_severity_target
 

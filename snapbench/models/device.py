@@ -1,0 +1,33 @@
+"""The one check of a ``device`` string, for every encoder (``toy`` and user encoders included).
+
+A device is what ``torch.device`` parses: a type, optionally ``:N`` (``cpu``, ``cuda``, ``cuda:1``,
+``mps``, ``xpu:0``, ...).  It is checked from its spelling alone, without importing torch, so a typo
+(``tpu``, ``cuda1``, ``gpu``) fails before anything is loaded or written, even for an encoder that
+ignores the device.  Whether the device is *present* (CUDA available) is the torch adapters' check.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ConfigError
+
+__all__ = ["DEVICE_TYPES", "check_device"]
+
+#: Device types torch knows by name (``c10::DeviceType``) plus ``npu`` (Ascend, through torch_npu).
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "xla", "hip", "hpu", "mtia", "npu", "ipu", "ve", "maia", "meta",
+                "lazy", "vulkan", "privateuseone")
+_DEVICE = re.compile(r"^([a-z_]+)(?::(\d+))?$")
+
+
+def check_device(device: str | None) -> str | None:
+    """``device`` unchanged when it is ``None`` (the encoder's default) or names a torch device type
+    with an optional index; else a :class:`ConfigError` (``param="device"``) listing the usual ones."""
+    if device is None:
+        return None
+    m = _DEVICE.match(device) if isinstance(device, str) else None
+    if m is None or m[1] not in DEVICE_TYPES:
+        hint = " (TPUs are torch's 'xla' device)" if isinstance(device, str) and device.lower().startswith("tpu") else ""
+        raise ConfigError(f"{device!r} is not a torch device: expected cpu, cuda, cuda:N, mps, xpu or another "
+                          f"torch device type ({', '.join(DEVICE_TYPES)}), optionally with :N{hint}", param="device")
+    return device

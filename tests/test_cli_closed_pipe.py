@@ -1,0 +1,45 @@
+"""Every command prints through :mod:`snapbench.console`: a reader that goes away (`2>&1 | head -1`) is a
+quiet exit 0 once the outputs are written, on stdout and on stderr alike -- rich's own consoles turned
+a closed pipe into exit 1 (notes, spinners and progress bars on stderr)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.pipeline import RunOptions, run_encoders
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def multi(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("pipe") / "multi"
+    opts = RunOptions(conditions=["clean", "img/compression/s3", "txt/char_swap"], joint=False, resamples=100,
+                      report=False, progress=False, use_cache=False)
+    run_encoders(DEFAULT_DATA, ["toy", "toy"], root, opts, names=["a", "b"])
+    return root
+
+
+def _closed_pipe(*args: str) -> subprocess.CompletedProcess:
+    """Run snapbench with stdout and stderr on a pipe whose reader is gone before the first line."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "snapbench", *args], stdout=write, stderr=write, timeout=300,
+                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        os.close(write)
+
+
+def test_compare_on_a_closed_pipe_exits_0_with_every_file_written(multi, tmp_path):
+    out = tmp_path / "cmp"
+    proc = _closed_pipe("compare", str(multi), "--out", str(out), "--no-progress", "--formats", "md")
+    assert proc.returncode == 0  # was 1: the first note on stderr met rich's closed-pipe SystemExit(1)
+    assert (out / "compare.json").is_file() and (out / "run.json").is_file()
+
