@@ -10,6 +10,7 @@ killed process is never mistaken for an output.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import secrets
 import shutil
@@ -23,8 +24,8 @@ from .errors import OutputError
 __all__ = ["atomic_path", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic", "prepare_output_dir",
            "check_output_file", "removing_empty_output_dirs"]
 
-# folders prepare_output_dir created (outermost first), for removing_empty_output_dirs
-_CREATED: list[Path] = []
+# folders prepare_output_dir created (outermost first) inside removing_empty_output_dirs; None outside it
+_CREATED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("snapbench_created_dirs", default=None)
 
 
 @contextlib.contextmanager
@@ -93,7 +94,9 @@ def prepare_output_dir(path: str | os.PathLike, *subdirs: str) -> Path:
             raise OutputError("exists and is not a folder (choose a folder for the outputs)", path=parent) from None
         except OSError as exc:
             raise OutputError(f"cannot create the output folder ({exc.strerror or exc})", path=d) from None
-        _CREATED.extend(reversed(missing))  # outermost first
+        created = _CREATED.get()
+        if created is not None:
+            created.extend(reversed(missing))  # outermost first
         if not os.access(d, os.W_OK | os.X_OK):
             raise OutputError("the output folder is not writable", path=d)
     return out
@@ -135,14 +138,18 @@ def removing_empty_output_dirs() -> Iterator[None]:
     folders).  A folder that existed before, or that holds any file, is kept: a failed command leaves
     the file system as it found it unless it wrote something (an interrupted run keeps what it
     finished, to resume)."""
-    start = len(_CREATED)
+    created: list[Path] = []
+    token = _CREATED.set(created)
     try:
         yield
     except BaseException as exc:
         if getattr(exc, "exit_code", getattr(exc, "code", 1)) not in (0, None):  # typer.Exit(0), sys.exit(0)
-            for folder in _CREATED[start:]:  # outermost first: its empty subfolders go with it
+            for folder in created:  # outermost first: its empty subfolders go with it
                 if folder.is_dir() and not folder.is_symlink() and _holds_no_file(folder):
                     shutil.rmtree(folder, ignore_errors=True)
         raise
     finally:
-        del _CREATED[start:]
+        _CREATED.reset(token)
+        outer = _CREATED.get()
+        if outer is not None:  # an enclosing block removes them too if it fails later
+            outer.extend(created)

@@ -17,9 +17,11 @@ import signal
 import threading
 from collections.abc import Iterator
 
-__all__ = ["Terminated", "exit_status", "stop_on_termination"]
+__all__ = ["STOP_SIGNALS", "Terminated", "exit_status", "stop_on_termination"]
 
-_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None)
+#: the signals that stop a command: Ctrl-C (KeyboardInterrupt) and the two handled here
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+_SIGNALS = tuple(s for s in STOP_SIGNALS if s != signal.SIGINT)
 
 
 class Terminated(SystemExit):

@@ -79,6 +79,21 @@ def test_a_report_goes_into_the_run_or_a_folder_of_its_own(folders):
     res = build_report(run, tmp / "rep", formats=("html",))
     assert json.loads((res.out / "run.json").read_text())["kind"] == "report"
     assert json.loads((run / "run.json").read_text())["kind"] == "run"  # the run's own is untouched
+    # a folder of the user's own: the report adds its files and removes none of theirs
+    paper = tmp / "paper"
+    (paper / "tables").mkdir(parents=True)
+    (paper / "figures").mkdir()
+    (paper / "tables" / "results.tex").write_text("\\begin{tabular}{l}\\end{tabular}\n")
+    (paper / "figures" / "teaser.png").write_bytes(b"\x89PNG not really")
+    res = build_report(run, paper, formats=("md", "tex", "png"))
+    assert (paper / "tables" / "results.tex").is_file() and (paper / "figures" / "teaser.png").is_file()
+    assert any(f.suffix == ".tex" for f in res.files)
+    # its own report folder: a table an earlier report wrote that this one does not is removed
+    stale = tmp / "rep" / "tables" / "gone_delta.md"
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("old\n")
+    build_report(run, tmp / "rep", formats=("md",))
+    assert not stale.exists()
 
 
 # ---- an --out that is a file; a failed command leaves no empty output folder ----------------------

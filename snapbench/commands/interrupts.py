@@ -19,12 +19,12 @@ _PARTIAL = ("interrupted; this command does not resume: the output folder may ho
 ON_INTERRUPT: dict[str, str] = {
     "run": _RESUMES,  # pipeline.resume: finished query blocks and reports are kept
     "demo": _RESUMES,  # snapbench run on the bundled set
-    "corrupt": _RESUMES,  # (corrupt prints its own line with the resume command)
     "encode": ("interrupted; rerun the same command: embeddings already in the encoder cache are read back, "
                "not recomputed (no cache with --no-cache, nor for the toy encoder without --cache-dir)"),
     "report": _PARTIAL,
     "compare": _PARTIAL,
     "moor": _PARTIAL,
+    # corrupt prints its own line, with the command that resumes it (commands/corrupt.py)
     # diagnose, evaluate, preview: every output is written at the end (diagnose removes a folder it
     # created); conditions, additivity: print only
 }

@@ -13,6 +13,8 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
+from ..signals import STOP_SIGNALS
+
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.5
 
@@ -89,7 +91,6 @@ def local_worker_init(parent_pid: int, initializer: Callable[..., Any] | None = 
 
 
 #: what a terminal or a shell sends the whole process group to stop it; the parent handles them
-STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
 @contextlib.contextmanager

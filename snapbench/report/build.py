@@ -17,7 +17,7 @@ from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError
 from ..evaluate.report import queries_line
 from ..jsonable import dumps
-from ..layout import RunDir, claim_output_dir, write_run_json
+from ..layout import RunDir, claim_output_dir, read_run_json, write_run_json
 from .findings import compute_findings
 from .html import HtmlFigure, HtmlSection, details, render_html, ul
 from .perquery import write_combined_per_query
@@ -189,6 +189,9 @@ def build_report(
         raise ConfigError(f"metric {metric!r} is in none of the reports of {data.path}", param="metric")
     outdir = Path(out) if out is not None else data.path
     separate = outdir.resolve() != data.path.resolve()
+    # stale tables and figures are removed only from folders that are snapbench's: the run itself, or
+    # a report folder an earlier `snapbench report --out` made (never a folder of the user's own files)
+    ours = not separate or not outdir.is_dir() or read_run_json(outdir, kind="report") is not None
     if separate:  # a folder of its own: never another command's (a run, a corrupt output...)
         claim_output_dir(outdir, "report")
     res = ReportResult(out=outdir, notes={k: list(v) for k, v in data.missing.items()})
@@ -209,7 +212,8 @@ def build_report(
         sections.append(_mode_section(data, mode, metric, w))
     sections.append(_contact_section(data, w))
     _per_query_files(data, w)
-    _remove_stale_files(w)
+    if ours:
+        _remove_stale_files(w)
     sections += _missing_section(res)
     sections.append(HtmlSection("files", "Files of this report",
                                 raw=[ul([("", str(p.relative_to(outdir))) for p in res.files], code=True)]))
