@@ -92,3 +92,22 @@ def test_questions_only_set_has_no_image_share(tmp_path) -> None:
     assert code == 0 and "image only n/a (no images)" in output and "both n/a (no images)" in output, output
     s = json.loads((tmp_path / "o" / "summary.json").read_text(encoding="utf-8"))
     assert s["text_only"]["n"] == 2 and f"text only {100 * s['text_only']['share']:.1f}% [" in output
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
+def test_an_unfinished_run_leaves_no_folder_it_created(images, tmp_path, monkeypatch, stop) -> None:
+    """The library call (no CLI around it) removes every folder it created, the missing parents of --out
+    included, and keeps a folder that was there before."""
+    from snapbench.diagnose import run as diagnose_run
+
+    def boom(*_a, **_k):
+        raise stop("stopped while diagnosing")
+
+    monkeypatch.setattr(diagnose_run, "diagnose_record", boom)
+    with pytest.raises(stop):
+        diagnose_run.run_diagnose(images, tmp_path / "a" / "b" / "out")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(stop):
+        diagnose_run.run_diagnose(images, tmp_path / "kept")
+    assert (tmp_path / "kept").is_dir() and list((tmp_path / "kept").iterdir()) == []

@@ -109,3 +109,41 @@ def test_run_fingerprint_holds_revisions_and_refuses_a_resume_across_them(tint_o
         run_benchmark(ds, "toy", out, opts)
     tint_op(1)
     run_benchmark(ds, "toy", out, opts)
+
+
+def test_a_corrupt_fingerprint_from_before_revisions_counts_as_revision_1(tmp_path):
+    """A fingerprinted run.json without revision entries (a corrupt folder written after fingerprints,
+    before revisions) stands for revision 1, as run's does: it used to be refused as
+    'revision.rotation none (this run: 1)'."""
+    out = tmp_path / "c"
+    _corrupt(out, ["clean", "img/low_light/s1", "img/rotation/s1"])
+    run = json.loads((out / "run.json").read_text())
+    run["fingerprint"] = {k: v for k, v in run["fingerprint"].items() if not k.startswith("revision.")}
+    (out / "run.json").write_text(json.dumps(run))
+    with pytest.raises(RunConfigError, match=r"revision\.low_light 1 \(this run: 2\)"):
+        _corrupt(out, ["clean", "img/low_light/s1"])
+    out2 = tmp_path / "c2"
+    _corrupt(out2, ["clean", "img/rotation/s1"])
+    run = json.loads((out2 / "run.json").read_text())
+    run["fingerprint"] = {k: v for k, v in run["fingerprint"].items() if not k.startswith("revision.")}
+    (out2 / "run.json").write_text(json.dumps(run))
+    assert _corrupt(out2, ["clean", "img/rotation/s1"]).reused > 0
+    assert _revisions(out2) == {"rotation": 1}
+
+
+def test_one_revision_rule_for_corrupt_and_run(tint_op):
+    """corrupt and run build their revision entries with revision_fingerprint: a registered operator's
+    revision; for one not registered now the recorded revision stands (run used to drop the entry),
+    else revision 1."""
+    from snapbench.corruptions.resume import revision_fingerprint
+    from snapbench.pipeline.resume import run_fingerprint
+
+    tint_op(3)
+    assert revision_fingerprint(["rotation", "gone", "rev_test_tint", "low_light", "rotation"], {"revision.gone": 4}) == {
+        "revision.gone": 4, "revision.low_light": 2, "revision.rev_test_tint": 3, "revision.rotation": 1}
+    assert revision_fingerprint(["gone"]) == {"revision.gone": 1}
+    ds = load_dataset(DEFAULT_DATA)
+    opts = RunOptions(conditions=["clean", "img/rev_test_tint/s1"], joint=False, modes=["I2I"])
+    sources = {"image": ["clean", "img/rev_test_tint/s1", "img/gone/s2"], "text": ["clean"]}
+    fp = run_fingerprint(ds, "toy", opts, {}, sources, {"revision.gone": 4})
+    assert {k: v for k, v in fp.items() if k.startswith("revision.")} == {"revision.gone": 4, "revision.rev_test_tint": 3}

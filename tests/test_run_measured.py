@@ -203,9 +203,46 @@ def test_run_prints_and_records_how_many_variants_missed_the_target(measured_run
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
     assert meta["severity_target_outcome"]["variants"] == len(images)
     assert meta["severity_target_outcome"]["missed"] == missed
+    # the report says it in the same words as the run, from the same record
+    line = (f"everity target: {len(images) - missed} of {len(images)} image variants reached it; {missed} missed it by "
+            "more than the tolerance (target_reached 0 in per_query.csv)")
     note = (tmp_path / "r" / "tables" / "damage_ssim.md").read_text()
-    assert f"Severity target: {missed} of {len(images)} image variants missed their level's target" in note
-    assert f"{missed} of {len(images)} image variants missed theirs" in (tmp_path / "r" / "report.html").read_text()
+    assert f"S{line}" in note and "each image variant is binned by the SSIM it measures" in note
+    assert f"; s{line}" in (tmp_path / "r" / "report.html").read_text()
     # without a target: no such row, nothing recorded
     assert not any(m == "target_reached" for _, _, m in rows(measured_run / "I2I" / "per_query.csv"))
     assert "severity_target_outcome" not in json.loads((measured_run / "run.json").read_text())
+
+
+def test_the_report_counts_the_variants_the_run_counted_dropped_queries_included(tmp_path):
+    """A query dropped from every state (its entity is not in its question, so its text condition is
+    skipped) still had its image variants searched: the run's line and run.json count them, and the
+    report's damage note now says the same (it used to recount the kept queries' per_query.csv rows)."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+
+    data = tmp_path / "data"
+    shutil.copytree(DEFAULT_DATA, data)
+    queries = [json.loads(x) for x in (data / "queries.jsonl").read_text().splitlines()]
+    queries[0]["entity"] = "zeppelin"
+    (data / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    conds = ["clean", "img/cropping/s1", "img/cropping/s2", "txt/word_swap"]
+    target = "ssim=0.9,0.75,0.6"
+    res = CliRunner().invoke(app, ["run", str(data), "-e", "toy", "--out", str(tmp_path / "r"), "--conditions",
+                                   ",".join(conds), "--severity-target", target, "--resamples", "50", "--no-progress",
+                                   "--no-cache"])
+    assert res.exit_code == 0, res.output
+    run_corruption(data / "queries.jsonl", tmp_path / "c", conditions=conds[:3], severity_target=target, progress=False)
+    images = [ln for ln in map(json.loads, (tmp_path / "c" / "manifest.jsonl").read_text().splitlines())
+              if ln["kind"] == "image"]
+    missed = sum(not ln["target"]["reached"] for ln in images)
+    assert len(images) == 2 * len(queries) and missed > 0
+    kept = [k for k in rows(tmp_path / "r" / "I2I" / "per_query.csv") if k[2] == "target_reached"]
+    assert len(kept) == 2 * (len(queries) - 1)  # the dropped query has no rows
+    line = (f"everity target: {len(images) - missed} of {len(images)} image variants reached it; {missed} missed it by "
+            "more than the tolerance (target_reached 0 in per_query.csv)")
+    assert f"s{line}" in res.output
+    assert f"S{line}" in (tmp_path / "r" / "tables" / "damage_ssim.md").read_text()

@@ -110,8 +110,9 @@ def _summary(result) -> None:
     )
     if result.target_outcome is not None:
         from ..corruptions.target import target_summary
+        from ..report.damage import TARGET_FLAGGED
 
-        typer.echo(target_summary(result.target_outcome, "target_reached 0 in per_query.csv"))
+        typer.echo(target_summary(result.target_outcome, TARGET_FLAGGED))
     for target, path in result.reports.items():
         typer.echo(f"  {target:14s} {path}")
     if result.html is not None:

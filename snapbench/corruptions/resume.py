@@ -33,11 +33,11 @@ from ..conditions import parse_condition
 from ..errors import ConfigError, arg
 from ..jsonable import dumps
 from ..layout import CorruptDir, read_jsonl_records, read_run_json, write_run_json
-from .image import image_operators
+from .image import image_operator_revisions
 from .image.add import renderer_versions
 from .manifest import QueryRecord
 
-__all__ = ["RunConfigError", "corrupt_fingerprint", "measure_fingerprint", "upgrade_legacy_run_json", "kept_outputs", "clear_previous", "remove_stale_temps",
+__all__ = ["RunConfigError", "LEGACY_REVISION", "revision_fingerprint", "assumed_revisions", "corrupt_fingerprint", "measure_fingerprint", "upgrade_legacy_run_json", "kept_outputs", "clear_previous", "remove_stale_temps",
            "input_fingerprint", "dumps_line"]
 
 
@@ -58,12 +58,32 @@ def _library_versions() -> dict[str, Any]:
             **{f"text_renderer.{k}": v for k, v in renderer_versions().items()}}
 
 
+#: The revision of every image operator before revisions were recorded: a folder whose fingerprint
+#: holds no ``revision.<op>`` entry was made with it.
+LEGACY_REVISION = 1
+
+
+def revision_fingerprint(ops: Iterable[str], recorded: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``{"revision.<op>": n}`` for the image operators ``ops`` (sorted by name), the entries ``corrupt``
+    and ``run`` add to their fingerprints: a registered operator's revision; for one not registered now
+    (it produces nothing in this run) the revision ``recorded`` (the folder's fingerprint) holds, or
+    :data:`LEGACY_REVISION` when it holds none."""
+    names = sorted({op for op in ops if op})
+    now = image_operator_revisions(names)
+    recorded = recorded or {}
+    return {f"revision.{op}": now[op] if op in now else recorded.get(f"revision.{op}", LEGACY_REVISION)
+            for op in names}
+
+
+def assumed_revisions(fingerprint: Mapping[str, Any]) -> dict[str, Any]:
+    """What a folder written before operator revisions existed stands for, as
+    :func:`snapbench.layout.check_resume`'s ``assume``: :data:`LEGACY_REVISION` for every
+    ``revision.<op>`` entry of ``fingerprint``."""
+    return {k: LEGACY_REVISION for k in fingerprint if k.startswith("revision.")}
+
+
 def _revisions(condition_ids: Iterable[str], recorded: Mapping[str, Any]) -> dict[str, Any]:
-    ops = sorted({c.image_operator for c in map(parse_condition, condition_ids) if c.image_operator})
-    registered = image_operators()
-    # an operator not registered now produces nothing in this run: its recorded revision stands
-    return {f"revision.{op}": (getattr(registered[op], "revision", 1) if op in registered
-                               else recorded.get(f"revision.{op}")) for op in ops}
+    return revision_fingerprint((parse_condition(c).image_operator for c in condition_ids), recorded)
 
 
 def _grid_sha256(grid: Any) -> str:
@@ -115,7 +135,7 @@ def _legacy_fingerprint(cfg: Mapping[str, Any]) -> dict[str, Any]:
     fp.update({k: (renderer.get(k.split(".", 1)[1]) if isinstance(renderer, dict) else v)
                for k, v in now.items() if k.startswith("text_renderer.")})
     ops = sorted({c.image_operator for c in map(parse_condition, cfg.get("conditions", [])) if c.image_operator})
-    return {**fp, **{f"revision.{op}": 1 for op in ops}}
+    return {**fp, **{f"revision.{op}": LEGACY_REVISION for op in ops}}
 
 
 def upgrade_legacy_run_json(folder: Path) -> None:

@@ -66,6 +66,7 @@ from .plan import GridArg, grid_json, plan_conditions, plan_grid
 from .query import QueryResult, QueryTask, WorkerSetupError, process_query
 from .resume import (
     RunConfigError,
+    assumed_revisions,
     clear_previous,
     corrupt_fingerprint,
     dumps_line,
@@ -190,7 +191,8 @@ def _resume(folder: CorruptDir, opts: CorruptOptions, plan: ConditionPlan) -> li
         before = read_run_json(folder.root, kind="corrupt") or {}
         recorded = before.get("fingerprint") or {}
         # compared over the conditions the folder holds: those are what its outputs depend on
-        check_resume(folder.root, "corrupt", fingerprint(before.get("conditions", []), recorded), force=opts.force)
+        now = fingerprint(before.get("conditions", []), recorded)
+        check_resume(folder.root, "corrupt", now, force=opts.force, assume=assumed_revisions(now))
     except ConfigError as exc:
         raise RunConfigError(exc.problem, path=exc.path, param=exc.param) from None
     if opts.force:

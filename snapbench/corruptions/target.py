@@ -371,6 +371,14 @@ class TargetOutcome:
         """How run.json records it."""
         return {"variants": self.variants, "missed": self.missed, "inverted": self.inverted}
 
+    @classmethod
+    def from_json(cls, obj: Any) -> TargetOutcome | None:
+        """What :meth:`to_json` recorded (run.json's ``severity_target_outcome``), or None when ``obj``
+        is not such a record (a run without a severity target)."""
+        if not isinstance(obj, Mapping):
+            return None
+        return cls(int(obj.get("variants", 0)), int(obj.get("missed", 0)), int(obj.get("inverted", 0)))
+
 
 def target_outcome(entries: Iterable[tuple[str, str, int, Mapping[str, Any]]]) -> TargetOutcome:
     """The :class:`TargetOutcome` of ``(query id, image operator, severity, outcome)`` entries, one per

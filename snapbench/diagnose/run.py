@@ -8,16 +8,15 @@ skip (listed in summary.json and the page) and the run goes on; its question is 
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_path, write_text_atomic
+from ..atomic import atomic_path, removing_empty_output_dirs, write_text_atomic
 from ..jsonable import write_json
 from ..layout import claim_output_dir, write_run_json
 from ..progress import ProgressDisplay
@@ -104,24 +103,11 @@ def run_diagnose(
     th = thresholds if isinstance(thresholds, dict) else load_thresholds(thresholds)
     extra = _read_words(words)
     qs = queries if isinstance(queries, QuerySet) else load_queries(queries, questions=questions, format=format)
-    with _removed_when_unfinished(out):
+    # every file is written at the end: a run stopped early (an error, Ctrl-C) leaves no folder it created
+    with removing_empty_output_dirs():
         out_dir = claim_output_dir(out, "diagnose")
         summary, results = _diagnose_into(out_dir, qs, th, extra, examples, level, progress, log)
     return DiagnoseResult(out_dir, summary, results, time.perf_counter() - t0)
-
-
-@contextlib.contextmanager
-def _removed_when_unfinished(out: str | os.PathLike) -> Iterator[None]:
-    """A folder this run creates is removed again when the run stops early (an error, Ctrl-C) and left
-    it empty: every file is written at the end, so an unfinished run leaves nothing behind."""
-    existed = os.path.lexists(out)
-    try:
-        yield
-    except BaseException:
-        if not existed:
-            with contextlib.suppress(OSError):
-                Path(out).rmdir()  # only an empty folder: never a file a finished write left
-        raise
 
 
 def _diagnose_into(out_dir: Path, qs: QuerySet, th: Thresholds, extra: list[str], examples: int, level: float,

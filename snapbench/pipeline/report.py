@@ -83,6 +83,8 @@ def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable
     """The :class:`RunResult` of a folder that holds this run complete already.  Its reports are read
     back; ``--traffic`` is honoured all the same (traffic.json written, the HTML report rebuilt), and
     an unfinished HTML report (no report.html) is written."""
+    from ..corruptions.target import TargetOutcome
+
     meta, rundir = state.meta, state.dir
     dropped = read_json(rundir.dropped_queries, what="dropped queries") if rundir.dropped_queries.is_file() else {}
     traffic = _write_traffic(state, options, say)
@@ -95,14 +97,4 @@ def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable
     return RunResult(rundir.root, list(meta.get("modes", [])), list(meta.get("conditions", [])),
                      int(meta.get("n_queries_evaluated", 0)), len(dataset.gallery), dict(dropped), list(meta.get("notes", [])),
                      {t: rundir.report(t) for t in rundir.targets()}, html, time.perf_counter() - t0, {}, reused=True,
-                     target_outcome=_recorded_outcome(meta))
-
-
-def _recorded_outcome(meta: dict[str, Any]) -> Any:
-    """The severity target's outcome run.json recorded (None without a target)."""
-    rec = meta.get("severity_target_outcome")
-    if not isinstance(rec, dict):
-        return None
-    from ..corruptions.target import TargetOutcome
-
-    return TargetOutcome(int(rec.get("variants", 0)), int(rec.get("missed", 0)), int(rec.get("inverted", 0)))
+                     target_outcome=TargetOutcome.from_json(meta.get("severity_target_outcome")))

@@ -60,30 +60,32 @@ def shared_fingerprint(dataset: Any, options: RunOptions, grid_json: Any) -> dic
     }
 
 
-def run_fingerprint(dataset: Any, encoder: Any, options: RunOptions, grid_json: Any, sources: dict) -> dict[str, Any]:
-    """Everything a run folder's embeddings depend on (a change refuses the folder, unless forced)."""
+def run_fingerprint(dataset: Any, encoder: Any, options: RunOptions, grid_json: Any, sources: dict,
+                    recorded: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything a run folder's embeddings depend on (a change refuses the folder, unless forced);
+    ``recorded``: the folder's recorded fingerprint (the revision of an operator no longer registered
+    is taken from it, as ``corrupt`` does)."""
     fp = shared_fingerprint(dataset, options, grid_json)
     enc = str(getattr(encoder, "fingerprint", getattr(encoder, "name", type(encoder).__name__)))
     keys = list(fp)
     fp["encoder_fingerprint"] = enc
     fp["sources"] = sources
-    revisions = operator_revisions(sources["image"], options.variants)
+    revisions = _operator_revisions(sources["image"], options.variants, recorded)
     # the order of earlier snapbench versions (run.json files are compared as JSON objects: order-free),
     # then the operator revisions
     order = keys[:2] + ["encoder_fingerprint"] + keys[2:] + ["sources"]
     return {**{k: fp[k] for k in order}, **revisions}
 
 
-def operator_revisions(image_sources: Sequence[str], variants: str) -> dict[str, int]:
-    """``{"revision.<op>": n}`` of the image operators whose generated variants the run encodes (a
+def _operator_revisions(image_sources: Sequence[str], variants: str, recorded: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``revision.<op>`` entries of the image operators whose generated variants the run encodes (a
     change of algorithm refuses the folder, naming the operator); released variants have none."""
     from ..conditions import parse_condition
-    from ..corruptions.image import image_operator_revisions
+    from ..corruptions.resume import revision_fingerprint
 
     if variants != "generated":
         return {}
-    ops = {parse_condition(s).image_operator for s in image_sources if s != "clean"}
-    return {f"revision.{op}": n for op, n in image_operator_revisions(ops).items()}
+    return revision_fingerprint((parse_condition(s).image_operator for s in image_sources if s != "clean"), recorded)
 
 
 def _evaluation(options: RunOptions, plan: RunPlan) -> dict[str, Any]:
@@ -119,16 +121,17 @@ def _contact_sheet(dataset: Any, seed: int, severity_target: Any = None) -> dict
 
 def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: RunPlan, options: RunOptions) -> RunState:
     """The :class:`RunState` of ``out`` for this run (see the module docstring); writes run.json."""
+    from ..corruptions.resume import assumed_revisions
+
     rundir = RunDir(out)
     sources = {"image": list(plan.image_sources), "text": list(plan.text_sources)}
-    fp = run_fingerprint(dataset, encoder, options, plan.grid_json, sources)
     before = read_run_json(out, kind="run")
+    recorded = (before or {}).get("fingerprint")
+    fp = run_fingerprint(dataset, encoder, options, plan.grid_json, sources, recorded if isinstance(recorded, dict) else None)
     if before is not None and "encoder_runs" in before:
         raise ConfigError(f"{out} holds a run of several encoders (one folder each: "
                           f"{', '.join(str(r.get('name', '?')) for r in before['encoder_runs'])}); use a new output folder")
-    # a run.json from before operator revisions existed: every operator was revision 1
-    previous = check_resume(out, "run", fp, force=options.force,
-                            assume={k: 1 for k in fp if k.startswith("revision.")})
+    previous = check_resume(out, "run", fp, force=options.force, assume=assumed_revisions(fp))
     evaluation = _evaluation(options, plan)
     targets = list(plan.modes.targets)
     if (previous is not None and not options.force and previous.get("status") == "complete"

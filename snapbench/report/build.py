@@ -319,14 +319,14 @@ def _mode_section(data: RunData, mode: str, metric: str, w: _Writer) -> HtmlSect
 
 
 def _target_missed(run: dict) -> str:
-    """How many image variants missed their target, as run.json records it (empty when it does not)."""
-    rec = run.get("severity_target_outcome")
-    if not isinstance(rec, dict) or not rec.get("variants"):
+    """How the image variants met the severity target, as run.json records it (empty when it does not)."""
+    from ..corruptions.target import TargetOutcome, target_summary
+    from .damage import TARGET_FLAGGED
+
+    outcome = TargetOutcome.from_json(run.get("severity_target_outcome"))
+    if outcome is None or not outcome.variants:
         return ""
-    line = f"; {rec.get('missed', 0)} of {rec['variants']} image variants missed theirs (target_reached 0 in per_query.csv)"
-    if rec.get("inverted"):
-        line += f", leaving {rec['inverted']} (query, operator) pair(s) with a harsher level that measures milder"
-    return line
+    return f"; {target_summary(outcome, TARGET_FLAGGED)}"
 
 
 def _damage_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:

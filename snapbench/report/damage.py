@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,8 +45,11 @@ from .aggregate import MAX_RESAMPLES
 from .rundir import MODE_NAMES, RunData
 from .tables import Cell, Table, metric_label
 
+if TYPE_CHECKING:  # the corruptions package (OpenCV) is imported only when a run has a severity target
+    from ..corruptions.target import TargetOutcome
+
 __all__ = ["DRIFT_BINS", "PER_DAMAGE", "SSIM_BINS", "DamageAnalysis", "Sensitivity", "damage_analysis", "damage_tables",
-           "sensitivity_slopes", "target_counts"]
+           "sensitivity_slopes", "TARGET_FLAGGED"]
 
 #: SSIM bin edges, high to low: a bin holds lo <= SSIM < hi (the first one up to 1 inclusive), so an
 #: SSIM exactly on an edge counts in the bin above it.  The documented severity targets 0.9, 0.75 and
@@ -54,6 +58,9 @@ __all__ = ["DRIFT_BINS", "PER_DAMAGE", "SSIM_BINS", "DamageAnalysis", "Sensitivi
 SSIM_BINS: tuple[float, ...] = (1.0, 0.95, 0.85, 0.8, 0.7, 0.65, 0.55, -1.0)
 #: Embedding drift (1 − cos) bin edges, low to high: lo <= drift < hi.
 DRIFT_BINS: tuple[float, ...] = (-math.inf, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, math.inf)
+#: Where a run marks an image variant that missed its severity target (the run's and the report's
+#: :func:`~snapbench.corruptions.target.target_summary` line).
+TARGET_FLAGGED = "target_reached 0 in per_query.csv"
 #: Damage measures: per-query metric per kind of operator, and how the damage is read from it.
 DAMAGES = {"ssim": "SSIM loss (1 − SSIM)", "drift": "embedding drift (1 − cos)"}
 #: What the bin columns of each damage measure hold (the SSIM table's columns are SSIM, not its loss).
@@ -87,22 +94,8 @@ class DamageAnalysis:
     slopes: dict[str, dict[str, Sensitivity]] = field(default_factory=dict)
     #: damage -> {"most", "least", "difference", "ci"} (least − most), when two operators have slopes
     extremes: dict[str, dict] = field(default_factory=dict)
-    #: with a severity target: (missed, image variants) over the kept queries' ``img/`` conditions
-    #: (the ``target_reached`` rows of the per-query table); None without one
-    target: tuple[int, int] | None = None
-
-
-def target_counts(pq: PerQuery) -> tuple[int, int] | None:
-    """(missed, image variants) of a run with a severity target, from its ``target_reached`` rows
-    (image conditions only: a joint condition's image is its image part's variant); None without."""
-    missed = total = 0
-    for cid in pq.values:
-        vals = pq.array(cid, "target_reached") if parse_condition(cid).kind == "image" else None
-        if vals is not None:
-            vals = vals[np.isfinite(vals)]
-            total += int(vals.size)
-            missed += int((vals == 0).sum())
-    return (missed, total) if total else None
+    #: with a severity target: how the run's image variants met it, as run.json records it; None without one
+    target: TargetOutcome | None = None
 
 
 def _observations(pq: PerQuery, metric: str, damage: str) -> dict[str, tuple[str, list[tuple[np.ndarray, np.ndarray]]]]:
@@ -188,10 +181,19 @@ def damage_analysis(data: RunData, metric: str = "hit@1") -> DamageAnalysis | No
     rep = data.reports[mode]
     seed, resamples, level = int(rep.meta.seed or 0), int(rep.meta.resamples or 1000), float(rep.meta.ci_level or 0.95)
     counts = bootstrap_counts(len(pq.query_ids), min(resamples, MAX_RESAMPLES), seed, key="report.damage")
-    res = DamageAnalysis(mode, metric, level, target=target_counts(pq))
+    res = DamageAnalysis(mode, metric, level, target=_recorded_target(data.run))
     for damage in DAMAGES:
         _analyse(pq, metric, damage, res, counts)
     return res
+
+
+def _recorded_target(run: dict) -> TargetOutcome | None:
+    """How the run's image variants met its severity target, as run.json records it; None without one."""
+    if "severity_target_outcome" not in run:
+        return None
+    from ..corruptions.target import TargetOutcome
+
+    return TargetOutcome.from_json(run["severity_target_outcome"])
 
 
 def operator_order(ops: Sequence[str]) -> list[tuple[str, list[str]]]:
@@ -255,8 +257,10 @@ def damage_tables(res: DamageAnalysis) -> list[Table]:
         t.notes.append(f"Cells: mean {lab} (%) over the (query, severity) pairs whose {BINNED[damage]} falls in the "
                        f"bin ({edge}), their number in brackets. Slope: the paired change (condition − clean) against "
                        f"the {what}, through the origin, over all of the operator's pairs; bootstrap over queries.")
-        if damage == "ssim" and res.target is not None and res.target[0]:
-            t.notes.append(f"Severity target: {res.target[0]} of {res.target[1]} image variants missed their level's "
-                           "target (target_reached 0 in per_query.csv); each is binned by the SSIM it measures.")
+        if damage == "ssim" and res.target is not None and res.target.missed:
+            from ..corruptions.target import target_summary
+
+            line = target_summary(res.target, TARGET_FLAGGED)
+            t.notes.append(f"{line[0].upper()}{line[1:]}; each image variant is binned by the SSIM it measures.")
         out.append(t)
     return out
