@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "ModePlan", "compose", "modes_for_paths",
-           "normalize_mode", "paths_for_sides", "plan_modes"]
+           "normalize_mode", "paths_for_sides", "plan_modes", "query_sides"]
 
 #: The four similarity paths, in the order files, tables and weight columns use.
 PATHS: tuple[str, str, str, str] = ("II", "TT", "IT", "TI")
@@ -135,3 +135,8 @@ def compose(mode: str, paths: Mapping[str, Any]) -> Any:
     if len(weights) == 1:
         return paths[next(iter(weights))]
     return sum(w * paths[p] for p, w in weights.items())
+
+
+def query_sides(paths: Collection[str]) -> frozenset[str]:
+    """The sides of the query (``image``, ``text``) the paths read."""
+    return frozenset(PATH_SIDES[p][0] for p in paths)
