@@ -50,14 +50,15 @@ MODE_LABELS: dict[str, str] = {"I2I": "I→I", "T2T": "T→T", "IT2IT": "IT→IT
 SIDES: tuple[str, str] = ("image", "text")
 
 
-def normalize_mode(mode: str) -> str:
+def normalize_mode(mode: str, *, param: str = "mode") -> str:
     """The canonical name of a retrieval mode, case-insensitively (``it2it`` -> ``IT2IT``); the
-    SnapBench labels (``IT→IT``) and ``->`` spellings are accepted too.  ConfigError otherwise."""
+    SnapBench labels (``IT→IT``) and ``->`` spellings are accepted too.  ConfigError otherwise,
+    about ``param`` (the parameter the name came from)."""
     from .errors import ConfigError
 
     key = str(mode).strip().upper().replace("→", "2").replace("->", "2")
     if key not in MODES:
-        raise ConfigError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)} (any case)", param="mode")
+        raise ConfigError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)} (any case)", param=param)
     return key
 
 
