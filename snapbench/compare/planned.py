@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from ..conditions import KIND_SIDES, KINDS, parse_condition
 from ..modes import MODES, PATHS, query_sides
-from .sources import ModelSource, set_diff
+from .inputs import set_diff
+from .sources import ModelSource
 
 __all__ = ["TargetConditions", "compared_conditions", "targets_query_sides"]
 
@@ -98,7 +99,7 @@ def _plan_diffs(target: str, plans: list[_Plan]) -> list[str]:
             kinds = by_owner[id(o)]
             a = sorted(c for k in kinds for c in o.planned[k])
             b = sorted(c for k in kinds for c in p.planned[k])
-            out.append(f"conditions of {target}: {set_diff('conditions', o.source, a, p.source, b)}")
+            out.append(f"conditions of {target}: {set_diff('conditions', o.source.label, a, p.source.label, b)}")
     return out
 
 
