@@ -22,7 +22,7 @@ import numpy as np
 from .errors import OutputError
 
 __all__ = ["atomic_path", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic", "prepare_output_dir",
-           "check_output_file", "removing_empty_output_dirs"]
+           "check_output_file", "nearest_existing", "removing_empty_output_dirs"]
 
 # folders prepare_output_dir created (outermost first) inside removing_empty_output_dirs; None outside it
 _CREATED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("snapbench_created_dirs", default=None)
@@ -102,6 +102,13 @@ def prepare_output_dir(path: str | os.PathLike, *subdirs: str) -> Path:
     return out
 
 
+def nearest_existing(path: str | os.PathLike) -> Path | None:
+    """``path`` itself if it exists, else its nearest existing parent (``None`` when none exists):
+    what decides whether a path that may not exist yet can be created."""
+    p = Path(path)
+    return next((q for q in (p, *p.parents) if q.exists()), None)
+
+
 # appended: an output *file* checked before the work that produces it (evaluate --out/--table-out, preview --out)
 def check_output_file(path: str | os.PathLike, *, param: str) -> Path:
     """Check, before any expensive work, that the file ``path`` can be written later: it is not a
@@ -113,13 +120,12 @@ def check_output_file(path: str | os.PathLike, *, param: str) -> Path:
     out = Path(path)
     if out.is_dir():
         raise OutputError(f"is a folder; {arg(param)} names the file to write", path=out, param=param)
-    for parent in (out.parent, *out.parent.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise OutputError(f"cannot be written: {parent} is a file, not a folder", path=out)
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise OutputError(f"cannot be written: the folder {parent} is not writable", path=out)
-            break
+    parent = nearest_existing(out.parent)
+    if parent is not None:
+        if not parent.is_dir():
+            raise OutputError(f"cannot be written: {parent} is a file, not a folder", path=out)
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise OutputError(f"cannot be written: the folder {parent} is not writable", path=out)
     return out
 
 

@@ -39,6 +39,8 @@ __all__ = [
     "TEXT_LEVELS",
     "SEVERITIES",
     "JOINT_PAIRS",
+    "KINDS",
+    "KIND_SIDES",
     "Condition",
     "ConditionPlan",
     "ConditionSpace",
@@ -91,6 +93,13 @@ _SHAPE: dict[str, tuple[bool, bool, bool]] = {
     "image": (True, False, True),
     "text": (False, True, False),
     "joint": (True, True, True),
+}
+#: The kinds of condition, clean first.
+KINDS: tuple[str, ...] = tuple(_SHAPE)
+#: Kind -> the sides of the query (``image``, ``text``) its conditions corrupt: a run evaluates a
+#: condition only when its modes read every one of them (clean needs none).
+KIND_SIDES: dict[str, frozenset[str]] = {
+    kind: frozenset(side for side, has in zip(("image", "text"), shape) if has) for kind, shape in _SHAPE.items()
 }
 
 
@@ -150,6 +159,11 @@ class Condition:
         if self.kind == "text":
             return f"txt/{self.text_operator}"
         return f"joint/{self.image_operator}+{self.text_operator}/s{self.severity}"
+
+    @property
+    def sides(self) -> frozenset[str]:
+        """The sides of the query this condition corrupts (:data:`KIND_SIDES` of its kind)."""
+        return KIND_SIDES[self.kind]
 
     @property
     def filename(self) -> str:

@@ -76,7 +76,7 @@ from .layout import (
     write_run_json,
 )
 from .models import Encoder, cosine_path_scores
-from .modes import PATH_SIDES, SIDES, paths_for_sides
+from .modes import PATH_SIDES, SIDES, paths_for_sides, query_sides
 from .pipeline.encoding import ZeroRows, encode_batches
 from .pipeline.gallery import encode_gallery
 from .validate import positive_int
@@ -334,7 +334,7 @@ def encode_corrupted(
         joint = False
     if not paths and not joint:
         raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped.items()))
-    need = {("q", PATH_SIDES[p][0]) for p in paths} | {("g", PATH_SIDES[p][1]) for p in paths}
+    need = {("q", s) for s in query_sides(paths)} | {("g", PATH_SIDES[p][1]) for p in paths}
 
     prepare_out_dir(out.root)
     for d in (out.root, out.paths):  # the id lists of the folder, and of its SCORES_DIR

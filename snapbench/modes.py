@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "ModePlan", "compose", "modes_for_paths",
-           "normalize_mode", "paths_for_sides", "plan_modes"]
+           "normalize_mode", "paths_for_sides", "plan_modes", "query_sides"]
 
 #: The four similarity paths, in the order files, tables and weight columns use.
 PATHS: tuple[str, str, str, str] = ("II", "TT", "IT", "TI")
@@ -50,14 +50,15 @@ MODE_LABELS: dict[str, str] = {"I2I": "I→I", "T2T": "T→T", "IT2IT": "IT→IT
 SIDES: tuple[str, str] = ("image", "text")
 
 
-def normalize_mode(mode: str) -> str:
+def normalize_mode(mode: str, *, param: str = "mode") -> str:
     """The canonical name of a retrieval mode, case-insensitively (``it2it`` -> ``IT2IT``); the
-    SnapBench labels (``IT→IT``) and ``->`` spellings are accepted too.  ConfigError otherwise."""
+    SnapBench labels (``IT→IT``) and ``->`` spellings are accepted too.  ConfigError otherwise,
+    about ``param`` (the parameter the name came from)."""
     from .errors import ConfigError
 
     key = str(mode).strip().upper().replace("→", "2").replace("->", "2")
     if key not in MODES:
-        raise ConfigError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)} (any case)", param="mode")
+        raise ConfigError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)} (any case)", param=param)
     return key
 
 
@@ -135,3 +136,8 @@ def compose(mode: str, paths: Mapping[str, Any]) -> Any:
     if len(weights) == 1:
         return paths[next(iter(weights))]
     return sum(w * paths[p] for p, w in weights.items())
+
+
+def query_sides(paths: Collection[str]) -> frozenset[str]:
+    """The sides of the query (``image``, ``text``) the paths read."""
+    return frozenset(PATH_SIDES[p][0] for p in paths)

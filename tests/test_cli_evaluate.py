@@ -402,6 +402,12 @@ def test_additivity_of_a_run_folder_names_its_reports(tmp_path):
     assert (f"error: {run}: is a 'snapbench run' folder, not a SCORES_DIR: give one of its reports, "
             f"e.g. {run / 'IT2IT' / 'report.json'} (it has I2I/report.json") in r.output
     assert "--qrels" not in r.output
+    # the reports are the run's targets (layout.RunDir), in the run's order; a stray folder is none
+    (run / "notes").mkdir()
+    (run / "notes" / "report.json").write_text("{}")
+    r = runner.invoke(app, ["additivity", str(run)])
+    listed = ["I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR", "fusion/comb_sum", "fusion/rrf"]
+    assert "(it has " + ", ".join(f"{t}/report.json" for t in listed) + ")" in " ".join(r.output.split()), r.output
     report = run / "IT2IT" / "report.json"
     assert runner.invoke(app, ["additivity", str(report)]).exit_code == 0
     r = runner.invoke(app, ["additivity", str(report), "--out", str(tmp_path / "a.json")])

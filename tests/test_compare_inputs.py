@@ -21,7 +21,7 @@ def test_from_values_nan_is_not_counted():
 
 
 @pytest.mark.parametrize("other,match", [
-    (dict(qids=("a", "b", "d")), r"queries.*'B' lacks 1 queries of 'A' \(e.g. c\).*has 1 queries that 'A' lacks \(e.g. d\)"),
+    (dict(qids=("a", "b", "d")), r"queries: 'B' lacks 1 of the queries of 'A' \(e.g. c\); 'B' has 1 queries 'A' lacks \(e.g. d\)$"),
     (dict(mode="T2T"), "modes"),
     (dict(conds=("clean", "img/compression/s2")), r"mode 'I2I'.*conditions.*img/compression/s1"),
     (dict(metrics=("hit@5",)), r"mode 'I2I'.*metrics"),

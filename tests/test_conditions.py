@@ -102,3 +102,27 @@ def test_builder_order_dedup_and_aliases():
     assert [c.id for c in plan.conditions] == ["clean", "txt/swap", "img/blur/s2", "img/blur/s1", "joint/blur+swap/s1",
                                                "joint/blur+swap/s2"]
     assert [c.id for c in plan.added_parts] == ["img/blur/s1"]
+
+
+def test_each_condition_names_the_query_sides_it_corrupts():
+    """KIND_SIDES / Condition.sides (the one table compare and run read) against the operators a
+    condition actually has."""
+    from snapbench.conditions import KIND_SIDES, KINDS
+
+    assert KINDS == ("clean", "image", "text", "joint")
+    assert KIND_SIDES == {"clean": frozenset(), "image": {"image"}, "text": {"text"}, "joint": {"image", "text"}}
+    for c in list_conditions():
+        has = {s for s, op in (("image", c.image_operator), ("text", c.text_operator)) if op is not None}
+        assert c.sides == has, c.id
+
+
+def test_query_sides_of_paths_brute_force():
+    """modes.query_sides: the query side of each path (II/IT read the query image, TT/TI its text)."""
+    from itertools import combinations
+
+    from snapbench.modes import PATHS, query_sides
+
+    reads = {"II": "image", "IT": "image", "TT": "text", "TI": "text"}
+    for n in range(len(PATHS) + 1):
+        for paths in combinations(PATHS, n):
+            assert query_sides(paths) == {reads[p] for p in paths}

@@ -51,3 +51,19 @@ def test_skip_reasons_in_the_file_name_no_python_parameter(tmp_path):
     reasons = {s["id"]: s["reason"] for s in map(json.loads, (out / "skips.jsonl").read_text().splitlines())}
     assert reasons["a"].endswith("(raise the max pixels setting to allow it)")
     assert not any("max_pixels" in r for r in reasons.values())
+
+
+def test_a_directory_and_a_non_image_are_both_unreadable(tmp_path):
+    """corrupt groups by corruptions.io.image_problem: "cannot be read" (a directory) and "cannot be
+    decoded" (not an image) are one cause in its message, "have an unreadable image"."""
+    (tmp_path / "adir.jpg").mkdir()
+    (tmp_path / "fake.jpg").write_bytes(b"not an image at all")
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "image": str(tmp_path / f), "question": "what is this?"}) + "\n"
+                            for i, f in [("a", "adir.jpg"), ("b", "fake.jpg"), ("c", "gone.jpg")]), encoding="utf-8")
+    r = runner.invoke(app, ["corrupt", str(path), "--out", str(tmp_path / "out"), "--conditions", "clean", "--no-progress"])
+    assert r.exit_code == 2, r.output
+    msg = next(line for line in r.output.splitlines() if line.startswith("error:"))
+    assert "2 of 3 queries have an unreadable image (first: " + str(tmp_path / "adir.jpg") + ": is a directory" in msg
+    assert "1 of 3 queries have no image file" in msg
+    assert msg.index("have no image file") < msg.index("have an unreadable image")

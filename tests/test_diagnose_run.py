@@ -251,3 +251,20 @@ def test_a_missing_image_is_file_not_found_not_undecodable(tmp_path) -> None:
     assert "missing.jpg: image file not found" in next(e["reason"] for e in check["ids"] if e["id"] == "gone")
     page = (tmp_path / "out" / "diagnose.html").read_text(encoding="utf-8")
     assert "gone (file not found)" in page and "junk (cannot be decoded)" in page
+
+
+def test_unreadable_images_are_classified_as_corrupt_classifies_them(tmp_path) -> None:
+    """diagnose reads image bytes through corruptions.io (one reader, one classifier): a directory is
+    "cannot be read" with the reader's own words, an empty file "cannot be decoded" as empty."""
+    (tmp_path / "adir.jpg").mkdir()
+    (tmp_path / "empty.png").write_bytes(b"")
+    rows = [{"id": "dir", "image": "adir.jpg"}, {"id": "empty", "image": "empty.png"}]
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = runner.invoke(app, ["diagnose", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "out"), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    check = json.loads((tmp_path / "out" / "summary.json").read_text())["checks"]["unreadable_images"]
+    by_id = {e["id"]: e for e in check["ids"]}
+    assert by_id["dir"]["problem"] == "cannot be read"
+    assert by_id["dir"]["reason"].endswith("adir.jpg: is a directory, not an image file")
+    assert by_id["empty"]["problem"] == "cannot be decoded"
+    assert by_id["empty"]["reason"].endswith("empty.png: image file is empty (0 bytes)")

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 from skimage import data
 
-from snapbench.corruptions.io import ImageLoadError, load_image, save_png
+from snapbench.corruptions.io import ImageLoadError, image_problem, load_image, save_png
 
 
 @pytest.fixture(scope="module")
@@ -226,3 +226,17 @@ def test_save_png_rejects_non_rgb_arrays(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="HxWx3 uint8"):
         save_png(tmp_path / "z.png", np.zeros((4, 4, 3), np.float32))
     assert not (tmp_path / "z.png").exists()
+
+
+def test_image_problem_names_each_kind_of_load_failure(tmp_path: Path) -> None:
+    """The one classifier diagnose and corrupt share: what load_image raised -> a problem word."""
+    (tmp_path / "adir.png").mkdir()
+    (tmp_path / "empty.png").write_bytes(b"")
+    (tmp_path / "junk.png").write_bytes(b"not an image")
+    Image.fromarray(np.zeros((40, 40, 3), np.uint8)).save(tmp_path / "big.png")
+    expected = {"gone.png": "file not found", "adir.png": "cannot be read", "empty.png": "cannot be decoded",
+                "junk.png": "cannot be decoded", "big.png": "too large"}
+    for name, problem in expected.items():
+        with pytest.raises(ImageLoadError) as info:
+            load_image(tmp_path / name, max_pixels=1000)
+        assert image_problem(info.value) == problem, name

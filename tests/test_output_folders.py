@@ -146,3 +146,14 @@ def test_a_failed_command_keeps_a_folder_that_existed_or_holds_files(tmp_path):
         prepare_output_dir(tmp_path / "empty", "sub")
         raise RuntimeError
     assert (tmp_path / "made" / "a.txt").exists() and not (tmp_path / "empty").exists()
+
+
+def test_nearest_existing_walks_up_to_the_first_existing_path(tmp_path):
+    """The one walk check_output_file and check_cache_dir share."""
+    from snapbench.atomic import nearest_existing
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f").write_text("x")
+    assert nearest_existing(tmp_path / "d") == tmp_path / "d"
+    assert nearest_existing(tmp_path / "d" / "x" / "y") == tmp_path / "d"
+    assert nearest_existing(tmp_path / "f" / "sub") == tmp_path / "f"  # a file above: found, not walked past

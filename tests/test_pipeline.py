@@ -526,3 +526,18 @@ def test_generate_variants_defaults_to_the_54_states_and_refuses_condition_ids()
         with pytest.raises(ConfigError, match="Condition objects") as err:
             list(generate_variants(img, q, key="q1", entity=None, seed=0, conditions=bad))
         assert err.value.param == "conditions"
+
+
+def test_an_unknown_mode_is_about_the_parameter_it_came_from() -> None:
+    """normalize_mode(param=) names the caller's parameter (run's list is `modes`, not `mode`)."""
+    from snapbench.errors import ConfigError
+    from snapbench.modes import normalize_mode
+    from snapbench.pipeline.options import RunOptions, check_options
+
+    with pytest.raises(ConfigError) as info:
+        check_options(RunOptions(modes=["I2I", "XYZ"]))
+    assert info.value.param == "modes" and "unknown retrieval mode 'XYZ'" in info.value.problem
+    with pytest.raises(ConfigError) as info:
+        normalize_mode("XYZ")
+    assert info.value.param == "mode"
+    assert normalize_mode("it→it", param="modes") == "IT2IT"

@@ -36,8 +36,9 @@ import numpy as np
 from ..errors import ConfigError
 from ..evaluate.metrics import metric_family
 from ..jsonable import dumps
+from .inputs import set_diff
 from .planned import TargetConditions, compared_conditions
-from .sources import ModelSource, PerQueryArrays, set_diff
+from .sources import ModelSource, PerQueryArrays
 
 __all__ = ["check_setups", "check_queries"]
 
@@ -160,11 +161,11 @@ def check_queries(sources: Sequence[ModelSource], target: str, tables: Sequence[
     diffs = []
     z0 = _uncounted(t0, metrics)
     for s, t in zip(sources[1:], tables[1:]):
-        if (d := set_diff("queries", first, t0[0], s, t[0])) is not None:
+        if (d := set_diff("queries", first.label, t0[0], s.label, t[0])) is not None:
             diffs.append(f"queries of {target}: {d}")
             continue
         z = _uncounted(t, metrics)
-        if z0 is not None and z is not None and (d := set_diff("queries without a relevant item", first, sorted(z0),
-                                                                 s, sorted(z))) is not None:
+        if z0 is not None and z is not None and (d := set_diff("queries without a relevant item", first.label,
+                                                                 sorted(z0), s.label, sorted(z))) is not None:
             diffs.append(f"qrels of {target}: {d}")
     _fail(diffs)

@@ -22,7 +22,7 @@ from ..conditions import parse_condition
 from ..errors import ConfigError, InputError
 from ..evaluate.metrics import QueryStat
 
-__all__ = ["ModelValues", "align_models"]
+__all__ = ["ModelValues", "align_models", "set_diff"]
 
 Stats = Mapping[str, Mapping[str, Mapping[str, QueryStat]]]
 
@@ -111,16 +111,18 @@ def _vector(arr, n: int, where: str, *, allow_nan: bool) -> np.ndarray:
     return v
 
 
-def _diff(what: str, a_name: str, a: Sequence[str], b_name: str, b: Sequence[str]) -> str | None:
-    """'model B lacks X of model A ...' or None when the two collections hold the same names."""
-    sa, sb = set(a), set(b)
+def set_diff(what: str, a: str, xa: Sequence[str], b: str, xb: Sequence[str]) -> str | None:
+    """"B lacks n of the <what> of A (e.g. ...); B has m <what> A lacks (e.g. ...)", or ``None``
+    when the two collections hold the same names: how a refusal names what two models differ in
+    (``a`` / ``b``: how the message names each, e.g. ``'name'`` or ``'name' (path)``)."""
+    sa, sb = set(xa), set(xb)
     if sa == sb:
         return None
     parts = []
     if sa - sb:
-        parts.append(f"{b_name!r} lacks {len(sa - sb)} {what} of {a_name!r} (e.g. {', '.join(sorted(sa - sb)[:3])})")
+        parts.append(f"{b} lacks {len(sa - sb)} of the {what} of {a} (e.g. {', '.join(sorted(sa - sb)[:3])})")
     if sb - sa:
-        parts.append(f"{b_name!r} has {len(sb - sa)} {what} that {a_name!r} lacks (e.g. {', '.join(sorted(sb - sa)[:3])})")
+        parts.append(f"{b} has {len(sb - sa)} {what} {a} lacks (e.g. {', '.join(sorted(sb - sa)[:3])})")
     return "; ".join(parts)
 
 
@@ -143,14 +145,14 @@ def align_models(models: Sequence[ModelValues]) -> list[ModelValues]:
     for other in models[1:]:
         _check_one(other)
         for what, a, b in [("queries", first.query_ids, other.query_ids), ("modes", list(first.stats), list(other.stats))]:
-            if (msg := _diff(what, first.name, a, other.name, b)) is not None:
+            if (msg := set_diff(what, repr(first.name), a, repr(other.name), b)) is not None:
                 raise ConfigError(f"models differ in their {what}: {msg}")
         for mode in first.stats:
             ca, cb = first.stats[mode], other.stats[mode]
-            if (msg := _diff("conditions", first.name, list(ca), other.name, list(cb))) is not None:
+            if (msg := set_diff("conditions", repr(first.name), list(ca), repr(other.name), list(cb))) is not None:
                 raise ConfigError(f"mode {mode!r}: models differ in their conditions: {msg}")
             ma, mb = next(iter(ca.values())), next(iter(cb.values()))
-            if (msg := _diff("metrics", first.name, list(ma), other.name, list(mb))) is not None:
+            if (msg := set_diff("metrics", repr(first.name), list(ma), repr(other.name), list(mb))) is not None:
                 raise ConfigError(f"mode {mode!r}: models differ in their metrics: {msg}")
     return [first] + [m.reordered(first.query_ids) for m in models[1:]]
 
@@ -172,5 +174,5 @@ def _check_one(model: ModelValues) -> None:
         if not metrics:
             raise ConfigError(f"model {model.name!r}, mode {mode!r}: no metrics")
         for c, ms in conds.items():
-            if (msg := _diff("metrics", "clean", metrics, c, list(ms))) is not None:
+            if (msg := set_diff("metrics", repr("clean"), metrics, repr(c), list(ms))) is not None:
                 raise ConfigError(f"model {model.name!r}, mode {mode!r}: conditions differ in their metrics: {msg}")

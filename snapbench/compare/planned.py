@@ -27,15 +27,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..conditions import parse_condition
-from ..modes import MODES, PATH_SIDES, PATHS
-from .sources import ModelSource, set_diff
+from ..conditions import KIND_SIDES, KINDS, parse_condition
+from ..modes import MODES, PATHS, query_sides
+from .inputs import set_diff
+from .sources import ModelSource
 
-__all__ = ["KINDS", "TargetConditions", "compared_conditions", "query_sides"]
-
-KINDS: tuple[str, ...] = ("clean", "image", "text", "joint")
-_NEEDS = {"clean": frozenset(), "image": frozenset({"image"}), "text": frozenset({"text"}),
-          "joint": frozenset({"image", "text"})}
+__all__ = ["TargetConditions", "compared_conditions", "targets_query_sides"]
 
 
 @dataclass
@@ -49,13 +46,10 @@ class TargetConditions:
     warning: str | None = None
 
 
-def query_sides(targets: Sequence[str]) -> frozenset[str]:
+def targets_query_sides(targets: Sequence[str]) -> frozenset[str]:
     """The sides of the query (``image``, ``text``) the targets read: a mode its paths' query sides;
     MOOR, a fusion baseline or an unknown target every path."""
-    sides: set[str] = set()
-    for t in targets:
-        sides |= {PATH_SIDES[p][0] for p in MODES.get(t, dict.fromkeys(PATHS))}
-    return frozenset(sides)
+    return query_sides({p for t in targets for p in MODES.get(t, PATHS)})
 
 
 def _kind(cid: str) -> str:
@@ -72,12 +66,12 @@ class _Plan:
 
 def _plan(source: ModelSource, target: str) -> _Plan:
     conds = list(source.report(target).conditions)
-    sides = query_sides(source.targets)
+    sides = targets_query_sides(source.targets)
     left = source.run.get("conditions_left_out")
     if isinstance(left, list):
         ids, known = conds + [str(c) for c in left], set(KINDS)
     else:
-        ids, known = conds, {k for k in KINDS if _NEEDS[k] <= sides} | {_kind(c) for c in conds}
+        ids, known = conds, {k for k in KINDS if KIND_SIDES[k] <= sides} | {_kind(c) for c in conds}
     planned: dict[str, set[str]] = {k: set() for k in known}
     for c in ids:
         if _kind(c) in planned:
@@ -105,7 +99,7 @@ def _plan_diffs(target: str, plans: list[_Plan]) -> list[str]:
             kinds = by_owner[id(o)]
             a = sorted(c for k in kinds for c in o.planned[k])
             b = sorted(c for k in kinds for c in p.planned[k])
-            out.append(f"conditions of {target}: {set_diff('conditions', o.source, a, p.source, b)}")
+            out.append(f"conditions of {target}: {set_diff('conditions', o.source.label, a, p.source.label, b)}")
     return out
 
 

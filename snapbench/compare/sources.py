@@ -35,7 +35,7 @@ from ..report.rundir import read_target_values
 from ..schema import Report, read_report
 from ..textio import read_json
 
-__all__ = ["UNNAMED", "ModelSource", "open_sources", "set_diff"]
+__all__ = ["UNNAMED", "ModelSource", "open_sources"]
 
 #: The target of an evaluate report that does not record which target its scores are.
 UNNAMED = "evaluate"
@@ -106,20 +106,6 @@ class ModelSource:
             raise InputError(f"the run has no per-query values of {target} ({RunDir(self.path).per_query(target)} "
                              "is missing): it cannot be compared query by query", path=self.path)
         return got
-
-
-def set_diff(what: str, a: ModelSource, xa: Sequence[str], b: ModelSource, xb: Sequence[str]) -> str | None:
-    """"B lacks n of the <what> of A (e.g. ...); B has m <what> A lacks (e.g. ...)", or ``None``
-    when the two collections hold the same names: how a refusal names what two models differ in."""
-    sa, sb = set(xa), set(xb)
-    if sa == sb:
-        return None
-    parts = []
-    if sa - sb:
-        parts.append(f"{b.label} lacks {len(sa - sb)} of the {what} of {a.label} (e.g. {', '.join(sorted(sa - sb)[:3])})")
-    if sb - sa:
-        parts.append(f"{b.label} has {len(sb - sa)} {what} {a.label} lacks (e.g. {', '.join(sorted(sb - sa)[:3])})")
-    return "; ".join(parts)
 
 
 _ACCEPTED = ("compare takes run folders ('snapbench run' output), folders of a several-encoder run and report files "

@@ -43,7 +43,8 @@ from ..errors import InputError, arg
 from . import codecs
 from .pixels import PNG_COMPRESSION, as_rgb_uint8, encode_png
 
-__all__ = ["ImageLoadError", "ImageMissingError", "ImageTooLargeError", "as_rgb_uint8", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
+__all__ = ["ImageLoadError", "ImageMissingError", "ImageUnreadableError", "ImageTooLargeError", "image_problem",
+           "read_image_bytes", "as_rgb_uint8", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
 
 DEFAULT_MAX_PIXELS = 50_000_000
 
@@ -62,15 +63,35 @@ class ImageTooLargeError(ImageLoadError):
     """The image has more pixels than the limit (``max_pixels``)."""
 
 
-def _read_bytes(path: Path) -> bytes:
+class ImageUnreadableError(ImageLoadError):
+    """The image file exists but its bytes cannot be read (a directory, no permission, an I/O error)."""
+
+
+def image_problem(exc: ImageLoadError) -> str:
+    """What kind of problem a load error is, in the words reports use: ``"file not found"``,
+    ``"cannot be read"``, ``"too large"`` or ``"cannot be decoded"`` (an empty, truncated, corrupt
+    or unknown file)."""
+    if isinstance(exc, ImageMissingError):
+        return "file not found"
+    if isinstance(exc, ImageUnreadableError):
+        return "cannot be read"
+    if isinstance(exc, ImageTooLargeError):
+        return "too large"
+    return "cannot be decoded"
+
+
+def read_image_bytes(path: str | os.PathLike) -> bytes:
+    """The bytes of an image file; :class:`ImageLoadError` naming the file when it is missing, is not
+    a readable file, or is empty."""
+    path = Path(path)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         raise ImageMissingError(f"{path}: image file not found") from None
     except IsADirectoryError:
-        raise ImageLoadError(f"{path}: is a directory, not an image file") from None
+        raise ImageUnreadableError(f"{path}: is a directory, not an image file") from None
     except OSError as exc:
-        raise ImageLoadError(f"{path}: cannot read image file ({exc.strerror or exc})") from None
+        raise ImageUnreadableError(f"{path}: cannot read image file ({exc.strerror or exc})") from None
     if not data:
         raise ImageLoadError(f"{path}: image file is empty (0 bytes)")
     return data
@@ -214,7 +235,7 @@ def load_image(path: str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS)
     from PIL import Image
 
     path = Path(path)
-    data = _read_bytes(path)
+    data = read_image_bytes(path)
     other = _load_non_pillow(path, data, max_pixels)
     if other is not None:
         return other

@@ -14,26 +14,20 @@ import os
 
 from ..errors import InputError, arg
 from ..layout import CorruptDir, read_skips
-from .io import ImageLoadError, ImageMissingError, ImageTooLargeError, load_image
+from .io import ImageLoadError, image_problem, load_image
 from .manifest import load_manifest
 
 __all__ = ["nothing_written_error"]
 
-#: cause -> how the message says it ("N of M queries <...>"), in the order the message lists them
+#: image_problem -> how the message says it ("N of M queries <...>"), in the order the message lists
+#: them; a file that cannot be read and one that cannot be decoded are both "unreadable" here
 _CAUSES: dict[str, str] = {
     "too large": "have an image too large",
-    "missing": "have no image file",
-    "unreadable": "have an unreadable image",
+    "file not found": "have no image file",
+    "cannot be read": "have an unreadable image",
+    "cannot be decoded": "have an unreadable image",
     "other": "were skipped for another reason",
 }
-
-
-def _cause(exc: ImageLoadError) -> str:
-    if isinstance(exc, ImageTooLargeError):
-        return "too large"
-    if isinstance(exc, ImageMissingError):
-        return "missing"
-    return "unreadable"
 
 
 def nothing_written_error(manifest_path: str | os.PathLike, out_dir: str | os.PathLike, n_queries: int,
@@ -57,10 +51,10 @@ def nothing_written_error(manifest_path: str | os.PathLike, out_dir: str | os.Pa
         except ImageLoadError as exc:
             if len(whole) == 1 and n_queries == 1:
                 return exc  # the one query's own error says it all
-            by_cause.setdefault(_cause(exc), []).append(exc.render(arg))  # keeps the references for the CLI
+            by_cause.setdefault(_CAUSES[image_problem(exc)], []).append(exc.render(arg))  # keeps the references
         else:  # no image to blame (or readable now, changed since the run): the recorded reason
-            by_cause.setdefault("other", []).append(f"query {qid!r}: {reason}")
-    parts = [f"{len(by_cause[c])} of {n_queries} queries {label} (first: {by_cause[c][0]})"
-             for c, label in _CAUSES.items() if c in by_cause]
+            by_cause.setdefault(_CAUSES["other"], []).append(f"query {qid!r}: {reason}")
+    parts = [f"{len(by_cause[label])} of {n_queries} queries {label} (first: {by_cause[label][0]})"
+             for label in dict.fromkeys(_CAUSES.values()) if label in by_cause]
     return InputError(f"no query could be read ({len(whole)} of {n_queries} skipped, listed in {skips_file}): "
                       + "; ".join(parts))

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..corruptions import QueryRecord
-from ..corruptions.io import ImageLoadError, ImageTooLargeError
+from ..corruptions.io import ImageLoadError, image_problem, read_image_bytes
 from ..errors import in_words
 from .image import decode_for_diagnosis, image_scores, perceptual_hash, view_of
 from .text import Vocabulary, text_scores
@@ -42,8 +42,8 @@ class QueryResult:
     image_scores: dict[str, float] | None = None
     text_scores: dict[str, float] | None = None
     image_skip: str | None = None
-    #: with image_skip, what kind of problem: "file not found", "cannot be read", "too large" or
-    #: "cannot be decoded"
+    #: with image_skip, what kind of problem (:func:`~snapbench.corruptions.io.image_problem`):
+    #: "file not found", "cannot be read", "too large" or "cannot be decoded"
     image_problem: str | None = None
     width: int | None = None
     height: int | None = None
@@ -85,19 +85,11 @@ def diagnose_question(question: str, entity: str | None = None, thresholds: Thre
 
 def _image_part(result: QueryResult, path: Path, thresholds: Thresholds) -> None:
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        result.image_skip, result.image_problem = f"{path}: image file not found", "file not found"
-        return
-    except OSError as exc:
-        result.image_skip = f"{path}: cannot read image file ({exc.strerror or exc})"
-        result.image_problem = "cannot be read"
-        return
-    try:
+        data = read_image_bytes(path)
         view = decode_for_diagnosis(path, data=data)
     except ImageLoadError as exc:
         result.image_skip = exc.render(in_words)  # summary.json is read from the CLI and Python alike
-        result.image_problem = "too large" if isinstance(exc, ImageTooLargeError) else "cannot be decoded"
+        result.image_problem = image_problem(exc)
         return
     result.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     result.image_scores = image_scores(view, thresholds)

@@ -31,7 +31,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..corruptions.io import DEFAULT_MAX_PIXELS, as_rgb_uint8, load_image
+from ..corruptions.io import DEFAULT_MAX_PIXELS, as_rgb_uint8, load_image, read_image_bytes
 from .jpeg import ijg_quality, parse_jpeg_header
 
 __all__ = [
@@ -111,10 +111,7 @@ def decode_for_diagnosis(path: str | os.PathLike, *, data: bytes | None = None,
     file when it cannot be decoded."""
     p = Path(path)
     if data is None:
-        try:
-            data = p.read_bytes()
-        except OSError:
-            data = b""  # load_image below reports the problem with the file named
+        data = read_image_bytes(p)
     hdr = parse_jpeg_header(data) if data else None
     # A JPEG without its end marker is truncated: load_image reports it (OpenCV would return a
     # half-grey picture).

@@ -256,7 +256,9 @@ class SharedBlocks:
 # ------------------------------------------------------------------------------------------------
 
 
-def _blocks() -> Iterator[tuple[Path, int]]:
+def _entries(pattern: re.Pattern[str]) -> Iterator[tuple[Path, int]]:
+    """The entries of the shared-memory folder whose name ``pattern`` matches, with the process id
+    (its first group) they are named after."""
     if not _SHM_DIR.is_dir():
         return
     try:
@@ -264,9 +266,13 @@ def _blocks() -> Iterator[tuple[Path, int]]:
     except OSError:
         return
     for entry in entries:
-        m = _SHM_RE.match(entry.name)
+        m = pattern.match(entry.name)
         if m:
             yield entry, int(m[1])
+
+
+def _blocks() -> Iterator[tuple[Path, int]]:
+    return _entries(_SHM_RE)
 
 
 def _unlink(entry: Path) -> int:
@@ -326,16 +332,7 @@ _SEM_RE = re.compile(rf"^sem\.mp-{SHM_PREFIX}(\d+)-[0-9a-z_]+$")
 
 
 def _semaphores() -> Iterator[tuple[Path, int]]:
-    if not _SHM_DIR.is_dir():
-        return
-    try:
-        entries = list(_SHM_DIR.iterdir())
-    except OSError:
-        return
-    for entry in entries:
-        m = _SEM_RE.match(entry.name)
-        if m:
-            yield entry, int(m[1])
+    return _entries(_SEM_RE)
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import save_npy_atomic
+from ..atomic import nearest_existing, save_npy_atomic
 from ..errors import ConfigError, arg
 from ..jsonable import write_json
 
@@ -46,10 +46,8 @@ def check_cache_dir(cache_dir: str | os.PathLike | None) -> Path:
     folder = Path(cache_dir).expanduser() if given else default_cache_dir()
     what = arg("cache_dir") if given else "the embedding cache ($SNAPBENCH_CACHE or ~/.cache/snapbench)"
     param = "cache_dir" if given else None
-    probe = folder
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
+    probe = nearest_existing(folder)
+    if probe is not None and not probe.is_dir():
         where = "a file is there" if probe == folder else f"{probe} is a file"
         raise ConfigError(f"{what} is not a folder ({where})", path=folder, param=param)
     return folder

@@ -89,10 +89,7 @@ def check_options(opts: RunOptions) -> None:
     int_list(list(opts.ks), "ks")
     choice(opts.variants, VARIANTS, "variants")
     for m in comma_list(opts.modes, "modes") or ():
-        try:
-            normalize_mode(m)
-        except ConfigError as exc:  # the library's parameter is `mode`; here the list is `modes`
-            raise ConfigError(exc.problem, param="modes") from None
+        normalize_mode(m, param="modes")
     if opts.traffic is not None:  # a wrong diagnose folder fails now, not after the run
         from ..diagnose.traffic import check_traffic_dir
 

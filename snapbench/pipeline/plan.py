@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from ..conditions import Condition
 from ..errors import ConfigError, InputError
 from ..modes import MODES as MODE_WEIGHTS
-from ..modes import PATH_SIDES, ModePlan, plan_modes
+from ..modes import ModePlan, plan_modes, query_sides
 from .options import RunOptions
 
 __all__ = ["MODES", "RunPlan", "Sides", "DataWarning", "grid_json", "image_source", "plan_run", "shared_space_modes",
@@ -160,8 +160,8 @@ def run_conditions(options: RunOptions, dataset: Any, *, use_query_images: bool,
         if exc.param == "grid" and exc.path is None and isinstance(options.grid, (str, os.PathLike)):
             raise ConfigError(exc.problem, path=options.grid) from None  # name the grid file
         raise
-    kept = [c for c in conds if not (c.kind in ("image", "joint") and not use_query_images)
-            and not (c.kind in ("text", "joint") and not use_query_text)]
+    read = {side for side, used in (("image", use_query_images), ("text", use_query_text)) if used}
+    kept = [c for c in conds if c.sides <= read]
     notes = []
     left_out = [c.id for c in conds if c not in kept]
     if left_out:
@@ -192,8 +192,8 @@ def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
     if not modes.targets:
         raise ConfigError("no retrieval mode can run: " + "; ".join(dict.fromkeys(sides.why.values()) or
                                                                      modes.skipped.values()))
-    use_img = any(PATH_SIDES[p][0] == "image" for p in modes.paths)
-    use_txt = any(PATH_SIDES[p][0] == "text" for p in modes.paths)
+    read = query_sides(modes.paths)
+    use_img, use_txt = "image" in read, "text" in read
     table = resolve_grid(options.grid)
     conds, cnotes, left_out = run_conditions(options, dataset, use_query_images=use_img, use_query_text=use_txt,
                                              grid=table)
