@@ -167,21 +167,21 @@ rss0, _ = status()
 open("/proc/self/clear_refs", "w").write("5")  # reset VmHWM to the current size
 tracemalloc.start()
 if kind == "run":
-    from snapbench.pipeline.sources import SharedBlocks, SourceTask, generate_sources_shared
+    from snapbench.pipeline.sources import SharedBlocks, SharedTask, SourceTask, generate_sources_shared, take_shared
     srcs = tuple(dict.fromkeys(c.image_part.id if c.kind in ("image", "joint") else "clean" for c in conds))
     txts = tuple(dict.fromkeys(c.text_part.id if c.kind in ("text", "joint") else "clean" for c in conds))
     task = SourceTask(0, "q0", path, "What kind of astronaut is this?", "astronaut", 0, srcs, txts, grid)
     blocks = SharedBlocks()
-    res = blocks.take(generate_sources_shared(blocks.offer(task)))
+    res = take_shared(blocks, generate_sources_shared(SharedTask(task, blocks.offer())))
     n, shared = len(res.images), res.shared[1]
     del res
     blocks.close()
 else:
     from snapbench.corruptions.manifest import QueryRecord
-    from snapbench.corruptions.run import _process_query, _Task
+    from snapbench.corruptions.query import QueryTask, process_query
     rec = QueryRecord("q0", Path(path), "What kind of astronaut is this?", "astronaut", {})
     with tempfile.TemporaryDirectory() as out:
-        r = _process_query(_Task(rec, tuple(c.id for c in conds), out, 0, grid, 10**9, None, "x"))
+        r = process_query(QueryTask(rec, tuple(c.id for c in conds), out, 0, dict(grid), 10**9, None, "x"))
     n, shared = len(r.lines), 0
 peak_traced = tracemalloc.get_traced_memory()[1]
 rss1, hwm = status()
