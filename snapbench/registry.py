@@ -39,7 +39,9 @@ class Table(Generic[T]):
         """Add ``entry`` under ``name`` (and ``aliases``); an existing name needs ``replace=True``."""
         for key in (name, *aliases):
             if (key in self._entries or key in self._aliases) and not replace:
-                raise ConfigError(f"{self.what} {key!r} is already registered (pass replace=True)", param=self.param)
+                # a registration (library code, a plugin) clashes: the fix is replace=, not the selecting option
+                raise ConfigError(f"{self.what} {key!r} is already registered (pass replace=True to replace it)",
+                                  param="replace")
         self._entries[name] = entry
         for a in aliases:
             self._aliases[a] = name

@@ -73,11 +73,7 @@ def add_text_operator(op: TextOperator, *, replace: bool = False) -> TextOperato
                               param="name")
     if not callable(op.fn):
         raise ConfigError(f"text operator {op.name!r}: fn must be a callable", param="fn")
-    try:
-        _TABLE.register(op.name, op, aliases=op.aliases, replace=replace)
-    except ConfigError:
-        raise ConfigError(f"text operator {op.name!r} (or one of its aliases) is already registered",
-                          param="replace") from None
+    _TABLE.register(op.name, op, aliases=op.aliases, replace=replace)
     return op
 
 

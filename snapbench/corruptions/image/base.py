@@ -157,11 +157,7 @@ def add_image_operator(op: ImageOperator, *, replace: bool = False) -> ImageOper
     if knob is None and op.origin == "builtin":
         knob = builtin_knob(op.name)
     op = dataclasses.replace(op, knob=knob)
-    try:
-        _TABLE.register(op.name, op, aliases=op.aliases, replace=replace)
-    except ConfigError:
-        raise ConfigError(f"image operator {op.name!r} (or one of its aliases) is already registered",
-                          param="replace") from None
+    _TABLE.register(op.name, op, aliases=op.aliases, replace=replace)
     return op
 
 
