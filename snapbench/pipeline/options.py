@@ -125,7 +125,9 @@ class RunResult:
     reports: dict[str, Path] = field(default_factory=dict)
     html: Path | None = None
     elapsed_s: float = 0.0
-    # where the query phase spent its time: waiting for variants, encoding them (seconds)
+    # where the query phase spent its time (seconds): "wait_s" waiting for variants ("first_wait_s" for
+    # the first, which includes starting the workers), "encode_s" encoding them, "meanwhile_s" encoding
+    # the gallery while the workers started (not counted as waiting)
     timings: dict[str, float] = field(default_factory=dict)
     # True when the folder held this run already complete with the same settings (nothing was recomputed)
     reused: bool = False

@@ -104,15 +104,20 @@ def _run_jobs(ds: Any, jobs: list[_Job], opts: RunOptions, t0: float) -> list[Ru
             results[j.name] = reused_run(j.state, ds, opts, j.say, t0)
     todo = [j for j in jobs if not j.state.complete]
     with ProgressDisplay(opts.progress) as bar:
-        galleries = [encode_gallery(ds.gallery, j.encoder, j.plan.sides.gallery, batch_size=opts.batch_size, bar=bar,
-                                    rundir=j.state.dir, shard_rows=opts.gallery_shard_rows) for j in todo]
         blocks = -(-len(ds.queries) // int(opts.block_queries))
         for j in todo:
             if j.state.done:
                 j.say(f"resuming: {sum(1 for b in j.state.done if b < blocks)} of {blocks} query blocks already done "
                       f"in {j.state.dir.root}")
+        galleries: list[Any] = []
+
+        def encode_galleries() -> None:
+            galleries.extend(encode_gallery(ds.gallery, j.encoder, j.plan.sides.gallery, batch_size=opts.batch_size,
+                                            bar=bar, rundir=j.state.dir, shard_rows=opts.gallery_shard_rows) for j in todo)
+
         qjobs = [QueryJob(j.encoder, j.plan.image_sources, j.plan.text_sources, j.state.dir, j.state.done) for j in todo]
-        encoded = encode_queries(ds, qjobs, opts, todo[0].plan.grid, bar) if todo else []
+        # the gallery is encoded while the workers start and corrupt the first queries (workers > 1)
+        encoded = encode_queries(ds, qjobs, opts, todo[0].plan.grid, bar, meanwhile=encode_galleries) if todo else []
         for j, gallery, queries in zip(todo, galleries, encoded):
             if queries.dropped:
                 n = len(queries.dropped)
