@@ -13,6 +13,7 @@ from proc_helpers import spawned_children
 
 from snapbench.engines import ordered_map
 from snapbench.errors import InputError
+from snapbench.layout import RunDir
 from snapbench.pipeline import RunOptions, run_benchmark
 
 SHM = Path("/dev/shm")
@@ -116,16 +117,16 @@ def test_a_gallery_error_while_the_workers_run_is_the_same_error_and_leaves_noth
     assert broken.name in str(err.value)
     assert _blocks() == []
     assert spawned_children(os.getpid()) == []
-    # nothing of the queries was recorded as done: a rerun after fixing the gallery starts them afresh
-    assert not (tmp_path / f"o{workers}" / "blocks.jsonl").exists() or \
-        (tmp_path / f"o{workers}" / "blocks.jsonl").read_text() == ""
+    # no query block was recorded as done (the gallery failed before the first result was taken)
+    log = RunDir(tmp_path / f"o{workers}").blocks_log
+    assert not log.exists() or log.read_text() == ""
 
 
 def test_run_with_the_gallery_overlapped_equals_the_inline_run(demo, tmp_path):
     """The gallery encoded while two workers corrupt: the same embeddings and reports as one process."""
     opts = dict(conditions=["clean", "img/motion_blur/s2", "txt/char_swap", "joint/compression+char_swap/s3"],
                 report=False, progress=False, use_cache=False, modes=["I2I", "IT2IT"])
-    one = run_benchmark(demo, "toy", tmp_path / "one", RunOptions(workers=1, **opts))
+    run_benchmark(demo, "toy", tmp_path / "one", RunOptions(workers=1, **opts))
     two = run_benchmark(demo, "toy", tmp_path / "two", RunOptions(workers=2, **opts))
     files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*.npy"))
     assert files and files == sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*.npy"))
@@ -134,4 +135,58 @@ def test_run_with_the_gallery_overlapped_equals_the_inline_run(demo, tmp_path):
     for mode in ("I2I", "IT2IT"):
         assert (tmp_path / "one" / mode / "report.json").read_bytes() == (tmp_path / "two" / mode / "report.json").read_bytes()
     assert two.timings["meanwhile_s"] > 0 and two.timings["wait_s"] >= 0
-    assert one.timings["meanwhile_s"] > 0
+
+
+SLOW_GALLERY = """
+import os, time
+from snapbench.models import get_encoder
+
+class SlowImages:
+    name = fingerprint = "slow-images-toy"
+    modalities = frozenset({"image", "text"})
+
+    def __init__(self):
+        self.inner = get_encoder("toy")
+
+    def encode_images(self, xs):
+        time.sleep(float(os.environ.get("SLOW_S", "0")) * len(xs))
+        return self.inner.encode_images(xs)
+
+    def encode_texts(self, xs):
+        return self.inner.encode_texts(xs)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHM.is_dir(), reason="no /dev/shm")
+def test_ctrl_c_in_the_gallery_while_the_workers_run_stops_cleanly_and_resumes(demo, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    (tmp_path / "slow_images.py").write_text(SLOW_GALLERY)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "o"
+    cmd = [sys.executable, "-m", "snapbench", "run", str(demo), "-e", "slow_images:SlowImages", "--out", str(out),
+           "--workers", "2", "--conditions", "clean,img/motion_blur/s1", "--no-report", "--no-progress", "--no-cache"]
+    proc = subprocess.Popen(cmd, env={**env, "SLOW_S": "2"}, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    blocks = lambda: [p for p in SHM.iterdir() if p.name.startswith(f"snapbench{proc.pid}_")]  # noqa: E731
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None and not blocks():
+            time.sleep(0.05)
+        # a worker has handed a query back while the main process is still in the gallery's first batch
+        assert blocks(), f"no query was corrupted while the gallery was encoded (rc {proc.poll()})"
+        assert not RunDir(out).gallery_embedding("image").exists()  # still in the gallery
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130, err
+        assert b"interrupted; rerun the same command to resume" in err, err
+        assert blocks() == [] and not list(SHM.glob(f"snapbench{proc.pid}_*"))
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert (out / "I2I" / "report.json").is_file()

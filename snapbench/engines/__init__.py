@@ -38,7 +38,7 @@ from ..errors import ConfigError, arg
 from ..registry import Table
 from ..validate import positive_int
 
-__all__ = ["ENGINES", "ENGINE_TABLE", "ordered_map", "check_engine", "run_once"]
+__all__ = ["ENGINES", "ENGINE_TABLE", "ordered_map", "check_engine", "runs_inline"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -60,7 +60,7 @@ def _ray_map(fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers: int, ad
                            initargs=initargs, meanwhile=meanwhile)
 
 
-def run_once(fn: Callable[[], None] | None) -> Callable[[], None]:
+def _run_once(fn: Callable[[], None] | None) -> Callable[[], None]:
     """``fn`` as a function that runs it on its first call only (nothing for ``None``): an engine's
     ``meanwhile`` hook, called where the first window is in flight and again where the tasks ran out."""
     pending = [fn] if fn is not None else []
@@ -70,6 +70,13 @@ def run_once(fn: Callable[[], None] | None) -> Callable[[], None]:
             pending.pop()()
 
     return call
+
+
+def runs_inline(engine: str, workers: int, n_tasks: int) -> bool:
+    """Whether a caller should map ``n_tasks`` tasks in its own process (``workers=1`` on the local
+    engine) rather than on ``engine``: one worker on the local engine, or a single task (starting
+    workers or a Ray instance costs more than it could save).  ``run`` and ``corrupt`` both decide here."""
+    return n_tasks <= 1 or (engine == "local" and workers <= 1)
 
 
 def _ray_check() -> None:

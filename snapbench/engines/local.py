@@ -127,9 +127,9 @@ def local_ordered_map(
     Linux, macOS and Windows.  The cost is that workers import snapbench afresh, so anything
     registered at run time (an operator added inside a function) is unknown to them.
     """
-    from . import run_once
+    from . import _run_once
 
-    begin = run_once(meanwhile)
+    begin = _run_once(meanwhile)
     if workers <= 1:
         begin()
         for t in tasks:

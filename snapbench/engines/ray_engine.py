@@ -111,9 +111,9 @@ def ray_ordered_map(
 ) -> Iterator[Any]:
     """Results of ``fn`` over ``tasks`` in task order, computed as Ray tasks (see the module docstring).
     ``meanwhile``: see :func:`snapbench.engines.ordered_map`."""
-    from . import run_once
+    from . import _run_once
 
-    begin = run_once(meanwhile)
+    begin = _run_once(meanwhile)
     ray = import_ray()
     started = connect(ray, address, workers)
     try:

@@ -180,7 +180,7 @@ def _stream(dataset: Any, feeders: list[_Feeder], tasks: list[SourceTask], opts:
             res = next(stream, None)
             waited = time.perf_counter() - t_wait - (timings["meanwhile_s"] - before)  # the caller's work is not waiting
             timings["wait_s"] += waited
-            timings.setdefault("first_wait_s", waited)  # includes starting the workers
+            timings.setdefault("first_wait_s", waited)  # starting the workers, where the gallery took less
             if res is None:
                 break
             b = res.index // size

@@ -14,13 +14,14 @@ With ``measure``, each image source's measured strength (PSNR, SSIM against the 
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ..conditions import parse_condition
-from ..engines import ordered_map, run_once
+from ..engines import ordered_map, runs_inline
 from ..engines.shm import BlockWriter, Handoff, Offer, SharedBlocks, cleanup_shared
 
 # variant sources per query (generated in workers, or read from the dataset's released files)
@@ -216,17 +217,15 @@ def iter_sources(
     process (or its Ray encoder actors).  Close the iterator when stopping early (the run does):
     that shuts a local pool down and frees the shared-memory blocks its workers still wrote.
     ``meanwhile()`` runs once, on the first ``next()``, while the first tasks are generated (see
-    :func:`snapbench.engines.ordered_map`); before anything where nothing runs in parallel.
+    :func:`snapbench.engines.ordered_map`); before the first task where they run in this process.
     """
-    in_process = len(tasks) <= 1 or not any(t.image_sources for t in tasks) or (engine == "local" and workers <= 1)
-    if released is not None or in_process:
-        run_once(meanwhile)()
-        if released is not None:
-            for t in tasks:
-                yield released_sources(t, released)
-        else:  # in this process (no tasks at all: a resumed run never starts a pool or a Ray instance)
-            for t in tasks:
-                yield generate_sources(t)
+    if released is not None:  # files read here
+        yield from ordered_map(functools.partial(released_sources, released=released), tasks, meanwhile=meanwhile)
+        return
+    if not any(t.image_sources for t in tasks) or runs_inline(engine, workers, len(tasks)):
+        # in this process: text sources are cheap next to starting workers, and a resumed run with
+        # nothing left never starts a pool or a Ray instance
+        yield from ordered_map(generate_sources, tasks, meanwhile=meanwhile)
         return
     from ..corruptions.workers import registrations_payload, restore_registrations
 
