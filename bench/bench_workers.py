@@ -7,8 +7,10 @@ Scaling (issue 19: 2 workers >= 1.8x one worker on a corruption-bound run): the 
 (queries.jsonl, gallery.jsonl, qrels.json) with scikit-image photos at ``--size`` as queries and
 gallery, all 72 conditions, with the demo's toy encoder (~30 ms of the main process's time per
 1024x768 query, against ~55 ms of corrupting) and with an encoder that costs nothing (the run then
-bound by corrupting alone).  Runs alternate between 1 and 2 workers, ``--repeats`` times each; the best of each is
-kept.  For `run` the figure is the query phase after the first query (corrupting + encoding; the
+bound by corrupting alone).  Runs alternate between 1 worker (``--workers 1`` as it runs: inline, OpenCV
+with its own threads), 1 worker with OpenCV on one thread (as each pool worker runs) and 2 workers,
+``--repeats`` times each; the best of each is kept.  The gallery is encoded while the 2 workers start
+(the run's ``meanwhile`` overlap).  For `run` the figure is the query phase after the first query (corrupting + encoding; the
 first query also waits for the workers to start), from ``RunResult.timings``; for `corrupt` the
 whole command (PNG variants, the default format), start-up included.  Before and after, two plain
 processes corrupting side by side show how much parallelism the machine gives at that moment (the
@@ -135,6 +137,24 @@ class NullEncoder:
         return np.ones((len(texts), 8), np.float32)
 
 
+class opencv_threads:
+    """OpenCV's thread count in this process for a block (None: leave it): the '1 worker, 1 thread' runs."""
+
+    def __init__(self, n: int | None) -> None:
+        self.n, self.before = n, cv2.getNumThreads()
+
+    def __enter__(self) -> None:
+        if self.n is not None:
+            cv2.setNumThreads(self.n)
+
+    def __exit__(self, *exc) -> None:
+        cv2.setNumThreads(self.before)
+
+
+#: the columns: (label, workers, OpenCV threads in this process while it runs)
+SETUPS = (("1", 1, None), ("1t", 1, 1), ("2", 2, None))
+
+
 def time_run(ds, out: Path, workers: int, encoder="toy") -> dict[str, float]:
     cpu0, t0 = _cpu_s(), time.perf_counter()
     res = run_benchmark(ds, encoder, out, RunOptions(workers=workers, joint=True, modes=["I2I"], resamples=100,
@@ -221,16 +241,17 @@ def main() -> None:
         few.write_text("".join((folder / "queries.jsonl").read_text().splitlines(keepends=True)[: args.corrupt_queries]))
         ceiling = [machine_parallelism()]
         for r in range(args.repeats):
-            for workers in (1, 2):
-                res = time_run(ds, Path(tmp) / f"run{r}_{workers}", workers)
-                runs.setdefault(("run", workers), []).append(res)
-                print(f"run     workers={workers}: {res}", flush=True)
-                res = time_run(ds, Path(tmp) / f"null{r}_{workers}", workers, NullEncoder())
-                runs.setdefault(("run-null", workers), []).append(res)
-                print(f"run (null encoder) workers={workers}: {res}", flush=True)
-                res = time_corrupt(few, Path(tmp) / f"corrupt{r}_{workers}", workers)
-                runs.setdefault(("corrupt", workers), []).append(res)
-                print(f"corrupt workers={workers}: {res}", flush=True)
+            for label, workers, threads in SETUPS:
+                with opencv_threads(threads):
+                    res = time_run(ds, Path(tmp) / f"run{r}_{label}", workers)
+                    runs.setdefault(("run", label), []).append(res)
+                    print(f"run     workers={label}: {res}", flush=True)
+                    res = time_run(ds, Path(tmp) / f"null{r}_{label}", workers, NullEncoder())
+                    runs.setdefault(("run-null", label), []).append(res)
+                    print(f"run (null encoder) workers={label}: {res}", flush=True)
+                    res = time_corrupt(few, Path(tmp) / f"corrupt{r}_{label}", workers)
+                    runs.setdefault(("corrupt", label), []).append(res)
+                    print(f"corrupt workers={label}: {res}", flush=True)
         ceiling.append(machine_parallelism())
         load1 = os.getloadavg()
         big = Path(tmp) / "big.png"
@@ -257,20 +278,24 @@ def main() -> None:
         f"Ceiling on this machine at the time: two plain processes corrupting got {ceiling[0]:.2f}x / {ceiling[1]:.2f}x "
         "the work of one done (before / after the timed runs; 2.0x on two idle cores). '2 x CPU ratio' = 2 x CPU "
         "seconds with 1 worker / with 2 (whole command): the speedup two otherwise idle cores would allow if the "
-        "work spread evenly, whatever the load during the run.",
+        "work spread evenly, whatever the load during the run. '1 worker' is `--workers 1` as it runs: inline, "
+        "where OpenCV uses its own threads (2 here); '1 worker, 1 thread' the same with OpenCV on one thread, as "
+        "each pool worker runs: one worker on one core.",
         "",
-        "| command | figure | 1 worker s | 2 workers s | speedup | CPU s (1 / 2 workers) | 2 x CPU ratio | every repeat, 1 / 2 workers |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| command | figure | 1 worker s | 1 worker, 1 thread s | 2 workers s | speedup vs 1 worker | vs 1 worker, 1 thread | "
+        "CPU s (1 / 1, 1 thread / 2 workers) | 2 x CPU ratio (vs 1 worker) | every repeat, 1 / 1, 1 thread / 2 workers |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for cmd, key, what in (("run", "steady", "toy encoder: query phase after the first query"),
                            ("run", "wall", "toy encoder: whole run"),
                            ("run-null", "steady", "encoder that costs nothing: query phase after the first query"),
                            ("run-null", "wall", "encoder that costs nothing: whole run"),
                            ("corrupt", "wall", "whole command, PNG")):
-        a, b = best[(cmd, 1)], best[(cmd, 2)]
-        reps = " / ".join(", ".join(f"{x[key]:.2f}" for x in runs[(cmd, n)]) for n in (1, 2))
-        lines.append(f"| `{cmd.split('-')[0]}` | {what} | {a[key]:.2f} | {b[key]:.2f} | **{a[key] / b[key]:.2f}x** | "
-                     f"{a['cpu']:.1f} / {b['cpu']:.1f} | {2 * a['cpu'] / b['cpu']:.2f}x | {reps} |")
+        a, t, b = best[(cmd, "1")], best[(cmd, "1t")], best[(cmd, "2")]
+        reps = " / ".join(", ".join(f"{x[key]:.2f}" for x in runs[(cmd, n)]) for n in ("1", "1t", "2"))
+        lines.append(f"| `{cmd.split('-')[0]}` | {what} | {a[key]:.2f} | {t[key]:.2f} | {b[key]:.2f} | "
+                     f"**{a[key] / b[key]:.2f}x** | **{t[key] / b[key]:.2f}x** | "
+                     f"{a['cpu']:.1f} / {t['cpu']:.1f} / {b['cpu']:.1f} | {2 * a['cpu'] / b['cpu']:.2f}x | {reps} |")
     lines += [
         "",
         "## Memory of one worker: a 2048x1536 query under all 72 states",

@@ -194,6 +194,13 @@ def test_ordered_map_reads_tasks_lazily_within_the_window(engine):
 
 
 @pytest.mark.parametrize("engine", ["local", "ray"])
+def test_meanwhile_runs_once_on_either_engine(engine):
+    calls = []
+    got = list(ordered_map(square, range(7), engine=engine, workers=2, window=3, meanwhile=lambda: calls.append(1)))
+    assert got == [x * x for x in range(7)] and calls == [1]
+
+
+@pytest.mark.parametrize("engine", ["local", "ray"])
 def test_the_initializer_runs_once_per_worker_process(engine, tmp_path):
     for run in range(2):  # a second map in the same (Ray) workers runs its own initializer again
         marks = tmp_path / f"m{run}"

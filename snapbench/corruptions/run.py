@@ -52,7 +52,7 @@ import numpy as np
 from .._version import __version__
 from ..atomic import prepare_output_dir
 from ..conditions import Condition, ConditionPlan, parse_condition
-from ..engines import check_engine, ordered_map
+from ..engines import check_engine, ordered_map, runs_inline
 from ..errors import ConfigError
 from ..layout import CorruptDir, check_resume, read_run_json, write_run_json
 from ..progress import ProgressDisplay
@@ -240,9 +240,8 @@ def _execute(tasks: list[QueryTask], opts: CorruptOptions, payload: bytes) -> It
     """Run tasks on the engine; results come back in task order (so the manifest is independent of
     scheduling, of the engine and of retries)."""
     try:
-        if opts.engine == "local" and (opts.workers == 1 or len(tasks) <= 1):
-            for task in tasks:
-                yield process_query(task)
+        if runs_inline(opts.engine, opts.workers, len(tasks)):
+            yield from ordered_map(process_query, tasks)
             return
         yield from ordered_map(process_query, tasks, engine=opts.engine, workers=opts.workers, address=opts.address,
                                initializer=restore_registrations, initargs=(payload,))

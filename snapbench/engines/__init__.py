@@ -38,25 +38,45 @@ from ..errors import ConfigError, arg
 from ..registry import Table
 from ..validate import positive_int
 
-__all__ = ["ENGINES", "ENGINE_TABLE", "ordered_map", "check_engine"]
+__all__ = ["ENGINES", "ENGINE_TABLE", "ordered_map", "check_engine", "runs_inline"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
 def _local_map(fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers: int, address: str | None, window: int,
-               initializer: Callable[..., Any] | None, initargs: tuple) -> Iterator[Any]:
+               initializer: Callable[..., Any] | None, initargs: tuple, meanwhile: Callable[[], None] | None) -> Iterator[Any]:
     from .local import local_ordered_map
 
-    return local_ordered_map(fn, tasks, workers=workers, window=window, initializer=initializer, initargs=initargs)
+    return local_ordered_map(fn, tasks, workers=workers, window=window, initializer=initializer, initargs=initargs,
+                             meanwhile=meanwhile)
 
 
 def _ray_map(fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers: int, address: str | None, window: int,
-             initializer: Callable[..., Any] | None, initargs: tuple) -> Iterator[Any]:
+             initializer: Callable[..., Any] | None, initargs: tuple, meanwhile: Callable[[], None] | None) -> Iterator[Any]:
     from .ray_engine import ray_ordered_map
 
     return ray_ordered_map(fn, tasks, workers=workers, address=address, window=window, initializer=initializer,
-                           initargs=initargs)
+                           initargs=initargs, meanwhile=meanwhile)
+
+
+def _run_once(fn: Callable[[], None] | None) -> Callable[[], None]:
+    """``fn`` as a function that runs it on its first call only (nothing for ``None``): an engine's
+    ``meanwhile`` hook, called where the first window is in flight and again where the tasks ran out."""
+    pending = [fn] if fn is not None else []
+
+    def call() -> None:
+        while pending:
+            pending.pop()()
+
+    return call
+
+
+def runs_inline(engine: str, workers: int, n_tasks: int) -> bool:
+    """Whether a caller should map ``n_tasks`` tasks in its own process (``workers=1`` on the local
+    engine) rather than on ``engine``: one worker on the local engine, or a single task (starting
+    workers or a Ray instance costs more than it could save).  ``run`` and ``corrupt`` both decide here."""
+    return n_tasks <= 1 or (engine == "local" and workers <= 1)
 
 
 def _ray_check() -> None:
@@ -99,6 +119,7 @@ def ordered_map(
     window: int | None = None,
     initializer: Callable[..., Any] | None = None,
     initargs: tuple = (),
+    meanwhile: Callable[[], None] | None = None,
 ) -> Iterator[R]:
     """Yield ``fn(task)`` for every task, in task order, computed by ``engine``.
 
@@ -115,9 +136,15 @@ def ordered_map(
     It never runs in the calling process (``workers=1`` on the local engine runs inline, where the
     caller's state is already there).  On Ray a worker process is shared and long-lived and is not
     a child of the calling process: an initializer must not tie the worker's life to its parent.
+
+    ``meanwhile()`` runs once in the calling process, on the first ``next()``, as soon as the first
+    ``window`` tasks are handed to the workers and before waiting for any result: work the caller
+    would otherwise do before the map (``snapbench run`` encodes the gallery there) overlaps the
+    workers' start-up and first tasks.  Inline (``workers=1`` on the local engine) it runs before the
+    first task.  An exception it raises cancels the map, as one of ``fn`` does.
     """
     check_engine(engine, workers, address)
     size = int(workers) * 2 if window is None else positive_int(window, "window")
     run_map = ENGINE_TABLE.get(engine)[0]
     return run_map(fn, tasks, workers=int(workers), address=address, window=size, initializer=initializer,
-                   initargs=tuple(initargs))
+                   initargs=tuple(initargs), meanwhile=meanwhile)

@@ -117,15 +117,21 @@ def local_ordered_map(
     window: int,
     initializer: Callable[..., Any] | None = None,
     initargs: tuple = (),
+    meanwhile: Callable[[], None] | None = None,
 ) -> Iterator[Any]:
     """Results of ``fn`` in task order from ``workers`` spawned processes; inline when ``workers == 1``.
+    ``meanwhile``: see :func:`snapbench.engines.ordered_map`.
 
     ``spawn`` rather than ``fork``: the parent may hold threads (rich's progress refresher, torch's
     pools) that a forked child would inherit in an undefined state; spawn also behaves the same on
     Linux, macOS and Windows.  The cost is that workers import snapbench afresh, so anything
     registered at run time (an operator added inside a function) is unknown to them.
     """
+    from . import _run_once
+
+    begin = _run_once(meanwhile)
     if workers <= 1:
+        begin()
         for t in tasks:
             yield fn(t)
         return
@@ -150,7 +156,9 @@ def local_ordered_map(
                 with _stop_signals_blocked() if n < workers else contextlib.nullcontext():
                     pending.append(pool.submit(fn, t))
                 if len(pending) >= window:
+                    begin()  # the first window is in flight: the caller's own work overlaps it
                     yield pending.popleft().result()
+            begin()
             while pending:
                 yield pending.popleft().result()
         except BaseException:  # an error, or the consumer closed the generator: drop queued work

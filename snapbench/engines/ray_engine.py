@@ -107,8 +107,13 @@ def ray_ordered_map(
     window: int,
     initializer: Callable[..., Any] | None = None,
     initargs: tuple = (),
+    meanwhile: Callable[[], None] | None = None,
 ) -> Iterator[Any]:
-    """Results of ``fn`` over ``tasks`` in task order, computed as Ray tasks (see the module docstring)."""
+    """Results of ``fn`` over ``tasks`` in task order, computed as Ray tasks (see the module docstring).
+    ``meanwhile``: see :func:`snapbench.engines.ordered_map`."""
+    from . import _run_once
+
+    begin = _run_once(meanwhile)
     ray = import_ray()
     started = connect(ray, address, workers)
     try:
@@ -121,7 +126,9 @@ def ray_ordered_map(
             for i, t in enumerate(tasks):
                 pending.append((i, remote.remote(fn_ref, t, init_ref)))
                 if len(pending) >= window:
+                    begin()
                     yield fetch(ray, *pending.popleft())
+            begin()
             while pending:
                 yield fetch(ray, *pending.popleft())
         except BaseException:  # an error, or the consumer closed the generator: drop queued work

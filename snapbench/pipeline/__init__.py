@@ -12,7 +12,8 @@ The run is a chain of stages, each a module with one entry point and a typed han
 
 1. plan -- :func:`.plan.plan_run` -> :class:`.plan.RunPlan` (modes, conditions, variant sources);
 2. resume -- :func:`.resume.open_run` -> :class:`.resume.RunState` (run.json, finished query blocks);
-3. encode gallery -- :func:`.gallery.encode_gallery` -> :class:`.gallery.GalleryEmbeddings`;
+3. encode gallery -- :func:`.gallery.encode_gallery` -> :class:`.gallery.GalleryEmbeddings` (with
+   ``workers > 1``, while the workers start and corrupt the first queries of stage 4);
 4. encode queries -- :func:`.queries.encode_queries` -> :class:`.queries.QueryEmbeddings` per encoder
    (one variant stream feeds every encoder);
 5. score -- :func:`.score.score_targets` -> :class:`.score.Scores` (each target's scores per row block);
@@ -31,6 +32,11 @@ Decisions:
 * **One corruption pass for every encoder.**  Each query is corrupted once into the sources some
   encoder still needs and each encoder takes its own: its batches, files and reports are those of
   a run of it alone.
+* **The gallery overlaps the workers' start.**  Starting the pool's interpreters and the first
+  queries' corruption take about a second in which the main process would wait; the gallery is
+  encoded then (the ``meanwhile`` hook of :func:`snapbench.engines.ordered_map`).  The data still
+  flows one way: the queries' embeddings are taken only once the gallery's are done, and at most
+  one window of query results waits in shared memory meanwhile.
 * **Resume at query-block granularity, per encoder.**  Queries are processed in fixed blocks of
   :data:`BLOCK_QUERIES`; each finished block's embeddings are flushed to the per-source ``.npy``
   files and then recorded in the encoder's ``blocks.jsonl`` (fsynced).  A killed run redoes only

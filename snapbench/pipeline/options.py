@@ -125,7 +125,10 @@ class RunResult:
     reports: dict[str, Path] = field(default_factory=dict)
     html: Path | None = None
     elapsed_s: float = 0.0
-    # where the query phase spent its time: waiting for variants, encoding them (seconds)
+    # where the query phase spent its time (seconds): "wait_s" waiting for variants ("first_wait_s" for
+    # the first: what starting the workers took beyond the gallery), "encode_s" encoding them,
+    # "meanwhile_s" encoding the gallery (of every encoder of the run) once the workers had their first
+    # queries (with one worker: before the first query), not counted as waiting
     timings: dict[str, float] = field(default_factory=dict)
     # True when the folder held this run already complete with the same settings (nothing was recomputed)
     reused: bool = False
@@ -140,5 +143,6 @@ class RunSetResult:
     out_dir: Path
     runs: dict[str, RunResult]
     elapsed_s: float = 0.0
-    # the shared query phase: waiting for variants (seconds), and each encoder's time in its encoder
+    # the shared query phase (seconds): "wait_s", "first_wait_s", "meanwhile_s" as in RunResult, and
+    # "encode_s[<name>]", each encoder's time in its encoder
     timings: dict[str, float] = field(default_factory=dict)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -160,18 +160,27 @@ def _tasks(dataset: Any, jobs: Sequence[QueryJob], opts: RunOptions, grid: Any) 
 
 
 def _stream(dataset: Any, feeders: list[_Feeder], tasks: list[SourceTask], opts: RunOptions, released: Any,
-            bar: Any, task: Any) -> dict[str, float]:
+            bar: Any, task: Any, meanwhile: Callable[[], None] | None) -> dict[str, float]:
     """Feed every result of the variant stream to the encoders that need its block."""
     n_q, size = len(dataset.queries), int(opts.block_queries)
-    timings = {"wait_s": 0.0}
-    stream = iter_sources(tasks, opts.workers, released, engine=opts.engine, address=opts.address)
+    timings = {"wait_s": 0.0, "meanwhile_s": 0.0}
+
+    def timed_meanwhile() -> None:
+        t = time.perf_counter()
+        try:
+            meanwhile()
+        finally:
+            timings["meanwhile_s"] += time.perf_counter() - t
+
+    stream = iter_sources(tasks, opts.workers, released, engine=opts.engine, address=opts.address,
+                          meanwhile=None if meanwhile is None else timed_meanwhile)
     with contextlib.closing(stream):
         while True:
-            t_wait = time.perf_counter()
+            t_wait, before = time.perf_counter(), timings["meanwhile_s"]
             res = next(stream, None)
-            waited = time.perf_counter() - t_wait
+            waited = time.perf_counter() - t_wait - (timings["meanwhile_s"] - before)  # the caller's work is not waiting
             timings["wait_s"] += waited
-            timings.setdefault("first_wait_s", waited)  # includes starting the workers
+            timings.setdefault("first_wait_s", waited)  # starting the workers, where the gallery took less
             if res is None:
                 break
             b = res.index // size
@@ -201,11 +210,15 @@ def _collect(dataset: Any, job: QueryJob, timings: dict[str, float]) -> QueryEmb
     return QueryEmbeddings(emb, keep, dropped, timings, read_block_measures(job.dir.blocks_log))
 
 
-def encode_queries(dataset: Any, jobs: Sequence[QueryJob], opts: RunOptions, grid: Any, bar: Any) -> list[QueryEmbeddings]:
+def encode_queries(dataset: Any, jobs: Sequence[QueryJob], opts: RunOptions, grid: Any, bar: Any,
+                   meanwhile: Callable[[], None] | None = None) -> list[QueryEmbeddings]:
     """Corrupt every query once and encode its sources with every job's encoder (see the module
     docstring); returns each job's :class:`QueryEmbeddings`, in the order of ``jobs``.
 
-    ``grid``: the resolved severity grid; ``bar``: a :class:`snapbench.progress.ProgressDisplay`."""
+    ``grid``: the resolved severity grid; ``bar``: a :class:`snapbench.progress.ProgressDisplay`.
+    ``meanwhile()``: the caller's own work (the run encodes the gallery there), run once while the
+    workers start and generate the first queries (:func:`.sources.iter_sources`); its time is
+    ``timings["meanwhile_s"]``, not part of ``wait_s``."""
     if not jobs:
         raise ConfigError("no encoder to feed")
     released = dataset.released if opts.variants == "released" else None
@@ -217,7 +230,7 @@ def encode_queries(dataset: Any, jobs: Sequence[QueryJob], opts: RunOptions, gri
     with contextlib.ExitStack() as stack:
         logs = [stack.enter_context(open(j.dir.blocks_log, "a", encoding="utf-8")) for j in jobs]
         feeders = [_Feeder(j, n_q, int(opts.batch_size), log) for j, log in zip(jobs, logs)]
-        timings = _stream(dataset, feeders, tasks, opts, released, bar, task)
+        timings = _stream(dataset, feeders, tasks, opts, released, bar, task, meanwhile)
     for f in feeders:
         f.zeros.warn()
     return [_collect(dataset, f.job, {**timings, "encode_s": f.busy_s}) for f in feeders]

@@ -104,16 +104,21 @@ def _run_jobs(ds: Any, jobs: list[_Job], opts: RunOptions, t0: float) -> list[Ru
             results[j.name] = reused_run(j.state, ds, opts, j.say, t0)
     todo = [j for j in jobs if not j.state.complete]
     with ProgressDisplay(opts.progress) as bar:
-        galleries = [encode_gallery(ds.gallery, j.encoder, j.plan.sides.gallery, batch_size=opts.batch_size, bar=bar,
-                                    rundir=j.state.dir, shard_rows=opts.gallery_shard_rows) for j in todo]
         blocks = -(-len(ds.queries) // int(opts.block_queries))
         for j in todo:
             if j.state.done:
                 j.say(f"resuming: {sum(1 for b in j.state.done if b < blocks)} of {blocks} query blocks already done "
                       f"in {j.state.dir.root}")
+        galleries: list[Any] = []
+
+        def encode_galleries() -> None:
+            galleries.extend(encode_gallery(ds.gallery, j.encoder, j.plan.sides.gallery, batch_size=opts.batch_size,
+                                            bar=bar, rundir=j.state.dir, shard_rows=opts.gallery_shard_rows) for j in todo)
+
         qjobs = [QueryJob(j.encoder, j.plan.image_sources, j.plan.text_sources, j.state.dir, j.state.done) for j in todo]
-        encoded = encode_queries(ds, qjobs, opts, todo[0].plan.grid, bar) if todo else []
-        for j, gallery, queries in zip(todo, galleries, encoded):
+        # the gallery is encoded while the workers start and corrupt the first queries (workers > 1)
+        encoded = encode_queries(ds, qjobs, opts, todo[0].plan.grid, bar, meanwhile=encode_galleries) if todo else []
+        for j, gallery, queries in zip(todo, galleries, encoded, strict=True):
             if queries.dropped:
                 n = len(queries.dropped)
                 j.say(f"{n} quer{'y' if n == 1 else 'ies'} dropped from every state (listed in {j.state.dir.dropped_queries})")
@@ -227,6 +232,7 @@ def run_encoders(
     meta["status"] = "complete"
     write_run_json(out, "run", meta)
     runs = dict(zip(folder_names, results))
-    timings = {"wait_s": max((r.timings.get("wait_s", 0.0) for r in results), default=0.0)}
+    shared = ("wait_s", "first_wait_s", "meanwhile_s")  # the one query phase all encoders shared
+    timings = {k: max((r.timings.get(k, 0.0) for r in results), default=0.0) for k in shared}
     timings.update({f"encode_s[{n}]": r.timings.get("encode_s", 0.0) for n, r in runs.items()})
     return RunSetResult(out, runs, time.perf_counter() - t0, timings)

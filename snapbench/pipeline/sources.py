@@ -14,13 +14,14 @@ With ``measure``, each image source's measured strength (PSNR, SSIM against the 
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ..conditions import parse_condition
-from ..engines import ordered_map
+from ..engines import ordered_map, runs_inline
 from ..engines.shm import BlockWriter, Handoff, Offer, SharedBlocks, cleanup_shared
 
 # variant sources per query (generated in workers, or read from the dataset's released files)
@@ -204,7 +205,8 @@ def _operators(sources: tuple[str, ...]) -> set[str]:
 
 
 def iter_sources(
-    tasks: list[SourceTask], workers: int, released: Any, *, engine: str = "local", address: str | None = None
+    tasks: list[SourceTask], workers: int, released: Any, *, engine: str = "local", address: str | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> Iterator[SourceResult]:
     """Results in task order; generation runs ahead on ``engine`` (see :func:`snapbench.engines.ordered_map`)
     while the caller encodes.
@@ -214,16 +216,16 @@ def iter_sources(
     either engine: results are the same wherever a task runs.  Encoding stays in the caller's
     process (or its Ray encoder actors).  Close the iterator when stopping early (the run does):
     that shuts a local pool down and frees the shared-memory blocks its workers still wrote.
+    ``meanwhile()`` runs once, on the first ``next()``, while the first tasks are generated (see
+    :func:`snapbench.engines.ordered_map`); before the first task where they run in this process.
     """
-    if released is not None:
-        for t in tasks:
-            yield released_sources(t, released)
+    if released is not None:  # files read here
+        yield from ordered_map(functools.partial(released_sources, released=released), tasks, meanwhile=meanwhile)
         return
-    if not tasks:
-        return  # nothing to do (a resumed run): never start a pool or a Ray instance for it
-    if len(tasks) <= 1 or not any(t.image_sources for t in tasks) or (engine == "local" and workers <= 1):
-        for t in tasks:
-            yield generate_sources(t)
+    if not any(t.image_sources for t in tasks) or runs_inline(engine, workers, len(tasks)):
+        # in this process: text sources are cheap next to starting workers, and a resumed run with
+        # nothing left never starts a pool or a Ray instance
+        yield from ordered_map(generate_sources, tasks, meanwhile=meanwhile)
         return
     from ..corruptions.workers import registrations_payload, restore_registrations
 
@@ -231,24 +233,24 @@ def iter_sources(
     payload = registrations_payload({c for t in tasks for c in _operators(t.image_sources)},
                                     {c for t in tasks for c in _operators(t.text_sources)})
     if engine != "local":
-        yield from _engine_sources(tasks, engine, workers, address, payload)
+        yield from _engine_sources(tasks, engine, workers, address, payload, meanwhile)
         return
     with cleanup_shared(), SharedBlocks() as blocks:
         jobs = (SharedTask(t, blocks.offer()) for t in tasks)  # offered as the pool takes each task
         results = ordered_map(generate_sources_shared, jobs, engine=engine, workers=workers, address=address,
-                              initializer=restore_registrations, initargs=(payload,))
+                              initializer=restore_registrations, initargs=(payload,), meanwhile=meanwhile)
         with contextlib.closing(results):  # an interrupted run shuts its pool down here, before the blocks are freed
             for res in results:
                 yield take_shared(blocks, res)
 
 
 def _engine_sources(tasks: list[SourceTask], engine: str, workers: int, address: str | None,
-                    payload: Any) -> Iterator[SourceResult]:
+                    payload: Any, meanwhile: Callable[[], None] | None) -> Iterator[SourceResult]:
     """Generated on another engine than the local pool (Ray): images come back through its own transport."""
     from ..corruptions.workers import restore_registrations
 
     results = ordered_map(generate_sources, tasks, engine=engine, workers=workers, address=address,
-                          initializer=restore_registrations, initargs=(payload,))
+                          initializer=restore_registrations, initargs=(payload,), meanwhile=meanwhile)
     with contextlib.closing(results):
         for res in results:
             # Ray hands numpy arrays back as read-only views into its object store; encoders get the same
