@@ -101,8 +101,8 @@ def worker_costs(image: Path, repeats: int) -> dict[str, tuple[float, int]]:
 
     grid = resolve_grid(None)
     conds = resolve_conditions(None, joint=True, grid=grid)
-    srcs = tuple(dict.fromkeys(c.image_part.id if c.kind in ("image", "joint") else "clean" for c in conds))
-    txts = tuple(dict.fromkeys(c.text_part.id if c.kind in ("text", "joint") else "clean" for c in conds))
+    srcs = tuple(dict.fromkeys(c.image_part.id if "image" in c.sides else "clean" for c in conds))
+    txts = tuple(dict.fromkeys(c.text_part.id if "text" in c.sides else "clean" for c in conds))
 
     def task(i: int) -> src_mod.SourceTask:
         return src_mod.SourceTask(i, f"q{i}", str(image), "What kind of photo is this?", "photo", 0, srcs, txts, grid)

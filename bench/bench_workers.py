@@ -188,8 +188,8 @@ open("/proc/self/clear_refs", "w").write("5")  # reset VmHWM to the current size
 tracemalloc.start()
 if kind == "run":
     from snapbench.pipeline.sources import SharedBlocks, SharedTask, SourceTask, generate_sources_shared, take_shared
-    srcs = tuple(dict.fromkeys(c.image_part.id if c.kind in ("image", "joint") else "clean" for c in conds))
-    txts = tuple(dict.fromkeys(c.text_part.id if c.kind in ("text", "joint") else "clean" for c in conds))
+    srcs = tuple(dict.fromkeys(c.image_part.id if "image" in c.sides else "clean" for c in conds))
+    txts = tuple(dict.fromkeys(c.text_part.id if "text" in c.sides else "clean" for c in conds))
     task = SourceTask(0, "q0", path, "What kind of astronaut is this?", "astronaut", 0, srcs, txts, grid)
     blocks = SharedBlocks()
     res = take_shared(blocks, generate_sources_shared(SharedTask(task, blocks.offer())))

@@ -173,13 +173,13 @@ class Condition:
     @property
     def image_part(self) -> "Condition | None":
         """The image-only condition inside this one (for joint: its image half)."""
-        if self.kind in ("image", "joint"):
+        if "image" in self.sides:
             return Condition("image", image_operator=self.image_operator, severity=self.severity)
         return None
 
     @property
     def text_part(self) -> "Condition | None":
-        if self.kind in ("text", "joint"):
+        if "text" in self.sides:
             return Condition("text", text_operator=self.text_operator)
         return None
 

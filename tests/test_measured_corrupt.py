@@ -75,6 +75,7 @@ def test_every_line_is_measured_and_equals_scikit_image_on_the_written_files(mea
             assert m is None
             continue
         seen.add(ln["kind"])
+        # the sides spelled out here, not read from KIND_SIDES: the test's own statement of them
         if ln["kind"] in ("image", "joint"):
             src, var = decode(measured / clean[ln["id"]]["path"]), decode(measured / ln["path"])
             psnr, ssim, changed = ref_strength(src, var)

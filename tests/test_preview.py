@@ -91,3 +91,54 @@ def test_an_entity_not_in_the_question_is_one_warning(tmp_path: Path) -> None:
     res = runner.invoke(app, [*args, "--entity", "camera", "--out", str(tmp_path / "b.png")])
     assert res.exit_code == 0 and "warning" not in res.output, res.output
     assert sum(line.startswith("txt/") for line in res.output.splitlines()) == 8
+
+
+def _photo(w: int, h: int) -> np.ndarray:
+    return np.ascontiguousarray(cv2.resize(data.chelsea(), (w, h), interpolation=cv2.INTER_LINEAR))
+
+
+def test_scaled_thumbnails_are_the_full_size_variants_scaled(tmp_path: Path) -> None:
+    # 600x400 in 240x180 cells: every thumbnail is its full-size variant scaled by the clean image's
+    # factor min(240/600, 180/400) = 0.4 with INTER_AREA (computed here from corrupt_image, not the sheet
+    # code), so a variant made from a downscaled copy, or scaled by its own factor, is not found.
+    from snapbench.corruptions import corrupt_image
+
+    img = _photo(600, 400)
+    Image.fromarray(img).save(tmp_path / "photo.png")
+    res = runner.invoke(app, ["preview", str(tmp_path / "photo.png"), "--id", "q3", "--seed", "2",
+                              "--out", str(tmp_path / "s.png")])
+    assert res.exit_code == 0, res.output
+    sheet = _read_rgb(tmp_path / "s.png")
+
+    def thumb(a: np.ndarray) -> np.ndarray:
+        h, w = a.shape[:2]
+        return cv2.resize(a, (max(1, round(w * 0.4)), max(1, round(h * 0.4))), interpolation=cv2.INTER_AREA)
+
+    assert _contains(sheet, thumb(img))
+    for op, sev in (("scribble", 2), ("cropping", 2), ("motion_blur", 3), ("lens_distortion", 1), ("downscale", 1)):
+        variant = corrupt_image(img, op, sev, seed=2, key="q3")
+        assert _contains(sheet, thumb(variant)), (op, sev)
+    assert not _contains(sheet, thumb(corrupt_image(img, "scribble", 2, seed=2, key="other")))
+
+
+def test_preview_memory_is_a_few_image_sizes_not_one_per_variant(tmp_path: Path) -> None:
+    # The 45 variants are made one at a time and each becomes its thumbnail before the next is made:
+    # the traced peak of a preview (numpy buffers are traced) stays a few sizes of the image, while
+    # holding every full-size variant (the old behaviour) peaked at ~46 sizes here.
+    import tracemalloc
+
+    img = _photo(1500, 1000)
+    Image.fromarray(img).save(tmp_path / "photo.png")
+    args = ["preview", str(tmp_path / "photo.png"), "--question", "What cat is this?", "--entity", "cat"]
+    # the same command once first: the operators' own bounded caches (lens maps, scratch arrays) are
+    # filled then, so the second run's peak is the preview's working set
+    assert runner.invoke(app, [*args, "--out", str(tmp_path / "warm.png")]).exit_code == 0
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        res = runner.invoke(app, [*args, "--out", str(tmp_path / "s.png")])
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert res.exit_code == 0, res.output
+    assert peak < 16 * img.nbytes, f"peak {peak / img.nbytes:.1f} image sizes"

@@ -68,6 +68,7 @@ def test_drift_is_one_minus_the_cosine_of_the_encoders_own_embeddings(demo, meas
         e_img = toy.encode_images([clean.image] + [v.image for v in variants.values()])
         e_txt = toy.encode_texts([clean.question] + [v.question for v in variants.values()])
         for k, (cid, v) in enumerate(variants.items(), start=1):
+            # the sides spelled out here, not read from KIND_SIDES: the test's own statement of them
             if v.kind in ("image", "joint"):
                 assert got[(q.id, cid, "drift_image")] == pytest.approx(_cos_drift(e_img[0], e_img[k]), abs=1e-6)
                 checked += 1

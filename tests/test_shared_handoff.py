@@ -34,7 +34,7 @@ def _task(path, sources=None, grid=None) -> SourceTask:
     grid = grid or resolve_grid(None)
     if sources is None:
         conds = resolve_conditions(None, joint=True, grid=grid)
-        sources = tuple(dict.fromkeys(c.image_part.id if c.kind in ("image", "joint") else "clean" for c in conds))
+        sources = tuple(dict.fromkeys(c.image_part.id if "image" in c.sides else "clean" for c in conds))
     return SourceTask(0, "q0", None if path is None else str(path), "What is this?", "astronaut", 3, sources,
                       ("clean", "txt/char_swap"), grid)
 

@@ -8,14 +8,19 @@ text conditions are rendered as lines under the grid.  Labels use OpenCV's Hersh
 has ASCII: other characters are drawn as "?" (the returned lines keep the real text).  With
 ``measure`` (the default) each thumbnail's label has a second line with the variant's measured
 SSIM and PSNR (:mod:`.measure`), and under a severity target whether the target was reached.
+
+Memory: each variant is made at full size (the sheet shows the variants as they are), becomes its
+thumbnail at once and is dropped before the next one is made, so a sheet holds a few image sizes at
+a time, not one per condition.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -112,25 +117,63 @@ def measured_label(measured: Mapping[str, Any] | None, target: Mapping[str, Any]
     return text
 
 
-def _draw_cell(sheet: np.ndarray, lay: _Layout, row: int, col: int, label: str, img: np.ndarray | None,
-               failure: str | None = None, second: str = "") -> None:
+@dataclass(frozen=True)
+class _Cell:
+    """What one cell shows: a variant's thumbnail, full size (H, W), measured strength and target
+    outcome, or why it has no variant."""
+
+    thumb: np.ndarray | None
+    size: tuple[int, int] | None = None
+    failure: str | None = None
+    measured: dict[str, Any] | None = None
+    target: dict[str, Any] | None = None
+
+
+def _cell(item: Any, lay: _Layout) -> _Cell:
+    """A variant (or a Skip, with its reason) as its cell; the full-size image is not kept."""
+    from .variants import Skip
+
+    if isinstance(item, Skip):
+        return _Cell(None, failure=item.reason)
+    h, w = item.image.shape[:2]
+    return _Cell(_thumb(item.image, lay.factor, lay.box_w, lay.box_h), (h, w), None, item.measured, item.target)
+
+
+def _draw_cell(sheet: np.ndarray, lay: _Layout, row: int, col: int, label: str, cell: _Cell, second: str = "") -> None:
     y0, x0 = row * lay.ch + lay.pad, col * lay.cw + lay.pad
     box_w, box_h = lay.box_w, lay.box_h
     sheet[y0 : y0 + box_h, x0 : x0 + box_w] = _CELL_BG
-    if img is not None:
-        t = _thumb(img, lay.factor, box_w, box_h)
+    if cell.thumb is not None:
+        t = cell.thumb
         th, tw = t.shape[:2]
         ty, tx = y0 + (box_h - th) // 2, x0 + (box_w - tw) // 2
         sheet[ty : ty + th, tx : tx + tw] = t
-        if (img.shape[0], img.shape[1]) != lay.clean_size:
-            label = f"{label} {img.shape[1]}x{img.shape[0]}"
-    elif failure:
-        for i, part in enumerate(_wrap(failure, box_w - 8, 0.38)[:8]):
+        if cell.size != lay.clean_size:
+            label = f"{label} {cell.size[1]}x{cell.size[0]}"
+    elif cell.failure:
+        for i, part in enumerate(_wrap(cell.failure, box_w - 8, 0.38)[:8]):
             _put_fitted(sheet, part, x0 + 4, y0 + 16 + 15 * i, box_w - 8, (200, 0, 0), 0.38)
     sheet[y0 + box_h : y0 + box_h + lay.strip, x0 : x0 + box_w] = _STRIP_BG
     _put_fitted(sheet, label, x0 + 4, y0 + box_h + 14, box_w - 8, (255, 255, 255))
     if second:
         _put_fitted(sheet, second, x0 + 4, y0 + box_h + 30, box_w - 8, (255, 230, 120), 0.38)
+
+
+def _collect(items: Iterable[Any], img_ids: set[str], lay: _Layout) -> tuple[dict[str, _Cell], dict[str, Any]]:
+    """Consume the variants: each image condition becomes its cell at once and its full-size variant
+    is dropped before the next one is made, so the memory held is a few image sizes whatever the
+    number of conditions (holding the 45 variants is ~45 image sizes: tens of GB for a 400 Mpx
+    photo).  The other items (clean, text conditions) are returned as they are: they hold the clean
+    image itself, no copy."""
+    cells: dict[str, _Cell] = {}
+    others: dict[str, Any] = {}
+    for item in items:
+        if item.condition in img_ids:
+            cells[item.condition] = _cell(item, lay)
+        else:
+            others[item.condition] = item
+        del item  # else the loop variable keeps this variant alive while the generator makes the next
+    return cells, others
 
 
 def _entity_problem(question: str | None, entity: str | None) -> str | None:
@@ -189,7 +232,7 @@ def contact_sheet(
 
     from ..conditions import Condition
     from .plan import plan_conditions, plan_grid
-    from .variants import Skip, checked_target, generate_variants
+    from .variants import checked_target, generate_variants
 
     if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
         raise InputError("contact_sheet expects an HxWx3 uint8 RGB image")
@@ -200,28 +243,28 @@ def contact_sheet(
     sev_cols = sorted({c.severity for c in img_conds}) or [1, 2, 3]
     ncols = max(len(sev_cols), 1)
     target = checked_target(severity_target, img_conds, plan.grid)
-    results = {item.condition: item for item in generate_variants(
-        image, question, key=str(key), entity=entity, seed=seed,
-        conditions=[Condition.clean()] + img_conds + txt_conds, grid=plan.grid, measure=measure, target=target)}
-    measured = {c.id: results[c.id].measured for c in img_conds
-                if not isinstance(results[c.id], Skip) and results[c.id].measured is not None}
-    targets = {c.id: results[c.id].target for c in img_conds
-               if not isinstance(results[c.id], Skip) and results[c.id].target is not None}
-
     H, W = image.shape[:2]
-    lay = _Layout(cell[0], cell[1], min(cell[0] / W, cell[1] / H), (H, W), strip=36 if measured else 20)
+    lay = _Layout(cell[0], cell[1], min(cell[0] / W, cell[1] / H), (H, W))
+    cells, others = _collect(generate_variants(
+        image, question, key=str(key), entity=entity, seed=seed,
+        conditions=[Condition.clean()] + img_conds + txt_conds, grid=plan.grid, measure=measure, target=target),
+        {c.id for c in img_conds}, lay)
+    measured = {cid: c.measured for cid, c in cells.items() if c.measured is not None}
+    targets = {cid: c.target for cid, c in cells.items() if c.target is not None}
+
+    lay = replace(lay, strip=36 if measured else 20)
     text_scale, line_h = 0.5, 20
     problem = _entity_problem(question, entity)
     if problem is not None:
         warnings.warn(f"{problem}; the {len(txt_conds)} text conditions are skipped, as snapbench corrupt skips them "
                       "for such a query (give as entity a word of the question)", stacklevel=2)
-    lines = _text_lines(question, txt_conds, results, problem)
+    lines = _text_lines(question, txt_conds, others, problem)
     wrapped = [part for line in lines for part in _wrap(line, ncols * lay.cw - 16, text_scale)]
     text_h = (len(wrapped) * line_h + 16) if wrapped else 0
     nrows = 1 + len(operators)
     sheet = np.full((nrows * lay.ch + text_h, ncols * lay.cw, 3), _BG, dtype=np.uint8)
 
-    _draw_cell(sheet, lay, 0, 0, f"clean {W}x{H}", image)
+    _draw_cell(sheet, lay, 0, 0, f"clean {W}x{H}", _Cell(_thumb(image, lay.factor, lay.box_w, lay.box_h), (H, W)))
     if ncols > 1:  # the rest of the first row: what produced this sheet
         info = [f"key: {key}", f"seed: {seed}", f"grid: {'default' if grid is None else 'custom'}",
                 "thumbnails share the clean image's scale"]
@@ -233,11 +276,8 @@ def contact_sheet(
     for r, op in enumerate(operators, start=1):
         for c_idx, sev in enumerate(sev_cols):
             cid = Condition.image(op, sev).id
-            item = results.get(cid)
-            if item is not None:
-                _draw_cell(sheet, lay, r, c_idx, cid, None if isinstance(item, Skip) else item.image,
-                           item.reason if isinstance(item, Skip) else None,
-                           measured_label(measured.get(cid), targets.get(cid)))
+            if cid in cells:
+                _draw_cell(sheet, lay, r, c_idx, cid, cells[cid], measured_label(measured.get(cid), targets.get(cid)))
     y = nrows * lay.ch + 8
     for line in wrapped:
         y += line_h

@@ -110,7 +110,7 @@ class _ImageWriter:
         self.folder = CorruptDir(task.out_dir)
         self.clean_ref = task.clean_ref
         # image_from of each pending condition that writes an image
-        self.source = {c.id: (c.image_part.id if c.kind in ("image", "joint") else "clean")
+        self.source = {c.id: (c.image_part.id if "image" in c.sides else "clean")
                        for c in conds if c.kind != "text"}
         self.uses = Counter(self.source.values())
         self.encoded: dict[str, tuple[bytes, str]] = {}

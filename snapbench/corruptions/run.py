@@ -370,7 +370,7 @@ def run_corruption(
     tasks, reused = _tasks(records, cond_ids, kept, folder, opts, dict(plan.grid), fingerprints)
     counts = _write(folder, tasks, len(records), opts, payload)
     outcome = _outcome([*kept.values(), *counts.targeted])  # the folder's total, not only this call's
-    has_text = any(c.kind in ("text", "joint") for c in conds)
+    has_text = any("text" in c.sides for c in conds)
     no_entity = [r.question for r in records if r.question is not None and not (r.entity or "").strip()] if has_text else []
     unguessed = sum(1 for q in no_entity if guess_entity(q) is None)
     return RunSummary(out_dir=folder.root, n_queries=len(records), conditions=cond_ids, written=counts.written,

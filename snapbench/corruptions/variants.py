@@ -89,7 +89,7 @@ class _Parts:
         self._ref: ImageReference | None = None
         self.images: dict[tuple[str, int], tuple[np.ndarray, dict, dict | None, dict | None] | str] = {}
         self.texts: dict[str, tuple[str, dict, dict | None] | str] = {}
-        self.uses = Counter((c.image_operator, c.severity) for c in conditions if c.kind in ("image", "joint"))
+        self.uses = Counter((c.image_operator, c.severity) for c in conditions if "image" in c.sides)
 
     @property
     def reference(self) -> ImageReference:
@@ -132,7 +132,7 @@ class _Parts:
 
     def done(self, cond: Condition) -> None:
         """The consumer is done with ``cond``'s variant: drop its image part after its last use."""
-        if cond.kind in ("image", "joint"):
+        if "image" in cond.sides:
             part = (cond.image_operator, cond.severity)
             self.uses[part] -= 1
             if self.uses[part] <= 0:
@@ -144,16 +144,16 @@ class _Parts:
         if cond.kind == "clean":
             return Variant(cid, "clean", image, question, {}, "clean" if image is not None else None,
                            "clean" if question is not None else None)
-        if cond.kind in ("image", "joint") and image is None:
+        if "image" in cond.sides and image is None:
             return Skip(cid, "query has no image")
-        if cond.kind in ("text", "joint") and question is None:
+        if "text" in cond.sides and question is None:
             return Skip(cid, "query has no question")
         params: dict[str, Any] = {}
         measured: dict[str, Any] | None = {} if self.measure else None
         target = None
         img_from = "clean" if image is not None else None
         txt_from = "clean" if question is not None else None
-        if cond.kind in ("image", "joint"):
+        if "image" in cond.sides:
             part = self.image_part(cond.image_operator, cond.severity)
             if isinstance(part, str):
                 return Skip(cid, part)
@@ -161,7 +161,7 @@ class _Parts:
             img_from = cond.image_part.id
             if measured is not None:
                 measured.update(img_measured or {})
-        if cond.kind in ("text", "joint"):
+        if "text" in cond.sides:
             tpart = self.text_part(cond.text_operator)
             if isinstance(tpart, str):
                 return Skip(cid, tpart)
@@ -182,12 +182,12 @@ def checked_target(spec: str | SeverityTarget | None, conditions: Iterable[Condi
     if target is None:
         return None
     conditions = list(conditions)
-    ops = {c.image_operator for c in conditions if c.kind in ("image", "joint") and c.image_operator}
+    ops = {c.image_operator for c in conditions if "image" in c.sides and c.image_operator}
     levels = [int(sev) for op in ops for sev in (grid or {}).get(op, {})]
     if levels:
         target.check_levels(max(levels))
     for c in conditions:
-        if c.kind in ("image", "joint"):
+        if "image" in c.sides:
             target.value_at(c.severity)
     return target
 

@@ -90,10 +90,10 @@ class _Plan:
             text_ok: dict[str, str | None] = {}
             keep: list[str] = []
             for c in parsed:
-                if c.kind in ("image", "joint") and rec.image is None:
+                if "image" in c.sides and rec.image is None:
                     self.skipped.append({"id": rec.id, "condition": c.id, "reason": "query has no image"})
                     continue
-                if c.kind in ("text", "joint"):
+                if "text" in c.sides:
                     if rec.question is None:
                         self.skipped.append({"id": rec.id, "condition": c.id, "reason": "query has no question"})
                         continue

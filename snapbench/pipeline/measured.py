@@ -82,7 +82,7 @@ def measured_rows(
     rows: dict[str, dict[str, np.ndarray]] = {}
     for c in conditions:
         per: dict[str, np.ndarray] = {}
-        if c.kind in ("image", "joint") and ("image", "clean") in embeddings:
+        if "image" in c.sides and ("image", "clean") in embeddings:
             src = image_source(c)
             if ("image", src) in embeddings and damage:
                 per["psnr"] = _strength(measured, qids, src, "psnr")
@@ -90,7 +90,7 @@ def measured_rows(
                 per["drift_image"] = drift(embeddings[("image", "clean")][keep], embeddings[("image", src)][keep])
             if ("image", src) in embeddings and any("reached" in measured.get(q, {}).get(src, {}) for q in qids):
                 per[TARGET_METRIC] = _strength(measured, qids, src, "reached")
-        if c.kind in ("text", "joint") and ("text", "clean") in embeddings and damage:
+        if "text" in c.sides and ("text", "clean") in embeddings and damage:
             src = text_source(c)
             if ("text", src) in embeddings:
                 per["drift_text"] = drift(embeddings[("text", "clean")][keep], embeddings[("text", src)][keep])

@@ -74,12 +74,12 @@ def grid_json(grid: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
 
 def image_source(cond: Condition) -> str:
     """The variant whose image a condition's query shows: ``clean`` or its image part."""
-    return cond.image_part.id if cond.kind in ("image", "joint") else "clean"
+    return cond.image_part.id if "image" in cond.sides else "clean"
 
 
 def text_source(cond: Condition) -> str:
     """The variant whose question a condition's query asks: ``clean`` or its text part."""
-    return cond.text_part.id if cond.kind in ("text", "joint") else "clean"
+    return cond.text_part.id if "text" in cond.sides else "clean"
 
 
 def _missing_files(paths: list[Path | None]) -> tuple[int, int, Path | None]:
