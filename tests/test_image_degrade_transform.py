@@ -539,21 +539,20 @@ def test_lens_distortion_barrel_bows_lines_outward():
 
 def test_lens_map_cache_is_bounded_by_bytes(monkeypatch):
     from snapbench.corruptions.image import transform as tr
+    from snapbench.corruptions.image._buffers import BytesLRU
 
-    monkeypatch.setattr(tr, "LENS_MAP_CACHE_BYTES", 3 * 64 * 48 * 6)  # room for three 64x48 map pairs
-    monkeypatch.setattr(tr, "_lens_cache", type(tr._lens_cache)())
-    monkeypatch.setattr(tr, "_lens_cache_bytes", 0)
+    monkeypatch.setattr(tr, "LENS_MAPS", BytesLRU(3 * 64 * 48 * 6))  # room for three 64x48 map pairs
     img = np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8)
     first = _apply(img, "lens_distortion", k1=-0.1)
     for k1 in (-0.2, -0.3, 0.2, 0.3):
         _apply(img, "lens_distortion", k1=k1)
-    cached = sum(a.nbytes + b.nbytes for a, b in tr._lens_cache.values())
-    assert len(tr._lens_cache) == 3 and cached <= tr.LENS_MAP_CACHE_BYTES
-    assert (48, 64, -0.1) not in tr._lens_cache  # least recently used went first
+    assert len(tr.LENS_MAPS) == 3 and tr.LENS_MAPS.nbytes == 3 * 64 * 48 * 6
+    assert (48, 64, -0.1) not in tr.LENS_MAPS  # least recently used went first
+    assert list(tr.LENS_MAPS.keys()) == [(48, 64, k1) for k1 in (-0.3, 0.2, 0.3)]
     assert np.array_equal(_apply(img, "lens_distortion", k1=-0.1), first)  # recomputed, same pixels
     big = np.zeros((200, 300, 3), dtype=np.uint8)  # one pair larger than the bound: used, not kept
     _apply(big, "lens_distortion", k1=-0.1)
-    assert all(key[:2] != (200, 300) for key in tr._lens_cache)
+    assert all(key[:2] != (200, 300) for key in tr.LENS_MAPS.keys())
 
 
 def test_lens_map_cache_is_thread_safe(monkeypatch):
@@ -561,10 +560,9 @@ def test_lens_map_cache_is_thread_safe(monkeypatch):
     import threading
 
     from snapbench.corruptions.image import transform as tr
+    from snapbench.corruptions.image._buffers import BytesLRU
 
-    monkeypatch.setattr(tr, "LENS_MAP_CACHE_BYTES", 2 * 40 * 30 * 6)  # constant eviction
-    monkeypatch.setattr(tr, "_lens_cache", type(tr._lens_cache)())
-    monkeypatch.setattr(tr, "_lens_cache_bytes", 0, raising=False)
+    monkeypatch.setattr(tr, "LENS_MAPS", BytesLRU(2 * 40 * 30 * 6))  # constant eviction
     old_interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-4)
     errors: list[BaseException] = []
@@ -588,4 +586,4 @@ def test_lens_map_cache_is_thread_safe(monkeypatch):
     finally:
         sys.setswitchinterval(old_interval)
     assert not errors, errors[:3]
-    assert getattr(tr, "_lens_cache_bytes") == sum(a.nbytes + b.nbytes for a, b in tr._lens_cache.values()) <= tr.LENS_MAP_CACHE_BYTES
+    assert len(tr.LENS_MAPS) <= 2 and tr.LENS_MAPS.nbytes == len(tr.LENS_MAPS) * 40 * 30 * 6 <= tr.LENS_MAPS.max_bytes

@@ -321,8 +321,7 @@ def test_lens_maps_are_built_without_full_frame_float64(images):
     from snapbench.corruptions.image import transform
 
     img = images["astronaut@1024x768"]
-    transform._lens_cache.clear()  # noqa: SLF001 - force the maps to be built in this call
-    transform._lens_cache_bytes = 0  # noqa: SLF001
+    transform.LENS_MAPS.clear()  # force the maps to be built in this call
     tracemalloc.start()
     try:
         _apply("lens_distortion", img, k1=-0.17)

@@ -16,7 +16,6 @@ bit-identical to the input.  Colours are RGB.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 import cv2
@@ -24,6 +23,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from ...errors import ConfigError
+from ._buffers import BytesLRU
 from ._overlay import (
     FONT_FILE,
     blend,
@@ -381,8 +381,18 @@ def ui_regions(shape: tuple[int, int], params: Mapping[str, Any]) -> list[list[i
     return regions
 
 
-@lru_cache(maxsize=8)
+#: Bytes of rendered ui_elements layers a process keeps (12 bytes a pixel of the rows they cover:
+#: a severity-target search renders one layer per candidate, each up to 4 image sizes).
+UI_LAYER_CACHE_BYTES = 64 * 2**20
+UI_LAYERS = BytesLRU(UI_LAYER_CACHE_BYTES)
+
+
 def _ui_layers(H: int, W: int, items: tuple) -> tuple[tuple[int, np.ndarray, np.ndarray], ...]:
+    """:func:`_render_ui_layers`, from :data:`UI_LAYERS` (rendered once per image size and items)."""
+    return UI_LAYERS.get((int(H), int(W), items), lambda: _render_ui_layers(H, W, items))
+
+
+def _render_ui_layers(H: int, W: int, items: tuple) -> tuple[tuple[int, np.ndarray, np.ndarray], ...]:
     """The overlay as (top, 255 - alpha, premultiplied colour) bands over the rows it covers.
 
     Each band is drawn with Pillow on its own transparent canvas, with every item shifted up by the

@@ -14,15 +14,13 @@ replicate the edge pixel rather than read black.
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from typing import Any, Callable, Mapping
 
 import cv2
 import numpy as np
 
 from ...errors import ConfigError
-from ._buffers import scratch
+from ._buffers import BytesLRU, scratch
 from ._params import known_keys, number
 from .base import register_image_operator
 
@@ -230,34 +228,16 @@ def lens_crop_scale(height: int, width: int, k1: float) -> float:
     return lo
 
 
-# Per-process cache of remap tables, bounded by bytes rather than entries: a 1024x768 map pair is
-# ~4.7 MB, a 12-megapixel photo's ~72 MB, so a count bound let 16 sizes reach ~1 GB per worker.
+#: Bytes of lens_distortion remap tables a process keeps (fixed-point map pairs, 6 bytes a pixel).
 LENS_MAP_CACHE_BYTES = 256 * 2**20
-_lens_cache: "OrderedDict[tuple[int, int, float], tuple[np.ndarray, np.ndarray]]" = OrderedDict()
-_lens_cache_bytes = 0
-_lens_lock = threading.Lock()  # corrupt_image is public API and may run in threads
+LENS_MAPS = BytesLRU(LENS_MAP_CACHE_BYTES)
 
 
 def _lens_maps(height: int, width: int, k1: float) -> tuple[np.ndarray, np.ndarray]:
-    """Fixed-point remap tables for (height, width, k1), from a least-recently-used cache of at most
-    ``LENS_MAP_CACHE_BYTES`` (a single larger pair is computed and returned, not kept)."""
-    global _lens_cache_bytes
+    """Fixed-point remap tables for (height, width, k1), from :data:`LENS_MAPS` (a single pair larger
+    than its bound is computed and returned, not kept)."""
     key = (int(height), int(width), float(k1))
-    with _lens_lock:
-        hit = _lens_cache.get(key)
-        if hit is not None:
-            _lens_cache.move_to_end(key)
-            return hit
-    maps = _compute_lens_maps(*key)  # outside the lock: two threads may both compute a missing entry
-    size = sum(m.nbytes for m in maps)
-    with _lens_lock:
-        if size <= LENS_MAP_CACHE_BYTES and key not in _lens_cache:
-            _lens_cache[key] = maps
-            _lens_cache_bytes += size
-            while _lens_cache_bytes > LENS_MAP_CACHE_BYTES:
-                _, (a, b) = _lens_cache.popitem(last=False)
-                _lens_cache_bytes -= a.nbytes + b.nbytes
-    return maps
+    return LENS_MAPS.get(key, lambda: _compute_lens_maps(*key))
 
 
 _LENS_ROWS = 32  # rows of the maps computed at once: float64 work arrays of 32 rows, not of the image
