@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_path, write_text_atomic
+from ..atomic import open_text_atomic, write_text_atomic
 from ..errors import InputError, OutputError
 from ..textio import read_text
 
@@ -115,18 +115,14 @@ def write_trec_run(
     _check_trec_ids(gallery_ids, "gallery")
     if idx.size and idx.max() >= len(gallery_ids):
         raise ValueError(f"gallery_ids has {len(gallery_ids)} ids but results index column {int(idx.max())}")
-    p = Path(path)
-    try:
-        with atomic_path(p) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-            for qi, q in enumerate(query_ids):
-                rank = 0
-                for j, s in zip(idx[qi].tolist(), sc[qi].tolist()):
-                    if j < 0:
-                        continue
-                    rank += 1
-                    fh.write(f"{q} Q0 {gallery_ids[j]} {rank} {float(s)!r} {tag}\n")
-    except OSError as e:
-        raise OutputError(f"cannot write ({e.strerror or e})", path=p) from None
+    with open_text_atomic(path) as fh:
+        for qi, q in enumerate(query_ids):
+            rank = 0
+            for j, s in zip(idx[qi].tolist(), sc[qi].tolist()):
+                if j < 0:
+                    continue
+                rank += 1
+                fh.write(f"{q} Q0 {gallery_ids[j]} {rank} {float(s)!r} {tag}\n")
 
 
 def read_qrels_file(path: str | os.PathLike) -> dict[str, dict[str, float]]:
