@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import difflib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import textio
 from ..errors import InputError
+from ..validate import examples
 from .model import MODE_PATHS, Dataset, GalleryItem
 
 __all__ = [
     "IMAGE_SUFFIXES",
     "check_qrels",
-    "did_you_mean",
-    "examples",
     "image_notes",
     "read_gallery_manifest",
     "read_json",
@@ -24,18 +22,6 @@ __all__ = [
 
 #: Image file suffixes a gallery folder is listed with (lower case).
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".heic")
-
-
-def did_you_mean(name: str, choices: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest choices, or ``""``."""
-    close = difflib.get_close_matches(name, list(choices), n=2, cutoff=0.6)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-
-
-def examples(items: Sequence[Any], n: int = 5) -> str:
-    items = list(items)
-    more = f" (and {len(items) - n} more)" if len(items) > n else ""
-    return ", ".join(repr(x) for x in items[:n]) + more
 
 
 def read_json(path: Path, what: str) -> Any:

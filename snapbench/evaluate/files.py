@@ -12,20 +12,13 @@ import numpy as np
 from ..errors import InputError
 from ..layout import read_trec_run, write_trec_run
 
-__all__ = ["EvaluationInputError", "RunRanking", "examples", "load_score_matrix", "read_run",
-           "write_run"]
+__all__ = ["EvaluationInputError", "RunRanking", "load_score_matrix", "read_run", "write_run"]
 
 _NPY_MAGIC = b"\x93NUMPY"
 
 
 class EvaluationInputError(InputError):
     """Bad evaluation input (file, id, shape or value); the message names the file and the problem."""
-
-
-def examples(items: Sequence[str], n: int = 5) -> str:
-    items = list(items)
-    more = f" (and {len(items) - n} more)" if len(items) > n else ""
-    return ", ".join(repr(x) for x in items[:n]) + more
 
 
 def load_score_matrix(path: str | Path) -> np.ndarray:

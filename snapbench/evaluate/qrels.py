@@ -12,8 +12,8 @@ import numpy as np
 from ..errors import arg
 from ..layout import read_qrels_file
 from ..textio import read_text
-from ..validate import choice
-from .files import EvaluationInputError, examples
+from ..validate import choice, examples
+from .files import EvaluationInputError
 from .labels import Labels
 
 __all__ = ["load_qrels", "load_tags", "query_groups"]
