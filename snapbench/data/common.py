@@ -1,20 +1,18 @@
-"""Helpers shared by the dataset loaders: JSON/qrels/gallery readers and the notes on images."""
+"""Helpers shared by the dataset loaders: JSON and gallery readers and the notes on images (qrels are
+matched with a data set's ids by :func:`snapbench.layout.align_qrels`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import textio
 from ..errors import InputError
-from ..validate import examples
 from .model import MODE_PATHS, Dataset, GalleryItem
 
 __all__ = [
     "IMAGE_SUFFIXES",
-    "check_qrels",
     "image_notes",
     "read_gallery_manifest",
     "read_json",
@@ -28,26 +26,6 @@ def read_json(path: Path, what: str) -> Any:
     """Parse a JSON file through :func:`snapbench.textio.read_json` (InputError naming the file for a
     missing file, bytes that are not UTF-8 or bad JSON)."""
     return textio.read_json(path, what=what)
-
-
-def check_qrels(
-    path: Path, raw: dict[str, dict[str, float]], query_ids: Sequence[str], gallery_ids: Sequence[str]
-) -> tuple[dict[str, dict[str, float]], list[str]]:
-    """Align qrels with the dataset: unknown ids are errors, unjudged queries become zero-GT (noted).
-
-    Grades <= 0 are kept out of the result (they are not positives)."""
-    qset, gset = set(query_ids), set(gallery_ids)
-    unknown_q = [q for q in raw if q not in qset]
-    if unknown_q:
-        raise InputError(f"{len(unknown_q)} query id(s) are not in the query set: {examples(unknown_q)}", path=path)
-    unknown_g = sorted({d for g in raw.values() for d in g if d not in gset})
-    if unknown_g:
-        raise InputError(f"{len(unknown_g)} gallery id(s) are not in the gallery: {examples(unknown_g)}", path=path)
-    notes = []
-    missing = [q for q in query_ids if q not in raw]
-    if missing:
-        notes.append(f"{path}: {len(missing)} query(ies) have no judgements and count as zero-GT: {examples(missing)}")
-    return {q: {d: r for d, r in raw.get(q, {}).items() if r > 0} for q in query_ids}, notes
 
 
 def read_gallery_manifest(path: Path) -> list[GalleryItem]:
