@@ -41,7 +41,7 @@ def test_every_unknown_name_error_uses_it():
     t.register("ray", 2, aliases=("ray-cluster",))
     with pytest.raises(ConfigError) as err:
         t.get("rey")
-    assert str(err.value) == "unknown engine 'rey' (did you mean 'ray'?); known: local, ray"
+    assert err.value.problem == "unknown engine 'rey' (did you mean 'ray'?); known: local, ray"
     with pytest.raises(ConfigError, match=r"unknown metric 'ndgc@10' \(did you mean 'ndcg'\?\); known"):
         parse_metrics("ndgc@10")
     with pytest.raises(ConfigError, match=r"unknown image operator \(did you mean 'motion_blur'\?\) \(known: "):
