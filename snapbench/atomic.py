@@ -15,14 +15,14 @@ import os
 import secrets
 import shutil
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, TextIO
 
 import numpy as np
 
 from .errors import OutputError
 
-__all__ = ["atomic_path", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic", "prepare_output_dir",
-           "check_output_file", "nearest_existing", "removing_empty_output_dirs"]
+__all__ = ["atomic_path", "open_text_atomic", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic",
+           "prepare_output_dir", "check_output_file", "nearest_existing", "removing_empty_output_dirs"]
 
 # folders prepare_output_dir created (outermost first) inside removing_empty_output_dirs; None outside it
 _CREATED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("snapbench_created_dirs", default=None)
@@ -66,8 +66,25 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, fsync: bool = Fa
         tmp.write_bytes(data)
 
 
+@contextlib.contextmanager
+def open_text_atomic(path: str | os.PathLike, *, newline: str | None = None,
+                     encoding: str = "utf-8") -> Iterator[TextIO]:
+    """A text file handle (``open(..., "w", newline=newline)``) whose content appears at ``path``
+    only when the block succeeds: the one atomic text writer (reports, tables, TREC runs, CSVs).
+
+    Parent folders are created.  An ``OSError`` (raised in the block or by the rename) becomes
+    :class:`~snapbench.errors.OutputError` naming ``path``, not the temporary file.
+    """
+    p = Path(path)
+    try:
+        with atomic_path(p) as tmp, open(tmp, "w", encoding=encoding, newline=newline) as fh:
+            yield fh
+    except OSError as e:
+        raise OutputError(f"cannot write ({e.strerror or e})", path=p) from None
+
+
 def write_text_atomic(path: str | os.PathLike, text: str, *, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` atomically."""
+    """Write ``text`` to ``path`` atomically (an ``OSError`` is the caller's to word)."""
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding=encoding)
 

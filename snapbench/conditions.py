@@ -23,7 +23,6 @@ space of the registered operators and a grid.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from numbers import Integral
 from typing import Any, Literal
 
 from .errors import ConfigError
+from .validate import did_you_mean
 
 __all__ = [
     "IMAGE_OPERATORS",
@@ -330,12 +330,12 @@ class ConditionSpace:
             return f"unknown text operator {cond.text_operator!r}{where}"
         return None
 
-    def close_ids(self, raw: str) -> list[str]:
-        """Up to three valid ids close to ``raw`` (for "did you mean")."""
+    def valid_ids(self) -> list[str]:
+        """Every valid condition id: the defaults, then each joint pair (what a misspelt id is matched to)."""
         valid = [c.id for c in self.defaults(False)]
         valid += [Condition.joint(i, t, s).id for i, levels in self.image_severities.items()
                   for t in self.text_operators for s in levels]
-        return difflib.get_close_matches(raw, valid, n=3, cutoff=0.5)
+        return valid
 
 
 @dataclass(frozen=True)
@@ -361,8 +361,7 @@ def _requested(items: Iterable[str | Condition], space: ConditionSpace, param: s
         except ConfigError:
             cond, why = None, "not a condition id"
         if why is not None:
-            close = space.close_ids(raw)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            hint = did_you_mean(raw, space.valid_ids())
             raise ConfigError(
                 f"unknown condition {raw!r} ({why}){hint}\nvalid forms: {_FORMS}\n"
                 f"image operators: {', '.join(space.image_severities) or '(none)'}\n"

@@ -8,11 +8,11 @@ never falls back to a default: ``get("opencilp")`` is an error with the close na
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 from .errors import ConfigError
+from .validate import did_you_mean
 
 __all__ = ["Table"]
 
@@ -76,8 +76,7 @@ class Table(Generic[T]):
         if name in self._aliases:
             return self._aliases[name]
         known = sorted(self._entries)
-        close = difflib.get_close_matches(str(name), known + sorted(self._aliases), n=3, cutoff=0.6)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        hint = did_you_mean(str(name), known + sorted(self._aliases))
         raise ConfigError(f"unknown {self.what} {name!r}{hint}; known: {', '.join(known) or 'none'}", param=self.param)
 
     def get(self, name: str) -> T:

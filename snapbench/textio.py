@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["decode", "read_bytes", "read_text", "read_json", "read_lines"]
+__all__ = ["decode", "read_bytes", "read_text", "read_json", "read_json_or_text", "read_lines"]
 
 
 def read_bytes(path: str | os.PathLike, *, what: str = "file") -> bytes:
@@ -62,14 +62,35 @@ def read_json(path: str | os.PathLike, *, what: str = "JSON file") -> Any:
 
     Non-standard ``NaN`` / ``Infinity`` tokens are refused: a value snapbench reads is finite or null.
     """
-    text = read_text(path, what=what)
+    return _parse_json(read_text(path, what=what), path)
 
-    def no_constants(token: str) -> Any:
-        raise ValueError(f"{token} is not valid JSON (use null for an undefined value)")
 
+def _no_constants(token: str) -> Any:
+    raise ValueError(f"{token} is not valid JSON (use null for an undefined value)")
+
+
+def _parse_json(text: str, path: str | os.PathLike) -> Any:
     try:
-        return json.loads(text, parse_constant=no_constants)
+        return json.loads(text, parse_constant=_no_constants)
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", path=path) from None
     except ValueError as exc:
         raise InputError(f"not valid JSON: {exc}", path=path) from None
+
+
+def read_json_or_text(path: str | os.PathLike, *, what: str, shape: str) -> tuple[dict | None, str]:
+    """A file that is either a JSON object or a text format (qrels: JSON or TREC lines; tags: JSON
+    or TSV): ``(object, text)`` when it is JSON, ``(None, text)`` otherwise.
+
+    It is JSON when its name ends in ``.json`` or its text starts with ``{``; then it must parse
+    (the rules of :func:`read_json`) and be an object, else an :class:`InputError` saying
+    "JSON ``what`` must be an object ``shape``".
+    """
+    p = Path(path)
+    text = read_text(p, what=f"{what} file")
+    if not (p.suffix.lower() == ".json" or text.lstrip().startswith("{")):
+        return None, text
+    data = _parse_json(text, p)
+    if not isinstance(data, dict):
+        raise InputError(f"JSON {what} must be an object {shape}", path=p)
+    return data, text

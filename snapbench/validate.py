@@ -3,20 +3,31 @@
 Every check raises :class:`~snapbench.errors.ConfigError` (options) or
 :class:`~snapbench.errors.InputError` (file contents) naming the parameter, so the command line
 shows the flag (see :mod:`snapbench.commands.flags`).
+
+The words of those messages are written once here too: :func:`did_you_mean` (the close known
+names of a misspelt one; every "unknown X" error and note uses it, :class:`snapbench.registry.Table`
+included) and :func:`examples` (the first few of a list of ids).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .errors import ConfigError, InputError, arg
 
-__all__ = ["positive_int", "finite_number", "comma_list", "int_list", "choice", "check_finite"]
+__all__ = ["positive_int", "finite_number", "comma_list", "int_list", "choice", "check_finite", "did_you_mean",
+           "suggestion", "examples", "SUGGEST_CUTOFF", "SUGGEST_MAX"]
+
+#: A known name is suggested for a misspelt one when difflib's similarity ratio reaches this...
+SUGGEST_CUTOFF = 0.6
+#: ... and at most this many (the closest first).
+SUGGEST_MAX = 3
 
 
 def positive_int(value: Any, param: str, *, minimum: int = 1) -> int:
@@ -87,3 +98,30 @@ def check_finite(array: np.ndarray, *, what: str, path: str | os.PathLike | None
     raise InputError(
         f"{what}: non-finite value {a[tuple(where)]} at row {row + row_offset}{name}{col}; "
         f"{int(bad.sum())} such value(s)", path=path)
+
+
+def suggestion(names: Sequence[str]) -> str:
+    """The one wording of a suggestion: ``" (did you mean 'a', 'b' or 'c'?)"``; ``""`` for no name.
+
+    For a caller that picks the names by a rule of its own (a case variant, a display form);
+    :func:`did_you_mean` picks them by closeness.
+    """
+    quoted = [repr(str(n)) for n in names]
+    if not quoted:
+        return ""
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return f" (did you mean {listed}?)"
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """:func:`suggestion` of the ``choices`` closest to ``name`` (difflib ratio >= :data:`SUGGEST_CUTOFF`,
+    at most :data:`SUGGEST_MAX`, closest first), or ``""`` when none is close."""
+    return suggestion(difflib.get_close_matches(str(name), [str(c) for c in choices], n=SUGGEST_MAX,
+                                                cutoff=SUGGEST_CUTOFF))
+
+
+def examples(items: Iterable[Any], n: int = 5) -> str:
+    """The first ``n`` of ``items`` as reprs, then ``" (and K more)"``: ids named in a message."""
+    items = list(items)
+    more = f" (and {len(items) - n} more)" if len(items) > n else ""
+    return ", ".join(repr(x) for x in items[:n]) + more

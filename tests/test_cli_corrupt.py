@@ -108,7 +108,7 @@ def test_kill_midway_then_resume_equals_an_uninterrupted_run(queries: Path, full
 def test_conditions_option_validation_and_joint_ids(queries: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["corrupt", str(queries), "--out", str(tmp_path / "o"), "--conditions", "img/scribbel/s2"])
     assert res.exit_code == 2
-    assert "did you mean img/scribble/s2" in res.output
+    assert "did you mean 'img/scribble/s2'" in res.output
     res = runner.invoke(
         app,
         ["corrupt", str(queries), "--out", str(tmp_path / "o"), "--no-progress",

@@ -362,7 +362,7 @@ def test_library_parameters_are_shown_as_flags(data, tmp_path):
         (["--qrels", str(qp), "--k", "1,0"], "error: --k: needs integers >= 1"),
         (["--qrels", str(qp), "--ci", "1.5"], "error: --ci: must be in (0, 1)"),
         (["--qrels", str(qp), "--cliff-tol", "nan"], "error: --cliff-tol: must be finite"),
-        (["--qrels", str(qp), "--metrics", "ndgc@10"], "error: --metrics: unknown metric 'ndgc@10' (did you mean ndcg?)"),
+        (["--qrels", str(qp), "--metrics", "ndgc@10"], "error: --metrics: unknown metric 'ndgc@10' (did you mean 'ndcg'?)"),
     ]
     for args, message in cases:
         r = runner.invoke(app, ["evaluate", str(d), "--resamples", "20", "-q", *args])

@@ -113,7 +113,7 @@ def test_jsonl_trec_qrels_and_errors(tmp_path):
     assert ds.qrels["q_chelsea"] == {"g_chelsea_full": 2.0}  # grade 0 is not a positive
     assert ds.qrels["q_coffee"] == {"g_coffee_full": 1.0}
     assert ds.qrels["q_astronaut"] == {}  # unjudged: zero-GT, noted
-    assert any("have no judgements and count as zero-GT" in n for n in ds.notes)
+    assert any("have no judgements and are treated as zero-GT" in n for n in ds.notes)
     trec.write_text("q_chelsea 0 g_nope 1\n")
     with pytest.raises(InputError, match=r"qrels.txt: 1 gallery id\(s\) are not in the gallery: 'g_nope'"):
         load_dataset(DEMO / "queries.jsonl", gallery=DEMO / "gallery.jsonl", qrels=trec)

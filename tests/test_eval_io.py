@@ -163,7 +163,7 @@ def test_qrels_queries_without_scores_are_left_out_and_counted(tmp_path):
 
 def test_unknown_gallery_id_error_or_drop(tmp_path):
     d, qp = make_dir(tmp_path, qrels={q: ["g0", "nope"] for q in QIDS})
-    with pytest.raises(InputError, match=r"gallery id\(s\) not in gallery_ids: 'nope'"):
+    with pytest.raises(InputError, match=r"gallery id\(s\) are not in gallery_ids: 'nope'"):
         run_eval(d, qp)
     rep = run_eval(d, qp, unknown_items="drop")
     assert any("'nope'" in w and "dropped" in w for w in rep.warnings)

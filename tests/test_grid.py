@@ -50,7 +50,7 @@ def test_a_misspelt_operator_in_a_grid_file_is_an_error_with_did_you_mean(tmp_pa
     # Parameter typos were caught, operator typos silently ignored (motion_blur kept its defaults).
     p = tmp_path / f"g{suffix}"
     p.write_text(content)
-    with pytest.raises(ValueError, match=r"g\.(toml|json).*'motionblur'.*did you mean motion_blur"):
+    with pytest.raises(ValueError, match=r"g\.(toml|json).*'motionblur'.*did you mean 'motion_blur'"):
         load_grid(p)
-    with pytest.raises(ValueError, match=r"'motionblur'.*did you mean motion_blur"):
+    with pytest.raises(ValueError, match=r"'motionblur'.*did you mean 'motion_blur'"):
         merge_grid(DEFAULT_GRID, {"motionblur": {"s2": {"kernel": 15}}})

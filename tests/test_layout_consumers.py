@@ -28,3 +28,12 @@ def test_a_cut_last_line_is_dropped_by_every_consumer(tmp_path):
     res = run_corruption(DEFAULT_DATA / "queries.jsonl", out, conditions=["txt/char_swap"], progress=False)
     assert res.written == 1
     assert sorted((out / "manifest.jsonl").read_text().splitlines()) == sorted(lines)
+
+
+def test_a_variant_path_is_a_file_of_its_condition_folder(tmp_path):
+    from snapbench.layout import CorruptDir
+
+    d = CorruptDir(tmp_path / "c")
+    rel = d.image_relpath("img/motion_blur/s2", "q1", ".png")
+    assert rel == "images/img__motion_blur__s2/q1.png"  # the layout documented in snapbench.layout
+    assert (d.root / rel).parent == d.image_dir("img/motion_blur/s2")

@@ -361,7 +361,7 @@ def test_metric_names_are_looked_up_in_one_table():
                                                              "set_recall", "set_f1"]
     assert [is_binary_metric(m) for m in ("hit@3", "recall@3", "mrr", "bogus")] == [True, False, False, False]
     assert metric_family("ndcg@7").name == "ndcg" and ranking_depth(["hit@5", "mrr@50", "ndcg@7"]) == 7
-    for bad, msg in (("ndgc@10", r"unknown metric 'ndgc@10' \(did you mean ndcg\?\); known: hit\[@k\], recall"),
+    for bad, msg in (("ndgc@10", r"unknown metric 'ndgc@10' \(did you mean 'ndcg'\?\); known: hit\[@k\], recall"),
                      ("set_f1@3", "set_f1 takes no @k"), ("hit@0", "k must be >= 1"),
                      ("precision", "known: .*reject_f1, or the groups 'set', 'reject'")):
         with pytest.raises(ConfigError, match=msg) as exc:

@@ -158,7 +158,7 @@ def test_resolve_conditions_defaults_and_validation() -> None:
     # a joint condition brings its parts (before it), as additivity needs them
     got = [c.id for c in resolve_conditions(["joint/scribble+char_swap/s2", "txt/char_swap", "txt/char_swap"])]
     assert got == ["clean", "img/scribble/s2", "txt/char_swap", "joint/scribble+char_swap/s2"]
-    with pytest.raises(ValueError, match=r"'img/motion_blr/s2'.*did you mean img/motion_blur/s2"):
+    with pytest.raises(ValueError, match=r"'img/motion_blr/s2'.*did you mean 'img/motion_blur/s2'"):
         resolve_conditions(["img/motion_blr/s2"])
     with pytest.raises(ValueError, match=r"no severity s4"):
         resolve_conditions(["img/motion_blur/s4"])

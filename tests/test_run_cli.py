@@ -67,7 +67,7 @@ def test_relative_dataset_paths_are_recorded_absolute(tmp_path, monkeypatch):
     (["--modes", "I2X"], "unknown retrieval mode 'I2X'"),
     (["--modes", "I2I,XYZ"], "error: --modes: unknown retrieval mode 'XYZ'"),
     (["--group-by", "lighting"], "error: --group-by: no query has the field 'lighting'"),
-    (["--engine", "rey"], "unknown engine 'rey' (did you mean ray?)"),
+    (["--engine", "rey"], "unknown engine 'rey' (did you mean 'ray'?)"),
     (["--actors", "2"], "--actors needs the ray engine"),
     (["--name", "a"], "--name: names the folders of a run of several encoders"),
 ])

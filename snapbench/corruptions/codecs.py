@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..validate import choice
-from .pixels import as_rgb_uint8, encode_png
+from .pixels import PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 
 __all__ = ["FORMATS", "CodecError", "check_format", "decode_image", "detect_format", "encode_image", "extension"]
 
@@ -99,7 +99,7 @@ def encode_image(image: np.ndarray, fmt: str = "png") -> bytes:
 def detect_format(data: bytes) -> str | None:
     """The format of encoded ``data`` from its magic bytes, or ``None`` when it is none of :data:`FORMATS`."""
     head = bytes(data[:16])
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+    if head.startswith(PNG_SIGNATURE):
         return "png"
     if head.startswith(b"qoif"):
         return "qoi"
@@ -116,17 +116,10 @@ def _as_rgb(arr: np.ndarray, what: str) -> np.ndarray:
     arr = np.asarray(arr)
     if arr.dtype != np.uint8:
         raise CodecError(f"{what}: decoded {arr.dtype} samples, expected uint8")
-    if arr.ndim == 2:
-        arr = np.repeat(arr[..., None], 3, axis=2)
-    elif arr.ndim == 3 and arr.shape[2] == 1:
-        arr = np.repeat(arr, 3, axis=2)
-    elif arr.ndim == 3 and arr.shape[2] == 4:
-        # Our encoders never write alpha; a foreign RGBA file gets the loader's rule (over white).
-        a = arr[..., 3:].astype(np.uint16)
-        arr = ((arr[..., :3].astype(np.uint16) * a + 255 * (255 - a) + 127) // 255).astype(np.uint8)
-    elif not (arr.ndim == 3 and arr.shape[2] == 3):
-        raise CodecError(f"{what}: decoded an array of shape {arr.shape}, expected H x W x 3")
-    return np.ascontiguousarray(arr)
+    try:  # our encoders never write grey or alpha; a foreign file gets the loader's rule (alpha over white)
+        return to_rgb_uint8(arr)
+    except InputError:
+        raise CodecError(f"{what}: decoded an array of shape {arr.shape}, expected H x W x 3") from None
 
 
 def _decode_npz(data: bytes, what: str) -> np.ndarray:

@@ -41,14 +41,12 @@ import numpy as np
 from ..atomic import write_bytes_atomic
 from ..errors import InputError, arg
 from . import codecs
-from .pixels import PNG_COMPRESSION, as_rgb_uint8, encode_png
+from .pixels import PNG_COMPRESSION, PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 
 __all__ = ["ImageLoadError", "ImageMissingError", "ImageUnreadableError", "ImageTooLargeError", "image_problem",
            "read_image_bytes", "as_rgb_uint8", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
 
 DEFAULT_MAX_PIXELS = 50_000_000
-
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 class ImageLoadError(InputError):
@@ -105,7 +103,7 @@ def _too_large(path: Path, width: int, height: int, max_pixels: int) -> ImageLoa
 
 def _check_png_complete(path: Path, data: bytes) -> None:
     """Walk the PNG chunk list to IEND; a cut anywhere (even only in the tail) is an error."""
-    pos = len(_PNG_SIGNATURE)
+    pos = len(PNG_SIGNATURE)
     n = len(data)
     while True:
         if pos + 8 > n:
@@ -134,27 +132,15 @@ def _to_rgb_array(img, path: Path) -> np.ndarray:
         img = img.convert("RGBA")
     mode = img.mode
 
-    if mode == "RGB":
-        return np.asarray(img, dtype=np.uint8)
-    if mode in ("RGBA", "LA"):
-        arr = np.asarray(img, dtype=np.uint8)
-        alpha = arr[..., -1:].astype(np.uint16)
-        colour = arr[..., :-1].astype(np.uint16)
-        if mode == "LA":
-            colour = np.repeat(colour, 3, axis=2)
-        # Integer rounding of rgb*a/255 + 255*(255-a)/255: exact, no float drift between machines.
-        out = (colour * alpha + 255 * (255 - alpha) + 127) // 255
-        return out.astype(np.uint8)
-    if mode == "L":
-        return np.repeat(np.asarray(img, dtype=np.uint8)[..., None], 3, axis=2)
+    if mode in ("RGB", "RGBA", "LA", "L"):  # HxWx3, HxWx4, HxWx2, HxW samples
+        return to_rgb_uint8(np.asarray(img, dtype=np.uint8))
     if mode == "1":
-        return np.repeat(np.asarray(img.convert("L"), dtype=np.uint8)[..., None], 3, axis=2)
+        return to_rgb_uint8(np.asarray(img.convert("L"), dtype=np.uint8))
     if mode.startswith("I;16") or mode == "I":
         # "I" is how some Pillow versions/formats expose 16-bit grey; values are taken as 0..65535.
         arr = np.asarray(img)
         arr = np.clip(arr.astype(np.int64), 0, 65535)
-        grey = (arr >> 8).astype(np.uint8)
-        return np.repeat(grey[..., None], 3, axis=2)
+        return to_rgb_uint8((arr >> 8).astype(np.uint8))
     if mode == "F":
         raise ImageLoadError(f"{path}: floating-point images (Pillow mode 'F') are not supported; convert to 8/16-bit")
     try:
@@ -288,7 +274,7 @@ def _load_pillow(path: Path, data: bytes, max_pixels: int) -> np.ndarray:
                 msg = str(exc)
                 kind = "truncated" if "truncat" in msg.lower() else "corrupt or truncated"
                 raise ImageLoadError(f"{path}: {kind} {fmt or 'image'} file, cannot decode ({msg})") from None
-            if fmt == "PNG" or data.startswith(_PNG_SIGNATURE):
+            if fmt == "PNG" or data.startswith(PNG_SIGNATURE):
                 _check_png_complete(path, data)
             try:
                 oriented = ImageOps.exif_transpose(img)

@@ -13,7 +13,6 @@ is still kept in ``tags`` (put your own metadata under ``"tags"`` to avoid the w
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import warnings
@@ -24,6 +23,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..textio import read_text
+from ..validate import did_you_mean
 
 __all__ = [
     "KNOWN_FIELDS",
@@ -141,11 +141,9 @@ def _record_from_obj(obj: Any, where: str, base: Path) -> QueryRecord:
 
 
 def _unknown_field_message(path: Path, name: str, where: str, qid: str | None, count: int) -> str:
-    close = difflib.get_close_matches(name, KNOWN_FIELDS, n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]!r}? " if close else ""
     example = where.split(": ", 1)[-1] + (f", id {qid!r}" if qid is not None else "")
     return (
-        f"{path}: unknown field {name!r} in {count} record(s) (e.g. {example}); {hint}"
+        f"{path}: unknown field {name!r}{did_you_mean(name, KNOWN_FIELDS)} in {count} record(s) (e.g. {example}); "
         f"it is kept as a tag and otherwise ignored (put your own metadata under \"tags\"; "
         f"known fields: id, image, question, entity and their aliases)"
     )

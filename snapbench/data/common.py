@@ -1,10 +1,9 @@
-"""Helpers shared by the dataset loaders: JSON/qrels/gallery readers and the notes on images."""
+"""Helpers shared by the dataset loaders: JSON and gallery readers and the notes on images (qrels are
+matched with a data set's ids by :func:`snapbench.layout.align_qrels`)."""
 
 from __future__ import annotations
 
-import difflib
 import json
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +13,6 @@ from .model import MODE_PATHS, Dataset, GalleryItem
 
 __all__ = [
     "IMAGE_SUFFIXES",
-    "check_qrels",
-    "did_you_mean",
-    "examples",
     "image_notes",
     "read_gallery_manifest",
     "read_json",
@@ -26,42 +22,10 @@ __all__ = [
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".heic")
 
 
-def did_you_mean(name: str, choices: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest choices, or ``""``."""
-    close = difflib.get_close_matches(name, list(choices), n=2, cutoff=0.6)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-
-
-def examples(items: Sequence[Any], n: int = 5) -> str:
-    items = list(items)
-    more = f" (and {len(items) - n} more)" if len(items) > n else ""
-    return ", ".join(repr(x) for x in items[:n]) + more
-
-
 def read_json(path: Path, what: str) -> Any:
     """Parse a JSON file through :func:`snapbench.textio.read_json` (InputError naming the file for a
     missing file, bytes that are not UTF-8 or bad JSON)."""
     return textio.read_json(path, what=what)
-
-
-def check_qrels(
-    path: Path, raw: dict[str, dict[str, float]], query_ids: Sequence[str], gallery_ids: Sequence[str]
-) -> tuple[dict[str, dict[str, float]], list[str]]:
-    """Align qrels with the dataset: unknown ids are errors, unjudged queries become zero-GT (noted).
-
-    Grades <= 0 are kept out of the result (they are not positives)."""
-    qset, gset = set(query_ids), set(gallery_ids)
-    unknown_q = [q for q in raw if q not in qset]
-    if unknown_q:
-        raise InputError(f"{len(unknown_q)} query id(s) are not in the query set: {examples(unknown_q)}", path=path)
-    unknown_g = sorted({d for g in raw.values() for d in g if d not in gset})
-    if unknown_g:
-        raise InputError(f"{len(unknown_g)} gallery id(s) are not in the gallery: {examples(unknown_g)}", path=path)
-    notes = []
-    missing = [q for q in query_ids if q not in raw]
-    if missing:
-        notes.append(f"{path}: {len(missing)} query(ies) have no judgements and count as zero-GT: {examples(missing)}")
-    return {q: {d: r for d, r in raw.get(q, {}).items() if r > 0} for q in query_ids}, notes
 
 
 def read_gallery_manifest(path: Path) -> list[GalleryItem]:

@@ -33,7 +33,8 @@ from typing import Any
 from ..corruptions import QueryRecord
 from ..errors import InputError
 from ..textio import read_text
-from .common import examples, image_notes
+from ..validate import examples
+from .common import image_notes
 from .model import Dataset, GalleryItem
 
 __all__ = ["ID_PREFIX", "METADATA_NAMES", "find_metadata", "load_hf_imagefolder"]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ..corruptions import load_manifest
 from ..errors import InputError, SnapbenchError, arg
-from ..layout import read_qrels_file
-from .common import check_qrels, image_notes, read_gallery_manifest
+from ..layout import align_qrels, read_qrels_file
+from .common import image_notes, read_gallery_manifest
 from .model import Dataset
 
 __all__ = ["GALLERY_NAMES", "MANIFEST_NAMES", "QRELS_NAMES", "load_jsonl"]
@@ -58,7 +58,8 @@ def load_jsonl(path: Path, *, gallery: Path | None = None, qrels: Path | None = 
     items = read_gallery_manifest(Path(gallery))
     gt: dict[str, dict[str, float]] = {}
     if qrels is not None:
-        gt, more = check_qrels(Path(qrels), read_qrels_file(Path(qrels)), [q.id for q in queries], [g.id for g in items])
+        gt, more, _ = align_qrels(read_qrels_file(qrels), [q.id for q in queries], [g.id for g in items],
+                                  path=qrels, id_lists=("the query set", "the gallery"))
         notes += more
     else:
         notes.append(f"{path}: no qrels (relevance labels): metrics need them")

@@ -36,7 +36,8 @@ import numpy as np
 
 from ..corruptions import QueryRecord
 from ..errors import InputError
-from .common import IMAGE_SUFFIXES, examples, image_notes, read_json
+from ..validate import examples
+from .common import IMAGE_SUFFIXES, image_notes, read_json
 from .model import Dataset, GalleryItem
 
 __all__ = [

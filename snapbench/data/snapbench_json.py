@@ -39,7 +39,8 @@ from typing import Any
 from ..conditions import IMAGE_OPERATORS, TEXT_OPERATORS
 from ..corruptions import QueryRecord
 from ..errors import InputError
-from .common import did_you_mean, examples, image_notes, read_json
+from ..validate import did_you_mean, examples
+from .common import image_notes, read_json
 from .model import Dataset, GalleryItem, ReleasedVariants
 
 __all__ = [

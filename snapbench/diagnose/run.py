@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_path, removing_empty_output_dirs, write_text_atomic
+from ..atomic import open_text_atomic, removing_empty_output_dirs, write_text_atomic
 from ..jsonable import write_json
 from ..layout import claim_output_dir, write_run_json
 from ..progress import ProgressDisplay
@@ -63,7 +63,7 @@ def _csv_rows(results: Iterable[QueryResult]) -> Iterable[tuple[str, str, str, s
 
 def write_csv(path: str | os.PathLike, results: Iterable[QueryResult]) -> None:
     """Write the long-format ``diagnose.csv`` atomically."""
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
+    with open_text_atomic(path, newline="") as fh:
         w = csv.writer(fh)
         w.writerow(CSV_COLUMNS)
         w.writerows(_csv_rows(results))

@@ -1,33 +1,24 @@
-"""Low-level evaluation files: score matrices, TREC runs and atomically written text; the error
-type every evaluation input problem raises."""
+"""Low-level evaluation files: score matrices and TREC runs; the error type every evaluation input
+problem raises."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_path
-from ..errors import InputError, OutputError
+from ..errors import InputError
 from ..layout import read_trec_run, write_trec_run
 
-__all__ = ["EvaluationInputError", "RunRanking", "atomic_writer", "examples", "load_score_matrix", "read_run",
-           "write_run"]
+__all__ = ["EvaluationInputError", "RunRanking", "load_score_matrix", "read_run", "write_run"]
 
 _NPY_MAGIC = b"\x93NUMPY"
 
 
 class EvaluationInputError(InputError):
     """Bad evaluation input (file, id, shape or value); the message names the file and the problem."""
-
-
-def examples(items: Sequence[str], n: int = 5) -> str:
-    items = list(items)
-    more = f" (and {len(items) - n} more)" if len(items) > n else ""
-    return ", ".join(repr(x) for x in items[:n]) + more
 
 
 def load_score_matrix(path: str | Path) -> np.ndarray:
@@ -74,22 +65,6 @@ def read_run(path: str | Path, query_ids: Sequence[str], gallery_ids: Sequence[s
     :func:`snapbench.layout.read_trec_run`."""
     idx, sc = read_trec_run(path, query_ids, gallery_ids)
     return RunRanking(idx, sc)
-
-
-@contextmanager
-def atomic_writer(path: str | Path, *, newline: str | None = None) -> Iterator:
-    """A text file handle whose content appears at ``path`` only when the block succeeds.
-
-    Parent folders are created; the text goes to a temporary file in the same folder that replaces
-    ``path`` with ``os.replace`` (so an interrupted run never leaves a half-written report, table or
-    run).  An ``OSError`` becomes :class:`~snapbench.errors.OutputError` naming the file.
-    """
-    p = Path(path)
-    try:
-        with atomic_path(p) as tmp, open(tmp, "w", encoding="utf-8", newline=newline) as fh:
-            yield fh
-    except OSError as e:
-        raise OutputError(f"cannot write ({e.strerror or e})", path=p) from None
 
 
 def write_run(

@@ -41,7 +41,7 @@ This module gathers the readers: :mod:`.files` (score matrices, TREC runs, the e
 from __future__ import annotations
 
 from ..layout import read_ids
-from .files import EvaluationInputError, RunRanking, atomic_writer, load_score_matrix, read_run, write_run
+from .files import EvaluationInputError, RunRanking, load_score_matrix, read_run, write_run
 from .qrels import load_qrels, load_tags, query_groups
 from .scoresdir import ComposedScores, ScoresDir, check_operator_names, condition_sort_key
 
@@ -50,7 +50,6 @@ __all__ = [
     "EvaluationInputError",
     "RunRanking",
     "ScoresDir",
-    "atomic_writer",
     "check_operator_names",
     "condition_sort_key",
     "load_qrels",

@@ -28,7 +28,6 @@ and which queries *count* for it (:func:`counted_rows`) -- the queries the boots
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ import numpy as np
 
 from ..errors import ConfigError, InputError
 from ..registry import Table
+from ..validate import did_you_mean
 from .labels import Labels
 
 __all__ = [
@@ -259,8 +259,7 @@ def _split(name: str) -> tuple[MetricFamily, int | None]:
     if fam_name not in METRIC_FAMILIES:
         spelled = {"expand": "{}[@k]", "optional": "{}[@k]", "none": "{}"}
         known = [spelled[f.cutoff].format(f.name) for _, f in METRIC_FAMILIES.items()]
-        close = difflib.get_close_matches(fam_name, METRIC_FAMILIES.names(), n=2, cutoff=0.6)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        hint = did_you_mean(fam_name, METRIC_FAMILIES.names())
         raise ConfigError(f"unknown metric {name!r}{hint}; known: {', '.join(known)}, or the groups "
                           f"{', '.join(repr(g) for g in METRIC_GROUPS)}", param="metrics")
     fam = METRIC_FAMILIES.get(fam_name)

@@ -1,39 +1,21 @@
 """Relevance labels and query tags aligned with a SCORES_DIR's query and gallery ids (the decisions
-on unknown and missing ids are in :mod:`snapbench.evaluate.io`)."""
+on unknown and missing judged ids are :func:`snapbench.layout.align_qrels`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import arg
-from ..layout import read_qrels_file
-from ..textio import read_text
-from ..validate import choice
-from .files import EvaluationInputError, examples
+from ..layout import align_qrels, read_qrels_file
+from ..textio import read_json_or_text
+from ..validate import examples
+from .files import EvaluationInputError
 from .labels import Labels
 
 __all__ = ["load_qrels", "load_tags", "query_groups"]
-
-
-def _read_json_object_or_text(path: Path, what: str, shape: str) -> tuple[dict | None, str]:
-    """Read a file that is either a JSON object (``.json`` or text starting with "{") or a text
-    format: returns (the object, text) for JSON, (None, text) otherwise."""
-    if not path.is_file():
-        raise EvaluationInputError(f"{what} file not found", path=path)
-    text = read_text(path, what=f"{what} file")
-    if not (path.suffix.lower() == ".json" or text.lstrip().startswith("{")):
-        return None, text
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise EvaluationInputError(f"not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}", path=path) from None
-    if not isinstance(data, dict):
-        raise EvaluationInputError(f"{path}: JSON {what} must be an object {shape}")
-    return data, text
 
 
 def load_qrels(
@@ -46,45 +28,19 @@ def load_qrels(
 ) -> tuple[Labels, list[str]]:
     """Read qrels (TREC or JSON) into :class:`Labels` aligned with ``query_ids`` x ``gallery_ids``.
 
-    Returns ``(labels, warnings)``.  See the module docstring for the decisions on unknown and
-    missing ids.  ``unknown_items``: ``"error"`` (default) or ``"drop"``.  Qrels queries that have no
-    scores are left out (with a warning) and appended to ``dropped`` when given.
+    Returns ``(labels, warnings)``.  The rules (grades, unknown and missing ids) are
+    :func:`snapbench.layout.align_qrels`'s.  ``unknown_items``: ``"error"`` (default) or ``"drop"``.
+    Qrels queries that have no scores (e.g. queries ``snapbench encode`` skipped under some
+    condition) are left out with a warning, never silently, and appended to ``dropped`` when given.
     """
-    choice(unknown_items, ("error", "drop"), "unknown_items")
     p = Path(path)
-    raw = read_qrels_file(p)
-    qpos = {q: i for i, q in enumerate(query_ids)}
+    aligned, notes, left_out = align_qrels(read_qrels_file(p), query_ids, gallery_ids, path=p,
+                                           unknown_queries="drop", unknown_items=unknown_items,
+                                           items_param="unknown_items")
+    if dropped is not None:
+        dropped.extend(left_out)
     gpos = {g: j for j, g in enumerate(gallery_ids)}
-    unknown_q = [q for q in raw if q not in qpos]
-    notes: list[str] = []
-    if unknown_q:
-        if len(unknown_q) == len(raw):  # nothing matches: the wrong id list, not a few dropped queries
-            raise EvaluationInputError(
-                f"{p}: none of its {len(raw)} query id(s) is in query_ids ({examples(unknown_q)}); "
-                "are query_ids.txt and the qrels from the same data set?"
-            )
-        # e.g. `snapbench encode` drops the queries skipped under some condition: their judgements
-        # have no scores to rank; they are left out, counted and listed, never silently
-        notes.append(
-            f"{p}: {len(unknown_q)} judged query id(s) have no scores and are left out: {examples(unknown_q)}"
-        )
-        if dropped is not None:
-            dropped.extend(unknown_q)
-    unknown_d = sorted({d for g in raw.values() for d, r in g.items() if d not in gpos})
-    if unknown_d:
-        msg = f"{p}: {len(unknown_d)} gallery id(s) not in gallery_ids: {examples(unknown_d)}"
-        if unknown_items == "error":
-            raise EvaluationInputError(msg + f" (set {arg('unknown_items')} to drop them with a warning)")
-        notes.append(msg + "; dropped")
-    missing = [q for q in query_ids if q not in raw]
-    if missing:
-        notes.append(
-            f"{p}: {len(missing)} query id(s) have no judgements and are treated as zero-GT: {examples(missing)}"
-        )
-    gold: list[dict[int, float]] = []
-    for q in query_ids:
-        g = raw.get(q, {})
-        gold.append({gpos[d]: r for d, r in g.items() if d in gpos})
+    gold = [{gpos[d]: r for d, r in aligned[q].items()} for q in query_ids]
     return Labels.from_lists(gold, len(gallery_ids)), notes
 
 
@@ -99,7 +55,7 @@ def load_tags(path: str | Path, query_ids: Sequence[str], *, notes: list[str] | 
     them has scores); queries without tags belong to no group.
     """
     p = Path(path)
-    data, text = _read_json_object_or_text(p, "tags", "{query_id: [tag, ...]}")
+    data, text = read_json_or_text(p, what="tags", shape="{query_id: [tag, ...]}")
     out: dict[str, list[str]] = {}
     if data is not None:
         for q, v in data.items():

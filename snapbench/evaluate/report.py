@@ -13,9 +13,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..atomic import open_text_atomic
 from ..jsonable import dumps
 from ..schema import Report, read_report, write_report
-from .files import EvaluationInputError, atomic_writer
+from .files import EvaluationInputError
 from .fmt import DROP_SIGN, PAIRED_SIGN, ci_text, p_text, pct, points
 
 __all__ = [
@@ -257,10 +258,10 @@ def write_table(report: Report, path: str | Path, *, primary: str = "hit@1") -> 
     metrics), per-group Δ, additivity.  Written atomically."""
     p = check_table_path(path)
     if p.suffix.lower() == ".csv":
-        with atomic_writer(p, newline="") as fh:
+        with open_text_atomic(p, newline="") as fh:
             csv.writer(fh).writerows(csv_rows(report))
         return
-    with atomic_writer(p) as fh:
+    with open_text_atomic(p) as fh:
         fh.write("\n".join(markdown_lines(report, primary)) + "\n")
 
 

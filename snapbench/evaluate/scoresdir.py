@@ -20,6 +20,7 @@ from ..layout import (
     read_ids,
     read_qrels_file,
 )
+from ..validate import did_you_mean, suggestion
 from .files import EvaluationInputError, RunRanking, load_score_matrix, read_run
 from .modes import mode_paths, normalize_mode
 
@@ -69,8 +70,6 @@ def check_operator_names(cid: str, source: str | Path) -> str | None:
     operators) and the returned warning says so, with close matches if any.  ``None`` when all
     names are known.
     """
-    import difflib
-
     c = parse_condition(cid)
     unknown = []
     for kind, name in (("image", c.image_operator), ("text", c.text_operator)):
@@ -80,12 +79,10 @@ def check_operator_names(cid: str, source: str | Path) -> str | None:
         variant = [k for k in known if _operator_key(k) == _operator_key(name)]
         if variant:
             raise EvaluationInputError(
-                f"{source}: unknown {kind} operator {name!r} in condition {cid!r}; did you mean {variant[0]!r}? "
-                f"(operator names are case- and underscore-sensitive; rename the file)"
+                f"{source}: unknown {kind} operator {name!r} in condition {cid!r}{suggestion(variant[:1])}; "
+                f"operator names are case- and underscore-sensitive: rename the file"
             )
-        close = difflib.get_close_matches(name, known, n=2, cutoff=0.75)
-        hint = f" (close to {', '.join(repr(x) for x in close)}: a typo?)" if close else ""
-        unknown.append(f"{kind} operator {name!r}{hint}")
+        unknown.append(f"{kind} operator {name!r}{did_you_mean(name, known)}")
     if not unknown:
         return None
     return (

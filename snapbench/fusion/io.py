@@ -17,7 +17,6 @@ atomically (temporary file + ``os.replace``), so an interrupted run leaves no tr
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import os
 from collections.abc import Sequence
@@ -26,28 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_path, save_npy_atomic
+from ..atomic import open_text_atomic, save_npy_atomic
 from ..errors import ConfigError, InputError
 from ..layout import PATH_NAMES, load_npy
 from ._validate import check_finite
 
 __all__ = [
-    "atomic_output",
     "load_matrix",
     "load_path_scores",
-    "save_npy",
     "write_weights",
 ]
-
-
-def atomic_output(path: str | os.PathLike) -> contextlib.AbstractContextManager[Path]:
-    """Yield a temporary path next to ``path`` that replaces it on success (see :mod:`snapbench.atomic`)."""
-    return atomic_path(path)
-
-
-def save_npy(path: str | os.PathLike, array: np.ndarray) -> None:
-    """``np.save`` to ``path`` atomically (see :mod:`snapbench.atomic`)."""
-    save_npy_atomic(path, array)
 
 
 def _safetensors_load(path: Path, key: str | None, name: str) -> np.ndarray:
@@ -135,14 +122,14 @@ def write_weights(
     p = Path(path)
     w = np.asarray(weights)
     if p.suffix == ".npy":
-        save_npy(p, w)
+        save_npy_atomic(p, w)
         return
     if p.suffix != ".csv":
         raise ConfigError(f"weights file {p} must end in .csv or .npy")
     qids: Sequence[Any] = query_ids if query_ids is not None else [str(i) for i in range(w.shape[0])]
     if len(qids) != w.shape[0]:
         raise InputError(f"{len(qids)} query ids for {w.shape[0]} weight rows")
-    with atomic_output(p) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
+    with open_text_atomic(p, newline="") as f:
         wr = csv.writer(f)
         wr.writerow(["query_id", "w_II", "w_TT", "w_IT", "w_TI", "r_TT", "r_IT", "r_TI", "text_share", "fallback"])
         for i, q in enumerate(qids):

@@ -130,14 +130,6 @@ class MOORResult:
     fallback: np.ndarray
     gate: str = "bell"
 
-    @property
-    def normalized_weights(self) -> np.ndarray:
-        """Weights divided by Σw (rows of the fallback are [1, 0, 0, 0])."""
-        total = self.weights.sum(axis=1, keepdims=True)
-        out = np.divide(self.weights, total, out=np.zeros_like(self.weights), where=total > 0)
-        out[self.fallback] = [1.0, 0.0, 0.0, 0.0]
-        return out
-
 
 @dataclass
 class MOORTopK:

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic import save_npy_atomic
 from ..conditions import condition_to_filename, parse_condition
 from ..errors import ConfigError, InputError, arg
 from ..jsonable import write_json
@@ -60,7 +61,7 @@ from ..textio import read_json
 from ..validate import choice, positive_int
 from .gates import get_gate
 from .index import MOORIndex
-from .io import load_matrix, load_path_scores, save_npy, write_weights
+from .io import load_matrix, load_path_scores, write_weights
 from .moor import moor_from_scores
 
 __all__ = ["ANN_RECALL_FILE", "WEIGHTS_DIR", "FuseOptions", "FusionSummary", "ann_topk_overlap", "fuse_directory"]
@@ -186,7 +187,7 @@ class _Output:
             write_trec_run(keep, qids, gids, top.indices, top.scores, tag=f"moor-{self.opts.gate}")
         else:
             keep = self.out / f"{cond}.npy"
-            save_npy(keep, res.scores)
+            save_npy_atomic(keep, res.scores)
         wdir = self.out / WEIGHTS_DIR
         weights = wdir / f"{cond}.{self.opts.weights_format}"
         write_weights(weights, res.weights, res.correlations, res.text_share, res.fallback, qids)

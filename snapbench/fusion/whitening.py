@@ -19,7 +19,6 @@ up to float64 rounding.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -105,17 +104,6 @@ class Whitener:
         self._moments = None
         for start in range(0, g.shape[0], chunk_size):
             self.partial_fit(g[start : start + chunk_size], name=name, row_offset=start)
-        return self
-
-    def fit_chunks(self, chunks: Iterable[np.ndarray], *, name: str = "gallery") -> Whitener:
-        """Fit from an iterable of row chunks (one pass)."""
-        self._moments = None
-        offset = 0
-        for chunk in chunks:
-            self.partial_fit(chunk, name=name, row_offset=offset)
-            offset += np.shape(chunk)[0]
-        if self._moments is None:
-            raise InputError(f"{name}: is empty (no chunks)")
         return self
 
     def partial_fit(self, chunk: Any, *, name: str = "gallery", row_offset: int = 0) -> Whitener:
@@ -248,9 +236,6 @@ class Whitener:
         self._check_fitted()
         assert self.scale_ is not None
         return self.scale_ if self.enabled else np.ones_like(self.scale_)
-
-    def fit_transform(self, gallery: Any, *, name: str = "gallery", dtype: Any = np.float64) -> np.ndarray:
-        return self.fit(gallery, name=name).transform(gallery, name=name, dtype=dtype)
 
     def __repr__(self) -> str:
         state = f"fitted on {self.n_samples_} rows, d={self.dim}" if self.mean_ is not None else "unfitted"

@@ -36,7 +36,8 @@ SCORES_DIR (``snapbench moor`` writes it, ``snapbench evaluate`` reads it): one 
 or one TREC run ``<cond>.run`` / ``<cond>.trec`` per condition, plus ``query_ids.txt`` and
 ``gallery_ids.txt``.  A condition's file name is its id with "/" as "__".
 
-TREC (:func:`write_trec_run`, :func:`read_trec_run`, :func:`read_qrels_file`, :func:`write_qrels`):
+TREC (:func:`write_trec_run`, :func:`read_trec_run`, :func:`read_qrels_file`, :func:`write_qrels`;
+:func:`align_qrels` matches qrels with the ids, for the data loaders and ``evaluate`` alike):
 run lines ``qid Q0 docid rank score tag`` -- scores written with ``repr(float(score))`` (the shortest
 text that reads back to the same float64, so a float32 score round-trips exactly too); qrels lines
 ``qid 0 docid rel``.
@@ -72,7 +73,7 @@ from .runjson import (
     run_json_kind,
     write_run_json,
 )
-from .trec import TrecLine, iter_trec_run, read_qrels_file, read_trec_run, write_qrels, write_trec_run
+from .trec import TrecLine, align_qrels, iter_trec_run, read_qrels_file, read_trec_run, write_qrels, write_trec_run
 
 __all__ = [
     "CorruptDir",
@@ -95,6 +96,7 @@ __all__ = [
     "SKIPS",
     "TARGET_ORDER",
     "TrecLine",
+    "align_qrels",
     "check_resume",
     "claim_output_dir",
     "embedding_file",

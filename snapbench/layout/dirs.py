@@ -65,11 +65,13 @@ class CorruptDir:
         return self.root / "images"
 
     def image_dir(self, condition_id: str) -> Path:
+        """The folder of one condition's variants."""
         return self.images / condition_to_filename(condition_id)
 
     def image_relpath(self, condition_id: str, query_id: str, extension: str) -> str:
-        """The manifest's ``path`` of a variant (relative to the folder, "/"-separated)."""
-        return f"images/{condition_to_filename(condition_id)}/{query_id}{extension}"
+        """The manifest's ``path`` of a variant (relative to the folder, "/"-separated): a file of
+        :meth:`image_dir`."""
+        return f"{self.image_dir(condition_id).relative_to(self.root).as_posix()}/{query_id}{extension}"
 
 
 @dataclass(frozen=True)

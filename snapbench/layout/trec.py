@@ -1,22 +1,24 @@
-"""TREC run and qrels files (``qid Q0 docid rank score tag``, ``qid 0 docid rel``) and JSON qrels."""
+"""TREC run and qrels files (``qid Q0 docid rank score tag``, ``qid 0 docid rel``) and JSON qrels, and
+the one rule that matches qrels with a data set's ids (:func:`align_qrels`)."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_path, write_text_atomic
-from ..errors import InputError, OutputError
-from ..textio import read_text
+from ..atomic import open_text_atomic, write_text_atomic
+from ..errors import InputError, OutputError, arg
+from ..textio import read_json_or_text, read_text
+from ..validate import choice, examples
 
-__all__ = ["TrecLine", "iter_trec_run", "read_trec_run", "write_trec_run", "read_qrels_file", "write_qrels"]
+__all__ = ["TrecLine", "iter_trec_run", "read_trec_run", "write_trec_run", "read_qrels_file", "write_qrels",
+           "align_qrels"]
 
 
 @dataclass(frozen=True)
@@ -115,32 +117,22 @@ def write_trec_run(
     _check_trec_ids(gallery_ids, "gallery")
     if idx.size and idx.max() >= len(gallery_ids):
         raise ValueError(f"gallery_ids has {len(gallery_ids)} ids but results index column {int(idx.max())}")
-    p = Path(path)
-    try:
-        with atomic_path(p) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-            for qi, q in enumerate(query_ids):
-                rank = 0
-                for j, s in zip(idx[qi].tolist(), sc[qi].tolist()):
-                    if j < 0:
-                        continue
-                    rank += 1
-                    fh.write(f"{q} Q0 {gallery_ids[j]} {rank} {float(s)!r} {tag}\n")
-    except OSError as e:
-        raise OutputError(f"cannot write ({e.strerror or e})", path=p) from None
+    with open_text_atomic(path) as fh:
+        for qi, q in enumerate(query_ids):
+            rank = 0
+            for j, s in zip(idx[qi].tolist(), sc[qi].tolist()):
+                if j < 0:
+                    continue
+                rank += 1
+                fh.write(f"{q} Q0 {gallery_ids[j]} {rank} {float(s)!r} {tag}\n")
 
 
 def read_qrels_file(path: str | os.PathLike) -> dict[str, dict[str, float]]:
     """Raw qrels, TREC (``qid 0 docid rel``) or JSON (``{qid: [docid, ...]}`` / ``{qid: {docid: grade}}``):
     query id -> {gallery id: grade} (grades as given; an empty JSON list = a zero-GT query)."""
     p = Path(path)
-    text = read_text(p, what="qrels file")
-    if p.suffix.lower() == ".json" or text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(f"not valid JSON ({e})", path=p) from None
-        if not isinstance(data, dict):
-            raise InputError("JSON qrels must be an object {query_id: [gallery_id, ...]}", path=p)
+    data, text = read_json_or_text(p, what="qrels", shape="{query_id: [gallery_id, ...]}")
+    if data is not None:
         out: dict[str, dict[str, float]] = {}
         for q, v in data.items():
             if isinstance(v, list):
@@ -197,3 +189,61 @@ def write_qrels(path: str | os.PathLike, qrels: dict[str, Any]) -> None:
             lines.append(f"{q} 0 {d} {int(r) if r.is_integer() else repr(r)}\n")
     _check_trec_ids(list(qrels), "query")
     write_text_atomic(path, "".join(lines))
+
+
+def align_qrels(
+    raw: Mapping[str, Mapping[str, float]],
+    query_ids: Sequence[str],
+    gallery_ids: Sequence[str],
+    *,
+    path: str | os.PathLike,
+    unknown_queries: str = "error",
+    unknown_items: str = "error",
+    items_param: str | None = None,
+    id_lists: tuple[str, str] = ("query_ids", "gallery_ids"),
+) -> tuple[dict[str, dict[str, float]], list[str], list[str]]:
+    """Match qrels (:func:`read_qrels_file` of ``path``) with the ids of a data set or a SCORES_DIR:
+    the one place these rules live (``snapbench.data`` and ``snapbench.evaluate`` both call it).
+
+    * **Grades**: an item is relevant when its grade is > 0 (the grade kept); a grade <= 0 is a
+      judged non-relevant item and left out, as in trec_eval / ir_measures / ranx (grade 0 = not
+      relevant; they also need a grade >= 1 by default, so a fractional grade is where they differ).
+    * A judged **query id not in** ``query_ids``: an error (``unknown_queries="error"``), or
+      (``"drop"``, a query that was not scored, e.g. one ``snapbench encode`` skipped) left out with
+      a note and returned in the third item -- still an error when no judged query matches (the
+      wrong id list).
+    * A judged **gallery id not in** ``gallery_ids``: an error (naming ``items_param``, the option
+      that drops them, when given) or (``unknown_items="drop"``) dropped with a note.
+    * A query of ``query_ids`` the qrels do not mention: a zero-GT query, with a note.
+
+    ``id_lists`` names the two id lists in the messages.  Returns ``(qrels, notes, left_out)``:
+    every id of ``query_ids`` in order -> {gallery id: grade > 0}; the notes; the judged query ids
+    left out.
+    """
+    choice(unknown_queries, ("error", "drop"), "unknown_queries")
+    choice(unknown_items, ("error", "drop"), "unknown_items")
+    qnames, gnames = id_lists
+    qset, gset = set(query_ids), set(gallery_ids)
+    notes: list[str] = []
+    left_out = [q for q in raw if q not in qset]
+    if left_out and (unknown_queries == "error" or len(left_out) == len(raw)):
+        if unknown_queries == "drop":  # nothing matches: the wrong id list, not a few unscored queries
+            raise InputError(f"none of its {len(raw)} query id(s) is in {qnames} ({examples(left_out)}); "
+                             f"are {qnames} and the qrels from the same data set?", path=path)
+        raise InputError(f"{len(left_out)} query id(s) are not in {qnames}: {examples(left_out)}", path=path)
+    if left_out:
+        notes.append(f"{path}: {len(left_out)} judged query id(s) have no scores and are left out: "
+                     f"{examples(left_out)}")
+    unknown_g = sorted({d for g in raw.values() for d in g if d not in gset})
+    if unknown_g:
+        msg = f"{len(unknown_g)} gallery id(s) are not in {gnames}: {examples(unknown_g)}"
+        if unknown_items == "error":
+            drop = f" (set {arg(items_param)} to drop them with a warning)" if items_param else ""
+            raise InputError(msg + drop, path=path)
+        notes.append(f"{path}: {msg}; dropped")
+    missing = [q for q in query_ids if q not in raw]
+    if missing:
+        notes.append(f"{path}: {len(missing)} query id(s) have no judgements and are treated as zero-GT: "
+                     f"{examples(missing)}")
+    aligned = {q: {d: float(r) for d, r in raw.get(q, {}).items() if d in gset and r > 0} for q in query_ids}
+    return aligned, notes, left_out

@@ -22,7 +22,6 @@ Factories and classes receive ``device`` / ``batch_size`` when their signature a
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import os
@@ -36,6 +35,7 @@ import numpy as np
 
 from ..errors import ConfigError, SnapbenchError
 from ..registry import Table
+from ..validate import did_you_mean
 from .loading import one_line
 
 __all__ = ["ADAPTERS", "ADAPTER_PREFIXES", "ENCODERS", "ENTRY_POINT_GROUP", "DescribedEncoder", "describe",
@@ -207,11 +207,11 @@ ENCODERS.on_first_use(_register_builtins)
 
 
 def _did_you_mean(spec: str) -> str:
-    """`` (did you mean X?)`` for the registered names or adapter prefixes close to ``spec``."""
+    """:func:`~snapbench.validate.did_you_mean` over the registered names and adapter prefixes
+    (``open_clip:``; with a colon in ``spec``, its prefix against the adapter prefixes only)."""
     prefix, colon, _ = spec.partition(":")
-    close = (difflib.get_close_matches(prefix, ADAPTERS.names(), n=2, cutoff=0.6) if colon else
-             difflib.get_close_matches(spec, known_names() + ADAPTERS.names(), n=3, cutoff=0.6))
-    return f" (did you mean {', '.join(c + ':' if c in ADAPTERS else c for c in close)}?)" if close else ""
+    adapters = [a + ":" for a in ADAPTERS.names()]
+    return did_you_mean(prefix + ":", adapters) if colon else did_you_mean(spec, known_names() + adapters)
 
 
 def resolve(spec: str, kwargs: dict[str, Any]) -> Any:

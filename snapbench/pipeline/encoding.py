@@ -22,7 +22,10 @@ import numpy as np
 
 from ..errors import ConfigError, InputError, SnapbenchError
 
-__all__ = ["Batcher", "ZeroRows", "call_encoder", "encode_batches"]
+__all__ = ["RESUME_HINT", "Batcher", "ZeroRows", "call_encoder", "encode_batches"]
+
+#: The ``hint`` of a model failure inside a run folder (gallery and query encoding alike).
+RESUME_HINT = "finished work is kept; rerun to resume"
 
 
 class ZeroRows:

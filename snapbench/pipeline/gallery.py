@@ -17,11 +17,9 @@ import numpy as np
 
 from ..atomic import save_npy_atomic
 from ..layout import RunDir
-from .encoding import encode_batches
+from .encoding import RESUME_HINT, encode_batches
 
 __all__ = ["GalleryEmbeddings", "ShardedArray", "encode_gallery"]
-
-_HINT = "finished work is kept; rerun to resume"
 
 
 class ShardedArray:
@@ -84,7 +82,7 @@ def _encode_shards(items: Sequence[Any], encoder: Any, side: str, folder: Path, 
         if arr is not None:
             bar.advance(task, len(part))
         else:
-            arr = _encode_side(part, encoder, side, batch_size, bar, task, _HINT)
+            arr = _encode_side(part, encoder, side, batch_size, bar, task, RESUME_HINT)
             save_npy_atomic(path, arr)
         paths.append(path)
         dim = arr.shape[1]
@@ -110,7 +108,7 @@ def encode_gallery(items: Sequence[Any], encoder: Any, sides: Sequence[str] | Ma
             out[side] = saved
             continue
         task = bar.add(f"encode gallery {side}s", len(items))
-        arr = _encode_side(items, encoder, side, batch_size, bar, task, _HINT if rundir is not None else "")
+        arr = _encode_side(items, encoder, side, batch_size, bar, task, RESUME_HINT if rundir is not None else "")
         if rundir is not None:
             save_npy_atomic(rundir.gallery_embedding(side), arr)
         out[side] = arr

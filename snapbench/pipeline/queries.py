@@ -26,14 +26,12 @@ import numpy as np
 from ..errors import ConfigError, InputError
 from ..jsonable import dumps, write_json
 from ..layout import RunDir
-from .encoding import Batcher, ZeroRows
+from .encoding import RESUME_HINT, Batcher, ZeroRows
 from .options import RunOptions
 from .resume import read_block_measures
 from .sources import SourceResult, SourceTask, iter_sources
 
 __all__ = ["QueryEmbeddings", "QueryJob", "encode_queries"]
-
-_HINT = "finished work is kept; rerun to resume"
 
 
 @dataclass
@@ -105,7 +103,7 @@ class _Feeder:
         self.stores = {m: QueryStore(job.dir, n_queries, m) for m in ("image", "text")}
         self.zeros = ZeroRows()  # said once, when the stream is done (pipeline.encoding)
         self.batchers = {m: Batcher(getattr(job.encoder, f"encode_{m}s"), batch_size, self.stores[m].put,
-                                    what="query images" if m == "image" else "questions", hint=_HINT, zeros=self.zeros) for m in ("image", "text")}
+                                    what="query images" if m == "image" else "questions", hint=RESUME_HINT, zeros=self.zeros) for m in ("image", "text")}
         self.skips: list[dict[str, Any]] = []
         self.measured: dict[str, dict[str, Any]] = {}
 

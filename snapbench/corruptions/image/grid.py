@@ -21,7 +21,6 @@ whose ``load_grid`` / ``merge_grid`` pass the registered names to :func:`merge_l
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import os
 import re
@@ -30,6 +29,7 @@ from typing import Any, Collection, Mapping
 
 from ...errors import ConfigError
 from ...textio import read_text
+from ...validate import did_you_mean
 
 __all__ = ["Grid", "DEFAULT_GRID", "merge_levels", "read_grid_file", "severities_of"]
 
@@ -99,10 +99,8 @@ def merge_levels(base: Mapping[str, Mapping[int, Mapping[str, Any]]], override: 
     out: Grid = copy.deepcopy({op: dict(levels) for op, levels in base.items()})
     for op, levels in override.items():
         if op not in known:
-            close = difflib.get_close_matches(str(op), known, n=3, cutoff=0.6)
-            hint = f"did you mean {', '.join(close)}? " if close else ""
             raise ConfigError(
-                f"grid entry {op!r}: unknown image operator ({hint}known: {', '.join(known)}; "
+                f"grid entry {op!r}: unknown image operator{did_you_mean(str(op), known)} (known: {', '.join(known)}; "
                 "register an operator of your own before giving its levels)", param="grid")
         if not isinstance(levels, Mapping):
             raise ConfigError(f"grid entry for {op!r} must map severities to parameter tables", param="grid")

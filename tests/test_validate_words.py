@@ -1,0 +1,48 @@
+"""The words every "unknown X" message shares: one did-you-mean (one cutoff, one count, one
+wording) and one list of examples; expected strings are written out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from snapbench.corruptions.image.grid import merge_levels
+from snapbench.errors import ConfigError
+from snapbench.evaluate.metrics import parse_metrics
+from snapbench.registry import Table
+from snapbench.validate import did_you_mean, examples, suggestion
+
+
+def test_the_one_wording():
+    assert suggestion([]) == ""
+    assert suggestion(["ray"]) == " (did you mean 'ray'?)"
+    assert suggestion(["a", "b"]) == " (did you mean 'a' or 'b'?)"
+    assert suggestion(["a", "b", "c"]) == " (did you mean 'a', 'b' or 'c'?)"
+
+
+def test_the_one_cutoff_and_count():
+    # difflib's ratio is 2 * matches / (len(a) + len(b)): "abcd"/"abxy" 4/8 = 0.5, "abcde"/"abcxy" 6/10 = 0.6
+    assert did_you_mean("abcd", ["abxy"]) == ""
+    assert did_you_mean("abcde", ["abcxy"]) == " (did you mean 'abcxy'?)"
+    # four close names: the three closest, closest first ("motionblur" is 1 edit from the first)
+    got = did_you_mean("motionblur", ["motion_blurs", "motion_blur", "motion_blurry", "motion_blur_xyz"])
+    assert got == " (did you mean 'motion_blur', 'motion_blurs' or 'motion_blurry'?)"
+    assert did_you_mean("zzz", ["ray", "local"]) == ""
+
+
+def test_examples_lists_five_then_counts():
+    assert examples([]) == ""
+    assert examples(["q1", "q2"]) == "'q1', 'q2'"
+    assert examples([f"q{i}" for i in range(7)]) == "'q0', 'q1', 'q2', 'q3', 'q4' (and 2 more)"
+
+
+def test_every_unknown_name_error_uses_it():
+    t: Table[int] = Table("engine", param="engine")
+    t.register("local", 1)
+    t.register("ray", 2, aliases=("ray-cluster",))
+    with pytest.raises(ConfigError) as err:
+        t.get("rey")
+    assert err.value.problem == "unknown engine 'rey' (did you mean 'ray'?); known: local, ray"
+    with pytest.raises(ConfigError, match=r"unknown metric 'ndgc@10' \(did you mean 'ndcg'\?\); known"):
+        parse_metrics("ndgc@10")
+    with pytest.raises(ConfigError, match=r"unknown image operator \(did you mean 'motion_blur'\?\) \(known: "):
+        merge_levels({}, {"motionblur": {"s1": {}}}, ["motion_blur", "mosaic"])
