@@ -50,17 +50,17 @@ def demo(
 
     from rich.table import Table
 
-    from ..atomic import prepare_output_dir
     from ..conditions import parse_condition
     from ..console import stderr_console, stdout_console
     from ..data import load_dataset
     from ..evaluate import read_report
+    from ..layout import claim_output_dir
     from ..pipeline import RunOptions, run_benchmark
     from ..validate import positive_int
 
     positive_int(workers, "workers")
     positive_int(resamples, "resamples", minimum=100)
-    prepare_output_dir(out)  # before anything is printed or computed
+    claim_output_dir(out, "run")  # before anything is printed or computed: another command's folder is refused
     replace = force or holds_a_demo(out)
     console = stderr_console()
     ds = load_dataset(data or DEFAULT_DATA)

@@ -105,7 +105,8 @@ def run_diagnose(
     qs = queries if isinstance(queries, QuerySet) else load_queries(queries, questions=questions, format=format)
     # every file is written at the end: a run stopped early (an error, Ctrl-C) leaves no folder it created
     with removing_empty_output_dirs():
-        out_dir = claim_output_dir(out, "diagnose")
+        out_dir = Path(out)
+        claim_output_dir(out_dir, "diagnose")
         summary, results = _diagnose_into(out_dir, qs, th, extra, examples, level, progress, log)
     return DiagnoseResult(out_dir, summary, results, time.perf_counter() - t0)
 
