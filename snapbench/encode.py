@@ -61,6 +61,7 @@ from .conditions import parse_condition
 from .corruptions.io import load_image
 from .data import GalleryItem
 from .data.common import read_gallery_manifest
+from .defaults import DEFAULT_BATCH_SIZE
 from .errors import ConfigError, InputError, SnapbenchError
 from .jsonable import write_json
 from .layout import (
@@ -303,7 +304,7 @@ def encode_corrupted(
     out_dir: str | os.PathLike,
     *,
     conditions: Sequence[str] | None = None,
-    batch_size: int = 32,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> EncodeSummary:
     """Encode a corrupted query set and a gallery with ``encoder``; write embeddings and path scores.

@@ -7,6 +7,10 @@ from typing import Optional
 
 import typer
 
+from ..pipeline.options import RunOptions
+
+_DEFAULT = RunOptions()  # the flags' defaults are run's
+
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / "assets" / "demo"  # package data: snapbench/assets/demo
 DEMO_NAME = "snapbench demo"
 
@@ -31,9 +35,9 @@ def demo(
     data: Optional[Path] = typer.Option(
         None, "--data", help="Dataset to use instead of the bundled one (a folder with queries.jsonl, gallery.jsonl, qrels.json)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the corruptions and the bootstrap."),
-    workers: int = typer.Option(1, "--workers", help="Processes that corrupt queries while the encoder runs."),
-    resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples."),
+    seed: int = typer.Option(_DEFAULT.seed, "--seed", help="Seed of the corruptions and the bootstrap."),
+    workers: int = typer.Option(_DEFAULT.workers, "--workers", help="Processes that corrupt queries while the encoder runs."),
+    resamples: int = typer.Option(_DEFAULT.resamples, "--resamples", help="Bootstrap resamples."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
     force: bool = typer.Option(
         False, "--force", help="Replace OUT even when it holds a run that is not a demo's (a demo's own earlier output "
@@ -55,7 +59,7 @@ def demo(
     from ..data import load_dataset
     from ..evaluate import read_report
     from ..layout import claim_output_dir
-    from ..pipeline import RunOptions, run_benchmark
+    from ..pipeline import run_benchmark
     from ..validate import positive_int
 
     positive_int(workers, "workers")

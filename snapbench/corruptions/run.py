@@ -51,6 +51,7 @@ import numpy as np
 
 from .._version import __version__
 from ..conditions import Condition, ConditionPlan, parse_condition
+from ..defaults import DEFAULT_SEED
 from ..engines import check_engine, ordered_map, runs_inline
 from ..errors import ConfigError
 from ..layout import CorruptDir, check_resume, claim_output_dir, read_run_json, write_run_json
@@ -104,7 +105,7 @@ MANIFEST_FIELDS = (
 class CorruptOptions:
     """Everything :func:`run_corruption` takes besides the input manifest and the output folder."""
 
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     #: condition ids; None = the 54 states (clean + 45 image + 8 text)
     conditions: Iterable[str | Condition] | None = None
     joint: bool = False                 # add the paper's 18 joint conditions

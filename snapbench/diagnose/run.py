@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_path, removing_empty_output_dirs, write_text_atomic
+from ..defaults import DEFAULT_CI
 from ..jsonable import write_json
 from ..layout import claim_output_dir, write_run_json
 from ..progress import ProgressDisplay
@@ -88,7 +89,7 @@ def run_diagnose(
     thresholds: str | os.PathLike | Thresholds | None = None,
     words: str | os.PathLike | None = None,
     examples: int = 8,
-    level: float = 0.95,
+    level: float = DEFAULT_CI,
     progress: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> DiagnoseResult:
