@@ -56,11 +56,12 @@ from typing import Any
 import numpy as np
 
 from ._version import __version__
-from .atomic import prepare_output_dir, save_npy_atomic
+from .atomic import save_npy_atomic
 from .conditions import parse_condition
 from .corruptions.io import load_image
 from .data import GalleryItem
 from .data.common import read_gallery_manifest
+from .defaults import DEFAULT_BATCH_SIZE
 from .errors import ConfigError, InputError, SnapbenchError
 from .jsonable import write_json
 from .layout import (
@@ -69,8 +70,8 @@ from .layout import (
     PATHS_DIR,
     QUERY_IDS,
     EncodeDir,
+    claim_output_dir,
     read_manifest,
-    read_run_json,
     read_skips,
     write_ids,
     write_run_json,
@@ -116,8 +117,7 @@ def load_gallery(path: str | os.PathLike) -> list[GalleryItem]:
 def prepare_out_dir(out_dir: str | os.PathLike) -> None:
     """Create ``out_dir/embeddings`` and ``out_dir/paths``; raise :class:`OutputError` if ``out_dir``
     cannot hold the outputs (or holds another command's) -- before any encoding is spent."""
-    read_run_json(out_dir, kind="encode")  # never write into the folder of corrupt, run...
-    prepare_output_dir(out_dir, EMBEDDINGS_DIR, PATHS_DIR)
+    claim_output_dir(out_dir, "encode", EMBEDDINGS_DIR, PATHS_DIR)  # never write into the folder of corrupt, run...
 
 
 def _condition_ids(conditions: Sequence[str]) -> list[str]:
@@ -304,7 +304,7 @@ def encode_corrupted(
     out_dir: str | os.PathLike,
     *,
     conditions: Sequence[str] | None = None,
-    batch_size: int = 32,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> EncodeSummary:
     """Encode a corrupted query set and a gallery with ``encoder``; write embeddings and path scores.

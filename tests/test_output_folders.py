@@ -64,6 +64,47 @@ def test_no_command_writes_into_another_commands_folder(folders, target):
     assert sorted(p.name for p in out.iterdir()) == before
 
 
+@pytest.mark.parametrize("target", ["diag", "fused", "corr"])
+def test_another_commands_folder_is_refused_before_the_dataset_or_a_model_is_opened(folders, target, monkeypatch):
+    """run, demo, encode and compare claim --out first: the refusal comes before a missing input is
+    noticed and before an encoder module is imported (one that fails loudly when it is)."""
+    tmp, _, _ = folders
+    (tmp / "loud_enc_t7.py").write_text("raise RuntimeError('the encoder module was imported')\n")
+    monkeypatch.syspath_prepend(str(tmp))
+    out = tmp / target
+    owner = {"diag": "diagnose", "fused": "moor", "corr": "corrupt"}[target]
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    missing = str(tmp / "no_such_dataset")
+    attempts = [  # (the kind the command writes, its command line)
+        ("run", ["run", missing, "-e", "loud_enc_t7:Enc", "--out", str(out), "--no-progress"]),
+        ("run", ["run", missing, "-e", "loud_enc_t7:Enc", "-e", "toy", "--out", str(out), "--no-progress"]),
+        ("run", ["demo", "--data", missing, "--out", str(out), "--no-progress"]),
+        ("encode", ["encode", str(tmp / "corr"), "--gallery", missing, "-e", "loud_enc_t7:Enc", "--out", str(out)]),
+        ("compare", ["compare", missing, missing + "2", "--out", str(out), "--no-progress"]),
+    ]
+    for kind, args in attempts:
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2, (args, r.output)
+        assert f"holds the output of 'snapbench {owner}', not of 'snapbench {kind}'" in r.output, (args, r.output)
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+    # the same commands into a new folder fail on what the refusal came before: the encoder's import
+    r = runner.invoke(app, ["run", str(DEMO), "-e", "loud_enc_t7:Enc", "--out", str(tmp / "new"), "--no-progress"])
+    assert r.exit_code == 2 and "the encoder module was imported" in r.output, r.output
+
+
+def test_a_run_of_several_encoders_claims_each_encoder_folder_first(tmp_path, monkeypatch):
+    (tmp_path / "loud_enc_t8.py").write_text("raise RuntimeError('the encoder module was imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "o"
+    (out / "b").mkdir(parents=True)
+    (out / "b" / "run.json").write_text(json.dumps({"kind": "corrupt", "schema_version": 2}))
+    r = runner.invoke(app, ["run", str(tmp_path / "no_such_dataset"), "-e", "toy", "-e", "loud_enc_t8:Enc",
+                            "--name", "a", "--name", "b", "--out", str(out), "--no-progress"])
+    assert r.exit_code == 2, r.output
+    assert f"error: {out / 'b'} holds the output of 'snapbench corrupt', not of 'snapbench run'" in r.output, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["b"]  # folder a, claimed before b, was removed again
+
+
 def test_a_report_goes_into_the_run_or_a_folder_of_its_own(folders):
     tmp, _, _ = folders
     from snapbench.report import build_report

@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from ..defaults import DEFAULT_MAX_PIXELS, DEFAULT_SEED
+
 
 def corrupt(
     input: Path = typer.Argument(
@@ -15,7 +17,7 @@ def corrupt(
         help="Query manifest: JSONL / JSON list (id, image, question, entity) or the SnapBench release's snap_bench.json.",
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (images/, manifest.jsonl, skips.jsonl, run.json)."),
-    seed: int = typer.Option(0, "--seed", help="Global seed; all randomness is keyed by (seed, query id, operator, severity)."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Global seed; all randomness is keyed by (seed, query id, operator, severity)."),
     conditions: Optional[str] = typer.Option(
         None,
         "--conditions",
@@ -32,7 +34,7 @@ def corrupt(
     force: bool = typer.Option(
         False, "--force", help="Discard an earlier run in --out made with another seed, grid, format or library versions."),
     max_pixels: int = typer.Option(
-        50_000_000, "--max-pixels", help="Largest input image (width x height) to load; larger ones are skipped."),
+        DEFAULT_MAX_PIXELS, "--max-pixels", help="Largest input image (width x height) to load; larger ones are skipped."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
     image_format: str = typer.Option(
         "png", "--format",
@@ -82,20 +84,23 @@ def corrupt(
 
 def _rerun(input: Path, out: Path, opts, no_progress: bool) -> list[str]:
     """The command line that resumes an interrupted run (the options that differ from the defaults)."""
+    from ..corruptions.run import CorruptOptions
+
+    default = CorruptOptions()  # the flags' defaults (tests/test_cli_defaults.py holds them equal)
     rerun = ["snapbench", "corrupt", str(input), "--out", str(out), "--seed", str(opts.seed)]
     if opts.conditions is not None:
         rerun += ["--conditions", ",".join(opts.conditions)]
-    if opts.joint:
+    if opts.joint:  # --joint and --no-measure are switches: their off state is the default
         rerun.append("--joint")
-    if opts.workers != 1:
+    if opts.workers != default.workers:
         rerun += ["--workers", str(opts.workers)]
-    if opts.engine != "local":
+    if opts.engine != default.engine:
         rerun += ["--engine", opts.engine] + (["--address", opts.address] if opts.address else [])
     if opts.grid is not None:
         rerun += ["--grid", str(opts.grid)]
-    if opts.image_format != "png":
+    if opts.image_format != default.image_format:
         rerun += ["--format", opts.image_format]
-    if opts.max_pixels != 50_000_000:
+    if opts.max_pixels != default.max_pixels:
         rerun += ["--max-pixels", str(opts.max_pixels)]
     if opts.severity_target is not None:
         rerun += ["--severity-target", opts.severity_target.spec]

@@ -7,6 +7,10 @@ from typing import Optional
 
 import typer
 
+from ..pipeline.options import RunOptions
+
+_DEFAULT = RunOptions()  # the flags' defaults are run's
+
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / "assets" / "demo"  # package data: snapbench/assets/demo
 DEMO_NAME = "snapbench demo"
 
@@ -31,9 +35,9 @@ def demo(
     data: Optional[Path] = typer.Option(
         None, "--data", help="Dataset to use instead of the bundled one (a folder with queries.jsonl, gallery.jsonl, qrels.json)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the corruptions and the bootstrap."),
-    workers: int = typer.Option(1, "--workers", help="Processes that corrupt queries while the encoder runs."),
-    resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples."),
+    seed: int = typer.Option(_DEFAULT.seed, "--seed", help="Seed of the corruptions and the bootstrap."),
+    workers: int = typer.Option(_DEFAULT.workers, "--workers", help="Processes that corrupt queries while the encoder runs."),
+    resamples: int = typer.Option(_DEFAULT.resamples, "--resamples", help="Bootstrap resamples."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
     force: bool = typer.Option(
         False, "--force", help="Replace OUT even when it holds a run that is not a demo's (a demo's own earlier output "
@@ -50,17 +54,17 @@ def demo(
 
     from rich.table import Table
 
-    from ..atomic import prepare_output_dir
     from ..conditions import parse_condition
     from ..console import stderr_console, stdout_console
     from ..data import load_dataset
     from ..evaluate import read_report
-    from ..pipeline import RunOptions, run_benchmark
+    from ..layout import claim_output_dir
+    from ..pipeline import run_benchmark
     from ..validate import positive_int
 
     positive_int(workers, "workers")
     positive_int(resamples, "resamples", minimum=100)
-    prepare_output_dir(out)  # before anything is printed or computed
+    claim_output_dir(out, "run")  # before anything is printed or computed: another command's folder is refused
     replace = force or holds_a_demo(out)
     console = stderr_console()
     ds = load_dataset(data or DEFAULT_DATA)

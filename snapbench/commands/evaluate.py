@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from ..defaults import DEFAULT_CI, DEFAULT_CLIFF_RATIO, DEFAULT_CLIFF_TOL, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ..errors import ConfigError, InputError, arg
 
 
@@ -52,16 +53,16 @@ def evaluate(
         "(empty list = zero-GT query) or {query_id: {gallery_id: grade}}."
     ),
     out: Path | None = typer.Option(None, "--out", help="Write the JSON report here."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resamples and permutations."),
-    k: str = typer.Option("1,5,10,20", "--k", help="Cut-offs for hit/recall/ndcg given without @k."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the bootstrap resamples and permutations."),
+    k: str = typer.Option(",".join(map(str, DEFAULT_KS)), "--k", help="Cut-offs for hit/recall/ndcg given without @k."),
     metrics: str | None = typer.Option(
         None, "--metrics", help="Comma list: hit, recall, ndcg (optionally @k), mrr, mrr@k, set_precision, set_recall, "
         "set_f1, reject_precision, reject_recall, reject_f1, or 'set'/'reject'. Default: hit,recall,ndcg,mrr "
         "(+ set and reject metrics when --set-threshold is given)."
     ),
-    resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples of the queries (paired, shared by all conditions)."),
+    resamples: int = typer.Option(DEFAULT_RESAMPLES, "--resamples", help="Bootstrap resamples of the queries (paired, shared by all conditions)."),
     permutations: int | None = typer.Option(None, "--permutations", help="Permutations for the non-hit metrics' test (default = --resamples)."),
-    ci: float = typer.Option(0.95, "--ci", help="Confidence level of the percentile bootstrap intervals."),
+    ci: float = typer.Option(DEFAULT_CI, "--ci", help="Confidence level of the percentile bootstrap intervals."),
     tags: Path | None = typer.Option(None, "--tags", help="Query tags: JSON {query_id: [tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
     group_by: str | None = typer.Option(None, "--group-by", help="With --tags: group by the values of this field (tags 'field=value'); default: one group per tag."),
     include_zero_gt: bool = typer.Option(False, "--include-zero-gt", help="Score zero-GT queries as 0 in ranking metrics instead of excluding them."),
@@ -77,8 +78,8 @@ def evaluate(
     export_depth: int | None = typer.Option(None, "--export-depth", help="Depth of exported runs (default: largest k)."),
     primary: str = typer.Option("hit@1", "--primary", help="Metric whose Δ, CI and p the printed table shows."),
     stability_metric: str = typer.Option("hit@1", "--stability-metric", help="hit@k metric for the stability classes (stably correct / drag / persistently wrong / boost)."),
-    cliff_tol: float = typer.Option(0.01, "--cliff-tol", help="Severity-curve rule: drops <= this (metric units) count as no drop."),
-    cliff_ratio: float = typer.Option(2.0, "--cliff-ratio", help="Severity-curve rule: 'cliff' when the last step's drop exceeds ratio x the earlier drop."),
+    cliff_tol: float = typer.Option(DEFAULT_CLIFF_TOL, "--cliff-tol", help="Severity-curve rule: drops <= this (metric units) count as no drop."),
+    cliff_ratio: float = typer.Option(DEFAULT_CLIFF_RATIO, "--cliff-ratio", help="Severity-curve rule: 'cliff' when the last step's drop exceeds ratio x the earlier drop."),
     workers: int | None = typer.Option(None, "--workers", help="Threads for row blocks (default: min(4, CPUs))."),
     per_query: bool = typer.Option(False, "--per-query", help="Also store every query's value of every condition and metric "
         "in the JSON report (key per_query), for comparing runs query by query."),
@@ -125,9 +126,9 @@ def additivity(
     source: Path = typer.Argument(..., help="A report written by 'snapbench evaluate --out' or 'snapbench run' (RUN/IT2IT/report.json, one per mode), or a SCORES_DIR (then --qrels is needed)."),
     qrels: Path | None = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR."),
     metric: str = typer.Option("hit@1", "--metric", help="Metric of the table (SnapBench's R@1 = hit@1)."),
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed (SCORES_DIR only)."),
-    resamples: int | None = typer.Option(None, "--resamples", help="Bootstrap resamples (SCORES_DIR only; default 10000)."),
-    ci: float | None = typer.Option(None, "--ci", help="CI level (SCORES_DIR only; default 0.95)."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Bootstrap seed (SCORES_DIR only)."),
+    resamples: int | None = typer.Option(None, "--resamples", help=f"Bootstrap resamples (SCORES_DIR only; default {DEFAULT_RESAMPLES})."),
+    ci: float | None = typer.Option(None, "--ci", help=f"CI level (SCORES_DIR only; default {DEFAULT_CI})."),
     mode: str | None = typer.Option(None, "--mode", help="Retrieval mode from per-path files (see 'evaluate --help')."),
     out: Path | None = typer.Option(None, "--out", help="Write the (additivity-only) JSON report (SCORES_DIR only)."),
 ) -> None:
@@ -141,7 +142,7 @@ def additivity(
     if source.is_file():
         given = [f for f, v in (("--resamples", resamples), ("--ci", ci), ("--qrels", qrels), ("--mode", mode),
                                 ("--out", out)) if v is not None]
-        if seed != 0:
+        if seed != DEFAULT_SEED:
             given.insert(0, "--seed")
         if given:
             verb = "applies" if len(given) == 1 else "apply"
@@ -168,11 +169,12 @@ def _additivity_report(source: Path, qrels: Path, metric: str, seed: int, resamp
     """Evaluate only the joint conditions and the parts of them that have score files: a missing part
     is then named as what it is (no score file), never as "not selected"."""
     from ..conditions import parse_condition
+    from ..evaluate.config import EvaluationConfig
     from ..evaluate.io import ScoresDir
     from ..evaluate.runner import evaluate_directory
 
-    cfg = _config("1,5,10,20", metric, 10000 if resamples is None else resamples, 0,
-                  0.95 if ci is None else ci, seed, False, None, "hit@1", 0.01, 2.0, None)
+    given = {name: v for name, v in (("resamples", resamples), ("ci", ci)) if v is not None}
+    cfg = EvaluationConfig(metrics=metric, permutations=0, seed=seed, **given)  # the rest: evaluate's defaults
     sd = ScoresDir(source, mode=mode, qrels=qrels)
     joints = [parse_condition(c) for c in sd.conditions if parse_condition(c).kind == "joint"]
     parts = {p.id for j in joints for p in (j.image_part, j.text_part) if p is not None}

@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from ..defaults import DEFAULT_MAX_PIXELS
+
 
 def preview(
     image: Path = typer.Argument(..., help="Image file (JPEG/PNG/WebP/BMP/TIFF)."),
@@ -24,7 +26,7 @@ def preview(
             "exactly those corrupt writes for that query (default: the file name without extension)."
         ),
     ),
-    max_pixels: int = typer.Option(50_000_000, "--max-pixels", help="Largest image (width x height) to load."),
+    max_pixels: int = typer.Option(DEFAULT_MAX_PIXELS, "--max-pixels", help="Largest image (width x height) to load."),
     severity_target: Optional[str] = typer.Option(
         None, "--severity-target", metavar="METRIC=V1,V2,...",
         help="Show s1, s2, ... at a measured strength, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (as corrupt makes them).",

@@ -8,6 +8,9 @@ from typing import Optional
 import typer
 
 from ..engines import ENGINES
+from ..pipeline.options import RunOptions
+
+_DEFAULT = RunOptions()  # the flags' defaults are the library's (snapbench.pipeline imports the run lazily)
 
 
 def run(
@@ -35,16 +38,16 @@ def run(
         None, "--joint/--no-joint",
         help="Add the paper's 18 joint image+text conditions (default: yes, unless --conditions lists the conditions to run).",
     ),
-    variants: str = typer.Option("generated", "--variants", help="generated (snapbench's seeded operators) or released (the variants the dataset ships)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the corruptions and the bootstrap."),
+    variants: str = typer.Option(_DEFAULT.variants, "--variants", help="generated (snapbench's seeded operators) or released (the variants the dataset ships)."),
+    seed: int = typer.Option(_DEFAULT.seed, "--seed", help="Seed of the corruptions and the bootstrap."),
     device: Optional[str] = typer.Option(None, "--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder (default: cuda when available, else cpu)."),
-    batch_size: int = typer.Option(32, "--batch-size", help="Encoder batch size."),
-    workers: int = typer.Option(1, "--workers", help="Parallel corruption tasks while the encoder runs: processes (local), CPUs of a local Ray instance, or tasks at once on a Ray cluster."),
-    engine: str = typer.Option("local", "--engine", help=f"Where queries are corrupted: {' or '.join(ENGINES)} (local: a process pool; ray: needs snapbench[ray])."),
-    actors: int = typer.Option(0, "--actors", help="With --engine ray: encode on this many Ray actors (one model load each, a GPU each when the cluster has them); 0 = encode in this process."),
+    batch_size: int = typer.Option(_DEFAULT.batch_size, "--batch-size", help="Encoder batch size."),
+    workers: int = typer.Option(_DEFAULT.workers, "--workers", help="Parallel corruption tasks while the encoder runs: processes (local), CPUs of a local Ray instance, or tasks at once on a Ray cluster."),
+    engine: str = typer.Option(_DEFAULT.engine, "--engine", help=f"Where queries are corrupted: {' or '.join(ENGINES)} (local: a process pool; ray: needs snapbench[ray])."),
+    actors: int = typer.Option(_DEFAULT.encoder_actors, "--actors", help="With --engine ray: encode on this many Ray actors (one model load each, a GPU each when the cluster has them); 0 = encode in this process."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster to use with --engine ray (auto, or ray://HOST:10001); default: start a local Ray with --workers CPUs."),
-    resamples: int = typer.Option(10000, "--resamples", help="Bootstrap resamples for the CIs."),
-    k: str = typer.Option("1,5,10,20", "--k", help="Cut-offs of hit@k, recall@k, ndcg@k."),
+    resamples: int = typer.Option(_DEFAULT.resamples, "--resamples", help="Bootstrap resamples for the CIs."),
+    k: str = typer.Option(",".join(map(str, _DEFAULT.ks)), "--k", help="Cut-offs of hit@k, recall@k, ndcg@k."),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Also report per value of this query field (e.g. domain, source)."),
     grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too."),
@@ -52,7 +55,7 @@ def run(
     force: bool = typer.Option(False, "--force", help="Discard an earlier run in --out made with another configuration."),
     no_report: bool = typer.Option(False, "--no-report", help="Skip the HTML/markdown/LaTeX report."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
-    block_queries: int = typer.Option(16, "--block-queries", hidden=True, help="Queries per resume checkpoint."),
+    block_queries: int = typer.Option(_DEFAULT.block_queries, "--block-queries", hidden=True, help="Queries per resume checkpoint."),
     traffic: Optional[Path] = typer.Option(
         None, "--traffic", help="A 'snapbench diagnose' output folder: also write OUT/traffic.json (expected R@k under that traffic mix), shown in the report."),
     severity_target: Optional[str] = typer.Option(None, "--severity-target", metavar="METRIC=V1,V2,...", help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (one value per grid level, s1 first, each lower than the one before; each operator's knob searched per image, as in corrupt)."),
@@ -70,7 +73,7 @@ def run(
     """
     from ..corruptions.target import parse_severity_target
     from ..errors import ConfigError
-    from ..pipeline import RunOptions, run_benchmark, run_encoders
+    from ..pipeline import run_benchmark, run_encoders
     from ..validate import comma_list, int_list
 
     if name and len(encoder) == 1:

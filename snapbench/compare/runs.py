@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 
 from .._version import __version__
-from ..atomic import prepare_output_dir
 from ..errors import InputError
-from ..layout import CompareDir, read_run_json, write_run_json
+from ..layout import CompareDir, claim_output_dir, write_run_json
 from .check import check_queries, check_setups
 from .core import CompareConfig, compare_models
 from .inputs import ModelValues
@@ -110,8 +109,8 @@ def compare_runs(
     opts.check()
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
-    outdir = prepare_output_dir(out)
-    before = read_run_json(outdir, kind="compare")  # a folder another command wrote is refused before any work
+    outdir = Path(out)
+    before = claim_output_dir(outdir, "compare")  # a folder another command wrote is refused before any work
     sources = open_sources(paths, opts.names)
     st = resolve_settings(sources, opts)
     compared = check_setups(sources, st.targets)

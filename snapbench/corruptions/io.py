@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_bytes_atomic
+from ..defaults import DEFAULT_MAX_PIXELS
 from ..errors import InputError, arg
 from . import codecs
 from .pixels import PNG_COMPRESSION, PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
@@ -46,7 +47,6 @@ from .pixels import PNG_COMPRESSION, PNG_SIGNATURE, as_rgb_uint8, encode_png, to
 __all__ = ["ImageLoadError", "ImageMissingError", "ImageUnreadableError", "ImageTooLargeError", "image_problem",
            "read_image_bytes", "as_rgb_uint8", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
 
-DEFAULT_MAX_PIXELS = 50_000_000
 
 
 class ImageLoadError(InputError):

@@ -50,11 +50,11 @@ import cv2
 import numpy as np
 
 from .._version import __version__
-from ..atomic import prepare_output_dir
 from ..conditions import Condition, ConditionPlan, parse_condition
+from ..defaults import DEFAULT_SEED
 from ..engines import check_engine, ordered_map, runs_inline
 from ..errors import ConfigError
-from ..layout import CorruptDir, check_resume, read_run_json, write_run_json
+from ..layout import CorruptDir, check_resume, claim_output_dir, read_run_json, write_run_json
 from ..progress import ProgressDisplay
 from ..validate import positive_int
 from .codecs import check_format, encode_image
@@ -105,7 +105,7 @@ MANIFEST_FIELDS = (
 class CorruptOptions:
     """Everything :func:`run_corruption` takes besides the input manifest and the output folder."""
 
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     #: condition ids; None = the 54 states (clean + 45 image + 8 text)
     conditions: Iterable[str | Condition] | None = None
     joint: bool = False                 # add the paper's 18 joint conditions
@@ -179,7 +179,8 @@ def _checked(opts: CorruptOptions) -> CorruptOptions:
 
 
 def _resume(folder: CorruptDir, opts: CorruptOptions, plan: ConditionPlan) -> list[str]:
-    """Check the folder against this run (see :mod:`.resume`), write its run.json; the folder's conditions."""
+    """Claim the folder and check it against this run (see :mod:`.resume`), write its run.json; the folder's
+    conditions."""
     table = grid_json(plan.grid)
 
     def fingerprint(ids: Iterable[str], recorded: Any) -> dict[str, Any]:
@@ -187,6 +188,7 @@ def _resume(folder: CorruptDir, opts: CorruptOptions, plan: ConditionPlan) -> li
                                    target=opts.severity_target)
 
     try:
+        claim_output_dir(folder.root, "corrupt")
         upgrade_legacy_run_json(folder.root)
         before = read_run_json(folder.root, kind="corrupt") or {}
         recorded = before.get("fingerprint") or {}
@@ -362,7 +364,6 @@ def run_corruption(
         payload = registrations_payload({c.image_operator for c in conds if c.image_operator},
                                         {c.text_operator for c in conds if c.text_operator})
     folder = CorruptDir(out_dir)
-    prepare_output_dir(folder.root)
     _resume(folder, opts, plan)
     remove_stale_temps(folder)
     fingerprints = {rec.id: input_fingerprint(rec) for rec in records}

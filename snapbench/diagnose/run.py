@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import open_text_atomic, removing_empty_output_dirs, write_text_atomic
+from ..defaults import DEFAULT_CI
 from ..jsonable import write_json
 from ..layout import claim_output_dir, write_run_json
 from ..progress import ProgressDisplay
@@ -88,7 +89,7 @@ def run_diagnose(
     thresholds: str | os.PathLike | Thresholds | None = None,
     words: str | os.PathLike | None = None,
     examples: int = 8,
-    level: float = 0.95,
+    level: float = DEFAULT_CI,
     progress: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> DiagnoseResult:
@@ -105,7 +106,8 @@ def run_diagnose(
     qs = queries if isinstance(queries, QuerySet) else load_queries(queries, questions=questions, format=format)
     # every file is written at the end: a run stopped early (an error, Ctrl-C) leaves no folder it created
     with removing_empty_output_dirs():
-        out_dir = claim_output_dir(out, "diagnose")
+        out_dir = Path(out)
+        claim_output_dir(out_dir, "diagnose")
         summary, results = _diagnose_into(out_dir, qs, th, extra, examples, level, progress, log)
     return DiagnoseResult(out_dir, summary, results, time.perf_counter() - t0)
 

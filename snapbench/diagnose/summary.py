@@ -25,6 +25,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..defaults import DEFAULT_CI
 from .detect import QueryResult
 from .thresholds import DETECTORS, Thresholds
 
@@ -34,7 +35,7 @@ __all__ = ["FOUR_WAY", "wilson_interval", "share", "summarize"]
 FOUR_WAY: tuple[str, ...] = ("clean", "image_only", "text_only", "both", "any")
 
 
-def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+def wilson_interval(k: int, n: int, level: float = DEFAULT_CI) -> tuple[float, float]:
     """Wilson score interval of the proportion ``k / n`` (NaNs when ``n == 0``)."""
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
@@ -54,7 +55,7 @@ def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return lo, hi
 
 
-def share(k: int, n: int, level: float = 0.95) -> dict[str, Any]:
+def share(k: int, n: int, level: float = DEFAULT_CI) -> dict[str, Any]:
     """``{"share", "ci", "count", "n"}`` for ``k`` of ``n`` queries (share NaN when n is 0)."""
     lo, hi = wilson_interval(k, n, level)
     return {"share": k / n if n else float("nan"), "ci": [lo, hi], "count": int(k), "n": int(n)}
@@ -100,7 +101,7 @@ def _by_condition(results: Sequence[QueryResult]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def summarize(results: Sequence[QueryResult], thresholds: Thresholds, *, level: float = 0.95) -> dict[str, Any]:
+def summarize(results: Sequence[QueryResult], thresholds: Thresholds, *, level: float = DEFAULT_CI) -> dict[str, Any]:
     """The summary.json body: ``shares`` per detector, the four-way split, ``by_condition`` when the
     queries are ``snapbench corrupt`` variants (share flagged per condition and detector)."""
     shares = {}

@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..defaults import DEFAULT_CLIFF_RATIO, DEFAULT_CLIFF_TOL, DEFAULT_SEED
 from ..errors import ConfigError, arg
 from ..validate import finite_number, int_list, positive_int
 from .metrics import DEFAULT_KS, REJECT_METRICS, SET_METRICS, metric_family, parse_metrics
@@ -30,13 +31,13 @@ class EvaluationConfig:
     metrics: str | Sequence[str] | None = None  # default: hit, recall, ndcg over ks, and mrr
     resamples: int = DEFAULT_RESAMPLES
     ci: float = DEFAULT_CI
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     permutations: int | None = None  # default: = resamples
     include_zero_gt: bool = False
     set_threshold: float | None = None  # predicted set = items scoring >= threshold
     stability_metric: str = "hit@1"
-    curve_tol: float = 0.01
-    curve_ratio: float = 2.0
+    curve_tol: float = DEFAULT_CLIFF_TOL
+    curve_ratio: float = DEFAULT_CLIFF_RATIO
     block_rows: int = 256
     workers: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
 

@@ -23,6 +23,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..defaults import DEFAULT_CI
 from ..errors import ConfigError, InputError, arg
 from ..seeding import derive_generator
 from ..validate import positive_int
@@ -67,7 +68,7 @@ def scipy_interval(
     cond_values,
     *,
     metric_fn: MetricFn | None = None,
-    level: float = 0.95,
+    level: float = DEFAULT_CI,
     resamples: int = 9999,
     seed: int = 0,
     key: str = "",
@@ -126,7 +127,7 @@ def bca_interval(
     clean_values,
     cond_values,
     metric_fn: MetricFn | None = None,
-    level: float = 0.95,
+    level: float = DEFAULT_CI,
     resamples: int = 9999,
     seed: int = 0,
     *,

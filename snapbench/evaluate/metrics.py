@@ -35,6 +35,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..defaults import DEFAULT_KS
 from ..errors import ConfigError, InputError
 from ..registry import Table
 from ..validate import did_you_mean
@@ -68,7 +69,6 @@ __all__ = [
     "answer_set_metrics",
 ]
 
-DEFAULT_KS: tuple[int, ...] = (1, 5, 10, 20)
 SET_METRICS: tuple[str, ...] = ("set_precision", "set_recall", "set_f1")
 REJECT_METRICS: tuple[str, ...] = ("reject_precision", "reject_recall", "reject_f1")
 #: Names that stand for several metrics in a metric list.

@@ -32,6 +32,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..defaults import DEFAULT_CI, DEFAULT_CLIFF_RATIO, DEFAULT_CLIFF_TOL, DEFAULT_RESAMPLES
 from ..errors import ConfigError, InputError
 from ..seeding import derive_generator
 from .metrics import QueryStat, is_binary_metric
@@ -55,8 +56,6 @@ __all__ = [
     "binary_or_permutation_pvalues",
 ]
 
-DEFAULT_RESAMPLES = 10_000
-DEFAULT_CI = 0.95
 _CHUNK = 1024  # rows of resample indices drawn per call; fixed so results never depend on memory
 CLIFF_RULE = (
     "drops d_s = metric(clean) - metric(s) per severity; 'flat' if no d_s exceeds tol; 'cliff' if the "
@@ -290,7 +289,7 @@ def stability_classes(
     }
 
 
-def cliff_label(drops: Sequence[float], *, tol: float = 0.01, ratio: float = 2.0) -> str:
+def cliff_label(drops: Sequence[float], *, tol: float = DEFAULT_CLIFF_TOL, ratio: float = DEFAULT_CLIFF_RATIO) -> str:
     """'cliff', 'gradual' or 'flat' for drops ordered by severity (see :data:`CLIFF_RULE`).
 
     Drops are clean minus corrupted (positive = worse), in metric units (0.01 = 1 point).

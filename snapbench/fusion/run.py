@@ -343,7 +343,8 @@ def fuse_directory(
         condition = condition_to_filename(parse_condition(condition).id)
     except ValueError as exc:
         raise ConfigError(str(exc), param="condition") from None
-    out = claim_output_dir(out_dir, "moor")
+    out = Path(out_dir)
+    claim_output_dir(out, "moor")
     summary = FusionSummary(out, 0, 0)
     output = _Output(out, opts, summary, progress or (lambda line: None))
     if paths_dir is not None:

@@ -141,15 +141,21 @@ def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str,
     return previous
 
 
-def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str) -> Path:
-    """Create (or reuse) ``folder`` as the output folder of ``snapbench <kind>``: refuse a folder that
-    another command wrote (its run.json names another kind, or is not snapbench's), then check that it
-    can be written (:func:`snapbench.atomic.prepare_output_dir`).  Call it before any work."""
+def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str) -> dict[str, Any] | None:
+    """Create (or reuse) ``folder`` (and ``subdirs`` inside it) as the output folder of ``snapbench <kind>``;
+    return its previous run.json (``None`` when it has none).
+
+    A folder that cannot hold outputs is an :class:`~snapbench.errors.OutputError`
+    (:func:`snapbench.atomic.prepare_output_dir`); one that another command wrote (its run.json names
+    another kind, or is not snapbench's) a :class:`ConfigError`, before any of ``subdirs`` is made in it.
+    Call it first, before any work: before a dataset is loaded or a model opened."""
     from ..atomic import prepare_output_dir
 
-    out = prepare_output_dir(folder, *subdirs)
-    read_run_json(out, kind=kind)
-    return out
+    prepare_output_dir(folder)
+    previous = read_run_json(folder, kind=kind)
+    if subdirs:
+        prepare_output_dir(folder, *subdirs)
+    return previous
 
 
 # appended: the one check that a folder is a run directory to read (report, report --traffic, compare)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..defaults import DEFAULT_BATCH_SIZE
 from ..errors import ConfigError
 from .loading import load_or_explain
 
@@ -35,7 +36,6 @@ __all__ = [
     "to_pil",
 ]
 
-DEFAULT_BATCH_SIZE = 32
 
 _PIP = {
     "torch": "torch",

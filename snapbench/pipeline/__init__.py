@@ -51,8 +51,27 @@ Decisions:
 
 from __future__ import annotations
 
+from typing import Any
+
 from .options import BLOCK_QUERIES, RunOptions, RunResult, RunSetResult
-from .plan import MODES
-from .run import run_benchmark, run_encoders
 
 __all__ = ["RunOptions", "RunResult", "RunSetResult", "run_benchmark", "run_encoders", "MODES", "BLOCK_QUERIES"]
+
+# The options are imported eagerly and the run lazily: the command line reads RunOptions' defaults
+# for its flags when it starts, which must not import the whole pipeline (encoders, evaluation, OpenCV).
+_LAZY: dict[str, str] = {"MODES": "plan", "run_benchmark": "run", "run_encoders": "run"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

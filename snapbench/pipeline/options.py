@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..defaults import DEFAULT_BATCH_SIZE, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ..errors import ConfigError, arg
 from ..validate import choice, comma_list, int_list, positive_int
 
@@ -28,18 +29,18 @@ class RunOptions:
     # an explicit list (which is then run exactly, plus the parts of the joint ids it names)
     joint: bool | None = None
     variants: str = "generated"  # [--variants] generated | released
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     grid: str | os.PathLike | Mapping[str, Any] | None = None
     device: str | None = None
-    batch_size: int = 32
+    batch_size: int = DEFAULT_BATCH_SIZE
     workers: int = 1  # [--workers] processes (local), CPUs of a local Ray, or tasks at once on a cluster
     engine: str = "local"  # [--engine] an engine of snapbench.engines.ENGINE_TABLE: where variants are generated
     # [--actors] with engine="ray": encode on this many Ray actors (one model load each, a GPU each when
     # the cluster has them); 0 = encode in this process
     encoder_actors: int = 0
     address: str | None = None  # [--address] an existing Ray cluster (engine="ray"); default: start a local one
-    resamples: int = 10_000
-    ks: tuple[int, ...] = (1, 5, 10, 20)
+    resamples: int = DEFAULT_RESAMPLES
+    ks: tuple[int, ...] = DEFAULT_KS
     group_by: str | None = None
     cache_dir: str | os.PathLike | None = None  # [--cache-dir] default: $SNAPBENCH_CACHE or ~/.cache/snapbench
     # [--no-cache] the embedding cache: None = every encoder with a fingerprint except cheap ones (toy), or

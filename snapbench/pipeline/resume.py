@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..errors import ConfigError
 from ..jsonable import to_json
 from ..layout import RunDir, check_resume, read_run_json, write_run_json
 from .options import RunOptions
@@ -125,12 +124,10 @@ def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: Ru
 
     rundir = RunDir(out)
     sources = {"image": list(plan.image_sources), "text": list(plan.text_sources)}
-    before = read_run_json(out, kind="run")
-    recorded = (before or {}).get("fingerprint")
+    # the folder was claimed before the dataset was loaded (pipeline.run._claim: another command's folder,
+    # or a run of several encoders, is refused there)
+    recorded = (read_run_json(out) or {}).get("fingerprint")
     fp = run_fingerprint(dataset, encoder, options, plan.grid_json, sources, recorded if isinstance(recorded, dict) else None)
-    if before is not None and "encoder_runs" in before:
-        raise ConfigError(f"{out} holds a run of several encoders (one folder each: "
-                          f"{', '.join(str(r.get('name', '?')) for r in before['encoder_runs'])}); use a new output folder")
     previous = check_resume(out, "run", fp, force=options.force, assume=assumed_revisions(fp))
     evaluation = _evaluation(options, plan)
     targets = list(plan.modes.targets)

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import prepare_output_dir
 from ..errors import ConfigError
-from ..layout import check_resume, read_run_json, write_run_json
+from ..layout import check_resume, claim_output_dir, write_run_json
 from ..progress import ProgressDisplay
 from .encoders import close_encoder, encoder_label, open_encoder, run_names
 from .gallery import encode_gallery
@@ -43,6 +42,23 @@ class _Job:
     plan: RunPlan
     state: RunState
     say: Callable[[str], None]
+
+
+def _claim(out_dir: str | os.PathLike, names: Sequence[str] | None = None) -> Path:
+    """Claim ``out_dir`` as a run folder (given ``names``: the folder of a run of several encoders, and
+    ``out_dir/<name>`` the run folder of each) before the dataset is loaded or a model opened: a folder
+    another command wrote, or a run of the other layout, is refused first."""
+    out = Path(out_dir)
+    before = claim_output_dir(out, "run")
+    if before is not None and names is not None and "encoder_runs" not in before:
+        raise ConfigError(f"{out} holds the run of one encoder (the folder is its run folder); use a new output folder "
+                          "for a run of several encoders")
+    if before is not None and names is None and "encoder_runs" in before:
+        raise ConfigError(f"{out} holds a run of several encoders (one folder each: "
+                          f"{', '.join(str(r.get('name', '?')) for r in before['encoder_runs'])}); use a new output folder")
+    for name in names or ():
+        _claim(out / name)
+    return out
 
 
 def _load_dataset(dataset: str | os.PathLike | Any, opts: RunOptions) -> Any:
@@ -165,7 +181,7 @@ def run_benchmark(
     say = log or (lambda _msg: None)
     t0 = time.perf_counter()
     check_options(opts)
-    out = prepare_output_dir(out_dir)
+    out = _claim(out_dir)
     ds = _load_dataset(dataset, opts)
     (enc,) = _open_encoders([encoder], opts, say)
     try:
@@ -181,10 +197,6 @@ def _open_run_set(out: Path, ds: Any, specs: Sequence[str | Any], encs: list[Any
     from ..corruptions import resolve_grid
 
     fp = shared_fingerprint(ds, opts, grid_json(resolve_grid(opts.grid)))
-    before = read_run_json(out, kind="run")
-    if before is not None and "encoder_runs" not in before:
-        raise ConfigError(f"{out} holds the run of one encoder (the folder is its run folder); use a new output folder "
-                          "for a run of several encoders")
     previous = check_resume(out, "run", fp, force=opts.force)
     runs = [{"name": n, "encoder": encoder_label(s, e), "path": n} for n, s, e in zip(names, specs, encs)]
     kept = [r for r in (previous or {}).get("encoder_runs", []) if r.get("name") not in names and not opts.force]
@@ -219,7 +231,7 @@ def run_encoders(
     if not encoders:
         raise ConfigError("needs at least one encoder", param="encoder")
     folder_names = run_names(encoders, names)
-    out = prepare_output_dir(out_dir)
+    out = _claim(out_dir, folder_names)
     ds = _load_dataset(dataset, opts)
     encs = _open_encoders(encoders, opts, say)
     try:
