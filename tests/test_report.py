@@ -614,6 +614,19 @@ def test_moor_gain_labels_are_few_and_readable(run_dir):
     assert fig.get_figwidth() * 120 <= 1800  # shown at most ~1.5x reduced on the 1180 px page
 
 
+def test_evaluate_lists_the_conditions_of_a_run_in_the_runs_order(run_dir):
+    """`evaluate` of the scores of a default run (corrupt --joint, encode) lists the conditions as the run
+    planned them (its run.json), which is the 72 ids of the spec in order, joint pairs as the paper has them."""
+    from snapbench.conditions import JOINT_PAIRS
+
+    planned = json.loads((run_dir["dir"].parent / "demo" / "corrupted" / "run.json").read_text())["conditions"]
+    assert planned[:2] == ["clean", "img/low_light/s1"] and len(planned) == 72
+    assert [c for c in planned if c.startswith("joint/")] == [f"joint/{i}+{t}/s{s}" for i, t in JOINT_PAIRS
+                                                              for s in (1, 2, 3)]
+    for target in (*MODES, "MOOR", "fusion/comb_sum"):
+        assert list(json.loads((run_dir["dir"] / target / "report.json").read_text())["conditions"]) == planned, target
+
+
 def test_tables_state_their_sign_convention(run_dir, built):
     delta = (run_dir["dir"] / "tables" / "IT2IT_delta.md").read_text(encoding="utf-8")
     add = (run_dir["dir"] / "tables" / "IT2IT_additivity.md").read_text(encoding="utf-8")
@@ -706,3 +719,4 @@ def test_the_drag_figure_shows_every_mode_in_its_legend_colour_even_at_zero(run_
 
     drags = mode_drags(data)
     assert values == pytest.approx([100 * drags[m]["value"] for m in drags])
+
