@@ -13,7 +13,7 @@ Ids are spelled in one place, :attr:`Condition.id`: build them as ``Condition.im
 2).id`` (never with an f-string), parse them with :func:`parse_condition`.
 
 This module is the one source of the built-in operator names and of each image operator's
-primitive (:data:`IMAGE_PRIMITIVES`): the image registry
+primitive (:data:`IMAGE_PRIMITIVES`, read the other way :data:`PRIMITIVE_OF`): the image registry
 takes a built-in's primitive from here and refuses a registration that disagrees, and the severity
 grid holds parameters only.  It is also the one place that turns requested ids into the ordered list
 of a run (:func:`build_conditions`, over a :class:`ConditionSpace`: what can exist) and the one
@@ -36,6 +36,7 @@ from .errors import ConfigError
 __all__ = [
     "IMAGE_OPERATORS",
     "IMAGE_PRIMITIVES",
+    "PRIMITIVE_OF",
     "TEXT_OPERATORS",
     "TEXT_LEVELS",
     "SEVERITIES",
@@ -62,6 +63,8 @@ IMAGE_PRIMITIVES: dict[str, tuple[str, ...]] = {
     "add": ("watermark", "mosaic", "scribble", "ui_elements"),
 }
 IMAGE_OPERATORS: tuple[str, ...] = tuple(op for ops in IMAGE_PRIMITIVES.values() for op in ops)
+#: Built-in image operator -> its primitive (:data:`IMAGE_PRIMITIVES` read the other way).
+PRIMITIVE_OF: dict[str, str] = {op: prim for prim, ops in IMAGE_PRIMITIVES.items() for op in ops}
 
 TEXT_LEVELS: dict[str, tuple[str, ...]] = {
     "char": ("char_add", "char_delete", "char_change", "char_swap"),

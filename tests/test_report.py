@@ -720,3 +720,17 @@ def test_the_drag_figure_shows_every_mode_in_its_legend_colour_even_at_zero(run_
     drags = mode_drags(data)
     assert values == pytest.approx([100 * drags[m]["value"] for m in drags])
 
+
+@pytest.mark.parametrize("targets,first", [
+    (("I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR"), "IT2IT"),  # the paper's joint mode
+    (("T2T", "I2I", "MOOR"), "MOOR"),
+    (("T2T", "I2I"), "I2I"),
+    (("T2T", "T2IT", "I2IT"), "I2IT"),
+    (("T2T",), "T2T"),
+])
+def test_a_runs_report_and_a_comparison_speak_first_of_the_same_target(targets, first):
+    from snapbench.compare.write import ordered_targets
+    from snapbench.report.rundir import RunData
+
+    assert RunData(Path("run"), reports=dict.fromkeys(targets)).primary_mode == first
+    assert ordered_targets(list(targets))[0] == first

@@ -18,7 +18,7 @@ text and joint conditions (means) and all corrupted conditions (the ``group:*`` 
 from __future__ import annotations
 
 from ..evaluate.fmt import PAIRED_SIGN, p_text
-from ..report.rundir import MODE_NAMES
+from ..report.rundir import TARGET_NAMES
 from ..report.tables import Cell, Table, metric_label
 from .groups import GROUP_ALL
 from .view import MetricView, finite, paper_columns
@@ -36,7 +36,7 @@ def pairs_adjustment(n_pairs: int, correction: str) -> str:
 
 def target_label(target: str) -> str:
     """``IT→IT`` for ``IT2IT``; MOOR and fusion baselines as they are."""
-    return MODE_NAMES.get(target, target)
+    return TARGET_NAMES.get(target, target)
 
 
 def _ci_label(level: float) -> str:

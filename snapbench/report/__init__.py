@@ -12,12 +12,11 @@ read as :class:`snapbench.schema.Report`.
 from .build import FORMATS, ReportResult, build_report
 from .findings import Finding, compute_findings
 from .perquery import read_per_query, write_combined_per_query, write_per_query
-from .rundir import MODE_ORDER, RunData, load_run_dir, read_target_per_query
+from .rundir import RunData, load_run_dir, read_target_per_query
 from .tables import Table, metric_label
 
 __all__ = [
     "FORMATS",
-    "MODE_ORDER",
     "Finding",
     "ReportResult",
     "RunData",

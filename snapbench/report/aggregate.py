@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..conditions import IMAGE_PRIMITIVES, parse_condition
+from ..conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
 from ..evaluate import bootstrap_counts, percentile_ci
 from ..schema import PerQuery, Report
 from .rundir import RunData
@@ -224,7 +224,6 @@ def text_share_curve(share: Mapping[str, float]) -> dict:
     """``{"clean": v, "by_severity": {s: mean over image operators}, "by_primitive": {prim: {s: mean}},
     "text": mean over text conditions, "joint": {s: mean}}`` from a text_share.json mapping."""
     out: dict = {"clean": share.get("clean"), "by_severity": {}, "by_primitive": {}, "text": None, "joint": {}}
-    prim_of = {op: p for p, ops in IMAGE_PRIMITIVES.items() for op in ops}
     sev: dict[int, list[float]] = {}
     prim: dict[str, dict[int, list[float]]] = {}
     txt, joint = [], {}
@@ -235,7 +234,7 @@ def text_share_curve(share: Mapping[str, float]) -> dict:
             continue
         if c.kind == "image":
             sev.setdefault(c.severity, []).append(v)
-            prim.setdefault(prim_of.get(c.image_operator, "other"), {}).setdefault(c.severity, []).append(v)
+            prim.setdefault(PRIMITIVE_OF.get(c.image_operator, "other"), {}).setdefault(c.severity, []).append(v)
         elif c.kind == "text":
             txt.append(v)
         elif c.kind == "joint":

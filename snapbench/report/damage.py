@@ -42,7 +42,7 @@ from ..evaluate import bootstrap_counts, percentile_ci
 from ..evaluate.fmt import points
 from ..schema import PerQuery
 from .aggregate import MAX_RESAMPLES
-from .rundir import MODE_NAMES, RunData
+from .rundir import TARGET_NAMES, RunData
 from .tables import Cell, Table, metric_label
 
 if TYPE_CHECKING:  # the corruptions package (OpenCV) is imported only when a run has a severity target
@@ -212,7 +212,7 @@ def operator_order(ops: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 
 def mode_label(res: DamageAnalysis) -> str:
-    return MODE_NAMES.get(res.mode, res.mode)
+    return TARGET_NAMES.get(res.mode, res.mode)
 
 
 def bin_labels(damage: str) -> list[str]:

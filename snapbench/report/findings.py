@@ -33,7 +33,7 @@ from .aggregate import (
     text_share_curve,
 )
 from .damage import DAMAGES, PER_DAMAGE, damage_analysis
-from .rundir import MODE_NAMES, RunData
+from .rundir import TARGET_NAMES, RunData
 from .tables import kind_means, metric_label
 
 __all__ = ["Finding", "compute_findings"]
@@ -78,7 +78,7 @@ def compute_findings(data: RunData, metric: str = "hit@1") -> list[Finding]:
 
 def _primary(data: RunData) -> tuple[str, Report, str]:
     mode = data.primary_mode
-    return mode, data.reports[mode], MODE_NAMES.get(mode, mode)
+    return mode, data.reports[mode], TARGET_NAMES.get(mode, mode)
 
 
 def _image_vs_text(data: RunData, metric: str) -> list[Finding]:
@@ -303,7 +303,7 @@ def _damage(data: RunData, metric: str) -> list[Finding]:
     if res is None:
         return [Finding("damage", "Drops are not related to measured damage: the per-query values hold no measured "
                                   "SSIM or embedding drift (the run was made without measuring).", {})]
-    lab, mname = metric_label(metric), MODE_NAMES.get(res.mode, res.mode)
+    lab, mname = metric_label(metric), TARGET_NAMES.get(res.mode, res.mode)
     parts = [_damage_sentence(res, d, lab) for d in DAMAGES if d in res.extremes]
     if not parts:
         return [Finding("damage", f"In {mname}, fewer than two operators have measured damage: no comparison at "
