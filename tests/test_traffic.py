@@ -1,4 +1,4 @@
-"""Traffic-weighted robustness (snapbench.diagnose.traffic): weights from hand-written and real
+"""Traffic-weighted robustness (snapbench.report.traffic): weights from hand-written and real
 diagnose folders, expected R@k recomputed by hand from the run's report.json files, CIs, fallbacks,
 determinism across processes, and the report/run entry points."""
 
@@ -21,11 +21,11 @@ from snapbench.commands.demo import DEFAULT_DATA
 from snapbench.data import load_dataset
 from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS, run_diagnose
 from snapbench.diagnose.mix import FlagConditions, build_mix
-from snapbench.diagnose.traffic import compute_traffic, read_traffic, write_traffic
-from snapbench.diagnose.traffic_html import traffic_fragment
 from snapbench.errors import ConfigError, InputError
 from snapbench.evaluate.paired import bootstrap_counts
 from snapbench.pipeline import RunOptions, run_benchmark
+from snapbench.report.traffic import compute_traffic, read_traffic, write_traffic
+from snapbench.report.traffic_html import traffic_fragment
 
 REPO = Path(__file__).resolve().parents[1]
 CONDS = ["clean", "img/defocus_blur/s2", "img/defocus_blur/s3", "img/motion_blur/s2", "img/motion_blur/s3",
@@ -185,7 +185,7 @@ def test_interval_shrinks_with_more_traffic(run_dir, tmp_path) -> None:
 
 
 def test_deterministic_across_processes(run_dir, hand_diag) -> None:
-    code = ("import sys; from snapbench.diagnose.traffic import compute_traffic; from snapbench.jsonable import dumps; "
+    code = ("import sys; from snapbench.report.traffic import compute_traffic; from snapbench.jsonable import dumps; "
             "print(dumps(compute_traffic(sys.argv[1], sys.argv[2])))")
     outs = []
     for hashseed in ("1", "2"):
@@ -357,3 +357,4 @@ def test_mix_rules_on_the_full_condition_list() -> None:
     assert set(mix.estimated) == {"joint/overexposure+sent_replace/s2", "joint/overexposure+sent_replace/s3"}
     assert np.allclose(mix.rows.sum(axis=1), 1.0)
     assert mix.weights(np.array([1, 1, 1, 1, 0])) == pytest.approx(mix.rows[:4].mean(axis=0))
+

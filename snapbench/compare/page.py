@@ -1,4 +1,4 @@
-"""``compare.html``: the comparison on one self-contained page (:func:`snapbench.report.html.render_html`:
+"""``compare.html``: the comparison on one self-contained page (:func:`snapbench.htmlpage.render_html`:
 inline CSS, figures as base64 PNG, no external resource).
 
 Sections: findings, the models compared, then one section per target (headline metric): the paper
@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from ..report.html import HtmlSection, details, render_html, ul
+from ..htmlpage import HtmlSection, details, render_html, ul
 from ..report.tables import Cell, Table, metric_label
 from .tables import target_label
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..atomic import atomic_path, write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError
+from ..htmlpage import HtmlFigure
 from ..jsonable import dumps
 from ..layout import CompareDir, primary_target
-from ..report.html import HtmlFigure
 from ..report.tables import Table
 from .findings import compare_findings
 from .jsonfile import RECORD_TYPES, compare_json, write_compare_json

@@ -16,10 +16,10 @@ from typing import Any
 from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError
 from ..evaluate.report import queries_line
+from ..htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from ..jsonable import dumps
 from ..layout import RunDir, claim_output_dir, read_run_json, write_run_json
 from .findings import compute_findings
-from .html import HtmlFigure, HtmlSection, details, render_html, ul
 from .perquery import write_combined_per_query
 from .rundir import TARGET_NAMES, RunData, load_run_dir
 from .tables import (
@@ -242,7 +242,7 @@ def _remove_stale_files(w: _Writer) -> None:
 
 def _traffic_section(data: RunData, metric: str) -> list[HtmlSection]:
     """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic)."""
-    from ..diagnose.traffic_html import traffic_fragment
+    from .traffic_html import traffic_fragment
 
     frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES)
     return [] if frag is None else [HtmlSection("traffic", "Under your traffic", raw=[frag])]

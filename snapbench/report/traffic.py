@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from ..diagnose.mix import FLAG_CONDITIONS, FlagConditions, Mix, Signature, build_mix, signature_kind
+from ..diagnose.run import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
 from ..errors import InputError
 from ..evaluate.metrics import QueryStat
 from ..evaluate.paired import bootstrap_counts, bootstrap_values, percentile_ci
@@ -42,8 +44,7 @@ from ..layout.runjson import open_run_dir
 from ..schema import Report, ReportMeta, read_report
 from ..seeding import derive_generator
 from ..textio import read_json, read_text
-from .mix import FLAG_CONDITIONS, FlagConditions, Mix, Signature, build_mix, signature_kind
-from .run import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
+from .perquery import read_per_query
 
 __all__ = ["TRAFFIC_SCHEMA_VERSION", "RunTables", "TrafficSample", "check_traffic_dir", "compute_traffic", "read_run",
            "read_traffic", "report_digests", "traffic_body", "write_traffic"]
@@ -151,8 +152,6 @@ class RunTables:
 
 def read_run(run_dir: str | os.PathLike) -> RunTables:
     """The reports (and per-query tables where present) of every target of a run directory."""
-    from ..report.perquery import read_per_query
-
     rd = open_run_dir(run_dir)
     targets = rd.targets()
     reports = {t: read_report(rd.report(t)) for t in targets}
