@@ -358,3 +358,21 @@ def test_mix_rules_on_the_full_condition_list() -> None:
     assert np.allclose(mix.rows.sum(axis=1), 1.0)
     assert mix.weights(np.array([1, 1, 1, 1, 0])) == pytest.approx(mix.rows[:4].mean(axis=0))
 
+
+def test_the_report_reads_diagnose_and_diagnose_never_imports_the_report() -> None:
+    """The traffic view lives in report/ (it reads a run folder) and reads diagnose's mix table; the HTML
+    page is below both.  No import (lazy ones included) goes from the diagnose package to the report but
+    the documented re-export diagnose.traffic, which nothing in snapbench imports; so no cycle either."""
+    from import_graph import cycles, graph
+
+    g = graph()
+    crossing = sorted(f"{m} imports {d}" for m, deps in g.items() if m.startswith("snapbench.diagnose")
+                      for d in deps if d.startswith("snapbench.report"))
+    assert crossing == ["snapbench.diagnose.traffic imports snapbench.report.traffic"]
+    assert not [m for m, deps in g.items() if "snapbench.diagnose.traffic" in deps]
+    assert not [c for c in cycles(g) if any(m.startswith(("snapbench.report", "snapbench.diagnose")) for m in c)]
+    assert {"snapbench.diagnose.mix", "snapbench.diagnose.run"} <= g["snapbench.report.traffic"]
+    from snapbench.diagnose.traffic import compute_traffic as old  # the documented names
+    from snapbench.diagnose.traffic import write_traffic as old_write
+
+    assert (old, old_write) == (compute_traffic, write_traffic)
