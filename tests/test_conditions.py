@@ -88,8 +88,8 @@ def test_one_builder_for_released_variants():
     space = ConditionSpace.from_parts([("rotation", 3), ("mosaic", 2), ("mosaic", 1)], ["word_swap", "sent_add"],
                                       source="the dataset's released variants")
     ids = [c.id for c in build_conditions(None, joint=True, space=space).conditions]
-    # in the paper's order (word level before sentence level), as `evaluate` lists them
-    assert ids == ["clean", "img/mosaic/s1", "img/mosaic/s2", "img/rotation/s3", "txt/word_swap", "txt/sent_add",
+    # in the paper's order (transform before add, word level before sentence level), as `evaluate` lists them
+    assert ids == ["clean", "img/rotation/s3", "img/mosaic/s1", "img/mosaic/s2", "txt/word_swap", "txt/sent_add",
                    "joint/mosaic+sent_add/s1", "joint/mosaic+sent_add/s2"]  # only the paper's pairs that exist
     plan = build_conditions(["joint/rotation+word_swap/s3", "txt/word_swap"], space=space)
     assert [c.id for c in plan.conditions] == ["clean", "img/rotation/s3", "txt/word_swap", "joint/rotation+word_swap/s3"]
