@@ -25,6 +25,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..validate import ci_level
 from .detect import QueryResult
 from .thresholds import DETECTORS, Thresholds
 
@@ -36,8 +37,7 @@ FOUR_WAY: tuple[str, ...] = ("clean", "image_only", "text_only", "both", "any")
 
 def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Wilson score interval of the proportion ``k / n`` (NaNs when ``n == 0``)."""
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
+    ci_level(level, "level")
     if n <= 0:
         return float("nan"), float("nan")
     if not 0 <= k <= n:
