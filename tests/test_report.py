@@ -734,3 +734,25 @@ def test_a_runs_report_and_a_comparison_speak_first_of_the_same_target(targets, 
 
     assert RunData(Path("run"), reports=dict.fromkeys(targets)).primary_mode == first
     assert ordered_targets(list(targets))[0] == first
+
+
+@pytest.mark.parametrize("key,value,words", [
+    ("resamples", None, "meta.resamples must be an integer >= 1, got None"),
+    ("resamples", 0, "meta.resamples must be an integer >= 1, got 0"),
+    ("seed", 1.5, "meta.seed must be an integer, got 1.5"),
+    ("ci_level", None, "meta.ci_level must be in (0, 1), e.g. 0.95; got None"),
+    ("ci_level", 95, "meta.ci_level must be in (0, 1), e.g. 0.95; got 95.0"),
+])
+def test_a_report_without_its_bootstrap_settings_is_refused_not_defaulted(tmp_path, key, value, words):
+    """The report recomputes intervals with the report's seed, resamples and level; one that lacks them is
+    refused naming the key (it used to fall back to 1000 resamples and 0.95, unlike evaluate's defaults)."""
+    from snapbench.errors import InputError
+    from snapbench.schema import read_report
+
+    rep = _sparse_report()
+    rep["meta"][key] = value
+    f = tmp_path / "report.json"
+    f.write_text(json.dumps(rep))
+    with pytest.raises(InputError, match=re.escape(words)) as err:
+        read_report(f)
+    assert err.value.path == str(f)

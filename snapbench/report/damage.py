@@ -41,7 +41,7 @@ from ..conditions import IMAGE_PRIMITIVES, TEXT_LEVELS, parse_condition
 from ..evaluate import bootstrap_counts, percentile_ci
 from ..evaluate.fmt import points
 from ..schema import PerQuery
-from .aggregate import MAX_RESAMPLES
+from .aggregate import MAX_RESAMPLES, boot_params
 from .rundir import TARGET_NAMES, RunData
 from .tables import Cell, Table, metric_label
 
@@ -179,7 +179,7 @@ def damage_analysis(data: RunData, metric: str = "hit@1") -> DamageAnalysis | No
     if pq is None or not any(m in per for per in pq.values.values() for m in ("ssim", "drift_image", "drift_text")):
         return None
     rep = data.reports[mode]
-    seed, resamples, level = int(rep.meta.seed or 0), int(rep.meta.resamples or 1000), float(rep.meta.ci_level or 0.95)
+    seed, resamples, level = boot_params(rep)
     counts = bootstrap_counts(len(pq.query_ids), min(resamples, MAX_RESAMPLES), seed, key="report.damage")
     res = DamageAnalysis(mode, metric, level, target=_recorded_target(data.run))
     for damage in DAMAGES:
