@@ -736,6 +736,31 @@ def test_a_runs_report_and_a_comparison_speak_first_of_the_same_target(targets, 
     assert ordered_targets(list(targets))[0] == first
 
 
+def test_every_ci_is_named_at_the_reports_own_level(run_dir, tmp_path):
+    """Reports evaluated at a 90% level: tables, the summary, the findings and the traffic-free page say
+    "90% CI" (the findings used to say 95% whatever the level), and the findings' own intervals are
+    drawn at 90%: narrower than at 95%."""
+    from snapbench.report import build_report, compute_findings, load_run_dir
+
+    d = tmp_path / "run90"
+    shutil.copytree(run_dir["dir"], d, ignore=shutil.ignore_patterns("*.png", "*.pdf", "tables", "figures"))
+    for f in d.glob("**/report.json"):
+        rep = json.loads(f.read_text())
+        rep["meta"]["ci_level"] = 0.9
+        f.write_text(json.dumps(rep))
+    build_report(d, formats=["md", "html"], dpi=40)
+    tables = [f.read_text(encoding="utf-8") for f in (d / "tables").glob("*.md")]
+    assert any("90% CI" in t for t in tables) and not any("95%" in t for t in tables)
+    findings = json.loads((d / "findings.json").read_text())
+    texts = " ".join(f["text"] for f in findings)
+    assert "90% CI" in texts and "95%" not in texts
+    page = (d / "report.html").read_text(encoding="utf-8")
+    assert "200 resamples, 90% paired bootstrap" in page and "95%" not in page
+    moor = {f.id: f.values for f in compute_findings(load_run_dir(d))}["moor"]
+    at95 = {f.id: f.values for f in compute_findings(load_run_dir(run_dir["dir"]))}["moor"]
+    assert moor["ci"][1] - moor["ci"][0] < at95["ci"][1] - at95["ci"][0]
+
+
 @pytest.mark.parametrize("key,value,words", [
     ("resamples", None, "meta.resamples must be an integer >= 1, got None"),
     ("resamples", 0, "meta.resamples must be an integer >= 1, got 0"),

@@ -376,3 +376,14 @@ def test_the_report_reads_diagnose_and_diagnose_never_imports_the_report() -> No
     from snapbench.diagnose.traffic import write_traffic as old_write
 
     assert (old, old_write) == (compute_traffic, write_traffic)
+
+
+@pytest.mark.parametrize("level,words", [(0.975, "97.5% CI"), (0.9, "90% CI"), (None, "CI")])
+def test_the_traffic_table_names_its_ci_at_the_level_of_traffic_json(level, words) -> None:
+    """The level is written as every other table writes it (it was rounded to a whole percent: 98%)."""
+    from snapbench.report.traffic_html import render_traffic
+
+    body = {"expected": {"IT2IT": {"hit@1": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6}}},
+            "ci": {} if level is None else {"level": level}, "queries": {"n": 0}}
+    caption = render_traffic(body).split("<caption>")[1].split("</caption>")[0]
+    assert caption.endswith(f"expected value with {words}") and "95%" not in caption

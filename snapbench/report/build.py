@@ -15,6 +15,7 @@ from typing import Any
 
 from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError
+from ..evaluate.fmt import ci_level_text
 from ..evaluate.report import queries_line
 from ..htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from ..jsonable import dumps
@@ -140,7 +141,7 @@ def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
     rep = data.first_report
     meta = rep.meta
     run = data.run
-    ci = f"{round(100 * float(meta.ci_level), 1):g}%"
+    ci = ci_level_text(meta.ci_level)
     rows = [
         ("dataset", str(run.get("dataset", "not recorded (no run.json)"))),
         ("encoder", str(run.get("encoder", "not recorded (no run.json)"))),

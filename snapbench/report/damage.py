@@ -39,7 +39,7 @@ import numpy as np
 
 from ..conditions import IMAGE_PRIMITIVES, TEXT_LEVELS, parse_condition
 from ..evaluate import bootstrap_counts, percentile_ci
-from ..evaluate.fmt import points
+from ..evaluate.fmt import ci_label, points
 from ..schema import PerQuery
 from .aggregate import MAX_RESAMPLES, boot_params
 from .rundir import TARGET_NAMES, RunData
@@ -238,7 +238,7 @@ def _bin_cell(mean: float | None, n: int) -> Cell:
 def damage_tables(res: DamageAnalysis) -> list[Table]:
     """One table per damage measure: the metric per damage bin and the slope per 0.1 of damage."""
     lab, name = metric_label(res.metric), mode_label(res)
-    level = f"{round(100 * res.level, 1):g}% CI"
+    level = ci_label(res.level)
     out = []
     for damage, what in DAMAGES.items():
         bins, slopes = res.bins.get(damage, {}), res.slopes.get(damage, {})

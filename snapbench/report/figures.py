@@ -241,7 +241,7 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
             eb = ax.errorbar(i, vals[i], yerr=[[max(vals[i] - to_points(ci[0]), 0)], [max(to_points(ci[1]) - vals[i], 0)]],
                              color="black", capsize=4)
             if len(handles) == 2:
-                eb.set_label("95% CI")
+                eb.set_label(ci_label(data.reports[m]))
                 handles.append(eb)
     ax.axhline(0, color="grey", linewidth=0.8)
     # room above and below for the value labels, whatever the sign of the bars and their CIs
@@ -328,6 +328,7 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
         return None
     lab = metric_label(metric)
     panels = _gain_panels(gain)
+    level = ci_label(data.reports["MOOR"])
     widths = [len(labels) + 1 for _, labels, _, _ in panels]
     fig = Figure(figsize=(max(8.0, 0.3 * sum(widths) + 1.5), 4.8), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False, sharey=True, width_ratios=widths)[0]
@@ -355,7 +356,7 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
     axes[0].set_ylabel(f"{lab}(MOOR) − {lab}(IT→IT) (points)")
     mean = float(np.mean([e["value"] for e in gain.values()]))
     fig.suptitle(f"MOOR's gain over fixed fusion IT→IT (α = 0.5) per condition; > 0 = MOOR higher; mean "
-                 f"{points(mean, signed=True)} points" + ("; whiskers: 95% CI" if with_ci else "; no CI without "
+                 f"{points(mean, signed=True)} points" + (f"; whiskers: {level}" if with_ci else "; no CI without "
                                                           "per_query.csv"), fontsize=10)
     return fig
 
