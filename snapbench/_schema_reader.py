@@ -53,13 +53,23 @@ class Reader:
     def value(self, key: str) -> Value:
         v = self.need(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            Reader({}, f"{self.where}.{key}", self.path).fail(f"must be a number or null, got {v!r}")
+            self.fail_at(key, f"must be a number or null, got {v!r}")
         return None if v is None else float(v)
+
+    def fail_at(self, key: str, problem: str) -> None:
+        """Fail naming the key path of ``key`` in this object."""
+        Reader({}, f"{self.where}.{key}" if self.where else key, self.path).fail(problem)
+
+    def integer(self, key: str, *, minimum: int | None = None) -> int:
+        v = self.need(key)
+        if isinstance(v, bool) or not isinstance(v, int) or (minimum is not None and v < minimum):
+            self.fail_at(key, f"must be an integer{'' if minimum is None else f' >= {minimum}'}, got {v!r}")
+        return v
 
     def ci(self, key: str = "ci") -> CI:
         v = self.need(key)
         if not isinstance(v, list) or len(v) != 2:
-            Reader({}, f"{self.where}.{key}", self.path).fail(f"must be [low, high], got {v!r}")
+            self.fail_at(key, f"must be [low, high], got {v!r}")
         r = Reader({"lo": v[0], "hi": v[1]}, f"{self.where}.{key}", self.path)
         return (r.value("lo"), r.value("hi"))
 

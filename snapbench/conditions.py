@@ -13,10 +13,11 @@ Ids are spelled in one place, :attr:`Condition.id`: build them as ``Condition.im
 2).id`` (never with an f-string), parse them with :func:`parse_condition`.
 
 This module is the one source of the built-in operator names and of each image operator's
-primitive (:data:`IMAGE_PRIMITIVES`): the image registry takes a built-in's primitive from here and
-refuses a registration that disagrees, and the severity grid holds parameters only.  It is also the
-one place that turns requested ids into the ordered list of a run (:func:`build_conditions`, over a
-:class:`ConditionSpace`: what can exist).  It knows only names; the operators themselves live in
+primitive (:data:`IMAGE_PRIMITIVES`, read the other way :data:`PRIMITIVE_OF`): the image registry
+takes a built-in's primitive from here and refuses a registration that disagrees, and the severity
+grid holds parameters only.  It is also the one place that turns requested ids into the ordered list
+of a run (:func:`build_conditions`, over a :class:`ConditionSpace`: what can exist) and the one
+condition order (:func:`condition_sort_key`).  It knows only names; the operators themselves live in
 :mod:`snapbench.corruptions`, whose :func:`~snapbench.corruptions.plan.plan_conditions` builds the
 space of the registered operators and a grid.
 """
@@ -35,6 +36,7 @@ from .validate import did_you_mean
 __all__ = [
     "IMAGE_OPERATORS",
     "IMAGE_PRIMITIVES",
+    "PRIMITIVE_OF",
     "TEXT_OPERATORS",
     "TEXT_LEVELS",
     "SEVERITIES",
@@ -45,6 +47,7 @@ __all__ = [
     "ConditionPlan",
     "ConditionSpace",
     "build_conditions",
+    "condition_sort_key",
     "parse_condition",
     "condition_to_filename",
     "filename_to_condition",
@@ -60,6 +63,8 @@ IMAGE_PRIMITIVES: dict[str, tuple[str, ...]] = {
     "add": ("watermark", "mosaic", "scribble", "ui_elements"),
 }
 IMAGE_OPERATORS: tuple[str, ...] = tuple(op for ops in IMAGE_PRIMITIVES.values() for op in ops)
+#: Built-in image operator -> its primitive (:data:`IMAGE_PRIMITIVES` read the other way).
+PRIMITIVE_OF: dict[str, str] = {op: prim for prim, ops in IMAGE_PRIMITIVES.items() for op in ops}
 
 TEXT_LEVELS: dict[str, tuple[str, ...]] = {
     "char": ("char_add", "char_delete", "char_change", "char_swap"),
@@ -79,6 +84,11 @@ JOINT_PAIRS: tuple[tuple[str, str], ...] = (
     ("overexposure", "word_repeat"), # E+W
     ("rotation", "sent_replace"),    # R+S
 )
+
+# positions in the paper's order (condition_sort_key)
+_IMAGE_POS = {op: i for i, op in enumerate(IMAGE_OPERATORS)}
+_TEXT_POS = {op: i for i, op in enumerate(TEXT_OPERATORS)}
+_PAIR_POS = {pair: i for i, pair in enumerate(JOINT_PAIRS)}
 
 Kind = Literal["clean", "image", "text", "joint"]
 _NAME = r"[A-Za-z0-9_.\-]+"
@@ -217,6 +227,29 @@ def parse_condition(condition_id: str, *, param: str | None = None) -> Condition
     raise ConfigError(f"not a condition id: {condition_id!r} (expected one of {_FORMS})", param=param)
 
 
+def condition_sort_key(condition: str | Condition) -> tuple:
+    """Sort key of the one condition order: a list of the built-in conditions sorted with it is in
+    the order of :func:`list_conditions` (``joint=True``), the order of a default run.
+
+    clean, then image conditions (operator in the paper's order, then severity), text conditions
+    (paper's order), joint conditions (pair in :data:`JOINT_PAIRS` order, then severity).  What
+    that list lacks follows the built-ins of its kind: an operator or a joint pair that is not
+    built in (a user-registered one) by operator (paper's order, then name), a severity outside
+    :data:`SEVERITIES` next to the other severities of its operator.
+    """
+    c = condition if isinstance(condition, Condition) else parse_condition(condition)
+    img, txt = c.image_operator or "", c.text_operator or ""
+    return (
+        KINDS.index(c.kind),
+        _PAIR_POS.get((img, txt), len(JOINT_PAIRS)),
+        _IMAGE_POS.get(img, len(IMAGE_OPERATORS)),
+        img,
+        _TEXT_POS.get(txt, len(TEXT_OPERATORS)),
+        txt,
+        c.severity or 0,
+    )
+
+
 def condition_to_filename(condition_id: str) -> str:
     return condition_id.replace("/", "__")
 
@@ -292,11 +325,14 @@ class ConditionSpace:
     def from_parts(cls, image_parts: Iterable[tuple[str, int]], text_operators: Iterable[str], *,
                    source: str = "") -> "ConditionSpace":
         """The space of a fixed set of variants: ``(image operator, severity)`` parts and text
-        operators (e.g. what a dataset ships), sorted by name and severity."""
+        operators (e.g. what a dataset ships), in the one condition order
+        (:func:`condition_sort_key`: built-in operators in the paper's order, others by name)."""
+        parts = sorted({Condition.image(str(o), int(s)) for o, s in image_parts}, key=condition_sort_key)
         sevs: dict[str, list[int]] = {}
-        for op, s in sorted(set((str(o), int(s)) for o, s in image_parts)):
-            sevs.setdefault(op, []).append(s)
-        return cls(sevs, sorted(set(text_operators)), source=source)
+        for part in parts:
+            sevs.setdefault(str(part.image_operator), []).append(int(part.severity or 0))
+        texts = sorted({Condition.text(str(op)) for op in text_operators}, key=condition_sort_key)
+        return cls(sevs, [str(t.text_operator) for t in texts], source=source)
 
     def defaults(self, joint: bool) -> list[Condition]:
         """clean, every image part, every text operator (and, with ``joint``, the joint pairs both of

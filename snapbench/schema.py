@@ -111,6 +111,12 @@ class ReportMeta:
     @classmethod
     def read(cls, r: Reader) -> ReportMeta:
         core = {k: r.need(k) for k in _META_CORE}
+        # the settings `snapbench report` recomputes the report's intervals with: no default stands in
+        r.integer("seed")
+        r.integer("resamples", minimum=1)
+        level = r.value("ci_level")
+        if level is None or not 0 < level < 1:
+            r.fail_at("ci_level", f"must be in (0, 1), e.g. 0.95; got {level!r}")  # validate.ci_level's words
         context = {k: r.obj[k] for k in _META_CONTEXT if k in r.obj}
         return cls(**core, **context)
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from .errors import ConfigError, InputError, arg
 
-__all__ = ["positive_int", "finite_number", "comma_list", "int_list", "choice", "check_finite", "did_you_mean",
+__all__ = ["positive_int", "finite_number", "ci_level", "comma_list", "int_list", "choice", "check_finite", "did_you_mean",
            "suggestion", "examples", "SUGGEST_CUTOFF", "SUGGEST_MAX"]
 
 #: A known name is suggested for a misspelt one when difflib's similarity ratio reaches this...
@@ -45,6 +45,14 @@ def finite_number(value: Any, param: str) -> float:
         raise ConfigError(f"must be a number, got {value!r}", param=param) from None
     if not math.isfinite(x):
         raise ConfigError(f"must be finite, got {value!r}", param=param)
+    return x
+
+
+def ci_level(value: Any, param: str = "ci") -> float:
+    """``value`` as the level of a confidence interval: a number in (0, 1), e.g. 0.95."""
+    x = finite_number(value, param)
+    if not 0 < x < 1:
+        raise ConfigError(f"must be in (0, 1), e.g. 0.95; got {x!r}", param=param)
     return x
 
 

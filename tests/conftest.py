@@ -3,8 +3,9 @@
 Builders of inputs live in importable modules beside the tests (pytest puts this folder on
 ``sys.path``): :mod:`query_sets` (query sets from real photos), :mod:`data_fixtures` (dataset
 releases on disk), :mod:`compare_helpers`, :mod:`diagnose_photos`, :mod:`measure_reference`,
-:mod:`proc_helpers`.  The fixtures here are the ones tests of several modules share.  Tests slower than ~10 s are
-marked ``slow`` (registered in pyproject.toml; CI runs every test).
+:mod:`proc_helpers`, :mod:`import_graph` (the package's import graph read from the source).  The
+fixtures here are the ones tests of several modules share.  Tests slower than ~10 s are marked
+``slow`` (registered in pyproject.toml; CI runs every test).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from snapbench.conditions import (
     Condition,
     ConditionSpace,
     build_conditions,
+    condition_sort_key,
     condition_to_filename,
     list_conditions,
     parse_condition,
@@ -87,13 +88,52 @@ def test_one_builder_for_released_variants():
     space = ConditionSpace.from_parts([("rotation", 3), ("mosaic", 2), ("mosaic", 1)], ["word_swap", "sent_add"],
                                       source="the dataset's released variants")
     ids = [c.id for c in build_conditions(None, joint=True, space=space).conditions]
-    assert ids == ["clean", "img/mosaic/s1", "img/mosaic/s2", "img/rotation/s3", "txt/sent_add", "txt/word_swap",
+    # in the paper's order (transform before add, word level before sentence level), as `evaluate` lists them
+    assert ids == ["clean", "img/rotation/s3", "img/mosaic/s1", "img/mosaic/s2", "txt/word_swap", "txt/sent_add",
                    "joint/mosaic+sent_add/s1", "joint/mosaic+sent_add/s2"]  # only the paper's pairs that exist
     plan = build_conditions(["joint/rotation+word_swap/s3", "txt/word_swap"], space=space)
     assert [c.id for c in plan.conditions] == ["clean", "img/rotation/s3", "txt/word_swap", "joint/rotation+word_swap/s3"]
     assert [c.id for c in plan.added_parts] == ["img/rotation/s3"]
     with pytest.raises(ValueError, match=r"'img/rotation/s1'.*no severity s1 in the dataset's released variants"):
         build_conditions(["img/rotation/s1"], space=space)
+
+
+def test_sort_key_gives_the_order_of_a_default_run():
+    """Sorting any shuffle of the 72 built-in conditions gives list_conditions' order (what a default
+    run lists): the joint pairs in the paper's order C+C, D+D, L+W, M+S, E+W, R+S, not by image operator."""
+    import random
+
+    listed = [c.id for c in list_conditions(joint=True)]
+    for seed in range(5):
+        shuffled = listed[:]
+        random.Random(seed).shuffle(shuffled)
+        assert sorted(shuffled, key=condition_sort_key) == listed
+    joint = [c for c in sorted(listed, key=condition_sort_key) if c.startswith("joint/")]
+    assert joint[:4] == ["joint/compression+char_add/s1", "joint/compression+char_add/s2",
+                         "joint/compression+char_add/s3", "joint/downscale+char_delete/s1"]
+    assert joint[-1] == "joint/rotation+sent_replace/s3"
+
+
+def test_sort_key_places_what_is_not_built_in_after_the_built_ins_of_its_kind():
+    ids = ["txt/emoji", "joint/zoom+char_add/s1", "img/zoom/s1", "joint/motion_blur+char_swap/s2", "img/motion_blur/s4",
+           "txt/sent_replace", "joint/rotation+sent_replace/s1", "img/ui_elements/s3", "img/blur/s2", "clean",
+           "joint/motion_blur+char_swap/s1", "img/motion_blur/s3", "img/low_light/s1"]
+    assert sorted(ids, key=condition_sort_key) == [
+        "clean",
+        "img/low_light/s1", "img/motion_blur/s3", "img/motion_blur/s4",  # s4 (a custom grid) next to its operator
+        "img/ui_elements/s3", "img/blur/s2", "img/zoom/s1",  # user operators after the built-ins, by name
+        "txt/sent_replace", "txt/emoji",
+        "joint/rotation+sent_replace/s1",  # a paper pair first, then the others by image operator
+        "joint/motion_blur+char_swap/s1", "joint/motion_blur+char_swap/s2", "joint/zoom+char_add/s1",
+    ]
+
+
+def test_released_variants_are_listed_in_the_paper_order_whatever_order_they_come_in():
+    space = ConditionSpace.from_parts([("rotation", 2), ("zoom", 1), ("motion_blur", 3), ("motion_blur", 1)],
+                                      ["word_swap", "emoji", "sent_add", "char_add"])
+    assert [(op, list(s)) for op, s in space.image_severities.items()] == [("motion_blur", [1, 3]), ("rotation", [2]),
+                                                                          ("zoom", [1])]
+    assert list(space.text_operators) == ["char_add", "word_swap", "sent_add", "emoji"]
 
 
 def test_builder_order_dedup_and_aliases():

@@ -315,25 +315,22 @@ def test_answer_set_metrics_from_lists():
     assert r["reject_precision"] == 0.5 and r["reject_recall"] == 0.5 and r["reject_f1"] == 0.5
 
 
-def test_modes_and_coarse_text_drag_by_hand():
-    from snapbench.evaluate import MODES, all_mode_scores, coarse_text_drag, mode_scores
+def test_modes_by_hand():
+    from snapbench.evaluate import MODES, mode_scores
 
     ii = np.array([[0.9, 0.1], [0.2, 0.8]])
     tt = np.array([[0.0, 1.0], [0.9, 0.1]])
     it = np.array([[0.5, 0.4], [0.1, 0.3]])
     ti = np.array([[0.3, 0.2], [0.6, 0.0]])
-    m = all_mode_scores(ii, tt, it, ti)
-    assert set(m) == set(MODES)
-    np.testing.assert_allclose(m["IT2IT"], [[0.45, 0.55], [0.55, 0.45]])
-    np.testing.assert_allclose(m["I2IT"], [[0.7, 0.25], [0.15, 0.55]])
-    np.testing.assert_allclose(m["T2IT"], [[0.15, 0.6], [0.75, 0.05]])
+    paths = {"II": ii, "TT": tt, "IT": it, "TI": ti}
+    np.testing.assert_allclose(mode_scores("IT2IT", paths), [[0.45, 0.55], [0.55, 0.45]])
+    np.testing.assert_allclose(mode_scores("I2IT", paths), [[0.7, 0.25], [0.15, 0.55]])
+    np.testing.assert_allclose(mode_scores("T2IT", paths), [[0.15, 0.6], [0.75, 0.05]])
     np.testing.assert_array_equal(mode_scores("T2T", {"TT": tt}), tt)
-    assert set(all_mode_scores(ii, tt)) == {"I2I", "T2T", "IT2IT"}
+    np.testing.assert_array_equal(mode_scores("I2I", {"II": ii}), ii)
+    assert set(MODES) == {"I2I", "T2T", "IT2IT", "I2IT", "T2IT"}
     with pytest.raises(ValueError, match="needs path"):
         mode_scores("I2IT", {"II": ii})
-    lab = Labels.from_lists([[0], [1]], 2)
-    # I→I hits both; IT→IT misses both -> drag = 0 - 1
-    assert coarse_text_drag(m["IT2IT"], ii, lab) == -1.0
 
 
 @pytest.mark.parametrize("n", [4, 200])

@@ -294,3 +294,31 @@ def test_reject_metrics_keep_every_query():
     assert rs.rows(np.arange(5)) is None and rs.rows(np.array([0, 2])).tolist() == [0, 2]
     assert np.isnan(rs.values([QueryStat(np.zeros(5), np.zeros(5))], np.array([], dtype=int))).all()
     assert Labels.from_lists([[0], []], 2).n_pos.tolist() == [1, 0]
+
+
+def _level_errors():
+    from snapbench.compare.core import CompareConfig
+    from snapbench.compare.options import CompareOptions
+    from snapbench.compare.stats import row_intervals
+    from snapbench.diagnose import wilson_interval
+    from snapbench.evaluate import EvaluationConfig
+    from snapbench.evaluate.intervals import scipy_interval
+
+    return {
+        "ci": [lambda v: EvaluationConfig(ci=v), lambda v: percentile_ci(np.arange(5.0), v),
+               lambda v: CompareOptions(ci=v).check(), lambda v: CompareConfig(ci=v).check(["a", "b"])],
+        "level": [lambda v: scipy_interval(np.zeros(4), np.ones(4), level=v), lambda v: row_intervals(np.ones((2, 3)), v),
+                  lambda v: wilson_interval(1, 4, level=v)],
+    }
+
+
+@pytest.mark.parametrize("bad", [1.5, 0, 1, -0.2])
+def test_every_ci_level_is_checked_in_one_wording(bad):
+    from snapbench.errors import ConfigError
+
+    for param, calls in _level_errors().items():
+        for call in calls:
+            with pytest.raises(ConfigError) as err:
+                call(bad)
+            assert err.value.param == param
+            assert err.value.problem == f"must be in (0, 1), e.g. 0.95; got {float(bad)!r}"

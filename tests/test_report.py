@@ -614,6 +614,19 @@ def test_moor_gain_labels_are_few_and_readable(run_dir):
     assert fig.get_figwidth() * 120 <= 1800  # shown at most ~1.5x reduced on the 1180 px page
 
 
+def test_evaluate_lists_the_conditions_of_a_run_in_the_runs_order(run_dir):
+    """`evaluate` of the scores of a default run (corrupt --joint, encode) lists the conditions as the run
+    planned them (its run.json), which is the 72 ids of the spec in order, joint pairs as the paper has them."""
+    from snapbench.conditions import JOINT_PAIRS
+
+    planned = json.loads((run_dir["dir"].parent / "demo" / "corrupted" / "run.json").read_text())["conditions"]
+    assert planned[:2] == ["clean", "img/low_light/s1"] and len(planned) == 72
+    assert [c for c in planned if c.startswith("joint/")] == [f"joint/{i}+{t}/s{s}" for i, t in JOINT_PAIRS
+                                                              for s in (1, 2, 3)]
+    for target in (*MODES, "MOOR", "fusion/comb_sum"):
+        assert list(json.loads((run_dir["dir"] / target / "report.json").read_text())["conditions"]) == planned, target
+
+
 def test_tables_state_their_sign_convention(run_dir, built):
     delta = (run_dir["dir"] / "tables" / "IT2IT_delta.md").read_text(encoding="utf-8")
     add = (run_dir["dir"] / "tables" / "IT2IT_additivity.md").read_text(encoding="utf-8")
@@ -706,3 +719,65 @@ def test_the_drag_figure_shows_every_mode_in_its_legend_colour_even_at_zero(run_
 
     drags = mode_drags(data)
     assert values == pytest.approx([100 * drags[m]["value"] for m in drags])
+
+
+@pytest.mark.parametrize("targets,first", [
+    (("I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR"), "IT2IT"),  # the paper's joint mode
+    (("T2T", "I2I", "MOOR"), "MOOR"),
+    (("T2T", "I2I"), "I2I"),
+    (("T2T", "T2IT", "I2IT"), "I2IT"),
+    (("T2T",), "T2T"),
+])
+def test_a_runs_report_and_a_comparison_speak_first_of_the_same_target(targets, first):
+    from snapbench.compare.write import ordered_targets
+    from snapbench.report.rundir import RunData
+
+    assert RunData(Path("run"), reports=dict.fromkeys(targets)).primary_mode == first
+    assert ordered_targets(list(targets))[0] == first
+
+
+def test_every_ci_is_named_at_the_reports_own_level(run_dir, tmp_path):
+    """Reports evaluated at a 90% level: tables, the summary, the findings and the traffic-free page say
+    "90% CI" (the findings used to say 95% whatever the level), and the findings' own intervals are
+    drawn at 90%: narrower than at 95%."""
+    from snapbench.report import build_report, compute_findings, load_run_dir
+
+    d = tmp_path / "run90"
+    shutil.copytree(run_dir["dir"], d, ignore=shutil.ignore_patterns("*.png", "*.pdf", "tables", "figures"))
+    for f in d.glob("**/report.json"):
+        rep = json.loads(f.read_text())
+        rep["meta"]["ci_level"] = 0.9
+        f.write_text(json.dumps(rep))
+    build_report(d, formats=["md", "html"], dpi=40)
+    tables = [f.read_text(encoding="utf-8") for f in (d / "tables").glob("*.md")]
+    assert any("90% CI" in t for t in tables) and not any("95%" in t for t in tables)
+    findings = json.loads((d / "findings.json").read_text())
+    texts = " ".join(f["text"] for f in findings)
+    assert "90% CI" in texts and "95%" not in texts
+    page = (d / "report.html").read_text(encoding="utf-8")
+    assert "200 resamples, 90% paired bootstrap" in page and "95%" not in page
+    moor = {f.id: f.values for f in compute_findings(load_run_dir(d))}["moor"]
+    at95 = {f.id: f.values for f in compute_findings(load_run_dir(run_dir["dir"]))}["moor"]
+    assert moor["ci"][1] - moor["ci"][0] < at95["ci"][1] - at95["ci"][0]
+
+
+@pytest.mark.parametrize("key,value,words", [
+    ("resamples", None, "meta.resamples must be an integer >= 1, got None"),
+    ("resamples", 0, "meta.resamples must be an integer >= 1, got 0"),
+    ("seed", 1.5, "meta.seed must be an integer, got 1.5"),
+    ("ci_level", None, "meta.ci_level must be in (0, 1), e.g. 0.95; got None"),
+    ("ci_level", 95, "meta.ci_level must be in (0, 1), e.g. 0.95; got 95.0"),
+])
+def test_a_report_without_its_bootstrap_settings_is_refused_not_defaulted(tmp_path, key, value, words):
+    """The report recomputes intervals with the report's seed, resamples and level; one that lacks them is
+    refused naming the key (it used to fall back to 1000 resamples and 0.95, unlike evaluate's defaults)."""
+    from snapbench.errors import InputError
+    from snapbench.schema import read_report
+
+    rep = _sparse_report()
+    rep["meta"][key] = value
+    f = tmp_path / "report.json"
+    f.write_text(json.dumps(rep))
+    with pytest.raises(InputError, match=re.escape(words)) as err:
+        read_report(f)
+    assert err.value.path == str(f)

@@ -1,4 +1,4 @@
-"""Traffic-weighted robustness (snapbench.diagnose.traffic): weights from hand-written and real
+"""Traffic-weighted robustness (snapbench.report.traffic): weights from hand-written and real
 diagnose folders, expected R@k recomputed by hand from the run's report.json files, CIs, fallbacks,
 determinism across processes, and the report/run entry points."""
 
@@ -21,11 +21,11 @@ from snapbench.commands.demo import DEFAULT_DATA
 from snapbench.data import load_dataset
 from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS, run_diagnose
 from snapbench.diagnose.mix import FlagConditions, build_mix
-from snapbench.diagnose.traffic import compute_traffic, read_traffic, write_traffic
-from snapbench.diagnose.traffic_html import traffic_fragment
 from snapbench.errors import ConfigError, InputError
 from snapbench.evaluate.paired import bootstrap_counts
 from snapbench.pipeline import RunOptions, run_benchmark
+from snapbench.report.traffic import compute_traffic, read_traffic, write_traffic
+from snapbench.report.traffic_html import traffic_fragment
 
 REPO = Path(__file__).resolve().parents[1]
 CONDS = ["clean", "img/defocus_blur/s2", "img/defocus_blur/s3", "img/motion_blur/s2", "img/motion_blur/s3",
@@ -185,7 +185,7 @@ def test_interval_shrinks_with_more_traffic(run_dir, tmp_path) -> None:
 
 
 def test_deterministic_across_processes(run_dir, hand_diag) -> None:
-    code = ("import sys; from snapbench.diagnose.traffic import compute_traffic; from snapbench.jsonable import dumps; "
+    code = ("import sys; from snapbench.report.traffic import compute_traffic; from snapbench.jsonable import dumps; "
             "print(dumps(compute_traffic(sys.argv[1], sys.argv[2])))")
     outs = []
     for hashseed in ("1", "2"):
@@ -357,3 +357,33 @@ def test_mix_rules_on_the_full_condition_list() -> None:
     assert set(mix.estimated) == {"joint/overexposure+sent_replace/s2", "joint/overexposure+sent_replace/s3"}
     assert np.allclose(mix.rows.sum(axis=1), 1.0)
     assert mix.weights(np.array([1, 1, 1, 1, 0])) == pytest.approx(mix.rows[:4].mean(axis=0))
+
+
+def test_the_report_reads_diagnose_and_diagnose_never_imports_the_report() -> None:
+    """The traffic view lives in report/ (it reads a run folder) and reads diagnose's mix table; the HTML
+    page is below both.  No import (lazy ones included) goes from the diagnose package to the report but
+    the documented re-export diagnose.traffic, which nothing in snapbench imports; so no cycle either."""
+    from import_graph import cycles, graph
+
+    g = graph()
+    crossing = sorted(f"{m} imports {d}" for m, deps in g.items() if m.startswith("snapbench.diagnose")
+                      for d in deps if d.startswith("snapbench.report"))
+    assert crossing == ["snapbench.diagnose.traffic imports snapbench.report.traffic"]
+    assert not [m for m, deps in g.items() if "snapbench.diagnose.traffic" in deps]
+    assert not [c for c in cycles(g) if any(m.startswith(("snapbench.report", "snapbench.diagnose")) for m in c)]
+    assert {"snapbench.diagnose.mix", "snapbench.diagnose.run"} <= g["snapbench.report.traffic"]
+    from snapbench.diagnose.traffic import compute_traffic as old  # the documented names
+    from snapbench.diagnose.traffic import write_traffic as old_write
+
+    assert (old, old_write) == (compute_traffic, write_traffic)
+
+
+@pytest.mark.parametrize("level,words", [(0.975, "97.5% CI"), (0.9, "90% CI"), (None, "CI")])
+def test_the_traffic_table_names_its_ci_at_the_level_of_traffic_json(level, words) -> None:
+    """The level is written as every other table writes it (it was rounded to a whole percent: 98%)."""
+    from snapbench.report.traffic_html import render_traffic
+
+    body = {"expected": {"IT2IT": {"hit@1": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6}}},
+            "ci": {} if level is None else {"level": level}, "queries": {"n": 0}}
+    caption = render_traffic(body).split("<caption>")[1].split("</caption>")[0]
+    assert caption.endswith(f"expected value with {words}") and "95%" not in caption

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES, QueryResamples
-from ..validate import choice, positive_int
+from ..validate import choice, ci_level, positive_int
 from .additivity import additivity_records
 from .groups import GROUP_ALL, condition_groups
 from .inputs import ModelValues, align_models
@@ -57,8 +57,7 @@ class CompareConfig:
     def check(self, names: Sequence[str]) -> int:
         """Validate against the model names; return the reference's index."""
         choice(self.correction, list(CORRECTIONS), "correction", what="correction")
-        if not 0 < self.ci < 1:
-            raise ConfigError(f"must be in (0, 1), e.g. 0.95; got {self.ci}", param="ci")
+        ci_level(self.ci, "ci")
         positive_int(self.resamples, "resamples")
         if self.permutations is not None:
             positive_int(self.permutations, "permutations")

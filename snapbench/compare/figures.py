@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..evaluate.fmt import ci_label
 from ..report.figures import require_matplotlib, tidy_axes, to_points
 from ..report.tables import metric_label
 from .groups import GROUP_ALL
@@ -24,10 +25,6 @@ from .view import MetricView, paper_columns
 __all__ = ["FIGURES", "effective_figure", "heatmap_figure", "primitive_bars_figure", "rank_figure"]
 
 _TIER_COLOURS = ("#1b7837", "#2166ac", "#b2182b", "#762a83", "#e08214", "#35978f", "#555555")
-
-
-def _ci(level: float) -> str:
-    return f"{round(100 * level, 1):g}% CI"
 
 
 def _point_labels(pts: list[tuple[str, float, float]], span: float) -> list[tuple[str, tuple[float, float], int]]:
@@ -195,7 +192,7 @@ def primitive_bars_figure(v: MetricView):
     ax.legend(title="model", fontsize=8, title_fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     tidy_axes(ax)
-    ax.set_title(f"{target_label(v.target)}: Δ{lab} by primitive and severity per model (whiskers: {_ci(v.level)})",
+    ax.set_title(f"{target_label(v.target)}: Δ{lab} by primitive and severity per model (whiskers: {ci_label(v.level)})",
                  fontsize=10)
     return fig
 
@@ -225,7 +222,7 @@ def rank_figure(v: MetricView):
     ax.set_xlabel(f"rank by mean Δ{metric_label(v.metric)} over all corrupted conditions (1 = smallest drop)")
     ax.legend(fontsize=8, title="not told apart within a tier", title_fontsize=8)
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(f"{target_label(v.target)}: rank and its bootstrap {_ci(v.level)} per model", fontsize=10)
+    ax.set_title(f"{target_label(v.target)}: rank and its bootstrap {ci_label(v.level)} per model", fontsize=10)
     return fig
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..evaluate.fmt import ci_excludes_zero, p_text, points
+from ..evaluate.fmt import ci_excludes_zero, ci_label, p_text, points
 from ..report.findings import Finding
 from ..report.tables import metric_label
 from .groups import GROUP_ALL
@@ -31,7 +31,7 @@ def _pts(x: float | None, signed: bool = True) -> str:
 def _ci(lo: float | None, hi: float | None, level: float) -> str:
     if finite(lo) is None or finite(hi) is None:
         return "no CI"
-    return f"{round(100 * level, 1):g}% CI {_pts(lo)} to {_pts(hi)}"
+    return f"{ci_label(level)} {_pts(lo)} to {_pts(hi)}"
 
 
 def _extremes(rec: dict, order: list[str], level: float) -> str:
@@ -98,7 +98,7 @@ def _ranking(v: MetricView, correction: str) -> Finding | None:
     for m in order:
         tiers.setdefault(v.ranking[m].group, []).append(m)
     if len(tiers) == 1:
-        ci = f"{round(100 * v.level, 1):g}% CI"
+        ci = ci_label(v.level)
         verdict = (f"the two models are not told apart (p and {ci} of their difference)" if len(order) == 2 else
                    f"none of the other {len(order) - 1} models is told apart from the best, {order[0]} "
                    f"({correction}-adjusted p and {ci} of each pair's difference)")

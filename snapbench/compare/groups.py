@@ -19,12 +19,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..conditions import IMAGE_PRIMITIVES, parse_condition
+from ..conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
 
 __all__ = ["GROUP_ALL", "condition_groups", "exact_group_means", "group_means"]
 
 GROUP_ALL = "group:all"
-_PRIMITIVE_OF = {op: prim for prim, ops in IMAGE_PRIMITIVES.items() for op in ops}
 
 
 def condition_groups(conditions: Sequence[str]) -> dict[str, list[int]]:
@@ -42,8 +41,8 @@ def condition_groups(conditions: Sequence[str]) -> dict[str, list[int]]:
         if c.kind == "clean":
             continue
         groups[GROUP_ALL].append(i)
-        if c.kind == "image" and c.image_operator in _PRIMITIVE_OF:
-            img.setdefault((prims.index(_PRIMITIVE_OF[c.image_operator]), int(c.severity)), []).append(i)
+        if c.kind == "image" and c.image_operator in PRIMITIVE_OF:
+            img.setdefault((prims.index(PRIMITIVE_OF[c.image_operator]), int(c.severity)), []).append(i)
         elif c.kind == "text":
             txt.append(i)
         elif c.kind == "joint":

@@ -21,7 +21,7 @@ from ..evaluate.metrics import parse_metrics
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES
 from ..layout import FUSION_PREFIX, TARGET_ORDER
 from ..report import FORMATS
-from ..validate import choice, positive_int
+from ..validate import choice, ci_level, positive_int
 from .multiple import CORRECTIONS
 from .sources import ModelSource
 
@@ -48,8 +48,8 @@ class CompareOptions:
         choice(self.correction, list(CORRECTIONS), "correction", what="correction")
         if self.resamples is not None:
             positive_int(self.resamples, "resamples")
-        if self.ci is not None and not 0 < float(self.ci) < 1:
-            raise ConfigError(f"must be in (0, 1), e.g. 0.95; got {self.ci}", param="ci")
+        if self.ci is not None:
+            ci_level(self.ci, "ci")
         bad = [f for f in self.formats if f not in FORMATS]
         if bad:
             raise ConfigError(f"unknown format(s) {', '.join(bad)}; choose among {', '.join(FORMATS)}", param="formats")

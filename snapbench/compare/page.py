@@ -1,4 +1,4 @@
-"""``compare.html``: the comparison on one self-contained page (:func:`snapbench.report.html.render_html`:
+"""``compare.html``: the comparison on one self-contained page (:func:`snapbench.htmlpage.render_html`:
 inline CSS, figures as base64 PNG, no external resource).
 
 Sections: findings, the models compared, then one section per target (headline metric): the paper
@@ -10,7 +10,8 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from ..report.html import HtmlSection, details, render_html, ul
+from ..evaluate.fmt import ci_level_text
+from ..htmlpage import HtmlSection, details, render_html, ul
 from ..report.tables import Cell, Table, metric_label
 from .tables import target_label
 
@@ -33,7 +34,7 @@ def _summary(res: CompareResult) -> list[tuple[str, str]]:
         ("reference", f"{meta.get('reference')} (CE = 1)"),
         ("tests", f"exact McNemar / sign-flip for hit@k per condition, paired permutation otherwise; p adjusted with "
                   f"{meta.get('correction_method')} over the conditions of each pair"),
-        ("bootstrap", f"{st.resamples} resamples of the queries, jointly for all models; {round(100 * st.ci, 1):g}% "
+        ("bootstrap", f"{st.resamples} resamples of the queries, jointly for all models; {ci_level_text(st.ci)} "
                       f"percentile intervals; seed {st.seed}"),
         ("signs", "Δ = condition − clean (negative = worse); ΔA − ΔB > 0 = A drops less"),
         ("verdicts", f"a difference is called real only when its adjusted p < {1 - st.ci:.2g} and its CI excludes 0"),

@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..evaluate.metrics import metric_family
 from ..evaluate.paired import percentile_ci
+from ..validate import ci_level
 from .groups import exact_group_means, group_means
 from .inputs import ModelValues
 from .records import ModelRecord
@@ -70,8 +71,7 @@ def row_intervals(rows: np.ndarray, level: float, workers: int = 1, *, overwrite
     """Percentile interval of each row of ``rows`` (R, B): the numbers of :func:`percentile_ci`
     along axis 1, on blocks of rows in ``workers`` threads.  ``overwrite=True`` lets it sort a
     temporary float64 ``rows`` in place."""
-    if not 0 < level < 1:
-        raise ValueError(f"CI level must be in (0, 1), got {level}")
+    ci_level(level, "level")
     rows = np.asarray(rows, dtype=np.float64)
     if rows.shape[0] == 0:
         return np.empty(0), np.empty(0)

@@ -17,8 +17,8 @@ text and joint conditions (means) and all corrupted conditions (the ``group:*`` 
 
 from __future__ import annotations
 
-from ..evaluate.fmt import PAIRED_SIGN, p_text
-from ..report.rundir import MODE_NAMES
+from ..evaluate.fmt import PAIRED_SIGN, ci_label, p_text
+from ..report.rundir import TARGET_NAMES
 from ..report.tables import Cell, Table, metric_label
 from .groups import GROUP_ALL
 from .view import MetricView, finite, paper_columns
@@ -36,11 +36,7 @@ def pairs_adjustment(n_pairs: int, correction: str) -> str:
 
 def target_label(target: str) -> str:
     """``IT→IT`` for ``IT2IT``; MOOR and fusion baselines as they are."""
-    return MODE_NAMES.get(target, target)
-
-
-def _ci_label(level: float) -> str:
-    return f"{round(100 * level, 1):g}% CI"
+    return TARGET_NAMES.get(target, target)
 
 
 def value_table(v: MetricView, stem: str) -> Table:
@@ -59,7 +55,7 @@ def delta_table(v: MetricView, stem: str) -> Table:
     """Δ = column − clean (points) with the CI, per model and paper column."""
     lab = metric_label(v.metric)
     cols = [(h, c) for h, c in paper_columns(v.columns) if c != "clean"]
-    t = Table(f"{stem}_delta", f"{target_label(v.target)}: Δ{lab} in points ({PAIRED_SIGN}) with {_ci_label(v.level)}, "
+    t = Table(f"{stem}_delta", f"{target_label(v.target)}: Δ{lab} in points ({PAIRED_SIGN}) with {ci_label(v.level)}, "
                                "per model", ["Model"] + [h for h, _ in cols])
     rows = []
     for m in v.models:
@@ -91,7 +87,7 @@ def ranking_table(v: MetricView, stem: str, reference: str) -> Table:
     """Models by rank, with the numbers the rank rests on and the normalised robustness."""
     lab = metric_label(v.metric)
     has_er = any(k[1] == GROUP_ALL for k in v.effective)
-    cols = ["Model", "rank", f"rank {_ci_label(v.level)}", "tier", f"mean Δ{lab} (points)", "retention",
+    cols = ["Model", "rank", f"rank {ci_label(v.level)}", "tier", f"mean Δ{lab} (points)", "retention",
             "mCE", "relative mCE"] + (["eff. robustness (points)"] if has_er else [])
     t = Table(f"{stem}_ranking", f"{target_label(v.target)}: ranking by mean Δ{lab} over all corrupted conditions "
                                  f"(rank 1 = smallest drop); CE against {reference}", cols)
@@ -127,7 +123,7 @@ def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
     """Each pair on all corrupted conditions, and its condition-by-condition tally."""
     lab = metric_label(v.metric)
     t = Table(f"{stem}_pairs", f"{target_label(v.target)}: pairs of models, ΔA − ΔB of {lab} over all corrupted "
-                               f"conditions (> 0: A drops less), {_ci_label(v.level)}, {correction}-adjusted p",
+                               f"conditions (> 0: A drops less), {ci_label(v.level)}, {correction}-adjusted p",
               ["A vs B", "ΔA − ΔB (points)", "p (adj. over pairs)", "effect", "verdict", "A better in", "B better in",
                "neither"])
     rows = []

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..atomic import atomic_path, write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError
+from ..htmlpage import HtmlFigure
 from ..jsonable import dumps
-from ..layout import CompareDir
-from ..report.html import HtmlFigure
+from ..layout import CompareDir, primary_target
 from ..report.tables import Table
 from .findings import compare_findings
 from .jsonfile import RECORD_TYPES, compare_json, write_compare_json
@@ -32,10 +32,8 @@ if TYPE_CHECKING:
     from .options import CompareOptions
     from .runs import CompareResult
 
-__all__ = ["PRIMARY_ORDER", "Written", "write_outputs"]
+__all__ = ["Written", "write_outputs"]
 
-#: The target the findings speak of first (the paper's joint mode), then the others.
-PRIMARY_ORDER = ("IT2IT", "MOOR", "I2I", "I2IT", "T2IT", "T2T")
 PARQUET_HINT = "pip install 'snapbench[report]'"
 
 
@@ -49,8 +47,8 @@ class Written:
 
 
 def ordered_targets(targets: Sequence[str]) -> list[str]:
-    """``targets`` with the primary one first (:data:`PRIMARY_ORDER`)."""
-    first = next((t for t in PRIMARY_ORDER if t in targets), targets[0])
+    """``targets`` with the primary one first (:func:`snapbench.layout.primary_target`)."""
+    first = primary_target(targets)
     return [first] + [t for t in targets if t != first]
 
 

@@ -3,7 +3,7 @@
 Sections: the four-way split (clean / image only / text only / both / any, with CIs), the share
 each detector flags, the query-set checks, examples of flagged queries (thumbnails inlined as
 base64 JPEG, the question, the score; the most extreme scores first) and the skipped files.  Built
-on :func:`snapbench.report.html.render_html` (inline CSS, no external resource).
+on :func:`snapbench.htmlpage.render_html` (inline CSS, no external resource).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import cv2
 
 from ..corruptions.io import load_image
-from ..report.html import HtmlSection, render_html
+from ..htmlpage import HtmlSection, render_html
 from .detect import QueryResult
 from .summary import FOUR_WAY
 from .thresholds import DETECTORS

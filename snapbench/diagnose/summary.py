@@ -7,7 +7,7 @@ Intervals are Wilson score intervals for a binomial proportion (Wilson 1927):
 with z the normal quantile of (1 + level) / 2.  Chosen over a bootstrap because the queries of a log
 are independent draws and the share is one proportion: Wilson is exact to compute, needs no seed,
 and keeps a sensible width at 0 or n flagged queries (where a percentile bootstrap collapses to a
-point).  The traffic-weighted view (:mod:`snapbench.diagnose.traffic`), which combines the mix
+point).  The traffic-weighted view (:mod:`snapbench.report.traffic`), which combines the mix
 with a benchmark's bootstrap, resamples the per-query flags of ``diagnose.csv`` instead.
 
 Sides: a query's image side is flagged when any image detector flags it, its text side likewise.
@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..defaults import DEFAULT_CI
+from ..validate import ci_level
 from .detect import QueryResult
 from .thresholds import DETECTORS, Thresholds
 
@@ -37,8 +38,7 @@ FOUR_WAY: tuple[str, ...] = ("clean", "image_only", "text_only", "both", "any")
 
 def wilson_interval(k: int, n: int, level: float = DEFAULT_CI) -> tuple[float, float]:
     """Wilson score interval of the proportion ``k / n`` (NaNs when ``n == 0``)."""
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
+    ci_level(level, "level")
     if n <= 0:
         return float("nan"), float("nan")
     if not 0 <= k <= n:

@@ -47,7 +47,7 @@ from .metrics import (
     reject_scores,
     set_scores,
 )
-from .modes import MODES, PATHS, all_mode_scores, coarse_text_drag, mode_scores
+from .modes import MODES, PATHS, mode_scores
 from .paired import (
     CLIFF_RULE,
     QueryResamples,
@@ -104,12 +104,10 @@ __all__ = [
     "check_operator_names",
     "additivity_analysis",
     "additivity_terms",
-    "all_mode_scores",
     "answer_set_metrics",
     "bootstrap_counts",
     "bootstrap_values",
     "cliff_label",
-    "coarse_text_drag",
     "coarse_text_drag_ci",
     "counted_rows",
     "dcg",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..defaults import DEFAULT_CLIFF_RATIO, DEFAULT_CLIFF_TOL, DEFAULT_SEED
 from ..errors import ConfigError, arg
-from ..validate import finite_number, int_list, positive_int
+from ..validate import ci_level, finite_number, int_list, positive_int
 from .metrics import DEFAULT_KS, REJECT_METRICS, SET_METRICS, metric_family, parse_metrics
 from .paired import DEFAULT_CI, DEFAULT_RESAMPLES
 
@@ -46,9 +46,7 @@ class EvaluationConfig:
         self.resamples = positive_int(self.resamples, "resamples")
         if self.permutations is not None:
             self.permutations = positive_int(self.permutations, "permutations", minimum=0)
-        self.ci = finite_number(self.ci, "ci")
-        if not 0 < self.ci < 1:
-            raise ConfigError(f"must be in (0, 1), e.g. 0.95; got {self.ci!r}", param="ci")
+        self.ci = ci_level(self.ci, "ci")
         try:
             self.seed = operator.index(self.seed)
         except TypeError:

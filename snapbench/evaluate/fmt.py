@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["DASH", "PAIRED_SIGN", "DROP_SIGN", "ci_excludes_zero", "ci_text", "p_text", "points", "pct"]
+__all__ = ["DASH", "PAIRED_SIGN", "DROP_SIGN", "ci_excludes_zero", "ci_label", "ci_level_text", "ci_text", "p_text",
+           "points", "pct"]
 
 DASH = "–"
 #: Caption fragments: the sign convention of paired deltas and of additivity drops.
@@ -39,6 +40,16 @@ def ci_text(ci: Sequence[float | None] | None, *, scale: float = 100.0) -> str:
     if not ci or ci[0] is None or ci[1] is None:
         return DASH
     return f"[{points(ci[0], signed=True, scale=scale)}, {points(ci[1], signed=True, scale=scale)}]"
+
+
+def ci_level_text(level: float) -> str:
+    """A CI level as a percentage with at most one decimal: ``95%`` for 0.95, ``97.5%`` for 0.975."""
+    return f"{round(100 * float(level), 1):g}%"
+
+
+def ci_label(level: float) -> str:
+    """``95% CI`` for a level of 0.95: how tables, figures and sentences name an interval."""
+    return f"{ci_level_text(level)} CI"
 
 
 def p_text(p: float | None) -> str:

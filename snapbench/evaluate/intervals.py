@@ -24,9 +24,9 @@ from typing import Literal
 import numpy as np
 
 from ..defaults import DEFAULT_CI
-from ..errors import ConfigError, InputError, arg
+from ..errors import InputError, arg
 from ..seeding import derive_generator
-from ..validate import positive_int
+from ..validate import ci_level, positive_int
 
 __all__ = ["BootstrapInterval", "bca_interval", "scipy_interval"]
 
@@ -82,8 +82,7 @@ def scipy_interval(
     """
     from scipy.stats import bootstrap
 
-    if not 0 < level < 1:
-        raise ConfigError(f"must be in (0, 1), got {level}", param="level")
+    level = ci_level(level, "level")
     resamples = positive_int(resamples, "resamples")
     x0, x1 = _prepare(clean_values, cond_values)
     if metric_fn is None:

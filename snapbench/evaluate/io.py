@@ -43,7 +43,7 @@ from __future__ import annotations
 from ..layout import read_ids
 from .files import EvaluationInputError, RunRanking, load_score_matrix, read_run, write_run
 from .qrels import load_qrels, load_tags, query_groups
-from .scoresdir import ComposedScores, ScoresDir, check_operator_names, condition_sort_key
+from .scoresdir import ComposedScores, ScoresDir, check_operator_names
 
 __all__ = [
     "ComposedScores",
@@ -51,7 +51,6 @@ __all__ = [
     "RunRanking",
     "ScoresDir",
     "check_operator_names",
-    "condition_sort_key",
     "load_qrels",
     "load_score_matrix",
     "load_tags",

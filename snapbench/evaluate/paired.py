@@ -35,6 +35,7 @@ import numpy as np
 from ..defaults import DEFAULT_CI, DEFAULT_CLIFF_RATIO, DEFAULT_CLIFF_TOL, DEFAULT_RESAMPLES
 from ..errors import ConfigError, InputError
 from ..seeding import derive_generator
+from ..validate import ci_level
 from .metrics import QueryStat, is_binary_metric
 
 __all__ = [
@@ -176,8 +177,7 @@ def bootstrap_values(stats: Sequence[QueryStat], counts: np.ndarray, rows: np.nd
 
 def percentile_ci(samples: np.ndarray, level: float = DEFAULT_CI, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval [(1-level)/2, 1-(1-level)/2] of ``samples`` along ``axis`` (NaNs ignored)."""
-    if not 0 < level < 1:
-        raise ConfigError(f"the CI level must be in (0, 1), e.g. 0.95; got {level}", param="ci")
+    ci_level(level, "ci")
     a = (1.0 - level) / 2.0
     s = np.asarray(samples, dtype=np.float64)
     with np.errstate(invalid="ignore"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..conditions import IMAGE_OPERATORS, TEXT_OPERATORS, condition_to_filename, parse_condition
+from ..conditions import IMAGE_OPERATORS, TEXT_OPERATORS, condition_sort_key, condition_to_filename, parse_condition
 from ..errors import arg
 from ..layout import (
     GALLERY_IDS,
@@ -24,16 +24,7 @@ from ..validate import did_you_mean, suggestion
 from .files import EvaluationInputError, RunRanking, load_score_matrix, read_run
 from .modes import mode_paths, normalize_mode
 
-__all__ = ["ComposedScores", "ScoresDir", "check_operator_names", "condition_sort_key"]
-
-
-def condition_sort_key(cid: str) -> tuple:
-    """clean, image (paper operator order, severity), text (paper order), joint, by name."""
-    c = parse_condition(cid)
-    rank = {"clean": 0, "image": 1, "text": 2, "joint": 3}[c.kind]
-    io = IMAGE_OPERATORS.index(c.image_operator) if c.image_operator in IMAGE_OPERATORS else len(IMAGE_OPERATORS)
-    to = TEXT_OPERATORS.index(c.text_operator) if c.text_operator in TEXT_OPERATORS else len(TEXT_OPERATORS)
-    return (rank, io, c.image_operator or "", to, c.text_operator or "", c.severity or 0)
+__all__ = ["ComposedScores", "ScoresDir", "check_operator_names"]
 
 
 class ComposedScores:
@@ -97,7 +88,8 @@ class ScoresDir:
     ``kind`` is ``"npy"`` or ``"trec"``.  With ``mode`` (one of :data:`~snapbench.evaluate.modes.MODES`,
     any case) the conditions are those with all the mode's path files, in either PATHS_DIR layout
     (``<cond>.II.npy`` or ``II/<cond>.npy``; see :mod:`snapbench.layout`).  ``warnings`` lists what
-    was accepted with a doubt (operator names that are not built in).
+    was accepted with a doubt (operator names that are not built in).  :attr:`conditions` are in
+    the order of a default run (:func:`snapbench.conditions.condition_sort_key`).
     """
 
     def __init__(self, path: str | Path, *, mode: str | None = None, qrels: str | Path | None = None):

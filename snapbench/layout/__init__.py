@@ -46,7 +46,7 @@ text that reads back to the same float64, so a float32 score round-trips exactly
 from __future__ import annotations
 
 from .arrays import embedding_file, find_embeddings, find_path_scores, load_npy, path_score_file
-from .dirs import FUSION_PREFIX, TARGET_ORDER, CorruptDir, EncodeDir, RunDir
+from .dirs import FUSION_PREFIX, PRIMARY_ORDER, TARGET_ORDER, CorruptDir, EncodeDir, RunDir, primary_target
 from .ids import find_ids, read_ids, write_ids
 from .jsonl import read_jsonl_records, read_manifest, read_skips
 from .names import (
@@ -87,6 +87,7 @@ __all__ = [
     "MODALITIES",
     "PATHS_DIR",
     "PATH_NAMES",
+    "PRIMARY_ORDER",
     "QUERY_IDS",
     "RUN_CONFIG",
     "RUN_JSON_SCHEMA",
@@ -99,6 +100,7 @@ __all__ = [
     "align_qrels",
     "check_resume",
     "claim_output_dir",
+    "primary_target",
     "embedding_file",
     "find_embeddings",
     "find_ids",

@@ -13,6 +13,7 @@ or a fusion baseline ``fusion/<name>``; its folder is ``DIR/<target>``.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,11 +33,22 @@ from .names import (
     SKIPS,
 )
 
-__all__ = ["CorruptDir", "EncodeDir", "RunDir", "TARGET_ORDER", "FUSION_PREFIX", "CompareDir"]
+__all__ = ["CorruptDir", "EncodeDir", "RunDir", "TARGET_ORDER", "PRIMARY_ORDER", "FUSION_PREFIX", "CompareDir",
+           "primary_target"]
 
 #: Targets in the order reports, tables and figures list them (fusion baselines follow, by name).
 TARGET_ORDER: tuple[str, ...] = (*MODES, "MOOR")
+#: The targets in the order of preference for the one the findings speak of first (the paper's joint
+#: mode IT→IT, then MOOR, ...): of a run's report and of a comparison.
+PRIMARY_ORDER: tuple[str, ...] = ("IT2IT", "MOOR", "I2I", "I2IT", "T2IT", "T2T")
 FUSION_PREFIX = "fusion/"
+
+
+def primary_target(targets: Iterable[str]) -> str:
+    """The target of ``targets`` the findings speak of first: the first in :data:`PRIMARY_ORDER`, else
+    the first given (a fusion baseline)."""
+    given = list(targets)
+    return next((t for t in PRIMARY_ORDER if t in given), given[0])
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def check_options(opts: RunOptions) -> None:
     for m in comma_list(opts.modes, "modes") or ():
         normalize_mode(m, param="modes")
     if opts.traffic is not None:  # a wrong diagnose folder fails now, not after the run
-        from ..diagnose.traffic import check_traffic_dir
+        from ..report.traffic import check_traffic_dir
 
         check_traffic_dir(opts.traffic)
     comma_list(opts.conditions, "conditions")

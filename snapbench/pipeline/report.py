@@ -51,7 +51,7 @@ def _write_traffic(state: RunState, options: RunOptions, say: Callable[[str], No
     """``--traffic``: DIR/traffic.json from the run's reports (whether just computed or read back)."""
     if options.traffic is None:
         return False
-    from ..diagnose.traffic import write_traffic
+    from ..report.traffic import write_traffic
 
     say(f"traffic: {write_traffic(state.dir.root, options.traffic)}")
     return True

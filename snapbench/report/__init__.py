@@ -6,18 +6,18 @@ extra), the per-query values of all modes (``DIR/per_query.csv``, ``.parquet`` w
 ``DIR/findings.json``.  ``write_per_query``/``read_per_query`` are the per-mode per-query format
 ``snapbench run`` writes; ``read_target_per_query(DIR, target)`` reads one target's table as a
 :class:`snapbench.schema.PerQuery` (the one way to read a run's per-query values).  Reports are
-read as :class:`snapbench.schema.Report`.
+read as :class:`snapbench.schema.Report`.  ``traffic`` / ``traffic_html``: the expected R@k of the
+run under the mix of a ``snapbench diagnose`` folder (``DIR/traffic.json``, its section of the page).
 """
 
 from .build import FORMATS, ReportResult, build_report
 from .findings import Finding, compute_findings
 from .perquery import read_per_query, write_combined_per_query, write_per_query
-from .rundir import MODE_ORDER, RunData, load_run_dir, read_target_per_query
+from .rundir import RunData, load_run_dir, read_target_per_query
 from .tables import Table, metric_label
 
 __all__ = [
     "FORMATS",
-    "MODE_ORDER",
     "Finding",
     "ReportResult",
     "RunData",

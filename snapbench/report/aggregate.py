@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..conditions import IMAGE_PRIMITIVES, parse_condition
+from ..conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
 from ..evaluate import bootstrap_counts, percentile_ci
 from ..schema import PerQuery, Report
 from .rundir import RunData
@@ -22,6 +22,7 @@ from .tables import image_id
 
 __all__ = [
     "MAX_RESAMPLES",
+    "boot_params",
     "image_vs_text",
     "mode_drags",
     "moor_gain",
@@ -58,9 +59,11 @@ def paired_mean_ci(
     return float(lo), float(hi)
 
 
-def _boot_params(report: Report) -> tuple[int, int, float]:
+def boot_params(report: Report) -> tuple[int, int, float]:
+    """``(seed, resamples, CI level)`` of ``report``: the report's own intervals use its settings
+    (resamples at most :data:`MAX_RESAMPLES`, which the callers apply); reading the report checked them."""
     m = report.meta
-    return int(m.seed or 0), int(m.resamples or 1000), float(m.ci_level or 0.95)
+    return int(m.seed), int(m.resamples), float(m.ci_level)
 
 
 def _pq_values(pq: PerQuery | None, cond: str, metric: str) -> np.ndarray | None:
@@ -71,7 +74,7 @@ def primitive_severity(report: Report, metric: str, pq: PerQuery | None = None) 
     """``{primitive: {severity: {"mean": mean Δ over its operators, "ops": {op: Δ}, "ci": (lo, hi) or None}}}``.
 
     The CI needs per-query values of clean and of every operator of the primitive at that severity."""
-    seed, resamples, level = _boot_params(report)
+    seed, resamples, level = boot_params(report)
     out: dict[str, dict[int, dict]] = {}
     sevs = sorted({parse_condition(c).severity for c in report.conditions if parse_condition(c).kind == "image"})
     for prim, ops in IMAGE_PRIMITIVES.items():
@@ -105,7 +108,7 @@ def severity_steps(report: Report, metric: str, pq: PerQuery | None = None) -> l
     difference = (mean Δ over image operators at ``to``) − (at ``from``) (negative: the drop grows)
     and ``ci`` its per-query bootstrap interval (None without per-query values of every operator
     present at both severities)."""
-    seed, resamples, level = _boot_params(report)
+    seed, resamples, level = boot_params(report)
     by: dict[int, dict[str, str]] = {}
     for c in report.paired:
         pc = parse_condition(c)
@@ -137,7 +140,7 @@ def primitive_difference_ci(report: Report, metric: str, pq: PerQuery | None, se
                    if _delta(report, image_id(op, severity), metric) is not None] for prim in (first, second)}
     if not vals[first] or not vals[second] or any(v is None for v in vals[first] + vals[second]):
         return None
-    seed, resamples, level = _boot_params(report)
+    seed, resamples, level = boot_params(report)
     return paired_mean_ci(vals[first], vals[second], seed=seed, resamples=resamples, level=level,
                           key=f"primitives.s{severity}.{first}.{second}")
 
@@ -152,7 +155,7 @@ def image_vs_text(report: Report, metric: str, pq: PerQuery | None = None) -> tu
     txt = [_pq_values(pq, c, metric) for c, k in kinds.items() if k == "text"]
     if not img or not txt or any(v is None for v in img + txt):
         return None
-    seed, resamples, level = _boot_params(report)
+    seed, resamples, level = boot_params(report)
     return paired_mean_ci(img, txt, seed=seed, resamples=resamples, level=level, key="image_vs_text")
 
 
@@ -177,7 +180,7 @@ def mode_drags(data: RunData, metric: str = "hit@1") -> dict[str, dict]:
         pa, pb = data.per_query.get(mode), data.per_query.get("I2I")
         a, b = _pq_values(pa, "clean", metric), _pq_values(pb, "clean", metric)
         if a is not None and b is not None and pa.query_ids == pb.query_ids:  # type: ignore[union-attr]
-            seed, resamples, level = _boot_params(rep)
+            seed, resamples, level = boot_params(rep)
             ci = paired_mean_ci([a], [b], seed=seed, resamples=resamples, level=level, key=f"drag.{mode}")
         out[mode] = {"value": v - base_v, "ci": ci, "source": "clean values"}
     return out
@@ -191,7 +194,7 @@ def moor_gain(data: RunData, metric: str = "hit@1", against: str = "IT2IT") -> d
         return {}
     pm, po = data.per_query.get("MOOR"), data.per_query.get(against)
     same_q = pm is not None and po is not None and pm.query_ids == po.query_ids
-    seed, resamples, level = _boot_params(moor)
+    seed, resamples, level = boot_params(moor)
     out = {}
     for cond in moor.conditions:
         a, b = moor.value(cond, metric), other.value(cond, metric)
@@ -216,7 +219,7 @@ def moor_mean_gain_ci(data: RunData, metric: str = "hit@1", against: str = "IT2I
     a, b = [pm.array(c, metric) for c in conds], [po.array(c, metric) for c in conds]
     if not conds or any(v is None for v in a + b):
         return None
-    seed, resamples, level = _boot_params(moor)
+    seed, resamples, level = boot_params(moor)
     return paired_mean_ci(a, b, seed=seed, resamples=resamples, level=level, key="moor.mean")
 
 
@@ -224,7 +227,6 @@ def text_share_curve(share: Mapping[str, float]) -> dict:
     """``{"clean": v, "by_severity": {s: mean over image operators}, "by_primitive": {prim: {s: mean}},
     "text": mean over text conditions, "joint": {s: mean}}`` from a text_share.json mapping."""
     out: dict = {"clean": share.get("clean"), "by_severity": {}, "by_primitive": {}, "text": None, "joint": {}}
-    prim_of = {op: p for p, ops in IMAGE_PRIMITIVES.items() for op in ops}
     sev: dict[int, list[float]] = {}
     prim: dict[str, dict[int, list[float]]] = {}
     txt, joint = [], {}
@@ -235,7 +237,7 @@ def text_share_curve(share: Mapping[str, float]) -> dict:
             continue
         if c.kind == "image":
             sev.setdefault(c.severity, []).append(v)
-            prim.setdefault(prim_of.get(c.image_operator, "other"), {}).setdefault(c.severity, []).append(v)
+            prim.setdefault(PRIMITIVE_OF.get(c.image_operator, "other"), {}).setdefault(c.severity, []).append(v)
         elif c.kind == "text":
             txt.append(v)
         elif c.kind == "joint":

@@ -15,13 +15,14 @@ from typing import Any
 
 from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError
+from ..evaluate.fmt import ci_level_text
 from ..evaluate.report import queries_line
+from ..htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from ..jsonable import dumps
 from ..layout import RunDir, claim_output_dir, read_run_json, write_run_json
 from .findings import compute_findings
-from .html import HtmlFigure, HtmlSection, details, render_html, ul
 from .perquery import write_combined_per_query
-from .rundir import MODE_NAMES, RunData, load_run_dir
+from .rundir import TARGET_NAMES, RunData, load_run_dir
 from .tables import (
     Table,
     additivity_table,
@@ -140,11 +141,11 @@ def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
     rep = data.first_report
     meta = rep.meta
     run = data.run
-    ci = f"{round(100 * float(meta.ci_level), 1):g}%"
+    ci = ci_level_text(meta.ci_level)
     rows = [
         ("dataset", str(run.get("dataset", "not recorded (no run.json)"))),
         ("encoder", str(run.get("encoder", "not recorded (no run.json)"))),
-        ("modes", ", ".join(MODE_NAMES.get(m, m) for m in data.modes)
+        ("modes", ", ".join(TARGET_NAMES.get(m, m) for m in data.modes)
          + (f"; fixed-fusion baselines: {', '.join(sorted(data.fusion))}" if data.fusion else "")),
         ("queries", queries_line(rep) + (f"; percentages of ranking metrics are out of "
                                          f"{rep.n_queries - rep.n_excluded_zero_gt}" if rep.n_excluded_zero_gt else "")),
@@ -242,9 +243,9 @@ def _remove_stale_files(w: _Writer) -> None:
 
 def _traffic_section(data: RunData, metric: str) -> list[HtmlSection]:
     """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic)."""
-    from ..diagnose.traffic_html import traffic_fragment
+    from .traffic_html import traffic_fragment
 
-    frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=MODE_NAMES)
+    frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES)
     return [] if frag is None else [HtmlSection("traffic", "Under your traffic", raw=[frag])]
 
 
@@ -255,7 +256,7 @@ def _findings_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
 
 
 def _summary_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
-    rows = [(MODE_NAMES.get(m, m), data.reports[m]) for m in data.modes]
+    rows = [(TARGET_NAMES.get(m, m), data.reports[m]) for m in data.modes]
     rows += [(f"fusion: {name}", rep) for name, rep in sorted(data.fusion.items())]
     sec = HtmlSection("summary", "All modes at a glance", raw=[w.table(summary_table(rows, metric))])
     if "MOOR" in data.reports and not data.fusion:
@@ -292,7 +293,7 @@ def _across_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
 
 
 def _mode_section(data: RunData, mode: str, metric: str, w: _Writer) -> HtmlSection:
-    rep, name, lab, plot = data.reports[mode], MODE_NAMES.get(mode, mode), metric_label(metric), w.plot
+    rep, name, lab, plot = data.reports[mode], TARGET_NAMES.get(mode, mode), metric_label(metric), w.plot
     sec = HtmlSection(f"mode-{mode}", f"Mode {name}")
     if metric not in rep.conditions["clean"]:
         sec.missing.append(f"the {name} report has no {metric}")
@@ -344,7 +345,7 @@ def _damage_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
         from .damage_figure import damage_figure
 
         f = w.figure("damage", lambda: damage_figure(res),
-                     f"{MODE_NAMES.get(res.mode, res.mode)}: {metric_label(metric)} per bin of measured damage and "
+                     f"{TARGET_NAMES.get(res.mode, res.mode)}: {metric_label(metric)} per bin of measured damage and "
                      "each operator's change per 0.1 of damage (paired with clean; bootstrap CI over queries).")
         sec.figures += [f] if f else []
     return sec

@@ -39,10 +39,10 @@ import numpy as np
 
 from ..conditions import IMAGE_PRIMITIVES, TEXT_LEVELS, parse_condition
 from ..evaluate import bootstrap_counts, percentile_ci
-from ..evaluate.fmt import points
+from ..evaluate.fmt import ci_label, points
 from ..schema import PerQuery
-from .aggregate import MAX_RESAMPLES
-from .rundir import MODE_NAMES, RunData
+from .aggregate import MAX_RESAMPLES, boot_params
+from .rundir import TARGET_NAMES, RunData
 from .tables import Cell, Table, metric_label
 
 if TYPE_CHECKING:  # the corruptions package (OpenCV) is imported only when a run has a severity target
@@ -179,7 +179,7 @@ def damage_analysis(data: RunData, metric: str = "hit@1") -> DamageAnalysis | No
     if pq is None or not any(m in per for per in pq.values.values() for m in ("ssim", "drift_image", "drift_text")):
         return None
     rep = data.reports[mode]
-    seed, resamples, level = int(rep.meta.seed or 0), int(rep.meta.resamples or 1000), float(rep.meta.ci_level or 0.95)
+    seed, resamples, level = boot_params(rep)
     counts = bootstrap_counts(len(pq.query_ids), min(resamples, MAX_RESAMPLES), seed, key="report.damage")
     res = DamageAnalysis(mode, metric, level, target=_recorded_target(data.run))
     for damage in DAMAGES:
@@ -212,7 +212,7 @@ def operator_order(ops: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 
 def mode_label(res: DamageAnalysis) -> str:
-    return MODE_NAMES.get(res.mode, res.mode)
+    return TARGET_NAMES.get(res.mode, res.mode)
 
 
 def bin_labels(damage: str) -> list[str]:
@@ -238,7 +238,7 @@ def _bin_cell(mean: float | None, n: int) -> Cell:
 def damage_tables(res: DamageAnalysis) -> list[Table]:
     """One table per damage measure: the metric per damage bin and the slope per 0.1 of damage."""
     lab, name = metric_label(res.metric), mode_label(res)
-    level = f"{round(100 * res.level, 1):g}% CI"
+    level = ci_label(res.level)
     out = []
     for damage, what in DAMAGES.items():
         bins, slopes = res.bins.get(damage, {}), res.slopes.get(damage, {})

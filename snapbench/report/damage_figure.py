@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..evaluate.fmt import ci_label
 from .damage import DAMAGES, PER_DAMAGE, DamageAnalysis, bin_labels, mode_label, operator_order
 from .figures import require_matplotlib
 from .tables import metric_label
@@ -45,7 +46,7 @@ def _slopes_panel(ax, res: DamageAnalysis, damage: str) -> None:
     ax.axvline(0, color="grey", linewidth=0.8)
     ax.set_yticks(y, [s.operator for s in ranked], fontsize=7)
     per = "SSIM loss" if damage == "ssim" else "drift"
-    ax.set_xlabel(f"Δ{metric_label(res.metric)} per {PER_DAMAGE:g} {per} (points; {round(100 * res.level, 1):g}% CI)")
+    ax.set_xlabel(f"Δ{metric_label(res.metric)} per {PER_DAMAGE:g} {per} (points; {ci_label(res.level)})")
     ax.grid(axis="x", alpha=0.3)
     ax.xaxis.get_major_formatter().set_useOffset(False)
     lo_x, hi_x = ax.get_xlim()

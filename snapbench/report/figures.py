@@ -21,7 +21,7 @@ from ..errors import ConfigError
 from ..evaluate.fmt import DROP_SIGN, ci_text, points
 from ..schema import Report
 from .aggregate import mode_drags, moor_gain, primitive_severity, text_share_curve
-from .rundir import MODE_NAMES, RunData
+from .rundir import TARGET_NAMES, RunData
 from .tables import PAIR_ABBREV, ci_label, image_id, image_operators, metric_label, severities
 
 __all__ = [
@@ -125,7 +125,7 @@ def severity_curves_figure(report: Report, mode: str, metric: str = "hit@1"):
     for ax in list(axes.flat)[len(groups):]:
         ax.set_visible(False)
     tidy_axes(axes.flat[0])  # after every panel is drawn: the y axis is shared
-    fig.suptitle(f"{MODE_NAMES.get(mode, mode)}: Δ{lab} vs severity per image operator "
+    fig.suptitle(f"{TARGET_NAMES.get(mode, mode)}: Δ{lab} vs severity per image operator "
                  f"(band = {ci_label(report)}, paired bootstrap; dashed = cliff, solid = gradual, dotted = flat)",
                  fontsize=10)
     return fig
@@ -166,7 +166,7 @@ def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=N
     ax.legend(title="severity", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     tidy_axes(ax)
-    ax.set_title(f"{MODE_NAMES.get(mode, mode)}: Δ{lab} by primitive and severity"
+    ax.set_title(f"{TARGET_NAMES.get(mode, mode)}: Δ{lab} by primitive and severity"
                  + (f" (whiskers: {ci_label(report)})" if any_ci else " (no CI: needs per_query.csv)"), fontsize=10)
     return fig
 
@@ -208,7 +208,7 @@ def additivity_heatmap_figure(report: Report, mode: str, metric: str = "hit@1"):
     ax.set_ylabel("joint pair (image + text operator)")
     cb = fig.colorbar(im, ax=ax)
     cb.set_label(f"δ = Obs − Exp (points; {lab} {DROP_SIGN})")
-    ax.set_title(f"{MODE_NAMES.get(mode, mode)}: additivity δ with {ci_label(report)} (> 0 = super-additive)",
+    ax.set_title(f"{TARGET_NAMES.get(mode, mode)}: additivity δ with {ci_label(report)} (> 0 = super-additive)",
                  fontsize=10)
     return fig
 
@@ -241,14 +241,14 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
             eb = ax.errorbar(i, vals[i], yerr=[[max(vals[i] - to_points(ci[0]), 0)], [max(to_points(ci[1]) - vals[i], 0)]],
                              color="black", capsize=4)
             if len(handles) == 2:
-                eb.set_label("95% CI")
+                eb.set_label(ci_label(data.reports[m]))
                 handles.append(eb)
     ax.axhline(0, color="grey", linewidth=0.8)
     # room above and below for the value labels, whatever the sign of the bars and their CIs
     ext = vals + [0.0] + [to_points(c) for m in modes for c in (drags[m]["ci"] or []) if c is not None]
     pad = max(1.0, 0.15 * (max(ext) - min(ext)))
     ax.set_ylim(min(ext) - pad, max(ext) + pad)
-    ax.set_xticks(range(len(modes)), [MODE_NAMES.get(m, m) for m in modes])
+    ax.set_xticks(range(len(modes)), [TARGET_NAMES.get(m, m) for m in modes])
     ax.set_xlabel("retrieval mode")
     ax.set_ylabel(f"clean {lab}(mode) − {lab}(I→I) (points)")
     ax.legend(handles=handles, fontsize=8)
@@ -278,7 +278,7 @@ def modes_severity_figure(data: RunData, metric: str = "hit@1"):
         if m not in curves:
             continue
         c = curves[m]
-        line, = ax.plot([0] + list(c), [0.0] + [to_points(v) for v in c.values()], marker="o", label=MODE_NAMES.get(m, m))
+        line, = ax.plot([0] + list(c), [0.0] + [to_points(v) for v in c.values()], marker="o", label=TARGET_NAMES.get(m, m))
         dt = kind_means(data.reports[m], metric)["d_text"]
         if dt is not None:
             ax.plot([xt], [to_points(dt)], marker="D", linestyle="none", color=line.get_color())
@@ -328,6 +328,7 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
         return None
     lab = metric_label(metric)
     panels = _gain_panels(gain)
+    level = ci_label(data.reports["MOOR"])
     widths = [len(labels) + 1 for _, labels, _, _ in panels]
     fig = Figure(figsize=(max(8.0, 0.3 * sum(widths) + 1.5), 4.8), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False, sharey=True, width_ratios=widths)[0]
@@ -355,7 +356,7 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
     axes[0].set_ylabel(f"{lab}(MOOR) − {lab}(IT→IT) (points)")
     mean = float(np.mean([e["value"] for e in gain.values()]))
     fig.suptitle(f"MOOR's gain over fixed fusion IT→IT (α = 0.5) per condition; > 0 = MOOR higher; mean "
-                 f"{points(mean, signed=True)} points" + ("; whiskers: 95% CI" if with_ci else "; no CI without "
+                 f"{points(mean, signed=True)} points" + (f"; whiskers: {level}" if with_ci else "; no CI without "
                                                           "per_query.csv"), fontsize=10)
     return fig
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..evaluate.fmt import ci_excludes_zero, points
+from ..evaluate.fmt import ci_excludes_zero, ci_label, points
 from ..schema import Report
 from .aggregate import (
     image_vs_text,
@@ -33,7 +33,7 @@ from .aggregate import (
     text_share_curve,
 )
 from .damage import DAMAGES, PER_DAMAGE, damage_analysis
-from .rundir import MODE_NAMES, RunData
+from .rundir import TARGET_NAMES, RunData
 from .tables import kind_means, metric_label
 
 __all__ = ["Finding", "compute_findings"]
@@ -51,21 +51,21 @@ def _pts(x: float | None, signed: bool = True) -> str:
     return "–" if s is None else s
 
 
-def _ci_words(ci) -> str:
+def _ci_words(ci, level: float) -> str:
     if not ci or ci[0] is None or ci[1] is None:
         return ""
-    return f"95% CI {_pts(ci[0])} to {_pts(ci[1])}"
+    return f"{ci_label(level)} {_pts(ci[0])} to {_pts(ci[1])}"
 
 
-def _ci(ci) -> str:
-    """`` (95% CI a to b)`` or nothing."""
-    w = _ci_words(ci)
+def _ci(ci, level: float) -> str:
+    """`` (95% CI a to b)`` (at ``level``) or nothing."""
+    w = _ci_words(ci, level)
     return f" ({w})" if w else ""
 
 
-def _ci_tail(ci) -> str:
-    """``, 95% CI a to b`` or nothing (inside an existing parenthesis)."""
-    w = _ci_words(ci)
+def _ci_tail(ci, level: float) -> str:
+    """``, 95% CI a to b`` (at ``level``) or nothing (inside an existing parenthesis)."""
+    w = _ci_words(ci, level)
     return f", {w}" if w else ""
 
 
@@ -78,7 +78,7 @@ def compute_findings(data: RunData, metric: str = "hit@1") -> list[Finding]:
 
 def _primary(data: RunData) -> tuple[str, Report, str]:
     mode = data.primary_mode
-    return mode, data.reports[mode], MODE_NAMES.get(mode, mode)
+    return mode, data.reports[mode], TARGET_NAMES.get(mode, mode)
 
 
 def _image_vs_text(data: RunData, metric: str) -> list[Finding]:
@@ -91,9 +91,9 @@ def _image_vs_text(data: RunData, metric: str) -> list[Finding]:
         sure = ci_excludes_zero(ci)
         if sure:
             verdict = (f"{'image' if diff < 0 else 'text'} corruptions hurt more (difference {_pts(diff)} points"
-                       f"{_ci_tail(ci)})")
+                       f"{_ci_tail(ci, rep.meta.ci_level)})")
         elif sure is False:
-            verdict = f"the two are not distinguishable (difference {_pts(diff)} points{_ci_tail(ci)})"
+            verdict = f"the two are not distinguishable (difference {_pts(diff)} points{_ci_tail(ci, rep.meta.ci_level)})"
         else:
             verdict = f"difference {_pts(diff)} points (no CI: needs per_query.csv)"
         text = (f"In {mname}, image corruptions change {lab} by {_pts(km['d_image'])} points on average and text "
@@ -117,7 +117,8 @@ def _severity(data: RunData, metric: str) -> list[Finding]:
     if not sm:
         return []
     steps = severity_steps(rep, metric, data.per_query.get(mode))
-    step_words = "; ".join(f"s{st['from']}→s{st['to']} {_pts(st['difference'])}{_ci_tail(st['ci'])}" for st in steps)
+    step_words = "; ".join(f"s{st['from']}→s{st['to']} {_pts(st['difference'])}{_ci_tail(st['ci'], rep.meta.ci_level)}"
+                           for st in steps)
     verdicts = [ci_excludes_zero(st["ci"]) for st in steps]
     if not steps:
         grows, verdict = None, "."
@@ -157,7 +158,8 @@ def _primitives(data: RunData, metric: str) -> list[Finding]:
 
     ci = primitive_difference_ci(rep, metric, pq, top, worst[0], mild[0])
     sure = ci_excludes_zero(ci)
-    diff = f"difference {_pts(lowest - highest)} points{_ci_tail(ci)}"
+    level = rep.meta.ci_level
+    diff = f"difference {_pts(lowest - highest)} points{_ci_tail(ci, level)}"
     if sure:
         verdict = f": a {diff}"
     elif sure is False:
@@ -165,8 +167,8 @@ def _primitives(data: RunData, metric: str) -> list[Finding]:
     else:
         verdict = " (no CI for their difference: needs per_query.csv)"
     text = (f"At s{top}, {names(worst)} {'has' if len(worst) == 1 else 'have'} the lowest mean Δ{lab} "
-            f"({_pts(lowest)} points{_ci_tail(ps[worst[0]][top]['ci'])}) and {names(mild)} the highest "
-            f"({_pts(highest)}{_ci_tail(ps[mild[0]][top]['ci'])}){verdict}.")
+            f"({_pts(lowest)} points{_ci_tail(ps[worst[0]][top]['ci'], level)}) and {names(mild)} the highest "
+            f"({_pts(highest)}{_ci_tail(ps[mild[0]][top]['ci'], level)}){verdict}.")
     return [Finding("primitive_top_severity", text,
                     {**values, "worst": worst[0], "mildest": mild[0], "difference_ci": list(ci) if ci else None})]
 
@@ -191,13 +193,13 @@ def _drag(data: RunData, metric: str) -> list[Finding]:
     if "IT2IT" not in drags:
         return [Finding("drag", "Coarse-text drag not available: it needs the IT→IT report (with clean I→I "
                                 "path scores) or both the IT2IT and I2I reports.", {})]
-    d = drags["IT2IT"]
+    d, level = drags["IT2IT"], data.reports["IT2IT"].meta.ci_level  # its CI is at the IT2IT report's level
     sure = ci_excludes_zero(d["ci"])
     if sure:
         rel = (f"is {'below' if d['value'] < 0 else 'above'} image-only I→I by {_pts(abs(d['value']), False)} "
-               f"points (drag {_pts(d['value'])}{_ci_tail(d['ci'])})")
+               f"points (drag {_pts(d['value'])}{_ci_tail(d['ci'], level)})")
     elif sure is False or d["value"] == 0:
-        rel = f"is not distinguishable from image-only I→I's (drag {_pts(d['value'])}{_ci_tail(d['ci'])})"
+        rel = f"is not distinguishable from image-only I→I's (drag {_pts(d['value'])}{_ci_tail(d['ci'], level)})"
     else:
         rel = f"minus image-only I→I's is {_pts(d['value'])} points (no CI)"
     return [Finding("drag", f"Coarse-text drag: clean IT→IT {lab} {rel}.", {"value": d["value"], "ci": d["ci"]})]
@@ -220,7 +222,7 @@ def _additivity(data: RunData, metric: str) -> list[Finding]:
     n_sup = sum(1 for e in entries if e.ci[0] is not None and e.ci[0] > 0)
     n_sub = sum(1 for e in entries if e.ci[1] is not None and e.ci[1] < 0)
     return [Finding("additivity",
-        f"Joint corruptions in {mname} are {kind} on average: mean δ = {_pts(summ.delta)} points{_ci(summ.ci)} "
+        f"Joint corruptions in {mname} are {kind} on average: mean δ = {_pts(summ.delta)} points{_ci(summ.ci, rep.meta.ci_level)} "
         f"(Exp drop {_pts(summ.exp)}, Obs drop {_pts(summ.obs)}); of {len(entries)} joint conditions, {n_sup} are "
         f"super-additive and {n_sub} sub-additive (CI excluding 0), the rest not distinguishable from additive.",
         {"mode": mode, "delta": summ.delta, "ci": list(summ.ci), "n_super": n_sup, "n_sub": n_sub})]
@@ -232,7 +234,7 @@ def _moor(data: RunData, metric: str) -> list[Finding]:
         if "MOOR" in data.reports:
             return [Finding("moor", "MOOR was evaluated but IT→IT was not: no MOOR vs fixed-fusion comparison.", {})]
         return []
-    lab = metric_label(metric)
+    lab, level = metric_label(metric), data.reports["MOOR"].meta.ci_level  # its CIs are at MOOR's level
     g = np.array([v["value"] for v in gain.values()])
     ci = moor_mean_gain_ci(data, metric)
     sure = [ci_excludes_zero(v["ci"]) for v in gain.values()]
@@ -241,12 +243,12 @@ def _moor(data: RunData, metric: str) -> list[Finding]:
     if any(s is not None for s in sure):
         better = sum(1 for s, v in zip(sure, g) if s and v > 0)
         worse = sum(1 for s, v in zip(sure, g) if s and v < 0)
-        counts = f"better in {better}, worse in {worse}, not distinguishable in {len(g) - better - worse} by 95% CIs"
+        counts = f"better in {better}, worse in {worse}, not distinguishable in {len(g) - better - worse} by {ci_label(level)}s"
     else:
         better, worse = int((g > 0).sum()), int((g < 0).sum())
         counts = f"higher in {better}, lower in {worse} (point estimates; no CIs without per_query.csv)"
     txt = (f"MOOR vs fixed fusion IT→IT: {verdict} on average, mean {lab} gain {_pts(float(g.mean()))} points"
-           f"{_ci(ci)} over {len(g)} conditions ({counts}).")
+           f"{_ci(ci, level)} over {len(g)} conditions ({counts}).")
     vals = {"mean_gain": float(g.mean()), "ci": ci, "better": better, "worse": worse}
     moor = data.reports["MOOR"]
     for name, frep in sorted(data.fusion.items()):
@@ -285,7 +287,7 @@ def _damage_sentence(res, damage: str, lab: str) -> str:
         sci = None if s.ci is None else (s.ci[0] * PER_DAMAGE, s.ci[1] * PER_DAMAGE)
         tied = sorted(o for o, t in slopes.items() if o != s.operator and abs(t.slope - s.slope) <= 1e-12)
         also = f"; tied with {', '.join(tied)}" if tied else ""
-        return f"{s.operator} ({_pts(s.slope * PER_DAMAGE)} points{_ci_tail(sci)}{also})"
+        return f"{s.operator} ({_pts(s.slope * PER_DAMAGE)} points{_ci_tail(sci, res.level)}{also})"
 
     sure = ci_excludes_zero(ci)
     if sure:
@@ -295,7 +297,7 @@ def _damage_sentence(res, damage: str, lab: str) -> str:
     else:
         verdict = "no verdict (no CI)"
     return (f"per {per}, Δ{lab} falls most steeply under {one(most)} and least under {one(least)}: {verdict} "
-            f"(difference {_pts(diff)} points{_ci_tail(ci)})")
+            f"(difference {_pts(diff)} points{_ci_tail(ci, res.level)})")
 
 
 def _damage(data: RunData, metric: str) -> list[Finding]:
@@ -303,7 +305,7 @@ def _damage(data: RunData, metric: str) -> list[Finding]:
     if res is None:
         return [Finding("damage", "Drops are not related to measured damage: the per-query values hold no measured "
                                   "SSIM or embedding drift (the run was made without measuring).", {})]
-    lab, mname = metric_label(metric), MODE_NAMES.get(res.mode, res.mode)
+    lab, mname = metric_label(metric), TARGET_NAMES.get(res.mode, res.mode)
     parts = [_damage_sentence(res, d, lab) for d in DAMAGES if d in res.extremes]
     if not parts:
         return [Finding("damage", f"In {mname}, fewer than two operators have measured damage: no comparison at "

@@ -14,16 +14,16 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..layout import FUSION_PREFIX, TARGET_ORDER, RunDir, open_run_dir
+from ..layout import FUSION_PREFIX, TARGET_ORDER, RunDir, open_run_dir, primary_target
 from ..modes import MODE_LABELS
 from ..schema import PerQuery, Report, read_report
 from ..textio import read_json
 from .perquery import read_per_query
 
-__all__ = ["MODE_NAMES", "MODE_ORDER", "RunData", "load_run_dir", "read_target_per_query", "read_target_values"]
+__all__ = ["TARGET_NAMES", "RunData", "load_run_dir", "read_target_per_query", "read_target_values"]
 
-MODE_ORDER: tuple[str, ...] = TARGET_ORDER
-MODE_NAMES: dict[str, str] = {**MODE_LABELS, "MOOR": "MOOR"}
+#: How tables, figures and sentences name a mode or MOOR (fusion baselines are named by the caller).
+TARGET_NAMES: dict[str, str] = {**MODE_LABELS, "MOOR": "MOOR"}
 
 
 @dataclass
@@ -49,16 +49,14 @@ class RunData:
 
     @property
     def modes(self) -> list[str]:
-        """Evaluated modes in the paper's order (MOOR last)."""
-        return [m for m in MODE_ORDER if m in self.reports]
+        """The evaluated modes and MOOR in :data:`~snapbench.layout.TARGET_ORDER` (MOOR last)."""
+        return [m for m in TARGET_ORDER if m in self.reports]
 
     @property
     def primary_mode(self) -> str:
-        """The mode the findings speak of first: IT→IT (the paper's joint mode) if present."""
-        for m in ("IT2IT", "MOOR", "I2I", "I2IT", "T2IT", "T2T"):
-            if m in self.reports:
-                return m
-        return next(iter(self.reports))
+        """The mode the findings speak of first (:func:`~snapbench.layout.primary_target`: IT→IT, the
+        paper's joint mode, if present)."""
+        return primary_target(self.reports)
 
     @property
     def first_report(self) -> Report:
@@ -162,7 +160,7 @@ def load_run_dir(path: str | Path) -> RunData:
     if not data.reports:
         problems = "; ".join(m for msgs in data.missing.values() for m in msgs)
         raise InputError(
-            "no readable <MODE>/report.json (MODE one of " + ", ".join(MODE_ORDER) + ")"
+            "no readable <MODE>/report.json (MODE one of " + ", ".join(TARGET_ORDER) + ")"
             + (f": {problems}" if problems else ""), path=rd.root)
     for mode in listed or []:
         if str(mode) not in data.reports and str(mode) not in data.missing:  # unreadable ones are noted already

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..conditions import IMAGE_PRIMITIVES, JOINT_PAIRS, TEXT_LEVELS, Condition, parse_condition
+from ..evaluate import fmt
 from ..evaluate.fmt import DROP_SIGN, PAIRED_SIGN, points
 from ..schema import Additivity, Paired, Report
 
@@ -188,8 +189,8 @@ def text_id(op: str) -> str:
 
 
 def ci_label(report: Report) -> str:
-    """``95% CI`` (the report's own level)."""
-    return f"{round(100 * float(report.meta.ci_level), 1):g}% CI"
+    """``95% CI`` at the report's own level (:func:`snapbench.evaluate.fmt.ci_label`)."""
+    return fmt.ci_label(report.meta.ci_level)
 
 
 def image_operators(report: Report) -> list[tuple[str, list[str]]]:

@@ -53,8 +53,6 @@ __all__ = [
     "image_operator_revisions",
 ]
 
-#: built-in operator name -> its primitive, from the one table in :mod:`snapbench.conditions`.
-BUILTIN_PRIMITIVE: dict[str, str] = {op: prim for prim, ops in _conditions.IMAGE_PRIMITIVES.items() for op in ops}
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _LEVEL_RE = re.compile(r"^s?(\d+)$")
 
@@ -134,7 +132,7 @@ def _checked(op: ImageOperator) -> ImageOperator:
                           param="revision")
     if not callable(op.apply) or not callable(op.sample):
         raise ConfigError(f"image operator {name!r}: apply and sample must be callables", param="apply")
-    fixed = BUILTIN_PRIMITIVE.get(name)
+    fixed = _conditions.PRIMITIVE_OF.get(name)
     primitive = op.primitive if op.primitive != "custom" or fixed is None else fixed
     if fixed is not None and primitive != fixed:
         raise ConfigError(
@@ -220,7 +218,7 @@ def _identity(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 def unregister_image_operator(name: str) -> None:
     """Remove a user-registered operator (and its default levels); built-ins cannot be removed."""
     op = _TABLE.get(name) if name in _TABLE else None
-    if op is None or op.origin == "builtin" or name in BUILTIN_PRIMITIVE:
+    if op is None or op.origin == "builtin" or name in _conditions.PRIMITIVE_OF:
         raise ConfigError(f"image operator {name!r} is not a user-registered operator (built-ins are replaced, "
                           "not removed)", param="name")
     _TABLE.unregister(name)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import SnapbenchError
+from ..evaluate.fmt import ci_label
 from ..layout.dirs import FUSION_PREFIX, RunDir
 from ..modes import MODE_LABELS
 from ..textio import read_json
@@ -60,8 +61,9 @@ def _expected_table(body: Mapping[str, Any], metric: str, label: str, names: Map
         name = names.get(t) or (f"fusion: {t[len(FUSION_PREFIX):]}" if t.startswith(FUSION_PREFIX) else t)
         rows.append([html.escape(name), _pct(d.get("clean")), _with_ci(e), _with_ci(d, signed=True),
                      _span(e.get("ci_benchmark")), _span(e.get("ci_traffic"))])
-    level = round(100 * float((body.get("ci") or {}).get("level") or 0.95))
-    return _table("traffic-expected", f"{label} under your traffic (%): expected value with {level}% CI",
+    level = (body.get("ci") or {}).get("level")
+    ci = "CI" if level is None else ci_label(level)
+    return _table("traffic-expected", f"{label} under your traffic (%): expected value with {ci}",
                   ["target", f"clean {label}", f"expected {label}", "vs clean (points)",
                    "CI, benchmark only", "CI, traffic only"], rows)
 

@@ -1,4 +1,5 @@
-"""The self-contained HTML page: inline CSS, figures as base64 PNG, no external resource.
+"""The self-contained HTML page of ``report``, ``compare`` and ``diagnose``: inline CSS, figures as
+base64 PNG, no external resource.  It sits below the three, so that none imports another for it.
 
 A tiny inline script checks, once the page has loaded, that every ``<img>`` decoded
 (``naturalWidth > 0``) and records the count on ``<body data-images-ok="k/n">`` — a headless browser
