@@ -1,4 +1,5 @@
-"""`snapbench corrupt`: write the corrupted variants of a query set (lossless PNG + manifest.jsonl)."""
+"""`snapbench corrupt`: write the corrupted variants of a query set (lossless image files, PNG by default or
+any of `corruptions.codecs.FORMATS`, + manifest.jsonl)."""
 
 from __future__ import annotations
 

@@ -91,8 +91,8 @@ def evaluate(
     Exit status: 0 when something was measured, 1 when nothing was (no query has a relevant item:
     every value is null; the report is still written), 2 for an error."""
     from ..atomic import check_output_file
-    from ..evaluate.report import check_table_path, print_report, write_report, write_table
     from ..evaluate.runner import evaluate_directory
+    from ..evaluate.terminal import check_table_path, print_report, write_report, write_table
 
     # outputs first: a wrong --out or --table-out must not cost a whole evaluation
     if out is not None:
@@ -134,7 +134,7 @@ def additivity(
 ) -> None:
     """Print the additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI per joint pair x
     severity, then the means per pair, per severity and overall (drops = clean − corrupted)."""
-    from ..evaluate.report import print_additivity, read_report, write_report
+    from ..evaluate.terminal import print_additivity, read_report, write_report
 
     if not source.exists():
         raise InputError("no such file or folder (give a report written by 'snapbench evaluate --out' "

@@ -63,14 +63,6 @@ from .paired import (
     stability_classes,
     swap_matrix,
 )
-from .report import (
-    print_additivity,
-    print_report,
-    read_report,
-    report_to_json,
-    write_report,
-    write_table,
-)
 from .runner import (
     ConditionEval,
     EvaluationConfig,
@@ -80,6 +72,14 @@ from .runner import (
     evaluate_matrix,
     evaluate_ranking,
     nothing_measured,
+)
+from .terminal import (
+    print_additivity,
+    print_report,
+    read_report,
+    report_to_json,
+    write_report,
+    write_table,
 )
 
 __all__ = [

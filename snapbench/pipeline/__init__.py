@@ -17,7 +17,7 @@ The run is a chain of stages, each a module with one entry point and a typed han
 4. encode queries -- :func:`.queries.encode_queries` -> :class:`.queries.QueryEmbeddings` per encoder
    (one variant stream feeds every encoder);
 5. score -- :func:`.score.score_targets` -> :class:`.score.Scores` (each target's scores per row block);
-6. evaluate -- :func:`.scoring.evaluate_all` -> the report of each target (a mode, MOOR, a baseline);
+6. evaluate -- :func:`.evaluation.evaluate_all` -> the report of each target (a mode, MOOR, a baseline);
 7. report -- :func:`.report.finish_run` -> :class:`RunResult` (final run.json, report.html).
 
 :mod:`.run` chains them; :mod:`.encoding` is the one encoding loop (shared with ``snapbench encode``),

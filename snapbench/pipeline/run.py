@@ -2,7 +2,7 @@
 
 plan (:mod:`.plan`) -> resume (:mod:`.resume`) -> encode gallery (:mod:`.gallery`) -> encode queries
 (:mod:`.queries`, one variant stream for every encoder) -> score (:mod:`.score`) -> evaluate
-(:mod:`.scoring`: it pulls each target's scores per row block, so no Q x N matrix is held) -> report
+(:mod:`.evaluation`: it pulls each target's scores per row block, so no Q x N matrix is held) -> report
 (:mod:`.report`).
 """
 
@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..layout import check_resume, claim_output_dir, write_run_json
 from ..progress import ProgressDisplay
 from .encoders import close_encoder, encoder_label, open_encoder, run_names
+from .evaluation import check_group_by, evaluate_all
 from .gallery import encode_gallery
 from .measured import measured_rows
 from .options import RunOptions, RunResult, RunSetResult, check_options
@@ -27,7 +28,6 @@ from .plan import RunPlan, grid_json, plan_run, shared_space_modes
 from .queries import QueryEmbeddings, QueryJob, encode_queries
 from .report import Evaluated, finish_run, reused_run
 from .resume import RunState, open_run, shared_fingerprint
-from .scoring import check_group_by, evaluate_all
 
 __all__ = ["run_benchmark", "run_encoders"]
 

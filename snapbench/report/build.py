@@ -16,7 +16,7 @@ from typing import Any
 from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError
 from ..evaluate.fmt import ci_level_text
-from ..evaluate.report import queries_line
+from ..evaluate.terminal import queries_line
 from ..htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from ..jsonable import dumps
 from ..layout import RunDir, claim_output_dir, read_run_json, write_run_json
