@@ -83,12 +83,10 @@ def test_every_command_refuses_an_out_inside_another_output_folder(made, owner, 
     out = made / inside
     existed = out.exists()
     before = _files(parent)
-    named = {"demo": "run"}  # demo claims its folder as the run it writes
     for command, args in _commands(made, out).items():
         hint = " (or, without --out, the run folder itself)" if (command, owner) == ("report", "run") else ""
         expected = (f"error: {out} is inside {parent}, the output folder of 'snapbench {owner}' (see its run.json); "
-                    f"the output of 'snapbench {named.get(command, command)}' goes to a folder of its own: use one "
-                    f"outside {parent}{hint}")
+                    f"the output of 'snapbench {command}' goes to a folder of its own: use one outside {parent}{hint}")
         assert _error(args) == expected, command
     assert _files(parent) == before  # nothing written, nothing replaced
     assert out.exists() == existed  # nor a folder made in it

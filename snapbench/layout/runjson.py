@@ -162,7 +162,7 @@ _INSIDE_HINTS: dict[tuple[str, str], str] = {
 }
 
 
-def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str,
+def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str, command: str | None = None,
                      within: str | os.PathLike | None = None) -> dict[str, Any] | None:
     """Create (or reuse) ``folder`` (and ``subdirs`` inside it) as the output folder of ``snapbench <kind>``;
     return its previous run.json (``None`` when it has none).
@@ -177,17 +177,19 @@ def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str,
       its own: a copied ``RUN/IT2IT``), whose per_query.csv the new output would overwrite.
 
     ``within`` is the one exception: the output folder the caller itself owns (a run of several
-    encoders claims ``OUT/<name>`` within ``OUT``).  A folder that cannot hold outputs is an
+    encoders claims ``OUT/<name>`` within ``OUT``).  ``command`` names the command in the refusals when
+    it is not ``kind`` (``snapbench demo`` writes a run).  A folder that cannot hold outputs is an
     :class:`~snapbench.errors.OutputError` (:func:`snapbench.atomic.prepare_output_dir`).  Call it
     first, before any work: before a dataset is loaded or a model opened."""
     from ..atomic import prepare_output_dir
 
-    _refuse_nested(Path(folder), kind, within)
+    name = command or kind
+    _refuse_nested(Path(folder), name, within)
     prepare_output_dir(folder)
     previous = read_run_json(folder)
     found = None if previous is None else run_json_kind(previous)
     if previous is not None and found != kind:
-        raise _not_ours(Path(folder), found, kind)
+        raise _not_ours(Path(folder), found, name)
     if subdirs:
         prepare_output_dir(folder, *subdirs)
     return previous
