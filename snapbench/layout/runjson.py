@@ -184,12 +184,15 @@ def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str, comman
     from ..atomic import prepare_output_dir
 
     name = command or kind
-    _refuse_nested(Path(folder), name, within)
-    prepare_output_dir(folder)
-    previous = read_run_json(folder)
+    try:
+        previous = read_run_json(folder)  # what the folder itself holds is named first
+    except PermissionError:
+        previous = None  # a folder it cannot read: prepare_output_dir says so
     found = None if previous is None else run_json_kind(previous)
     if previous is not None and found != kind:
         raise _not_ours(Path(folder), found, name)
+    _refuse_nested(Path(folder), name, within)
+    prepare_output_dir(folder)
     if subdirs:
         prepare_output_dir(folder, *subdirs)
     return previous
