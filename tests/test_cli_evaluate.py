@@ -414,3 +414,40 @@ def test_additivity_of_a_run_folder_names_its_reports(tmp_path):
     assert r.exit_code == 2 and "error: --out applies only when recomputing from a SCORES_DIR" in r.output, r.output
     r = runner.invoke(app, ["additivity", str(report), "--out", str(tmp_path / "a.json"), "--seed", "1"])
     assert r.exit_code == 2 and "error: --seed, --out apply only when recomputing" in r.output, r.output
+    # evaluate of the run folder: its targets are evaluated already
+    r = runner.invoke(app, ["evaluate", str(run), "--qrels", str(DEFAULT_DATA / "qrels.json")])
+    assert r.exit_code == 2, r.output
+    assert " ".join(r.output.split()).endswith(
+        "it holds the output of 'snapbench run', which evaluated its targets already (<MODE>/report.json): see them "
+        f"with 'snapbench report {run}'"), r.output
+
+
+def test_evaluate_of_an_encode_or_corrupt_folder_says_what_to_give(tmp_path):
+    """Trial 4: both said only "no score files"; the encode folder's scores are in its paths/, and a corrupt
+    folder holds images to encode first.  The folder's kind is its run.json's."""
+    from snapbench.commands.demo import DEFAULT_DATA
+
+    corr, enc, qrels = tmp_path / "cj", tmp_path / "ej", str(DEFAULT_DATA / "qrels.json")
+    r = runner.invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(corr), "--conditions",
+                            "img/low_light/s1", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["encode", str(corr), "--gallery", str(DEFAULT_DATA / "gallery.jsonl"), "-e", "toy",
+                            "--out", str(enc)])
+    assert r.exit_code == 0, r.output
+    no_scores = "no score files (expected <condition>.npy such as clean.npy, or <condition>.run)"
+    for folder, instead in (
+        (enc, f"it holds the output of 'snapbench encode': give its per-path scores, {enc / 'paths'}"),
+        (corr, "it holds the output of 'snapbench corrupt' (corrupted queries, not scores): encode it first "
+               f"(snapbench encode {corr} --gallery GALLERY -e ENCODER --out ENC), then give ENC/paths"),
+    ):
+        r = runner.invoke(app, ["evaluate", str(folder), "--qrels", qrels, "--mode", "IT2IT"])
+        assert r.exit_code == 2, r.output
+        assert " ".join(r.output.split()) == f"error: {folder}: {no_scores}; {instead}"
+    # the hint is right: the encode folder's paths/ evaluates
+    r = runner.invoke(app, ["evaluate", str(enc / "paths"), "--qrels", qrels, "--mode", "IT2IT", "-q",
+                            "--resamples", "100"])
+    assert r.exit_code == 0, r.output
+    # a folder without a run.json keeps the plain message
+    (tmp_path / "empty").mkdir()
+    r = runner.invoke(app, ["evaluate", str(tmp_path / "empty"), "--qrels", qrels])
+    assert " ".join(r.output.split()) == f"error: {tmp_path / 'empty'}: {no_scores}"

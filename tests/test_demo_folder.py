@@ -36,6 +36,17 @@ def test_demo_refuses_another_commands_folder(tmp_path):
     assert r.exit_code == 2 and "snapbench corrupt" in r.output
 
 
+def test_demo_names_itself_when_it_refuses_a_folder(tmp_path):
+    """Trial 4: `demo --out diag` said "not of 'snapbench run'"; the command the user typed is demo."""
+    out = tmp_path / "diag"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"kind": "diagnose", "schema_version": 2}))
+    r = runner.invoke(app, ["demo", "--out", str(out), "--no-progress"])
+    assert r.exit_code == 2, r.output
+    assert " ".join(r.output.split()) == (f"error: {out} holds the output of 'snapbench diagnose', not of "
+                                          "'snapbench demo' (see its run.json); use a new output folder")
+
+
 def _run_json(folder, body):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "run.json").write_text(json.dumps(body))

@@ -75,10 +75,10 @@ def test_another_commands_folder_is_refused_before_the_dataset_or_a_model_is_ope
     owner = {"diag": "diagnose", "fused": "moor", "corr": "corrupt"}[target]
     before = sorted(p.relative_to(out) for p in out.rglob("*"))
     missing = str(tmp / "no_such_dataset")
-    attempts = [  # (the kind the command writes, its command line)
+    attempts = [  # (the command named in the refusal, its command line)
         ("run", ["run", missing, "-e", "loud_enc_t7:Enc", "--out", str(out), "--no-progress"]),
         ("run", ["run", missing, "-e", "loud_enc_t7:Enc", "-e", "toy", "--out", str(out), "--no-progress"]),
-        ("run", ["demo", "--data", missing, "--out", str(out), "--no-progress"]),
+        ("demo", ["demo", "--data", missing, "--out", str(out), "--no-progress"]),  # named as typed, writes a run
         ("encode", ["encode", str(tmp / "corr"), "--gallery", missing, "-e", "loud_enc_t7:Enc", "--out", str(out)]),
         ("compare", ["compare", missing, missing + "2", "--out", str(out), "--no-progress"]),
     ]

@@ -128,3 +128,24 @@ def test_grades_as_trec_eval_reads_them(tmp_path):
         seen.add(m.query_id)
     assert seen == {"q0", "q1", "q2"}
     assert ours["hit@1"].den[3] == 0  # unjudged q3: zero-GT too
+
+
+def test_run_says_what_to_do_about_an_unknown_gallery_id(tmp_path):
+    """Trial 4: run named the unknown id and stopped; evaluate's hint (--allow-unknown-items) is no flag of run."""
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+
+    queries, gallery = _dataset(tmp_path)
+    qrels = tmp_path / "unknown_g.json"
+    qrels.write_text(json.dumps({"q0": ["g0", "g_nope"]}))
+    r = CliRunner().invoke(app, ["run", str(queries), "--gallery", str(gallery), "--qrels", str(qrels), "-e", "toy",
+                                 "--out", str(tmp_path / "o"), "--no-progress"])
+    assert r.exit_code == 2, r.output
+    assert " ".join(r.output.split()) == (
+        f"error: {qrels}: 1 gallery id(s) are not in the gallery: 'g_nope'; fix the qrels or the gallery (a data "
+        "set's qrels judge only its gallery items; only 'snapbench evaluate --allow-unknown-items' drops unknown "
+        "ones, from score files)")
+    # evaluate keeps naming its own flag
+    with pytest.raises(InputError, match=r"are not in gallery_ids: 'g_nope' \(set unknown_items to drop them"):
+        load_qrels(qrels, QIDS, GIDS)

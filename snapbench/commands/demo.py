@@ -64,7 +64,8 @@ def demo(
 
     positive_int(workers, "workers")
     positive_int(resamples, "resamples", minimum=100)
-    claim_output_dir(out, "run")  # before anything is printed or computed: another command's folder is refused
+    # before anything is printed or computed: another command's folder is refused, naming demo (it writes a run)
+    claim_output_dir(out, "run", command="demo")
     replace = force or holds_a_demo(out)
     console = stderr_console()
     ds = load_dataset(data or DEFAULT_DATA)

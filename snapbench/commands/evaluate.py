@@ -185,14 +185,10 @@ def _additivity_report(source: Path, qrels: Path, metric: str, seed: int, resamp
 def _refuse_a_run_folder(source: Path) -> None:
     """A folder 'snapbench run' wrote holds finished reports, one per mode: name them instead of asking
     for the --qrels of a SCORES_DIR it is not."""
-    from ..layout import RunDir, read_run_json, run_json_kind
+    from ..layout import RunDir, output_kind
 
-    try:
-        cfg = read_run_json(source)
-    except InputError:
-        return  # not readable as run.json: the SCORES_DIR reader says what is wrong
-    if cfg is None or run_json_kind(cfg) != "run":
-        return
+    if output_kind(source) != "run":
+        return  # the SCORES_DIR reader says what is wrong (and what another command's folder is)
     rd = RunDir(source)
     reports = [rd.report(t).relative_to(source).as_posix() for t in rd.targets()]
     if not reports:

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..conditions import parse_condition
-from ..errors import SnapbenchError, arg
-from ..layout import read_run_json, run_json_kind
+from ..errors import arg
+from ..layout import output_kind
 from ..schema import DepthLimit, PerQuery, Report
 from .condition import ConditionEval, depth_limited_metrics, evaluate_matrix, evaluate_ranking, per_query_values
 from .config import EvaluationConfig
@@ -112,11 +112,8 @@ def scores_target(sd: ScoresDir) -> str | None:
     kind), else ``None`` (score files of unknown origin: a comparison names their target itself)."""
     if sd.mode:
         return MODE_LABELS.get(sd.mode, sd.mode)
-    try:
-        written = read_run_json(sd.path)
-    except SnapbenchError:  # a run.json that is not snapbench's is no statement about the scores
-        return None
-    return "MOOR" if written is not None and run_json_kind(written) == "moor" else None
+    # a run.json that is not snapbench's (or unreadable) is no statement about the scores
+    return "MOOR" if output_kind(sd.path) == "moor" else None
 
 
 def _selected(sd: ScoresDir, conditions: Sequence[str] | None) -> list[str]:

@@ -14,9 +14,11 @@ from ..layout import (
     PATH_NAMES,
     QUERY_IDS,
     RUN_SUFFIXES,
+    EncodeDir,
     find_ids,
     find_path_scores,
     iter_trec_run,
+    output_kind,
     read_ids,
     read_qrels_file,
 )
@@ -82,6 +84,27 @@ def check_operator_names(cid: str, source: str | Path) -> str | None:
     )
 
 
+#: what to give instead of the output folder of another command (the kind its run.json names, read
+#: through :func:`snapbench.layout.output_kind`); ``{path}`` is the folder given
+_INSTEAD: dict[str, str] = {
+    "encode": "it holds the output of 'snapbench encode': give its per-path scores, {paths}",
+    "corrupt": "it holds the output of 'snapbench corrupt' (corrupted queries, not scores): encode it first "
+               "(snapbench encode {path} --gallery GALLERY -e ENCODER --out ENC), then give ENC/paths",
+    "run": "it holds the output of 'snapbench run', which evaluated its targets already (<MODE>/report.json): "
+           "see them with 'snapbench report {path}'",
+}
+
+
+def _no_score_files(path: Path) -> str:
+    """The error for a folder without score files; for another command's output folder, what to give."""
+    msg = f"{path}: no score files (expected <condition>.npy such as clean.npy, or <condition>.run)"
+    kind = output_kind(path)
+    if kind is None:
+        return msg
+    how = _INSTEAD.get(kind, "it holds the output of 'snapbench {kind}', not score files")
+    return f"{msg}; {how.format(path=path, paths=EncodeDir(path).paths, kind=kind)}"
+
+
 class ScoresDir:
     """A SCORES_DIR: discovers conditions and opens their scores one at a time.
 
@@ -104,9 +127,7 @@ class ScoresDir:
         if (npy or path_files) and runs:
             raise EvaluationInputError(f"{self.path}: holds both .npy score files and TREC runs; use one kind")
         if not npy and not runs and not path_files:
-            raise EvaluationInputError(
-                f"{self.path}: no score files (expected <condition>.npy such as clean.npy, or <condition>.run)"
-            )
+            raise EvaluationInputError(_no_score_files(self.path))
         self.kind = "npy" if (npy or path_files) else "trec"
         self._files: dict[str, Path] = {}
         self._paths: dict[str, dict[str, Path]] = {}

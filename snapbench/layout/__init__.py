@@ -128,7 +128,7 @@ from .dirs import CompareDir  # noqa: E402
 
 __all__ += ["CompareDir"]
 
-# appended: the one check that a folder is a run directory to read
-from .runjson import open_run_dir  # noqa: E402
+# appended: the one check that a folder is a run directory to read; what an output folder is (its run.json kind)
+from .runjson import open_run_dir, output_kind  # noqa: E402
 
-__all__ += ["open_run_dir"]
+__all__ += ["open_run_dir", "output_kind"]

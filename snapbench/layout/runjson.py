@@ -25,7 +25,7 @@ from ..textio import read_json
 from .names import RUN_CONFIG
 
 __all__ = ["FINGERPRINT_WORDS", "RUN_KINDS", "RUN_JSON_SCHEMA", "write_run_json", "read_run_json", "run_json_kind", "check_resume",
-           "read_run_config", "claim_output_dir", "open_run_dir"]
+           "read_run_config", "claim_output_dir", "open_run_dir", "output_kind"]
 
 RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose", "moor", "report")
 RUN_JSON_SCHEMA = 2
@@ -66,10 +66,25 @@ def read_run_json(folder: str | os.PathLike, *, kind: str | None = None) -> dict
         raise InputError("must hold a JSON object", path=path)
     found = run_json_kind(cfg)
     if kind is not None and found != kind:
-        who = f"'snapbench {found}'" if found else "something other than snapbench"
-        raise ConfigError(f"{Path(folder)} holds the output of {who}, not of 'snapbench {kind}' (see its run.json); "
-                          "use a new output folder")
+        raise _not_ours(Path(folder), found, kind)
     return cfg
+
+
+def _not_ours(folder: Path, found: str | None, command: str) -> ConfigError:
+    """The refusal of a folder whose run.json another command (``found``; ``None``: not snapbench) wrote."""
+    who = f"'snapbench {found}'" if found else "something other than snapbench"
+    return ConfigError(f"{folder} holds the output of {who}, not of 'snapbench {command}' (see its run.json); "
+                       "use a new output folder")
+
+
+def output_kind(folder: str | os.PathLike) -> str | None:
+    """The command whose output ``folder`` holds, as its run.json says: the one way to ask what a
+    folder is (``None``: no run.json, an unreadable one, or one that is not snapbench's)."""
+    try:
+        cfg = read_run_json(folder)
+    except (OSError, InputError, ConfigError):
+        return None
+    return run_json_kind(cfg) if cfg is not None else None
 
 
 def read_run_config(corrupt_dir: str | os.PathLike) -> dict[str, Any] | None:
@@ -141,21 +156,69 @@ def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str,
     return previous
 
 
-def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str) -> dict[str, Any] | None:
+#: (command, kind of the output folder above ``--out``) -> where that command may write instead
+_INSIDE_HINTS: dict[tuple[str, str], str] = {
+    ("report", "run"): f" (or, without {arg('out')}, the run folder itself)",
+}
+
+
+def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str, command: str | None = None,
+                     within: str | os.PathLike | None = None) -> dict[str, Any] | None:
     """Create (or reuse) ``folder`` (and ``subdirs`` inside it) as the output folder of ``snapbench <kind>``;
     return its previous run.json (``None`` when it has none).
 
-    A folder that cannot hold outputs is an :class:`~snapbench.errors.OutputError`
-    (:func:`snapbench.atomic.prepare_output_dir`); one that another command wrote (its run.json names
-    another kind, or is not snapbench's) a :class:`ConfigError`, before any of ``subdirs`` is made in it.
-    Call it first, before any work: before a dataset is loaded or a model opened."""
+    The rule, the same for every command: an output folder belongs to one command and holds no other
+    command's output folder.  So a :class:`ConfigError`, before anything is created, when
+
+    * ``folder`` holds a run.json of another kind, or one that is not snapbench's;
+    * ``folder`` is inside another output folder: a folder above it holds a snapbench run.json, of any
+      kind (a run inside a run's ``fusion/`` would become one of its baselines);
+    * ``folder`` is the folder of one target of a run (``<target>/report.json`` without a run.json of
+      its own: a copied ``RUN/IT2IT``), whose per_query.csv the new output would overwrite.
+
+    ``within`` is the one exception: the output folder the caller itself owns (a run of several
+    encoders claims ``OUT/<name>`` within ``OUT``).  ``command`` names the command in the refusals when
+    it is not ``kind`` (``snapbench demo`` writes a run).  A folder that cannot hold outputs is an
+    :class:`~snapbench.errors.OutputError` (:func:`snapbench.atomic.prepare_output_dir`).  Call it
+    first, before any work: before a dataset is loaded or a model opened."""
     from ..atomic import prepare_output_dir
 
+    name = command or kind
+    try:
+        previous = read_run_json(folder)  # what the folder itself holds is named first
+    except PermissionError:
+        previous = None  # a folder it cannot read: prepare_output_dir says so
+    found = None if previous is None else run_json_kind(previous)
+    if previous is not None and found != kind:
+        raise _not_ours(Path(folder), found, name)
+    _refuse_nested(Path(folder), name, within)
     prepare_output_dir(folder)
-    previous = read_run_json(folder, kind=kind)
     if subdirs:
         prepare_output_dir(folder, *subdirs)
     return previous
+
+
+def _refuse_nested(folder: Path, command: str, within: str | os.PathLike | None) -> None:
+    """The part of :func:`claim_output_dir`'s rule about the folders above ``folder``, and about
+    ``folder`` being a run's target folder."""
+    from .dirs import RunDir
+
+    here = Path(os.path.abspath(folder))
+    allowed = None if within is None else Path(os.path.abspath(within))
+    for above in here.parents:
+        found = output_kind(above) if above != allowed else None
+        if found is not None:
+            shown = above if folder.is_absolute() else Path(os.path.relpath(above))
+            raise ConfigError(f"{folder} is inside {shown}, the output folder of 'snapbench {found}' (see its "
+                              f"run.json); the output of 'snapbench {command}' goes to a folder of its own: use one "
+                              f"outside {shown}{_INSIDE_HINTS.get((command, found), '')}")
+    try:
+        target = RunDir(here.parent).report(here.name).is_file() and not (here / RUN_CONFIG).exists()
+    except OSError:
+        return
+    if target:
+        raise ConfigError(f"{folder} is the folder of one target of a run (it holds report.json and no run.json, "
+                          f"like RUN/IT2IT), not an output folder of 'snapbench {command}'; use a new output folder")
 
 
 # appended: the one check that a folder is a run directory to read (report, report --traffic, compare)

@@ -213,7 +213,8 @@ def align_qrels(
       a note and returned in the third item -- still an error when no judged query matches (the
       wrong id list).
     * A judged **gallery id not in** ``gallery_ids``: an error (naming ``items_param``, the option
-      that drops them, when given) or (``unknown_items="drop"``) dropped with a note.
+      that drops them, when given; without it, saying to fix the qrels or the gallery) or
+      (``unknown_items="drop"``) dropped with a note.
     * A query of ``query_ids`` the qrels do not mention: a zero-GT query, with a note.
 
     ``id_lists`` names the two id lists in the messages.  Returns ``(qrels, notes, left_out)``:
@@ -238,8 +239,11 @@ def align_qrels(
     if unknown_g:
         msg = f"{len(unknown_g)} gallery id(s) are not in {gnames}: {examples(unknown_g)}"
         if unknown_items == "error":
-            drop = f" (set {arg(items_param)} to drop them with a warning)" if items_param else ""
-            raise InputError(msg + drop, path=path)
+            # a data set's loader has no option to drop them (only evaluate, on score files, has one)
+            what = (f" (set {arg(items_param)} to drop them with a warning)" if items_param else
+                    f"; fix the qrels or {gnames} (a data set's qrels judge only its gallery items; only "
+                    "'snapbench evaluate --allow-unknown-items' drops unknown ones, from score files)")
+            raise InputError(msg + what, path=path)
         notes.append(f"{path}: {msg}; dropped")
     missing = [q for q in query_ids if q not in raw]
     if missing:

@@ -44,12 +44,13 @@ class _Job:
     say: Callable[[str], None]
 
 
-def _claim(out_dir: str | os.PathLike, names: Sequence[str] | None = None) -> Path:
+def _claim(out_dir: str | os.PathLike, names: Sequence[str] | None = None, *,
+           within: Path | None = None) -> Path:
     """Claim ``out_dir`` as a run folder (given ``names``: the folder of a run of several encoders, and
-    ``out_dir/<name>`` the run folder of each) before the dataset is loaded or a model opened: a folder
-    another command wrote, or a run of the other layout, is refused first."""
+    ``out_dir/<name>`` the run folder of each, claimed ``within`` it) before the dataset is loaded or a
+    model opened: a folder another command wrote, or a run of the other layout, is refused first."""
     out = Path(out_dir)
-    before = claim_output_dir(out, "run")
+    before = claim_output_dir(out, "run", within=within)
     if before is not None and names is not None and "encoder_runs" not in before:
         raise ConfigError(f"{out} holds the run of one encoder (the folder is its run folder); use a new output folder "
                           "for a run of several encoders")
@@ -57,7 +58,7 @@ def _claim(out_dir: str | os.PathLike, names: Sequence[str] | None = None) -> Pa
         raise ConfigError(f"{out} holds a run of several encoders (one folder each: "
                           f"{', '.join(str(r.get('name', '?')) for r in before['encoder_runs'])}); use a new output folder")
     for name in names or ():
-        _claim(out / name)
+        _claim(out / name, within=out)
     return out
 
 

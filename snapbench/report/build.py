@@ -19,7 +19,7 @@ from ..evaluate.fmt import ci_level_text
 from ..evaluate.terminal import queries_line
 from ..htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from ..jsonable import dumps
-from ..layout import RunDir, claim_output_dir, read_run_json, write_run_json
+from ..layout import RunDir, claim_output_dir, write_run_json
 from .findings import compute_findings
 from .perquery import write_combined_per_query
 from .rundir import TARGET_NAMES, RunData, load_run_dir
@@ -192,9 +192,9 @@ def build_report(
     separate = outdir.resolve() != data.path.resolve()
     # stale tables and figures are removed only from folders that are snapbench's: the run itself, or
     # a report folder an earlier `snapbench report --out` made (never a folder of the user's own files)
-    ours = not separate or not outdir.is_dir() or read_run_json(outdir, kind="report") is not None
-    if separate:  # a folder of its own: never another command's (a run, a corrupt output...)
-        claim_output_dir(outdir, "report")
+    ours = not separate or not outdir.is_dir()
+    if separate:  # a folder of its own: never another command's (a run, a corrupt output...) nor inside one
+        ours = claim_output_dir(outdir, "report") is not None or ours
     res = ReportResult(out=outdir, notes={k: list(v) for k, v in data.missing.items()})
     w = _Writer(RunDir(outdir), set(formats), res, dpi)
     _load_plot(w)
