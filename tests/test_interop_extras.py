@@ -51,3 +51,29 @@ def test_fast_codecs_without_imagecodecs(monkeypatch, tmp_path):
         p = tmp_path / f"y.{fmt}"
         p.write_bytes(encode_image(img, fmt))
         assert np.array_equal(load_image(p), img)
+
+
+def test_corrupt_help_says_which_formats_need_the_codecs_extra(monkeypatch):
+    # the formats --help sends to 'snapbench[codecs]' are exactly those that fail without imagecodecs
+    import re
+
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+    from snapbench.corruptions.codecs import FORMATS
+
+    out = " ".join(CliRunner().invoke(app, ["corrupt", "--help"], terminal_width=200).output.split())
+    extra = re.search(r"([\w, ]+): pip install 'snapbench\[codecs\]'", out)
+    free = re.search(r"([\w, ]+): nothing extra", out)
+    assert extra and free, out
+    assert [f.strip() for f in extra.group(1).split(",")] == ["qoi", "jxl", "webp"]
+    assert [f.strip() for f in free.group(1).split(",")] == ["png", "npz"]
+    _hide(monkeypatch, "imagecodecs")
+    img = np.zeros((4, 5, 3), np.uint8)
+    failing = []
+    for fmt in FORMATS:
+        try:
+            encode_image(img, fmt)
+        except ImportError:
+            failing.append(fmt)
+    assert failing == ["qoi", "jxl", "webp"]

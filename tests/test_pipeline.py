@@ -134,6 +134,10 @@ def test_load_manifest_layouts(tmp_path: Path) -> None:
         ('{"id": "a", "question": 3}\n', r"line 1 \(id 'a'\): question must be a string"),
         ('[{"id": "a", "question": "Q?"}, 5]', r"record #2: a query record must be a JSON object"),
         ('{"meta": {"name": "x"}}', r"JSON object without a query list"),
+        # one line (or one pretty object) with a record's fields but no id: the record's error, as with two lines
+        ('{"image": "../q/coffee.jpg", "question": "what?"}\n',
+         r": line 1: record has no id \(expected one of id, query_id, qid\)$"),
+        ('{\n  "question": "what?",\n  "entity": "cup"\n}\n', r": record #1: record has no id \(expected one of id"),
         ("", r"empty"),
     ],
 )

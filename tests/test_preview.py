@@ -93,6 +93,27 @@ def test_an_entity_not_in_the_question_is_one_warning(tmp_path: Path) -> None:
     assert sum(line.startswith("txt/") for line in res.output.splitlines()) == 8
 
 
+@pytest.mark.parametrize(("extra", "reason"), [
+    ([], "the question is empty and no entity was given"),
+    (["--entity", "cup"], "the question is empty"),
+    (["--entity", "dog"], None),
+])
+def test_the_text_skip_line_gives_the_warnings_reason(tmp_path: Path, extra: list[str], reason: str | None) -> None:
+    Image.fromarray(data.chelsea()[:60, :80]).save(tmp_path / "photo.png")
+    question = "" if reason else "What is this camera?"
+    res = runner.invoke(app, ["preview", str(tmp_path / "photo.png"), "--question", question, "--no-measure",
+                              "--out", str(tmp_path / "s.png"), *extra])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    warnings = [line for line in lines if line.startswith("warning:")]
+    skipped = [line for line in lines if "text conditions: skipped" in line]
+    if reason is None:  # the entity is not in a non-empty question
+        assert skipped == ["8 text conditions: skipped, the entity is not in the question"], res.output
+        return
+    assert skipped == [f"8 text conditions: skipped, {reason}"], res.output
+    assert len(warnings) == 1 and reason in warnings[0] and "word of the question" not in warnings[0], res.output
+
+
 def _photo(w: int, h: int) -> np.ndarray:
     return np.ascontiguousarray(cv2.resize(data.chelsea(), (w, h), interpolation=cv2.INTER_LINEAR))
 

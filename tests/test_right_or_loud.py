@@ -171,7 +171,7 @@ def test_modes_are_case_insensitive_and_accept_both_path_layouts(tmp_path):
         assert r.exit_code == 0, r.output
         reps.append(json.loads(out.read_text()))
     assert reps[0]["conditions"] == reps[1]["conditions"] == reps[2]["conditions"]
-    assert reps[2]["meta"]["mode"] == "IT→IT"
+    assert reps[2]["meta"]["mode"] == "IT2IT"  # the id, however --mode was spelt
 
 
 def test_moor_without_ids_writes_positional_ids_that_evaluate_accepts(tmp_path):

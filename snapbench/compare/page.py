@@ -14,6 +14,7 @@ from ..evaluate.fmt import ci_level_text
 from ..htmlpage import HtmlSection, details, render_html, ul
 from ..report.tables import Cell, Table, metric_label
 from .tables import target_label
+from .view import display_names
 
 if TYPE_CHECKING:
     from .runs import CompareResult
@@ -25,7 +26,7 @@ __all__ = ["render_page"]
 def _summary(res: CompareResult) -> list[tuple[str, str]]:
     st, meta = res.settings, res.comparison.meta
     return [
-        ("models", ", ".join(s.name for s in res.sources)),
+        ("models", ", ".join(display_names([s.name for s in res.sources]).values())),
         ("targets", ", ".join(target_label(t) for t in st.targets)),
         ("metrics", ", ".join(st.metrics) + f"; headline {metric_label(st.metric)} ({st.metric}); values in %, "
                                             "differences in points"),
@@ -42,8 +43,10 @@ def _summary(res: CompareResult) -> list[tuple[str, str]]:
 
 
 def _models_table(res: CompareResult) -> Table:
+    """Each model as the tables and figures name it, with where it came from and its full encoder spec."""
     t = Table("models", "The models compared", ["Model", "from", "encoder", "variants", "dataset"])
-    t.groups.append(("", [(s.name, [Cell(text=str(s.path)), Cell(text=str(s.run.get("encoder") or "–")),
+    label = display_names([s.name for s in res.sources])
+    t.groups.append(("", [(label[s.name], [Cell(text=str(s.path)), Cell(text=str(s.run.get("encoder") or "–")),
                                     Cell(text=s.variants or "–"), Cell(text=str(s.run.get("dataset") or "–"))])
                           for s in res.sources]))
     return t
@@ -79,5 +82,5 @@ def render_page(res: CompareResult, written: Written, targets: list[str]) -> str
     files = [str(p.relative_to(res.out)) for p in res.files if p.is_relative_to(res.out)]
     sections.append(HtmlSection("files", "Files of this comparison",
                                 raw=[ul([("", f) for f in files + ["compare.html", "run.json"]], code=True)]))
-    names = ", ".join(s.name for s in res.sources)
+    names = ", ".join(display_names([s.name for s in res.sources]).values())
     return render_html(f"snapbench compare — {names}", _summary(res), sections)

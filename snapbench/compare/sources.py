@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import ConfigError, InputError, arg
 from ..layout import RunDir, read_run_json, run_json_kind
-from ..modes import MODE_LABELS
+from ..modes import target_id
 from ..report.rundir import read_target_values
 from ..schema import Report, read_report
 from ..textio import read_json
@@ -40,7 +40,6 @@ __all__ = ["UNNAMED", "ModelSource", "open_sources"]
 #: The target of an evaluate report that does not record which target its scores are.
 UNNAMED = "evaluate"
 
-_MODE_OF_LABEL = {label: mode for mode, label in MODE_LABELS.items()}
 PerQueryArrays = tuple[list[str], dict[str, dict[str, np.ndarray]]]
 
 
@@ -155,7 +154,7 @@ def _report_file(path: Path) -> ModelSource:
         raise InputError("is a report without per-query values; write it with 'snapbench evaluate --per-query' "
                          "to compare it", path=path)
     mode = rep.meta.get("mode")
-    target = _MODE_OF_LABEL.get(str(mode), str(mode)) if mode else UNNAMED
+    target = target_id(str(mode)) if mode else UNNAMED
     return ModelSource(path.stem, path, "report", _targets=[target], _reports={target: rep})
 
 

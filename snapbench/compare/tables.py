@@ -1,9 +1,9 @@
 """The comparison's tables in the paper's layout, as :class:`snapbench.report.tables.Table` (Markdown,
 LaTeX booktabs, HTML from one model).
 
-Models are rows; columns are clean, each image primitive at s1/s2/s3 (the mean over its operators),
-text and joint conditions (means) and all corrupted conditions (the ``group:*`` records).  Per
-(target, metric):
+Models are rows, named by :func:`snapbench.compare.view.display_names`; columns are clean, each image
+primitive at s1/s2/s3 (the mean over its operators), text and joint conditions (means) and all
+corrupted conditions (the ``group:*`` records).  Per (target, metric):
 
 * ``<stem>``          the metric (%) of every model per column;
 * ``<stem>_delta``    Δ = column − clean (points) with its paired bootstrap CI;
@@ -46,8 +46,8 @@ def value_table(v: MetricView, stem: str) -> Table:
     t = Table(stem, f"{target_label(v.target)}: {lab} (%) per model — clean, image primitives by severity (mean over "
                     "their operators), text, joint and all corrupted conditions (means)",
               ["Model"] + [h for h, _ in cols])
-    t.groups.append(("", [(m, [Cell(finite(v.values[(m, c)].value)) if (m, c) in v.values else Cell()
-                               for _, c in cols]) for m in v.models]))
+    t.groups.append(("", [(v.label(m), [Cell(finite(v.values[(m, c)].value)) if (m, c) in v.values else Cell()
+                                        for _, c in cols]) for m in v.models]))
     return t
 
 
@@ -63,7 +63,7 @@ def delta_table(v: MetricView, stem: str) -> Table:
         for _, c in cols:
             r = v.values.get((m, c))
             cells.append(Cell(finite(r.delta), [finite(r.ci_low), finite(r.ci_high)], signed=True) if r else Cell())
-        rows.append((m, cells))
+        rows.append((v.label(m), cells))
     t.groups.append(("", rows))
     t.notes.append("A group's Δ is the mean over its conditions; its CI resamples queries jointly for every condition.")
     return t
@@ -102,7 +102,7 @@ def ranking_table(v: MetricView, stem: str, reference: str) -> Table:
         if has_er:
             e = v.effective.get((m, GROUP_ALL))
             cells.append(Cell(finite(e.effective_robustness), signed=True) if e else Cell())
-        rows.append((m, cells))
+        rows.append((v.label(m), cells))
     t.groups.append(("", rows))
     t.notes.append("Tier: models of one tier are not told apart from its first model (adjusted p >= "
                    f"{1 - v.level:.2g} or CI including 0); a tier is not a strict order.")
@@ -133,10 +133,10 @@ def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
         apart = v.overall_apart(a, b)
         verdict = "A more robust" if apart and r.diff > 0 else "B more robust" if apart else "not told apart"
         better, worse, neither = _wins(v, a, b)
-        rows.append((f"{a} vs {b}", [Cell(finite(r.diff), [finite(r.ci_low), finite(r.ci_high)], signed=True),
-                                     Cell(text=p_text(finite(v.overall_p.get((a, b))))), _num(r.effect_size),
-                                     Cell(text=verdict),
-                                     Cell(text=str(better)), Cell(text=str(worse)), Cell(text=str(neither))]))
+        rows.append((f"{v.label(a)} vs {v.label(b)}", [
+            Cell(finite(r.diff), [finite(r.ci_low), finite(r.ci_high)], signed=True),
+            Cell(text=p_text(finite(v.overall_p.get((a, b))))), _num(r.effect_size), Cell(text=verdict),
+            Cell(text=str(better)), Cell(text=str(worse)), Cell(text=str(neither))]))
     t.groups.append(("", rows))
     t.notes.append(f"The overall p (the test of the ranking's tiers) is {pairs_adjustment(len(v.overall_p), correction)}"
                    f"; per condition, a difference counts when its {correction}-adjusted p (family: the conditions of the pair) "

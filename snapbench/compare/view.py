@@ -9,8 +9,9 @@ rule of the run report's findings).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..conditions import IMAGE_PRIMITIVES
@@ -29,7 +30,36 @@ from .records import (
     RankingRecord,
 )
 
-__all__ = ["MetricView", "told_apart", "paper_columns", "finite"]
+__all__ = ["MetricView", "told_apart", "paper_columns", "finite", "display_names"]
+
+#: The longest model name tables and figures show as it is.
+LABEL_MAX = 40
+_ADAPTER = re.compile(r"^[A-Za-z][\w.+-]*:")
+
+
+def _short(name: str) -> str:
+    if len(name) <= LABEL_MAX:
+        return name
+    m = _ADAPTER.match(name)
+    parts = [p for p in re.split(r"[/\\]+", name[m.end() if m else 0:]) if p]
+    if len(parts) >= 3:  # a spec naming a path (a hub id has two parts): the model's folder names it
+        name = "…/" + "/".join(parts[-2:])
+    if len(name) <= LABEL_MAX:
+        return name
+    half = (LABEL_MAX - 1) // 2
+    return name[:half] + "…" + name[-(LABEL_MAX - 1 - half):]
+
+
+def display_names(models: Sequence[str]) -> dict[str, str]:
+    """How the comparison's tables and figures name each model (the one rule): the name itself when
+    it has at most :data:`LABEL_MAX` characters (a ``--name``, ``toy``, a hub id); a longer spec that
+    names a path, by the path's last two parts (``sentence-transformers:/home/me/models/minilm/model``
+    -> ``…/minilm/model``); anything else cut in the middle.  Models whose short forms would coincide
+    keep their full names.  compare.json, the record tables and the findings keep the full names; the
+    page's table of models shows both."""
+    short = {m: _short(m) for m in models}
+    taken = list(short.values())
+    return {m: s if taken.count(s) == 1 and (s == m or s not in short) else m for m, s in short.items()}
 
 
 def finite(x: float | None) -> float | None:
@@ -76,6 +106,12 @@ class MetricView:
     additivity_pairs: dict[tuple[str, str, str], AdditivityPairRecord]
     columns: list[str]
     correction: str = "holm"
+    #: model -> how tables and figures name it (:func:`display_names`; a model not in it: its name)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def label(self, model: str) -> str:
+        """The model as tables and figures name it."""
+        return self.labels.get(model, model)
 
     @classmethod
     def all_of(cls, comparison: Comparison, level: float, correction: str = "holm") -> dict[tuple[str, str], MetricView]:
@@ -84,10 +120,12 @@ class MetricView:
         for name in ("models", "pairs", "ranking", "normalised", "effective", "fits", "additivity", "additivity_pairs"):
             for r in getattr(comparison, name):
                 by.setdefault((r.mode, r.metric), {}).setdefault(name, []).append(r)
-        return {key: cls._of(key, recs, level, correction) for key, recs in by.items()}
+        labels = display_names(list(dict.fromkeys(r.model for r in comparison.models)))
+        return {key: cls._of(key, recs, level, correction, labels) for key, recs in by.items()}
 
     @classmethod
-    def _of(cls, key: tuple[str, str], recs: dict[str, list], level: float, correction: str) -> MetricView:
+    def _of(cls, key: tuple[str, str], recs: dict[str, list], level: float, correction: str,
+            labels: dict[str, str]) -> MetricView:
         def get(name: str) -> list:
             return recs.get(name, [])
 
@@ -103,7 +141,7 @@ class MetricView:
             {r.condition: r for r in get("fits")},
             {(r.model, r.joint): r for r in get("additivity")},
             {(r.model_a, r.model_b, r.joint): r for r in get("additivity_pairs")},
-            cols, correction,
+            cols, correction, labels,
         )
 
     @cached_property

@@ -3,7 +3,9 @@
 Writing variants to disk is bounded by the lossless encoder, not by the operators: PNG costs
 tens of milliseconds per 1024x768 image while most operators take a few.  Every format here is
 **lossless** -- decoding gives back the exact uint8 pixels -- so the choice changes file size and
-speed, never the results (a lossy format would add its own corruption to every condition).
+speed, never the results (a lossy format would add its own corruption to every condition).  The
+formats, their extensions and the extra each needs are the table :data:`snapbench.image_formats.IMAGE_FORMATS`
+(``corrupt --help`` lists them from it):
 
 =======  =============================================  ======================================
 format   encoder                                        needs
@@ -39,14 +41,16 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..image_formats import IMAGE_FORMATS, formats_needing
 from ..validate import choice
 from .pixels import PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 
 __all__ = ["FORMATS", "CodecError", "check_format", "decode_image", "detect_format", "encode_image", "extension"]
 
-FORMATS: tuple[str, ...] = ("png", "qoi", "jxl", "webp", "npz")
+#: The format names (the table :data:`snapbench.image_formats.IMAGE_FORMATS`: extension, extra needed).
+FORMATS: tuple[str, ...] = tuple(IMAGE_FORMATS)
 
-_EXTENSIONS = {"png": ".png", "qoi": ".qoi", "jxl": ".jxl", "webp": ".webp", "npz": ".npz"}
+_EXTENSIONS = {name: f.extension for name, f in IMAGE_FORMATS.items()}
 _BY_EXTENSION = {v: k for k, v in _EXTENSIONS.items()}
 _JXL_EFFORT = 1
 _WEBP_METHOD = 0
@@ -72,8 +76,9 @@ def _imagecodecs():
     try:
         import imagecodecs
     except ImportError as exc:
+        names = formats_needing("codecs")
         raise ImportError(
-            "the qoi, jxl and webp formats need imagecodecs: pip install 'snapbench[codecs]'"
+            f"the {', '.join(names[:-1])} and {names[-1]} formats need imagecodecs: pip install 'snapbench[codecs]'"
         ) from exc
     return imagecodecs
 

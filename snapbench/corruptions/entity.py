@@ -23,7 +23,13 @@ Span = tuple[int, int]
 
 
 class EntityNotFoundError(InputError):
-    """The entity is not in the question (or, with no entity given, no candidate word is)."""
+    """The entity is not in the question (or, with no entity given, no candidate word is; or the
+    question is empty).  ``reason`` says which, as a clause a summary line can end with ("the entity
+    is not in the question", "the question is empty and no entity was given", ...)."""
+
+    def __init__(self, problem: str, *, reason: str = "the entity is not in the question", **kw) -> None:
+        super().__init__(problem, **kw)
+        self.reason = reason
 
 
 # --------------------------------------------------------------------------------------------
@@ -156,11 +162,19 @@ def locate(text: str, entity: str | None) -> tuple[int, int, str]:
 # The eight operators of one query look up the same (question, entity): cache the span.
 @functools.lru_cache(maxsize=1024)
 def _locate_cached(text: str, entity: str | None) -> tuple[int, int, str]:
-    if entity is None or not entity.strip():
+    blank = entity is None or not entity.strip()
+    if not text.strip():
+        if not blank:
+            raise EntityNotFoundError(f"entity {entity!r} not found: the question is empty",
+                                      reason="the question is empty")
+        why = "the question is empty and no entity was given"
+        raise EntityNotFoundError(why, reason=why)
+    if entity is None or blank:
         span = _fallback_entity(text)
         if span is None:
             raise EntityNotFoundError(
-                f"no entity given and no candidate entity word (non-stopword) in question {text!r}"
+                f"no entity given and no candidate entity word (non-stopword) in question {text!r}",
+                reason="no entity was given and the question has no candidate word",
             )
         return span[0], span[1], "fallback"
     words = entity.split()

@@ -211,6 +211,12 @@ def load_manifest(
     return records
 
 
+def _is_record(obj: dict[str, Any]) -> bool:
+    """Whether a lone JSON object is one query record (it has a record's fields), so that a record
+    without an id gets the record's error, not the one about a missing query list."""
+    return any(k in obj for k in (*_ID_ALIASES, *_IMAGE_ALIASES, *_QUESTION_ALIASES, *_ENTITY_ALIASES))
+
+
 def _entries(text: str, path: Path) -> list[tuple[str, Any]]:
     """``(where, object)`` of every record: JSONL if the first line is a complete object by itself and
     more lines follow, otherwise one (pretty) JSON document."""
@@ -242,7 +248,7 @@ def _entries(text: str, path: Path) -> list[tuple[str, Any]]:
     if isinstance(whole, dict) and any(isinstance(whole.get(k), list) for k in _LIST_KEYS):
         key = next(k for k in _LIST_KEYS if isinstance(whole.get(k), list))
         return [(f"{path}: {key} record #{i + 1}", obj) for i, obj in enumerate(whole[key])]
-    if isinstance(whole, dict) and any(k in whole for k in _ID_ALIASES):
+    if isinstance(whole, dict) and _is_record(whole):
         return [(f"{path}: {'line 1' if len(stripped.strip().splitlines()) == 1 else 'record #1'}", whole)]
     if isinstance(whole, dict):
         raise ManifestError(

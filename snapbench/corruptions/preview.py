@@ -176,9 +176,10 @@ def _collect(items: Iterable[Any], img_ids: set[str], lay: _Layout) -> tuple[dic
     return cells, others
 
 
-def _entity_problem(question: str | None, entity: str | None) -> str | None:
-    """Why no text condition can be drawn for ``question`` (its entity is not in it), said once as a
-    warning instead of once per text operator; ``None`` when the entity is found."""
+def _entity_problem(question: str | None, entity: str | None) -> Any:
+    """Why no text condition can be drawn for ``question`` (its entity is not in it, or it is empty):
+    the :class:`~snapbench.corruptions.entity.EntityNotFoundError`, said once as a warning instead of
+    once per text operator; ``None`` when the entity is found."""
     from .entity import EntityNotFoundError, find_entity
 
     if question is None:
@@ -186,20 +187,21 @@ def _entity_problem(question: str | None, entity: str | None) -> str | None:
     try:
         find_entity(question, entity)
     except EntityNotFoundError as exc:
-        return str(exc)
+        return exc
     return None
 
 
-def _text_lines(question: str | None, txt_conds: list, results: dict[str, Any], entity_problem: str | None) -> list[str]:
+def _text_lines(question: str | None, txt_conds: list, results: dict[str, Any], entity_problem: Any) -> list[str]:
     """``clean: question`` and ``<condition>: <corrupted question or skip reason>`` per text condition
-    (one line for all of them when the entity is not in the question: every text operator needs it)."""
+    (one line for all of them, with the entity finder's reason, when the entity cannot be found:
+    every text operator needs it)."""
     from .variants import Skip
 
     if question is None:
         return []
     lines = [f"clean: {question}"]
     if entity_problem is not None and all(isinstance(results[c.id], Skip) for c in txt_conds):
-        return lines + [f"{len(txt_conds)} text conditions: skipped, the entity is not in the question"]
+        return lines + [f"{len(txt_conds)} text conditions: skipped, {entity_problem.reason}"]
     for c in txt_conds:
         item = results[c.id]
         lines.append(f"{c.id}: {item.reason}" if isinstance(item, Skip) else f"{c.id}: {item.question}")
@@ -256,8 +258,9 @@ def contact_sheet(
     text_scale, line_h = 0.5, 20
     problem = _entity_problem(question, entity)
     if problem is not None:
+        hint = " (give as entity a word of the question)" if question and question.strip() else ""
         warnings.warn(f"{problem}; the {len(txt_conds)} text conditions are skipped, as snapbench corrupt skips them "
-                      "for such a query (give as entity a word of the question)", stacklevel=2)
+                      f"for such a query{hint}", stacklevel=2)
     lines = _text_lines(question, txt_conds, others, problem)
     wrapped = [part for line in lines for part in _wrap(line, ncols * lay.cw - 16, text_scale)]
     text_h = (len(wrapped) * line_h + 16) if wrapped else 0

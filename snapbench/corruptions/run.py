@@ -54,6 +54,7 @@ from ..conditions import Condition, ConditionPlan, parse_condition
 from ..defaults import DEFAULT_SEED
 from ..engines import check_engine, ordered_map, runs_inline
 from ..errors import ConfigError
+from ..image_formats import DEFAULT_IMAGE_FORMAT
 from ..layout import CorruptDir, check_resume, claim_output_dir, read_run_json, write_run_json
 from ..progress import ProgressDisplay
 from ..validate import positive_int
@@ -114,7 +115,7 @@ class CorruptOptions:
     progress: bool = True
     force: bool = False                 # discard an earlier run in the folder made with another fingerprint
     max_pixels: int = DEFAULT_MAX_PIXELS
-    image_format: str = "png"           # png | qoi | jxl | webp | npz (lossless)
+    image_format: str = DEFAULT_IMAGE_FORMAT  # one of snapbench.image_formats.IMAGE_FORMATS (lossless)
     engine: str = "local"               # local | ray
     address: str | None = None          # Ray cluster address (engine "ray")
     measure: bool = True                # record each variant's measured strength (manifest "measured")

@@ -168,7 +168,7 @@ def corrupt_text_with_params(
     try:
         s, e, how = locate(text, entity)
     except EntityNotFoundError as exc:
-        raise EntityNotFoundError(f"{where}{exc}") from None
+        raise EntityNotFoundError(f"{where}{exc}", reason=exc.reason) from None
     deterministic = not record.random
     attempts = 1 if deterministic else MAX_ATTEMPTS
     for attempt in range(attempts):

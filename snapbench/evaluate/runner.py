@@ -20,7 +20,6 @@ from .config import EvaluationConfig
 from .drag import DRAG_METRIC, coarse_text_drag_ci
 from .files import EvaluationInputError, write_run
 from .metrics import Labels, ranking_depth
-from .modes import MODE_LABELS
 from .qrels import load_qrels, load_tags, query_groups
 from .scoresdir import ComposedScores, ScoresDir
 from .summarize import evaluate_conditions
@@ -108,10 +107,11 @@ def evaluate_directory(
 
 def scores_target(sd: ScoresDir) -> str | None:
     """Which retrieval target the evaluated scores are, when the SCORES_DIR says so (``meta.mode``):
-    the label of ``mode`` (``IT→IT``), ``MOOR`` for a folder ``snapbench moor`` wrote (its run.json
-    kind), else ``None`` (score files of unknown origin: a comparison names their target itself)."""
+    the id of ``mode`` (``IT2IT``, as ``snapbench run`` writes it), ``MOOR`` for a folder ``snapbench
+    moor`` wrote (its run.json kind), else ``None`` (score files of unknown origin: a comparison names
+    their target itself)."""
     if sd.mode:
-        return MODE_LABELS.get(sd.mode, sd.mode)
+        return sd.mode  # ScoresDir holds the canonical id (modes.normalize_mode)
     # a run.json that is not snapbench's (or unreadable) is no statement about the scores
     return "MOOR" if output_kind(sd.path) == "moor" else None
 

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from ..conditions import Condition
 from ..errors import ConfigError, InputError
 from ..modes import MODES as MODE_WEIGHTS
-from ..modes import ModePlan, plan_modes, query_sides
+from ..modes import ModePlan, needs_paths, plan_modes, query_sides
 from .options import RunOptions
 
 __all__ = ["MODES", "RunPlan", "Sides", "DataWarning", "grid_json", "image_source", "plan_run", "shared_space_modes",
@@ -172,14 +172,26 @@ def run_conditions(options: RunOptions, dataset: Any, *, use_query_images: bool,
 
 
 def _mode_notes(modes: ModePlan, requested: Any) -> list[str]:
+    """What the run leaves out and why, each reason said once: the skipped modes grouped by their
+    reasons (a text-only encoder: one "the encoder ... encodes no images" for four modes), then MOOR
+    and the fusion baselines with only the reasons not said yet."""
     skipped = [m for m in modes.skipped if m != "MOOR"]
     notes = []
+    said: set[str] = set()
     if skipped:
-        notes.append("modes skipped: " + "; ".join(f"{m} ({modes.skipped[m]})" for m in skipped))
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for m in skipped:
+            groups.setdefault(modes.reasons[m], []).append(m)
+        notes.append("modes skipped: " + "; ".join(
+            ", ".join(f"{m} ({needs_paths(modes.lacking[m])})" for m in ms) + (f": {' and '.join(why)}" if why else "")
+            for why, ms in groups.items()))
+        said = {r for why in groups for r in why}
     if not modes.moor:
         fused = [t for t in run_targets(ModePlan((), (), True)) if t != "MOOR"]
-        notes.append(f"MOOR and the fusion baselines ({', '.join(fused)}) skipped: they {modes.skipped['MOOR']} "
-                     "(query and gallery images and texts, and an encoder for both)")
+        rest = [r for r in modes.reasons["MOOR"] if r not in said]
+        notes.append(f"MOOR and the fusion baselines ({', '.join(fused)}) skipped: they need all four paths (query and "
+                     f"gallery images and texts, and an encoder for both); missing: {', '.join(modes.lacking['MOOR'])}"
+                     + (f" ({' and '.join(rest)})" if rest else ""))
     return notes
 
 
