@@ -6,7 +6,8 @@ shows the flag (see :mod:`snapbench.commands.flags`).
 
 The words of those messages are written once here too: :func:`did_you_mean` (the close known
 names of a misspelt one; every "unknown X" error and note uses it, :class:`snapbench.registry.Table`
-included) and :func:`examples` (the first few of a list of ids).
+included), :func:`examples` (the first few of a list of ids) and :func:`listing` (a list of values,
+e.g. levels ``1, 2, 3``: never Python's ``[1, 2, 3]``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from .errors import ConfigError, InputError, arg
 
 __all__ = ["positive_int", "finite_number", "ci_level", "comma_list", "int_list", "choice", "check_finite", "did_you_mean",
-           "suggestion", "examples", "SUGGEST_CUTOFF", "SUGGEST_MAX"]
+           "suggestion", "examples", "listing", "SUGGEST_CUTOFF", "SUGGEST_MAX"]
 
 #: A known name is suggested for a misspelt one when difflib's similarity ratio reaches this...
 SUGGEST_CUTOFF = 0.6
@@ -130,6 +131,13 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
 
 def examples(items: Iterable[Any], n: int = 5) -> str:
     """The first ``n`` of ``items`` as reprs, then ``" (and K more)"``: ids named in a message."""
+    return listing(items, n, quote=True)
+
+
+def listing(items: Iterable[Any], n: int | None = None, *, quote: bool = False) -> str:
+    """``items`` as ``"a, b, c"`` (reprs with ``quote``), the first ``n`` then ``" (and K more)"`` when
+    ``n`` is given: how a message lists values (severity levels, known names), never as ``[a, b]``."""
     items = list(items)
-    more = f" (and {len(items) - n} more)" if len(items) > n else ""
-    return ", ".join(repr(x) for x in items[:n]) + more
+    shown = items if n is None else items[:n]
+    more = f" (and {len(items) - len(shown)} more)" if len(shown) < len(items) else ""
+    return ", ".join(repr(x) if quote else str(x) for x in shown) + more

@@ -9,7 +9,7 @@ from snapbench.corruptions.image.grid import merge_levels
 from snapbench.errors import ConfigError
 from snapbench.evaluate.metrics import parse_metrics
 from snapbench.registry import Table
-from snapbench.validate import did_you_mean, examples, suggestion
+from snapbench.validate import did_you_mean, examples, listing, suggestion
 
 
 def test_the_one_wording():
@@ -33,6 +33,13 @@ def test_examples_lists_five_then_counts():
     assert examples([]) == ""
     assert examples(["q1", "q2"]) == "'q1', 'q2'"
     assert examples([f"q{i}" for i in range(7)]) == "'q0', 'q1', 'q2', 'q3', 'q4' (and 2 more)"
+
+
+def test_one_listing_of_values_never_python_syntax():
+    assert listing([1, 2, 3]) == "1, 2, 3"
+    assert listing(("a", "b"), quote=True) == "'a', 'b'"
+    assert listing(range(12), 10) == "0, 1, 2, 3, 4, 5, 6, 7, 8, 9 (and 2 more)"
+    assert listing([]) == ""
 
 
 def test_every_unknown_name_error_uses_it():

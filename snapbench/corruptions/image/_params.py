@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
+from ...validate import listing
 
 __all__ = ["fraction", "fraction_value", "integer", "integer_value", "known_keys", "level_value", "number", "rgb", "scaled_side"]
 
@@ -28,7 +29,7 @@ def number(op: str, params: Mapping[str, Any], name: str, *, lo: float | None = 
     """
     if name not in params:
         if default is None:
-            raise ConfigError(f"{op}: missing parameter {name!r} (got {sorted(params)})")
+            raise ConfigError(f"{op}: missing parameter {name!r} (got {listing(sorted(params), quote=True) or 'none'})")
         return float(default)
     value = params[name]
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
