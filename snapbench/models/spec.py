@@ -237,9 +237,9 @@ def resolve(spec: str, kwargs: dict[str, Any]) -> Any:
     if _MODULE_ATTR.match(spec):
         return DescribedEncoder(_instantiate(_import_attribute(spec), spec, kwargs), spec)
     raise ConfigError(
-        f"unknown encoder {spec!r}{_did_you_mean(spec)}; use a registered or plugin name "
-        f"({', '.join(known_names())}), 'sentence-transformers:NAME', 'open_clip:ARCH[:PRETRAINED]', "
-        "'hf:NAME_OR_PATH' or 'package.module:attribute'")
+        f"unknown encoder {spec!r}{_did_you_mean(spec)}; known: {', '.join(known_names())} (registered and plugin "
+        "names), or 'sentence-transformers:NAME', 'open_clip:ARCH[:PRETRAINED]', 'hf:NAME_OR_PATH' or "
+        "'package.module:attribute'", param="encoder")
 
 
 def describe(encoder: Any) -> str:
