@@ -84,6 +84,11 @@ ROWS = [
     (["evaluate", "{root}/ej/paths", "--qrels", str(DEFAULT_DATA / "qrels.json"), "--mode", "IT2IT",
       "--conditions", "img/low_light/s9"],
      "error: --conditions: unknown condition 'img/low_light/s9' in {root}/ej/paths (did you mean 'img/low_light/s1'"),
+    # finding 3: encode names the close condition of the folder, not all of its ids
+    (["encode", "{root}/cj", "--gallery", str(DEFAULT_DATA / "gallery.jsonl"), "--out", "{root}/e2",
+      "--conditions", "img/motion_blurr/s2"],
+     "error: --conditions: unknown condition 'img/motion_blurr/s2' in {root}/cj (did you mean 'img/motion_blur/s2'?); "
+     "known: clean, img/low_light/s1, img/motion_blur/s2, txt/char_add"),
     # already with the hint: the same words, the flag in front
     (_run("--out", "{root}/o", encoder="toi"),
      "error: --encoder: unknown encoder 'toi' (did you mean 'toy'?); known: toy"),

@@ -112,7 +112,10 @@ def test_encode_with_an_unknown_condition_is_a_clean_error(corrupted, tmp_path):
     r = _encode(corrupted, tmp_path / "e", "--conditions", "bogus")
     assert r.exit_code == 2 and r.output.startswith("error: --conditions: not a condition id: 'bogus'"), r.output
     r = _encode(corrupted, tmp_path / "e", "--conditions", "txt/char_add")
-    assert r.exit_code == 2 and "no outputs for condition(s) txt/char_add" in r.output, r.output
+    assert r.exit_code == 2, r.output
+    assert r.output == (f"error: --conditions: unknown condition 'txt/char_add' in {corrupted} (did you mean "
+                        "'txt/char_swap'?); known: clean, img/motion_blur/s2, txt/char_swap\n"), r.output
+    assert not (tmp_path / "e").exists()  # refused before the encoder is opened or the folder made
 
 
 def test_every_query_image_missing_is_a_warning_and_a_text_only_run(tmp_path):

@@ -38,9 +38,8 @@ def encode(
     (listed in OUT/dropped_queries.json).  Then: 'snapbench evaluate OUT/paths --mode IT2IT --qrels ...'
     or 'snapbench moor --paths-dir OUT/paths --out fused/'.
     """
-    from ..encode import load_gallery, prepare_out_dir
+    from ..encode import check_conditions, load_gallery, prepare_out_dir
     from ..engines import check_engine
-    from ..layout import read_manifest
     from ..models import CachedEncoder
     from ..models.cache import check_cache_dir
     from ..models.device import check_device
@@ -55,7 +54,7 @@ def encode(
     if cache_dir is not None:
         check_cache_dir(cache_dir)
     # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
-    read_manifest(corrupted)  # one check (and message) for a folder that is not a corrupt output
+    check_conditions(corrupted, cond_list)  # a folder that is not a corrupt output; ids it has no outputs for
     prepare_out_dir(out)
     items = load_gallery(gallery)
     enc, note = open_encoder(encoder, device=device, batch_size=batch_size, engine=engine,
