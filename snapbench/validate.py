@@ -35,10 +35,13 @@ SUGGEST_MAX = 3
 LIST_MAX = 10
 
 
-def positive_int(value: Any, param: str, *, minimum: int = 1) -> int:
-    """``value`` as an int >= ``minimum`` (bools and non-integers refused)."""
+def positive_int(value: Any, param: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """``value`` as an int >= ``minimum`` (and <= ``maximum`` when given; bools and non-integers refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < minimum:
-        raise ConfigError(f"must be an integer >= {minimum}, got {value!r}", param=param)
+        bound = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise ConfigError(f"must be an integer {bound}, got {value!r}", param=param)
+    if maximum is not None and int(value) > maximum:
+        raise ConfigError(f"must be an integer from {minimum} to {maximum}, got {value!r}", param=param)
     return int(value)
 
 

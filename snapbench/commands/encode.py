@@ -23,7 +23,7 @@ def encode(
     encoder: str = typer.Option("toy", "--encoder", "-e", help=ENCODER_HELP),
     device: str | None = typer.Option(None, "--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder (default: cuda when available, else cpu)."),
     conditions: str | None = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: all in the manifest)."),
-    batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, "--batch-size", min=1, help="Images decoded and encoded at a time (memory grows with it, not with the gallery)."),
+    batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, "--batch-size", help="Images decoded and encoded at a time (memory grows with it, not with the gallery)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache (default: every encoder with a fingerprint but cheap ones such as toy)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),

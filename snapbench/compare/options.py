@@ -21,6 +21,7 @@ from ..evaluate.metrics import parse_metrics
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES
 from ..layout import FUSION_PREFIX, TARGET_ORDER
 from ..report import FORMATS
+from ..report.figures import check_dpi
 from ..validate import choice, ci_level, hint_and_known, positive_int
 from .multiple import CORRECTIONS
 from .sources import ModelSource
@@ -52,7 +53,7 @@ class CompareOptions:
             ci_level(self.ci, "ci")
         for f in self.formats:
             choice(f, FORMATS, "formats", what="format")
-        positive_int(self.dpi, "dpi", minimum=50)
+        check_dpi(self.dpi)
 
 
 @dataclass

@@ -15,7 +15,7 @@ from ..conditions import parse_condition
 from ..errors import SnapbenchError, arg
 from ..layout import read_run_json, run_json_kind
 from ..schema import DepthLimit, PerQuery, Report
-from ..validate import LIST_MAX, unknown_name
+from ..validate import LIST_MAX, positive_int, unknown_name
 from .condition import ConditionEval, depth_limited_metrics, evaluate_matrix, evaluate_ranking, per_query_values
 from .config import EvaluationConfig
 from .drag import DRAG_METRIC, coarse_text_drag_ci
@@ -62,6 +62,8 @@ def evaluate_directory(
     """
     cfg = config or EvaluationConfig()
     metrics = cfg.metric_list()
+    if export_depth is not None:
+        positive_int(export_depth, "export_depth")  # not 0 (the default) or -1 (one less than the default)
     sd = ScoresDir(scores_dir, mode=mode, qrels=qrels)
     if sd.kind == "npy":
         sd.scores("clean")  # a wrong id list shows up as a shape mismatch, not as unknown qrels ids

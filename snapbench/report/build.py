@@ -21,6 +21,7 @@ from ..htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from ..jsonable import dumps
 from ..layout import RunDir, claim_output_dir, read_run_json, write_run_json
 from ..validate import choice, hint_and_known
+from .figures import check_dpi
 from .findings import compute_findings
 from .perquery import write_combined_per_query
 from .rundir import TARGET_NAMES, RunData, load_run_dir
@@ -184,6 +185,7 @@ def build_report(
     """
     for f in formats:
         choice(f, FORMATS, "formats", what="report format")
+    check_dpi(dpi)
     data = load_run_dir(run_dir)
     if all(metric not in r.conditions["clean"] for r in data.reports.values()):
         known = dict.fromkeys(m for r in data.reports.values() for m in r.conditions["clean"])
