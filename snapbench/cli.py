@@ -8,6 +8,7 @@ Flow: ``corrupt`` -> ``encode`` (or your own encoder) -> ``evaluate`` / ``moor``
 from __future__ import annotations
 
 import functools
+import importlib
 import warnings
 from typing import Any, Callable
 
@@ -118,6 +119,30 @@ def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Cal
     return wrapper
 
 
+class _Command(Command):
+    """:class:`~snapbench.commands.usage.Command` whose flag values that do not parse (``--topk abc``,
+    ``--ci x``) are said as every other refusal is: ``error: --topk: 'abc' is not a valid integer``,
+    exit 2 -- not click's usage block.  Ranges are the library's checks (no typer ``min=``/``max=``),
+    so ``--topk 0`` reads ``error: --topk: must be an integer >= 1, got 0`` like a library call.
+    A missing argument keeps click's usage error (it names the argument and shows the usage line)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except typer.BadParameter as exc:
+            if isinstance(exc, _MISSING) or exc.param is None:
+                raise
+            p = exc.param
+            name = (next((o for o in p.opts if o.startswith("--")), p.opts[0]) if p.param_type_name == "option"
+                    else p.metavar or (p.name or "").upper())
+            typer.echo(f"error: {name}: {exc.message.rstrip('.')}", err=True)
+            raise typer.Exit(2) from None
+
+
+# click's MissingParameter, from the click typer raises with (recent typer versions carry their own copy)
+_MISSING: type = importlib.import_module(typer.BadParameter.__module__).MissingParameter
+
+
 for _name, _command in (
     ("conditions", conditions),
     ("corrupt", corrupt),
@@ -132,7 +157,7 @@ for _name, _command in (
     ("diagnose", diagnose),
     ("demo", demo),
 ):
-    app.command(_name, cls=Command)(guarded(_command, interrupted_message(_name)))
+    app.command(_name, cls=_Command)(guarded(_command, interrupted_message(_name)))
 
 
 def main() -> None:

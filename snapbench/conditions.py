@@ -31,7 +31,7 @@ from numbers import Integral
 from typing import Any, Literal
 
 from .errors import ConfigError
-from .validate import did_you_mean
+from .validate import did_you_mean, listing
 
 __all__ = [
     "IMAGE_OPERATORS",
@@ -361,7 +361,7 @@ class ConditionSpace:
             if levels is None:
                 return f"unknown image operator {cond.image_operator!r}{where}"
             if cond.severity not in levels:
-                return f"image operator {cond.image_operator!r} has no severity s{cond.severity}{where} (levels: {list(levels)})"
+                return f"image operator {cond.image_operator!r} has no severity s{cond.severity}{where} (levels: {listing(levels)})"
         if cond.text_operator is not None and cond.text_operator not in self.text_operators:
             return f"unknown text operator {cond.text_operator!r}{where}"
         return None

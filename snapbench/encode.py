@@ -80,9 +80,9 @@ from .models import Encoder, cosine_path_scores
 from .modes import PATH_SIDES, SIDES, paths_for_sides, query_sides
 from .pipeline.encoding import ZeroRows, encode_batches
 from .pipeline.gallery import encode_gallery
-from .validate import positive_int
+from .validate import LIST_MAX, positive_int, unknown_name
 
-__all__ = ["EncodeSummary", "GalleryItem", "encode_corrupted", "load_gallery", "prepare_out_dir"]
+__all__ = ["EncodeSummary", "GalleryItem", "check_conditions", "encode_corrupted", "load_gallery", "prepare_out_dir"]
 
 
 @dataclass
@@ -132,18 +132,31 @@ def _condition_ids(conditions: Sequence[str]) -> list[str]:
     return ids
 
 
-def _read_input(corrupt_dir: Path, conditions: Sequence[str] | None) -> _Input:
-    by_cond: dict[str, dict[str, dict]] = {}
-    for ln in read_manifest(corrupt_dir):
-        by_cond.setdefault(ln["condition"], {})[str(ln["id"])] = ln
-    if "clean" not in by_cond:
+def check_conditions(corrupt_dir: str | os.PathLike, conditions: Sequence[str] | None,
+                     manifest: Sequence[dict[str, Any]] | None = None) -> list[str]:
+    """The conditions to encode: every condition of ``corrupt_dir``'s manifest (``None``), or clean
+    and the ``conditions`` given, in order.  An id the folder has no outputs for (a misspelt one, or
+    one corrupt did not make) is a :class:`ConfigError` naming the close ids of the folder -- checked
+    before any model is loaded.  ``manifest``: its records, when already read."""
+    records = read_manifest(corrupt_dir) if manifest is None else manifest
+    have = list(dict.fromkeys(str(ln["condition"]) for ln in records))
+    if "clean" not in have:
         raise InputError("manifest.jsonl has no 'clean' outputs", path=corrupt_dir)
-    wanted = list(by_cond) if conditions is None else ["clean"] + [c for c in _condition_ids(conditions) if c != "clean"]
+    wanted = have if conditions is None else ["clean"] + [c for c in _condition_ids(conditions) if c != "clean"]
     wanted = list(dict.fromkeys(wanted))
-    missing = [c for c in wanted if c not in by_cond]
-    if missing:
-        raise InputError(f"no outputs for condition(s) {', '.join(missing)} (it has: {', '.join(by_cond)})",
-                         path=corrupt_dir)
+    for c in wanted:
+        if c not in have:  # the folder's conditions are the known ones
+            raise ConfigError(unknown_name("condition", c, have, n=LIST_MAX, where=f" in {corrupt_dir}"),
+                              param="conditions")
+    return wanted
+
+
+def _read_input(corrupt_dir: Path, conditions: Sequence[str] | None) -> _Input:
+    records = read_manifest(corrupt_dir)
+    wanted = check_conditions(corrupt_dir, conditions, records)
+    by_cond: dict[str, dict[str, dict]] = {}
+    for ln in records:
+        by_cond.setdefault(ln["condition"], {})[str(ln["id"])] = ln
     skips = {(str(s["id"]), s.get("condition")): str(s.get("reason")) for s in read_skips(corrupt_dir)}
     query_ids = list(by_cond["clean"])
     dropped: dict[str, str] = {}

@@ -57,10 +57,12 @@ def normalize_mode(mode: str, *, param: str = "mode") -> str:
     SnapBench labels (``IT→IT``) and ``->`` spellings are accepted too.  ConfigError otherwise,
     about ``param`` (the parameter the name came from)."""
     from .errors import ConfigError
+    from .validate import hint_and_known
 
     key = str(mode).strip().upper().replace("→", "2").replace("->", "2")
     if key not in MODES:
-        raise ConfigError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(MODES)} (any case)", param=param)
+        # the close names of the spelling compared (upper case): 'it2itt' -> 'IT2IT'
+        raise ConfigError(f"unknown retrieval mode {mode!r}{hint_and_known(key, MODES)} (any case)", param=param)
     return key
 
 

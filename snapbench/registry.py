@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 from .errors import ConfigError
-from .validate import did_you_mean
+from .validate import unknown_name
 
 __all__ = ["Table"]
 
@@ -76,8 +76,7 @@ class Table(Generic[T]):
         if name in self._aliases:
             return self._aliases[name]
         known = sorted(self._entries)
-        hint = did_you_mean(str(name), known + sorted(self._aliases))
-        raise ConfigError(f"unknown {self.what} {name!r}{hint}; known: {', '.join(known) or 'none'}", param=self.param)
+        raise ConfigError(unknown_name(self.what, name, known, among=known + sorted(self._aliases)), param=self.param)
 
     def get(self, name: str) -> T:
         """The entry registered as ``name`` (or an alias of it)."""

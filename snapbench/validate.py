@@ -4,9 +4,11 @@ Every check raises :class:`~snapbench.errors.ConfigError` (options) or
 :class:`~snapbench.errors.InputError` (file contents) naming the parameter, so the command line
 shows the flag (see :mod:`snapbench.commands.flags`).
 
-The words of those messages are written once here too: :func:`did_you_mean` (the close known
-names of a misspelt one; every "unknown X" error and note uses it, :class:`snapbench.registry.Table`
-included) and :func:`examples` (the first few of a list of ids).
+The words of those messages are written once here too: :func:`unknown_name` (every refusal of a
+name outside a known set: ``unknown image format 'pngg' (did you mean 'png'?); known: png, qoi,
+...``; :func:`choice` and :class:`snapbench.registry.Table` raise it), :func:`did_you_mean` (the
+close known names of a misspelt one), :func:`examples` (the first few of a list of ids) and
+:func:`listing` (a list of values, e.g. levels ``1, 2, 3``: never Python's ``[1, 2, 3]``).
 """
 
 from __future__ import annotations
@@ -19,21 +21,27 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, InputError, arg
+from .errors import ConfigError, InputError
 
 __all__ = ["positive_int", "finite_number", "ci_level", "comma_list", "int_list", "choice", "check_finite", "did_you_mean",
-           "suggestion", "examples", "SUGGEST_CUTOFF", "SUGGEST_MAX"]
+           "suggestion", "examples", "listing", "hint_and_known", "unknown_name", "SUGGEST_CUTOFF", "SUGGEST_MAX",
+           "LIST_MAX"]
 
 #: A known name is suggested for a misspelt one when difflib's similarity ratio reaches this...
 SUGGEST_CUTOFF = 0.6
 #: ... and at most this many (the closest first).
 SUGGEST_MAX = 3
+#: A known list of unbounded length (the conditions a folder holds) is cut after this many names.
+LIST_MAX = 10
 
 
-def positive_int(value: Any, param: str, *, minimum: int = 1) -> int:
-    """``value`` as an int >= ``minimum`` (bools and non-integers refused)."""
+def positive_int(value: Any, param: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """``value`` as an int >= ``minimum`` (and <= ``maximum`` when given; bools and non-integers refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < minimum:
-        raise ConfigError(f"must be an integer >= {minimum}, got {value!r}", param=param)
+        bound = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise ConfigError(f"must be an integer {bound}, got {value!r}", param=param)
+    if maximum is not None and int(value) > maximum:
+        raise ConfigError(f"must be an integer from {minimum} to {maximum}, got {value!r}", param=param)
     return int(value)
 
 
@@ -82,11 +90,11 @@ def int_list(value: str | Sequence[int] | None, param: str, *, minimum: int = 1)
     return out
 
 
-def choice(value: Any, choices: Collection[str], param: str, *, what: str | None = None) -> str:
-    """``value`` if it is one of ``choices``; otherwise an error listing them."""
+def choice(value: Any, choices: Collection[str], param: str, *, what: str = "value") -> str:
+    """``value`` if it is one of ``choices``; otherwise a :class:`ConfigError` about ``param`` in the
+    words of :func:`unknown_name` (``what`` names the kind of value: "image format", "correction")."""
     if value not in choices:
-        noun = what or arg(param)
-        raise ConfigError(f"unknown {noun} {value!r}; choose one of {', '.join(map(str, choices))}", param=param)
+        raise ConfigError(unknown_name(what, value, choices), param=param)
     return str(value)
 
 
@@ -123,13 +131,49 @@ def suggestion(names: Sequence[str]) -> str:
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """:func:`suggestion` of the ``choices`` closest to ``name`` (difflib ratio >= :data:`SUGGEST_CUTOFF`,
-    at most :data:`SUGGEST_MAX`, closest first), or ``""`` when none is close."""
-    return suggestion(difflib.get_close_matches(str(name), [str(c) for c in choices], n=SUGGEST_MAX,
-                                                cutoff=SUGGEST_CUTOFF))
+    at most :data:`SUGGEST_MAX`, closest first; equally close ones in the order of ``choices``, so
+    'hit@l' suggests hit@1 before hit@5), or ``""`` when none is close."""
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(str(name))  # as difflib.get_close_matches, whose ties go the reverse alphabetical way
+    scored = []
+    for i, c in enumerate(dict.fromkeys(str(c) for c in choices)):
+        matcher.set_seq1(c)
+        if matcher.ratio() >= SUGGEST_CUTOFF:
+            scored.append((-matcher.ratio(), i, c))
+    return suggestion([c for _, _, c in sorted(scored)[:SUGGEST_MAX]])
 
 
 def examples(items: Iterable[Any], n: int = 5) -> str:
     """The first ``n`` of ``items`` as reprs, then ``" (and K more)"``: ids named in a message."""
+    return listing(items, n, quote=True)
+
+
+def listing(items: Iterable[Any], n: int | None = None, *, quote: bool = False) -> str:
+    """``items`` as ``"a, b, c"`` (reprs with ``quote``), the first ``n`` then ``" (and K more)"`` when
+    ``n`` is given: how a message lists values (severity levels, known names), never as ``[a, b]``."""
     items = list(items)
-    more = f" (and {len(items) - n} more)" if len(items) > n else ""
-    return ", ".join(repr(x) for x in items[:n]) + more
+    shown = items if n is None else items[:n]
+    more = f" (and {len(items) - len(shown)} more)" if len(shown) < len(items) else ""
+    return ", ".join(repr(x) if quote else str(x) for x in shown) + more
+
+
+def hint_and_known(name: Any, known: Iterable[Any], *, among: Iterable[Any] | None = None, n: int | None = None) -> str:
+    """The tail of every refusal of ``name``: ``" (did you mean 'a'?); known: a, b, c"`` -- the close
+    names (:func:`did_you_mean` over ``among``, default ``known``), then the valid ones (the first
+    ``n``, when given, for long lists such as a folder's conditions; ``none`` for an empty list).
+
+    For a message whose head is not "unknown <what> '<name>'" (``'hit@20' is not among the
+    evaluated metrics``); otherwise use :func:`unknown_name`.
+    """
+    known = [str(k) for k in known]
+    hint = did_you_mean(str(name), known if among is None else [str(a) for a in among])
+    return f"{hint}; known: {listing(known, n) or 'none'}"
+
+
+def unknown_name(what: str, name: Any, known: Iterable[Any], *, among: Iterable[Any] | None = None,
+                 n: int | None = None, where: str = "") -> str:
+    """The one wording of a name outside a known set, for errors and notes alike:
+    ``"unknown <what> '<name>'<where> (did you mean 'a', 'b' or 'c'?); known: a, b, c"``
+    (see :func:`hint_and_known` for ``among`` and ``n``; ``where`` says where it was looked for,
+    e.g. ``" in cj"``)."""
+    return f"unknown {what} {name!r}{where}{hint_and_known(name, known, among=among, n=n)}"

@@ -87,7 +87,7 @@ def test_probability_zero_is_identity_and_grayscale_is_kept(photo):
 def test_unknown_operator_or_level_fails_early():
     with pytest.raises(ValueError, match="unknown image operator"):
         SnapbenchCorruption("no_such_op")
-    with pytest.raises(ValueError, match="no severity 9"):
+    with pytest.raises(ValueError, match=r"no severity 9 \(levels: 1, 2, 3\)"):
         SnapbenchCorruption("overexposure", severity=9)
 
 

@@ -213,7 +213,7 @@ def test_released_and_generated_variants_of_one_model_are_compared(tmp_path):
     ("no_per_query", "has no per-query values of IT2IT"),
     ("report_without_per_query", "is a report of the run folder"),
     ("one_model", "a comparison needs at least two models"),
-    ("bad_correction", "--correction: unknown correction 'bonferroni'; choose one of holm, bh"),
+    ("bad_correction", "--correction: unknown correction 'bonferroni'; known: holm, bh"),
     ("bad_reference", "--reference: 'clip' is not one of the models: toy, mirror"),
     ("bad_metric", "--metrics: metric 'hit@3' is not in the report of"),
     ("bad_mode", "--modes: 'fusion/nope' is not a target of"),

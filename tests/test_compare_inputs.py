@@ -64,7 +64,7 @@ def test_config_refusals():
     models = [_model("A"), _model("B")]
     with pytest.raises(ConfigError, match="reference: 'C' is not one of the models: A, B"):
         compare_models(models, CompareConfig(reference="C"))
-    with pytest.raises(ConfigError, match="unknown correction 'bonf'; choose one of holm, bh"):
+    with pytest.raises(ConfigError, match="unknown correction 'bonf'; known: holm, bh"):
         compare_models(models, CompareConfig(correction="bonf"))
     with pytest.raises(ConfigError, match="ci"):
         compare_models(models, CompareConfig(ci=1.5))

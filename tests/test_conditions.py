@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from snapbench.conditions import (
@@ -166,3 +167,22 @@ def test_query_sides_of_paths_brute_force():
     for n in range(len(PATHS) + 1):
         for paths in combinations(PATHS, n):
             assert query_sides(paths) == {reads[p] for p in paths}
+
+
+def test_a_missing_level_lists_the_levels_as_words_not_as_a_python_list(tmp_path):
+    """Trial 4: `run --conditions img/motion_blur/s4` said "(levels: [1, 2, 3])"."""
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+    from snapbench.commands.demo import DEFAULT_DATA
+    from snapbench.corruptions import corrupt_image, level_params
+
+    res = CliRunner().invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"),
+                                   "--conditions", "img/motion_blur/s4"])
+    assert res.exit_code == 2 and res.output.startswith(
+        "error: --conditions: unknown condition 'img/motion_blur/s4' (image operator 'motion_blur' has no "
+        "severity s4 (levels: 1, 2, 3)) (did you mean 'img/motion_blur/s"), res.output
+    with pytest.raises(ValueError, match=r"^severity: image operator 'mosaic' has no severity 5 \(levels: 1, 2, 3\)$"):
+        level_params("mosaic", 5, None)
+    with pytest.raises(ValueError, match=r"has no severity 4 \(levels: 1, 2, 3\)$"):
+        corrupt_image(np.zeros((8, 8, 3), np.uint8), "mosaic", 4)

@@ -42,7 +42,7 @@ def test_one_folder_holds_one_format(tmp_path):
 
 def test_unknown_format_is_a_clean_cli_error(tmp_path):
     res = CliRunner().invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(tmp_path), "--format", "gif"])
-    assert res.exit_code == 2 and "--format: unknown image format 'gif'; choose one of png" in res.output, res.output
+    assert res.exit_code == 2 and "--format: unknown image format 'gif'; known: png" in res.output, res.output
 
 
 def test_a_run_drawn_with_another_text_renderer_is_not_resumed(tmp_path):

@@ -69,7 +69,7 @@ def test_options_are_named_as_flags(images, tmp_path) -> None:
     code, output = _diagnose(str(qs), "--questions", str(qcsv), out=tmp_path / "o1")
     assert code == 2 and "--questions applies to a folder of images only" in output and "questions=" not in output
     code, output = _diagnose(str(images), "--format", "bogus", out=tmp_path / "o2")
-    assert code == 2 and "--format: unknown input format 'bogus'; choose one of" in output, output
+    assert code == 2 and "--format: unknown input format 'bogus'; known: " in output, output
 
 
 def test_a_side_the_set_does_not_have_has_no_share(images, tmp_path) -> None:

@@ -165,8 +165,8 @@ def test_thresholds_file_overrides_and_errors(folder, tmp_path) -> None:
     assert res.summary["thresholds"]["blur"] == load_thresholds()["blur"]  # the rest keeps the shipped values
     (tmp_path / "t.json").write_text('{"blur": {"threshold": 0}}', encoding="utf-8")
     assert run_diagnose(folder, tmp_path / "o2", thresholds=tmp_path / "t.json").summary["shares"]["blur"]["count"] == 0
-    for text, expect in (("[blurr]\nthreshold = 1\n", "unknown detector or section 'blurr' (known: blur, low_light"),
-                         ("[blur]\nthreshhold = 1\n", "unknown key 'threshhold' in [blur] (known: threshold)"),
+    for text, expect in (("[blurr]\nthreshold = 1\n", "unknown detector or section 'blurr' (did you mean 'blur'?); known: blur, low_light"),
+                         ("[blur]\nthreshhold = 1\n", "unknown key 'threshhold' in [blur] (did you mean 'threshold'?); known: threshold"),
                          ('[blur]\nthreshold = "high"\n', "[blur] threshold must be a finite number"),
                          ("[blur\n", "invalid TOML")):
         th.write_text(text, encoding="utf-8")

@@ -121,7 +121,7 @@ def test_hf_fingerprint_follows_the_weights(tiny_clip, tmp_path):
 
 
 def test_device_errors_are_clear(tiny_clip):
-    with pytest.raises(ConfigError, match="is not a torch device"):
+    with pytest.raises(ConfigError, match="unknown torch device 'gpu-please'"):
         load_encoder(f"hf:{tiny_clip}", device="gpu-please")
     if not torch.cuda.is_available():
         with pytest.raises(ConfigError, match="CUDA is not available"):

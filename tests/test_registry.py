@@ -93,5 +93,5 @@ def test_one_set_of_parameter_validators() -> None:
         with pytest.raises(ConfigError, match="op"):
             call()
     # the validators are what the operators use: a grid typo is reported by the same check
-    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) 'kernal'"):
+    with pytest.raises(ConfigError, match=r"unknown parameter 'kernal' \(did you mean 'kernel'\?\); known: "):
         resolve_conditions(["img/motion_blur/s1"], grid={**resolve_grid(None), "motion_blur": {1: {"kernal": 3}}})

@@ -63,7 +63,7 @@ def test_relative_dataset_paths_are_recorded_absolute(tmp_path, monkeypatch):
 @pytest.mark.parametrize("args, message", [
     (["--k", "0"], "--k: needs integers >= 1, got '0'"),
     (["--workers", "0"], "--workers: must be an integer >= 1, got 0"),
-    (["--variants", "published"], "unknown --variants 'published'; choose one of generated, released"),
+    (["--variants", "published"], "--variants: unknown variant source 'published'; known: generated, released"),
     (["--modes", "I2X"], "unknown retrieval mode 'I2X'"),
     (["--modes", "I2I,XYZ"], "error: --modes: unknown retrieval mode 'XYZ'"),
     (["--group-by", "lighting"], "error: --group-by: no query has the field 'lighting'"),

@@ -112,7 +112,10 @@ def test_encode_with_an_unknown_condition_is_a_clean_error(corrupted, tmp_path):
     r = _encode(corrupted, tmp_path / "e", "--conditions", "bogus")
     assert r.exit_code == 2 and r.output.startswith("error: --conditions: not a condition id: 'bogus'"), r.output
     r = _encode(corrupted, tmp_path / "e", "--conditions", "txt/char_add")
-    assert r.exit_code == 2 and "no outputs for condition(s) txt/char_add" in r.output, r.output
+    assert r.exit_code == 2, r.output
+    assert r.output == (f"error: --conditions: unknown condition 'txt/char_add' in {corrupted} (did you mean "
+                        "'txt/char_swap'?); known: clean, img/motion_blur/s2, txt/char_swap\n"), r.output
+    assert not (tmp_path / "e").exists()  # refused before the encoder is opened or the folder made
 
 
 def test_every_query_image_missing_is_a_warning_and_a_text_only_run(tmp_path):
@@ -324,7 +327,8 @@ def test_a_cache_dir_that_is_a_file_is_refused_before_any_work_in_run_and_encode
 @pytest.mark.parametrize("device", ["tpu", "gpu", "cuda1", "CUDA", "cuda:x"])
 def test_a_device_that_is_no_torch_device_is_refused_up_front_even_for_toy(corrupted, tmp_path, device):
     """Was exit 0 with no word: toy ignores the device, so the typo went unnoticed."""
-    want = f"error: --device: {device!r} is not a torch device: expected cpu, cuda, cuda:N, mps"
+    hint = {"tpu": "xla", "cuda1": "cuda", "CUDA": "cuda", "cuda:x": "cuda"}.get(device)
+    want = f"error: --device: unknown torch device {device!r}" + (f" (did you mean {hint!r}" if hint else "")
     r = runner.invoke(app, ["encode", str(corrupted), "--gallery", str(DEFAULT_DATA / "gallery.jsonl"),
                             "--out", str(tmp_path / "e"), "--no-progress", "--device", device])
     assert r.exit_code == 2 and want in r.output, r.output

@@ -95,7 +95,7 @@ def test_the_random_draws_stay_fixed_when_the_knob_moves() -> None:
 
 
 @pytest.mark.parametrize("spec,match", [
-    ("ssim=1.5", "in \\(0, 1\\]"), ("mse=0.5", "must look like"), ("ssim=", "must look like"), ("0.9", "must look like"),
+    ("ssim=1.5", "in \\(0, 1\\]"), ("mse=0.5", "unknown metric .mse. in .mse=0.5.; known: ssim, psnr"), ("ssim=", "must look like"), ("0.9", "must look like"),
     ("psnr=-3", "positive number"), ("ssim=0.9,abc", "'abc'"),
 ])
 def test_bad_targets_are_config_errors_naming_the_flag(spec: str, match: str, tmp_path: Path) -> None:

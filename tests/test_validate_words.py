@@ -9,7 +9,7 @@ from snapbench.corruptions.image.grid import merge_levels
 from snapbench.errors import ConfigError
 from snapbench.evaluate.metrics import parse_metrics
 from snapbench.registry import Table
-from snapbench.validate import did_you_mean, examples, suggestion
+from snapbench.validate import choice, did_you_mean, examples, listing, suggestion, unknown_name
 
 
 def test_the_one_wording():
@@ -27,12 +27,31 @@ def test_the_one_cutoff_and_count():
     got = did_you_mean("motionblur", ["motion_blurs", "motion_blur", "motion_blurry", "motion_blur_xyz"])
     assert got == " (did you mean 'motion_blur', 'motion_blurs' or 'motion_blurry'?)"
     assert did_you_mean("zzz", ["ray", "local"]) == ""
+    # equally close names keep the order they are known in (difflib's own order would be hit@5 first)
+    assert did_you_mean("hit@l", ["hit@1", "hit@5", "hit@10"]) == " (did you mean 'hit@1', 'hit@5' or 'hit@10'?)"
 
 
 def test_examples_lists_five_then_counts():
     assert examples([]) == ""
     assert examples(["q1", "q2"]) == "'q1', 'q2'"
     assert examples([f"q{i}" for i in range(7)]) == "'q0', 'q1', 'q2', 'q3', 'q4' (and 2 more)"
+
+
+def test_one_listing_of_values_never_python_syntax():
+    assert listing([1, 2, 3]) == "1, 2, 3"
+    assert listing(("a", "b"), quote=True) == "'a', 'b'"
+    assert listing(range(12), 10) == "0, 1, 2, 3, 4, 5, 6, 7, 8, 9 (and 2 more)"
+    assert listing([]) == ""
+
+
+def test_one_wording_of_a_refused_name():
+    assert unknown_name("image format", "pngg", ["png", "qoi"]) == (
+        "unknown image format 'pngg' (did you mean 'png'?); known: png, qoi")
+    assert unknown_name("key", "x", [], where=" in [blur]") == "unknown key 'x' in [blur]; known: none"
+    with pytest.raises(ConfigError) as err:
+        choice("holmes", ("holm", "bh"), "correction", what="correction")
+    assert err.value.param == "correction"
+    assert err.value.problem == "unknown correction 'holmes' (did you mean 'holm'?); known: holm, bh"
 
 
 def test_every_unknown_name_error_uses_it():
@@ -44,5 +63,6 @@ def test_every_unknown_name_error_uses_it():
     assert err.value.problem == "unknown engine 'rey' (did you mean 'ray'?); known: local, ray"
     with pytest.raises(ConfigError, match=r"unknown metric 'ndgc@10' \(did you mean 'ndcg'\?\); known"):
         parse_metrics("ndgc@10")
-    with pytest.raises(ConfigError, match=r"unknown image operator \(did you mean 'motion_blur'\?\) \(known: "):
+    with pytest.raises(ConfigError, match=r"unknown image operator 'motionblur' in the grid \(did you mean 'motion_blur'\?\); "
+                                          r"known: motion_blur, mosaic \(register an operator"):
         merge_levels({}, {"motionblur": {"s1": {}}}, ["motion_blur", "mosaic"])

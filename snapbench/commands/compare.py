@@ -35,7 +35,7 @@ def compare(
         "html,md,tex,csv,parquet,png,pdf", "--formats",
         help="Comma-separated outputs besides compare.json and findings.json: html (compare.html), md/tex (tables/), "
              "csv/parquet (records/), png/pdf (figures/; need the 'report' extra)."),
-    dpi: int = typer.Option(120, "--dpi", min=50, max=600, help="Resolution of the PNG figures."),
+    dpi: int = typer.Option(120, "--dpi", help="Resolution of the PNG figures (50 to 600)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress."),
 ) -> None:
     """Compare models on the same corrupted queries: paired differences of drops with CIs and exact or

@@ -37,10 +37,7 @@ def diagnose(
     Unreadable images are recorded as skips; the run goes on. Thresholds: snapbench/diagnose/thresholds.toml.
     """
     from ..diagnose import run_diagnose
-    from ..errors import ConfigError
 
-    if examples < 0:
-        raise ConfigError(f"--examples must be >= 0, got {examples}")
     res = run_diagnose(queries, out, questions=questions, format=format, thresholds=thresholds, words=words,
                        examples=examples, progress=not no_progress,
                        log=lambda m: typer.echo(f"warning: {m}", err=True))

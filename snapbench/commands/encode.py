@@ -23,7 +23,7 @@ def encode(
     encoder: str = typer.Option("toy", "--encoder", "-e", help=ENCODER_HELP),
     device: str | None = typer.Option(None, "--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder (default: cuda when available, else cpu)."),
     conditions: str | None = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: all in the manifest)."),
-    batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, "--batch-size", min=1, help="Images decoded and encoded at a time (memory grows with it, not with the gallery)."),
+    batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, "--batch-size", help="Images decoded and encoded at a time (memory grows with it, not with the gallery)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache (default: every encoder with a fingerprint but cheap ones such as toy)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
@@ -38,9 +38,8 @@ def encode(
     (listed in OUT/dropped_queries.json).  Then: 'snapbench evaluate OUT/paths --mode IT2IT --qrels ...'
     or 'snapbench moor --paths-dir OUT/paths --out fused/'.
     """
-    from ..encode import load_gallery, prepare_out_dir
+    from ..encode import check_conditions, load_gallery, prepare_out_dir
     from ..engines import check_engine
-    from ..layout import read_manifest
     from ..models import CachedEncoder
     from ..models.cache import check_cache_dir
     from ..models.device import check_device
@@ -55,7 +54,7 @@ def encode(
     if cache_dir is not None:
         check_cache_dir(cache_dir)
     # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
-    read_manifest(corrupted)  # one check (and message) for a folder that is not a corrupt output
+    check_conditions(corrupted, cond_list)  # a folder that is not a corrupt output; ids it has no outputs for
     prepare_out_dir(out)
     items = load_gallery(gallery)
     enc, note = open_encoder(encoder, device=device, batch_size=batch_size, engine=engine,

@@ -27,15 +27,18 @@ def _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_
 def _check_chosen_metrics(evaluated: list[str], primary: str, stability_metric: str) -> None:
     """An explicitly chosen --primary / --stability-metric must be evaluated (defaults adapt)."""
     from ..evaluate.metrics import is_binary_metric
+    from ..validate import hint_and_known
 
     if primary != "hit@1" and primary not in evaluated:
-        raise ConfigError(f"{primary!r} is not among the evaluated metrics ({', '.join(evaluated)})", param="primary")
+        raise ConfigError(f"{primary!r} is not among the evaluated metrics{hint_and_known(primary, evaluated)}",
+                          param="primary")
     if stability_metric != "hit@1":
         if not is_binary_metric(stability_metric):
             raise ConfigError(f"must be a hit@k metric, got {stability_metric!r}", param="stability_metric")
         if stability_metric not in evaluated:
-            raise ConfigError(f"{stability_metric!r} is not among the evaluated metrics (add it to {arg('metrics')} "
-                              f"or {arg('ks')})", param="stability_metric")
+            raise ConfigError(f"{stability_metric!r} is not among the evaluated metrics"
+                              f"{hint_and_known(stability_metric, evaluated)} (add it to {arg('metrics')} or {arg('ks')})",
+                              param="stability_metric")
 
 
 def _nothing_measured(report) -> bool:
@@ -135,6 +138,7 @@ def additivity(
     """Print the additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI per joint pair x
     severity, then the means per pair, per severity and overall (drops = clean − corrupted)."""
     from ..evaluate.terminal import print_additivity, read_report, write_report
+    from ..validate import hint_and_known
 
     if not source.exists():
         raise InputError("no such file or folder (give a report written by 'snapbench evaluate --out' "
@@ -150,7 +154,8 @@ def additivity(
                               "finished report (its CIs were computed with its own settings)")
         report = read_report(source)
         if metric not in report.metrics:
-            raise InputError(f"metric {metric!r} not in the report (has {', '.join(report.metrics)})", path=source)
+            raise InputError(f"metric {metric!r} is not in the report {source}{hint_and_known(metric, report.metrics)}",
+                             param="metric")
     else:
         _refuse_a_run_folder(source)
         if qrels is None:
@@ -174,7 +179,12 @@ def _additivity_report(source: Path, qrels: Path, metric: str, seed: int, resamp
     from ..evaluate.runner import evaluate_directory
 
     given = {name: v for name, v in (("resamples", resamples), ("ci", ci)) if v is not None}
-    cfg = EvaluationConfig(metrics=metric, permutations=0, seed=seed, **given)  # the rest: evaluate's defaults
+    try:
+        cfg = EvaluationConfig(metrics=metric, permutations=0, seed=seed, **given)  # the rest: evaluate's defaults
+    except ConfigError as exc:  # the metric list is additivity's one --metric
+        if exc.param != "metrics":
+            raise
+        raise ConfigError(exc.problem, path=exc.path, param="metric") from None
     sd = ScoresDir(source, mode=mode, qrels=qrels)
     joints = [parse_condition(c) for c in sd.conditions if parse_condition(c).kind == "joint"]
     parts = {p.id for j in joints for p in (j.image_part, j.text_part) if p is not None}

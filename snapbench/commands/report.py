@@ -15,7 +15,7 @@ def report(
         help="Comma-separated outputs: html (report.html), md/tex (tables/), csv/parquet (per_query.*), "
              "png/pdf (figures/; need the 'report' extra)."),
     metric: str = typer.Option("hit@1", "--metric", help="Metric of tables, figures and findings (hit@1 = SnapBench R@1)."),
-    dpi: int = typer.Option(120, "--dpi", min=50, max=600, help="Resolution of the PNG figures."),
+    dpi: int = typer.Option(120, "--dpi", help="Resolution of the PNG figures (50 to 600)."),
     traffic: Path | None = typer.Option(
         None, "--traffic", help="A 'snapbench diagnose' output folder: write RUN_DIR/traffic.json (expected R@k "
                                 "under that traffic mix) and show it in the report."),

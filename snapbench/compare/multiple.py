@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..validate import choice
 
 __all__ = ["CORRECTIONS", "CORRECTION_NAMES", "adjust_pvalues", "alpha_of"]
 
@@ -35,8 +35,7 @@ def alpha_of(ci: float) -> float:
 
 def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
     """Adjusted p-values of one family (same order as ``pvalues``); NaN entries are not counted."""
-    if method not in CORRECTIONS:
-        raise ConfigError(f"unknown correction {method!r}; known: {', '.join(CORRECTIONS)}", param="correction")
+    choice(method, CORRECTIONS, "correction", what="correction")
     p = np.asarray(pvalues, dtype=np.float64).reshape(-1)
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(~np.isnan(p))

@@ -21,7 +21,8 @@ from ..evaluate.metrics import parse_metrics
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES
 from ..layout import FUSION_PREFIX, TARGET_ORDER
 from ..report import FORMATS
-from ..validate import choice, ci_level, positive_int
+from ..report.figures import check_dpi
+from ..validate import choice, ci_level, hint_and_known, positive_int
 from .multiple import CORRECTIONS
 from .sources import ModelSource
 
@@ -50,10 +51,9 @@ class CompareOptions:
             positive_int(self.resamples, "resamples")
         if self.ci is not None:
             ci_level(self.ci, "ci")
-        bad = [f for f in self.formats if f not in FORMATS]
-        if bad:
-            raise ConfigError(f"unknown format(s) {', '.join(bad)}; choose among {', '.join(FORMATS)}", param="formats")
-        positive_int(self.dpi, "dpi", minimum=50)
+        for f in self.formats:
+            choice(f, FORMATS, "formats", what="format")
+        check_dpi(self.dpi)
 
 
 @dataclass
@@ -151,8 +151,8 @@ def resolve_settings(sources: Sequence[ModelSource], options: CompareOptions) ->
     metrics = _metrics(sources, targets, options.metrics, notes)
     metric = options.metric or ("hit@1" if "hit@1" in metrics else metrics[0])
     if metric not in metrics:
-        raise ConfigError(f"{metric!r} is not among the metrics compared ({', '.join(metrics)}); add it to "
-                          f"{arg('metrics')}", param="metric")
+        raise ConfigError(f"{metric!r} is not among the metrics compared{hint_and_known(metric, metrics)} (add it to "
+                          f"{arg('metrics')})", param="metric")
     resamples = options.resamples or _runs_value(sources, targets, lambda r: r.meta.resamples, DEFAULT_RESAMPLES,
                                                  "numbers of resamples", notes)
     ci = options.ci or _runs_value(sources, targets, lambda r: r.meta.ci_level, DEFAULT_CI, "CI levels", notes)

@@ -19,6 +19,7 @@ from .image import (
     default_grid,
     get_image_operator,
     image_operators,
+    level_params,
     load_grid,
     register_image_operator,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "default_grid",
     "get_image_operator",
     "image_operators",
+    "level_params",
     "load_grid",
     "register_image_operator",
     "ImageStrength",

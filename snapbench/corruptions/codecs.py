@@ -42,7 +42,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..image_formats import IMAGE_FORMATS, formats_needing
-from ..validate import choice
+from ..validate import choice, listing
 from .pixels import PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 
 __all__ = ["FORMATS", "CodecError", "check_format", "decode_image", "detect_format", "encode_image", "extension"]
@@ -135,7 +135,7 @@ def _decode_npz(data: bytes, what: str) -> np.ndarray:
             elif len(z.files) == 1:
                 arr = z[z.files[0]]
             else:
-                raise CodecError(f"{what}: .npz holds {sorted(z.files)}, expected one array named {_NPZ_KEY!r}")
+                raise CodecError(f"{what}: .npz holds the arrays {listing(sorted(z.files), quote=True)}, expected one array named {_NPZ_KEY!r}")
     except CodecError:
         raise
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..validate import unknown_name
 from .measure import ImageReference, ImageStrength, image_reference, measure_image
 
 __all__ = ["DEFAULT_TOLERANCE", "KnobSearch", "SeverityTarget", "TargetOutcome", "parse_severity_target", "search_knob",
@@ -83,7 +84,7 @@ class KnobSearch:
 
 def _check(metric: str, lo: float, hi: float, integer: bool, log: bool, tol: float, max_evals: int) -> None:
     if metric not in DEFAULT_TOLERANCE:
-        raise ConfigError(f"severity target: unknown metric {metric!r}; known: {', '.join(DEFAULT_TOLERANCE)}")
+        raise ConfigError(f"severity target: {unknown_name('metric', metric, DEFAULT_TOLERANCE)}")
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ConfigError(f"severity target: the knob range must be finite with lo < hi, got [{lo}, {hi}]")
     if integer and (lo != int(lo) or hi != int(hi)):
@@ -321,9 +322,12 @@ def parse_severity_target(spec: str | SeverityTarget | None) -> SeverityTarget |
     text = str(spec).strip()
     metric, sep, rest = text.partition("=")
     metric = metric.strip().lower()
-    if not sep or metric not in DEFAULT_TOLERANCE or not rest.strip():
+    if not sep or not rest.strip():
         raise ConfigError(f"{text!r} must look like ssim=0.90,0.75,0.60 or psnr=30,25,20 (a metric among "
                           f"{', '.join(DEFAULT_TOLERANCE)}, then one value per severity level)", param="severity_target")
+    if metric not in DEFAULT_TOLERANCE:
+        raise ConfigError(unknown_name("metric", metric, DEFAULT_TOLERANCE, where=f" in {text!r}")
+                          + " (e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20)", param="severity_target")
     values = tuple(_target_value(metric, part, text) for part in rest.split(","))
     _check_order(metric, values, text)
     return SeverityTarget(metric, values)

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..conditions import Condition, parse_condition
 from ..errors import ConfigError
+from ..validate import unknown_name
 from .thresholds import DETECTORS
 
 __all__ = ["FLAG_CONDITIONS", "FlagConditions", "Mix", "Signature", "build_mix", "check_mapping", "signature_kind"]
@@ -84,8 +85,8 @@ def check_mapping(mapping: Mapping[str, FlagConditions]) -> dict[str, FlagCondit
     out: dict[str, FlagConditions] = {}
     for flag, entry in mapping.items():
         if flag not in DETECTORS:
-            raise ConfigError(f"unknown detector {flag!r} in the flag -> conditions table "
-                              f"(known: {', '.join(DETECTORS)})", param="mapping")
+            raise ConfigError(unknown_name("detector", flag, DETECTORS, where=" in the flag -> conditions table"),
+                              param="mapping")
         if not isinstance(entry, FlagConditions):
             entry = FlagConditions(tuple(entry))
         want = "image" if DETECTORS[flag].side == "image" else "text"

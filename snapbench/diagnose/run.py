@@ -21,6 +21,7 @@ from ..defaults import DEFAULT_CI
 from ..jsonable import write_json
 from ..layout import claim_output_dir, write_run_json
 from ..progress import ProgressDisplay
+from ..validate import positive_int
 from .checks import run_checks
 from .detect import QueryResult, diagnose_record
 from .html import render_diagnose_html
@@ -101,6 +102,7 @@ def run_diagnose(
     examples per detector in the page; ``level``: CI level.  ``log`` receives notes about the input.
     """
     t0 = time.perf_counter()
+    positive_int(examples, "examples", minimum=0)
     th = thresholds if isinstance(thresholds, dict) else load_thresholds(thresholds)
     extra = _read_words(words)
     qs = queries if isinstance(queries, QuerySet) else load_queries(queries, questions=questions, format=format)

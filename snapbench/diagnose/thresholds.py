@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError
 from ..textio import read_text
+from ..validate import unknown_name
 
 __all__ = ["DETECTORS", "IMAGE_DETECTORS", "TEXT_DETECTORS", "CHECKS_SECTION", "Detector", "Thresholds",
            "default_thresholds", "load_thresholds", "is_flagged"]
@@ -81,12 +82,12 @@ def _merge(base: Thresholds, data: Any, path: str) -> Thresholds:
     out = {k: dict(v) for k, v in base.items()}
     for section, values in data.items():
         if section not in out:
-            raise ConfigError(f"unknown detector or section {section!r} (known: {', '.join(out)})", path=path)
+            raise ConfigError(unknown_name("detector or section", section, out), path=path)
         if not isinstance(values, Mapping):
             raise ConfigError(f"[{section}] must be a table of keys, got {values!r}", path=path)
         for key, value in values.items():
             if key not in out[section]:
-                raise ConfigError(f"unknown key {key!r} in [{section}] (known: {', '.join(out[section])})", path=path)
+                raise ConfigError(unknown_name("key", key, out[section], where=f" in [{section}]"), path=path)
             out[section][key] = _number(value, f"[{section}] {key}", path)
     return out
 

@@ -38,7 +38,7 @@ import numpy as np
 from ..defaults import DEFAULT_KS
 from ..errors import ConfigError, InputError
 from ..registry import Table
-from ..validate import did_you_mean
+from ..validate import hint_and_known
 from .labels import Labels
 
 __all__ = [
@@ -259,9 +259,8 @@ def _split(name: str) -> tuple[MetricFamily, int | None]:
     if fam_name not in METRIC_FAMILIES:
         spelled = {"expand": "{}[@k]", "optional": "{}[@k]", "none": "{}"}
         known = [spelled[f.cutoff].format(f.name) for _, f in METRIC_FAMILIES.items()]
-        hint = did_you_mean(fam_name, METRIC_FAMILIES.names())
-        raise ConfigError(f"unknown metric {name!r}{hint}; known: {', '.join(known)}, or the groups "
-                          f"{', '.join(repr(g) for g in METRIC_GROUPS)}", param="metrics")
+        raise ConfigError(f"unknown metric {name!r}{hint_and_known(fam_name, known, among=METRIC_FAMILIES.names())}, "
+                          f"or the groups {', '.join(repr(g) for g in METRIC_GROUPS)}", param="metrics")
     fam = METRIC_FAMILIES.get(fam_name)
     k = None if m is None or m.group(2) is None else int(m.group(2))
     if k is not None and fam.cutoff == "none":

@@ -15,6 +15,7 @@ from ..conditions import parse_condition
 from ..errors import arg
 from ..layout import output_kind
 from ..schema import DepthLimit, PerQuery, Report
+from ..validate import LIST_MAX, positive_int, unknown_name
 from .condition import ConditionEval, depth_limited_metrics, evaluate_matrix, evaluate_ranking, per_query_values
 from .config import EvaluationConfig
 from .drag import DRAG_METRIC, coarse_text_drag_ci
@@ -60,6 +61,8 @@ def evaluate_directory(
     """
     cfg = config or EvaluationConfig()
     metrics = cfg.metric_list()
+    if export_depth is not None:
+        positive_int(export_depth, "export_depth")  # not 0 (the default) or -1 (one less than the default)
     sd = ScoresDir(scores_dir, mode=mode, qrels=qrels)
     if sd.kind == "npy":
         sd.scores("clean")  # a wrong id list shows up as a shape mismatch, not as unknown qrels ids
@@ -128,7 +131,9 @@ def _selected(sd: ScoresDir, conditions: Sequence[str] | None) -> list[str]:
         except ValueError as e:
             raise EvaluationInputError(str(e), param="conditions") from None
         if cid not in conds:
-            raise EvaluationInputError(f"condition {cid!r} has no score file", path=sd.path, param="conditions")
+            # the folder's conditions are the known ones: one misspelt or absent id, named with the close ones
+            raise EvaluationInputError(unknown_name("condition", cid, conds, n=LIST_MAX, where=f" in {sd.path}"),
+                                       param="conditions")
         want.append(cid)
     return ["clean"] + [c for c in conds if c in want and c != "clean"]
 

@@ -58,7 +58,7 @@ from ..layout import (
 from ..ranking import TopK, topk, topk_overlap
 from ..seeding import derive_generator
 from ..textio import read_json
-from ..validate import choice, positive_int
+from ..validate import choice, finite_number, positive_int
 from .gates import get_gate
 from .index import MOORIndex
 from .io import load_matrix, load_path_scores, write_weights
@@ -102,6 +102,8 @@ class FuseOptions:
         positive_int(self.ann_check, "ann_check", minimum=0)
         if self.k is not None:
             positive_int(self.k, "k")
+        if not finite_number(self.fusion_eps, "fusion_eps") >= 0:  # NaN would make every query fall back
+            raise ConfigError(f"must be a number >= 0, got {self.fusion_eps!r}", param="fusion_eps")
         if self.ann and self.k is None:
             raise ConfigError(f"needs {arg('k')} (approximate search returns a top-k)", param="ann")
         if self.ann and dense_input:

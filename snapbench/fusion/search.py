@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import InputError, arg
 from ..layout import load_npy
 from ..ranking import TopK
+from ..validate import unknown_name
 
 __all__ = [
     "ANNIndex",
@@ -265,7 +266,7 @@ class ANNIndex:
                 self._train_rows = min(self._train_rows, int(n_total))
             self._trained = False
         else:
-            raise InputError(f"unknown ANN kind {kind!r}; use 'hnsw' or 'ivf'")
+            raise InputError(unknown_name("ANN kind", kind, ("hnsw", "ivf")))
 
     def add(self, rows: np.ndarray) -> None:
         x = np.ascontiguousarray(rows, dtype=np.float32)

@@ -55,7 +55,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "snapbench.interop.albumentations needs albumentations: pip install 'snapbench[albumentations]'"
     ) from exc
 
-from ..corruptions import default_grid, get_image_operator, register_image_operator
+from ..corruptions import get_image_operator, level_params, register_image_operator
 from ..errors import ConfigError, InputError, arg
 from ..jsonable import to_json
 
@@ -63,17 +63,6 @@ __all__ = ["MAX_ARRAY_ITEMS", "AlbumentationsOperator", "SnapbenchCorruption", "
 
 MAX_ARRAY_ITEMS = 16
 _LOCK = threading.RLock()  # module-level (not per instance) so operator objects stay picklable
-
-
-def _level(operator: str, severity: int, grid: Mapping[str, Mapping[int, Mapping[str, Any]]] | None) -> Mapping[str, Any]:
-    table = default_grid() if grid is None else grid
-    if operator not in table:
-        raise ConfigError(f"image operator {operator!r} has no severity table in the grid", param="grid")
-    levels = table[operator]
-    if int(severity) not in levels:
-        raise ConfigError(f"image operator {operator!r} has no severity {severity} (levels: {sorted(levels)})",
-                          param="severity")
-    return levels[int(severity)]
 
 
 class SnapbenchCorruption(_A.ImageOnlyTransform):
@@ -100,7 +89,7 @@ class SnapbenchCorruption(_A.ImageOnlyTransform):
         if not levels:
             raise ConfigError("must be a level or a non-empty sequence of levels", param="severity")
         for level in levels:
-            _level(self.operator, int(level), grid)  # fails early on a missing level
+            level_params(self.operator, int(level), grid)  # fails early on a missing level
         self.severity = severity
         self._levels = tuple(int(s) for s in levels)
         self.grid = grid
@@ -109,7 +98,7 @@ class SnapbenchCorruption(_A.ImageOnlyTransform):
         rng = self.random_generator
         level = self._levels[int(rng.integers(len(self._levels)))] if len(self._levels) > 1 else self._levels[0]
         h, w = params["shape"][:2]
-        sampled = self._op.sample(rng, _level(self.operator, level, self.grid), (int(h), int(w)))
+        sampled = self._op.sample(rng, level_params(self.operator, level, self.grid), (int(h), int(w)))
         return {"snapbench_params": sampled, "snapbench_severity": level}
 
     def apply(self, img: np.ndarray, snapbench_params: Mapping[str, Any], **kwargs: Any) -> np.ndarray:

@@ -46,11 +46,12 @@ from ..corruptions import (
     corrupt_text,
     get_image_operator,
     iter_variants,
+    level_params,
     load_image,
     load_manifest,
 )
 from ..corruptions.plan import generated_space, plan_conditions, plan_grid, resolve_grid
-from ..errors import ConfigError, InputError
+from ..errors import InputError
 
 __all__ = ["CorruptedQueries", "CorruptedQueriesIterable", "SnapbenchTransform", "collate_queries", "content_key"]
 
@@ -246,10 +247,7 @@ class SnapbenchTransform(_torch.nn.Module):
         self.key = key
         self.grid = None if grid is None else resolve_grid(grid)
         self.operator = get_image_operator(operator).name  # fails early on an unknown name
-        table = self.grid or resolve_grid(None)
-        if self.severity not in table.get(self.operator, {}):
-            raise ConfigError(f"image operator {operator!r} has no severity {self.severity} "
-                              f"(levels: {sorted(table.get(self.operator, {}))})", param="severity")
+        level_params(self.operator, self.severity, self.grid or resolve_grid(None))  # fails early on a missing level
 
     def _apply(self, rgb: np.ndarray, key: str | None) -> np.ndarray:
         k = key if key is not None else (self.key if self.key is not None else content_key(rgb))

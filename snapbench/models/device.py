@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from ..errors import ConfigError
+from ..validate import hint_and_known
 
 __all__ = ["DEVICE_TYPES", "check_device"]
 
@@ -22,12 +23,14 @@ _DEVICE = re.compile(r"^([a-z_]+)(?::(\d+))?$")
 
 def check_device(device: str | None) -> str | None:
     """``device`` unchanged when it is ``None`` (the encoder's default) or names a torch device type
-    with an optional index; else a :class:`ConfigError` (``param="device"``) listing the usual ones."""
+    with an optional index; else a :class:`ConfigError` (``param="device"``) with the close types
+    and the list of :data:`DEVICE_TYPES`."""
     if device is None:
         return None
     m = _DEVICE.match(device) if isinstance(device, str) else None
     if m is None or m[1] not in DEVICE_TYPES:
-        hint = " (TPUs are torch's 'xla' device)" if isinstance(device, str) and device.lower().startswith("tpu") else ""
-        raise ConfigError(f"{device!r} is not a torch device: expected cpu, cuda, cuda:N, mps, xpu or another "
-                          f"torch device type ({', '.join(DEVICE_TYPES)}), optionally with :N{hint}", param="device")
+        kind = str(device).split(":")[0].strip().lower()  # 'CUDA' and 'cuda:x' are close to 'cuda'
+        tpu = " (TPUs are torch's 'xla' device)" if kind.startswith("tpu") else ""
+        raise ConfigError(f"unknown torch device {device!r}{hint_and_known('xla' if tpu else kind, DEVICE_TYPES)}, "
+                          f"each optionally with :N (cuda:1){tpu}", param="device")
     return device

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..validate import hint_and_known
 from .torch_support import (
     TorchEncoderBase,
     file_sha256,
@@ -75,11 +76,10 @@ class OpenClipEncoder(TorchEncoderBase):
         elif pretrained.startswith((".", "/", "~")) or os.sep in pretrained:
             raise ConfigError(f"encoder {spec!r}: checkpoint file {pretrained!r} does not exist")
         else:
-            if pretrained not in open_clip.list_pretrained_tags_by_model(arch):
-                raise ConfigError(
-                    f"encoder {spec!r}: {pretrained!r} is neither a file nor an OpenCLIP pretrained tag of {arch} "
-                    f"(known: {', '.join(open_clip.list_pretrained_tags_by_model(arch))})"
-                )
+            tags = open_clip.list_pretrained_tags_by_model(arch)
+            if pretrained not in tags:
+                raise ConfigError(f"encoder {spec!r}: {pretrained!r} is neither a file nor an OpenCLIP pretrained tag of {arch}"
+                                  f"{hint_and_known(pretrained, tags)}")
             weights_id = {"tag": pretrained}
         return pretrained, weights_id
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import ConfigError, SnapbenchError
 from ..registry import Table
-from ..validate import did_you_mean
+from ..validate import did_you_mean, listing
 from .loading import one_line
 
 __all__ = ["ADAPTERS", "ADAPTER_PREFIXES", "ENCODERS", "ENTRY_POINT_GROUP", "DescribedEncoder", "describe",
@@ -108,13 +108,13 @@ class DescribedEncoder:
 
     def encode_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
         if "image" not in self.modalities:
-            raise ConfigError(f"encoder {self.name!r} does not encode images (modalities: {sorted(self.modalities)})")
+            raise ConfigError(f"encoder {self.name!r} does not encode images (modalities: {listing(sorted(self.modalities))})")
         images = list(images)
         return self._check(self.inner.encode_images(images), len(images), "image")
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         if "text" not in self.modalities:
-            raise ConfigError(f"encoder {self.name!r} does not encode texts (modalities: {sorted(self.modalities)})")
+            raise ConfigError(f"encoder {self.name!r} does not encode texts (modalities: {listing(sorted(self.modalities))})")
         texts = list(texts)
         return self._check(self.inner.encode_texts(texts), len(texts), "text")
 
@@ -237,9 +237,9 @@ def resolve(spec: str, kwargs: dict[str, Any]) -> Any:
     if _MODULE_ATTR.match(spec):
         return DescribedEncoder(_instantiate(_import_attribute(spec), spec, kwargs), spec)
     raise ConfigError(
-        f"unknown encoder {spec!r}{_did_you_mean(spec)}; use a registered or plugin name "
-        f"({', '.join(known_names())}), 'sentence-transformers:NAME', 'open_clip:ARCH[:PRETRAINED]', "
-        "'hf:NAME_OR_PATH' or 'package.module:attribute'")
+        f"unknown encoder {spec!r}{_did_you_mean(spec)}; known: {', '.join(known_names())} (registered and plugin "
+        "names), or 'sentence-transformers:NAME', 'open_clip:ARCH[:PRETRAINED]', 'hf:NAME_OR_PATH' or "
+        "'package.module:attribute'", param="encoder")
 
 
 def describe(encoder: Any) -> str:

@@ -88,7 +88,7 @@ def check_options(opts: RunOptions) -> None:
     if not opts.ks:
         raise ConfigError("needs at least one cut-off", param="ks")
     int_list(list(opts.ks), "ks")
-    choice(opts.variants, VARIANTS, "variants")
+    choice(opts.variants, VARIANTS, "variants", what="variant source")
     for m in comma_list(opts.modes, "modes") or ():
         normalize_mode(m, param="modes")
     if opts.traffic is not None:  # a wrong diagnose folder fails now, not after the run

@@ -20,6 +20,8 @@ from ..evaluate.terminal import queries_line
 from ..htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from ..jsonable import dumps
 from ..layout import RunDir, claim_output_dir, write_run_json
+from ..validate import choice, hint_and_known
+from .figures import check_dpi
 from .findings import compute_findings
 from .perquery import write_combined_per_query
 from .rundir import TARGET_NAMES, RunData, load_run_dir
@@ -181,13 +183,14 @@ def build_report(
     a note with the install hint replaces them); ``csv``/``parquet`` the combined per-query table.
     ``metric`` is the report metric the tables, figures and findings use (SnapBench's R@1 = hit@1).
     """
-    bad = [f for f in formats if f not in FORMATS]
-    if bad:
-        raise ConfigError(f"unknown report format(s) {', '.join(bad)}; choose among {', '.join(FORMATS)}",
-                          param="formats")
+    for f in formats:
+        choice(f, FORMATS, "formats", what="report format")
+    check_dpi(dpi)
     data = load_run_dir(run_dir)
     if all(metric not in r.conditions["clean"] for r in data.reports.values()):
-        raise ConfigError(f"metric {metric!r} is in none of the reports of {data.path}", param="metric")
+        known = dict.fromkeys(m for r in data.reports.values() for m in r.conditions["clean"])
+        raise ConfigError(f"metric {metric!r} is in none of the reports of {data.path}{hint_and_known(metric, known)}",
+                          param="metric")
     outdir = Path(out) if out is not None else data.path
     separate = outdir.resolve() != data.path.resolve()
     # stale tables and figures are removed only from folders that are snapbench's: the run itself, or

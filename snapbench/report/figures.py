@@ -20,12 +20,15 @@ from ..conditions import JOINT_PAIRS, parse_condition
 from ..errors import ConfigError
 from ..evaluate.fmt import DROP_SIGN, ci_text, points
 from ..schema import Report
+from ..validate import positive_int
 from .aggregate import mode_drags, moor_gain, primitive_severity, text_share_curve
 from .rundir import TARGET_NAMES, RunData
 from .tables import PAIR_ABBREV, ci_label, image_id, image_operators, metric_label, severities
 
 __all__ = [
+    "DPI_RANGE",
     "REPORT_HINT",
+    "check_dpi",
     "additivity_heatmap_figure",
     "drag_figure",
     "fig_to_bytes",
@@ -50,6 +53,15 @@ def require_matplotlib():
     except ImportError:
         raise ConfigError(f"figures need matplotlib: {REPORT_HINT}") from None
     return Figure
+
+
+#: The resolutions (dots per inch) a PNG figure may have (``--dpi`` of report and compare).
+DPI_RANGE: tuple[int, int] = (50, 600)
+
+
+def check_dpi(dpi: int) -> int:
+    """``dpi`` when it is an integer in :data:`DPI_RANGE`; ConfigError (``param="dpi"``) otherwise."""
+    return positive_int(dpi, "dpi", minimum=DPI_RANGE[0], maximum=DPI_RANGE[1])
 
 
 def fig_to_bytes(fig, fmt: str, dpi: int) -> bytes:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
+from ...validate import listing, unknown_name
 
 __all__ = ["fraction", "fraction_value", "integer", "integer_value", "known_keys", "level_value", "number", "rgb", "scaled_side"]
 
@@ -28,7 +29,7 @@ def number(op: str, params: Mapping[str, Any], name: str, *, lo: float | None = 
     """
     if name not in params:
         if default is None:
-            raise ConfigError(f"{op}: missing parameter {name!r} (got {sorted(params)})")
+            raise ConfigError(f"{op}: missing parameter {name!r} (got {listing(sorted(params), quote=True) or 'none'})")
         return float(default)
     value = params[name]
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
@@ -46,8 +47,8 @@ def number(op: str, params: Mapping[str, Any], name: str, *, lo: float | None = 
 def known_keys(op: str, level: Mapping[str, Any], *names: str) -> None:
     """Reject grid keys the operator does not read (a typo would otherwise be ignored silently)."""
     unknown = sorted(set(level) - set(names))
-    if unknown:
-        raise ConfigError(f"{op}: unknown parameter(s) {', '.join(map(repr, unknown))}; expected {', '.join(names)}")
+    if unknown:  # the first one, with its close names (the rest show up once it is fixed)
+        raise ConfigError(f"{op}: {unknown_name('parameter', unknown[0], names)}")
 
 
 def integer(op: str, params: Mapping[str, Any], name: str, *, lo: int, hi: int | None = None) -> int:

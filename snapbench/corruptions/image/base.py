@@ -28,6 +28,7 @@ from ... import conditions as _conditions
 from ...errors import ConfigError
 from ...registry import Table
 from ...seeding import image_rng
+from ...validate import listing
 from ..pixels import as_rgb_uint8
 from ..plugins import IMAGE_GROUP, load_operator_plugins, plugin_failure
 from .grid import DEFAULT_GRID, Grid, merge_levels, read_grid_file
@@ -44,6 +45,7 @@ __all__ = [
     "corrupt_image",
     "corrupt_image_with_params",
     "default_grid",
+    "level_params",
     "load_grid",
     "merge_grid",
     "user_image_operators",
@@ -310,13 +312,15 @@ def restore_image_operators(snapshot: list[ImageOperator]) -> None:
         add_image_operator(op, replace=True)
 
 
-def _level_params(operator: str, severity: int, grid: Mapping[str, Mapping[int, Mapping[str, Any]]] | None) -> Mapping[str, Any]:
+def level_params(operator: str, severity: int, grid: Mapping[str, Mapping[int, Mapping[str, Any]]] | None) -> Mapping[str, Any]:
+    """The parameter table of ``operator`` at ``severity`` in ``grid`` (default: :func:`default_grid`);
+    :class:`ConfigError` naming the levels there are when it has none (every caller's one check)."""
     table = default_grid() if grid is None else grid
     if operator not in table:
         raise ConfigError(f"image operator {operator!r} has no severity table in the grid", param="grid")
     levels = table[operator]
     if int(severity) not in levels:
-        raise ConfigError(f"image operator {operator!r} has no severity {severity} (levels: {sorted(levels)})",
+        raise ConfigError(f"image operator {operator!r} has no severity {severity} (levels: {listing(sorted(levels))})",
                           param="severity")
     return levels[int(severity)]
 
@@ -337,7 +341,7 @@ def corrupt_image_with_params(
     """
     op = get_image_operator(operator)
     image = as_rgb_uint8(image)
-    level = _level_params(op.name, severity, grid)
+    level = level_params(op.name, severity, grid)
     rng = image_rng(seed, key, op.name, severity)
     params = op.sample(rng, level, (int(image.shape[0]), int(image.shape[1])))
     out = op.apply(image, params)
@@ -372,6 +376,6 @@ def sample_image_params(
     severity target searches the knob from there, the draws held fixed)."""
     op = get_image_operator(operator)
     image = as_rgb_uint8(image)
-    level = _level_params(op.name, severity, grid)
+    level = level_params(op.name, severity, grid)
     rng = image_rng(seed, key, op.name, severity)
     return op, image, op.sample(rng, level, (int(image.shape[0]), int(image.shape[1])))

@@ -29,7 +29,7 @@ from typing import Any, Collection, Mapping
 
 from ...errors import ConfigError
 from ...textio import read_text
-from ...validate import did_you_mean
+from ...validate import unknown_name
 
 __all__ = ["Grid", "DEFAULT_GRID", "merge_levels", "read_grid_file", "severities_of"]
 
@@ -99,9 +99,8 @@ def merge_levels(base: Mapping[str, Mapping[int, Mapping[str, Any]]], override: 
     out: Grid = copy.deepcopy({op: dict(levels) for op, levels in base.items()})
     for op, levels in override.items():
         if op not in known:
-            raise ConfigError(
-                f"grid entry {op!r}: unknown image operator{did_you_mean(str(op), known)} (known: {', '.join(known)}; "
-                "register an operator of your own before giving its levels)", param="grid")
+            raise ConfigError(unknown_name("image operator", op, known, where=" in the grid")
+                              + " (register an operator of your own before giving its levels)", param="grid")
         if not isinstance(levels, Mapping):
             raise ConfigError(f"grid entry for {op!r} must map severities to parameter tables", param="grid")
         target = out.setdefault(op, {})
