@@ -54,8 +54,8 @@ def encode(
     if cache_dir is not None:
         check_cache_dir(cache_dir)
     # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
+    prepare_out_dir(out)  # outputs first: a wrong --out is said before anything is read
     check_conditions(corrupted, cond_list)  # a folder that is not a corrupt output; ids it has no outputs for
-    prepare_out_dir(out)
     items = load_gallery(gallery)
     enc, note = open_encoder(encoder, device=device, batch_size=batch_size, engine=engine,
                              actors=actors if engine == "ray" else 0, address=address,
