@@ -450,7 +450,7 @@ def test_report_command(run_dir, tmp_path):
     assert (out / "tables" / "MOOR_delta.tex").is_file() and (out / "per_query.csv").is_file()
     assert not (out / "report.html").exists() and not (out / "figures").exists()  # only what was asked for
     r = CliRunner().invoke(app, ["report", str(run_dir["dir"]), "--out", str(out), "--formats", "html,docx"])
-    assert r.exit_code == 2 and "error: --formats: unknown report format(s) docx" in r.output
+    assert r.exit_code == 2 and "error: --formats: unknown report format 'docx'; known: html, md, tex" in r.output
     r = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
     assert r.exit_code == 2 and "nothing: no such folder" in r.output
 
