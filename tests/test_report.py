@@ -393,7 +393,7 @@ def test_minimal_run_dir_degrades_gracefully(run_dir, tmp_path):
     shutil.copy(run_dir["dir"] / "IT2IT" / "report.json", d / "IT2IT" / "report.json")
     (d / "T2T").mkdir()
     (d / "T2T" / "report.json").write_text("{not json")
-    res = build_report(d, formats=["html", "md", "csv", "png"], dpi=40)
+    res = build_report(d, formats=["html", "md", "csv", "png"], dpi=50)
     page = (d / "report.html").read_text(encoding="utf-8")
     assert "text_share.json not found" in page
     assert "no contact sheet" in page
@@ -748,7 +748,7 @@ def test_every_ci_is_named_at_the_reports_own_level(run_dir, tmp_path):
         rep = json.loads(f.read_text())
         rep["meta"]["ci_level"] = 0.9
         f.write_text(json.dumps(rep))
-    build_report(d, formats=["md", "html"], dpi=40)
+    build_report(d, formats=["md", "html"], dpi=50)
     tables = [f.read_text(encoding="utf-8") for f in (d / "tables").glob("*.md")]
     assert any("90% CI" in t for t in tables) and not any("95%" in t for t in tables)
     findings = json.loads((d / "findings.json").read_text())
