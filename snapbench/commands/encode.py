@@ -40,6 +40,7 @@ def encode(
     """
     from ..encode import check_conditions, load_gallery, prepare_out_dir
     from ..engines import check_engine
+    from ..layout import read_manifest
     from ..models import CachedEncoder
     from ..models.cache import check_cache_dir
     from ..models.device import check_device
@@ -54,8 +55,9 @@ def encode(
     if cache_dir is not None:
         check_cache_dir(cache_dir)
     # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
-    check_conditions(corrupted, cond_list)  # a folder that is not a corrupt output; ids it has no outputs for
+    manifest = read_manifest(corrupted)  # one check (and message) for a folder that is not a corrupt output
     prepare_out_dir(out)
+    check_conditions(corrupted, cond_list, manifest)  # ids the folder has no outputs for
     items = load_gallery(gallery)
     enc, note = open_encoder(encoder, device=device, batch_size=batch_size, engine=engine,
                              actors=actors if engine == "ray" else 0, address=address,
