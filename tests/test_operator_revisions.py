@@ -72,22 +72,32 @@ def test_corrupt_records_revisions_and_refuses_a_resume_across_them(tint_op, tmp
     assert res.written > 0 and _revisions(out) == {"rev_test_tint": 2}
 
 
-def test_a_run_json_from_before_revisions_counts_as_revision_1(tmp_path):
-    out = tmp_path / "c"
-    _corrupt(out, ["clean", "img/low_light/s1", "img/rotation/s1"])
-    run = json.loads((out / "run.json").read_text())
-    # what a run made before fingerprints (and revisions) existed holds
+def _before_fingerprints(run: dict) -> None:
+    """What a run.json made before fingerprints (and revisions) existed holds."""
     del run["fingerprint"], run["kind"], run["schema_version"]
-    (out / "run.json").write_text(json.dumps(run))
+
+
+def _before_revisions(run: dict) -> None:
+    """A fingerprinted run.json without revision entries (written after fingerprints, before revisions):
+    it used to be refused as 'revision.rotation none (this run: 1)'."""
+    run["fingerprint"] = {k: v for k, v in run["fingerprint"].items() if not k.startswith("revision.")}
+
+
+@pytest.mark.parametrize("older", [_before_fingerprints, _before_revisions])
+def test_a_corrupt_run_json_from_before_revisions_counts_as_revision_1(tmp_path, older):
+    def aged(out: Path, conditions: list[str]) -> None:
+        _corrupt(out, conditions)
+        run = json.loads((out / "run.json").read_text())
+        older(run)
+        (out / "run.json").write_text(json.dumps(run))
+
+    aged(tmp_path / "c", ["clean", "img/low_light/s1", "img/rotation/s1"])
     with pytest.raises(RunConfigError, match=r"revision\.low_light 1 \(this run: 2\)"):
-        _corrupt(out, ["clean", "img/low_light/s1"])
+        _corrupt(tmp_path / "c", ["clean", "img/low_light/s1"])
     # without low_light among its conditions, such a folder resumes (rotation is still revision 1)
-    out2 = tmp_path / "c2"
-    _corrupt(out2, ["clean", "img/rotation/s1"])
-    run = json.loads((out2 / "run.json").read_text())
-    del run["fingerprint"], run["kind"], run["schema_version"]
-    (out2 / "run.json").write_text(json.dumps(run))
-    assert _corrupt(out2, ["clean", "img/rotation/s1"]).reused > 0
+    aged(tmp_path / "c2", ["clean", "img/rotation/s1"])
+    assert _corrupt(tmp_path / "c2", ["clean", "img/rotation/s1"]).reused > 0
+    assert _revisions(tmp_path / "c2") == {"rotation": 1}  # the resumed run records its revisions
 
 
 def test_run_fingerprint_holds_revisions_and_refuses_a_resume_across_them(tint_op, tmp_path):
@@ -109,26 +119,6 @@ def test_run_fingerprint_holds_revisions_and_refuses_a_resume_across_them(tint_o
         run_benchmark(ds, "toy", out, opts)
     tint_op(1)
     run_benchmark(ds, "toy", out, opts)
-
-
-def test_a_corrupt_fingerprint_from_before_revisions_counts_as_revision_1(tmp_path):
-    """A fingerprinted run.json without revision entries (a corrupt folder written after fingerprints,
-    before revisions) stands for revision 1, as run's does: it used to be refused as
-    'revision.rotation none (this run: 1)'."""
-    out = tmp_path / "c"
-    _corrupt(out, ["clean", "img/low_light/s1", "img/rotation/s1"])
-    run = json.loads((out / "run.json").read_text())
-    run["fingerprint"] = {k: v for k, v in run["fingerprint"].items() if not k.startswith("revision.")}
-    (out / "run.json").write_text(json.dumps(run))
-    with pytest.raises(RunConfigError, match=r"revision\.low_light 1 \(this run: 2\)"):
-        _corrupt(out, ["clean", "img/low_light/s1"])
-    out2 = tmp_path / "c2"
-    _corrupt(out2, ["clean", "img/rotation/s1"])
-    run = json.loads((out2 / "run.json").read_text())
-    run["fingerprint"] = {k: v for k, v in run["fingerprint"].items() if not k.startswith("revision.")}
-    (out2 / "run.json").write_text(json.dumps(run))
-    assert _corrupt(out2, ["clean", "img/rotation/s1"]).reused > 0
-    assert _revisions(out2) == {"rotation": 1}
 
 
 def test_one_revision_rule_for_corrupt_and_run(tint_op):
