@@ -35,7 +35,7 @@ from _machine import timed_ms as timed  # noqa: E402
 from PIL import Image  # noqa: E402
 from skimage import data  # noqa: E402
 
-from snapbench.conditions import TEXT_OPERATORS  # noqa: E402
+from snapbench.core.conditions import TEXT_OPERATORS  # noqa: E402
 from snapbench.corruptions import corrupt_image, corrupt_text  # noqa: E402
 from snapbench.corruptions.image import get_image_operator  # noqa: E402
 from snapbench.corruptions.image.add import renderer_versions  # noqa: E402

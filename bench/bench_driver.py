@@ -36,13 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine  # noqa: E402
 from bench_workers import NullEncoder, make_dataset  # noqa: E402
 
-import snapbench.pipeline.encoding as enc_mod  # noqa: E402
-import snapbench.pipeline.queries as q_mod  # noqa: E402
-import snapbench.pipeline.sources as src_mod  # noqa: E402
+import snapbench.app.stages.encoding as enc_mod  # noqa: E402
+import snapbench.app.stages.queries as q_mod  # noqa: E402
+import snapbench.app.stages.sources as src_mod  # noqa: E402
+from snapbench.app.stages import RunOptions, run_benchmark  # noqa: E402
 from snapbench.data import load_dataset  # noqa: E402
 from snapbench.engines import shm  # noqa: E402
 from snapbench.engines.local import keep_freed_memory, worker_init  # noqa: E402
-from snapbench.pipeline import RunOptions, run_benchmark  # noqa: E402
 
 STAGES = (  # (owner, attribute, label)
     (src_mod, "take_shared", "take the result's images as views over its block"),

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 
-from snapbench.conditions import list_conditions
+from snapbench.core.conditions import list_conditions
 from snapbench.evaluate import EvaluationConfig, Labels, evaluate_directory, evaluate_matrix, write_report
 
 Q, N = 1145, 9085

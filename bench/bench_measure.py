@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 from _machine import machine  # noqa: E402  (bench/ is on sys.path)
 from skimage import data  # noqa: E402
 
-from snapbench.conditions import TEXT_OPERATORS  # noqa: E402
+from snapbench.core.conditions import TEXT_OPERATORS  # noqa: E402
 from snapbench.corruptions.codecs import encode_image  # noqa: E402
 from snapbench.corruptions.image import corrupt_image_with_params, default_grid, image_operators  # noqa: E402
 from snapbench.corruptions.measure import image_reference, measure_image, measure_text  # noqa: E402

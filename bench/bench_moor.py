@@ -39,11 +39,11 @@ sys.path.insert(0, str(ROOT))
 
 from _machine import machine, reference_primitives  # noqa: E402  (bench/ is on sys.path when run as a script)
 
+from snapbench.core.ranking import StreamingTopK, topk  # noqa: E402
+from snapbench.core.ranking import topk_overlap as recall_at_k  # noqa: E402  (ANN recall@10 = overlap with exact)
+from snapbench.core.seeding import derive_generator  # noqa: E402
 from snapbench.fusion import MOORIndex  # noqa: E402
 from snapbench.fusion.search import NpyRowReader  # noqa: E402
-from snapbench.ranking import StreamingTopK, topk  # noqa: E402
-from snapbench.ranking import topk_overlap as recall_at_k  # noqa: E402  (ANN recall@10 = overlap with exact)
-from snapbench.seeding import derive_generator  # noqa: E402
 
 D = 768
 Q = 1145

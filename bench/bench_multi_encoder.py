@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_run  # noqa: E402
 from _machine import machine  # noqa: E402
 
+from snapbench.app.stages import RunOptions, run_benchmark, run_encoders  # noqa: E402
 from snapbench.data import load_dataset  # noqa: E402
 from snapbench.models import get_encoder  # noqa: E402
-from snapbench.pipeline import RunOptions, run_benchmark, run_encoders  # noqa: E402
 
 HEADING = "## Several encoders, one corruption pass (bench/bench_multi_encoder.py)"
 

@@ -27,9 +27,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from snapbench.app.stages import RunOptions, run_benchmark  # noqa: E402
 from snapbench.data import load_dataset  # noqa: E402
 from snapbench.models import get_encoder  # noqa: E402
-from snapbench.pipeline import RunOptions, run_benchmark  # noqa: E402
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry", "retina", "camera")
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 
-from snapbench.conditions import TEXT_OPERATORS
+from snapbench.core.conditions import TEXT_OPERATORS
+from snapbench.core.seeding import text_rng
 from snapbench.corruptions import text as text_mod
 from snapbench.corruptions.text import corrupt_text, find_entity, get_text_operator
-from snapbench.seeding import text_rng
 
 QUESTIONS = [
     ("What kind of fish is this?", "fish"),
@@ -90,7 +90,7 @@ def main() -> None:
         "|---|---|---|",
         *[f"| {op} | {us:.1f} | {edit:.1f} |" for op, us, edit in rows],
         "",
-        f"Parts: `text_rng` derivation (snapbench.seeding; BLAKE2b + SeedSequence + PCG64) {rng_us:.1f} µs; "
+        f"Parts: `text_rng` derivation (snapbench.core.seeding; BLAKE2b + SeedSequence + PCG64) {rng_us:.1f} µs; "
         f"entity lookup uncached {find_us:.1f} µs (cached after the first operator of a query).  `word_repeat` and `sent_replace` draw nothing and derive no "
         "generator.",
         "",

@@ -47,10 +47,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import machine  # noqa: E402
 
+from snapbench.app.stages import RunOptions, run_benchmark  # noqa: E402
 from snapbench.corruptions import run_corruption  # noqa: E402
 from snapbench.data import load_dataset  # noqa: E402
 from snapbench.engines.local import keep_freed_memory  # noqa: E402
-from snapbench.pipeline import RunOptions, run_benchmark  # noqa: E402
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry", "retina", "camera")
 NOTES = "<!-- hand-written notes below: kept when the benchmark is rerun -->"
@@ -187,7 +187,7 @@ rss0, _ = status()
 open("/proc/self/clear_refs", "w").write("5")  # reset VmHWM to the current size
 tracemalloc.start()
 if kind == "run":
-    from snapbench.pipeline.sources import SharedBlocks, SharedTask, SourceTask, generate_sources_shared, take_shared
+    from snapbench.app.stages.sources import SharedBlocks, SharedTask, SourceTask, generate_sources_shared, take_shared
     srcs = tuple(dict.fromkeys(c.image_part.id if "image" in c.sides else "clean" for c in conds))
     txts = tuple(dict.fromkeys(c.text_part.id if "text" in c.sides else "clean" for c in conds))
     task = SourceTask(0, "q0", path, "What kind of astronaut is this?", "astronaut", 0, srcs, txts, grid)

@@ -5,18 +5,18 @@ The main entry points, re-exported here::
     from snapbench import corrupt_image, corrupt_text, list_conditions, moor, evaluate_directory
 
 Sub-packages: :mod:`snapbench.corruptions` (load -> corrupt), :mod:`snapbench.models` and
-:mod:`snapbench.encode` (encode -> score), :mod:`snapbench.fusion` (fuse), :mod:`snapbench.evaluate`
+:mod:`snapbench.app.encoding` (encode -> score), :mod:`snapbench.fusion` (fuse), :mod:`snapbench.evaluate`
 (evaluate -> report).
 """
 
 from ._version import __version__
 
 # Re-exports are resolved on first use (PEP 562), so that importing a small module such as
-# snapbench.seeding or snapbench.ranking does not load OpenCV, scipy and every sub-package.
+# snapbench.core.seeding or snapbench.core.ranking does not load OpenCV, scipy and every sub-package.
 _EXPORTS: dict[str, str] = {
-    "Condition": "snapbench.conditions",
-    "list_conditions": "snapbench.conditions",
-    "parse_condition": "snapbench.conditions",
+    "Condition": "snapbench.core.conditions",
+    "list_conditions": "snapbench.core.conditions",
+    "parse_condition": "snapbench.core.conditions",
     "corrupt_image": "snapbench.corruptions",
     "corrupt_text": "snapbench.corruptions",
     "load_image": "snapbench.corruptions",

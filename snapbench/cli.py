@@ -15,23 +15,23 @@ from typing import Any, Callable
 import typer
 
 from ._version import __version__
-from .atomic import removing_empty_output_dirs
-from .commands.compare import compare
-from .commands.conditions import conditions
-from .commands.corrupt import corrupt
-from .commands.demo import demo
-from .commands.diagnose import diagnose
-from .commands.encode import encode
-from .commands.evaluate import additivity, evaluate
-from .commands.flags import flag
-from .commands.interrupts import interrupted_message
-from .commands.moor import moor
-from .commands.preview import preview
-from .commands.report import report
-from .commands.run import run
-from .commands.usage import Command
-from .errors import SnapbenchError
-from .signals import Terminated, exit_status, stop_on_termination
+from .app.compare import compare
+from .app.conditions import conditions
+from .app.corrupt import corrupt
+from .app.demo import demo
+from .app.diagnose import diagnose
+from .app.encode import encode
+from .app.evaluate import additivity, evaluate
+from .app.flags import flag
+from .app.interrupts import interrupted_message
+from .app.moor import moor
+from .app.preview import preview
+from .app.report import report
+from .app.run import run
+from .app.usage import Command
+from .core.errors import SnapbenchError
+from .engines.signals import Terminated, exit_status, stop_on_termination
+from .store.atomic import removing_empty_output_dirs
 
 app = typer.Typer(
     name="snapbench",
@@ -74,14 +74,14 @@ def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Cal
     """Run a command; map snapbench's errors and OS errors to ``error: <file>: <problem>``, exit 2.
 
     A command that fails leaves no output folder it created and wrote nothing into
-    (:func:`snapbench.atomic.removing_empty_output_dirs`).
+    (:func:`snapbench.store.atomic.removing_empty_output_dirs`).
 
     Ctrl-C prints ``on_interrupt`` (default: the command's line in
-    :mod:`snapbench.commands.interrupts`) and exits 130; SIGTERM and SIGHUP do the same with exit
-    status 143 and 129 (:mod:`snapbench.signals`).
+    :mod:`snapbench.app.interrupts`) and exits 130; SIGTERM and SIGHUP do the same with exit
+    status 143 and 129 (:mod:`snapbench.engines.signals`).
 
     This is the one place where library exceptions become CLI messages: commands raise
-    :class:`~snapbench.errors.SnapbenchError` (or let ``OSError`` through) instead of printing.
+    :class:`~snapbench.core.errors.SnapbenchError` (or let ``OSError`` through) instead of printing.
     """
 
     @functools.wraps(command)
@@ -120,7 +120,7 @@ def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Cal
 
 
 class _Command(Command):
-    """:class:`~snapbench.commands.usage.Command` whose flag values that do not parse (``--topk abc``,
+    """:class:`~snapbench.app.usage.Command` whose flag values that do not parse (``--topk abc``,
     ``--ci x``) are said as every other refusal is: ``error: --topk: 'abc' is not a valid integer``,
     exit 2 -- not click's usage block.  Ranges are the library's checks (no typer ``min=``/``max=``),
     so ``--topk 0`` reads ``error: --topk: must be an integer >= 1, got 0`` like a library call.

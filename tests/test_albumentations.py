@@ -12,6 +12,8 @@ A = pytest.importorskip("albumentations")
 
 from skimage import data
 
+from snapbench.core.errors import ConfigError
+from snapbench.core.seeding import image_rng
 from snapbench.corruptions import (
     corrupt_image,
     corrupt_image_with_params,
@@ -20,12 +22,10 @@ from snapbench.corruptions import (
     image_operators,
     iter_variants,
 )
-from snapbench.errors import ConfigError
 from snapbench.interop.albumentations import (
     SnapbenchCorruption,
     register_albumentations_operator,
 )
-from snapbench.seeding import image_rng
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,8 +4,8 @@ import stat
 import numpy as np
 import pytest
 
-from snapbench.atomic import atomic_path, open_text_atomic, save_npy_atomic, write_bytes_atomic
-from snapbench.errors import OutputError
+from snapbench.core.errors import OutputError
+from snapbench.store.atomic import atomic_path, open_text_atomic, save_npy_atomic, write_bytes_atomic
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):

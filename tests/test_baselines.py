@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from snapbench.core.ranking import first_positive_rank
+from snapbench.core.seeding import derive_generator
 from snapbench.fusion import (
     MetaFusion,
     PathScores,
@@ -24,8 +26,6 @@ from snapbench.fusion import (
     wh_img,
     wh_uniform,
 )
-from snapbench.ranking import first_positive_rank
-from snapbench.seeding import derive_generator
 
 P1 = np.array([[0.9, 0.1, 0.5, 0.5]])
 P2 = np.array([[0.2, 0.8, 0.2, 0.4]])

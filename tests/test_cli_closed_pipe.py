@@ -1,4 +1,4 @@
-"""Every command prints through :mod:`snapbench.console`: a reader that goes away (`2>&1 | head -1`) is a
+"""Every command prints through :mod:`snapbench.render.console`: a reader that goes away (`2>&1 | head -1`) is a
 quiet exit 0 once the outputs are written, on stdout and on stderr alike -- rich's own consoles turned
 a closed pipe into exit 1 (notes, spinners and progress bars on stderr)."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from snapbench.commands.demo import DEFAULT_DATA
-from snapbench.pipeline import RunOptions, run_encoders
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_encoders
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -202,7 +202,7 @@ def test_preview_writes_one_labelled_contact_sheet(tmp_path: Path) -> None:
     ref = cv2.resize(np.ascontiguousarray(photo), (tw, th), interpolation=cv2.INTER_AREA)
     np.testing.assert_array_equal(sheet[y0 : y0 + th, x0 : x0 + tw], ref)
     # downscale s3 (row of 'downscale', third column) is drawn at its true small size
-    from snapbench.conditions import IMAGE_OPERATORS
+    from snapbench.core.conditions import IMAGE_OPERATORS
 
     row = 1 + IMAGE_OPERATORS.index("downscale")
     box = sheet[row * cell_h + 4 : row * cell_h + 4 + 180, 2 * cell_w + 4 : 2 * cell_w + 4 + 240]

@@ -62,7 +62,7 @@ def _signature(fn: Any) -> dict[str, Any]:
 
 
 def test_run_and_demo_default_to_run_options():
-    from snapbench.pipeline import RunOptions
+    from snapbench.app.stages import RunOptions
 
     lib = _fields(RunOptions())
     bad = _mismatches("run", lib, renamed={"actors": "encoder_actors", "format": "dataset_format", "k": "ks"},
@@ -107,12 +107,12 @@ def test_evaluate_and_additivity_default_to_evaluation_config():
 
 
 def test_encode_moor_compare_report_diagnose_default_to_the_library():
+    from snapbench.app.encoding import encode_corrupted
+    from snapbench.app.stages import RunOptions
     from snapbench.compare import CompareOptions
     from snapbench.diagnose import run_diagnose
-    from snapbench.encode import encode_corrupted
     from snapbench.fusion.run import DEFAULT_ANN_CHECK, FuseOptions
-    from snapbench.pipeline import RunOptions
-    from snapbench.report import build_report
+    from snapbench.render import build_report
 
     encode = _flags("encode")
     assert encode["batch_size"] == _signature(encode_corrupted)["batch_size"] == RunOptions().batch_size
@@ -151,10 +151,10 @@ def test_the_defaults_are_the_documented_ones():
 
 
 def test_the_command_line_starts_without_the_packages_whose_defaults_it_shows():
-    """The defaults live in snapbench.defaults (and RunOptions): `snapbench --help` must not import
+    """The defaults live in snapbench.core.defaults (and RunOptions): `snapbench --help` must not import
     the pipeline, evaluation or OpenCV to show them."""
     code = ("import sys, snapbench.cli; print(sorted(m for m in ('cv2', 'snapbench.evaluate', 'snapbench.corruptions', "
-            "'snapbench.pipeline.run', 'snapbench.fusion', 'snapbench.compare') if m in sys.modules))")
+            "'snapbench.app.stages.run', 'snapbench.fusion', 'snapbench.compare') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]", out.stdout
 
@@ -163,7 +163,7 @@ def test_the_resume_line_of_corrupt_gives_back_the_options_it_was_made_with():
     """`corrupt` interrupted prints the command that resumes it: the flags whose value is not the
     default.  Parsed again by the command line, it must give the same options (a default that the
     line leaves out must be the command line's default too)."""
-    from snapbench.commands.corrupt import _rerun
+    from snapbench.app.corrupt import _rerun
     from snapbench.corruptions import CorruptOptions
     from snapbench.corruptions.target import parse_severity_target
 

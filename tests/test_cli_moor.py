@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from snapbench.cli import app
+from snapbench.core.seeding import derive_generator
 from snapbench.fusion import moor, moor_from_scores, path_scores
-from snapbench.seeding import derive_generator
 
 runner = CliRunner()
 
@@ -259,8 +259,8 @@ def test_embeddings_dir_errors(tmp_path):
 
 
 def test_ann_run_reports_recall_against_exact_moor(tmp_path):
+    from snapbench.core.ranking import topk, topk_overlap
     from snapbench.fusion.search import ann_available
-    from snapbench.ranking import topk, topk_overlap
 
     if not ann_available():
         pytest.skip("faiss not installed")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
-from snapbench.pipeline import RunOptions, run_benchmark
 
 runner = CliRunner()
 CONDS = ["clean", "img/low_light/s1", "img/motion_blur/s2", "txt/char_add"]
@@ -111,7 +111,7 @@ def test_a_misspelt_value_names_the_flag_the_close_names_and_the_known_ones(made
 
 def test_a_long_known_list_is_cut():
     """A folder's conditions (72 in a default corrupt) are not all printed: the first ten, then a count."""
-    from snapbench.validate import LIST_MAX, unknown_name
+    from snapbench.core.validate import LIST_MAX, unknown_name
 
     names = [f"img/op{i}/s1" for i in range(25)]
     assert unknown_name("condition", "img/opp/s1", names, n=LIST_MAX) == (

@@ -51,7 +51,7 @@ def test_an_interrupted_diagnose_says_nothing_was_written_and_leaves_no_folder(t
 
 
 def test_an_interrupted_run_says_how_to_resume(tmp_path, monkeypatch) -> None:
-    import snapbench.pipeline as pipeline
+    import snapbench.app.stages as pipeline
 
     monkeypatch.setattr(pipeline, "run_benchmark", _interrupt)
     res = runner.invoke(app, ["run", "demo", "--encoder", "toy", "--out", str(tmp_path / "r")])
@@ -60,7 +60,7 @@ def test_an_interrupted_run_says_how_to_resume(tmp_path, monkeypatch) -> None:
 
 
 def test_an_interrupted_report_does_not_promise_a_resume(tmp_path, monkeypatch) -> None:
-    import snapbench.report as report
+    import snapbench.render as report
 
     monkeypatch.setattr(report, "build_report", _interrupt)
     res = runner.invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "rep")])

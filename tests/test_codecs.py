@@ -6,6 +6,7 @@ import pytest
 from PIL import Image
 from skimage import data
 
+from snapbench.core.errors import SnapbenchError
 from snapbench.corruptions import load_image
 from snapbench.corruptions.codecs import (
     FORMATS,
@@ -16,7 +17,6 @@ from snapbench.corruptions.codecs import (
     extension,
 )
 from snapbench.corruptions.io import ImageLoadError
-from snapbench.errors import SnapbenchError
 
 pytest.importorskip("imagecodecs")
 

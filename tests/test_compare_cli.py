@@ -14,13 +14,13 @@ import pytest
 from data_fixtures import make_snapbench_release
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
 from snapbench.compare import CompareOptions, compare_runs, read_compare_json
 from snapbench.compare.jsonfile import write_compare_json
-from snapbench.pipeline import RunOptions, run_benchmark, run_encoders
-from snapbench.report import read_per_query
-from snapbench.schema import PerQuery, read_report, write_report
+from snapbench.core.records import PerQuery, read_report, write_report
+from snapbench.render import read_per_query
 
 runner = CliRunner()
 CONDS = ["clean", "img/compression/s1", "img/compression/s3", "img/rotation/s2", "img/mosaic/s3", "txt/char_swap",

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
-from snapbench.compare.findings import compare_findings
+from snapbench.render.compare_findings import compare_findings
 
 runner = CliRunner()
 CONDS = "clean,img/compression/s1,img/rotation/s2,txt/char_add"

@@ -8,10 +8,16 @@ import numpy as np
 import pytest
 
 from snapbench.compare import CompareConfig, ModelValues, compare_models
-from snapbench.compare.figures import FIGURES, _point_labels, effective_caption, heatmap_figure, primitive_bars_figure
-from snapbench.compare.tables import value_table
 from snapbench.compare.view import MetricView, display_names
-from snapbench.conditions import list_conditions
+from snapbench.core.conditions import list_conditions
+from snapbench.render.compare_figures import (
+    FIGURES,
+    _point_labels,
+    effective_caption,
+    heatmap_figure,
+    primitive_bars_figure,
+)
+from snapbench.render.compare_tables import value_table
 
 pytest.importorskip("matplotlib")
 CONDS = ["clean"] + [c.id for c in list_conditions(joint=True)[1:]]

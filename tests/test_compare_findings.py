@@ -12,9 +12,9 @@ import pytest
 from compare_helpers import CONDITIONS, RESAMPLES, evaluated, per_query
 
 from snapbench.compare import CompareOptions, compare_runs, read_compare_json
-from snapbench.layout import RunDir
-from snapbench.report import write_per_query
-from snapbench.schema import Report, write_report
+from snapbench.core.records import Report, write_report
+from snapbench.render import write_per_query
+from snapbench.store import RunDir
 
 multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
 METRICS = ["hit@1", "ndcg@5"]

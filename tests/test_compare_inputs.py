@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from snapbench.compare import CompareConfig, ModelValues, align_models, compare_models
-from snapbench.errors import ConfigError, InputError
+from snapbench.core.errors import ConfigError, InputError
 
 
 def _model(name, qids=("a", "b", "c"), conds=("clean", "img/compression/s1"), metrics=("hit@1",), mode="I2I", v=None):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from snapbench.compare import adjust_pvalues
-from snapbench.errors import ConfigError
+from snapbench.core.errors import ConfigError
 
 multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
 

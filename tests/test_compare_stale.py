@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 import snapbench.compare.write as write_mod
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
 from snapbench.compare import CompareOptions, compare_runs
-from snapbench.pipeline import RunOptions, run_benchmark
 
 runner = CliRunner()
 CONDS = ["clean", "img/compression/s1", "txt/char_swap", "joint/compression+char_add/s1"]

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from snapbench.compare import CompareConfig, ModelValues, compare_models, exact_group_means, group_means
-from snapbench.conditions import list_conditions
+from snapbench.core.conditions import list_conditions
 
 # many conditions of every kind: the sums over a group run over dozens of real-valued drops
 OPS = ["low_light", "overexposure", "defocus_blur", "motion_blur", "compression", "rotation", "cropping", "mosaic",

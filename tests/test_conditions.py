@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from snapbench.conditions import (
+from snapbench.core.conditions import (
     IMAGE_OPERATORS,
     JOINT_PAIRS,
     TEXT_OPERATORS,
@@ -77,7 +77,7 @@ def test_ids_are_spelled_by_condition_builders_only():
 
 
 def test_bad_ids_are_config_errors_about_the_parameter():
-    from snapbench.errors import ConfigError
+    from snapbench.core.errors import ConfigError
 
     with pytest.raises(ConfigError) as err:
         parse_condition("noise", param="conditions")
@@ -148,7 +148,7 @@ def test_builder_order_dedup_and_aliases():
 def test_each_condition_names_the_query_sides_it_corrupts():
     """KIND_SIDES / Condition.sides (the one table compare and run read) against the operators a
     condition actually has."""
-    from snapbench.conditions import KIND_SIDES, KINDS
+    from snapbench.core.conditions import KIND_SIDES, KINDS
 
     assert KINDS == ("clean", "image", "text", "joint")
     assert KIND_SIDES == {"clean": frozenset(), "image": {"image"}, "text": {"text"}, "joint": {"image", "text"}}
@@ -161,7 +161,7 @@ def test_query_sides_of_paths_brute_force():
     """modes.query_sides: the query side of each path (II/IT read the query image, TT/TI its text)."""
     from itertools import combinations
 
-    from snapbench.modes import PATHS, query_sides
+    from snapbench.core.targets import PATHS, query_sides
 
     reads = {"II": "image", "IT": "image", "TT": "text", "TI": "text"}
     for n in range(len(PATHS) + 1):
@@ -173,8 +173,8 @@ def test_a_missing_level_lists_the_levels_as_words_not_as_a_python_list(tmp_path
     """Trial 4: `run --conditions img/motion_blur/s4` said "(levels: [1, 2, 3])"."""
     from typer.testing import CliRunner
 
+    from snapbench.app.demo import DEFAULT_DATA
     from snapbench.cli import app
-    from snapbench.commands.demo import DEFAULT_DATA
     from snapbench.corruptions import corrupt_image, level_params
 
     res = CliRunner().invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"),

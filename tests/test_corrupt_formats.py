@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.core.errors import ConfigError
 from snapbench.corruptions import load_image, run_corruption
-from snapbench.errors import ConfigError
 
 pytest.importorskip("imagecodecs")
 CONDS = ["img/motion_blur/s2", "img/cropping/s3", "txt/char_swap", "joint/compression+char_add/s1"]

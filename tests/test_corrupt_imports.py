@@ -13,7 +13,7 @@ import sys
 from import_graph import ROOT, cycles, graph, imports, modules
 
 # the area under test: the corruption layer and what it stands on
-AREA = ("snapbench.corruptions", "snapbench.interop", "snapbench.conditions", "snapbench.seeding")
+AREA = ("snapbench.corruptions", "snapbench.interop", "snapbench.core.conditions", "snapbench.core.seeding")
 
 
 def _in_area(name: str) -> bool:
@@ -27,8 +27,8 @@ def test_no_import_cycle_touches_the_corruption_layer() -> None:
 
 def test_the_corruption_layer_never_imports_the_package_root_or_higher_layers() -> None:
     mods = modules()
-    higher = ("snapbench.evaluate", "snapbench.fusion", "snapbench.pipeline", "snapbench.report", "snapbench.cli",
-              "snapbench.commands", "snapbench.models", "snapbench.encode", "snapbench.data")
+    higher = ("snapbench.evaluate", "snapbench.fusion", "snapbench.app.stages", "snapbench.render", "snapbench.cli",
+              "snapbench.app", "snapbench.models", "snapbench.app.encoding", "snapbench.data")
     bad = []
     for name, path in mods.items():
         if not _in_area(name) or name.startswith("snapbench.interop"):
@@ -55,7 +55,7 @@ def test_each_module_imports_alone() -> None:
 
 
 def test_importing_seeding_or_conditions_loads_no_opencv() -> None:
-    script = "import sys, snapbench.seeding, snapbench.conditions; print('cv2' in sys.modules)"
+    script = "import sys, snapbench.core.seeding, snapbench.core.conditions; print('cv2' in sys.modules)"
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert res.stdout.strip() == "False", res.stderr

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from data_fixtures import make_hf_imagefolder, make_snapbench_release, write_photo
 
+from snapbench.app.encoding import load_gallery
+from snapbench.core.errors import ConfigError, InputError, OutputError
 from snapbench.corruptions import load_manifest
 from snapbench.data import FORMATS, detect_format, export_jsonl, load_dataset
-from snapbench.encode import load_gallery
-from snapbench.errors import ConfigError, InputError, OutputError
 from snapbench.evaluate.io import load_qrels
 
 DEMO = Path(__file__).resolve().parents[1] / "snapbench" / "assets" / "demo"

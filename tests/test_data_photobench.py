@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from data_fixtures import PHOTOBENCH_FILES, PHOTOBENCH_QUERIES, make_photobench_album
 
+from snapbench.core.errors import ConfigError, InputError
 from snapbench.data import (
     detect_format,
     load_dataset,
     load_faiss_embeddings,
     photobench_albums,
 )
-from snapbench.errors import ConfigError, InputError
 
 faiss = pytest.importorskip("faiss")
 

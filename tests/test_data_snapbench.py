@@ -8,8 +8,8 @@ import shutil
 import pytest
 from data_fixtures import GALLERY_FILES, make_snapbench_release, snapbench_records
 
+from snapbench.core.errors import ConfigError, InputError
 from snapbench.data import detect_format, load_dataset
-from snapbench.errors import ConfigError, InputError
 
 # Hand-derived from snapbench_records(): unique (local, caption) in first appearance order (records
 # in file order, gt before hard_negative); stem when unique, else stem#k in appearance order.

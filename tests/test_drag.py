@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.evaluate import EvaluationConfig, Labels, bootstrap_counts, coarse_text_drag_ci, evaluate_matrix
-from snapbench.pipeline import RunOptions, run_benchmark
-from snapbench.report import read_target_per_query
+from snapbench.render import read_target_per_query
 
 
 @pytest.fixture(scope="module")

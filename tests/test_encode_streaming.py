@@ -13,8 +13,8 @@ import cv2
 import numpy as np
 import pytest
 
+from snapbench.app.encoding import encode_corrupted, load_gallery
 from snapbench.corruptions import load_image, run_corruption
-from snapbench.encode import encode_corrupted, load_gallery
 from snapbench.models import get_encoder
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,9 +8,9 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
-from snapbench.errors import ConfigError
+from snapbench.core.errors import ConfigError
 from snapbench.models import load_encoder
 
 pytest.importorskip("torch")

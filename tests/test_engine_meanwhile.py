@@ -11,17 +11,17 @@ import numpy as np
 import pytest
 from proc_helpers import spawned_children
 
+from snapbench.app.stages import RunOptions, run_benchmark
+from snapbench.core.errors import InputError
 from snapbench.engines import ordered_map
-from snapbench.errors import InputError
-from snapbench.layout import RunDir
-from snapbench.pipeline import RunOptions, run_benchmark
+from snapbench.store import RunDir
 
 SHM = Path("/dev/shm")
 
 
 @pytest.fixture(scope="module")
 def demo() -> Path:
-    from snapbench.commands.demo import DEFAULT_DATA
+    from snapbench.app.demo import DEFAULT_DATA
 
     return Path(DEFAULT_DATA)
 

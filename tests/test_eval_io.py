@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapbench.errors import InputError
+from snapbench.core.errors import InputError
 from snapbench.evaluate import (
     EvaluationConfig,
     Labels,

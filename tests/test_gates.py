@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from snapbench.core.seeding import derive_generator
 from snapbench.fusion import GATES, get_gate, moor
 from snapbench.fusion.gates import bell, inverse_bell, linear, no_gate, pure_r2, sigmoid
-from snapbench.seeding import derive_generator
 
 
 def test_bell_zero_outside_unit_interval_and_peak():

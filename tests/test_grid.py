@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from snapbench.conditions import IMAGE_OPERATORS
+from snapbench.core.conditions import IMAGE_OPERATORS
 from snapbench.corruptions.image import DEFAULT_GRID, load_grid, merge_grid
 
 

@@ -146,7 +146,7 @@ def test_run_corruption_with_one_or_two_workers_writes_the_same_questions(tmp_pa
     and the caller's global random state is what it was."""
     import json
 
-    from snapbench.commands.demo import DEFAULT_DATA
+    from snapbench.app.demo import DEFAULT_DATA
     from snapbench.corruptions import run_corruption
 
     state = random.getstate()

@@ -13,8 +13,8 @@ from PIL import Image
 from skimage import data
 from torch.utils.data import DataLoader
 
+from snapbench.core.errors import ConfigError
 from snapbench.corruptions import corrupt_image, corrupt_text, run_corruption
-from snapbench.errors import ConfigError
 from snapbench.interop.torch import (
     CorruptedQueries,
     CorruptedQueriesIterable,

@@ -1,15 +1,15 @@
-"""Every consumer of a corrupt run's manifest.jsonl reads it through one reader (snapbench.layout):
+"""Every consumer of a corrupt run's manifest.jsonl reads it through one reader (snapbench.store):
 a last line cut by a kill is dropped the same way by encode, by the corrupt resume and by layout."""
 
 from __future__ import annotations
 
 import json
 
-from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.encoding import encode_corrupted
 from snapbench.corruptions import run_corruption
-from snapbench.encode import encode_corrupted
-from snapbench.layout import read_manifest
 from snapbench.models import get_encoder
+from snapbench.store import read_manifest
 
 
 def test_a_cut_last_line_is_dropped_by_every_consumer(tmp_path):
@@ -31,9 +31,9 @@ def test_a_cut_last_line_is_dropped_by_every_consumer(tmp_path):
 
 
 def test_a_variant_path_is_a_file_of_its_condition_folder(tmp_path):
-    from snapbench.layout import CorruptDir
+    from snapbench.store import CorruptDir
 
     d = CorruptDir(tmp_path / "c")
     rel = d.image_relpath("img/motion_blur/s2", "q1", ".png")
-    assert rel == "images/img__motion_blur__s2/q1.png"  # the layout documented in snapbench.layout
+    assert rel == "images/img__motion_blur__s2/q1.png"  # the layout documented in snapbench.store
     assert (d.root / rel).parent == d.image_dir("img/motion_blur/s2")

@@ -1,4 +1,4 @@
-"""The shared lower layers: snapbench.layout (file contracts) and snapbench.ranking (one tie rule,
+"""The shared lower layers: snapbench.store (file contracts) and snapbench.core.ranking (one tie rule,
 one TopK, one first-positive rank), against plain-Python references and real files."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from snapbench.errors import InputError
-from snapbench.layout import (
+from snapbench.core.errors import InputError
+from snapbench.core.ranking import StreamingTopK, first_positive_rank, streaming_topk, topk, topk_indices
+from snapbench.core.seeding import derive_generator
+from snapbench.store import (
     find_embeddings,
     find_path_scores,
     read_ids,
@@ -20,14 +22,6 @@ from snapbench.layout import (
     write_qrels,
     write_trec_run,
 )
-from snapbench.ranking import (
-    StreamingTopK,
-    first_positive_rank,
-    streaming_topk,
-    topk,
-    topk_indices,
-)
-from snapbench.seeding import derive_generator
 
 
 def _ref_order(row):

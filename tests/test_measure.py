@@ -19,6 +19,7 @@ import pytest
 from measure_reference import photo, ref_luma, ref_size, ref_strength
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
+from snapbench.core.errors import InputError
 from snapbench.corruptions.image import DEFAULT_GRID, corrupt_image_with_params
 from snapbench.corruptions.measure import (
     ImageStrength,
@@ -32,7 +33,6 @@ from snapbench.corruptions.measure import (
     measure_text,
 )
 from snapbench.corruptions.text import corrupt_text_with_params
-from snapbench.errors import InputError
 
 TOL = 1e-4
 

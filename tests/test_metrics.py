@@ -348,7 +348,7 @@ def test_topk_refuses_nan_scores(n):
 
 # ------------------------------------------------------------------------------ the metric-family table
 def test_metric_names_are_looked_up_in_one_table():
-    from snapbench.errors import ConfigError
+    from snapbench.core.errors import ConfigError
     from snapbench.evaluate import METRIC_FAMILIES
     from snapbench.evaluate.metrics import is_binary_metric, metric_family, ranking_depth
 

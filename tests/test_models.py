@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapbench.errors import ConfigError
+from snapbench.core.errors import ConfigError
 from snapbench.models import (
     CachedEncoder,
     Encoder,

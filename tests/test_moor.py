@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from snapbench.core.seeding import derive_generator
 from snapbench.fusion import MOORIndex, moor, moor_from_scores, path_scores
-from snapbench.seeding import derive_generator
 
 TOL = 1e-6
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from skimage import data as skd
 
-from snapbench.conditions import parse_condition
+from snapbench.core.conditions import parse_condition
 from snapbench.corruptions import corrupt_image, generate_variants, parse_severity_target
 from snapbench.corruptions.image import add
 from snapbench.corruptions.image._buffers import BytesLRU, array_bytes

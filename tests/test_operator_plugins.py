@@ -150,9 +150,9 @@ def test_asking_for_a_broken_plugin_says_why_and_other_runs_go_on(site: Path, qu
 
 
 def test_a_builtin_without_an_implementation_is_an_error_not_a_gap(monkeypatch) -> None:
-    from snapbench import conditions
+    from snapbench.core import conditions
+    from snapbench.core.errors import ConfigError
     from snapbench.corruptions import image_operators, resolve_conditions, text_operators
-    from snapbench.errors import ConfigError
 
     monkeypatch.setattr(conditions, "IMAGE_OPERATORS", (*conditions.IMAGE_OPERATORS, "fog"))
     with pytest.raises(ConfigError, match=r"built-in image operator\(s\) fog .*no registered implementation"):

@@ -107,7 +107,7 @@ def test_a_run_of_several_encoders_claims_each_encoder_folder_first(tmp_path, mo
 
 def test_a_report_goes_into_the_run_or_a_folder_of_its_own(folders):
     tmp, _, _ = folders
-    from snapbench.report import build_report
+    from snapbench.render import build_report
 
     # a minimal run folder: the demo's own, built here quickly from the bundled assets
     run = tmp / "run"
@@ -180,7 +180,7 @@ def test_a_failed_command_keeps_a_folder_that_existed_or_holds_files(tmp_path):
     existing.mkdir()
     r = runner.invoke(app, ["run", str(DEMO / "queries.jsonl"), "-e", "toyy", "--out", str(existing)])
     assert r.exit_code == 2 and existing.is_dir()
-    from snapbench.atomic import prepare_output_dir, removing_empty_output_dirs
+    from snapbench.store.atomic import prepare_output_dir, removing_empty_output_dirs
 
     with pytest.raises(RuntimeError), removing_empty_output_dirs():
         (prepare_output_dir(tmp_path / "made") / "a.txt").write_text("x")
@@ -191,7 +191,7 @@ def test_a_failed_command_keeps_a_folder_that_existed_or_holds_files(tmp_path):
 
 def test_nearest_existing_walks_up_to_the_first_existing_path(tmp_path):
     """The one walk check_output_file and check_cache_dir share."""
-    from snapbench.atomic import nearest_existing
+    from snapbench.store.atomic import nearest_existing
 
     (tmp_path / "d").mkdir()
     (tmp_path / "f").write_text("x")

@@ -1,4 +1,4 @@
-"""No command writes its output folder inside another command's (snapbench.layout.claim_output_dir).
+"""No command writes its output folder inside another command's (snapbench.store.claim_output_dir).
 
 Found by a new-user trial: ``snapbench report w1c --out w1c/IT2IT`` wrote 93 files into the run's IT2IT
 folder (its per_query.csv replaced by the run-wide table, a run.json of kind report dropped in), and
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
-from snapbench.errors import ConfigError
-from snapbench.layout import claim_output_dir
-from snapbench.pipeline import RunOptions, run_benchmark
+from snapbench.core.errors import ConfigError
+from snapbench.store import claim_output_dir
 
 runner = CliRunner()
 

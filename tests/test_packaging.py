@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 import snapbench
-from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.app.demo import DEFAULT_DATA
 from snapbench.corruptions import load_manifest
 
 

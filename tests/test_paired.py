@@ -314,7 +314,7 @@ def _level_errors():
 
 @pytest.mark.parametrize("bad", [1.5, 0, 1, -0.2])
 def test_every_ci_level_is_checked_in_one_wording(bad):
-    from snapbench.errors import ConfigError
+    from snapbench.core.errors import ConfigError
 
     for param, calls in _level_errors().items():
         for call in calls:

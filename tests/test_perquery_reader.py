@@ -10,8 +10,8 @@ import io
 import numpy as np
 import pytest
 
-from snapbench.errors import InputError
-from snapbench.report.perquery import _read_arrow, _read_rows, read_per_query, write_per_query
+from snapbench.core.errors import InputError
+from snapbench.render.perquery import _read_arrow, _read_rows, read_per_query, write_per_query
 
 pytest.importorskip("pyarrow")
 

@@ -21,7 +21,7 @@ from PIL import Image
 from query_sets import three_photo_set as make_query_set
 from skimage import data
 
-from snapbench.conditions import IMAGE_OPERATORS, TEXT_OPERATORS
+from snapbench.core.conditions import IMAGE_OPERATORS, TEXT_OPERATORS
 from snapbench.corruptions import (
     ManifestError,
     QueryRecord,
@@ -512,8 +512,8 @@ def test_iter_variants_errors_raise_or_skip() -> None:
 
 
 def test_generate_variants_defaults_to_the_54_states_and_refuses_condition_ids() -> None:
+    from snapbench.core.errors import ConfigError
     from snapbench.corruptions import generate_variants, iter_variants
-    from snapbench.errors import ConfigError
 
     img = np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8)
     q = "a red bicycle by the wall"
@@ -534,9 +534,9 @@ def test_generate_variants_defaults_to_the_54_states_and_refuses_condition_ids()
 
 def test_an_unknown_mode_is_about_the_parameter_it_came_from() -> None:
     """normalize_mode(param=) names the caller's parameter (run's list is `modes`, not `mode`)."""
-    from snapbench.errors import ConfigError
-    from snapbench.modes import normalize_mode
-    from snapbench.pipeline.options import RunOptions, check_options
+    from snapbench.app.stages.options import RunOptions, check_options
+    from snapbench.core.errors import ConfigError
+    from snapbench.core.targets import normalize_mode
 
     with pytest.raises(ConfigError) as info:
         check_options(RunOptions(modes=["I2I", "XYZ"]))

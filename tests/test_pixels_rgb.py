@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from snapbench.core.errors import InputError
 from snapbench.corruptions import load_image
 from snapbench.corruptions.codecs import CodecError, decode_image, detect_format
 from snapbench.corruptions.pixels import PNG_SIGNATURE, encode_png, to_rgb_uint8
-from snapbench.errors import InputError
 
 
 def _over_white(samples: np.ndarray) -> np.ndarray:

@@ -1,5 +1,5 @@
 """One rule matches qrels with the ids, for the data loaders and for ``evaluate`` alike
-(snapbench.layout.align_qrels): grade > 0 is relevant, grade <= 0 a judged non-relevant item, as in
+(snapbench.store.align_qrels): grade > 0 is relevant, grade <= 0 a judged non-relevant item, as in
 trec_eval (ir_measures); an unjudged query is zero-GT.  Expected values are written by hand and the
 metrics checked against ir_measures on the raw file, zero and negative grades included."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from snapbench.core.errors import InputError
 from snapbench.data import load_dataset
-from snapbench.errors import InputError
 from snapbench.evaluate import first_positive_rank, parse_metrics, query_stats, topk_indices
 from snapbench.evaluate.io import load_qrels, load_tags
 

@@ -22,12 +22,12 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'snapbench[ray]'); the Ray engine is not tested")
 
-from snapbench.commands.demo import DEFAULT_DATA  # noqa: E402
+from snapbench.app.demo import DEFAULT_DATA  # noqa: E402
+from snapbench.app.stages import RunOptions, run_benchmark  # noqa: E402
+from snapbench.app.stages.sources import SourceTask, generate_sources  # noqa: E402
+from snapbench.core.errors import ConfigError  # noqa: E402
 from snapbench.engines import ordered_map  # noqa: E402
-from snapbench.errors import ConfigError  # noqa: E402
 from snapbench.models import get_encoder  # noqa: E402
-from snapbench.pipeline import RunOptions, run_benchmark  # noqa: E402
-from snapbench.pipeline.sources import SourceTask, generate_sources  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CONDS = ["clean", "img/motion_blur/s2", "img/compression/s3", "txt/char_swap", "joint/compression+char_swap/s3"]
@@ -78,8 +78,8 @@ def demo_dataset():
     try:
         from snapbench.data import load_dataset
     except ImportError:  # the data loader is not merged yet: the same object, built by hand
+        from snapbench.app.encoding import load_gallery
         from snapbench.corruptions import load_manifest
-        from snapbench.encode import load_gallery
 
         qrels = {q: {g: 1.0 for g in gs} for q, gs in json.loads((DEFAULT_DATA / "qrels.json").read_text()).items()}
         return SimpleNamespace(
@@ -253,7 +253,7 @@ def test_engine_options_are_checked():
 
 def test_run_sources_from_ray_are_the_local_ones_and_writable():
     """Ray returns arrays as read-only views into its store; an encoder must get what the local pool gives."""
-    from snapbench.pipeline.sources import iter_sources
+    from snapbench.app.stages.sources import iter_sources
 
     tasks = demo_tasks()[:4]
     got = list(iter_sources(tasks, 2, None, engine="ray"))

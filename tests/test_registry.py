@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from snapbench.conditions import IMAGE_PRIMITIVES, TEXT_OPERATORS
+from snapbench.core.conditions import IMAGE_PRIMITIVES, TEXT_OPERATORS
+from snapbench.core.errors import ConfigError, InputError
 from snapbench.corruptions import (
     EntityNotFoundError,
     ImageLoadError,
@@ -20,7 +21,6 @@ from snapbench.corruptions.image import (
     register_image_operator,
     unregister_image_operator,
 )
-from snapbench.errors import ConfigError, InputError
 
 
 def _identity(image: np.ndarray, params: dict) -> np.ndarray:

@@ -15,11 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapbench.conditions import (
-    IMAGE_PRIMITIVES,
-    condition_to_filename,
-    filename_to_condition,
-)
+from snapbench.core.conditions import IMAGE_PRIMITIVES, condition_to_filename, filename_to_condition
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("I2I", "T2T", "IT2IT")
@@ -33,12 +29,12 @@ def _hit1(scores: np.ndarray, positives: list[set[int]]) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
+    from snapbench.app.encoding import encode_corrupted
     from snapbench.corruptions import run_corruption
-    from snapbench.encode import encode_corrupted
     from snapbench.evaluate import EvaluationConfig, evaluate_directory, write_report
     from snapbench.fusion import MOORIndex, comb_sum, fuse_directory
     from snapbench.models import get_encoder
-    from snapbench.report import write_per_query
+    from snapbench.render import write_per_query
 
     base = tmp_path_factory.mktemp("report")
     demo_out = base / "demo"
@@ -98,7 +94,7 @@ def run_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def built(run_dir):
-    from snapbench.report import build_report
+    from snapbench.render import build_report
 
     res = build_report(run_dir["dir"], dpi=60)
     return res
@@ -204,7 +200,7 @@ def test_additivity_table_matches_formula(run_dir, built, mode):
 
 
 def test_latex_fragments_are_booktabs_and_escaped(run_dir, built):
-    from snapbench.report.tables import tex_escape
+    from snapbench.render.tables import tex_escape
 
     assert tex_escape(r"a_b & 50% $x$ #1 {y} ~^\ ") == (
         r"a\_b \& 50\% \$x\$ \#1 \{y\} \textasciitilde{}\textasciicircum{}\textbackslash{} ")
@@ -266,8 +262,8 @@ def test_findings_numbers(run_dir, built):
 # ---------------------------------------------------------------- per-query tables
 
 def test_per_query_roundtrip_exact(tmp_path):
-    from snapbench.errors import InputError
-    from snapbench.report import read_per_query, write_per_query
+    from snapbench.core.errors import InputError
+    from snapbench.render import read_per_query, write_per_query
 
     rng = np.random.default_rng(7)
     vals = {"clean": {"hit@1": np.array([1.0, 0.0, np.nan]), "ndcg@10": rng.random(3)},
@@ -386,7 +382,7 @@ def test_headless_check_catches_a_broken_image(run_dir, built, tmp_path):
 # ---------------------------------------------------------------- degraded inputs and the command
 
 def test_minimal_run_dir_degrades_gracefully(run_dir, tmp_path):
-    from snapbench.report import build_report
+    from snapbench.render import build_report
 
     d = tmp_path / "min"
     (d / "IT2IT").mkdir(parents=True)
@@ -406,8 +402,8 @@ def test_minimal_run_dir_degrades_gracefully(run_dir, tmp_path):
 
 
 def test_no_report_is_an_error(tmp_path):
-    from snapbench.errors import InputError
-    from snapbench.report import build_report
+    from snapbench.core.errors import InputError
+    from snapbench.render import build_report
 
     with pytest.raises(InputError, match="holds no <MODE>/report.json: not a snapbench run directory"):
         build_report(tmp_path)
@@ -418,14 +414,14 @@ def test_no_report_is_an_error(tmp_path):
 def test_without_matplotlib_and_pyarrow(run_dir, tmp_path, monkeypatch):
     import sys
 
-    from snapbench.report import build_report
+    from snapbench.render import build_report
 
     d = tmp_path / "r"
     shutil.copytree(run_dir["dir"] / "IT2IT", d / "IT2IT", ignore=shutil.ignore_patterns("*.png", "*.pdf"))
     # an import of a module mapped to None fails: as if neither extra were installed
     for name in [m for m in sys.modules if m.split(".")[0] in ("matplotlib", "pyarrow")] + ["matplotlib", "pyarrow"]:
         monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.delitem(sys.modules, "snapbench.report.figures", raising=False)
+    monkeypatch.delitem(sys.modules, "snapbench.render.figures", raising=False)
     res = build_report(d)
     assert any("pip install 'snapbench[report]'" in n for n in res.notes["figures"])
     assert any("pyarrow is not installed" in n for n in res.notes["per_query"])
@@ -438,8 +434,8 @@ def test_report_command(run_dir, tmp_path):
     import typer
     from typer.testing import CliRunner
 
+    from snapbench.app.report import report
     from snapbench.cli import guarded
-    from snapbench.commands.report import report
 
     app = typer.Typer()
     app.command("report")(guarded(report))  # as cli.py registers it
@@ -457,8 +453,8 @@ def test_report_command(run_dir, tmp_path):
 
 def test_figures_plot_the_report_numbers(run_dir):
     """The plotted data (read back from the matplotlib artists) are the numbers of the report."""
-    from snapbench.report.figures import severity_curves_figure, text_share_figure
-    from snapbench.schema import read_report
+    from snapbench.core.records import read_report
+    from snapbench.render.figures import severity_curves_figure, text_share_figure
 
     rep = json.loads((run_dir["dir"] / "IT2IT" / "report.json").read_text())
     conds = rep["conditions"]
@@ -499,7 +495,7 @@ def _sparse_report() -> dict:
 
 def test_sparse_hand_written_report(tmp_path):
     """A report with only clean and one text condition, no CI: tables and page still come out."""
-    from snapbench.report import build_report
+    from snapbench.render import build_report
 
     d = tmp_path / "sparse"
     (d / "T2T").mkdir(parents=True)
@@ -516,19 +512,19 @@ def test_sparse_hand_written_report(tmp_path):
 # ---------------------------------------------------------------- the report says only what the data supports
 
 def _run_data(run_dir):
-    from snapbench.report import load_run_dir
+    from snapbench.render import load_run_dir
 
     return load_run_dir(run_dir["dir"])
 
 
 def _finding(data, fid: str) -> str:
-    from snapbench.report import compute_findings
+    from snapbench.render import compute_findings
 
     return next(f.text for f in compute_findings(data) if f.id == fid)
 
 
 def test_findings_make_a_claim_only_when_its_ci_excludes_zero(run_dir):
-    from snapbench.schema import Additivity, CoarseTextDrag
+    from snapbench.core.records import Additivity, CoarseTextDrag
 
     data = _run_data(run_dir)
     rep = data.reports["IT2IT"]
@@ -566,10 +562,10 @@ def test_findings_with_per_query_values_state_the_ci_of_comparisons(run_dir, bui
 def test_no_negative_zero_in_tables_or_figures():
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from snapbench.evaluate.fmt import pct, points
-    from snapbench.report.figures import additivity_heatmap_figure
-    from snapbench.report.tables import Cell, additivity_table
-    from snapbench.schema import Additivity, Report
+    from snapbench.core.records import Additivity, Report
+    from snapbench.render.figures import additivity_heatmap_figure
+    from snapbench.render.fmt import pct, points
+    from snapbench.render.tables import Cell, additivity_table
 
     assert (points(-1e-18), points(-4e-4, signed=True), pct(-0.0), points(-0.00049)) == ("0.0", "+0.0", "0.0", "0.0")
     assert Cell(-1e-17, (-1e-17, 0.0), signed=True).md() == "+0.0 [+0.0, +0.0]"
@@ -589,8 +585,8 @@ def test_a_flat_curve_has_no_axis_offset():
     readable axis: no '1e-17' offset."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from snapbench.report.figures import severity_curves_figure
-    from snapbench.schema import Paired, Report
+    from snapbench.core.records import Paired, Report
+    from snapbench.render.figures import severity_curves_figure
 
     rep = Report.from_json(_sparse_report())
     noise = -2.7755575615628914e-19
@@ -605,7 +601,7 @@ def test_a_flat_curve_has_no_axis_offset():
 
 
 def test_moor_gain_labels_are_few_and_readable(run_dir):
-    from snapbench.report.figures import moor_gain_figure
+    from snapbench.render.figures import moor_gain_figure
 
     fig = moor_gain_figure(_run_data(run_dir))
     labels = [t for ax in fig.axes for t in ax.get_xticklabels() if t.get_text()]
@@ -617,7 +613,7 @@ def test_moor_gain_labels_are_few_and_readable(run_dir):
 def test_evaluate_lists_the_conditions_of_a_run_in_the_runs_order(run_dir):
     """`evaluate` of the scores of a default run (corrupt --joint, encode) lists the conditions as the run
     planned them (its run.json), which is the 72 ids of the spec in order, joint pairs as the paper has them."""
-    from snapbench.conditions import JOINT_PAIRS
+    from snapbench.core.conditions import JOINT_PAIRS
 
     planned = json.loads((run_dir["dir"].parent / "demo" / "corrupted" / "run.json").read_text())["conditions"]
     assert planned[:2] == ["clean", "img/low_light/s1"] and len(planned) == 72
@@ -636,8 +632,8 @@ def test_tables_state_their_sign_convention(run_dir, built):
 
 
 def test_reading_a_runs_per_query_table_is_one_function(run_dir):
-    from snapbench.report import read_target_per_query
-    from snapbench.schema import read_report
+    from snapbench.core.records import read_report
+    from snapbench.render import read_target_per_query
 
     pq = read_target_per_query(run_dir["dir"], "IT2IT")
     rep = read_report(run_dir["dir"] / "IT2IT" / "report.json")
@@ -650,11 +646,11 @@ def test_reading_a_runs_per_query_table_is_one_function(run_dir):
 def test_severity_and_primitive_findings_claim_an_order_only_when_its_ci_excludes_zero(run_dir):
     import dataclasses
 
-    from snapbench.conditions import IMAGE_PRIMITIVES, parse_condition
+    from snapbench.core.conditions import IMAGE_PRIMITIVES, parse_condition
 
     data = _run_data(run_dir)
     rep, pq = data.reports["IT2IT"], data.per_query["IT2IT"]
-    finds = {f.id: f for f in __import__("snapbench.report", fromlist=["x"]).compute_findings(data)}
+    finds = {f.id: f for f in __import__("snapbench.render", fromlist=["x"]).compute_findings(data)}
     steps = finds["severity"].values["steps"]
     assert steps, finds["severity"].text
     for st in steps:
@@ -702,7 +698,7 @@ def test_the_drag_figure_shows_every_mode_in_its_legend_colour_even_at_zero(run_
     from matplotlib.collections import LineCollection
     from matplotlib.colors import to_hex
 
-    from snapbench.report.figures import drag_figure
+    from snapbench.render.figures import drag_figure
 
     data = _run_data(run_dir)
     fig = drag_figure(data)
@@ -715,7 +711,7 @@ def test_the_drag_figure_shows_every_mode_in_its_legend_colour_even_at_zero(run_
     assert [m for m, c in zip(modes, colours) if c == drag_colour] == ["IT→IT"]
     # the line marks the value whatever the bar's height (a zero bar has no visible area)
     values = [seg[0][1] for seg in lines.get_segments()]
-    from snapbench.report.aggregate import mode_drags
+    from snapbench.render.aggregate import mode_drags
 
     drags = mode_drags(data)
     assert values == pytest.approx([100 * drags[m]["value"] for m in drags])
@@ -730,7 +726,7 @@ def test_the_drag_figure_shows_every_mode_in_its_legend_colour_even_at_zero(run_
 ])
 def test_a_runs_report_and_a_comparison_speak_first_of_the_same_target(targets, first):
     from snapbench.compare.write import ordered_targets
-    from snapbench.report.rundir import RunData
+    from snapbench.render.rundir import RunData
 
     assert RunData(Path("run"), reports=dict.fromkeys(targets)).primary_mode == first
     assert ordered_targets(list(targets))[0] == first
@@ -740,7 +736,7 @@ def test_every_ci_is_named_at_the_reports_own_level(run_dir, tmp_path):
     """Reports evaluated at a 90% level: tables, the summary, the findings and the traffic-free page say
     "90% CI" (the findings used to say 95% whatever the level), and the findings' own intervals are
     drawn at 90%: narrower than at 95%."""
-    from snapbench.report import build_report, compute_findings, load_run_dir
+    from snapbench.render import build_report, compute_findings, load_run_dir
 
     d = tmp_path / "run90"
     shutil.copytree(run_dir["dir"], d, ignore=shutil.ignore_patterns("*.png", "*.pdf", "tables", "figures"))
@@ -771,8 +767,8 @@ def test_every_ci_is_named_at_the_reports_own_level(run_dir, tmp_path):
 def test_a_report_without_its_bootstrap_settings_is_refused_not_defaulted(tmp_path, key, value, words):
     """The report recomputes intervals with the report's seed, resamples and level; one that lacks them is
     refused naming the key (it used to fall back to 1000 resamples and 0.95, unlike evaluate's defaults)."""
-    from snapbench.errors import InputError
-    from snapbench.schema import read_report
+    from snapbench.core.errors import InputError
+    from snapbench.core.records import read_report
 
     rep = _sparse_report()
     rep["meta"][key] = value

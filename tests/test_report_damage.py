@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_benchmark
+from snapbench.core.records import PerQuery
 from snapbench.data import load_dataset
 from snapbench.evaluate import bootstrap_counts
-from snapbench.pipeline import RunOptions, run_benchmark
-from snapbench.report import build_report, compute_findings, load_run_dir
-from snapbench.report.damage import DRIFT_BINS, SSIM_BINS, damage_analysis
-from snapbench.report.rundir import RunData
-from snapbench.schema import PerQuery
+from snapbench.render import build_report, compute_findings, load_run_dir
+from snapbench.render.damage import DRIFT_BINS, SSIM_BINS, damage_analysis
+from snapbench.render.rundir import RunData
 
 CONDS = ["clean", *(f"img/{op}/s{s}" for op in ("low_light", "defocus_blur", "rotation") for s in (1, 2, 3)),
          "txt/char_swap", "txt/sent_add"]
@@ -142,7 +142,7 @@ def test_the_report_has_the_damage_section_or_says_why_not(run_dir: Path, tmp_pa
 
 
 def test_the_ssim_table_says_its_columns_are_ssim_and_targets_sit_inside_one_bin(run_dir: Path, tmp_path: Path) -> None:
-    from snapbench.report.damage import _binned
+    from snapbench.render.damage import _binned
 
     build_report(run_dir, tmp_path / "rep", formats=("md",))
     md = (tmp_path / "rep" / "tables" / "damage_ssim.md").read_text()

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from proc_helpers import alive, spawned_children
 
-from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_benchmark
+from snapbench.core.errors import ConfigError, InputError
 from snapbench.data import load_dataset
-from snapbench.errors import ConfigError, InputError
 from snapbench.models import get_encoder
-from snapbench.pipeline import RunOptions, run_benchmark
 
 CONDS = ["clean", "img/motion_blur/s2", "img/compression/s3", "txt/char_swap", "txt/char_add", "joint/compression+char_add/s3"]
 
@@ -52,8 +52,8 @@ def streamed(demo, tmp_path_factory):
 
 
 def test_run_equals_the_stepwise_route(streamed, tmp_path):
+    from snapbench.app.encoding import encode_corrupted
     from snapbench.corruptions import run_corruption
-    from snapbench.encode import encode_corrupted
     from snapbench.evaluate import EvaluationConfig, evaluate_directory
     from snapbench.fusion import MOORIndex
 

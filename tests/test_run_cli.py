@@ -9,11 +9,11 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.core.errors import InputError
 from snapbench.data import load_dataset
-from snapbench.errors import InputError
-from snapbench.pipeline import RunOptions, run_benchmark
 
 runner = CliRunner()
 FAST = ["--resamples", "100", "--no-report", "--no-progress", "--no-cache"]

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_encoders
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
 from snapbench.data import load_dataset
-from snapbench.pipeline import RunOptions, run_encoders
 
 runner = CliRunner()
 
@@ -80,7 +80,7 @@ def test_another_commands_folder_is_named_by_its_command(diag):
 
 
 def test_a_run_interrupted_before_its_first_report_says_to_resume(multi, tmp_path):
-    from snapbench.layout import write_run_json
+    from snapbench.store import write_run_json
 
     run = tmp_path / "r"
     run.mkdir()

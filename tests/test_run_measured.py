@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_benchmark
+from snapbench.core.errors import ConfigError
 from snapbench.corruptions import iter_variants, load_image, run_corruption
 from snapbench.data import load_dataset
-from snapbench.errors import ConfigError
 from snapbench.models import get_encoder
-from snapbench.pipeline import RunOptions, run_benchmark
 
 CONDS = ["clean", "img/defocus_blur/s2", "img/cropping/s3", "txt/char_swap", "txt/word_swap",
          "joint/low_light+word_swap/s1", "img/low_light/s1"]

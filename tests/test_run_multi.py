@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
+from snapbench.app.stages.encoders import run_names
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.core.errors import ConfigError, InputError
 from snapbench.data import load_dataset
-from snapbench.errors import ConfigError, InputError
 from snapbench.models import get_encoder
-from snapbench.pipeline import RunOptions, run_benchmark, run_encoders
-from snapbench.pipeline.encoders import run_names
 
 CONDS = ["clean", "img/motion_blur/s2", "img/compression/s3", "txt/char_swap", "txt/char_add", "joint/compression+char_add/s3"]
 runner = CliRunner()
@@ -86,7 +86,7 @@ def demo():
 
 
 def test_two_encoders_on_one_corruption_pass_equal_two_separate_runs(demo, mirror, tmp_path, monkeypatch):
-    import snapbench.pipeline.sources as sources
+    import snapbench.app.stages.sources as sources
 
     calls = []
     real = sources.generate_sources

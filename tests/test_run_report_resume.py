@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
 
 runner = CliRunner()
 CONDS = "img/defocus_blur/s2,txt/char_swap"
@@ -31,7 +31,7 @@ def test_a_run_interrupted_in_its_report_stage_is_finished_by_the_rerun(tmp_path
     ref = tmp_path / "ref"
     assert _run(ref).exit_code == 0
     out = tmp_path / "cut"
-    build = sys.modules["snapbench.report.build"]
+    build = sys.modules["snapbench.render.build"]
     real = build._per_query_files
 
     def interrupted(*a, **kw):

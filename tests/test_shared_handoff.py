@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from skimage import data
 
+from snapbench.app.stages.sources import SharedTask, SourceTask, generate_sources, generate_sources_shared, take_shared
 from snapbench.corruptions import register_image_operator, resolve_conditions, resolve_grid
 from snapbench.corruptions.image import unregister_image_operator
 from snapbench.engines.shm import SharedBlocks
-from snapbench.pipeline.sources import SharedTask, SourceTask, generate_sources, generate_sources_shared, take_shared
 
 SHM = Path("/dev/shm")
 pytestmark = pytest.mark.skipif(not SHM.is_dir(), reason="maps blocks under /dev/shm")

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from measure_reference import photo, ref_strength
 
+from snapbench.core.errors import ConfigError
 from snapbench.corruptions.image import get_image_operator
 from snapbench.corruptions.measure import image_reference
 from snapbench.corruptions.target import DEFAULT_TOLERANCE, search_knob
-from snapbench.errors import ConfigError
 
 SIZES = [("moto_left", 240, 320), ("moto_right", 333, 517), ("gravel", 768, 1024)]
 # operator: (knob, lo, hi, options, the other sampled parameters)

@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from snapbench.conditions import TEXT_OPERATORS
+from snapbench.core.conditions import TEXT_OPERATORS
 from snapbench.corruptions.text import (
     MAX_ATTEMPTS,
     CorruptedText,

@@ -1,4 +1,4 @@
-"""Traffic-weighted robustness (snapbench.report.traffic): weights from hand-written and real
+"""Traffic-weighted robustness (snapbench.render.traffic): weights from hand-written and real
 diagnose folders, expected R@k recomputed by hand from the run's report.json files, CIs, fallbacks,
 determinism across processes, and the report/run entry points."""
 
@@ -16,16 +16,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
-from snapbench.commands.demo import DEFAULT_DATA
+from snapbench.core.errors import ConfigError, InputError
 from snapbench.data import load_dataset
 from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS, run_diagnose
 from snapbench.diagnose.mix import FlagConditions, build_mix
-from snapbench.errors import ConfigError, InputError
 from snapbench.evaluate.paired import bootstrap_counts
-from snapbench.pipeline import RunOptions, run_benchmark
-from snapbench.report.traffic import compute_traffic, read_traffic, write_traffic
-from snapbench.report.traffic_html import traffic_fragment
+from snapbench.render.traffic import compute_traffic, read_traffic, write_traffic
+from snapbench.render.traffic_html import traffic_fragment
 
 REPO = Path(__file__).resolve().parents[1]
 CONDS = ["clean", "img/defocus_blur/s2", "img/defocus_blur/s3", "img/motion_blur/s2", "img/motion_blur/s3",
@@ -185,7 +185,7 @@ def test_interval_shrinks_with_more_traffic(run_dir, tmp_path) -> None:
 
 
 def test_deterministic_across_processes(run_dir, hand_diag) -> None:
-    code = ("import sys; from snapbench.report.traffic import compute_traffic; from snapbench.jsonable import dumps; "
+    code = ("import sys; from snapbench.render.traffic import compute_traffic; from snapbench.core.jsonable import dumps; "
             "print(dumps(compute_traffic(sys.argv[1], sys.argv[2])))")
     outs = []
     for hashseed in ("1", "2"):
@@ -335,7 +335,7 @@ def test_run_traffic_on_a_read_back_run_rebuilds_the_report(demo, hand_diag, tmp
 
 def test_mix_rules_on_the_full_condition_list() -> None:
     """The split rules of snapbench.diagnose.mix, against the 72 default conditions (weights by hand)."""
-    from snapbench.conditions import list_conditions
+    from snapbench.core.conditions import list_conditions
 
     ids = [c.id for c in list_conditions(joint=True)]
     sig = lambda i=(), t=(): (frozenset(i), frozenset(t))  # noqa: E731
@@ -367,11 +367,11 @@ def test_the_report_reads_diagnose_and_diagnose_never_imports_the_report() -> No
 
     g = graph()
     crossing = sorted(f"{m} imports {d}" for m, deps in g.items() if m.startswith("snapbench.diagnose")
-                      for d in deps if d.startswith("snapbench.report"))
-    assert crossing == ["snapbench.diagnose.traffic imports snapbench.report.traffic"]
+                      for d in deps if d.startswith("snapbench.render"))
+    assert crossing == ["snapbench.diagnose.traffic imports snapbench.render.traffic"]
     assert not [m for m, deps in g.items() if "snapbench.diagnose.traffic" in deps]
-    assert not [c for c in cycles(g) if any(m.startswith(("snapbench.report", "snapbench.diagnose")) for m in c)]
-    assert {"snapbench.diagnose.mix", "snapbench.diagnose.run"} <= g["snapbench.report.traffic"]
+    assert not [c for c in cycles(g) if any(m.startswith(("snapbench.render", "snapbench.diagnose")) for m in c)]
+    assert {"snapbench.diagnose.mix", "snapbench.diagnose.run"} <= g["snapbench.render.traffic"]
     from snapbench.diagnose.traffic import compute_traffic as old  # the documented names
     from snapbench.diagnose.traffic import write_traffic as old_write
 
@@ -381,7 +381,7 @@ def test_the_report_reads_diagnose_and_diagnose_never_imports_the_report() -> No
 @pytest.mark.parametrize("level,words", [(0.975, "97.5% CI"), (0.9, "90% CI"), (None, "CI")])
 def test_the_traffic_table_names_its_ci_at_the_level_of_traffic_json(level, words) -> None:
     """The level is written as every other table writes it (it was rounded to a whole percent: 98%)."""
-    from snapbench.report.traffic_html import render_traffic
+    from snapbench.render.traffic_html import render_traffic
 
     body = {"expected": {"IT2IT": {"hit@1": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6}}},
             "ci": {} if level is None else {"level": level}, "queries": {"n": 0}}

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from snapbench.core.errors import ConfigError
+from snapbench.core.registry import Table
+from snapbench.core.validate import choice, did_you_mean, examples, listing, suggestion, unknown_name
 from snapbench.corruptions.image.grid import merge_levels
-from snapbench.errors import ConfigError
 from snapbench.evaluate.metrics import parse_metrics
-from snapbench.registry import Table
-from snapbench.validate import choice, did_you_mean, examples, listing, suggestion, unknown_name
 
 
 def test_the_one_wording():

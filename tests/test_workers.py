@@ -20,13 +20,13 @@ from query_sets import square_photo_set as make_queries
 from typer.testing import CliRunner
 
 from snapbench.cli import app
+from snapbench.core.errors import ConfigError
 from snapbench.corruptions import run_corruption
 from snapbench.corruptions.image import (
     register_image_operator,
     unregister_image_operator,
 )
 from snapbench.corruptions.text import register_text_operator, unregister_text_operator
-from snapbench.errors import ConfigError
 
 runner = CliRunner()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..conditions import parse_condition
+from ..core.conditions import parse_condition
 from ..evaluate.additivity import additivity_analysis, additivity_terms, joint_parts
 from .groups import exact_group_means, group_means
 from .records import AdditivityPairRecord, AdditivityRecord

@@ -22,7 +22,7 @@ first:
 Not compared: the **variant source** (``--variants released`` vs ``generated`` of the same model is
 the release's confound check), the encoder, and settings that change no number of the comparison
 (block and batch sizes, resamples of the runs' own reports).  Every difference found is named in one
-:class:`~snapbench.errors.ConfigError`, with the two models and their paths (no parameter: the
+:class:`~snapbench.core.errors.ConfigError`, with the two models and their paths (no parameter: the
 message is about the runs, which it names).
 """
 
@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
+from ..core.jsonable import dumps
 from ..evaluate.metrics import metric_family
-from ..jsonable import dumps
 from .inputs import set_diff
 from .planned import TargetConditions, compared_conditions
 from .sources import ModelSource, PerQueryArrays

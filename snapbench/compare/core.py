@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
+from ..core.validate import choice, ci_level, positive_int
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES, QueryResamples
-from ..validate import choice, ci_level, positive_int
 from .additivity import additivity_records
 from .groups import GROUP_ALL, condition_groups
 from .inputs import ModelValues, align_models

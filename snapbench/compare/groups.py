@@ -3,7 +3,7 @@
 * ``group:all``                   every corrupted condition (everything but ``clean``)
 * ``group:img/<primitive>/s<N>``  the image conditions at severity N whose operator belongs to the
                                   primitive (degrade, transform, remove, add:
-                                  :data:`snapbench.conditions.IMAGE_PRIMITIVES`)
+                                  :data:`snapbench.core.conditions.IMAGE_PRIMITIVES`)
 * ``group:txt``                   the text conditions
 * ``group:joint``                 the joint image+text conditions
 
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
+from ..core.conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
 
 __all__ = ["GROUP_ALL", "condition_groups", "exact_group_means", "group_means"]
 

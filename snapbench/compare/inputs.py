@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..conditions import parse_condition
-from ..errors import ConfigError, InputError
+from ..core.conditions import parse_condition
+from ..core.errors import ConfigError, InputError
 from ..evaluate.metrics import QueryStat
 
 __all__ = ["ModelValues", "align_models", "set_diff"]

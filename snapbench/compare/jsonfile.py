@@ -24,9 +24,9 @@ from dataclasses import fields
 from typing import Any
 
 from .._version import __version__
-from ..errors import InputError
-from ..jsonable import write_json
-from ..textio import read_json
+from ..core.errors import InputError
+from ..core.jsonable import write_json
+from ..core.textio import read_json
 from .records import (
     AdditivityPairRecord,
     AdditivityRecord,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..validate import choice
+from ..core.validate import choice
 
 __all__ = ["CORRECTIONS", "CORRECTION_NAMES", "adjust_pvalues", "alpha_of"]
 

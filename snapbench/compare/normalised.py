@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..conditions import parse_condition
+from ..core.conditions import parse_condition
 from .records import EffectiveRecord, FitRecord, NormalisedRecord
 
 __all__ = ["DEFAULT_CLIP", "operator_conditions", "corruption_errors", "logit_fit", "effective_robustness",

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError, arg
+from ..core.errors import ConfigError, arg
+from ..core.validate import choice, ci_level, hint_and_known, positive_int
 from ..evaluate.metrics import parse_metrics
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES
-from ..layout import FUSION_PREFIX, TARGET_ORDER
-from ..report import FORMATS
-from ..report.figures import check_dpi
-from ..validate import choice, ci_level, hint_and_known, positive_int
+from ..render import FORMATS
+from ..render.figures import check_dpi
+from ..store import FUSION_PREFIX, TARGET_ORDER
 from .multiple import CORRECTIONS
 from .sources import ModelSource
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..conditions import KIND_SIDES, KINDS, parse_condition
-from ..modes import MODES, PATHS, query_sides
+from ..core.conditions import KIND_SIDES, KINDS, parse_condition
+from ..core.targets import MODES, PATHS, query_sides
 from .inputs import set_diff
 from .sources import ModelSource
 

@@ -1,7 +1,7 @@
 """The flat records a comparison produces: one row each, ready for a data frame or compare.json.
 
 Floats are plain Python floats; an undefined number is NaN (written as JSON ``null`` by
-:func:`snapbench.jsonable.to_json`).  Field names are the compare.json schema.
+:func:`snapbench.core.jsonable.to_json`).  Field names are the compare.json schema.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from .._version import __version__
-from ..errors import InputError
-from ..layout import CompareDir, claim_output_dir, write_run_json
+from ..core.errors import InputError
+from ..store import CompareDir, claim_output_dir, write_run_json
 from .check import check_queries, check_setups
 from .core import CompareConfig, compare_models
 from .inputs import ModelValues
@@ -98,9 +98,9 @@ def compare_runs(
     """Compare the models of ``paths`` (run folders, several-encoder run folders, evaluate report
     files with per-query values) and write the comparison report into ``out``.
 
-    Raises :class:`~snapbench.errors.ConfigError` naming every difference when the runs' queries,
+    Raises :class:`~snapbench.core.errors.ConfigError` naming every difference when the runs' queries,
     gallery, qrels, planned conditions, seed or metric settings differ (the variant source may
-    differ), and :class:`~snapbench.errors.InputError` for a path that is no run or has no per-query
+    differ), and :class:`~snapbench.core.errors.InputError` for a path that is no run or has no per-query
     values.  A run that left conditions out because its modes read one side of the query only (a
     text-only encoder) is compared on the conditions every run has; ``warnings`` name the rest."""
     from .write import write_outputs

@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, InputError, arg
-from ..layout import RunDir, read_run_json, run_json_kind
-from ..modes import target_id
-from ..report.rundir import read_target_values
-from ..schema import Report, read_report
-from ..textio import read_json
+from ..core.errors import ConfigError, InputError, arg
+from ..core.records import Report, read_report
+from ..core.targets import target_id
+from ..core.textio import read_json
+from ..render.rundir import read_target_values
+from ..store import RunDir, read_run_json, run_json_kind
 
 __all__ = ["UNNAMED", "ModelSource", "open_sources"]
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..layout import CompareDir
-from .figures import FIGURES
+from ..render.compare_figures import FIGURES
+from ..store import CompareDir
 from .jsonfile import RECORD_TYPES
 
 __all__ = ["possible_files", "previous_files", "relative_names", "remove_stale"]

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
+from ..core.validate import ci_level
 from ..evaluate.metrics import metric_family
 from ..evaluate.paired import percentile_ci
-from ..validate import ci_level
 from .groups import exact_group_means, group_means
 from .inputs import ModelValues
 from .records import ModelRecord

@@ -2,7 +2,7 @@
 
 Also the one verdict rule every sentence, table and figure of the comparison report uses
 (:func:`told_apart`): a difference is called real only when its adjusted p-value is below 1 − ci
-**and** its confidence interval excludes 0 (:func:`snapbench.evaluate.fmt.ci_excludes_zero`, the
+**and** its confidence interval excludes 0 (:func:`snapbench.render.fmt.ci_excludes_zero`, the
 rule of the run report's findings).
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..conditions import IMAGE_PRIMITIVES
-from ..evaluate.fmt import ci_excludes_zero
+from ..core.conditions import IMAGE_PRIMITIVES
+from ..render.fmt import ci_excludes_zero
 from .groups import GROUP_ALL
 from .multiple import adjust_pvalues, alpha_of
 from .records import (

@@ -1,4 +1,4 @@
-"""Writing the comparison report into its folder (names: :class:`snapbench.layout.CompareDir`).
+"""Writing the comparison report into its folder (names: :class:`snapbench.store.CompareDir`).
 
 Always ``compare.json`` and ``findings.json``; per the formats asked (those of ``snapbench
 report``): ``md``/``tex`` tables of every (target, metric), ``csv``/``parquet`` of every record
@@ -16,16 +16,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..atomic import atomic_path, write_bytes_atomic, write_text_atomic
-from ..errors import ConfigError
-from ..htmlpage import HtmlFigure
-from ..jsonable import dumps
-from ..layout import CompareDir, primary_target
-from ..report.tables import Table
-from .findings import compare_findings
+from ..core.errors import ConfigError
+from ..core.jsonable import dumps
+from ..render.compare_findings import compare_findings
+from ..render.compare_tables import delta_table, pairs_table, ranking_table, value_table
+from ..render.htmlpage import HtmlFigure
+from ..render.tables import Table
+from ..store import CompareDir, primary_target
+from ..store.atomic import atomic_path, write_bytes_atomic, write_text_atomic
 from .jsonfile import RECORD_TYPES, compare_json, write_compare_json
 from .multiple import CORRECTION_NAMES
-from .tables import delta_table, pairs_table, ranking_table, value_table
 from .view import MetricView
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class Written:
 
 
 def ordered_targets(targets: Sequence[str]) -> list[str]:
-    """``targets`` with the primary one first (:func:`snapbench.layout.primary_target`)."""
+    """``targets`` with the primary one first (:func:`snapbench.store.primary_target`)."""
     first = primary_target(targets)
     return [first] + [t for t in targets if t != first]
 
@@ -116,8 +116,8 @@ def _write_figures(views: dict, res: CompareResult, out: CompareDir, fmts: set[s
     if not fmts & {"png", "pdf", "html"}:
         return
     try:
-        from ..report.figures import fig_to_bytes, require_matplotlib
-        from .figures import FIGURES
+        from ..render.compare_figures import FIGURES
+        from ..render.figures import fig_to_bytes, require_matplotlib
 
         require_matplotlib()
     except ConfigError as e:
@@ -143,7 +143,7 @@ def _write_figures(views: dict, res: CompareResult, out: CompareDir, fmts: set[s
 
 def write_outputs(res: CompareResult, opts: CompareOptions) -> Written:
     """Write every output of ``res`` into ``res.out`` (appending to ``res.files`` and ``res.notes``)."""
-    from .page import render_page
+    from ..render.compare_page import render_page
 
     out, fmts, st = CompareDir(res.out), set(opts.formats), res.settings
     views = MetricView.all_of(res.comparison, st.ci, opts.correction)

@@ -4,7 +4,7 @@ Writing variants to disk is bounded by the lossless encoder, not by the operator
 tens of milliseconds per 1024x768 image while most operators take a few.  Every format here is
 **lossless** -- decoding gives back the exact uint8 pixels -- so the choice changes file size and
 speed, never the results (a lossy format would add its own corruption to every condition).  The
-formats, their extensions and the extra each needs are the table :data:`snapbench.image_formats.IMAGE_FORMATS`
+formats, their extensions and the extra each needs are the table :data:`snapbench.core.image_formats.IMAGE_FORMATS`
 (``corrupt --help`` lists them from it):
 
 =======  =============================================  ======================================
@@ -40,14 +40,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from ..image_formats import IMAGE_FORMATS, formats_needing
-from ..validate import choice, listing
+from ..core.errors import InputError
+from ..core.image_formats import IMAGE_FORMATS, formats_needing
+from ..core.validate import choice, listing
 from .pixels import PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 
 __all__ = ["FORMATS", "CodecError", "check_format", "decode_image", "detect_format", "encode_image", "extension"]
 
-#: The format names (the table :data:`snapbench.image_formats.IMAGE_FORMATS`: extension, extra needed).
+#: The format names (the table :data:`snapbench.core.image_formats.IMAGE_FORMATS`: extension, extra needed).
 FORMATS: tuple[str, ...] = tuple(IMAGE_FORMATS)
 
 _EXTENSIONS = {name: f.extension for name, f in IMAGE_FORMATS.items()}
@@ -148,7 +148,7 @@ def decode_image(data: bytes | str | os.PathLike, fmt: str | None = None, *, sou
 
     ``fmt`` defaults to the format recognised from the magic bytes (then from the file extension);
     a given ``fmt`` that contradicts the magic bytes is an error.  Raises :class:`CodecError`
-    (an :class:`~snapbench.errors.InputError`) naming the file or the format for unreadable bytes;
+    (an :class:`~snapbench.core.errors.InputError`) naming the file or the format for unreadable bytes;
     ``source`` names where in-memory bytes came from in those messages.
     """
     if isinstance(data, (str, os.PathLike)):

@@ -13,7 +13,7 @@ import functools
 import re
 import unicodedata
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .text_data import IRREGULAR_PLURALS, STOPWORDS
 
 __all__ = ["Span", "EntityNotFoundError", "find_entity", "guess_entity", "locate", "nospace", "WORD_RE", "POSSESSIVE_AFTER_RE",

@@ -38,9 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import write_bytes_atomic
-from ..defaults import DEFAULT_MAX_PIXELS
-from ..errors import InputError, arg
+from ..core.defaults import DEFAULT_MAX_PIXELS
+from ..core.errors import InputError, arg
+from ..store.atomic import write_bytes_atomic
 from . import codecs
 from .pixels import PNG_COMPRESSION, PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..textio import read_text
-from ..validate import did_you_mean
+from ..core.errors import InputError
+from ..core.textio import read_text
+from ..core.validate import did_you_mean
 
 __all__ = [
     "KNOWN_FIELDS",

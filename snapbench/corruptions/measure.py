@@ -61,7 +61,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .entity import WORD_RE
 
 __all__ = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 __all__ = ["PNG_COMPRESSION", "PNG_SIGNATURE", "as_rgb_uint8", "encode_png", "to_rgb_uint8"]
 

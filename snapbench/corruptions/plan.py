@@ -5,12 +5,12 @@ file fails the run at once (with the closest valid names) instead of becoming on
 
 :func:`plan_conditions` is the one call that turns (requested ids, joint, grid) into a run's
 conditions: ``corrupt``, ``run``, ``preview``, ``conditions`` and the streaming APIs use it.  The
-ordering rules live in :func:`snapbench.conditions.build_conditions`; this module supplies the
+ordering rules live in :func:`snapbench.core.conditions.build_conditions`; this module supplies the
 space of the registered operators at the grid's severities (or takes another space, such as a
 dataset's released variants).  Joint conditions bring their parts: additivity (the
 super-additivity gap of ``joint/A+B/sN``) needs ``img/A/sN`` and ``txt/B`` of the same queries,
 so a plan that names a joint condition without them gets them added
-(:attr:`~snapbench.conditions.ConditionPlan.added_parts` says which).
+(:attr:`~snapbench.core.conditions.ConditionPlan.added_parts` says which).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..conditions import Condition, ConditionPlan, ConditionSpace, build_conditions
-from ..errors import ConfigError
-from ..seeding import derive_generator
+from ..core.conditions import Condition, ConditionPlan, ConditionSpace, build_conditions
+from ..core.errors import ConfigError
+from ..core.seeding import derive_generator
 from .image import default_grid, get_image_operator, image_aliases, image_operators, load_grid, merge_grid
 from .plugins import IMAGE_GROUP, TEXT_GROUP, plugin_failures
 from .text_registry import text_aliases, text_operators
@@ -88,7 +88,7 @@ def plan_conditions(
     :func:`generated_space`); pass another one (e.g.
     ``ConditionSpace.from_parts(...)`` for a dataset's released variants) to plan a run that
     generates nothing -- its grid levels are then not checked.  Ordering and validation rules:
-    :func:`snapbench.conditions.build_conditions`.  For generated variants every image level the
+    :func:`snapbench.core.conditions.build_conditions`.  For generated variants every image level the
     plan uses is tried once on a stand-in frame, so a level its operator rejects (a typo, an
     out-of-range value) is a :class:`ConfigError` before any query is processed.
     """

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 __all__ = ["ContactSheet", "contact_sheet", "measured_label"]
 
@@ -232,7 +232,7 @@ def contact_sheet(
     """
     import cv2
 
-    from ..conditions import Condition
+    from ..core.conditions import Condition
     from .plan import plan_conditions, plan_grid
     from .variants import checked_target, generate_variants
 

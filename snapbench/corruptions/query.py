@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import write_bytes_atomic
-from ..conditions import Condition, parse_condition
-from ..errors import arg, in_words
-from ..layout import CorruptDir
+from ..core.conditions import Condition, parse_condition
+from ..core.errors import arg, in_words
+from ..store import CorruptDir
+from ..store.atomic import write_bytes_atomic
 from .codecs import encode_image, extension
 from .io import ImageLoadError, load_image
 from .manifest import QueryRecord

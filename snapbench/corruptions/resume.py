@@ -8,7 +8,7 @@
   when the run has one: a target changes every image) and ``measure: false`` (present only when
   measuring is off: a folder's lines are measured all or none).  Both keys are absent in the
   defaults, so folders written before they existed resume.  ``run.json`` records it, and
-  :func:`snapbench.layout.check_resume` (the one resume check of every command) refuses a rerun
+  :func:`snapbench.store.check_resume` (the one resume check of every command) refuses a rerun
   whose fingerprint differs, naming each differing entry.
 * A ``run.json`` written before fingerprints existed (no ``kind``) is upgraded in place by
   :func:`upgrade_legacy_run_json`: its recorded seed, grid, format and versions become a
@@ -28,11 +28,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_bytes_atomic
-from ..conditions import parse_condition
-from ..errors import ConfigError, arg
-from ..jsonable import dumps
-from ..layout import CorruptDir, read_jsonl_records, read_run_json, write_run_json
+from ..core.conditions import parse_condition
+from ..core.errors import ConfigError, arg
+from ..core.jsonable import dumps
+from ..store import CorruptDir, read_jsonl_records, read_run_json, write_run_json
+from ..store.atomic import write_bytes_atomic
 from .image import image_operator_revisions
 from .image.add import renderer_versions
 from .manifest import QueryRecord
@@ -77,7 +77,7 @@ def revision_fingerprint(ops: Iterable[str], recorded: Mapping[str, Any] | None 
 
 def assumed_revisions(fingerprint: Mapping[str, Any]) -> dict[str, Any]:
     """What a folder written before operator revisions existed stands for, as
-    :func:`snapbench.layout.check_resume`'s ``assume``: :data:`LEGACY_REVISION` for every
+    :func:`snapbench.store.check_resume`'s ``assume``: :data:`LEGACY_REVISION` for every
     ``revision.<op>`` entry of ``fingerprint``."""
     return {k: LEGACY_REVISION for k in fingerprint if k.startswith("revision.")}
 
@@ -140,7 +140,7 @@ def _legacy_fingerprint(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 def upgrade_legacy_run_json(folder: Path) -> None:
     """Give a corrupt folder's run.json from before fingerprints its ``kind`` and fingerprint (in place,
-    every recorded field kept), so :func:`snapbench.layout.check_resume` can compare it."""
+    every recorded field kept), so :func:`snapbench.store.check_resume` can compare it."""
     cfg = read_run_json(folder, kind="corrupt")
     if cfg is None or isinstance(cfg.get("fingerprint"), dict):
         return

@@ -1,6 +1,6 @@
 """Batch corruption of a query set: manifest in, lossless variants + manifest out, resumable, parallel.
 
-Outputs of :func:`run_corruption` in ``DIR`` (SPEC §11; names from :class:`snapbench.layout.CorruptDir`)::
+Outputs of :func:`run_corruption` in ``DIR`` (SPEC §11; names from :class:`snapbench.store.CorruptDir`)::
 
     DIR/run.json                         kind "corrupt", seed, conditions, resolved grid, versions, fingerprint
     DIR/images/clean/<id>.png            the decoded, normalised source (see io.load_image), lossless
@@ -20,7 +20,7 @@ Decisions (documented here because they shape every consumer):
   still written under its own directory so every image condition has the SPEC layout.  A joint
   condition's parts are always produced with it (see :mod:`.plan`).
 * All randomness is keyed by (seed, query id, operator, severity) through
-  :mod:`snapbench.seeding`; outputs do not depend on worker count, order or process.
+  :mod:`snapbench.core.seeding`; outputs do not depend on worker count, order or process.
 * Workers are spawned processes (see :mod:`.workers`): operators registered at run time are sent
   to them, and they exit when the parent dies.  Each runs :func:`.query.process_query`.
 * Measured strength (:mod:`.measure`) is computed in the worker, once per image or text part, from
@@ -50,14 +50,14 @@ import cv2
 import numpy as np
 
 from .._version import __version__
-from ..conditions import Condition, ConditionPlan, parse_condition
-from ..defaults import DEFAULT_SEED
+from ..core.conditions import Condition, ConditionPlan, parse_condition
+from ..core.defaults import DEFAULT_SEED
+from ..core.errors import ConfigError
+from ..core.image_formats import DEFAULT_IMAGE_FORMAT
+from ..core.validate import positive_int
 from ..engines import check_engine, ordered_map, runs_inline
-from ..errors import ConfigError
-from ..image_formats import DEFAULT_IMAGE_FORMAT
-from ..layout import CorruptDir, check_resume, claim_output_dir, read_run_json, write_run_json
-from ..progress import ProgressDisplay
-from ..validate import positive_int
+from ..render.progress import ProgressDisplay
+from ..store import CorruptDir, check_resume, claim_output_dir, read_run_json, write_run_json
 from .codecs import check_format, encode_image
 from .entity import guess_entity
 from .image.add import renderer_versions
@@ -115,7 +115,7 @@ class CorruptOptions:
     progress: bool = True
     force: bool = False                 # discard an earlier run in the folder made with another fingerprint
     max_pixels: int = DEFAULT_MAX_PIXELS
-    image_format: str = DEFAULT_IMAGE_FORMAT  # one of snapbench.image_formats.IMAGE_FORMATS (lossless)
+    image_format: str = DEFAULT_IMAGE_FORMAT  # one of snapbench.core.image_formats.IMAGE_FORMATS (lossless)
     engine: str = "local"               # local | ray
     address: str | None = None          # Ray cluster address (engine "ray")
     measure: bool = True                # record each variant's measured strength (manifest "measured")
@@ -342,8 +342,8 @@ def run_corruption(
 
     Bad image files and conditions that cannot be produced (entity not found, ...) are recorded in
     ``skips.jsonl`` and the run goes on.  Raises :class:`ManifestError` (an
-    :class:`~snapbench.errors.InputError`) for a malformed input manifest and
-    :class:`~snapbench.errors.ConfigError` for unknown conditions, a bad grid or ``workers < 1``.
+    :class:`~snapbench.core.errors.InputError`) for a malformed input manifest and
+    :class:`~snapbench.core.errors.ConfigError` for unknown conditions, a bad grid or ``workers < 1``.
     """
     t0 = time.perf_counter()
     opts = _checked(dataclasses.replace(options or CorruptOptions(), **fields))

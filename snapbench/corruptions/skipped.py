@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import InputError, arg
-from ..layout import CorruptDir, read_skips
+from ..core.errors import InputError, arg
+from ..store import CorruptDir, read_skips
 from .io import ImageLoadError, image_problem, load_image
 from .manifest import load_manifest
 

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..validate import unknown_name
+from ..core.errors import ConfigError
+from ..core.validate import unknown_name
 from .measure import ImageReference, ImageStrength, image_reference, measure_image
 
 __all__ = ["DEFAULT_TOLERANCE", "KnobSearch", "SeverityTarget", "TargetOutcome", "parse_severity_target", "search_knob",

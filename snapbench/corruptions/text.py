@@ -63,7 +63,7 @@ Decisions (documented here because they change outputs):
 
 Randomness: ``char_*``, ``word_swap`` and ``sent_add`` draw from the generator; ``word_repeat`` and
 ``sent_replace`` are deterministic.  Only instance-local generators from
-:func:`snapbench.seeding.text_rng` are used, so outputs depend on (text, entity, seed, key,
+:func:`snapbench.core.seeding.text_rng` are used, so outputs depend on (text, entity, seed, key,
 operator) alone -- not on the process, call order or thread.
 """
 
@@ -75,9 +75,9 @@ from typing import Any
 
 import numpy as np
 
-from ..conditions import TEXT_OPERATORS
-from ..errors import ConfigError, InputError
-from ..seeding import text_rng
+from ..core.conditions import TEXT_OPERATORS
+from ..core.errors import ConfigError, InputError
+from ..core.seeding import text_rng
 from .entity import (
     POSSESSIVE_AFTER_RE,
     QUESTION_MARKS,

@@ -1,9 +1,9 @@
-"""The text-operator table: one :class:`TextOperator` record per operator (a :class:`~snapbench.registry.Table`).
+"""The text-operator table: one :class:`TextOperator` record per operator (a :class:`~snapbench.core.registry.Table`).
 
 Built-ins register themselves when :mod:`.text` is imported; users call
 :func:`register_text_operator`; installed packages add operators through the entry point group
 ``snapbench.text_operators`` (:mod:`.plugins`), loaded on the first lookup.  A built-in named in
-:data:`snapbench.conditions.TEXT_OPERATORS` without a registered implementation is an error at
+:data:`snapbench.core.conditions.TEXT_OPERATORS` without a registered implementation is an error at
 every lookup, never a silent gap in a run.
 """
 
@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import conditions as _conditions
-from ..errors import ConfigError
-from ..registry import Table
+from ..core import conditions as _conditions
+from ..core.errors import ConfigError
+from ..core.registry import Table
 from .plugins import TEXT_GROUP, load_operator_plugins, plugin_failure
 
 __all__ = [
@@ -133,7 +133,7 @@ def text_operators() -> tuple[str, ...]:
     names = _TABLE.names()
     missing = [n for n in _conditions.TEXT_OPERATORS if n not in names]
     if missing:
-        raise ConfigError(f"built-in text operator(s) {', '.join(missing)} (snapbench.conditions.TEXT_OPERATORS) "
+        raise ConfigError(f"built-in text operator(s) {', '.join(missing)} (snapbench.core.conditions.TEXT_OPERATORS) "
                           "have no registered implementation; the installation is incomplete")
     return tuple(_conditions.TEXT_OPERATORS) + tuple(sorted(n for n in names if n not in _conditions.TEXT_OPERATORS))
 

@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..conditions import Condition
-from ..errors import ConfigError, InputError, in_words
-from ..jsonable import to_json
+from ..core.conditions import Condition
+from ..core.errors import ConfigError, InputError, in_words
+from ..core.jsonable import to_json
 from .image import corrupt_image_with_params
 from .image.base import sample_image_params
 from .io import DEFAULT_MAX_PIXELS, ImageLoadError, load_image
@@ -222,13 +222,13 @@ def generate_variants(
 ) -> Iterator[Variant | Skip]:
     """Yield a :class:`Variant` or a :class:`Skip` for each of ``conditions``, in order.
 
-    ``conditions`` are :class:`~snapbench.conditions.Condition` objects and ``grid`` a resolved
+    ``conditions`` are :class:`~snapbench.core.conditions.Condition` objects and ``grid`` a resolved
     severity table, as :func:`~.plan.plan_conditions` gives them (``plan.conditions``,
     ``plan.grid``): this is the low-level generator, it never raises for one condition -- a failing
     operator, a missing entity or a query without image / question becomes a Skip naming the
     reason.  ``conditions=None`` means the 54 states of :func:`~.plan.plan_conditions` (clean, 45
     image, 8 text) and ``grid=None`` the default grid; anything else than Condition objects (condition
-    ids: use :func:`iter_variants`) is a :class:`~snapbench.errors.ConfigError`.  ``key`` is the query id: with ``seed`` it keys all randomness, so the variants equal
+    ids: use :func:`iter_variants`) is a :class:`~snapbench.core.errors.ConfigError`.  ``key`` is the query id: with ``seed`` it keys all randomness, so the variants equal
     those ``run_corruption`` writes for that id.  ``measure`` fills :attr:`Variant.measured`;
     ``target`` (a parsed :class:`~.target.SeverityTarget`) searches each image part to its level's
     target and fills :attr:`Variant.target`.
@@ -270,7 +270,7 @@ def iter_variants(
     ``conditions``/``joint``/``grid`` (a grid file or an override mapping) as in
     :func:`~.plan.plan_conditions` (a joint condition brings its parts); ``clean`` comes first.  With
     ``errors="raise"`` a condition that cannot be produced (entity not found, no question...)
-    raises :class:`~snapbench.errors.InputError`; with ``"skip"`` it is left out.  ``measure`` and
+    raises :class:`~snapbench.core.errors.InputError`; with ``"skip"`` it is left out.  ``measure`` and
     ``severity_target`` (``"ssim=0.9,0.75,0.6"``) as in :func:`generate_variants`.
     """
     if image is None and question is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterable
 
-from ..errors import ConfigError, arg
+from ..core.errors import ConfigError, arg
 from .image import restore_image_operators, user_image_operators
 from .text import restore_text_operators, user_text_operators
 

@@ -10,7 +10,7 @@ Formats (:data:`FORMATS`), detected from the path and the content (``format=`` f
   :mod:`snapbench.data.photobench`;
 * ``jsonl`` — the generic query manifest + gallery JSONL + qrels, see :mod:`snapbench.data.jsonl`.
 
-The formats are one table, :data:`LOADERS` (:class:`snapbench.registry.Table`): name ->
+The formats are one table, :data:`LOADERS` (:class:`snapbench.core.registry.Table`): name ->
 :class:`DatasetFormat` (its loader and the options it takes).  An unknown format is an error listing
 the known ones; a new format is ``LOADERS.register(name, DatasetFormat(load, options))``.
 
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, InputError, arg
-from ..registry import Table
+from ..core.errors import ConfigError, InputError, arg
+from ..core.registry import Table
 from .export import export_jsonl
 from .hf_imagefolder import METADATA_NAMES, find_metadata, load_hf_imagefolder
 from .jsonl import MANIFEST_NAMES, load_jsonl
@@ -61,7 +61,7 @@ _SNIFF_BYTES = 1 << 16
 
 def _sniff(path: Path) -> str:
     # the first bytes only, decoded leniently: detection must not fail on a character cut in two
-    # (the loader then reads the whole file through snapbench.textio)
+    # (the loader then reads the whole file through snapbench.core.textio)
     try:
         with open(path, "rb") as fh:
             return fh.read(_SNIFF_BYTES).decode("utf-8-sig", errors="replace")
@@ -168,8 +168,8 @@ def load_dataset(
     ``snap_bench.json`` (snapbench-json only).  ``qrels``: a qrels file (jsonl) or the ground-truth
     file (photobench).  ``gallery``: the gallery manifest (jsonl) or a ``{file name: caption}`` JSON
     (photobench).  ``language``: ``"en"`` or ``"cn"`` question text (photobench).  Options that do not
-    apply to the format raise :class:`~snapbench.errors.ConfigError`; malformed files raise
-    :class:`~snapbench.errors.InputError` naming the file, the record and the problem.
+    apply to the format raise :class:`~snapbench.core.errors.ConfigError`; malformed files raise
+    :class:`~snapbench.core.errors.InputError` naming the file, the record and the problem.
     """
     p = Path(path)
     if format is not None:

@@ -1,5 +1,5 @@
 """Helpers shared by the dataset loaders: JSON and gallery readers and the notes on images (qrels are
-matched with a data set's ids by :func:`snapbench.layout.align_qrels`)."""
+matched with a data set's ids by :func:`snapbench.store.align_qrels`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import textio
-from ..errors import InputError
+from ..core import textio
+from ..core.errors import InputError
 from .model import MODE_PATHS, Dataset, GalleryItem
 
 __all__ = [
@@ -23,7 +23,7 @@ IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".t
 
 
 def read_json(path: Path, what: str) -> Any:
-    """Parse a JSON file through :func:`snapbench.textio.read_json` (InputError naming the file for a
+    """Parse a JSON file through :func:`snapbench.core.textio.read_json` (InputError naming the file for a
     missing file, bytes that are not UTF-8 or bad JSON)."""
     return textio.read_json(path, what=what)
 

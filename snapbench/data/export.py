@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..atomic import write_text_atomic
-from ..errors import OutputError
-from ..jsonable import dumps, write_json
+from ..core.errors import OutputError
+from ..core.jsonable import dumps, write_json
+from ..store.atomic import write_text_atomic
 from .model import Dataset
 
 __all__ = ["export_jsonl"]

@@ -30,10 +30,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import InputError
+from ..core.textio import read_text
+from ..core.validate import examples
 from ..corruptions import QueryRecord
-from ..errors import InputError
-from ..textio import read_text
-from ..validate import examples
 from .common import image_notes
 from .model import Dataset, GalleryItem
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.errors import InputError, SnapbenchError, arg
 from ..corruptions import load_manifest
-from ..errors import InputError, SnapbenchError, arg
-from ..layout import align_qrels, read_qrels_file
+from ..store import align_qrels, read_qrels_file
 from .common import image_notes, read_gallery_manifest
 from .model import Dataset
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.targets import MODE_LABELS, MODES, PATHS, paths_for_sides, plan_modes
 from ..corruptions import QueryRecord
-from ..modes import MODE_LABELS, MODES, PATHS, paths_for_sides, plan_modes
 
 __all__ = [
     "MODE_PATHS",
@@ -23,7 +23,7 @@ __all__ = [
     "ReleasedVariants",
 ]
 
-#: The retrieval modes (SnapBench names) and the paths each one needs, from :mod:`snapbench.modes`;
+#: The retrieval modes (SnapBench names) and the paths each one needs, from :mod:`snapbench.core.targets`;
 #: used to tell users which modes a dataset supports.
 MODE_PATHS: dict[str, tuple[str, ...]] = {MODE_LABELS[m]: tuple(w) for m, w in MODES.items()}
 
@@ -110,12 +110,12 @@ class Dataset:
 
     @property
     def available_paths(self) -> tuple[str, ...]:
-        """The similarity paths (of :data:`PATHS`) whose inputs are all present (:func:`snapbench.modes.paths_for_sides`)."""
+        """The similarity paths (of :data:`PATHS`) whose inputs are all present (:func:`snapbench.core.targets.paths_for_sides`)."""
         return paths_for_sides(self.query_sides, self.gallery_sides)
 
     @property
     def runnable_modes(self) -> tuple[str, ...]:
-        """The retrieval modes (keys of :data:`MODE_PATHS`) whose paths are all available (:func:`snapbench.modes.plan_modes`)."""
+        """The retrieval modes (keys of :data:`MODE_PATHS`) whose paths are all available (:func:`snapbench.core.targets.plan_modes`)."""
         return tuple(MODE_LABELS[m] for m in plan_modes(self.query_sides, self.gallery_sides).modes)
 
     @property

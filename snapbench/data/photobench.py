@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.errors import InputError
+from ..core.validate import examples
 from ..corruptions import QueryRecord
-from ..errors import InputError
-from ..validate import examples
 from .common import IMAGE_SUFFIXES, image_notes, read_json
 from .model import Dataset, GalleryItem
 

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..conditions import IMAGE_OPERATORS, TEXT_OPERATORS
+from ..core.conditions import IMAGE_OPERATORS, TEXT_OPERATORS
+from ..core.errors import InputError
+from ..core.validate import did_you_mean, examples
 from ..corruptions import QueryRecord
-from ..errors import InputError
-from ..validate import did_you_mean, examples
 from .common import image_notes, read_json
 from .model import Dataset, GalleryItem, ReleasedVariants
 

@@ -8,7 +8,7 @@ for the user's own traffic.  Modules: ``image`` / ``jpeg`` / ``text`` (detectors
 (the detector table + ``thresholds.toml``), ``detect`` (one query), ``checks`` (query-set checks),
 ``summary`` (shares and Wilson CIs), ``queries`` (inputs), ``html`` (the page), ``run`` (the engine);
 ``mix`` (the flag -> conditions table and the traffic mix).  The expected R@k of a run under that
-mix (traffic.json and its section of report.html) reads a run folder: :mod:`snapbench.report.traffic`.
+mix (traffic.json and its section of report.html) reads a run folder: :mod:`snapbench.render.traffic`.
 """
 
 from .detect import Detection, QueryResult, diagnose_image, diagnose_question, diagnose_record

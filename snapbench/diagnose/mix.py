@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..conditions import Condition, parse_condition
-from ..errors import ConfigError
-from ..validate import unknown_name
+from ..core.conditions import Condition, parse_condition
+from ..core.errors import ConfigError
+from ..core.validate import unknown_name
 from .thresholds import DETECTORS
 
 __all__ = ["FLAG_CONDITIONS", "FlagConditions", "Mix", "Signature", "build_mix", "check_mapping", "signature_kind"]

@@ -24,14 +24,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.errors import ConfigError, InputError, arg
+from ..core.textio import read_lines, read_text
+from ..core.validate import choice
 from ..corruptions import QueryRecord, load_manifest
 from ..data import FORMATS, detect_format, load_dataset
 from ..data.common import IMAGE_SUFFIXES
 from ..data.jsonl import MANIFEST_NAMES
-from ..errors import ConfigError, InputError, arg
-from ..layout import MANIFEST, RUN_CONFIG, read_manifest
-from ..textio import read_lines, read_text
-from ..validate import choice
+from ..store import MANIFEST, RUN_CONFIG, read_manifest
 
 __all__ = ["INPUT_KINDS", "QuerySet", "load_queries"]
 
@@ -170,8 +170,8 @@ def load_queries(path: str | os.PathLike, *, questions: str | os.PathLike | None
                  format: str | None = None) -> QuerySet:
     """The queries of ``path`` (see the module docstring); ``format`` forces one of :data:`INPUT_KINDS`.
 
-    Raises :class:`~snapbench.errors.InputError` naming the file for unreadable or malformed input
-    and :class:`~snapbench.errors.ConfigError` for options that do not fit it.
+    Raises :class:`~snapbench.core.errors.InputError` naming the file for unreadable or malformed input
+    and :class:`~snapbench.core.errors.ConfigError` for options that do not fit it.
     """
     p = Path(path)
     if format is not None:

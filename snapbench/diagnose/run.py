@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import open_text_atomic, removing_empty_output_dirs, write_text_atomic
-from ..defaults import DEFAULT_CI
-from ..jsonable import write_json
-from ..layout import claim_output_dir, write_run_json
-from ..progress import ProgressDisplay
-from ..validate import positive_int
+from ..core.defaults import DEFAULT_CI
+from ..core.jsonable import write_json
+from ..core.validate import positive_int
+from ..render.diagnose_page import render_diagnose_html
+from ..render.progress import ProgressDisplay
+from ..store import claim_output_dir, write_run_json
+from ..store.atomic import open_text_atomic, removing_empty_output_dirs, write_text_atomic
 from .checks import run_checks
 from .detect import QueryResult, diagnose_record
-from .html import render_diagnose_html
 from .queries import QuerySet, load_queries
 from .summary import summarize
 from .text import Vocabulary
@@ -51,7 +51,7 @@ class DiagnoseResult:
 def _read_words(path: str | os.PathLike | None) -> list[str]:
     if path is None:
         return []
-    from ..textio import read_text
+    from ..core.textio import read_text
 
     return read_text(path, what="word list").split()
 

@@ -23,7 +23,7 @@ Decisions:
   ``window`` tasks (default ``2 * workers``): the caller can checkpoint after every result and
   memory holds at most ``window`` results (plus what the caller keeps).
 * **Tasks are pure.**  A task's output depends only on its inputs (seeds are derived inside the
-  task from :mod:`snapbench.seeding`, never from a worker id, a partition or the order), so a
+  task from :mod:`snapbench.core.seeding`, never from a worker id, a partition or the order), so a
   retried task gives the same bytes and both engines give the same results.
 * **Engines do not decide what a task writes.**  Tasks that write files (``snapbench corrupt``)
   need the output folder on a filesystem every worker node sees; tasks that only return data
@@ -34,9 +34,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-from ..errors import ConfigError, arg
-from ..registry import Table
-from ..validate import positive_int
+from ..core.errors import ConfigError, arg
+from ..core.registry import Table
+from ..core.validate import positive_int
 
 __all__ = ["ENGINES", "ENGINE_TABLE", "ordered_map", "check_engine", "runs_inline"]
 

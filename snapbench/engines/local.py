@@ -13,7 +13,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
-from ..signals import STOP_SIGNALS
+from .signals import STOP_SIGNALS
 
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.5

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..validate import positive_int
+from ..core.validate import positive_int
 from .ray_engine import connect, import_ray
 
 __all__ = ["EncoderActor", "RayEncoderPool"]

@@ -26,7 +26,7 @@ import uuid
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
-from ..errors import ConfigError, SnapbenchError
+from ..core.errors import ConfigError, SnapbenchError
 from .local import worker_init
 
 #: Times Ray re-runs a task whose worker process died before it returned.

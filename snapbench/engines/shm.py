@@ -3,7 +3,7 @@
 **The hand-off.**  A local worker of ``snapbench run`` returns a query's variant images in ONE POSIX
 shared-memory block instead of pickling them through the pool's pipe (a 1024x768 query's 46 images
 are ~108 MB; pickling them cost more than corrupting them).  See
-:func:`snapbench.pipeline.sources.generate_sources_shared` for the task side.
+:func:`snapbench.app.stages.sources.generate_sources_shared` for the task side.
 
 * The parent's :class:`SharedBlocks` offers each task a free block (an :class:`Offer`).  The worker's
   :class:`BlockWriter` copies each image into the block as soon as it is made (the worker holds the
@@ -23,7 +23,7 @@ the parent never took (a Ctrl-C while workers finish their tasks, a ``kill -9``)
 ``/dev/shm`` until reboot, so:
 
 * :func:`cleanup_shared` wraps every pool: it frees stale blocks first, makes SIGTERM / SIGHUP
-  unwind the stack like Ctrl-C does (:mod:`snapbench.signals`) and installs an ``atexit`` hook, and on the way out
+  unwind the stack like Ctrl-C does (:mod:`snapbench.engines.signals`) and installs an ``atexit`` hook, and on the way out
   frees every block named after this process, whatever ended the pool (the blocks the parent
   knows are removed by :meth:`SharedBlocks.close` before that; views handed out stay valid);
 * :func:`remove_stale_shared` frees the blocks of processes that no longer exist (a parent killed
@@ -310,11 +310,11 @@ def remove_own_shared() -> int:
 def cleanup_shared() -> Iterator[None]:
     """Free stale blocks now and this process's blocks on the way out (see the module docstring).
 
-    SIGTERM and SIGHUP unwind the stack like Ctrl-C (:func:`snapbench.signals.stop_on_termination`,
+    SIGTERM and SIGHUP unwind the stack like Ctrl-C (:func:`snapbench.engines.signals.stop_on_termination`,
     where no handler is set), so the blocks are freed then too.
     """
     global _atexit_registered
-    from ..signals import stop_on_termination
+    from .signals import stop_on_termination
 
     remove_stale_shared()
     if not _atexit_registered:

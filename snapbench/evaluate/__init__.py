@@ -4,12 +4,13 @@ retrieval modes, input/output and the typed report (SPEC §6-§8, §11).
 Modules, in the order data flows: :mod:`.io` (SCORES_DIR, qrels, tags: :mod:`.files`,
 :mod:`.qrels`, :mod:`.scoresdir`), :mod:`.metrics` (the metric-family table), :mod:`.condition`
 (one condition's per-query results), :mod:`.paired` (bootstrap, tests), :mod:`.additivity`,
-:mod:`.summarize` (per-condition results -> :class:`snapbench.schema.Report`), :mod:`.drag`,
+:mod:`.summarize` (per-condition results -> :class:`snapbench.core.records.Report`), :mod:`.drag`,
 :mod:`.runner` (``evaluate_directory``), :mod:`.report` (terminal and table output).
 """
 
-from ..ranking import TIE_RULE, first_positive_rank, streaming_topk, topk_indices
-from ..schema import Report
+from ..core.ranking import TIE_RULE, first_positive_rank, streaming_topk, topk_indices
+from ..core.records import Report
+from ..render.terminal import print_additivity, print_report, read_report, report_to_json, write_report, write_table
 from .additivity import additivity_analysis, additivity_terms, joint_parts
 from .condition import per_query_values
 from .drag import coarse_text_drag_ci
@@ -72,14 +73,6 @@ from .runner import (
     evaluate_matrix,
     evaluate_ranking,
     nothing_measured,
-)
-from .terminal import (
-    print_additivity,
-    print_report,
-    read_report,
-    report_to_json,
-    write_report,
-    write_table,
 )
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ..conditions import parse_condition
+from ..core.conditions import parse_condition
 from .paired import DEFAULT_CI, percentile_ci
 
 __all__ = ["additivity_terms", "joint_parts", "additivity_analysis"]

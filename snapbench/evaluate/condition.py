@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ranking import first_positive_rank, topk_indices
+from ..core.ranking import first_positive_rank, topk_indices
 from .files import EvaluationInputError, RunRanking
 from .metrics import Labels, QueryStat, metric_family, metric_k, query_stats, ranking_depth
 

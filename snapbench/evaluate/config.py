@@ -8,9 +8,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..defaults import DEFAULT_CLIFF_RATIO, DEFAULT_CLIFF_TOL, DEFAULT_SEED
-from ..errors import ConfigError, arg
-from ..validate import ci_level, finite_number, int_list, positive_int
+from ..core.defaults import DEFAULT_CLIFF_RATIO, DEFAULT_CLIFF_TOL, DEFAULT_SEED
+from ..core.errors import ConfigError, arg
+from ..core.validate import ci_level, finite_number, int_list, positive_int
 from .metrics import DEFAULT_KS, REJECT_METRICS, SET_METRICS, metric_family, parse_metrics
 from .paired import DEFAULT_CI, DEFAULT_RESAMPLES
 
@@ -24,7 +24,7 @@ class EvaluationConfig:
     --cliff-ratio, --workers).
 
     ``ks`` may be given as a comma string (``"1,5,10"``); values are checked on creation
-    (:class:`~snapbench.errors.ConfigError` naming the parameter).
+    (:class:`~snapbench.core.errors.ConfigError` naming the parameter).
     """
 
     ks: tuple[int, ...] = DEFAULT_KS

@@ -5,7 +5,7 @@ queries (SnapBench's −11.21 points for IT→IT).  The one computation ``evalua
 
 from __future__ import annotations
 
-from ..schema import CoarseTextDrag
+from ..core.records import CoarseTextDrag
 from .config import EvaluationConfig
 from .metrics import Labels, QueryStat, counted_rows
 from .paired import QueryResamples, percentile_ci

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from ..layout import read_trec_run, write_trec_run
+from ..core.errors import InputError
+from ..store import read_trec_run, write_trec_run
 
 __all__ = ["EvaluationInputError", "RunRanking", "load_score_matrix", "read_run", "write_run"]
 
@@ -62,7 +62,7 @@ class RunRanking:
 
 def read_run(path: str | Path, query_ids: Sequence[str], gallery_ids: Sequence[str]) -> RunRanking:
     """Read a TREC run into a :class:`RunRanking` (order: score desc, then gallery order); see
-    :func:`snapbench.layout.read_trec_run`."""
+    :func:`snapbench.store.read_trec_run`."""
     idx, sc = read_trec_run(path, query_ids, gallery_ids)
     return RunRanking(idx, sc)
 
@@ -76,5 +76,5 @@ def write_run(
     tag: str = "snapbench",
 ) -> None:
     """Write a TREC run of the given top-k lists (``-1`` slots skipped); see
-    :func:`snapbench.layout.write_trec_run` (one float format for every run snapbench writes)."""
+    :func:`snapbench.store.write_trec_run` (one float format for every run snapbench writes)."""
     write_trec_run(path, query_ids, gallery_ids, idx, scores, tag=tag)

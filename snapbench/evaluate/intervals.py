@@ -10,7 +10,7 @@ or 1.  It needs a jackknife (n extra evaluations of the statistic) and is comput
 
 Pairing: queries are resampled jointly (``paired=True``), so the interval is for
 ``metric_fn(cond) - metric_fn(clean)`` on the same resampled queries, as in the report.  The
-resampling generator comes from :func:`snapbench.seeding.derive_generator` keyed by
+resampling generator comes from :func:`snapbench.core.seeding.derive_generator` keyed by
 (seed, key, n), so the interval is identical in any process.
 """
 
@@ -23,10 +23,10 @@ from typing import Literal
 
 import numpy as np
 
-from ..defaults import DEFAULT_CI
-from ..errors import InputError, arg
-from ..seeding import derive_generator
-from ..validate import ci_level, positive_int
+from ..core.defaults import DEFAULT_CI
+from ..core.errors import InputError, arg
+from ..core.seeding import derive_generator
+from ..core.validate import ci_level, positive_int
 
 __all__ = ["BootstrapInterval", "bca_interval", "scipy_interval"]
 

@@ -1,5 +1,5 @@
 """What evaluation reads: score directories, qrels, query tags (file names, id lists, TREC parsing and
-writing are the shared :mod:`snapbench.layout`).
+writing are the shared :mod:`snapbench.store`).
 
 SCORES_DIR layouts
 ------------------
@@ -40,7 +40,7 @@ This module gathers the readers: :mod:`.files` (score matrices, TREC runs, the e
 
 from __future__ import annotations
 
-from ..layout import read_ids
+from ..store import read_ids
 from .files import EvaluationInputError, RunRanking, load_score_matrix, read_run, write_run
 from .qrels import load_qrels, load_tags, query_groups
 from .scoresdir import ComposedScores, ScoresDir, check_operator_names

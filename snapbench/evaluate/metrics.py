@@ -35,10 +35,10 @@ from functools import cached_property
 
 import numpy as np
 
-from ..defaults import DEFAULT_KS
-from ..errors import ConfigError, InputError
-from ..registry import Table
-from ..validate import hint_and_known
+from ..core.defaults import DEFAULT_KS
+from ..core.errors import ConfigError, InputError
+from ..core.registry import Table
+from ..core.validate import hint_and_known
 from .labels import Labels
 
 __all__ = [
@@ -275,7 +275,7 @@ def parse_metrics(spec: str | Sequence[str] | None, ks: Sequence[int] = DEFAULT_
 
     A family without ``@k`` (hit, recall, ndcg) expands over ``ks``; ``mrr`` stays uncut unless
     written ``mrr@k``.  ``set``/``reject`` expand to the three set/reject metrics.  Unknown names
-    raise :class:`~snapbench.errors.ConfigError` listing what is accepted.
+    raise :class:`~snapbench.core.errors.ConfigError` listing what is accepted.
     """
     if spec is None:
         spec = "hit,recall,ndcg,mrr"

@@ -20,7 +20,7 @@ R@1(IT→IT) − R@1(I→I) on clean queries (negative: the question hurts), com
 
 On disk (``snapbench evaluate --mode``, mode names in any case): a SCORES_DIR may hold the paths as
 ``<condition>.II.npy``, ``<condition>.TT.npy``, ``<condition>.IT.npy``, ``<condition>.TI.npy`` or in
-sub-folders ``II/<condition>.npy`` ... (both layouts, see :mod:`snapbench.layout`); a mode's matrix is
+sub-folders ``II/<condition>.npy`` ... (both layouts, see :mod:`snapbench.store`); a mode's matrix is
 composed from them one condition at a time.
 """
 
@@ -30,8 +30,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..modes import MODE_LABELS, MODES, PATHS, compose, normalize_mode
+from ..core.errors import ConfigError
+from ..core.targets import MODE_LABELS, MODES, PATHS, compose, normalize_mode
 
 __all__ = [
     "MODES",
@@ -42,7 +42,7 @@ __all__ = [
     "normalize_mode",
 ]
 
-# the table itself lives in snapbench.modes (below every layer); re-exported here for the evaluator's API
+# the table itself lives in snapbench.core.targets (below every layer); re-exported here for the evaluator's API
 
 
 def mode_paths(mode: str) -> tuple[str, ...]:
@@ -52,7 +52,7 @@ def mode_paths(mode: str) -> tuple[str, ...]:
 
 def mode_scores(mode: str, paths: Mapping[str, np.ndarray]) -> np.ndarray:
     """Scores of ``mode`` from the path matrices in ``paths`` (keys among :data:`PATHS`), weighted as
-    :data:`snapbench.modes.MODES` says."""
+    :data:`snapbench.core.targets.MODES` says."""
     arrays = {p: np.asarray(a) for p, a in paths.items()}
     need = mode_paths(mode)
     shapes = {arrays[p].shape for p in need if p in arrays}

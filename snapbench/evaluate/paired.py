@@ -21,7 +21,7 @@
 * **Multiple conditions**: Holm(-Bonferroni) over all paired conditions, separately per metric.
   Reports carry ``p`` (Holm-adjusted) and ``p_raw``.
 
-All randomness comes from :func:`snapbench.seeding.derive_generator` keyed by the seed, so results
+All randomness comes from :func:`snapbench.core.seeding.derive_generator` keyed by the seed, so results
 are identical in any process.
 """
 
@@ -32,10 +32,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..defaults import DEFAULT_CI, DEFAULT_CLIFF_RATIO, DEFAULT_CLIFF_TOL, DEFAULT_RESAMPLES
-from ..errors import ConfigError, InputError
-from ..seeding import derive_generator
-from ..validate import ci_level
+from ..core.defaults import DEFAULT_CI, DEFAULT_CLIFF_RATIO, DEFAULT_CLIFF_TOL, DEFAULT_RESAMPLES
+from ..core.errors import ConfigError, InputError
+from ..core.seeding import derive_generator
+from ..core.validate import ci_level
 from .metrics import QueryStat, is_binary_metric
 
 __all__ = [

@@ -1,5 +1,5 @@
 """Relevance labels and query tags aligned with a SCORES_DIR's query and gallery ids (the decisions
-on unknown and missing judged ids are :func:`snapbench.layout.align_qrels`)."""
+on unknown and missing judged ids are :func:`snapbench.store.align_qrels`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import arg
-from ..layout import align_qrels, read_qrels_file
-from ..textio import read_json_or_text
-from ..validate import examples
+from ..core.errors import arg
+from ..core.textio import read_json_or_text
+from ..core.validate import examples
+from ..store import align_qrels, read_qrels_file
 from .files import EvaluationInputError
 from .labels import Labels
 
@@ -29,7 +29,7 @@ def load_qrels(
     """Read qrels (TREC or JSON) into :class:`Labels` aligned with ``query_ids`` x ``gallery_ids``.
 
     Returns ``(labels, warnings)``.  The rules (grades, unknown and missing ids) are
-    :func:`snapbench.layout.align_qrels`'s.  ``unknown_items``: ``"error"`` (default) or ``"drop"``.
+    :func:`snapbench.store.align_qrels`'s.  ``unknown_items``: ``"error"`` (default) or ``"drop"``.
     Qrels queries that have no scores (e.g. queries ``snapbench encode`` skipped under some
     condition) are left out with a warning, never silently, and appended to ``dropped`` when given.
     """

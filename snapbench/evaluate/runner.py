@@ -11,11 +11,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..conditions import parse_condition
-from ..errors import arg
-from ..layout import output_kind
-from ..schema import DepthLimit, PerQuery, Report
-from ..validate import LIST_MAX, positive_int, unknown_name
+from ..core.conditions import parse_condition
+from ..core.errors import arg
+from ..core.records import DepthLimit, PerQuery, Report
+from ..core.validate import LIST_MAX, positive_int, unknown_name
+from ..store import output_kind
 from .condition import ConditionEval, depth_limited_metrics, evaluate_matrix, evaluate_ranking, per_query_values
 from .config import EvaluationConfig
 from .drag import DRAG_METRIC, coarse_text_drag_ci

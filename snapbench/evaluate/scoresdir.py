@@ -7,9 +7,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..conditions import IMAGE_OPERATORS, TEXT_OPERATORS, condition_sort_key, condition_to_filename, parse_condition
-from ..errors import arg
-from ..layout import (
+from ..core.conditions import (
+    IMAGE_OPERATORS,
+    TEXT_OPERATORS,
+    condition_sort_key,
+    condition_to_filename,
+    parse_condition,
+)
+from ..core.errors import arg
+from ..core.validate import did_you_mean, suggestion
+from ..store import (
     GALLERY_IDS,
     PATH_NAMES,
     QUERY_IDS,
@@ -22,7 +29,6 @@ from ..layout import (
     read_ids,
     read_qrels_file,
 )
-from ..validate import did_you_mean, suggestion
 from .files import EvaluationInputError, RunRanking, load_score_matrix, read_run
 from .modes import mode_paths, normalize_mode
 
@@ -55,7 +61,7 @@ _KNOWN_OPERATORS = {"image": IMAGE_OPERATORS, "text": TEXT_OPERATORS}
 
 def check_operator_names(cid: str, source: str | Path) -> str | None:
     """Check the operator names of condition ``cid`` (read from ``source``) against the built-in ones
-    of :mod:`snapbench.conditions`.
+    of :mod:`snapbench.core.conditions`.
 
     A case/underscore/hyphen variant of a known name (``lowlight``, ``Mosaic``, ``motion-blur``) is
     an :class:`EvaluationInputError` with a did-you-mean: it would otherwise become a row of its own
@@ -85,7 +91,7 @@ def check_operator_names(cid: str, source: str | Path) -> str | None:
 
 
 #: what to give instead of the output folder of another command (the kind its run.json names, read
-#: through :func:`snapbench.layout.output_kind`); ``{path}`` is the folder given
+#: through :func:`snapbench.store.output_kind`); ``{path}`` is the folder given
 _INSTEAD: dict[str, str] = {
     "encode": "it holds the output of 'snapbench encode': give its per-path scores, {paths}",
     "corrupt": "it holds the output of 'snapbench corrupt' (corrupted queries, not scores): encode it first "
@@ -110,9 +116,9 @@ class ScoresDir:
 
     ``kind`` is ``"npy"`` or ``"trec"``.  With ``mode`` (one of :data:`~snapbench.evaluate.modes.MODES`,
     any case) the conditions are those with all the mode's path files, in either PATHS_DIR layout
-    (``<cond>.II.npy`` or ``II/<cond>.npy``; see :mod:`snapbench.layout`).  ``warnings`` lists what
+    (``<cond>.II.npy`` or ``II/<cond>.npy``; see :mod:`snapbench.store`).  ``warnings`` lists what
     was accepted with a doubt (operator names that are not built in).  :attr:`conditions` are in
-    the order of a default run (:func:`snapbench.conditions.condition_sort_key`).
+    the order of a default run (:func:`snapbench.core.conditions.condition_sort_key`).
     """
 
     def __init__(self, path: str | Path, *, mode: str | None = None, qrels: str | Path | None = None):

@@ -2,7 +2,7 @@
 
 For galleries too large for one score matrix per row block (millions of items), the scores of all
 queries come shard by shard in gallery order.  :func:`evaluate_column_chunks` keeps, per query, a
-running exact top-k (:class:`snapbench.ranking.StreamingTopK`, the one tie rule), the best positive
+running exact top-k (:class:`snapbench.core.ranking.StreamingTopK`, the one tie rule), the best positive
 seen so far and, for set metrics, running counts.  The rank of the first positive is exact: from
 the top-k when a positive is there, otherwise from a second pass that counts the items ranked above
 the best positive (higher score, or the same score at a smaller gallery column).  The result is the
@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..ranking import StreamingTopK
+from ..core.ranking import StreamingTopK
 from .condition import ConditionEval
 from .files import EvaluationInputError
 from .metrics import Labels, query_stats, ranking_depth

@@ -1,4 +1,4 @@
-"""From per-condition results to the typed report (:class:`snapbench.schema.Report`): paired deltas
+"""From per-condition results to the typed report (:class:`snapbench.core.records.Report`): paired deltas
 with CIs and tests, additivity, severity curves, stability classes, first-positive ranks and their
 displacement, per-group results and the settings (``meta``).
 
@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .._version import __version__
-from ..conditions import parse_condition
-from ..ranking import TIE_RULE
-from ..schema import (
+from ..core.conditions import parse_condition
+from ..core.ranking import TIE_RULE
+from ..core.records import (
     REPORT_SCHEMA_VERSION,
     Additivity,
     AdditivitySummary,

@@ -11,7 +11,7 @@ See ``moor.py`` for the algebra, ``index.py`` for the fitted (streaming) index, 
 ablation, ``baselines.py`` / ``learned.py`` for the fusion baselines, ``search.py`` for gallery sources
 and approximate (FAISS) top-k, ``run.py`` for :func:`fuse_directory` (what ``snapbench moor`` runs).
 Top-k results, the tie rule, streaming exact top-k, first-positive ranks and :func:`topk_overlap`
-live one layer below, in :mod:`snapbench.ranking` (shared with ``snapbench.evaluate``).
+live one layer below, in :mod:`snapbench.core.ranking` (shared with ``snapbench.evaluate``).
 """
 
 from .baselines import (

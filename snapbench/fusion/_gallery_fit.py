@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .search import GallerySource
 from .whitening import RunningMoments, Whitener
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 __all__ = ["as_matrix", "check_finite", "check_same_dim"]
 

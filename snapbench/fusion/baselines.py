@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..ranking import first_positive_rank, rank_matrix
-from ..registry import Table
+from ..core.errors import InputError
+from ..core.ranking import first_positive_rank, rank_matrix
+from ..core.registry import Table
 from ._validate import as_matrix
 from .moor import PathScores, path_scores
 
@@ -190,7 +190,7 @@ def relevance_matrix(relevance: Any, shape: tuple[int, int]) -> np.ndarray:
 @dataclass
 class OracleResult:
     """Per-query oracle: ``alpha`` (NaN for queries without positives), ``rank`` of the first positive
-    at that α (NaN without positives: :func:`snapbench.ranking.first_positive_rank`'s contract), and
+    at that α (NaN without positives: :func:`snapbench.core.ranking.first_positive_rank`'s contract), and
     the fused ``scores`` at the chosen α (0.5 where undefined)."""
 
     alpha: np.ndarray

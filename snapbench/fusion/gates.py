@@ -36,8 +36,8 @@ from typing import Union
 
 import numpy as np
 
-from ..errors import ConfigError, InputError
-from ..registry import Table
+from ..core.errors import ConfigError, InputError
+from ..core.registry import Table
 
 __all__ = [
     "GATES",

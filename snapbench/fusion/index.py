@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..ranking import StreamingTopK
+from ..core.errors import InputError
+from ..core.ranking import StreamingTopK
 from ._gallery_fit import CacheWriter, check_foldable, fit_standardisers, whiten_gallery
 from ._validate import as_matrix
 from .gates import GateLike, get_gate

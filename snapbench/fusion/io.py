@@ -8,7 +8,7 @@ Formats
   file with several needs a key: ``embeddings.safetensors#image`` (otherwise the error lists the keys).
 
 The folders this reads and writes (SCORES_DIR, PATHS_DIR in both layouts, EMBEDDINGS_DIR, id lists,
-TREC runs) are defined, with their one reader/writer each, in :mod:`snapbench.layout`.
+TREC runs) are defined, with their one reader/writer each, in :mod:`snapbench.store`.
 
 Per-query MOOR weights are written *outside* the condition files (``moor_weights/<condition>.csv`` or
 ``.npy``) so that the SCORES_DIR stays readable by ``snapbench evaluate``.  Every output file is written
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import open_text_atomic, save_npy_atomic
-from ..errors import ConfigError, InputError
-from ..layout import PATH_NAMES, load_npy
+from ..core.errors import ConfigError, InputError
+from ..store import PATH_NAMES, load_npy
+from ..store.atomic import open_text_atomic, save_npy_atomic
 from ._validate import check_finite
 
 __all__ = [

@@ -13,7 +13,7 @@ seen in training gets weight 0; if training holds a single class, that path gets
 Never on the test queries: :meth:`MetaFusion.fit` records the training query ids and
 :meth:`MetaFusion.predict_weights` / :func:`learned_fusion` raise ``ValueError`` if any evaluated
 query id was used for training.  Randomness (GBM's internal validation split) comes from
-``snapbench.seeding.derive_generator("meta-fusion", model, seed)``.
+``snapbench.core.seeding.derive_generator("meta-fusion", model, seed)``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..ranking import first_positive_rank
-from ..seeding import derive_generator
+from ..core.errors import InputError
+from ..core.ranking import first_positive_rank
+from ..core.seeding import derive_generator
 from .baselines import relevance_matrix
 from .moor import CONST_RTOL, PATHS, PathScores
 

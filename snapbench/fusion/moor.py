@@ -85,8 +85,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..layout import PATH_NAMES
+from ..core.errors import InputError
+from ..store import PATH_NAMES
 from ._validate import as_matrix, check_same_dim
 from .gates import GateLike, get_gate
 from .whitening import Whitener

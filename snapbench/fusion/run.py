@@ -1,6 +1,6 @@
 """Fuse a whole folder: :func:`fuse_directory`, the library entry point behind ``snapbench moor``.
 
-Inputs (exactly one; layouts in :mod:`snapbench.layout`):
+Inputs (exactly one; layouts in :mod:`snapbench.store`):
 
 * ``embeddings_dir`` -- an EMBEDDINGS_DIR (``gallery.{image,text}.npy`` + ``<cond>.{image,text}.npy``,
   what ``snapbench encode`` writes to ``OUT/embeddings``): every condition, one gallery fit;
@@ -37,11 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import save_npy_atomic
-from ..conditions import condition_to_filename, parse_condition
-from ..errors import ConfigError, InputError, arg
-from ..jsonable import write_json
-from ..layout import (
+from ..core.conditions import condition_to_filename, parse_condition
+from ..core.errors import ConfigError, InputError, arg
+from ..core.jsonable import write_json
+from ..core.ranking import TopK, topk, topk_overlap
+from ..core.seeding import derive_generator
+from ..core.textio import read_json
+from ..core.validate import choice, finite_number, positive_int
+from ..store import (
     GALLERY_IDS,
     QUERY_IDS,
     RUN_SUFFIXES,
@@ -55,10 +58,7 @@ from ..layout import (
     write_run_json,
     write_trec_run,
 )
-from ..ranking import TopK, topk, topk_overlap
-from ..seeding import derive_generator
-from ..textio import read_json
-from ..validate import choice, finite_number, positive_int
+from ..store.atomic import save_npy_atomic
 from .gates import get_gate
 from .index import MOORIndex
 from .io import load_matrix, load_path_scores, write_weights
@@ -330,7 +330,7 @@ def fuse_directory(
 
     ``options`` (or its fields as keywords, e.g. ``k=10, gate="linear"``) say how: see
     :class:`FuseOptions`.  ``progress(line)`` is called after each condition.  Raises
-    :class:`~snapbench.errors.SnapbenchError` subclasses for bad inputs/options.
+    :class:`~snapbench.core.errors.SnapbenchError` subclasses for bad inputs/options.
     """
     opts = FuseOptions(**{**(options.__dict__ if options is not None else {}), **settings})
     given = [n for n, v in (("embeddings", embeddings), ("paths_dir", paths_dir), ("embeddings_dir", embeddings_dir))

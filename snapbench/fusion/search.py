@@ -1,8 +1,8 @@
 """Gallery sources for streaming, and approximate (FAISS) top-k search.
 
 Exact top-k, its tie rule (**higher score first; equal scores in gallery column order**) and the
-:class:`~snapbench.ranking.TopK` result type live in :mod:`snapbench.ranking`, shared with
-``snapbench.evaluate``; TREC runs are written by :func:`snapbench.layout.write_trec_run`.
+:class:`~snapbench.core.ranking.TopK` result type live in :mod:`snapbench.core.ranking`, shared with
+``snapbench.evaluate``; TREC runs are written by :func:`snapbench.store.write_trec_run`.
 
 Gallery sources (:class:`GallerySource`): a pair of in-memory arrays or ``np.memmap`` s, a pair of ``.npy``
 paths (read with ``readinto`` into one reused buffer, so resident memory stays at one chunk rather than
@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, arg
-from ..layout import load_npy
-from ..ranking import TopK
-from ..validate import unknown_name
+from ..core.errors import InputError, arg
+from ..core.ranking import TopK
+from ..core.validate import unknown_name
+from ..store import load_npy
 
 __all__ = [
     "ANNIndex",
@@ -293,7 +293,7 @@ class ANNIndex:
 
     def search(self, queries: np.ndarray, k: int) -> TopK:
         """Top-k by inner product; results re-sorted by our tie rule.  Slots FAISS leaves empty (fewer
-        than k found) hold index ``-1`` and score ``NaN``, like every :class:`~snapbench.ranking.TopK`."""
+        than k found) hold index ``-1`` and score ``NaN``, like every :class:`~snapbench.core.ranking.TopK`."""
         self.flush()
         q = np.ascontiguousarray(queries, dtype=np.float32)
         if q.ndim != 2 or q.shape[1] != self.dim:

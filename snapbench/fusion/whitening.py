@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..vectors import l2_normalize
+from ..core.errors import InputError
+from ..core.vectors import l2_normalize
 from ._validate import as_matrix, check_finite
 
-__all__ = ["RunningMoments", "Whitener", "l2_normalize"]  # l2_normalize re-exported from snapbench.vectors
+__all__ = ["RunningMoments", "Whitener", "l2_normalize"]  # l2_normalize re-exported from snapbench.core.vectors
 
 
 class RunningMoments:

@@ -29,7 +29,7 @@ albumentations (or an ImageNet-C port built on it) already has::
     corrupt_image(img, "alb_gauss_noise", 2, seed=0, key="q1")   # condition img/alb_gauss_noise/s2
 
 Seeding: the operator's ``sample`` draws one 32-bit integer from snapbench's generator for
-(seed, query key, operator, severity) (:func:`snapbench.seeding.image_rng`) and the transform runs
+(seed, query key, operator, severity) (:func:`snapbench.core.seeding.image_rng`) and the transform runs
 inside ``A.Compose([t], seed=that integer)``, albumentations' own seeding; so the output depends
 on those four values only, in any process and worker.  Re-seeding a transform mutates it, so calls
 are serialised by a module lock (albumentations transforms are not thread-safe anyway).  The
@@ -55,9 +55,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "snapbench.interop.albumentations needs albumentations: pip install 'snapbench[albumentations]'"
     ) from exc
 
+from ..core.errors import ConfigError, InputError, arg
+from ..core.jsonable import to_json
 from ..corruptions import get_image_operator, level_params, register_image_operator
-from ..errors import ConfigError, InputError, arg
-from ..jsonable import to_json
 
 __all__ = ["MAX_ARRAY_ITEMS", "AlbumentationsOperator", "SnapbenchCorruption", "register_albumentations_operator"]
 

@@ -26,7 +26,7 @@ Python's global ``random``; seed it yourself if the flow must be reproducible.)
 nlpaug draws from Python's *global* ``random`` (and numpy's global generator in places).  To make
 that deterministic without touching anyone else's randomness, each call runs under a module lock:
 save the global ``random`` and numpy states, seed both with an integer drawn from snapbench's
-generator for (seed, query key, operator, attempt) (:func:`snapbench.seeding.text_rng`, a stable
+generator for (seed, query key, operator, attempt) (:func:`snapbench.core.seeding.text_rng`, a stable
 BLAKE2b hash), run the augmenter, restore the saved states.  So outputs are identical in any
 process and for any worker count, and the caller's global random state is exactly what it was.
 Threads calling nlpaug operators are serialised by the lock (nlpaug is not thread-safe anyway).
@@ -55,9 +55,9 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("snapbench.interop.nlpaug needs nlpaug: pip install 'snapbench[nlpaug]'") from exc
 
+from ..core.errors import ConfigError, InputError
+from ..core.validate import choice
 from ..corruptions import corrupt_text, register_text_operator
-from ..errors import ConfigError, InputError
-from ..validate import choice
 
 __all__ = ["NlpaugOperator", "SnapbenchAugmenter", "register_nlpaug_operator"]
 

@@ -40,7 +40,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("snapbench.interop.torch needs torch: pip install 'snapbench[torch]'") from exc
 
-from ..conditions import parse_condition
+from ..core.conditions import parse_condition
+from ..core.errors import InputError
 from ..corruptions import (
     corrupt_image,
     corrupt_text,
@@ -51,7 +52,6 @@ from ..corruptions import (
     load_manifest,
 )
 from ..corruptions.plan import generated_space, plan_conditions, plan_grid, resolve_grid
-from ..errors import InputError
 
 __all__ = ["CorruptedQueries", "CorruptedQueriesIterable", "SnapbenchTransform", "collate_queries", "content_key"]
 

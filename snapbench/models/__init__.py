@@ -35,8 +35,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..modes import PATH_SIDES
-from ..vectors import l2_normalize
+from ..core.targets import PATH_SIDES
+from ..core.vectors import l2_normalize
 from .cache import CachedEncoder, default_cache_dir
 from .spec import ENCODERS, known_names
 
@@ -106,7 +106,7 @@ def load_encoder(spec: str, *, device: str | None = None, batch_size: int | None
     (default 32).  Both are ignored by encoders that take no such argument (``toy``), but a
     ``device`` that is no torch device (``"tpu"``, ``"gpu"``) is a ``ConfigError`` for every spec
     (:func:`snapbench.models.device.check_device`).
-    Raises :class:`~snapbench.errors.ConfigError` for an unknown spec, a missing extra (with the
+    Raises :class:`~snapbench.core.errors.ConfigError` for an unknown spec, a missing extra (with the
     ``pip install 'snapbench[models]'`` hint) or a model that is neither local nor downloadable.
     """
     from .device import check_device
@@ -117,11 +117,11 @@ def load_encoder(spec: str, *, device: str | None = None, batch_size: int | None
 
 def cosine_path_scores(q_image: np.ndarray | None, q_text: np.ndarray | None, g_image: np.ndarray | None,
                        g_text: np.ndarray | None, *, paths: Collection[str] | None = None) -> dict[str, np.ndarray]:
-    """Cosine similarities of the four paths of :data:`snapbench.modes.PATH_SIDES` (II, TT, IT, TI), or of
+    """Cosine similarities of the four paths of :data:`snapbench.core.targets.PATH_SIDES` (II, TT, IT, TI), or of
     ``paths`` only.
 
     A side given as ``None`` (no images, or a text-only model) leaves out the paths that need it.
-    Rows are normalised with :func:`snapbench.vectors.l2_normalize` (float32 embeddings stay float32).
+    Rows are normalised with :func:`snapbench.core.vectors.l2_normalize` (float32 embeddings stay float32).
     """
     unit = {k: None if a is None else l2_normalize(np.asarray(a, dtype=np.float32))
             for k, a in {("q", "image"): q_image, ("q", "text"): q_text, ("g", "image"): g_image, ("g", "text"): g_text}.items()}

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import nearest_existing, save_npy_atomic
-from ..errors import ConfigError, arg
-from ..jsonable import write_json
+from ..core.errors import ConfigError, arg
+from ..core.jsonable import write_json
+from ..store.atomic import nearest_existing, save_npy_atomic
 
 __all__ = ["CachedEncoder", "check_cache_dir", "default_cache_dir", "image_key", "text_key"]
 

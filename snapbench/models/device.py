@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ConfigError
-from ..validate import hint_and_known
+from ..core.errors import ConfigError
+from ..core.validate import hint_and_known
 
 __all__ = ["DEVICE_TYPES", "check_device"]
 

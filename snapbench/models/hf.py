@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .loading import load_or_explain, model_source
 from .torch_support import (
     TorchEncoderBase,

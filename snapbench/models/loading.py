@@ -13,7 +13,7 @@
   fail at once themselves).
 
 :func:`load_or_explain` runs a loader and turns whatever it raises into one
-:class:`~snapbench.errors.ConfigError` line starting with the encoder's spec.
+:class:`~snapbench.core.errors.ConfigError` line starting with the encoder's spec.
 :func:`quiet_loading` turns off the progress bars of transformers and huggingface_hub ("Loading
 weights", downloads) while models load, for commands run with ``--no-progress``.
 """
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, SnapbenchError
+from ..core.errors import ConfigError, SnapbenchError
 
 __all__ = ["ModelSource", "hub_offline", "load_or_explain", "model_source", "one_line", "quiet_loading"]
 

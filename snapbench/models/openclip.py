@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..validate import hint_and_known
+from ..core.errors import ConfigError
+from ..core.validate import hint_and_known
 from .torch_support import (
     TorchEncoderBase,
     file_sha256,

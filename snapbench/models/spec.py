@@ -9,7 +9,7 @@
 ``package.module:attribute``             your own encoder: a class, a factory or an instance
 =====================================  ==============================================================
 
-Both kinds of name are tables (:class:`snapbench.registry.Table`) that fail loudly:
+Both kinds of name are tables (:class:`snapbench.core.registry.Table`) that fail loudly:
 :data:`ENCODERS` (registered names, then plugins, loaded only when asked for) and
 :data:`ADAPTERS` (the ``PREFIX:`` forms; add your own with ``ADAPTERS.register(prefix, build)``,
 ``build(rest, device=..., batch_size=...)``).  A spec that is neither, and not ``module:attribute``
@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, SnapbenchError
-from ..registry import Table
-from ..validate import did_you_mean, listing
+from ..core.errors import ConfigError, SnapbenchError
+from ..core.registry import Table
+from ..core.validate import did_you_mean, listing
 from .loading import one_line
 
 __all__ = ["ADAPTERS", "ADAPTER_PREFIXES", "ENCODERS", "ENTRY_POINT_GROUP", "DescribedEncoder", "describe",
@@ -207,7 +207,7 @@ ENCODERS.on_first_use(_register_builtins)
 
 
 def _did_you_mean(spec: str) -> str:
-    """:func:`~snapbench.validate.did_you_mean` over the registered names and adapter prefixes
+    """:func:`~snapbench.core.validate.did_you_mean` over the registered names and adapter prefixes
     (``open_clip:``; with a colon in ``spec``, its prefix against the adapter prefixes only)."""
     prefix, colon, _ = spec.partition(":")
     adapters = [a + ":" for a in ADAPTERS.names()]

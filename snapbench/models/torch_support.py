@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..defaults import DEFAULT_BATCH_SIZE
-from ..errors import ConfigError
+from ..core.defaults import DEFAULT_BATCH_SIZE
+from ..core.errors import ConfigError
 from .loading import load_or_explain
 
 __all__ = [

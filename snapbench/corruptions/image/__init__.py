@@ -28,7 +28,7 @@ from .grid import DEFAULT_GRID
 from .knobs import BUILTIN_KNOBS, Knob
 
 # Registration happens at import of each primitive module; the order is irrelevant (image_operators()
-# lists the built-ins in the paper's order from snapbench.conditions).
+# lists the built-ins in the paper's order from snapbench.core.conditions).
 from . import degrade, transform, remove, add  # noqa: E402,F401  isort: skip
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 One set of checks, so a grid typo or an out-of-range value gets the same kind of message whichever
 operator reads it.  Each validator names the operator and the parameter; all raise
-:class:`snapbench.errors.ConfigError` (a ``ValueError``): a level's parameters come from the
+:class:`snapbench.core.errors.ConfigError` (a ``ValueError``): a level's parameters come from the
 severity grid, which is configuration.  ``apply`` functions call them too, so a hand-written
 params dict is checked as well.
 """
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError
-from ...validate import listing, unknown_name
+from ...core.errors import ConfigError
+from ...core.validate import listing, unknown_name
 
 __all__ = ["fraction", "fraction_value", "integer", "integer_value", "known_keys", "level_value", "number", "rgb", "scaled_side"]
 

@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 from ._buffers import BytesLRU
 from ._overlay import (
     FONT_FILE,

@@ -1,4 +1,4 @@
-"""Image operator protocol and registry (one :class:`~snapbench.registry.Table` of operator records).
+"""Image operator protocol and registry (one :class:`~snapbench.core.registry.Table` of operator records).
 
 An operator is two functions, as in ImageNet-C-bar: ``sample(rng, level, shape) -> params`` draws
 every random choice (offsets, placements, noise seeds) from a ``numpy.random.Generator`` and returns
@@ -10,7 +10,7 @@ The registry holds one :class:`ImageOperator` record per operator: its name, fun
 default levels (``grid``) and aliases.  Built-ins register themselves when their primitive module
 is imported; users call :func:`register_image_operator`; installed packages add operators through
 the entry point group ``snapbench.image_operators`` (see :mod:`snapbench.corruptions.plugins`),
-loaded on the first lookup.  A built-in named in :data:`snapbench.conditions.IMAGE_OPERATORS`
+loaded on the first lookup.  A built-in named in :data:`snapbench.core.conditions.IMAGE_OPERATORS`
 without a registered implementation is an error at every lookup, never a silent gap in a run.
 """
 
@@ -24,11 +24,11 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from ... import conditions as _conditions
-from ...errors import ConfigError
-from ...registry import Table
-from ...seeding import image_rng
-from ...validate import listing
+from ...core import conditions as _conditions
+from ...core.errors import ConfigError
+from ...core.registry import Table
+from ...core.seeding import image_rng
+from ...core.validate import listing
 from ..pixels import as_rgb_uint8
 from ..plugins import IMAGE_GROUP, load_operator_plugins, plugin_failure
 from .grid import DEFAULT_GRID, Grid, merge_levels, read_grid_file
@@ -71,7 +71,7 @@ class ImageOperator:
     """A registered image corruption: the record of the operator table.
 
     ``primitive`` is one of degrade / transform / remove / add for the built-ins (fixed by
-    :data:`snapbench.conditions.IMAGE_PRIMITIVES`), ``"custom"`` or the user's choice otherwise;
+    :data:`snapbench.core.conditions.IMAGE_PRIMITIVES`), ``"custom"`` or the user's choice otherwise;
     ``changes_size`` is True only for operators whose meaning is a size change.  ``grid`` holds the
     default parameters per severity (``{1: {...}, 2: {...}}``; built-ins: their
     :data:`~.grid.DEFAULT_GRID` levels); ``aliases`` are other names condition ids may use.
@@ -138,7 +138,7 @@ def _checked(op: ImageOperator) -> ImageOperator:
     primitive = op.primitive if op.primitive != "custom" or fixed is None else fixed
     if fixed is not None and primitive != fixed:
         raise ConfigError(
-            f"image operator {name!r} is a built-in {fixed!r} operator (snapbench.conditions.IMAGE_PRIMITIVES); "
+            f"image operator {name!r} is a built-in {fixed!r} operator (snapbench.core.conditions.IMAGE_PRIMITIVES); "
             f"it cannot be registered as primitive {primitive!r}", param="primitive")
     if op.grid is not None:
         levels = _levels_of(name, op.grid)
@@ -176,7 +176,7 @@ def register_image_operator(
 ):
     """Register an operator; usable as a decorator on the ``apply`` function.
 
-    ``primitive``: a built-in name's primitive is fixed by :data:`snapbench.conditions.IMAGE_PRIMITIVES`
+    ``primitive``: a built-in name's primitive is fixed by :data:`snapbench.core.conditions.IMAGE_PRIMITIVES`
     (the one source of built-in names and primitives); passing a different one is an error, and
     leaving it out takes it from there.  A new operator defaults to ``"custom"``.
 
@@ -238,7 +238,7 @@ _TABLE.on_first_use(_load_plugins)
 def _check_builtins(names: list[str]) -> None:
     missing = [n for n in _conditions.IMAGE_OPERATORS if n not in names]
     if missing:
-        raise ConfigError(f"built-in image operator(s) {', '.join(missing)} (snapbench.conditions.IMAGE_PRIMITIVES) "
+        raise ConfigError(f"built-in image operator(s) {', '.join(missing)} (snapbench.core.conditions.IMAGE_PRIMITIVES) "
                           "have no registered implementation; the installation is incomplete")
 
 

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import cv2
 import numpy as np
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 from ._buffers import scratch
 from ._params import integer, known_keys, number
 from .base import register_image_operator

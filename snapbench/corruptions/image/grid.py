@@ -14,7 +14,7 @@ named keep their defaults.  An operator name that is neither in the base grid no
 error with the closest names (``[motionblur.s2]`` would otherwise be ignored silently).
 
 This module holds parameters only and knows no registry: which operators exist and their
-primitives are defined in :mod:`snapbench.conditions` (built-ins) and the registry (:mod:`.base`,
+primitives are defined in :mod:`snapbench.core.conditions` (built-ins) and the registry (:mod:`.base`,
 whose ``load_grid`` / ``merge_grid`` pass the registered names to :func:`merge_levels`).
 """
 
@@ -27,9 +27,9 @@ import re
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
-from ...errors import ConfigError
-from ...textio import read_text
-from ...validate import unknown_name
+from ...core.errors import ConfigError
+from ...core.textio import read_text
+from ...core.validate import unknown_name
 
 __all__ = ["Grid", "DEFAULT_GRID", "merge_levels", "read_grid_file", "severities_of"]
 
@@ -116,7 +116,7 @@ def merge_levels(base: Mapping[str, Mapping[int, Mapping[str, Any]]], override: 
 
 def read_grid_file(path: str | os.PathLike) -> dict[str, Any]:
     """The table of a JSON (``.json``) or TOML (``.toml``) grid file, unmerged; errors name the file
-    (text decoded through :mod:`snapbench.textio`, so bad bytes are an error with line and column)."""
+    (text decoded through :mod:`snapbench.core.textio`, so bad bytes are an error with line and column)."""
     path = Path(path)
     text = read_text(path, what="grid file")
     try:

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 from ._params import scaled_side
 
 __all__ = ["BUILTIN_KNOBS", "Knob", "builtin_knob", "check_knob"]

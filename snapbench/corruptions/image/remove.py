@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import cv2
 import numpy as np
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 from ._params import fraction, known_keys, scaled_side
 from .base import register_image_operator
 

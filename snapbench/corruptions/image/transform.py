@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 import cv2
 import numpy as np
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 from ._buffers import BytesLRU, scratch
 from ._params import known_keys, number
 from .base import register_image_operator

@@ -1,0 +1,33 @@
+"""The paper report of a run directory (top layer: it reads what ``snapbench run`` wrote).
+
+``build_report(DIR)`` writes ``DIR/report.html`` (one self-contained page), paper tables
+(``DIR/tables/*.md``, ``*.tex``), figures (``DIR/figures/*.png``, ``*.pdf``; needs the ``report``
+extra), the per-query values of all modes (``DIR/per_query.csv``, ``.parquet`` with pyarrow) and
+``DIR/findings.json``.  ``write_per_query``/``read_per_query`` are the per-mode per-query format
+``snapbench run`` writes; ``read_target_per_query(DIR, target)`` reads one target's table as a
+:class:`snapbench.core.records.PerQuery` (the one way to read a run's per-query values).  Reports are
+read as :class:`snapbench.core.records.Report`.  ``traffic`` / ``traffic_html``: the expected R@k of the
+run under the mix of a ``snapbench diagnose`` folder (``DIR/traffic.json``, its section of the page).
+"""
+
+from .build import FORMATS, ReportResult, build_report
+from .findings import Finding, compute_findings
+from .perquery import read_per_query, write_combined_per_query, write_per_query
+from .rundir import RunData, load_run_dir, read_target_per_query
+from .tables import Table, metric_label
+
+__all__ = [
+    "FORMATS",
+    "Finding",
+    "ReportResult",
+    "RunData",
+    "Table",
+    "build_report",
+    "compute_findings",
+    "load_run_dir",
+    "metric_label",
+    "read_per_query",
+    "read_target_per_query",
+    "write_combined_per_query",
+    "write_per_query",
+]

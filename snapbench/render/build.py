@@ -1,0 +1,384 @@
+"""``build_report``: from a run directory to report.html, tables/, figures/, per_query.{csv,parquet}
+and findings.json.  Every optional input that is missing shows up as a note in the section that
+needed it (and in :attr:`ReportResult.notes`); nothing optional makes the report fail.
+
+The page is a list of sections, each built by one function below from the run's data; the files
+it writes are named by :class:`snapbench.store.RunDir` (of the output folder).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ConfigError
+from ..core.jsonable import dumps
+from ..core.validate import choice, hint_and_known
+from ..store import RunDir, claim_output_dir, write_run_json
+from ..store.atomic import write_bytes_atomic, write_text_atomic
+from .figures import check_dpi
+from .findings import compute_findings
+from .fmt import ci_level_text
+from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
+from .perquery import write_combined_per_query
+from .rundir import TARGET_NAMES, RunData, load_run_dir
+from .tables import Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
+from .terminal import queries_line
+
+__all__ = ["FORMATS", "ReportResult", "build_report"]
+
+FORMATS: tuple[str, ...] = ("html", "md", "tex", "csv", "parquet", "png", "pdf")
+
+
+@dataclass
+class ReportResult:
+    """What was written (paths) and what could not be (notes, by topic)."""
+
+    out: Path
+    files: list[Path] = field(default_factory=list)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    figures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Writer:
+    """Writes the report's files into ``out`` (only the formats asked for) and records them."""
+
+    out: RunDir
+    formats: set[str]
+    res: ReportResult
+    dpi: int
+    plot: Any = None  # the figures module, None without matplotlib
+
+    def write(self, path: Path, payload: bytes | str) -> Path:
+        if isinstance(payload, str):
+            write_text_atomic(path, payload)
+        else:
+            write_bytes_atomic(path, payload)
+        self.res.files.append(path)
+        return path
+
+    def table(self, t: Table | None) -> str:
+        """Write ``t`` as .md / .tex (as asked); its HTML for the page."""
+        if t is None:
+            return ""
+        if "md" in self.formats:
+            self.write(self.out.tables / f"{t.name}.md", t.to_markdown())
+        if "tex" in self.formats:
+            self.write(self.out.tables / f"{t.name}.tex", t.to_latex())
+        return t.to_html()
+
+    def figure(self, name: str, make: Callable[[], Any], caption: str) -> HtmlFigure | None:
+        """Draw, write as .png / .pdf (as asked); the page's figure (``None`` without matplotlib or data)."""
+        if self.plot is None:
+            return None
+        fig = make()
+        if fig is None:
+            return None
+        png = self.plot.fig_to_bytes(fig, "png", self.dpi)
+        if self.formats & {"png", "html"}:
+            self.write(self.out.figures / f"{name}.png", png)
+        if "pdf" in self.formats:
+            self.write(self.out.figures / f"{name}.pdf", self.plot.fig_to_bytes(fig, "pdf", self.dpi))
+        self.res.figures.append(name)
+        return HtmlFigure(name, caption, png)
+
+    def note(self, topic: str, message: str) -> None:
+        self.res.notes.setdefault(topic, []).append(message)
+
+
+def _load_plot(w: _Writer) -> None:
+    """Figures: matplotlib is optional; a missing one costs the figures, not the report."""
+    if not w.formats & {"png", "pdf", "html"}:
+        return
+    try:
+        from . import figures as plot
+
+        plot.require_matplotlib()
+        w.plot = plot
+    except ConfigError as e:
+        w.note("figures", str(e))
+
+
+def _contact_sheet(data: RunData, w: _Writer) -> bytes | None:
+    """A ready DIR/contact_sheet.png, else one built from run.json's ``contact_sheet`` entry."""
+    if data.contact_sheet is not None:
+        try:
+            return data.contact_sheet.read_bytes()
+        except OSError as e:
+            w.note("contact_sheet", f"{data.contact_sheet}: unreadable ({e})")
+            return None
+    spec = data.run.get("contact_sheet")
+    if not isinstance(spec, dict) or not spec.get("image"):
+        w.note("contact_sheet", "no contact sheet: put contact_sheet.png in the run directory, or "
+                                '"contact_sheet": {"image": ..., "key": ..., "seed": ...} in run.json')
+        return None
+    from ..corruptions.io import encode_png, load_image
+    from ..corruptions.preview import contact_sheet
+
+    img_path = Path(spec["image"])
+    if not img_path.is_absolute():
+        img_path = data.path / img_path
+    try:
+        sheet = contact_sheet(load_image(img_path), question=spec.get("question"), entity=spec.get("entity"),
+                              seed=int(spec.get("seed", data.run.get("seed", 0)) or 0),
+                              key=str(spec.get("key", img_path.stem)), cell=(160, 120),
+                              severity_target=spec.get("severity_target"))
+    except (ValueError, OSError, TypeError) as e:
+        w.note("contact_sheet", f"contact sheet of {img_path} failed: {e}")
+        return None
+    return encode_png(sheet.image)
+
+
+def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
+    rep = data.first_report
+    meta = rep.meta
+    run = data.run
+    ci = ci_level_text(meta.ci_level)
+    rows = [
+        ("dataset", str(run.get("dataset", "not recorded (no run.json)"))),
+        ("encoder", str(run.get("encoder", "not recorded (no run.json)"))),
+        ("modes", ", ".join(TARGET_NAMES.get(m, m) for m in data.modes)
+         + (f"; fixed-fusion baselines: {', '.join(sorted(data.fusion))}" if data.fusion else "")),
+        ("queries", queries_line(rep) + (f"; percentages of ranking metrics are out of "
+                                         f"{rep.n_queries - rep.n_excluded_zero_gt}" if rep.n_excluded_zero_gt else "")),
+        ("gallery", f"{meta.n_gallery} items"),
+        ("conditions", f"{len(rep.conditions)} (clean included)"),
+        ("primary metric", f"{metric_label(metric)} ({metric}); values in %, differences in points"),
+        ("signs", "Δ = condition − clean (negative = worse); additivity drops = clean − condition (positive = worse)"),
+        ("seed", str(run.get("seed", meta.seed))),
+        *([("severity", f"s1, s2, ... are measured targets: {fp['severity_target']}{_target_missed(run)}")]
+          if isinstance(fp := run.get("fingerprint"), dict) and fp.get("severity_target") else []),
+        ("bootstrap", f"{meta.resamples} resamples, {ci} {meta.ci_method}; only the queries that count for a "
+                      "metric are resampled"),
+        ("snapbench", str(run.get("snapbench_version", meta.snapbench_version))),
+    ]
+    # what the run could not do and why (absent images, skipped modes, dropped queries): the reader
+    # of a paper table must see it next to the numbers
+    rows += [("note", str(note)) for note in run.get("notes") or []]
+    return rows
+
+
+def build_report(
+    run_dir: str | Path,
+    out: str | Path | None = None,
+    *,
+    formats: Sequence[str] = FORMATS,
+    metric: str = "hit@1",
+    dpi: int = 120,
+    progress: Callable[[str], None] | None = None,
+) -> ReportResult:
+    """Write the report of ``run_dir`` into ``out`` (default: ``run_dir``).
+
+    ``formats`` picks among :data:`FORMATS`; ``png``/``pdf`` are the figures (matplotlib: without it,
+    a note with the install hint replaces them); ``csv``/``parquet`` the combined per-query table.
+    ``metric`` is the report metric the tables, figures and findings use (SnapBench's R@1 = hit@1).
+    """
+    for f in formats:
+        choice(f, FORMATS, "formats", what="report format")
+    check_dpi(dpi)
+    data = load_run_dir(run_dir)
+    if all(metric not in r.conditions["clean"] for r in data.reports.values()):
+        known = dict.fromkeys(m for r in data.reports.values() for m in r.conditions["clean"])
+        raise ConfigError(f"metric {metric!r} is in none of the reports of {data.path}{hint_and_known(metric, known)}",
+                          param="metric")
+    outdir = Path(out) if out is not None else data.path
+    separate = outdir.resolve() != data.path.resolve()
+    # stale tables and figures are removed only from folders that are snapbench's: the run itself, or
+    # a report folder an earlier `snapbench report --out` made (never a folder of the user's own files)
+    ours = not separate or not outdir.is_dir()
+    if separate:  # a folder of its own: never another command's (a run, a corrupt output...) nor inside one
+        ours = claim_output_dir(outdir, "report") is not None or ours
+    res = ReportResult(out=outdir, notes={k: list(v) for k, v in data.missing.items()})
+    w = _Writer(RunDir(outdir), set(formats), res, dpi)
+    _load_plot(w)
+    say = progress or (lambda msg: None)
+    say("findings")
+    sections = [_findings_section(data, metric, w)]
+    say("tables")
+    sections.append(_summary_section(data, metric, w))
+    say("figures")
+    sections.append(_across_section(data, metric, w))
+    sections += _traffic_section(data, metric)
+    say("damage")
+    sections.append(_damage_section(data, metric, w))
+    for mode in data.modes:
+        say(f"mode {mode}")
+        sections.append(_mode_section(data, mode, metric, w))
+    sections.append(_contact_section(data, w))
+    _per_query_files(data, w)
+    if ours:
+        _remove_stale_files(w)
+    sections += _missing_section(res)
+    sections.append(HtmlSection("files", "Files of this report",
+                                raw=[ul([("", str(p.relative_to(outdir))) for p in res.files], code=True)]))
+    if "html" in w.formats:
+        title = f"snapbench report — {data.run.get('dataset', data.path.name)}"
+        w.write(w.out.report_html, render_html(title, _summary(data, metric), sections))
+    if separate:
+        write_run_json(outdir, "report", {"run_dir": str(data.path.resolve()), "metric": metric})
+    return res
+
+
+def _remove_stale_files(w: _Writer) -> None:
+    """``tables/`` and ``figures/`` hold this report's files only: a table or figure an earlier report
+    wrote (of a mode the run no longer has) is removed, in the formats written now (files of other
+    formats are left alone; figures only when matplotlib drew this report's)."""
+    written = set(w.res.files)
+    kinds = [(w.out.tables, s) for s in ("md", "tex") if s in w.formats]
+    if w.plot is not None:
+        kinds += [(w.out.figures, s) for s, wanted in (("png", {"png", "html"}), ("pdf", {"pdf"})) if w.formats & wanted]
+    for folder, suffix in kinds:
+        if folder.is_dir():
+            for f in folder.glob(f"*.{suffix}"):
+                if f not in written:
+                    f.unlink()
+
+
+def _traffic_section(data: RunData, metric: str) -> list[HtmlSection]:
+    """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic)."""
+    from .traffic_html import traffic_fragment
+
+    frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES)
+    return [] if frag is None else [HtmlSection("traffic", "Under your traffic", raw=[frag])]
+
+
+def _findings_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
+    finds = compute_findings(data, metric)
+    w.write(w.out.findings, dumps([{"id": f.id, "text": f.text, "values": f.values} for f in finds]) + "\n")
+    return HtmlSection("findings", "Findings", raw=[ul([(f"finding-{f.id}", f.text) for f in finds], "findings")])
+
+
+def _summary_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
+    rows = [(TARGET_NAMES.get(m, m), data.reports[m]) for m in data.modes]
+    rows += [(f"fusion: {name}", rep) for name, rep in sorted(data.fusion.items())]
+    sec = HtmlSection("summary", "All modes at a glance", raw=[w.table(summary_table(rows, metric))])
+    if "MOOR" in data.reports and not data.fusion:
+        sec.missing.append("no fixed-fusion baselines (fusion/<name>/report.json): MOOR is compared with IT→IT only")
+    return sec
+
+
+def _across_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
+    lab, plot = metric_label(metric), w.plot
+    sec = HtmlSection("across", "Across modes")
+
+    def add(fig: HtmlFigure | None, missing: str = "") -> None:
+        if fig is not None:
+            sec.figures.append(fig)
+        elif missing and plot is not None:
+            sec.missing.append(missing)
+
+    add(w.figure("modes_severity", lambda: plot.modes_severity_figure(data, metric),
+                 f"Mean Δ{lab} over the image operators at each severity, per mode; diamonds: text conditions."))
+    add(w.figure("drag", lambda: plot.drag_figure(data, metric),
+                 f"Clean {lab} of each mode minus image-only I→I; for IT→IT this is the coarse-text drag."),
+        "drag: needs the I2I report, or an IT2IT report with coarse_text_drag")
+    add(w.figure("moor_gain", lambda: plot.moor_gain_figure(data, metric),
+                 f"{lab}(MOOR) − {lab}(IT→IT) per condition (points), grouped by kind; whiskers when per-query "
+                 "values exist."),
+        "MOOR gain: needs both MOOR/report.json and IT2IT/report.json")
+    if data.text_share:
+        add(w.figure("text_share", lambda: plot.text_share_figure(data.text_share),
+                     "MOOR's mean text-path weight share (w_TT + w_IT + w_TI)/Σw by image severity."))
+    else:
+        sec.missing.append("text-path share: MOOR/text_share.json not found")
+    sec.missing += w.res.notes.get("figures", [])
+    return sec
+
+
+def _mode_section(data: RunData, mode: str, metric: str, w: _Writer) -> HtmlSection:
+    rep, name, lab, plot = data.reports[mode], TARGET_NAMES.get(mode, mode), metric_label(metric), w.plot
+    sec = HtmlSection(f"mode-{mode}", f"Mode {name}")
+    if metric not in rep.conditions["clean"]:
+        sec.missing.append(f"the {name} report has no {metric}")
+        return sec
+    sec.raw.append(w.table(mode_delta_table(rep, name, metric, key=mode)))
+    add = additivity_table(rep, name, metric, key=mode)
+    if add is None:
+        sec.missing.append("no additivity: the report has no joint condition with both parts present")
+    sec.raw.append(w.table(add))
+    sec.raw.append(details(f"{lab} per condition (%)", w.table(mode_value_table(rep, name, metric, key=mode))))
+    for fname, make, cap in (
+        ("severity_curves", lambda: plot.severity_curves_figure(rep, mode, metric),
+         f"{name}: Δ{lab} vs severity per operator, CI band; cliff/gradual from the report."),
+        ("primitives", lambda: plot.primitive_bars_figure(rep, mode, metric, data.per_query.get(mode)),
+         f"{name}: mean Δ{lab} by primitive and severity; dots = single operators."),
+        ("additivity", lambda: plot.additivity_heatmap_figure(rep, mode, metric),
+         f"{name}: additivity δ = Obs − Exp per pair and severity (drops), with CI."),
+    ):
+        f = w.figure(f"{mode}_{fname}", make, cap)
+        sec.figures += [f] if f else []
+    if mode not in data.per_query:
+        sec.missing.append(f"{mode}/per_query.csv not found: no CIs for aggregated bars, no per-query table")
+    return sec
+
+
+def _target_missed(run: dict) -> str:
+    """How the image variants met the severity target, as run.json records it (empty when it does not)."""
+    from ..corruptions.target import TargetOutcome, target_summary
+    from .damage import TARGET_FLAGGED
+
+    outcome = TargetOutcome.from_json(run.get("severity_target_outcome"))
+    if outcome is None or not outcome.variants:
+        return ""
+    return f"; {target_summary(outcome, TARGET_FLAGGED)}"
+
+
+def _damage_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
+    """Drops against measured damage (SSIM, embedding drift) for the primary mode (:mod:`.damage`)."""
+    from .damage import damage_analysis, damage_tables
+
+    sec = HtmlSection("damage", "Drops against measured damage")
+    res = damage_analysis(data, metric)
+    if res is None:
+        sec.missing.append(f"{data.primary_mode}/per_query.csv holds no measured damage (ssim, drift_image, "
+                           "drift_text rows): the run was made without measuring")
+        return sec
+    sec.raw += [w.table(t) for t in damage_tables(res)]
+    if w.plot is not None:
+        from .damage_figure import damage_figure
+
+        f = w.figure("damage", lambda: damage_figure(res),
+                     f"{TARGET_NAMES.get(res.mode, res.mode)}: {metric_label(metric)} per bin of measured damage and "
+                     "each operator's change per 0.1 of damage (paired with clean; bootstrap CI over queries).")
+        sec.figures += [f] if f else []
+    return sec
+
+
+def _contact_section(data: RunData, w: _Writer) -> HtmlSection:
+    sec = HtmlSection("contact-sheet", "One query under every condition")
+    sheet = _contact_sheet(data, w) if w.formats & {"html", "png"} else None
+    if sheet is not None:
+        w.write(w.out.figures / "contact_sheet.png", sheet)
+        w.res.figures.append("contact_sheet")
+        sec.figures.append(HtmlFigure("contact_sheet", "One query under every image condition (clean first, "
+                                      "then one row per operator, severities left to right; questions below).", sheet))
+    sec.missing += w.res.notes.get("contact_sheet", [])
+    return sec
+
+
+def _per_query_files(data: RunData, w: _Writer) -> None:
+    if not w.formats & {"csv", "parquet"}:
+        return
+    if not data.per_query:
+        w.note("per_query", "no <MODE>/per_query.csv in the run: no per_query.csv/.parquet")
+        return
+    tables = {t: (pq.query_ids, {c: {m: pq.array(c, m) for m in per} for c, per in pq.values.items()})
+              for t, pq in data.per_query.items()}
+    parquet = w.out.combined_per_query_parquet if "parquet" in w.formats else None
+    _, note = write_combined_per_query(tables, w.out.combined_per_query, parquet)
+    w.res.files.append(w.out.combined_per_query)
+    if note:
+        w.note("per_query", note)
+    elif parquet is not None:
+        w.res.files.append(parquet)
+
+
+def _missing_section(res: ReportResult) -> list[HtmlSection]:
+    other = {k: v for k, v in res.notes.items() if k not in ("contact_sheet", "figures")}
+    if not other:
+        return []
+    return [HtmlSection("missing", "Inputs not found or not used",
+                        missing=[f"{k}: {m}" for k, msgs in other.items() for m in msgs])]

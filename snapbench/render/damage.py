@@ -1,0 +1,266 @@
+"""Drops against measured damage: how much the model loses per unit of damage, operator by operator.
+
+A severity level is a parameter, not an effect; the run records what each variant actually did
+(``ssim`` of the image variant, ``drift_image`` / ``drift_text`` of the encoder's query embedding:
+``<target>/per_query.csv``, :mod:`snapbench.app.stages.measured`).  This module relates the report
+metric's per-query values to that damage, for the primary mode (:attr:`RunData.primary_mode`):
+
+* **binned hit rate** -- per operator, the mean of the metric over the (query, severity) pairs
+  whose measured damage falls in each bin: SSIM bins :data:`SSIM_BINS`, drift bins
+  :data:`DRIFT_BINS` (image operators by ``drift_image``, text operators by ``drift_text``);
+* **sensitivity** -- per operator, the slope b of the paired drop against the damage through the
+  origin, over every query q and severity s of the operator:
+
+      b = Σ_qs x_qs (y_qs − y_q,clean) / Σ_qs x_qs²
+
+  with x the damage (SSIM loss 1 − SSIM, or drift) and y the metric (hit@1: 0 or 1).  b is the
+  change of the metric per unit damage (negative: it drops), read at equal damage across
+  operators; tables and findings show it per 0.1 of damage in points.  Zero damage is anchored to
+  zero change because the clean query is the reference; a pair without a finite damage or metric
+  value (a zero-GT query, an image under 11 px) is left out;
+* **confidence intervals** -- a bootstrap over queries (:func:`snapbench.evaluate.bootstrap_counts`,
+  the report's seed, key ``report.damage.<damage>``, at most :data:`~.aggregate.MAX_RESAMPLES`
+  resamples, the report's CI level): each resample recomputes every slope from the same query
+  draw, so the difference of two operators' slopes has a paired CI too.
+
+The finding names the operators with the most negative and the least negative slope and says that
+the model is more sensitive to the first only when the CI of the difference excludes 0 (the
+report's verdict rule).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core.conditions import IMAGE_PRIMITIVES, TEXT_LEVELS, parse_condition
+from ..core.records import PerQuery
+from ..evaluate import bootstrap_counts, percentile_ci
+from .aggregate import MAX_RESAMPLES, boot_params
+from .fmt import ci_label, points
+from .rundir import TARGET_NAMES, RunData
+from .tables import Cell, Table, metric_label
+
+if TYPE_CHECKING:  # the corruptions package (OpenCV) is imported only when a run has a severity target
+    from ..corruptions.target import TargetOutcome
+
+__all__ = ["DRIFT_BINS", "PER_DAMAGE", "SSIM_BINS", "DamageAnalysis", "Sensitivity", "damage_analysis", "damage_tables",
+           "sensitivity_slopes", "TARGET_FLAGGED"]
+
+#: SSIM bin edges, high to low: a bin holds lo <= SSIM < hi (the first one up to 1 inclusive), so an
+#: SSIM exactly on an edge counts in the bin above it.  The documented severity targets 0.9, 0.75 and
+#: 0.6 sit in the middle of a bin (0.85–0.95, 0.7–0.8, 0.55–0.65), so the variants that reach one
+#: (±0.01) fall in one column; the bins between them hold what missed.
+SSIM_BINS: tuple[float, ...] = (1.0, 0.95, 0.85, 0.8, 0.7, 0.65, 0.55, -1.0)
+#: Embedding drift (1 − cos) bin edges, low to high: lo <= drift < hi.
+DRIFT_BINS: tuple[float, ...] = (-math.inf, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, math.inf)
+#: Where a run marks an image variant that missed its severity target (the run's and the report's
+#: :func:`~snapbench.corruptions.target.target_summary` line).
+TARGET_FLAGGED = "target_reached 0 in per_query.csv"
+#: Damage measures: per-query metric per kind of operator, and how the damage is read from it.
+DAMAGES = {"ssim": "SSIM loss (1 − SSIM)", "drift": "embedding drift (1 − cos)"}
+#: What the bin columns of each damage measure hold (the SSIM table's columns are SSIM, not its loss).
+BINNED = {"ssim": "measured SSIM", "drift": "embedding drift (1 − cos)"}
+#: Slopes are shown per this much damage (0.1 SSIM loss, 0.1 drift), in points.
+PER_DAMAGE = 0.1
+
+
+@dataclass
+class Sensitivity:
+    """One operator's slope of the paired drop against a damage measure (see the module docstring)."""
+
+    operator: str
+    kind: str                       # "image" | "text"
+    slope: float                    # metric change per unit damage (negative: it drops with damage)
+    ci: tuple[float, float] | None
+    n: int                          # (query, severity) pairs used
+    mean_damage: float
+
+
+@dataclass
+class DamageAnalysis:
+    """The damage view of one mode: binned metric means and slopes, per damage measure."""
+
+    mode: str
+    metric: str
+    level: float
+    #: damage -> operator -> one (mean, n) per bin (mean None for an empty bin)
+    bins: dict[str, dict[str, list[tuple[float | None, int]]]] = field(default_factory=dict)
+    #: damage -> operator -> its sensitivity
+    slopes: dict[str, dict[str, Sensitivity]] = field(default_factory=dict)
+    #: damage -> {"most", "least", "difference", "ci"} (least − most), when two operators have slopes
+    extremes: dict[str, dict] = field(default_factory=dict)
+    #: with a severity target: how the run's image variants met it, as run.json records it; None without one
+    target: TargetOutcome | None = None
+
+
+def _observations(pq: PerQuery, metric: str, damage: str) -> dict[str, tuple[str, list[tuple[np.ndarray, np.ndarray]]]]:
+    """operator -> (kind, [(damage x, paired change d) per severity]), one value per query each."""
+    clean = pq.array("clean", metric)
+    out: dict[str, tuple[str, list[tuple[np.ndarray, np.ndarray]]]] = {}
+    if clean is None:
+        return out
+    for cid in pq.values:
+        c = parse_condition(cid)
+        if c.kind not in ("image", "text"):
+            continue
+        key = "ssim" if damage == "ssim" else f"drift_{c.kind}"
+        if damage == "ssim" and c.kind != "image":
+            continue
+        raw, y = pq.array(cid, key), pq.array(cid, metric)
+        if raw is None or y is None:
+            continue
+        x = 1.0 - raw if damage == "ssim" else raw
+        op = c.image_operator if c.kind == "image" else c.text_operator
+        out.setdefault(op, (c.kind, []))[1].append((x, y - clean))
+    return out
+
+
+def sensitivity_slopes(x: Sequence[np.ndarray], d: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per query, ``(Σ_s x·d, Σ_s x²)`` over an operator's severities (pairs with a non-finite value
+    count 0): the slope over any multiset of queries is the ratio of the two sums."""
+    xs, ds = np.stack([np.asarray(v, float) for v in x]), np.stack([np.asarray(v, float) for v in d])
+    ok = np.isfinite(xs) & np.isfinite(ds)
+    xs, ds = np.where(ok, xs, 0.0), np.where(ok, ds, 0.0)
+    return (xs * ds).sum(axis=0), (xs * xs).sum(axis=0)
+
+
+def _binned(x: np.ndarray, y: np.ndarray, edges: Sequence[float], descending: bool) -> list[tuple[float | None, int]]:
+    out = []
+    for a, b in zip(edges, edges[1:]):
+        lo, hi = (b, a) if descending else (a, b)
+        inside = (x >= lo) & ((x <= hi) if descending and hi == edges[0] else (x < hi))
+        sel = y[inside & np.isfinite(y)]
+        out.append((float(sel.mean()) if sel.size else None, int(sel.size)))
+    return out
+
+
+def _analyse(pq: PerQuery, metric: str, damage: str, res: DamageAnalysis, counts: np.ndarray) -> None:
+    obs = _observations(pq, metric, damage)
+    clean = pq.array("clean", metric)
+    sums: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    res.bins[damage], res.slopes[damage] = {}, {}
+    for op, (kind, pairs) in obs.items():
+        a, b = sensitivity_slopes([x for x, _ in pairs], [d for _, d in pairs])
+        n = int(sum((np.isfinite(x) & np.isfinite(d)).sum() for x, d in pairs))
+        if n == 0 or b.sum() <= 0:
+            continue  # no measured damage at all: no slope to read
+        sums[op] = (a, b)
+        x_all = np.concatenate([x for x, _ in pairs])
+        y_all = np.concatenate([d + clean for _, d in pairs])
+        raw = 1.0 - x_all if damage == "ssim" else x_all
+        res.bins[damage][op] = _binned(raw, y_all, SSIM_BINS if damage == "ssim" else DRIFT_BINS, damage == "ssim")
+        boot = (counts @ a) / np.where(counts @ b > 0, counts @ b, np.nan)
+        lo, hi = percentile_ci(boot, res.level)
+        ci = (float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) else None
+        res.slopes[damage][op] = Sensitivity(op, kind, float(a.sum() / b.sum()), ci, n,
+                                             float(np.nanmean(x_all[np.isfinite(x_all)])))
+    ranked = sorted(res.slopes[damage].values(), key=lambda s: (s.slope, s.operator))
+    if len(ranked) >= 2:
+        most, least = ranked[0], ranked[-1]
+        (am, bm), (al, bl) = sums[most.operator], sums[least.operator]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff = (counts @ al) / (counts @ bl) - (counts @ am) / (counts @ bm)
+        lo, hi = percentile_ci(diff, res.level)
+        res.extremes[damage] = {"most": most.operator, "least": least.operator,
+                                "difference": least.slope - most.slope,
+                                "ci": (float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) else None}
+
+
+def damage_analysis(data: RunData, metric: str = "hit@1") -> DamageAnalysis | None:
+    """The damage view of the run's primary mode, or None when its per-query table holds no measured
+    damage (a run with ``--no-measure``, or from before measuring)."""
+    mode = data.primary_mode
+    pq = data.per_query.get(mode)
+    if pq is None or not any(m in per for per in pq.values.values() for m in ("ssim", "drift_image", "drift_text")):
+        return None
+    rep = data.reports[mode]
+    seed, resamples, level = boot_params(rep)
+    counts = bootstrap_counts(len(pq.query_ids), min(resamples, MAX_RESAMPLES), seed, key="report.damage")
+    res = DamageAnalysis(mode, metric, level, target=_recorded_target(data.run))
+    for damage in DAMAGES:
+        _analyse(pq, metric, damage, res, counts)
+    return res
+
+
+def _recorded_target(run: dict) -> TargetOutcome | None:
+    """How the run's image variants met its severity target, as run.json records it; None without one."""
+    if "severity_target_outcome" not in run:
+        return None
+    from ..corruptions.target import TargetOutcome
+
+    return TargetOutcome.from_json(run["severity_target_outcome"])
+
+
+def operator_order(ops: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """Operators grouped as the paper's tables group them (primitives, then text levels, then others)."""
+    groups, known = [], set()
+    for name, members in [*((p.capitalize(), o) for p, o in IMAGE_PRIMITIVES.items()),
+                          *((f"Text: {lv}", o) for lv, o in TEXT_LEVELS.items())]:
+        known.update(members)
+        have = [op for op in members if op in ops]
+        if have:
+            groups.append((name, have))
+    other = sorted(op for op in ops if op not in known)
+    if other:
+        groups.append(("Other", other))
+    return groups
+
+
+def mode_label(res: DamageAnalysis) -> str:
+    return TARGET_NAMES.get(res.mode, res.mode)
+
+
+def bin_labels(damage: str) -> list[str]:
+    """Column labels of the bins of ``damage`` ("ssim" or "drift")."""
+    if damage == "ssim":
+        e = SSIM_BINS
+        return [f"≥ {e[1]:g}"] + [f"{lo:g}–{hi:g}" for hi, lo in zip(e[1:-2], e[2:-1])] + [f"< {e[-2]:g}"]
+    e = DRIFT_BINS
+    return [f"< {e[1]:g}"] + [f"{lo:g}–{hi:g}" for lo, hi in zip(e[1:-2], e[2:-1])] + [f"≥ {e[-2]:g}"]
+
+
+def _slope_cell(s: Sensitivity | None) -> Cell:
+    if s is None:
+        return Cell()
+    ci = None if s.ci is None else (s.ci[0] * PER_DAMAGE, s.ci[1] * PER_DAMAGE)
+    return Cell(s.slope * PER_DAMAGE, ci, signed=True)
+
+
+def _bin_cell(mean: float | None, n: int) -> Cell:
+    return Cell(text="–" if mean is None else f"{points(mean)} ({n})")
+
+
+def damage_tables(res: DamageAnalysis) -> list[Table]:
+    """One table per damage measure: the metric per damage bin and the slope per 0.1 of damage."""
+    lab, name = metric_label(res.metric), mode_label(res)
+    level = ci_label(res.level)
+    out = []
+    for damage, what in DAMAGES.items():
+        bins, slopes = res.bins.get(damage, {}), res.slopes.get(damage, {})
+        if not slopes:
+            continue
+        per = "SSIM loss" if damage == "ssim" else "drift"
+        t = Table(f"damage_{damage}",
+                  f"{name}: {lab} (%) by measured {'SSIM of the image variant' if damage == 'ssim' else what}, per "
+                  f"operator; last column: Δ{lab} per {PER_DAMAGE:g} {per} (points, {level})",
+                  ["operator", *bin_labels(damage), f"Δ per {PER_DAMAGE:g} {per}"])
+        for group, ops in operator_order(list(slopes)):
+            t.groups.append((group, [(op, [_bin_cell(m, n) for m, n in bins[op]] + [_slope_cell(slopes[op])])
+                                     for op in ops]))
+        edge = "a value on an edge counts in the bin above it" if damage == "ssim" else \
+            "a value on an edge counts in the bin to its right"
+        t.notes.append(f"Cells: mean {lab} (%) over the (query, severity) pairs whose {BINNED[damage]} falls in the "
+                       f"bin ({edge}), their number in brackets. Slope: the paired change (condition − clean) against "
+                       f"the {what}, through the origin, over all of the operator's pairs; bootstrap over queries.")
+        if damage == "ssim" and res.target is not None and res.target.missed:
+            from ..corruptions.target import target_summary
+
+            line = target_summary(res.target, TARGET_FLAGGED)
+            t.notes.append(f"{line[0].upper()}{line[1:]}; each image variant is binned by the SSIM it measures.")
+        out.append(t)
+    return out

@@ -1,0 +1,172 @@
+"""Reading a run directory (its layout is :class:`snapbench.store.RunDir`): every input of the report
+is optional except at least one report.
+
+A missing or unreadable optional piece becomes a line in :attr:`RunData.missing`, shown by the
+report in the section that needed it; only a directory without any readable report is an error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import InputError
+from ..core.records import PerQuery, Report, read_report
+from ..core.targets import MODE_LABELS
+from ..core.textio import read_json
+from ..store import FUSION_PREFIX, TARGET_ORDER, RunDir, open_run_dir, primary_target
+from .perquery import read_per_query
+
+__all__ = ["TARGET_NAMES", "RunData", "load_run_dir", "read_target_per_query", "read_target_values"]
+
+#: How tables, figures and sentences name a mode or MOOR (fusion baselines are named by the caller).
+TARGET_NAMES: dict[str, str] = {**MODE_LABELS, "MOOR": "MOOR"}
+
+
+@dataclass
+class RunData:
+    """Everything read from a run directory.
+
+    ``reports`` maps a mode (``I2I`` ... ``MOOR``) to its report, ``fusion`` a baseline name to its
+    report, ``per_query`` a target (a mode or ``fusion/<name>``) to its per-query table; ``missing``
+    collects what could not be read, keyed by topic.
+    """
+
+    path: Path
+    run: dict = field(default_factory=dict)
+    reports: dict[str, Report] = field(default_factory=dict)
+    fusion: dict[str, Report] = field(default_factory=dict)
+    per_query: dict[str, PerQuery] = field(default_factory=dict)
+    text_share: dict[str, float] | None = None
+    contact_sheet: Path | None = None
+    missing: dict[str, list[str]] = field(default_factory=dict)
+
+    def note(self, topic: str, message: str) -> None:
+        self.missing.setdefault(topic, []).append(message)
+
+    @property
+    def modes(self) -> list[str]:
+        """The evaluated modes and MOOR in :data:`~snapbench.store.TARGET_ORDER` (MOOR last)."""
+        return [m for m in TARGET_ORDER if m in self.reports]
+
+    @property
+    def primary_mode(self) -> str:
+        """The mode the findings speak of first (:func:`~snapbench.store.primary_target`: IT→IT, the
+        paper's joint mode, if present)."""
+        return primary_target(self.reports)
+
+    @property
+    def first_report(self) -> Report:
+        return self.reports[self.primary_mode]
+
+    def target_report(self, target: str) -> Report | None:
+        """The report of a mode, ``MOOR`` or ``fusion/<name>``."""
+        if target.startswith(FUSION_PREFIX):
+            return self.fusion.get(target[len(FUSION_PREFIX):])
+        return self.reports.get(target)
+
+
+def _read_json_object(path: Path, data: RunData, topic: str) -> dict | None:
+    try:
+        obj = read_json(path)
+    except InputError as e:
+        data.note(topic, f"{path}: unreadable ({e.problem})")
+        return None
+    if not isinstance(obj, dict):
+        data.note(topic, f"{path}: not a JSON object")
+        return None
+    return obj
+
+
+def _read_report(path: Path, data: RunData, topic: str) -> Report | None:
+    try:
+        return read_report(path)
+    except InputError as e:
+        data.note(topic, f"{path}: unreadable ({e.problem})")
+        return None
+
+
+def _read_text_share(path: Path, data: RunData) -> dict[str, float] | None:
+    obj = _read_json_object(path, data, "text_share")
+    if obj is None:
+        return None
+    out: dict[str, float] = {}
+    for cond, v in obj.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            out[str(cond)] = float(v)
+        else:
+            data.note("text_share", f"{path}: condition {cond!r} has no finite share ({v!r}); ignored")
+    return out
+
+
+def read_target_values(run_dir: str | Path, target: str) -> tuple[list[str], dict[str, dict[str, np.ndarray]]] | None:
+    """The per-query table of one target of a run (``DIR/<target>/per_query.csv``) as arrays,
+    ``(query_ids, {condition: {metric: values}})`` (NaN = the query does not count), ``None`` when
+    the run has none: the one way per-query values of a run are read (the report, comparisons of
+    runs).  :class:`InputError` naming the file when it is malformed."""
+    path = RunDir(run_dir).per_query(target)
+    if not path.is_file():
+        return None
+    return read_per_query(path)
+
+
+def read_target_per_query(run_dir: str | Path, target: str) -> PerQuery | None:
+    """:func:`read_target_values` as a :class:`snapbench.core.records.PerQuery`."""
+    got = read_target_values(run_dir, target)
+    return None if got is None else PerQuery.from_arrays(*got)
+
+
+def _load_target(rd: RunDir, target: str, data: RunData, topic: str) -> Report | None:
+    rep = _read_report(rd.report(target), data, topic)
+    if rep is None:
+        return None
+    try:
+        pq = read_target_per_query(rd.root, target)
+    except InputError as e:
+        data.note("per_query", str(e))
+        pq = None
+    if pq is not None:
+        data.per_query[target] = pq
+    return rep
+
+
+def load_run_dir(path: str | Path) -> RunData:
+    """Read ``path`` (see the module docstring).  Raises :class:`InputError` when it is not a run
+    directory (:func:`snapbench.store.open_run_dir` says what it is instead) or holds no readable
+    ``<MODE>/report.json``."""
+    rd = open_run_dir(path)
+    data = RunData(path=rd.root)
+    if rd.run_json.is_file():
+        data.run = _read_json_object(rd.run_json, data, "run") or {}
+    else:
+        data.note("run", f"{rd.run_json} not found: dataset, encoder and seed come from the reports where they can")
+    listed = data.run.get("modes") if isinstance(data.run.get("modes"), list) else None
+    for target in rd.targets():
+        if listed is not None and not target.startswith(FUSION_PREFIX) and target not in listed:
+            # run.json's list is the run's targets: a folder of a mode it does not list is not this run's
+            data.note("run", f"{rd.target_dir(target)} is not one of the modes run.json lists: not shown")
+            continue
+        topic = "fusion" if target.startswith(FUSION_PREFIX) else target
+        rep = _load_target(rd, target, data, topic)
+        if rep is None:
+            continue
+        if target.startswith(FUSION_PREFIX):
+            data.fusion[target[len(FUSION_PREFIX):]] = rep
+        else:
+            data.reports[target] = rep
+    if not data.reports:
+        problems = "; ".join(m for msgs in data.missing.values() for m in msgs)
+        raise InputError(
+            "no readable <MODE>/report.json (MODE one of " + ", ".join(TARGET_ORDER) + ")"
+            + (f": {problems}" if problems else ""), path=rd.root)
+    for mode in listed or []:
+        if str(mode) not in data.reports and str(mode) not in data.missing:  # unreadable ones are noted already
+            data.note("run", f"run.json lists mode {mode!r} but {rd.report(str(mode))} is missing")
+    if rd.text_share.is_file():
+        data.text_share = _read_text_share(rd.text_share, data)
+    if rd.contact_sheet.is_file():
+        data.contact_sheet = rd.contact_sheet
+    return data

@@ -1,0 +1,353 @@
+"""Paper tables: one table model rendered as Markdown, LaTeX (booktabs) and HTML.
+
+Layout of the per-mode tables (the paper's): rows are image operators grouped by primitive (Degrade,
+Transform, Remove, Add), then text operators grouped by level (char, word, sentence); columns are the
+severities s1..s3.  A text operator has one level, so its value spans the severity columns (LaTeX
+``\\multicolumn``; in Markdown it sits under s1).  Numbers are percentage points with one decimal
+(:mod:`snapbench.render.fmt`: never ``-0.0``); a CI is the report's paired bootstrap interval.
+
+Signs, said in every caption: the Δ tables show condition − clean (negative = worse); the
+additivity tables show drops, clean − condition (positive = worse), as SPEC §8 defines them.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..core.conditions import IMAGE_PRIMITIVES, JOINT_PAIRS, TEXT_LEVELS, Condition, parse_condition
+from ..core.records import Additivity, Paired, Report
+from . import fmt
+from .fmt import DROP_SIGN, PAIRED_SIGN, points
+
+__all__ = [
+    "PAIR_ABBREV",
+    "Cell",
+    "Table",
+    "additivity_table",
+    "ci_label",
+    "image_id",
+    "image_operators",
+    "kind_means",
+    "metric_label",
+    "mode_delta_table",
+    "mode_value_table",
+    "severities",
+    "summary_table",
+    "tex_escape",
+    "text_id",
+    "text_operators",
+]
+
+PAIR_ABBREV: dict[str, str] = {
+    "compression+char_add": "C+C", "downscale+char_delete": "D+D", "low_light+word_swap": "L+W",
+    "mosaic+sent_add": "M+S", "overexposure+word_repeat": "E+W", "rotation+sent_replace": "R+S",
+}
+
+
+def metric_label(metric: str) -> str:
+    """SnapBench calls hit@k "R@k"; other metrics keep their own name."""
+    m = re.fullmatch(r"hit@(\d+)", metric)
+    return f"R@{m.group(1)}" if m else metric
+
+
+@dataclass
+class Cell:
+    """A number in points (``value`` in [0, 1] units, shown x100) with an optional CI, or a text."""
+
+    value: float | None = None
+    ci: Sequence[float | None] | None = None
+    signed: bool = False
+    text: str | None = None
+    span: int = 1
+
+    def _num(self, x: float | None, signed: bool) -> str | None:
+        return points(x, signed=signed)
+
+    def parts(self) -> tuple[str | None, str | None]:
+        if self.text is not None:
+            return self.text, None
+        v = self._num(self.value, self.signed)
+        ci = None
+        if self.ci and self.ci[0] is not None and self.ci[1] is not None:
+            ci = f"[{self._num(self.ci[0], True)}, {self._num(self.ci[1], True)}]"
+        return v, ci
+
+    def md(self) -> str:
+        v, ci = self.parts()
+        if v is None:
+            return "–"
+        return f"{v} {ci}" if ci else v
+
+    def tex(self) -> str:
+        v, ci = self.parts()
+        if self.text is not None:
+            return tex_escape(self.text)
+        if v is None:
+            return "--"
+        out = f"${v}$"
+        if ci:
+            out += r" {\footnotesize $" + ci + "$}"
+        return out
+
+    def html(self) -> str:
+        v, ci = self.parts()
+        if v is None:
+            return "–"
+        if self.text is not None:
+            return html.escape(v)
+        out = html.escape(v.replace("-", "−"))
+        if ci:
+            out += f' <span class="ci">{html.escape(ci.replace("-", "−"))}</span>'
+        return out
+
+
+@dataclass
+class Table:
+    """Rows in groups; the first column holds row labels (plain text)."""
+
+    name: str
+    title: str
+    columns: list[str]
+    groups: list[tuple[str, list[tuple[str, list[Cell]]]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def rows(self):
+        for _, rows in self.groups:
+            yield from rows
+
+    def to_markdown(self) -> str:
+        lines = [f"**{self.title}**", "", "| " + " | ".join(self.columns) + " |",
+                 "|---|" + "---:|" * (len(self.columns) - 1)]
+        for gname, rows in self.groups:
+            if gname:
+                lines.append(f"| **{gname}** |" + " |" * (len(self.columns) - 1))
+            for label, cells in rows:
+                out = []
+                for c in cells:
+                    out.append(c.md())
+                    out += [""] * (c.span - 1)
+                lines.append("| " + " | ".join([label] + out) + " |")
+        if self.notes:
+            lines += [""] + [f"{n}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self) -> str:
+        ncol = len(self.columns)
+        lines = [f"% {tex_escape(self.title)}", "% needs \\usepackage{booktabs}",
+                 r"\begin{tabular}{l" + "r" * (ncol - 1) + "}", r"\toprule",
+                 " & ".join(tex_escape(c) for c in self.columns) + r" \\", r"\midrule"]
+        for gi, (gname, rows) in enumerate(self.groups):
+            if gi and rows:
+                lines.append(r"\midrule")
+            if gname:
+                lines.append(r"\multicolumn{" + str(ncol) + r"}{l}{\textit{" + tex_escape(gname) + r"}} \\")
+            for label, cells in rows:
+                out = []
+                for c in cells:
+                    out.append(c.tex() if c.span == 1 else r"\multicolumn{" + str(c.span) + "}{c}{" + c.tex() + "}")
+                lines.append(" & ".join([tex_escape(label)] + out) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        lines += [f"% {tex_escape(n)}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def to_html(self) -> str:
+        h = [f'<table class="paper" id="table-{html.escape(self.name)}"><caption>{html.escape(self.title)}</caption>',
+             "<thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in self.columns) + "</tr></thead><tbody>"]
+        for gname, rows in self.groups:
+            if gname:
+                h.append(f'<tr class="group"><th colspan="{len(self.columns)}">{html.escape(gname)}</th></tr>')
+            for label, cells in rows:
+                tds = "".join(
+                    f'<td{"" if c.span == 1 else f" colspan={c.span!r}"}>{c.html()}</td>' for c in cells)
+                h.append(f"<tr><th>{html.escape(label)}</th>{tds}</tr>")
+        h.append("</tbody></table>")
+        if self.notes:
+            h.append("".join(f'<p class="note">{html.escape(n)}</p>' for n in self.notes))
+        return "\n".join(h)
+
+
+_TEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                 "→": r"$\rightarrow$", "δ": r"$\delta$", "Δ": r"$\Delta$", "α": r"$\alpha$", "−": "-",
+                 "–": "--", "±": r"$\pm$"}
+
+
+def tex_escape(text: str) -> str:
+    """Escape LaTeX specials (and the few non-ASCII symbols the tables use) in plain text."""
+    return "".join(_TEX_SPECIALS.get(ch, ch) for ch in str(text))
+
+
+def image_id(op: str, severity: int) -> str:
+    return Condition("image", image_operator=op, severity=severity).id
+
+
+def text_id(op: str) -> str:
+    return Condition("text", text_operator=op).id
+
+
+def ci_label(report: Report) -> str:
+    """``95% CI`` at the report's own level (:func:`snapbench.render.fmt.ci_label`)."""
+    return fmt.ci_label(report.meta.ci_level)
+
+
+def image_operators(report: Report) -> list[tuple[str, list[str]]]:
+    """``[(primitive title, [operator, ...]), ...]`` for the image operators in the report, in the
+    paper's order; operators outside the taxonomy (a custom grid) form an "Other" group."""
+    present: dict[str, None] = {}
+    for cid in report.conditions:
+        c = parse_condition(cid)
+        if c.kind == "image":
+            present[c.image_operator] = None
+    groups = []
+    known = set()
+    for prim, ops in IMAGE_PRIMITIVES.items():
+        known.update(ops)
+        have = [op for op in ops if op in present]
+        if have:
+            groups.append((prim.capitalize(), have))
+    other = [op for op in present if op not in known]
+    if other:
+        groups.append(("Other", other))
+    return groups
+
+
+def text_operators(report: Report) -> list[tuple[str, list[str]]]:
+    present = {parse_condition(c).text_operator for c in report.conditions if parse_condition(c).kind == "text"}
+    groups, known = [], set()
+    for level, ops in TEXT_LEVELS.items():
+        known.update(ops)
+        have = [op for op in ops if op in present]
+        if have:
+            groups.append((f"Text: {level}", have))
+    other = sorted(op for op in present if op not in known)
+    if other:
+        groups.append(("Text: other", other))
+    return groups
+
+
+def severities(report: Report) -> list[int]:
+    sev = {parse_condition(c).severity for c in report.conditions if parse_condition(c).kind == "image"}
+    return sorted(sev) or [1, 2, 3]
+
+
+def _paired(report: Report, cond: str, metric: str) -> Paired | None:
+    return report.paired.get(cond, {}).get(metric)
+
+
+def _delta_cell(pr: Paired | None, span: int = 1) -> Cell:
+    return Cell(pr.delta, pr.ci, signed=True, span=span) if pr else Cell(span=span)
+
+
+def mode_delta_table(report: Report, mode_name: str, metric: str = "hit@1", key: str = "") -> Table:
+    """Δ(metric) = condition − clean with the paired bootstrap CI, plus the cliff/gradual label."""
+    lab = metric_label(metric)
+    sevs = severities(report)
+    clean = report.value("clean", metric)
+    t = Table(name=f"{key or mode_name}_delta",
+              title=f"{mode_name}: Δ{lab} in points ({PAIRED_SIGN}) with {ci_label(report)}; clean {lab} = "
+                    + ("–" if clean is None else f"{points(clean)}%"),
+              columns=["Operator"] + [f"s{s}" for s in sevs] + ["Response"])
+    for prim, ops in image_operators(report):
+        rows = []
+        for op in ops:
+            cells = [_delta_cell(_paired(report, image_id(op, s), metric)) for s in sevs]
+            curve = report.severity_curves.get(op, {}).get(metric)
+            cells.append(Cell(text=curve.label if curve else "–"))
+            rows.append((op, cells))
+        t.groups.append((prim, rows))
+    for level, ops in text_operators(report):
+        t.groups.append((level, [(op, [_delta_cell(_paired(report, text_id(op), metric), len(sevs)), Cell(text="")])
+                                 for op in ops]))
+    t.notes.append("Text operators have one level: their value spans the severity columns (under s1 in Markdown).")
+    if report.meta.cliff_rule:
+        t.notes.append("Response: " + report.meta.cliff_rule)
+    return t
+
+
+def mode_value_table(report: Report, mode_name: str, metric: str = "hit@1", key: str = "") -> Table:
+    """The metric itself (percent) per operator and severity."""
+    lab = metric_label(metric)
+    sevs = severities(report)
+    t = Table(name=f"{key or mode_name}_{re.sub(r'[^A-Za-z0-9]+', '', lab).lower()}",
+              title=f"{mode_name}: {lab} (%) per condition", columns=["Operator"] + [f"s{s}" for s in sevs])
+    t.groups.append(("", [("clean", [Cell(report.value("clean", metric), span=len(sevs))])]))
+    for prim, ops in image_operators(report):
+        t.groups.append((prim, [(op, [Cell(report.value(image_id(op, s), metric)) for s in sevs]) for op in ops]))
+    for level, ops in text_operators(report):
+        t.groups.append((level, [(op, [Cell(report.value(text_id(op), metric), span=len(sevs))]) for op in ops]))
+    return t
+
+
+def _pair_name(pair: str) -> str:
+    ab = PAIR_ABBREV.get(pair)
+    return f"{ab} {pair}" if ab else pair
+
+
+def _additivity_cells(x: Additivity) -> list[Cell]:
+    return [Cell(x.exp, signed=True), Cell(x.obs, signed=True), Cell(x.delta, x.ci, signed=True)]
+
+
+def additivity_table(report: Report, mode_name: str, metric: str = "hit@1", key: str = "") -> Table | None:
+    """Pair x severity: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with its CI (drops in points); None when
+    the report has no additivity entry for ``metric``."""
+    lab = metric_label(metric)
+    by_pair: dict[str, list[tuple[int, Additivity]]] = {}
+    for jid, entry in report.additivity.items():
+        if metric in entry:
+            c = parse_condition(jid)
+            by_pair.setdefault(f"{c.image_operator}+{c.text_operator}", []).append((c.severity, entry[metric]))
+    if not by_pair:
+        return None
+    t = Table(name=f"{key or mode_name}_additivity",
+              title=f"{mode_name}: additivity of joint corruptions — {lab} {DROP_SIGN}, in points (the Δ tables "
+                    "show condition − clean); δ = Obs − Exp, > 0 super-additive",
+              columns=["Pair / severity", "Exp drop", "Obs drop", f"δ [{ci_label(report)}]"])
+    order = [f"{i}+{j}" for i, j in JOINT_PAIRS]
+    for pair in sorted(by_pair, key=lambda p: (order.index(p) if p in order else len(order), p)):
+        t.groups.append((_pair_name(pair), [(f"s{s}", _additivity_cells(e)) for s, e in sorted(by_pair[pair])]))
+    summ = report.additivity_summary
+    rows = [(f"mean {sev}", _additivity_cells(e[metric])) for sev, e in summ.by_severity.items() if metric in e]
+    if summ.mean and metric in summ.mean:
+        rows.append(("mean (all)", _additivity_cells(summ.mean[metric])))
+    if rows:
+        t.groups.append(("Means", rows))
+    t.notes.append("Exp = Δ_I + Δ_T (drops of the image and text parts alone), Obs = drop of the joint condition; "
+                   "the CI resamples queries jointly across the four states.")
+    return t
+
+
+def kind_means(report: Report, metric: str) -> dict[str, float | None]:
+    """Mean metric per condition kind (clean, image, text, joint) and mean paired Δ per kind."""
+    vals: dict[str, list[float]] = {}
+    deltas: dict[str, list[float]] = {}
+    for cid, v in report.conditions.items():
+        kind = parse_condition(cid).kind
+        if v.get(metric) is not None:
+            vals.setdefault(kind, []).append(v[metric])  # type: ignore[arg-type]
+        pr = _paired(report, cid, metric)
+        if pr and pr.delta is not None:
+            deltas.setdefault(kind, []).append(pr.delta)
+    out: dict[str, float | None] = {}
+    for kind in ("clean", "image", "text", "joint"):
+        out[kind] = sum(vals[kind]) / len(vals[kind]) if vals.get(kind) else None
+        out["d_" + kind] = sum(deltas[kind]) / len(deltas[kind]) if deltas.get(kind) else None
+    return out
+
+
+def summary_table(rows: Sequence[tuple[str, Report]], metric: str = "hit@1") -> Table:
+    """One row per mode / fusion method: clean value, mean value per condition kind, mean Δ per kind."""
+    lab = metric_label(metric)
+    t = Table(name="summary", title=f"Summary: {lab} (%) averaged over the conditions of each kind; Δ in points "
+                                    f"({PAIRED_SIGN})",
+              columns=["Mode", "clean", "image", "text", "joint", f"Δ{lab} image", f"Δ{lab} text", f"Δ{lab} joint"])
+    body = []
+    for name, rep in rows:
+        m = kind_means(rep, metric)
+        body.append((name, [Cell(m["clean"]), Cell(m["image"]), Cell(m["text"]), Cell(m["joint"]),
+                            Cell(m["d_image"], signed=True), Cell(m["d_text"], signed=True),
+                            Cell(m["d_joint"], signed=True)]))
+    t.groups.append(("", body))
+    return t

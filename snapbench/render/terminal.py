@@ -1,0 +1,319 @@
+"""A report on the terminal (rich tables that fit the width) and as a table file (CSV / Markdown).
+
+Reports are :class:`snapbench.core.records.Report` objects; :func:`read_report` / :func:`write_report`
+are the schema's (strict JSON, undefined values as null, atomic).  Sign conventions are said in
+every table title: paired Δ = condition − clean (negative = worse); additivity drops = clean −
+condition (positive = worse).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..core.jsonable import dumps
+from ..core.records import Report, read_report, write_report
+from ..evaluate.files import EvaluationInputError
+from ..store.atomic import open_text_atomic
+from .fmt import DROP_SIGN, PAIRED_SIGN, ci_text, p_text, pct, points
+
+__all__ = [
+    "CSV_HEADER",
+    "additivity_rows",
+    "check_table_path",
+    "csv_rows",
+    "print_additivity",
+    "print_report",
+    "read_report",
+    "report_to_json",
+    "write_report",
+    "write_table",
+]
+
+#: What a table file may end in (:func:`write_table`).
+TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
+#: Width of printed tables when the output is not a terminal (a pipe, a file) and COLUMNS is unset.
+PIPE_WIDTH = 120
+_PREFERRED = ("hit@1", "hit@5", "recall@10", "ndcg@10", "mrr")
+_LIMITED = "† depth-limited (the runs are shallower than the metric; values are lower bounds)"
+
+
+def report_to_json(report: Report, indent: int | None = 2) -> str:
+    """Strict JSON (no NaN tokens): undefined values are ``null``."""
+    return dumps(report.to_json(), indent=indent)
+
+
+def _shown(report: Report, show: Sequence[str] | None) -> list[str]:
+    ms = report.metrics
+    if show:
+        return [m for m in show if m in ms]
+    return [m for m in _PREFERRED if m in ms] or ms[:6]
+
+
+def _console(console=None):
+    from .console import stdout_console
+
+    if console is not None:
+        return console
+    con = stdout_console(markup=False, highlight=False)
+    if con.is_terminal or "COLUMNS" in os.environ:
+        return con
+    # piped output: rich would cut to 80 columns; one fixed, readable width instead
+    return stdout_console(width=PIPE_WIDTH, markup=False, highlight=False)
+
+
+def _limited(report: Report) -> set[str]:
+    return set(report.meta.get("depth_limited_metrics") or [])
+
+
+def print_report(report: Report, *, primary: str = "hit@1", show: Sequence[str] | None = None, console=None) -> None:
+    """The metric values per condition (percent), then per condition the Δ of ``primary`` with its CI,
+    the Holm-adjusted p, the stability classes and the rank displacement; groups; additivity."""
+    con = _console(console)
+    metrics = _shown(report, show)
+    if primary not in report.metrics:
+        primary = metrics[0]
+    con.print(_values_table(report, metrics))
+    if report.paired:
+        con.print(_paired_table(report, primary))
+    limited = _limited(report)
+    if limited:
+        con.print(f"{_LIMITED}: {', '.join(sorted(limited))}")
+    if report.groups:
+        con.print(_groups_table(report, primary))
+    con.print(queries_line(report))
+    labels: dict[str, list[str]] = {}
+    for op, per in report.severity_curves.items():
+        curve = per.get(primary)
+        labels.setdefault(curve.label if curve else "n/a", []).append(op)
+    if labels:
+        con.print(f"severity response ({primary}): " + "; ".join(f"{k}: {', '.join(v)}" for k, v in labels.items()))
+    drag = report.coarse_text_drag
+    if drag:
+        con.print(f"coarse-text drag (hit@1, clean): {pct(drag.value, True)} {ci_text(drag.ci)} — joint = {drag.joint}")
+    if report.additivity:
+        print_additivity(report, metric=primary, console=con)
+
+
+def queries_line(report: Report) -> str:
+    """``"11 of 12 queries count (1 has no relevant item)"``: the denominator of the ranking metrics."""
+    n, ex, zero = report.n_queries, report.n_excluded_zero_gt, report.meta.n_zero_gt
+    if ex:
+        return f"{n - ex} of {n} queries count ({ex} ha{'s' if ex == 1 else 've'} no relevant item)"
+    if zero:
+        return f"all {n} queries count ({zero} without a relevant item count{'s' if zero == 1 else ''} as 0)"
+    return f"all {n} queries count"
+
+
+def _values_table(report: Report, metrics: list[str]):
+    from rich.table import Table
+
+    limited = _limited(report)
+    t = Table(title="snapbench evaluate — metric values in %")
+    t.add_column("condition", no_wrap=True)
+    for m in metrics:
+        t.add_column(m + (" †" if m in limited else ""), justify="right")
+    for c, vals in report.conditions.items():
+        t.add_row(c, *[pct(vals.get(m)) for m in metrics])
+    return t
+
+
+def _extra_columns(report: Report) -> dict[str, dict[str, str]]:
+    """Stability classes and rank displacement per condition, as printable cells (column -> cells)."""
+    cols: dict[str, dict[str, str]] = {}
+    if report.stability:
+        m = next(iter(report.stability.values())).metric
+        cols[f"stable/drag/\nwrong/boost\n({m})"] = {
+            c: f"{s.stably_correct}/{s.drag}/{s.persistently_wrong}/{s.boost}" for c, s in report.stability.items()
+        }
+    if report.rank_displacement:
+        cols["rank\ndisplacement\n(mean, CI)"] = {
+            c: "" if d.mean is None else f"{points(d.mean, signed=True, scale=1)} {ci_text(d.ci, scale=1)}"
+            for c, d in report.rank_displacement.items()
+        }
+    return cols
+
+
+def _paired_table(report: Report, primary: str):
+    from rich.table import Table
+
+    extra = _extra_columns(report)
+    t = Table(title=f"paired against clean — {primary}: {PAIRED_SIGN} (points), CI, Holm-adjusted p; "
+                    "stability: stably correct / drag / persistently wrong / boost (queries); rank displacement: "
+                    "corrupted − clean rank of the first positive")
+    t.add_column("condition", no_wrap=True)
+    for name in (f"Δ{primary}", "CI", "p\n(Holm)"):
+        t.add_column(name, justify="right", no_wrap=True)
+    for name in extra:
+        t.add_column(name, justify="right", no_wrap=True)
+    for c, per in report.paired.items():
+        pr = per.get(primary)
+        cells = [pct(pr.delta, True), ci_text(pr.ci), p_text(pr.p)] if pr else ["", "", ""]
+        t.add_row(c, *cells, *[e.get(c, "") for e in extra.values()])
+    return t
+
+
+def _group_cell(report: Report, group: str, c: str, primary: str) -> str:
+    g = report.groups[group]  # type: ignore[index]
+    if c == "clean":
+        return pct(g.conditions.get(c, {}).get(primary))
+    pr = g.paired.get(c, {}).get(primary)
+    return f"{pct(pr.delta, True)} {ci_text(pr.ci)}" if pr else ""
+
+
+def _groups_table(report: Report, primary: str):
+    """Per group: the primary metric on clean and its Δ (with CI) under each condition."""
+    from rich.table import Table
+
+    groups = report.groups or {}
+    t = Table(title=f"per group — {primary} in %, {PAIRED_SIGN}, with CI")
+    t.add_column("condition", no_wrap=True)
+    for g, e in groups.items():
+        t.add_column(f"{g} (n={e.n_queries})", justify="right")
+    for c in report.conditions:
+        t.add_row(c, *[_group_cell(report, g, c, primary) for g in groups])
+    return t
+
+
+def additivity_rows(report: Report, metric: str = "hit@1") -> list[dict]:
+    """Rows (joint, exp, obs, delta, ci) then per-pair, per-severity and overall means (drops)."""
+    def row(label: str, x) -> dict:
+        return {"joint": label, "exp": x.exp, "obs": x.obs, "delta": x.delta, "ci": x.ci}
+
+    rows = [row(j, e[metric]) for j, e in report.additivity.items() if metric in e]
+    summ = report.additivity_summary
+    for section, label in ((summ.by_pair, "mean {} (over severities)"), (summ.by_severity, "mean {} (over pairs)")):
+        rows += [row(label.format(key), e[metric]) for key, e in section.items() if metric in e]
+    if summ.mean and metric in summ.mean:
+        rows.append(row("mean (all joint conditions)", summ.mean[metric]))
+    return rows
+
+
+def additivity_title(metric: str) -> str:
+    return (f"additivity of joint corruptions — {metric} {DROP_SIGN} (points); Exp = Δ_I + Δ_T, "
+            "Obs = the joint drop, δ = Obs − Exp (> 0 super-additive)")
+
+
+def print_additivity(report: Report, *, metric: str = "hit@1", console=None) -> None:
+    """The additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI (drops in points)."""
+    from rich.table import Table
+
+    con = _console(console)
+    rows = additivity_rows(report, metric)
+    skipped = report.additivity_skipped or {}
+    if not rows:
+        con.print("no joint condition with both parts present"
+                  + (": " + "; ".join(f"{k} ({v})" for k, v in skipped.items()) if skipped else ""))
+        return
+    t = Table(title=additivity_title(metric))
+    for name in ("joint condition", "Exp drop", "Obs drop", "δ", "CI(δ)"):
+        t.add_column(name, justify="left" if name == "joint condition" else "right", no_wrap=True)
+    for r in rows:
+        t.add_row(r["joint"], pct(r["exp"], True), pct(r["obs"], True), pct(r["delta"], True), ci_text(r["ci"]))
+    con.print(t)
+    if skipped:
+        con.print("skipped: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
+
+
+CSV_HEADER = ["condition", "metric", "value", "delta", "ci_lo", "ci_hi", "p", "p_raw", "group", "depth_limited"]
+
+
+def csv_rows(report: Report) -> list[list]:
+    """The long table: every condition x metric (value, Δ vs clean, CI, Holm p, raw p), then per group
+    the same (column ``group``), then per condition the stability classes (metric
+    ``stability:<class>``, value = number of queries), the rank displacement (metric
+    ``rank_displacement``, value = mean, with CI) and per joint condition the additivity (metric
+    ``additivity:<metric>``, value = Obs, delta = δ = Obs − Exp, with CI).  ``depth_limited`` is 1
+    for a metric the runs were too shallow for."""
+    limited = _limited(report)
+    rows: list[list] = [CSV_HEADER]
+
+    def block(conds, paired, group: str) -> None:
+        for c, vals in conds.items():
+            for m, v in vals.items():
+                pr = paired.get(c, {}).get(m)
+                lo, hi = pr.ci if pr else (None, None)
+                rows.append([c, m, v, pr.delta if pr else None, lo, hi, getattr(pr, "p", None),
+                             getattr(pr, "p_raw", None), group, int(m in limited)])
+
+    block(report.conditions, report.paired, "")
+    for g, e in (report.groups or {}).items():
+        block(e.conditions, e.paired, g)
+    for c, s in (report.stability or {}).items():
+        for cls in ("stably_correct", "drag", "persistently_wrong", "boost"):
+            rows.append([c, f"stability:{cls}", getattr(s, cls), None, None, None, None, None, "", 0])
+    for c, d in (report.rank_displacement or {}).items():
+        rows.append([c, "rank_displacement", d.mean, None, d.ci[0], d.ci[1], None, None, "", 0])
+    for j, per in report.additivity.items():
+        for m, e in per.items():
+            rows.append([j, f"additivity:{m}", e.obs, e.delta, e.ci[0], e.ci[1], None, None, "", int(m in limited)])
+    return rows
+
+
+def write_table(report: Report, path: str | Path, *, primary: str = "hit@1") -> None:
+    """``.csv``: long format, complete (see :func:`csv_rows`).  ``.md``: a readable wide table (values in
+    %, Δ of ``primary`` with CI and p, stability classes, rank displacement; † marks depth-limited
+    metrics), per-group Δ, additivity.  Written atomically."""
+    p = check_table_path(path)
+    if p.suffix.lower() == ".csv":
+        with open_text_atomic(p, newline="") as fh:
+            csv.writer(fh).writerows(csv_rows(report))
+        return
+    with open_text_atomic(p) as fh:
+        fh.write("\n".join(markdown_lines(report, primary)) + "\n")
+
+
+def check_table_path(path: str | Path) -> Path:
+    """``path`` as a table file :func:`write_table` can write (``.csv`` or ``.md``, not a folder, in a
+    writable place); checked before the evaluation, so a wrong name costs nothing."""
+    from ..store.atomic import check_output_file
+
+    p = Path(path)
+    if p.suffix.lower() not in TABLE_SUFFIXES:
+        raise EvaluationInputError("a table file must end in .csv or .md", path=p, param="table_out")
+    return check_output_file(p, param="table_out")
+
+
+def _one_line(header: str) -> str:
+    """A terminal header (wrapped with newlines) on one line."""
+    return header.replace("/\n", "/").replace("\n", " ")
+
+
+def markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
+    """The Markdown table file (see :func:`write_table`)."""
+    metrics = report.metrics
+    if primary not in metrics:
+        primary = metrics[0]
+    limited = _limited(report)
+    extra = _extra_columns(report)
+    lines = [
+        "| condition | " + " | ".join(m + (" †" if m in limited else "") for m in metrics)
+        + f" | Δ{primary} | CI | p (Holm) |" + "".join(f" {_one_line(n)} |" for n in extra),
+        "|---|" + "---:|" * (len(metrics) + 3 + len(extra)),
+    ]
+    for c, vals in report.conditions.items():
+        pr = report.paired.get(c, {}).get(primary)
+        tail = [pct(pr.delta, True), ci_text(pr.ci), p_text(pr.p)] if pr else ["", "", ""]
+        lines.append("| " + " | ".join([c] + [pct(vals.get(m)) for m in metrics] + tail
+                                       + [e.get(c, "") for e in extra.values()]) + " |")
+    lines += ["", f"Values in %; Δ{primary} = condition − clean in points (negative = worse) with its paired "
+                  f"bootstrap CI; {queries_line(report)}."]
+    if limited:
+        lines += ["", f"{_LIMITED}: {', '.join(sorted(limited))}"]
+    groups = report.groups or {}
+    if groups:
+        lines += ["", f"Per group ({primary} in %, {PAIRED_SIGN}, with CI)", "",
+                  "| condition | " + " | ".join(f"{g} (n={e.n_queries})" for g, e in groups.items()) + " |",
+                  "|---|" + "---:|" * len(groups)]
+        lines += ["| " + " | ".join([c] + [_group_cell(report, g, c, primary) for g in groups]) + " |"
+                  for c in report.conditions]
+    rows = additivity_rows(report, primary)
+    if rows:
+        lines += ["", f"Additivity ({primary} {DROP_SIGN}, in points; Exp = Δ_I + Δ_T, δ = Obs − Exp, "
+                      "> 0 super-additive)", "",
+                  "| joint condition | Exp drop | Obs drop | δ | CI(δ) |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['joint']} | {pct(r['exp'], True)} | {pct(r['obs'], True)} | {pct(r['delta'], True)} | "
+                  f"{ci_text(r['ci'])} |" for r in rows]
+    return lines

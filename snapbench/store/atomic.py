@@ -1,0 +1,178 @@
+"""Atomic file output, shared by every layer: a file appears under its final name complete or not at all.
+
+The temporary file lives next to the target (same filesystem, so ``os.replace`` is atomic), is
+created exclusively with the mode a plain ``open()`` would give (``0o666 & ~umask``, unlike
+``tempfile.mkstemp``'s private 0600), and is removed if the write fails.  Its name
+(``.<name>.<random>.tmp``) ends in none of the extensions snapbench reads, so a leftover from a
+killed process is never mistaken for an output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import secrets
+import shutil
+from pathlib import Path
+from typing import Iterator, TextIO
+
+import numpy as np
+
+from ..core.errors import OutputError
+
+__all__ = ["atomic_path", "open_text_atomic", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic",
+           "prepare_output_dir", "check_output_file", "nearest_existing", "removing_empty_output_dirs"]
+
+# folders prepare_output_dir created (outermost first) inside removing_empty_output_dirs; None outside it
+_CREATED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("snapbench_created_dirs", default=None)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, *, fsync: bool = False) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success it replaces ``path``, on error it is removed.
+
+    Parent folders are created.  ``fsync`` flushes the file to disk before the rename.
+    """
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(100):
+        tmp = p.with_name(f".{p.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 48 random bits
+        raise FileExistsError(f"{p}: cannot create a temporary file next to it")
+    try:
+        yield tmp
+        if fsync:
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, fsync: bool = False) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_path(path, fsync=fsync) as tmp:
+        tmp.write_bytes(data)
+
+
+@contextlib.contextmanager
+def open_text_atomic(path: str | os.PathLike, *, newline: str | None = None,
+                     encoding: str = "utf-8") -> Iterator[TextIO]:
+    """A text file handle (``open(..., "w", newline=newline)``) whose content appears at ``path``
+    only when the block succeeds: the one atomic text writer (reports, tables, TREC runs, CSVs).
+
+    Parent folders are created.  An ``OSError`` (raised in the block or by the rename) becomes
+    :class:`~snapbench.core.errors.OutputError` naming ``path``, not the temporary file.
+    """
+    p = Path(path)
+    try:
+        with atomic_path(p) as tmp, open(tmp, "w", encoding=encoding, newline=newline) as fh:
+            yield fh
+    except OSError as e:
+        raise OutputError(f"cannot write ({e.strerror or e})", path=p) from None
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, *, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` atomically (an ``OSError`` is the caller's to word)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding=encoding)
+
+
+def save_npy_atomic(path: str | os.PathLike, array: np.ndarray) -> None:
+    """``np.save`` to ``path`` atomically (the file name is used as given: no ``.npy`` is appended)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+
+
+def prepare_output_dir(path: str | os.PathLike, *subdirs: str) -> Path:
+    """Create the output folder ``path`` (and ``subdirs`` inside it), or raise
+    :class:`~snapbench.core.errors.OutputError` saying why it cannot hold outputs: it is a file, or it
+    cannot be created or written.  Commands call this before any expensive work."""
+    out = Path(path)
+    for d in (out, *(out / s for s in subdirs)):
+        if d.exists() and not d.is_dir():
+            raise OutputError("exists and is not a folder (choose a folder for the outputs)", path=d)
+        missing = [p for p in (d, *d.parents) if not p.exists()]
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except NotADirectoryError:
+            parent = next((p for p in d.parents if p.exists() and not p.is_dir()), d)
+            raise OutputError("exists and is not a folder (choose a folder for the outputs)", path=parent) from None
+        except OSError as exc:
+            raise OutputError(f"cannot create the output folder ({exc.strerror or exc})", path=d) from None
+        created = _CREATED.get()
+        if created is not None:
+            created.extend(reversed(missing))  # outermost first
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise OutputError("the output folder is not writable", path=d)
+    return out
+
+
+def nearest_existing(path: str | os.PathLike) -> Path | None:
+    """``path`` itself if it exists, else its nearest existing parent (``None`` when none exists):
+    what decides whether a path that may not exist yet can be created."""
+    p = Path(path)
+    return next((q for q in (p, *p.parents) if q.exists()), None)
+
+
+# appended: an output *file* checked before the work that produces it (evaluate --out/--table-out, preview --out)
+def check_output_file(path: str | os.PathLike, *, param: str) -> Path:
+    """Check, before any expensive work, that the file ``path`` can be written later: it is not a
+    folder, and its nearest existing parent is a writable folder (missing parents are created when
+    the file is written).  :class:`~snapbench.core.errors.OutputError` naming ``path`` and ``param``
+    otherwise.  Nothing is created."""
+    from ..core.errors import arg
+
+    out = Path(path)
+    if out.is_dir():
+        raise OutputError(f"is a folder; {arg(param)} names the file to write", path=out, param=param)
+    parent = nearest_existing(out.parent)
+    if parent is not None:
+        if not parent.is_dir():
+            raise OutputError(f"cannot be written: {parent} is a file, not a folder", path=out)
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise OutputError(f"cannot be written: the folder {parent} is not writable", path=out)
+    return out
+
+
+# appended: a command that fails leaves no empty output folder behind (cli.guarded wraps every command)
+def _holds_no_file(folder: Path) -> bool:
+    for _root, _dirs, files in os.walk(folder):  # symbolic links to folders are listed as files
+        if files:
+            return False
+    return True
+
+
+@contextlib.contextmanager
+def removing_empty_output_dirs() -> Iterator[None]:
+    """Run the body; if it fails (any exception, Ctrl-C included), remove the output folders that
+    :func:`prepare_output_dir` created inside it and that still hold no file (only, perhaps, empty
+    folders).  A folder that existed before, or that holds any file, is kept: a failed command leaves
+    the file system as it found it unless it wrote something (an interrupted run keeps what it
+    finished, to resume)."""
+    created: list[Path] = []
+    token = _CREATED.set(created)
+    try:
+        yield
+    except BaseException as exc:
+        if getattr(exc, "exit_code", getattr(exc, "code", 1)) not in (0, None):  # typer.Exit(0), sys.exit(0)
+            for folder in created:  # outermost first: its empty subfolders go with it
+                if folder.is_dir() and not folder.is_symlink() and _holds_no_file(folder):
+                    shutil.rmtree(folder, ignore_errors=True)
+        raise
+    finally:
+        _CREATED.reset(token)
+        outer = _CREATED.get()
+        if outer is not None:  # an enclosing block removes them too if it fails later
+            outer.extend(created)
