@@ -40,12 +40,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine  # noqa: E402
 
-from snapbench.compare import CompareConfig, CompareOptions, ModelValues, compare_models, compare_runs  # noqa: E402
+from snapbench.app.compare import CompareOptions, compare_runs  # noqa: E402
+from snapbench.compare import CompareConfig, ModelValues, compare_models
 from snapbench.core.conditions import list_conditions, parse_condition  # noqa: E402
-from snapbench.core.jsonable import write_json  # noqa: E402
 from snapbench.core.records import REPORT_SCHEMA_VERSION  # noqa: E402
-from snapbench.render.perquery import _read_rows, read_per_query, write_per_query  # noqa: E402
 from snapbench.store import RunDir, write_run_json  # noqa: E402
+from snapbench.store.atomic import write_json  # noqa: E402
+from snapbench.store.perquery import _read_rows, read_per_query, write_per_query  # noqa: E402
 
 Q, M = 1145, 10
 KS = (1, 5, 10, 20)

@@ -34,8 +34,10 @@ from pathlib import Path
 import numpy as np
 from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 
+from snapbench.app.evaluate import evaluate_directory
 from snapbench.core.conditions import list_conditions
-from snapbench.evaluate import EvaluationConfig, Labels, evaluate_directory, evaluate_matrix, write_report
+from snapbench.evaluate import EvaluationConfig, Labels, evaluate_matrix
+from snapbench.render.terminal import write_report
 
 Q, N = 1145, 9085
 POS_PER_QUERY = 4.8
@@ -108,8 +110,9 @@ def bench_split(d: Path, workers: int) -> dict:
     """The two phases of evaluate_directory timed apart: per-condition work, then statistics."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from snapbench.data.qrels import load_qrels
     from snapbench.evaluate import evaluate_conditions
-    from snapbench.evaluate.io import ScoresDir, load_qrels
+    from snapbench.store.scores import ScoresDir
 
     cfg = EvaluationConfig(resamples=10_000, seed=0, workers=workers)
     sd = ScoresDir(d)

@@ -113,7 +113,7 @@ def _corrupt_to_disk(size: tuple[int, int], n_queries: int) -> list[str]:
     import json
     import tempfile
 
-    from snapbench.corruptions import run_corruption
+    from snapbench.app.corrupt import run_corruption
 
     photos = ("astronaut", "coffee", "chelsea", "rocket")
     with tempfile.TemporaryDirectory() as tmp:

@@ -111,7 +111,7 @@ def time_corrupt(repeats: int, root: Path) -> dict[tuple[int, int], dict[bool, f
 
     from PIL import Image
 
-    from snapbench.corruptions import run_corruption
+    from snapbench.app.corrupt import run_corruption
 
     out: dict = {}
     for size in SIZES:

@@ -29,7 +29,8 @@ from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a
 from PIL import Image  # noqa: E402
 from skimage import data  # noqa: E402
 
-from snapbench.corruptions import run_corruption, stream_corruptions  # noqa: E402
+from snapbench.app.corrupt import run_corruption
+from snapbench.corruptions import stream_corruptions  # noqa: E402
 from snapbench.corruptions.io import PNG_COMPRESSION, encode_png  # noqa: E402
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")

@@ -112,7 +112,7 @@ def time_corrupt(name: str, repeats: int, root: Path) -> dict[str, dict[str, flo
 
     from PIL import Image
 
-    from snapbench.corruptions import run_corruption
+    from snapbench.app.corrupt import run_corruption
 
     out: dict[str, dict[str, float]] = {}
     for h, w in SIZES[1:]:

@@ -47,8 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import machine  # noqa: E402
 
+from snapbench.app.corrupt import run_corruption  # noqa: E402
 from snapbench.app.stages import RunOptions, run_benchmark  # noqa: E402
-from snapbench.corruptions import run_corruption  # noqa: E402
 from snapbench.data import load_dataset  # noqa: E402
 from snapbench.engines.local import keep_freed_memory  # noqa: E402
 
@@ -198,7 +198,7 @@ if kind == "run":
     blocks.close()
 else:
     from snapbench.corruptions.manifest import QueryRecord
-    from snapbench.corruptions.query import QueryTask, process_query
+    from snapbench.app.corrupt import QueryTask, process_query
     rec = QueryRecord("q0", Path(path), "What kind of astronaut is this?", "astronaut", {})
     with tempfile.TemporaryDirectory() as out:
         r = process_query(QueryTask(rec, tuple(c.id for c in conds), out, 0, dict(grid), 10**9, None, "x"))

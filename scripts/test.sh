@@ -9,4 +9,5 @@ python -m pip install -q --upgrade pip
 python -m pip install -q "torch==2.13.0"
 python -m pip install -q -e ".[test]"
 ruff check .
+lint-imports
 python -m pytest -q "$@"

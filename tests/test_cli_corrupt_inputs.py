@@ -16,8 +16,8 @@ from PIL import Image
 from skimage import data
 from typer.testing import CliRunner
 
+from snapbench.app.corrupt import RunConfigError, run_corruption
 from snapbench.cli import app
-from snapbench.corruptions import RunConfigError, run_corruption
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

@@ -54,7 +54,7 @@ def test_a_reader_that_leaves_early_is_a_quiet_exit_0(scores, tmp_path):
 
 
 def test_a_table_file_of_an_unknown_kind_is_refused_before_the_evaluation(scores, tmp_path, monkeypatch):
-    import snapbench.evaluate.runner as runner_module
+    import snapbench.app.evaluate as runner_module
 
     d, qrels = scores
     calls = []

@@ -304,8 +304,8 @@ def test_ann_run_reports_recall_against_exact_moor(tmp_path):
 
 def test_ann_recall_counts_misses():
     # the recall helper against a deliberately damaged approximate result: the expected value is known
+    from snapbench.app.moor import ann_topk_overlap
     from snapbench.fusion import MOORIndex
-    from snapbench.fusion.run import ann_topk_overlap
 
     rng = derive_generator("test-cli-moor", "recall-helper")
     gI, gT = rng.standard_normal((80, 6)), rng.standard_normal((80, 6))
@@ -362,7 +362,8 @@ def test_text_file_given_as_npy_is_named_not_called_pickled(emb):
 
 def test_rerun_in_another_format_leaves_one_file_per_condition(emb):
     """moor --topk into the folder of a dense run (and back): evaluate must still read the folder."""
-    from snapbench.evaluate import EvaluationConfig, evaluate_directory
+    from snapbench.app.evaluate import evaluate_directory
+    from snapbench.evaluate import EvaluationConfig
 
     d, _ = emb
     out = d / "fused"

@@ -36,7 +36,7 @@ def _interrupt(*args, **kwargs):
 
 
 def test_an_interrupted_diagnose_says_nothing_was_written_and_leaves_no_folder(tmp_path, monkeypatch) -> None:
-    import snapbench.diagnose.run as diagnose_run
+    import snapbench.app.diagnose as diagnose_run
 
     qs = tmp_path / "qs.txt"
     qs.write_text("What is this temple?\n", encoding="utf-8")

@@ -14,13 +14,14 @@ import pytest
 from data_fixtures import make_snapbench_release
 from typer.testing import CliRunner
 
+from snapbench.app.compare import CompareOptions, compare_runs
 from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
 from snapbench.cli import app
-from snapbench.compare import CompareOptions, compare_runs, read_compare_json
-from snapbench.compare.jsonfile import write_compare_json
-from snapbench.core.records import PerQuery, read_report, write_report
+from snapbench.core.records import PerQuery
 from snapbench.render import read_per_query
+from snapbench.store.compare import read_compare_json, write_compare_json
+from snapbench.store.rundir import read_report, write_report
 
 runner = CliRunner()
 CONDS = ["clean", "img/compression/s1", "img/compression/s3", "img/rotation/s2", "img/mosaic/s3", "txt/char_swap",

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
-from snapbench.render.compare_findings import compare_findings
+from snapbench.render.compare import compare_findings
 
 runner = CliRunner()
 CONDS = "clean,img/compression/s1,img/rotation/s2,txt/char_add"

@@ -8,16 +8,17 @@ import numpy as np
 import pytest
 
 from snapbench.compare import CompareConfig, ModelValues, compare_models
-from snapbench.compare.view import MetricView, display_names
 from snapbench.core.conditions import list_conditions
-from snapbench.render.compare_figures import (
+from snapbench.render.compare import (
     FIGURES,
+    MetricView,
     _point_labels,
+    display_names,
     effective_caption,
     heatmap_figure,
     primitive_bars_figure,
+    value_table,
 )
-from snapbench.render.compare_tables import value_table
 
 pytest.importorskip("matplotlib")
 CONDS = ["clean"] + [c.id for c in list_conditions(joint=True)[1:]]

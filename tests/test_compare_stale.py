@@ -10,11 +10,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-import snapbench.compare.write as write_mod
+import snapbench.app.compare as write_mod
+from snapbench.app.compare import CompareOptions, compare_runs
 from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
-from snapbench.compare import CompareOptions, compare_runs
 
 runner = CliRunner()
 CONDS = ["clean", "img/compression/s1", "txt/char_swap", "joint/compression+char_add/s1"]

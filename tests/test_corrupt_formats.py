@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.corrupt import run_corruption
 from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
 from snapbench.core.errors import ConfigError
-from snapbench.corruptions import load_image, run_corruption
+from snapbench.corruptions import load_image
 
 pytest.importorskip("imagecodecs")
 CONDS = ["img/motion_blur/s2", "img/cropping/s3", "txt/char_swap", "joint/compression+char_add/s1"]
@@ -47,7 +48,7 @@ def test_unknown_format_is_a_clean_cli_error(tmp_path):
 
 def test_a_run_drawn_with_another_text_renderer_is_not_resumed(tmp_path):
     """Watermark / UI text bytes depend on the font file, Pillow and FreeType: never mix two."""
-    from snapbench.corruptions import RunConfigError
+    from snapbench.app.corrupt import RunConfigError
     from snapbench.corruptions.image.add import renderer_versions
 
     run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path, conditions=["img/watermark/s1"], progress=False)

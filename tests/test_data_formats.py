@@ -12,8 +12,9 @@ from data_fixtures import make_hf_imagefolder, make_snapbench_release, write_pho
 from snapbench.app.encoding import load_gallery
 from snapbench.core.errors import ConfigError, InputError, OutputError
 from snapbench.corruptions import load_manifest
-from snapbench.data import FORMATS, detect_format, export_jsonl, load_dataset
-from snapbench.evaluate.io import load_qrels
+from snapbench.data import FORMATS, detect_format, load_dataset
+from snapbench.data.qrels import load_qrels
+from snapbench.store.jsonl import export_jsonl
 
 DEMO = Path(__file__).resolve().parents[1] / "snapbench" / "assets" / "demo"
 

@@ -98,7 +98,7 @@ def test_questions_only_set_has_no_image_share(tmp_path) -> None:
 def test_an_unfinished_run_leaves_no_folder_it_created(images, tmp_path, monkeypatch, stop) -> None:
     """The library call (no CLI around it) removes every folder it created, the missing parents of --out
     included, and keeps a folder that was there before."""
-    from snapbench.diagnose import run as diagnose_run
+    from snapbench.app import diagnose as diagnose_run
 
     def boom(*_a, **_k):
         raise stop("stopped while diagnosing")

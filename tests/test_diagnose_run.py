@@ -15,10 +15,11 @@ import pytest
 from diagnose_photos import photo_set
 from typer.testing import CliRunner
 
+from snapbench.app.diagnose import run_diagnose
 from snapbench.cli import app
 from snapbench.core.errors import InputError
 from snapbench.corruptions import corrupt_image
-from snapbench.diagnose import DETECTORS, IMAGE_DETECTORS, TEXT_DETECTORS, load_thresholds, run_diagnose
+from snapbench.diagnose import DETECTORS, IMAGE_DETECTORS, TEXT_DETECTORS, load_thresholds
 from snapbench.diagnose.summary import wilson_interval
 
 DEMO = Path(__file__).resolve().parents[1] / "snapbench" / "assets" / "demo"
@@ -173,7 +174,7 @@ def test_thresholds_file_overrides_and_errors(folder, tmp_path) -> None:
         res = runner.invoke(app, ["diagnose", str(folder), "--out", str(tmp_path / "o3"), "--thresholds", str(th)])
         assert res.exit_code == 2 and expect in res.output and str(th) in res.output, res.output
         assert "Traceback" not in res.output
-    with pytest.raises(InputError, match="thresholds file not found"):  # read through snapbench.core.textio
+    with pytest.raises(InputError, match="thresholds file not found"):  # read through snapbench.core.userfiles
         load_thresholds(tmp_path / "missing.toml")
 
 

@@ -6,8 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from snapbench.app.corrupt import run_corruption
 from snapbench.app.encoding import encode_corrupted, load_gallery
-from snapbench.corruptions import load_image, run_corruption
+from snapbench.corruptions import load_image
 from snapbench.models import get_encoder
 
 DEMO = Path(__file__).resolve().parents[1] / "snapbench" / "assets" / "demo"

@@ -13,8 +13,9 @@ import cv2
 import numpy as np
 import pytest
 
+from snapbench.app.corrupt import run_corruption
 from snapbench.app.encoding import encode_corrupted, load_gallery
-from snapbench.corruptions import load_image, run_corruption
+from snapbench.corruptions import load_image
 from snapbench.models import get_encoder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,7 +206,8 @@ class SumJoint(ToyEncoder):
 def test_a_native_joint_model_gets_its_own_it2it_scores(tmp_path, monkeypatch):
     (tmp_path / "snapbench_joint_mod.py").write_text(JOINT_MODULE)
     monkeypatch.chdir(tmp_path)
-    from snapbench.models import CachedEncoder, load_encoder
+    from snapbench.models import load_encoder
+    from snapbench.store.cache import CachedEncoder
 
     run_corruption(write_jsonl(tmp_path / "q.jsonl", demo_queries()), tmp_path / "c", conditions=["img/cropping/s3", "txt/char_swap"],
                    progress=False)

@@ -8,21 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from snapbench.app.evaluate import evaluate_directory
 from snapbench.core.errors import InputError
-from snapbench.evaluate import (
-    EvaluationConfig,
-    Labels,
-    ScoresDir,
-    evaluate_directory,
-    evaluate_matrix,
-    load_qrels,
-    load_tags,
-    query_groups,
-    read_ids,
-    read_run,
-    topk_indices,
-    write_run,
-)
+from snapbench.data.qrels import load_qrels, load_tags, query_groups
+from snapbench.evaluate import EvaluationConfig, Labels, evaluate_matrix, topk_indices
+from snapbench.store import read_ids
+from snapbench.store.scores import ScoresDir, read_run, write_run
 
 Q, N = 6, 8
 QIDS = [f"q{i}" for i in range(Q)]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from snapbench.fusion import MetaFusion, MOORIndex, PathScores
-from snapbench.fusion.io import load_matrix
+from snapbench.store.arrays import load_matrix
 
 
 def _hide(monkeypatch, *names):

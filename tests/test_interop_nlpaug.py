@@ -146,8 +146,8 @@ def test_run_corruption_with_one_or_two_workers_writes_the_same_questions(tmp_pa
     and the caller's global random state is what it was."""
     import json
 
+    from snapbench.app.corrupt import run_corruption
     from snapbench.app.demo import DEFAULT_DATA
-    from snapbench.corruptions import run_corruption
 
     state = random.getstate()
     conds = ["txt/nlpaug_keyboard", "joint/motion_blur+nlpaug_keyboard/s1"]

@@ -13,8 +13,9 @@ from PIL import Image
 from skimage import data
 from torch.utils.data import DataLoader
 
+from snapbench.app.corrupt import run_corruption
 from snapbench.core.errors import ConfigError
-from snapbench.corruptions import corrupt_image, corrupt_text, run_corruption
+from snapbench.corruptions import corrupt_image, corrupt_text
 from snapbench.interop.torch import (
     CorruptedQueries,
     CorruptedQueriesIterable,

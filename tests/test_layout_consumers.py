@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
+from snapbench.app.corrupt import run_corruption
 from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.encoding import encode_corrupted
-from snapbench.corruptions import run_corruption
 from snapbench.models import get_encoder
 from snapbench.store import read_manifest
 

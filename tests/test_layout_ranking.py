@@ -19,9 +19,9 @@ from snapbench.store import (
     read_skips,
     read_trec_run,
     write_ids,
-    write_qrels,
     write_trec_run,
 )
+from snapbench.store.trec import write_qrels
 
 
 def _ref_order(row):

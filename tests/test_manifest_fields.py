@@ -11,8 +11,9 @@ from PIL import Image
 from skimage import data
 from typer.testing import CliRunner
 
+from snapbench.app.corrupt import run_corruption
 from snapbench.cli import app
-from snapbench.corruptions import load_manifest, run_corruption
+from snapbench.corruptions import load_manifest
 
 runner = CliRunner()
 

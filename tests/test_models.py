@@ -8,7 +8,6 @@ import pytest
 
 from snapbench.core.errors import ConfigError
 from snapbench.models import (
-    CachedEncoder,
     Encoder,
     available_encoders,
     cosine_path_scores,
@@ -17,6 +16,7 @@ from snapbench.models import (
     register_encoder,
 )
 from snapbench.models.toy import ToyEncoder
+from snapbench.store.cache import CachedEncoder
 
 
 def test_toy_encoder_is_an_encoder_and_deterministic_across_processes():

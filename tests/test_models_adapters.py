@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from snapbench.core.errors import ConfigError
-from snapbench.models import CachedEncoder, load_encoder
+from snapbench.models import load_encoder
+from snapbench.store.cache import CachedEncoder
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

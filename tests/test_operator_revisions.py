@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from snapbench.app.corrupt import RunConfigError, run_corruption
 from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.core.errors import ConfigError
-from snapbench.corruptions import register_image_operator, run_corruption
+from snapbench.corruptions import register_image_operator
 from snapbench.corruptions.image import get_image_operator, image_operator_revisions, unregister_image_operator
-from snapbench.corruptions.run import RunConfigError
 from snapbench.data import load_dataset
 
 QUERIES = DEFAULT_DATA / "queries.jsonl"
@@ -125,8 +125,8 @@ def test_one_revision_rule_for_corrupt_and_run(tint_op):
     """corrupt and run build their revision entries with revision_fingerprint: a registered operator's
     revision; for one not registered now the recorded revision stands (run used to drop the entry),
     else revision 1."""
+    from snapbench.app.corrupt import revision_fingerprint
     from snapbench.app.stages.resume import run_fingerprint
-    from snapbench.corruptions.resume import revision_fingerprint
 
     tint_op(3)
     assert revision_fingerprint(["rotation", "gone", "rev_test_tint", "low_light", "rotation"], {"revision.gone": 4}) == {

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from snapbench.core.errors import InputError
-from snapbench.render.perquery import _read_arrow, _read_rows, read_per_query, write_per_query
+from snapbench.store.perquery import _read_arrow, _read_rows, read_per_query, write_per_query
 
 pytest.importorskip("pyarrow")
 

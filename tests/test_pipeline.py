@@ -21,22 +21,20 @@ from PIL import Image
 from query_sets import three_photo_set as make_query_set
 from skimage import data
 
+from snapbench.app.corrupt import MANIFEST_FIELDS, RunConfigError, run_corruption
 from snapbench.core.conditions import IMAGE_OPERATORS, TEXT_OPERATORS
 from snapbench.corruptions import (
     ManifestError,
     QueryRecord,
-    RunConfigError,
     corrupt_image,
     corrupt_text,
     iter_variants,
     load_manifest,
     resolve_conditions,
     resolve_grid,
-    run_corruption,
     stream_corruptions,
 )
 from snapbench.corruptions.io import load_image
-from snapbench.corruptions.run import MANIFEST_FIELDS
 
 # A small subset of conditions: random (cropping, scribble) and deterministic (overexposure)
 # operators, a size change (downscale), two text operators and two joint pairs (one not in the paper).

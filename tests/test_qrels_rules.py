@@ -13,8 +13,8 @@ import pytest
 
 from snapbench.core.errors import InputError
 from snapbench.data import load_dataset
+from snapbench.data.qrels import load_qrels, load_tags
 from snapbench.evaluate import first_positive_rank, parse_metrics, query_stats, topk_indices
-from snapbench.evaluate.io import load_qrels, load_tags
 
 QIDS = ["q0", "q1", "q2", "q3"]
 GIDS = [f"g{j}" for j in range(8)]

@@ -296,7 +296,7 @@ def test_run_on_ray_gives_the_reports_of_the_local_engine(tmp_path, monkeypatch)
 
 
 def _run_corruption():
-    from snapbench.corruptions import run_corruption
+    from snapbench.app.corrupt import run_corruption
 
     return run_corruption
 
@@ -410,7 +410,8 @@ class KillOnce:
 
 
 def test_corrupt_on_ray_survives_a_killed_worker_without_losing_or_duplicating(tmp_path, monkeypatch):
-    from snapbench.corruptions import register_image_operator, run_corruption
+    from snapbench.app.corrupt import run_corruption
+    from snapbench.corruptions import register_image_operator
 
     # the operator is pickled by reference to this module: a Ray started for this test must find it
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")]))

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from snapbench.app.corrupt import RunConfigError
 from snapbench.core.conditions import IMAGE_PRIMITIVES, TEXT_OPERATORS
 from snapbench.core.errors import ConfigError, InputError
 from snapbench.corruptions import (
     EntityNotFoundError,
     ImageLoadError,
     ManifestError,
-    RunConfigError,
     TextCorruptionError,
     resolve_conditions,
     resolve_grid,

@@ -29,12 +29,15 @@ def _hit1(scores: np.ndarray, positives: list[set[int]]) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
+    from snapbench.app.corrupt import run_corruption
     from snapbench.app.encoding import encode_corrupted
-    from snapbench.corruptions import run_corruption
-    from snapbench.evaluate import EvaluationConfig, evaluate_directory, write_report
-    from snapbench.fusion import MOORIndex, comb_sum, fuse_directory
+    from snapbench.app.evaluate import evaluate_directory
+    from snapbench.app.moor import fuse_directory
+    from snapbench.evaluate import EvaluationConfig
+    from snapbench.fusion import MOORIndex, comb_sum
     from snapbench.models import get_encoder
     from snapbench.render import write_per_query
+    from snapbench.render.terminal import write_report
 
     base = tmp_path_factory.mktemp("report")
     demo_out = base / "demo"
@@ -453,8 +456,8 @@ def test_report_command(run_dir, tmp_path):
 
 def test_figures_plot_the_report_numbers(run_dir):
     """The plotted data (read back from the matplotlib artists) are the numbers of the report."""
-    from snapbench.core.records import read_report
     from snapbench.render.figures import severity_curves_figure, text_share_figure
+    from snapbench.store.rundir import read_report
 
     rep = json.loads((run_dir["dir"] / "IT2IT" / "report.json").read_text())
     conds = rep["conditions"]
@@ -632,8 +635,8 @@ def test_tables_state_their_sign_convention(run_dir, built):
 
 
 def test_reading_a_runs_per_query_table_is_one_function(run_dir):
-    from snapbench.core.records import read_report
     from snapbench.render import read_target_per_query
+    from snapbench.store.rundir import read_report
 
     pq = read_target_per_query(run_dir["dir"], "IT2IT")
     rep = read_report(run_dir["dir"] / "IT2IT" / "report.json")
@@ -725,8 +728,8 @@ def test_the_drag_figure_shows_every_mode_in_its_legend_colour_even_at_zero(run_
     (("T2T",), "T2T"),
 ])
 def test_a_runs_report_and_a_comparison_speak_first_of_the_same_target(targets, first):
-    from snapbench.compare.write import ordered_targets
-    from snapbench.render.rundir import RunData
+    from snapbench.app.compare import ordered_targets
+    from snapbench.store.rundir import RunData
 
     assert RunData(Path("run"), reports=dict.fromkeys(targets)).primary_mode == first
     assert ordered_targets(list(targets))[0] == first
@@ -768,7 +771,7 @@ def test_a_report_without_its_bootstrap_settings_is_refused_not_defaulted(tmp_pa
     """The report recomputes intervals with the report's seed, resamples and level; one that lacks them is
     refused naming the key (it used to fall back to 1000 resamples and 0.95, unlike evaluate's defaults)."""
     from snapbench.core.errors import InputError
-    from snapbench.core.records import read_report
+    from snapbench.store.rundir import read_report
 
     rep = _sparse_report()
     rep["meta"][key] = value

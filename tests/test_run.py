@@ -52,9 +52,10 @@ def streamed(demo, tmp_path_factory):
 
 
 def test_run_equals_the_stepwise_route(streamed, tmp_path):
+    from snapbench.app.corrupt import run_corruption
     from snapbench.app.encoding import encode_corrupted
-    from snapbench.corruptions import run_corruption
-    from snapbench.evaluate import EvaluationConfig, evaluate_directory
+    from snapbench.app.evaluate import evaluate_directory
+    from snapbench.evaluate import EvaluationConfig
     from snapbench.fusion import MOORIndex
 
     out, res = streamed

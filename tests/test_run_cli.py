@@ -157,7 +157,7 @@ def test_a_user_encoder_by_module_attribute_in_run_and_encode_with_two_workers(t
     a = json.loads((tmp_path / "r" / "I2I" / "report.json").read_text())["conditions"]
     b = json.loads((ref.out_dir / "I2I" / "report.json").read_text())["conditions"]
     assert a == b  # a scaled toy embedding ranks exactly like the toy one
-    from snapbench.corruptions import run_corruption
+    from snapbench.app.corrupt import run_corruption
 
     run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / "c", conditions=["txt/char_swap"], progress=False)
     r = runner.invoke(app, ["encode", "c", "--gallery", str(DEFAULT_DATA / "gallery.jsonl"), "--out", "e",

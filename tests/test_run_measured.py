@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from snapbench.app.corrupt import run_corruption
 from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.core.errors import ConfigError
-from snapbench.corruptions import iter_variants, load_image, run_corruption
+from snapbench.corruptions import iter_variants, load_image
 from snapbench.data import load_dataset
 from snapbench.models import get_encoder
 

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from snapbench.app.corrupt import run_corruption
 from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
-from snapbench.corruptions import run_corruption
 
 runner = CliRunner()
 FAST = ["--resamples", "100", "--no-report", "--no-progress"]

@@ -1,4 +1,4 @@
-"""Traffic-weighted robustness (snapbench.render.traffic): weights from hand-written and real
+"""Traffic-weighted robustness (snapbench.app.traffic): weights from hand-written and real
 diagnose folders, expected R@k recomputed by hand from the run's report.json files, CIs, fallbacks,
 determinism across processes, and the report/run entry points."""
 
@@ -17,14 +17,15 @@ import pytest
 from typer.testing import CliRunner
 
 from snapbench.app.demo import DEFAULT_DATA
+from snapbench.app.diagnose import run_diagnose
 from snapbench.app.stages import RunOptions, run_benchmark
+from snapbench.app.traffic import compute_traffic, read_traffic, write_traffic
 from snapbench.cli import app
 from snapbench.core.errors import ConfigError, InputError
 from snapbench.data import load_dataset
-from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS, run_diagnose
+from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS
 from snapbench.diagnose.mix import FlagConditions, build_mix
 from snapbench.evaluate.paired import bootstrap_counts
-from snapbench.render.traffic import compute_traffic, read_traffic, write_traffic
 from snapbench.render.traffic_html import traffic_fragment
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,7 +90,7 @@ def run_dir(demo, hand_diag, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def variants(tmp_path_factory) -> Path:
     """snapbench corrupt of the demo queries (real photos and questions) on six conditions."""
-    from snapbench.corruptions import run_corruption
+    from snapbench.app.corrupt import run_corruption
 
     out = tmp_path_factory.mktemp("corrupt") / "c"
     run_corruption(Path(DEFAULT_DATA) / "queries.jsonl", out, progress=False,
@@ -185,7 +186,7 @@ def test_interval_shrinks_with_more_traffic(run_dir, tmp_path) -> None:
 
 
 def test_deterministic_across_processes(run_dir, hand_diag) -> None:
-    code = ("import sys; from snapbench.render.traffic import compute_traffic; from snapbench.core.jsonable import dumps; "
+    code = ("import sys; from snapbench.app.traffic import compute_traffic; from snapbench.core.jsonable import dumps; "
             "print(dumps(compute_traffic(sys.argv[1], sys.argv[2])))")
     outs = []
     for hashseed in ("1", "2"):
@@ -357,33 +358,3 @@ def test_mix_rules_on_the_full_condition_list() -> None:
     assert set(mix.estimated) == {"joint/overexposure+sent_replace/s2", "joint/overexposure+sent_replace/s3"}
     assert np.allclose(mix.rows.sum(axis=1), 1.0)
     assert mix.weights(np.array([1, 1, 1, 1, 0])) == pytest.approx(mix.rows[:4].mean(axis=0))
-
-
-def test_the_report_reads_diagnose_and_diagnose_never_imports_the_report() -> None:
-    """The traffic view lives in report/ (it reads a run folder) and reads diagnose's mix table; the HTML
-    page is below both.  No import (lazy ones included) goes from the diagnose package to the report but
-    the documented re-export diagnose.traffic, which nothing in snapbench imports; so no cycle either."""
-    from import_graph import cycles, graph
-
-    g = graph()
-    crossing = sorted(f"{m} imports {d}" for m, deps in g.items() if m.startswith("snapbench.diagnose")
-                      for d in deps if d.startswith("snapbench.render"))
-    assert crossing == ["snapbench.diagnose.traffic imports snapbench.render.traffic"]
-    assert not [m for m, deps in g.items() if "snapbench.diagnose.traffic" in deps]
-    assert not [c for c in cycles(g) if any(m.startswith(("snapbench.render", "snapbench.diagnose")) for m in c)]
-    assert {"snapbench.diagnose.mix", "snapbench.diagnose.run"} <= g["snapbench.render.traffic"]
-    from snapbench.diagnose.traffic import compute_traffic as old  # the documented names
-    from snapbench.diagnose.traffic import write_traffic as old_write
-
-    assert (old, old_write) == (compute_traffic, write_traffic)
-
-
-@pytest.mark.parametrize("level,words", [(0.975, "97.5% CI"), (0.9, "90% CI"), (None, "CI")])
-def test_the_traffic_table_names_its_ci_at_the_level_of_traffic_json(level, words) -> None:
-    """The level is written as every other table writes it (it was rounded to a whole percent: 98%)."""
-    from snapbench.render.traffic_html import render_traffic
-
-    body = {"expected": {"IT2IT": {"hit@1": {"value": 0.5, "ci_low": 0.4, "ci_high": 0.6}}},
-            "ci": {} if level is None else {"level": level}, "queries": {"n": 0}}
-    caption = render_traffic(body).split("<caption>")[1].split("</caption>")[0]
-    assert caption.endswith(f"expected value with {words}") and "95%" not in caption

@@ -19,9 +19,9 @@ from query_sets import snapbench_cmd, tree
 from query_sets import square_photo_set as make_queries
 from typer.testing import CliRunner
 
+from snapbench.app.corrupt import run_corruption
 from snapbench.cli import app
 from snapbench.core.errors import ConfigError
-from snapbench.corruptions import run_corruption
 from snapbench.corruptions.image import (
     register_image_operator,
     unregister_image_operator,

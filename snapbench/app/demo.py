@@ -57,8 +57,8 @@ def demo(
     from ..core.conditions import parse_condition
     from ..core.validate import positive_int
     from ..data import load_dataset
-    from ..evaluate import read_report
     from ..render.console import stderr_console, stdout_console
+    from ..render.terminal import read_report
     from ..store import claim_output_dir
     from .stages import run_benchmark
 

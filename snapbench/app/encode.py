@@ -40,9 +40,8 @@ def encode(
     """
     from ..core.validate import comma_list, positive_int
     from ..engines import check_engine
-    from ..models import CachedEncoder
-    from ..models.cache import check_cache_dir
     from ..models.device import check_device
+    from ..store.cache import CachedEncoder, check_cache_dir
     from .encoding import check_conditions, load_gallery, prepare_out_dir
     from .stages.encoders import close_encoder, open_encoder
 
@@ -73,8 +72,8 @@ def encode(
 def _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progress, items) -> None:
     """The encode command once the encoder is open (in this process or as a Ray actor pool)."""
     from ..core.targets import modes_for_paths
-    from ..models import CachedEncoder
     from ..render.progress import ProgressDisplay
+    from ..store.cache import CachedEncoder
     from .encoding import encode_corrupted
 
     with ProgressDisplay(not no_progress) as bar:

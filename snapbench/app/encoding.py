@@ -59,7 +59,6 @@ from .._version import __version__
 from ..core.conditions import parse_condition
 from ..core.defaults import DEFAULT_BATCH_SIZE
 from ..core.errors import ConfigError, InputError, SnapbenchError
-from ..core.jsonable import write_json
 from ..core.targets import PATH_SIDES, SIDES, paths_for_sides, query_sides
 from ..core.validate import LIST_MAX, positive_int, unknown_name
 from ..corruptions.io import load_image
@@ -78,7 +77,7 @@ from ..store import (
     write_ids,
     write_run_json,
 )
-from ..store.atomic import save_npy_atomic
+from ..store.atomic import save_npy_atomic, write_json
 from .stages.encoding import ZeroRows, encode_batches
 from .stages.gallery import encode_gallery
 

@@ -37,10 +37,10 @@ def preview(
     questions and measured values printed too."""
     from ..core.errors import ConfigError
     from ..core.validate import positive_int
-    from ..corruptions.io import load_image, save_png
+    from ..corruptions.io import load_image
     from ..corruptions.preview import contact_sheet
     from ..corruptions.target import parse_severity_target
-    from ..store.atomic import check_output_file
+    from ..store.atomic import check_output_file, save_png
 
     if out.suffix.lower() != ".png":
         raise ConfigError(f"must be a .png file, got {out}", param="out")

@@ -30,7 +30,7 @@ def report(
 
     err = stderr_console()
     if traffic is not None:
-        from ..render.traffic import write_traffic
+        from .traffic import write_traffic
 
         typer.echo(f"traffic: {write_traffic(run_dir, traffic)}")
     fmts = [f.strip().lower() for f in formats.split(",") if f.strip()]

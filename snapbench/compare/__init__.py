@@ -8,10 +8,8 @@ from .core import CompareConfig, compare_models
 from .exact import cohens_g, discordance, signflip_exact_pvalues
 from .groups import GROUP_ALL, condition_groups, exact_group_means, group_means
 from .inputs import ModelValues, align_models
-from .jsonfile import read_compare_json
 from .multiple import CORRECTIONS, adjust_pvalues
 from .normalised import corruption_errors, effective_robustness, logit_fit, operator_conditions
-from .options import CompareOptions
 from .ranking import rank_intervals, ranks, tiers
 from .records import (
     AdditivityPairRecord,
@@ -24,13 +22,8 @@ from .records import (
     PairRecord,
     RankingRecord,
 )
-from .runs import CompareResult, compare_runs
 
 __all__ = [
-    "CompareOptions",
-    "CompareResult",
-    "compare_runs",
-    "read_compare_json",
     "CompareConfig",
     "compare_models",
     "ModelValues",

@@ -176,3 +176,7 @@ def _check_one(model: ModelValues) -> None:
         for c, ms in conds.items():
             if (msg := set_diff("metrics", repr("clean"), metrics, repr(c), list(ms))) is not None:
                 raise ConfigError(f"model {model.name!r}, mode {mode!r}: conditions differ in their metrics: {msg}")
+
+
+
+

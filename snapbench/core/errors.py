@@ -25,7 +25,7 @@ import os
 import re
 from collections.abc import Callable
 
-__all__ = ["SnapbenchError", "InputError", "ConfigError", "OutputError", "arg", "in_words"]
+__all__ = ["SnapbenchError", "InputError", "EvaluationInputError", "ConfigError", "OutputError", "arg", "in_words"]
 
 # Private-use code points: they never occur in file names, ids or messages a user writes.
 _OPEN, _CLOSE = "\ue000", "\ue001"
@@ -78,6 +78,10 @@ class InputError(SnapbenchError):
 
 class ConfigError(SnapbenchError):
     """An option or a combination of options is invalid (unknown condition, bad grid, seed mismatch...)."""
+
+
+class EvaluationInputError(InputError):
+    """Bad evaluation input (file, id, shape or value); the message names the file and the problem."""
 
 
 class OutputError(SnapbenchError):

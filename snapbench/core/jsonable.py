@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["to_json", "dumps", "write_json"]
+__all__ = ["to_json", "dumps"]
 
 
 def to_json(obj: Any, *, max_array_items: int | None = None) -> Any:
@@ -46,8 +45,3 @@ def dumps(obj: Any, *, indent: int | None = 2, max_array_items: int | None = Non
     return json.dumps(to_json(obj, max_array_items=max_array_items), indent=indent, ensure_ascii=False, allow_nan=False)
 
 
-def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 2, max_array_items: int | None = None) -> None:
-    """Write ``obj`` as strict JSON (plus a final newline) to ``path``, atomically."""
-    from ..store.atomic import write_text_atomic
-
-    write_text_atomic(path, dumps(obj, indent=indent, max_array_items=max_array_items) + "\n")

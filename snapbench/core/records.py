@@ -19,8 +19,8 @@ Conventions, fixed here for every reader:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ._report_reader import CI, MISSING, Reader, Value, metric_values, per_metric
@@ -56,8 +56,6 @@ __all__ = [
     "PerQuery",
     "ReportMeta",
     "Report",
-    "read_report",
-    "write_report",
 ]
 
 REPORT_SCHEMA_VERSION = 1
@@ -244,20 +242,25 @@ class Report:
         return d
 
 
-def read_report(path: str | os.PathLike) -> Report:
-    """Read and check a ``report.json`` (decoded through :mod:`snapbench.core.textio`)."""
-    from .textio import read_json
+@dataclass(frozen=True)
+class TargetOutcome:
+    """How a run's image variants met their severity targets: ``variants`` searched, ``missed`` (not
+    within the tolerance: ``"reached": false``) and ``inverted`` -- (query, operator) pairs whose
+    achieved measure does not fall from level to level (a harsher level measures milder than the one
+    before it: a missed target, most often)."""
 
-    return Report.from_json(read_json(path, what="report"), path=path)
+    variants: int = 0
+    missed: int = 0
+    inverted: int = 0
 
+    def to_json(self) -> dict[str, int]:
+        """How run.json records it."""
+        return {"variants": self.variants, "missed": self.missed, "inverted": self.inverted}
 
-def write_report(report: Report, path: str | os.PathLike) -> None:
-    """Write ``report`` as strict JSON (undefined values as null), atomically (parent folders are
-    created); :class:`~snapbench.core.errors.OutputError` naming ``path`` when it cannot be written."""
-    from .errors import OutputError
-    from .jsonable import write_json
-
-    try:
-        write_json(Path(path), report.to_json())
-    except OSError as e:
-        raise OutputError(f"cannot write the report ({e.strerror or e})", path=path) from None
+    @classmethod
+    def from_json(cls, obj: Any) -> TargetOutcome | None:
+        """What :meth:`to_json` recorded (run.json's ``severity_target_outcome``), or None when ``obj``
+        is not such a record (a run without a severity target)."""
+        if not isinstance(obj, Mapping):
+            return None
+        return cls(int(obj.get("variants", 0)), int(obj.get("missed", 0)), int(obj.get("inverted", 0)))

@@ -10,6 +10,7 @@ worker), ``resume`` (its fingerprint and kept outputs), ``workers`` (its worker 
 searched to a measured strength; severity levels as targets), ``image/knobs`` (each operator's knob).
 """
 
+from ..core.records import TargetOutcome
 from .image import (
     BUILTIN_KNOBS,
     DEFAULT_GRID,
@@ -23,15 +24,13 @@ from .image import (
     load_grid,
     register_image_operator,
 )
-from .io import ImageLoadError, load_image, save_png
+from .io import ImageLoadError, load_image
 from .manifest import ManifestError, QueryRecord, load_manifest
 from .measure import ImageStrength, TextStrength, image_reference, measure_image, measure_text
 from .plan import plan_conditions, resolve_conditions, resolve_grid
-from .run import CorruptOptions, RunConfigError, RunSummary, run_corruption
 from .target import (
     KnobSearch,
     SeverityTarget,
-    TargetOutcome,
     parse_severity_target,
     search_knob,
     target_outcome,
@@ -51,12 +50,9 @@ from .text import (
 from .variants import Skip, Variant, generate_variants, iter_variants, stream_corruptions
 
 __all__ = [
-    "CorruptOptions",
     "ImageLoadError",
     "ManifestError",
     "QueryRecord",
-    "RunConfigError",
-    "RunSummary",
     "Skip",
     "Variant",
     "generate_variants",
@@ -66,8 +62,6 @@ __all__ = [
     "resolve_grid",
     "load_image",
     "load_manifest",
-    "run_corruption",
-    "save_png",
     "stream_corruptions",
     "DEFAULT_GRID",
     "corrupt_image",

@@ -28,7 +28,6 @@ to its ``IEND``, because Pillow accepts a PNG whose pixel data is complete but w
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import struct
@@ -40,12 +39,11 @@ import numpy as np
 
 from ..core.defaults import DEFAULT_MAX_PIXELS
 from ..core.errors import InputError, arg
-from ..store.atomic import write_bytes_atomic
 from . import codecs
 from .pixels import PNG_COMPRESSION, PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 
 __all__ = ["ImageLoadError", "ImageMissingError", "ImageUnreadableError", "ImageTooLargeError", "image_problem",
-           "read_image_bytes", "as_rgb_uint8", "load_image", "encode_png", "save_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
+           "read_image_bytes", "as_rgb_uint8", "load_image", "encode_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
 
 
 
@@ -284,10 +282,3 @@ def _load_pillow(path: Path, data: bytes, max_pixels: int) -> np.ndarray:
     return np.ascontiguousarray(out)
 
 
-def save_png(
-    path: str | os.PathLike, image: np.ndarray, *, compression: int = PNG_COMPRESSION, fsync: bool = False
-) -> str:
-    """Write ``image`` (HxWx3 uint8 RGB) as a lossless PNG, atomically; return the sha256 (hex) of the bytes written."""
-    data = encode_png(image, compression=compression)
-    write_bytes_atomic(path, data, fsync=fsync)
-    return hashlib.sha256(data).hexdigest()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.textio import read_text
+from ..core.userfiles import read_text
 from ..core.validate import did_you_mean
 
 __all__ = [

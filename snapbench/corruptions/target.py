@@ -40,10 +40,11 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import ConfigError
+from ..core.records import TargetOutcome
 from ..core.validate import unknown_name
 from .measure import ImageReference, ImageStrength, image_reference, measure_image
 
-__all__ = ["DEFAULT_TOLERANCE", "KnobSearch", "SeverityTarget", "TargetOutcome", "parse_severity_target", "search_knob",
+__all__ = ["DEFAULT_TOLERANCE", "KnobSearch", "SeverityTarget", "parse_severity_target", "search_knob",
            "target_outcome", "target_summary", "target_variant"]
 
 #: Default tolerance per metric: the issue's ±0.01 SSIM, ±0.5 dB PSNR.
@@ -360,28 +361,6 @@ def target_variant(operator: Any, image: np.ndarray, params: Mapping[str, Any], 
 # what a run's targets came to
 
 
-@dataclass(frozen=True)
-class TargetOutcome:
-    """How a run's image variants met their severity targets: ``variants`` searched, ``missed`` (not
-    within the tolerance: ``"reached": false``) and ``inverted`` -- (query, operator) pairs whose
-    achieved measure does not fall from level to level (a harsher level measures milder than the one
-    before it: a missed target, most often)."""
-
-    variants: int = 0
-    missed: int = 0
-    inverted: int = 0
-
-    def to_json(self) -> dict[str, int]:
-        """How run.json records it."""
-        return {"variants": self.variants, "missed": self.missed, "inverted": self.inverted}
-
-    @classmethod
-    def from_json(cls, obj: Any) -> TargetOutcome | None:
-        """What :meth:`to_json` recorded (run.json's ``severity_target_outcome``), or None when ``obj``
-        is not such a record (a run without a severity target)."""
-        if not isinstance(obj, Mapping):
-            return None
-        return cls(int(obj.get("variants", 0)), int(obj.get("missed", 0)), int(obj.get("inverted", 0)))
 
 
 def target_outcome(entries: Iterable[tuple[str, str, int, Mapping[str, Any]]]) -> TargetOutcome:

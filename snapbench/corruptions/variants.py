@@ -266,7 +266,7 @@ def iter_variants(
 
     ``image`` is an HxWx3 uint8 RGB array (e.g. from :func:`~snapbench.corruptions.io.load_image`),
     ``key`` the query id (it keys all randomness, so variants equal those of
-    :func:`~snapbench.corruptions.run.run_corruption` for the same id and seed).
+    :func:`~snapbench.app.corrupt.run_corruption` for the same id and seed).
     ``conditions``/``joint``/``grid`` (a grid file or an override mapping) as in
     :func:`~.plan.plan_conditions` (a joint condition brings its parts); ``clean`` comes first.  With
     ``errors="raise"`` a condition that cannot be produced (entity not found, no question...)

@@ -14,7 +14,7 @@ The formats are one table, :data:`LOADERS` (:class:`snapbench.core.registry.Tabl
 :class:`DatasetFormat` (its loader and the options it takes).  An unknown format is an error listing
 the known ones; a new format is ``LOADERS.register(name, DatasetFormat(load, options))``.
 
-:func:`export_jsonl` writes any loaded dataset as the generic triple.
+:func:`snapbench.store.jsonl.export_jsonl` writes any loaded dataset as the generic triple.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from typing import Any
 
 from ..core.errors import ConfigError, InputError, arg
 from ..core.registry import Table
-from .export import export_jsonl
 from .hf_imagefolder import METADATA_NAMES, find_metadata, load_hf_imagefolder
 from .jsonl import MANIFEST_NAMES, load_jsonl
 from .model import MODE_PATHS, PATHS, Dataset, GalleryItem, ReleasedVariants
@@ -49,7 +48,6 @@ __all__ = [
     "GalleryItem",
     "ReleasedVariants",
     "detect_format",
-    "export_jsonl",
     "load_dataset",
     "load_faiss_embeddings",
     "photobench_albums",
@@ -61,7 +59,7 @@ _SNIFF_BYTES = 1 << 16
 
 def _sniff(path: Path) -> str:
     # the first bytes only, decoded leniently: detection must not fail on a character cut in two
-    # (the loader then reads the whole file through snapbench.core.textio)
+    # (the loader then reads the whole file through snapbench.core.userfiles)
     try:
         with open(path, "rb") as fh:
             return fh.read(_SNIFF_BYTES).decode("utf-8-sig", errors="replace")

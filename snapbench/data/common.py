@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..core import textio
+from ..core import userfiles as textio
 from ..core.errors import InputError
 from .model import MODE_PATHS, Dataset, GalleryItem
 
@@ -23,7 +23,7 @@ IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".t
 
 
 def read_json(path: Path, what: str) -> Any:
-    """Parse a JSON file through :func:`snapbench.core.textio.read_json` (InputError naming the file for a
+    """Parse a JSON file through :func:`snapbench.core.userfiles.read_json` (InputError naming the file for a
     missing file, bytes that are not UTF-8 or bad JSON)."""
     return textio.read_json(path, what=what)
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.textio import read_text
+from ..core.userfiles import read_text
 from ..core.validate import examples
 from ..corruptions import QueryRecord
 from .common import image_notes

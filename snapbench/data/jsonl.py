@@ -13,9 +13,9 @@ from pathlib import Path
 
 from ..core.errors import InputError, SnapbenchError, arg
 from ..corruptions import load_manifest
-from ..store import align_qrels, read_qrels_file
 from .common import image_notes, read_gallery_manifest
 from .model import Dataset
+from .qrels import align_qrels, read_qrels_file
 
 __all__ = ["GALLERY_NAMES", "MANIFEST_NAMES", "QRELS_NAMES", "load_jsonl"]
 

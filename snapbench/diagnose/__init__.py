@@ -8,30 +8,23 @@ for the user's own traffic.  Modules: ``image`` / ``jpeg`` / ``text`` (detectors
 (the detector table + ``thresholds.toml``), ``detect`` (one query), ``checks`` (query-set checks),
 ``summary`` (shares and Wilson CIs), ``queries`` (inputs), ``html`` (the page), ``run`` (the engine);
 ``mix`` (the flag -> conditions table and the traffic mix).  The expected R@k of a run under that
-mix (traffic.json and its section of report.html) reads a run folder: :mod:`snapbench.render.traffic`.
+mix (traffic.json and its section of report.html) reads a run folder: :mod:`snapbench.app.traffic`.
 """
 
 from .detect import Detection, QueryResult, diagnose_image, diagnose_question, diagnose_record
-from .queries import INPUT_KINDS, QuerySet, load_queries
-from .run import DiagnoseResult, run_diagnose
 from .summary import wilson_interval
 from .thresholds import DETECTORS, IMAGE_DETECTORS, TEXT_DETECTORS, default_thresholds, load_thresholds
 
 __all__ = [
     "DETECTORS",
     "IMAGE_DETECTORS",
-    "INPUT_KINDS",
     "TEXT_DETECTORS",
     "Detection",
-    "DiagnoseResult",
     "QueryResult",
-    "QuerySet",
     "default_thresholds",
     "diagnose_image",
     "diagnose_question",
     "diagnose_record",
-    "load_queries",
     "load_thresholds",
-    "run_diagnose",
     "wilson_interval",
 ]

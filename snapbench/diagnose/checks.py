@@ -16,14 +16,12 @@ would fail the paper's construction filters, before any corruption is run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..corruptions.entity import EntityNotFoundError, find_entity
-
-if TYPE_CHECKING:
-    from .detect import QueryResult
+from .detect import QueryResult
 
 __all__ = ["entity_problem", "hash_groups", "near_duplicate_pairs", "run_checks"]
 

@@ -7,7 +7,7 @@ Intervals are Wilson score intervals for a binomial proportion (Wilson 1927):
 with z the normal quantile of (1 + level) / 2.  Chosen over a bootstrap because the queries of a log
 are independent draws and the share is one proportion: Wilson is exact to compute, needs no seed,
 and keeps a sensible width at 0 or n flagged queries (where a percentile bootstrap collapses to a
-point).  The traffic-weighted view (:mod:`snapbench.render.traffic`), which combines the mix
+point).  The traffic-weighted view (:mod:`snapbench.app.traffic`), which combines the mix
 with a benchmark's bootstrap, resamples the per-query flags of ``diagnose.csv`` instead.
 
 Sides: a query's image side is flagged when any image detector flags it, its text side likewise.

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.errors import ConfigError
-from ..core.textio import read_text
+from ..core.userfiles import read_text
 from ..core.validate import unknown_name
 
 __all__ = ["DETECTORS", "IMAGE_DETECTORS", "TEXT_DETECTORS", "CHECKS_SECTION", "Detector", "Thresholds",
@@ -106,7 +106,7 @@ def load_thresholds(path: str | os.PathLike | None = None) -> Thresholds:
     """The shipped thresholds, with the sections and keys of ``path`` (TOML or JSON) replacing them.
 
     Raises :class:`~snapbench.core.errors.InputError` naming the file when it is missing, a folder or not
-    UTF-8 (:mod:`snapbench.core.textio`), :class:`~snapbench.core.errors.ConfigError` naming the file for an
+    UTF-8 (:mod:`snapbench.core.userfiles`), :class:`~snapbench.core.errors.ConfigError` naming the file for an
     unparsable file, an unknown section or key (listing the known ones) or a value that is not a
     finite number.
     """

@@ -37,6 +37,8 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 from ..core.errors import ConfigError, arg
 from ..core.registry import Table
 from ..core.validate import positive_int
+from .local import local_ordered_map
+from .ray_engine import import_ray, ray_ordered_map
 
 __all__ = ["ENGINES", "ENGINE_TABLE", "ordered_map", "check_engine", "runs_inline"]
 
@@ -46,30 +48,16 @@ R = TypeVar("R")
 
 def _local_map(fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers: int, address: str | None, window: int,
                initializer: Callable[..., Any] | None, initargs: tuple, meanwhile: Callable[[], None] | None) -> Iterator[Any]:
-    from .local import local_ordered_map
-
     return local_ordered_map(fn, tasks, workers=workers, window=window, initializer=initializer, initargs=initargs,
                              meanwhile=meanwhile)
 
 
 def _ray_map(fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers: int, address: str | None, window: int,
              initializer: Callable[..., Any] | None, initargs: tuple, meanwhile: Callable[[], None] | None) -> Iterator[Any]:
-    from .ray_engine import ray_ordered_map
-
     return ray_ordered_map(fn, tasks, workers=workers, address=address, window=window, initializer=initializer,
                            initargs=initargs, meanwhile=meanwhile)
 
 
-def _run_once(fn: Callable[[], None] | None) -> Callable[[], None]:
-    """``fn`` as a function that runs it on its first call only (nothing for ``None``): an engine's
-    ``meanwhile`` hook, called where the first window is in flight and again where the tasks ran out."""
-    pending = [fn] if fn is not None else []
-
-    def call() -> None:
-        while pending:
-            pending.pop()()
-
-    return call
 
 
 def runs_inline(engine: str, workers: int, n_tasks: int) -> bool:
@@ -80,8 +68,6 @@ def runs_inline(engine: str, workers: int, n_tasks: int) -> bool:
 
 
 def _ray_check() -> None:
-    from .ray_engine import import_ray
-
     import_ray()
 
 

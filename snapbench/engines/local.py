@@ -127,9 +127,8 @@ def local_ordered_map(
     Linux, macOS and Windows.  The cost is that workers import snapbench afresh, so anything
     registered at run time (an operator added inside a function) is unknown to them.
     """
-    from . import _run_once
 
-    begin = _run_once(meanwhile)
+    begin = run_once(meanwhile)
     if workers <= 1:
         begin()
         for t in tasks:
@@ -165,3 +164,15 @@ def local_ordered_map(
             for fut in pending:
                 fut.cancel()
             raise
+
+
+def run_once(fn: Callable[[], None] | None) -> Callable[[], None]:
+    """``fn`` as a function that runs it on its first call only (nothing for ``None``): an engine's
+    ``meanwhile`` hook, called where the first window is in flight and again where the tasks ran out."""
+    pending = [fn] if fn is not None else []
+
+    def call() -> None:
+        while pending:
+            pending.pop()()
+
+    return call

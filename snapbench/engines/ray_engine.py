@@ -27,7 +27,7 @@ from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
 from ..core.errors import ConfigError, SnapbenchError
-from .local import worker_init
+from .local import run_once, worker_init
 
 #: Times Ray re-runs a task whose worker process died before it returned.
 MAX_RETRIES = 3
@@ -111,9 +111,8 @@ def ray_ordered_map(
 ) -> Iterator[Any]:
     """Results of ``fn`` over ``tasks`` in task order, computed as Ray tasks (see the module docstring).
     ``meanwhile``: see :func:`snapbench.engines.ordered_map`."""
-    from . import _run_once
 
-    begin = _run_once(meanwhile)
+    begin = run_once(meanwhile)
     ray = import_ray()
     started = connect(ray, address, workers)
     try:

@@ -10,23 +10,10 @@ Modules, in the order data flows: :mod:`.io` (SCORES_DIR, qrels, tags: :mod:`.fi
 
 from ..core.ranking import TIE_RULE, first_positive_rank, streaming_topk, topk_indices
 from ..core.records import Report
-from ..render.terminal import print_additivity, print_report, read_report, report_to_json, write_report, write_table
 from .additivity import additivity_analysis, additivity_terms, joint_parts
-from .condition import per_query_values
+from .condition import ConditionEval, RunRanking, depth_limited_metrics, evaluate_matrix, evaluate_ranking, per_query_values
+from .config import EvaluationConfig
 from .drag import coarse_text_drag_ci
-from .io import (
-    EvaluationInputError,
-    RunRanking,
-    ScoresDir,
-    check_operator_names,
-    load_qrels,
-    load_score_matrix,
-    load_tags,
-    query_groups,
-    read_ids,
-    read_run,
-    write_run,
-)
 from .metrics import (
     DEFAULT_KS,
     METRIC_FAMILIES,
@@ -64,16 +51,7 @@ from .paired import (
     stability_classes,
     swap_matrix,
 )
-from .runner import (
-    ConditionEval,
-    EvaluationConfig,
-    depth_limited_metrics,
-    evaluate_conditions,
-    evaluate_directory,
-    evaluate_matrix,
-    evaluate_ranking,
-    nothing_measured,
-)
+from .summarize import evaluate_conditions
 
 __all__ = [
     "CLIFF_RULE",
@@ -85,7 +63,6 @@ __all__ = [
     "TIE_RULE",
     "ConditionEval",
     "EvaluationConfig",
-    "EvaluationInputError",
     "Labels",
     "METRIC_FAMILIES",
     "MetricFamily",
@@ -93,8 +70,6 @@ __all__ = [
     "QueryStat",
     "Report",
     "RunRanking",
-    "ScoresDir",
-    "check_operator_names",
     "additivity_analysis",
     "additivity_terms",
     "answer_set_metrics",
@@ -105,7 +80,6 @@ __all__ = [
     "counted_rows",
     "dcg",
     "evaluate_conditions",
-    "evaluate_directory",
     "evaluate_matrix",
     "evaluate_ranking",
     "depth_limited_metrics",
@@ -113,37 +87,23 @@ __all__ = [
     "hit_at_k",
     "holm",
     "joint_parts",
-    "load_qrels",
-    "load_score_matrix",
-    "load_tags",
     "mcnemar_exact",
     "mode_scores",
     "ndcg_at_k",
-    "nothing_measured",
     "paired_analysis",
     "parse_metrics",
     "percentile_ci",
     "per_query_values",
     "permutation_pvalues",
-    "print_additivity",
-    "print_report",
-    "query_groups",
     "query_stats",
     "rank_displacement",
-    "read_ids",
-    "read_report",
-    "read_run",
     "recall_at_k",
     "reciprocal_rank",
     "reject_counts",
     "reject_scores",
-    "report_to_json",
     "set_scores",
     "stability_classes",
     "streaming_topk",
     "swap_matrix",
     "topk_indices",
-    "write_report",
-    "write_run",
-    "write_table",
 ]

@@ -8,11 +8,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.errors import EvaluationInputError
 from ..core.ranking import first_positive_rank, topk_indices
-from .files import EvaluationInputError, RunRanking
 from .metrics import Labels, QueryStat, metric_family, metric_k, query_stats, ranking_depth
 
 __all__ = ["ConditionEval", "depth_limited_metrics", "evaluate_matrix", "evaluate_ranking", "per_query_values"]
+
+
+@dataclass
+class RunRanking:
+    """A condition read from a TREC run: per query the retrieved items in our order.
+
+    ``idx`` (Q, L) gallery column indices (``-1`` padding), ``scores`` (Q, L) (NaN padding).
+    """
+
+    idx: np.ndarray
+    scores: np.ndarray
 
 
 @dataclass

@@ -6,7 +6,7 @@ running exact top-k (:class:`snapbench.core.ranking.StreamingTopK`, the one tie 
 seen so far and, for set metrics, running counts.  The rank of the first positive is exact: from
 the top-k when a positive is there, otherwise from a second pass that counts the items ranked above
 the best positive (higher score, or the same score at a smaller gallery column).  The result is the
-:class:`~snapbench.evaluate.runner.ConditionEval` that :func:`evaluate_matrix` gives for the same
+:class:`~snapbench.app.evaluate.ConditionEval` that :func:`evaluate_matrix` gives for the same
 scores.
 """
 
@@ -16,9 +16,9 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..core.errors import EvaluationInputError
 from ..core.ranking import StreamingTopK
 from .condition import ConditionEval
-from .files import EvaluationInputError
 from .metrics import Labels, query_stats, ranking_depth
 
 __all__ = ["evaluate_column_chunks"]

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.conditions import parse_condition
+from ..core.errors import EvaluationInputError
 from ..core.ranking import TIE_RULE
 from ..core.records import (
     REPORT_SCHEMA_VERSION,
@@ -35,7 +36,6 @@ from ..core.records import (
 from .additivity import additivity_analysis, joint_parts
 from .condition import ConditionEval
 from .config import EvaluationConfig
-from .files import EvaluationInputError
 from .metrics import Labels, counted_rows, is_binary_metric
 from .paired import (
     CLIFF_RULE,

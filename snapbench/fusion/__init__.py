@@ -35,7 +35,6 @@ from .gates import GATES, get_gate
 from .index import MOORIndex, moor, moor_topk
 from .learned import LearnedResult, MetaFusion, learned_fusion
 from .moor import PATHS, MOORResult, MOORTopK, PathScores, moor_from_scores, path_scores
-from .run import FuseOptions, FusionSummary, fuse_directory
 from .search import ANNIndex, GallerySource
 from .whitening import Whitener, l2_normalize
 
@@ -43,8 +42,6 @@ __all__ = [
     "GATES",
     "PATHS",
     "ANNIndex",
-    "FuseOptions",
-    "FusionSummary",
     "GallerySource",
     "LearnedResult",
     "MOORIndex",
@@ -57,7 +54,6 @@ __all__ = [
     "borda",
     "comb_mnz",
     "comb_sum",
-    "fuse_directory",
     "fusion_baselines",
     "get_gate",
     "joint",

@@ -86,7 +86,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
-from ..store import PATH_NAMES
+from ..core.targets import PATHS
 from ._validate import as_matrix, check_same_dim
 from .gates import GateLike, get_gate
 from .whitening import Whitener
@@ -105,7 +105,6 @@ __all__ = [
     "path_scores",
 ]
 
-PATHS = PATH_NAMES
 TEXT_PATHS = ("TT", "IT", "TI")
 DEFAULT_EPS = 1e-6
 DEFAULT_FUSION_EPS = 1e-6

@@ -29,8 +29,8 @@ import numpy as np
 
 from ..core.errors import InputError, arg
 from ..core.ranking import TopK
+from ..core.userfiles import load_npy
 from ..core.validate import unknown_name
-from ..store import load_npy
 
 __all__ = [
     "ANNIndex",

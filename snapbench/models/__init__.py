@@ -37,15 +37,12 @@ import numpy as np
 
 from ..core.targets import PATH_SIDES
 from ..core.vectors import l2_normalize
-from .cache import CachedEncoder, default_cache_dir
 from .spec import ENCODERS, known_names
 
 __all__ = [
-    "CachedEncoder",
     "Encoder",
     "available_encoders",
     "cosine_path_scores",
-    "default_cache_dir",
     "encoders",
     "get_encoder",
     "l2_normalize",

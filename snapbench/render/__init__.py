@@ -10,10 +10,10 @@ read as :class:`snapbench.core.records.Report`.  ``traffic`` / ``traffic_html``:
 run under the mix of a ``snapbench diagnose`` folder (``DIR/traffic.json``, its section of the page).
 """
 
+from ..store.perquery import read_per_query, write_combined_per_query, write_per_query
+from ..store.rundir import RunData, load_run_dir, read_target_per_query
 from .build import FORMATS, ReportResult, build_report
 from .findings import Finding, compute_findings
-from .perquery import read_per_query, write_combined_per_query, write_per_query
-from .rundir import RunData, load_run_dir, read_target_per_query
 from .tables import Table, metric_label
 
 __all__ = [

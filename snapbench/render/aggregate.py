@@ -17,7 +17,7 @@ import numpy as np
 from ..core.conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
 from ..core.records import PerQuery, Report
 from ..evaluate import bootstrap_counts, percentile_ci
-from .rundir import RunData
+from ..store.rundir import RunData
 from .tables import image_id
 
 __all__ = [

@@ -18,12 +18,12 @@ from ..core.jsonable import dumps
 from ..core.validate import choice, hint_and_known
 from ..store import RunDir, claim_output_dir, write_run_json
 from ..store.atomic import write_bytes_atomic, write_text_atomic
+from ..store.perquery import write_combined_per_query
+from ..store.rundir import TARGET_NAMES, RunData, load_run_dir
 from .figures import check_dpi
 from .findings import compute_findings
 from .fmt import ci_level_text
 from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
-from .perquery import write_combined_per_query
-from .rundir import TARGET_NAMES, RunData, load_run_dir
 from .tables import Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
 from .terminal import queries_line
 
@@ -317,7 +317,8 @@ def _mode_section(data: RunData, mode: str, metric: str, w: _Writer) -> HtmlSect
 
 def _target_missed(run: dict) -> str:
     """How the image variants met the severity target, as run.json records it (empty when it does not)."""
-    from ..corruptions.target import TargetOutcome, target_summary
+    from ..core.records import TargetOutcome
+    from ..corruptions.target import target_summary
     from .damage import TARGET_FLAGGED
 
     outcome = TargetOutcome.from_json(run.get("severity_target_outcome"))

@@ -33,20 +33,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.conditions import IMAGE_PRIMITIVES, TEXT_LEVELS, parse_condition
-from ..core.records import PerQuery
+from ..core.records import PerQuery, TargetOutcome
 from ..evaluate import bootstrap_counts, percentile_ci
+from ..store.rundir import TARGET_NAMES, RunData
 from .aggregate import MAX_RESAMPLES, boot_params
 from .fmt import ci_label, points
-from .rundir import TARGET_NAMES, RunData
 from .tables import Cell, Table, metric_label
-
-if TYPE_CHECKING:  # the corruptions package (OpenCV) is imported only when a run has a severity target
-    from ..corruptions.target import TargetOutcome
 
 __all__ = ["DRIFT_BINS", "PER_DAMAGE", "SSIM_BINS", "DamageAnalysis", "Sensitivity", "damage_analysis", "damage_tables",
            "sensitivity_slopes", "TARGET_FLAGGED"]
@@ -191,8 +187,6 @@ def _recorded_target(run: dict) -> TargetOutcome | None:
     """How the run's image variants met its severity target, as run.json records it; None without one."""
     if "severity_target_outcome" not in run:
         return None
-    from ..corruptions.target import TargetOutcome
-
     return TargetOutcome.from_json(run["severity_target_outcome"])
 
 

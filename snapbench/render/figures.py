@@ -20,9 +20,9 @@ from ..core.conditions import JOINT_PAIRS, parse_condition
 from ..core.errors import ConfigError
 from ..core.records import Report
 from ..core.validate import positive_int
+from ..store.rundir import TARGET_NAMES, RunData
 from .aggregate import mode_drags, moor_gain, primitive_severity, text_share_curve
 from .fmt import DROP_SIGN, ci_text, points
-from .rundir import TARGET_NAMES, RunData
 from .tables import PAIR_ABBREV, ci_label, image_id, image_operators, metric_label, severities
 
 __all__ = [

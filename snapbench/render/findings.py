@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.records import Report
+from ..store.rundir import TARGET_NAMES, RunData
 from .aggregate import (
     image_vs_text,
     mode_drags,
@@ -33,7 +34,6 @@ from .aggregate import (
 )
 from .damage import DAMAGES, PER_DAMAGE, damage_analysis
 from .fmt import ci_excludes_zero, ci_label, points
-from .rundir import TARGET_NAMES, RunData
 from .tables import kind_means, metric_label
 
 __all__ = ["Finding", "compute_findings"]

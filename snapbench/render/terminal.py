@@ -13,10 +13,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.errors import EvaluationInputError
 from ..core.jsonable import dumps
-from ..core.records import Report, read_report, write_report
-from ..evaluate.files import EvaluationInputError
+from ..core.records import Report
 from ..store.atomic import open_text_atomic
+from ..store.rundir import read_report, write_report
 from .fmt import DROP_SIGN, PAIRED_SIGN, ci_text, p_text, pct, points
 
 __all__ = [

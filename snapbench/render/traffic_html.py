@@ -15,8 +15,8 @@ from typing import Any
 
 from ..core.errors import SnapbenchError
 from ..core.targets import MODE_LABELS
-from ..core.textio import read_json
-from ..store.dirs import FUSION_PREFIX, RunDir
+from ..core.userfiles import read_json
+from ..store.folders import FUSION_PREFIX, RunDir
 from .fmt import ci_label
 
 __all__ = ["traffic_fragment", "render_traffic", "stale_note"]
@@ -119,7 +119,7 @@ def stale_note(body: Mapping[str, Any], run_dir: str | os.PathLike | None = None
 def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1", label: str | None = None,
                      names: Mapping[str, str] | None = None) -> str | None:
     """The traffic view of ``run_dir`` for report.html; ``None`` when it has no traffic.json."""
-    from .traffic import report_digests
+    from ..store.rundir import report_digests
 
     path = RunDir(run_dir).traffic
     if not path.is_file():

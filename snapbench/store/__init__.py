@@ -45,35 +45,44 @@ text that reads back to the same float64, so a float32 score round-trips exactly
 
 from __future__ import annotations
 
-from .arrays import embedding_file, find_embeddings, find_path_scores, load_npy, path_score_file
-from .dirs import FUSION_PREFIX, PRIMARY_ORDER, TARGET_ORDER, CorruptDir, EncodeDir, RunDir, primary_target
-from .ids import find_ids, read_ids, write_ids
-from .jsonl import read_jsonl_records, read_manifest, read_skips
-from .names import (
+from ..core.userfiles import load_npy
+from ..data.qrels import align_qrels, read_qrels_file
+from .folders import (
     DROPPED_QUERIES,
     EMBEDDINGS_DIR,
+    FUSION_PREFIX,
     GALLERY_IDS,
     GALLERY_STEM,
     MANIFEST,
     MODALITIES,
     PATH_NAMES,
     PATHS_DIR,
+    PRIMARY_ORDER,
     QUERY_IDS,
     RUN_CONFIG,
-    RUN_SUFFIXES,
-    SKIPS,
-)
-from .runjson import (
     RUN_JSON_SCHEMA,
     RUN_KINDS,
+    RUN_SUFFIXES,
+    SKIPS,
+    TARGET_ORDER,
+    CorruptDir,
+    EncodeDir,
+    RunDir,
     check_resume,
     claim_output_dir,
+    embedding_file,
+    find_embeddings,
+    find_path_scores,
+    path_score_file,
+    primary_target,
     read_run_config,
     read_run_json,
     run_json_kind,
     write_run_json,
 )
-from .trec import TrecLine, align_qrels, iter_trec_run, read_qrels_file, read_trec_run, write_qrels, write_trec_run
+from .ids import find_ids, read_ids, write_ids
+from .jsonl import read_jsonl_records, read_manifest, read_skips
+from .trec import TrecLine, iter_trec_run, read_trec_run, write_qrels, write_trec_run
 
 __all__ = [
     "CorruptDir",
@@ -124,11 +133,11 @@ __all__ = [
 ]
 
 # appended: the output folder of snapbench compare
-from .dirs import CompareDir  # noqa: E402
+from .folders import CompareDir  # noqa: E402
 
 __all__ += ["CompareDir"]
 
 # appended: the one check that a folder is a run directory to read; what an output folder is (its run.json kind)
-from .runjson import open_run_dir, output_kind  # noqa: E402
+from .folders import open_run_dir, output_kind  # noqa: E402
 
 __all__ += ["open_run_dir", "output_kind"]

@@ -1,127 +1,153 @@
-"""Embeddings and path-score files: ``<stem>.<modality>.npy`` and both PATHS_DIR layouts."""
+"""Embeddings and path-score files: ``<stem>.<modality>.npy`` and both PATHS_DIR layouts.
+
+Fusion-specific file reading and writing: embedding matrices (.npy / .safetensors), the four path
+matrices of a condition, per-query MOOR weights.
+
+Formats
+-------
+* ``.npy`` — read with ``np.load(allow_pickle=False)`` (never unpickled); ``mmap=True`` maps it.
+* ``.safetensors`` — ``pip install snapbench[safetensors]``; a file with one tensor is read as is, a
+  file with several needs a key: ``embeddings.safetensors#image`` (otherwise the error lists the keys).
+
+The folders this reads and writes (SCORES_DIR, PATHS_DIR in both layouts, EMBEDDINGS_DIR, id lists,
+TREC runs) are defined, with their one reader/writer each, in :mod:`snapbench.store`.
+
+Per-query MOOR weights are written *outside* the condition files (``moor_weights/<condition>.csv`` or
+``.npy``) so that the SCORES_DIR stays readable by ``snapbench evaluate``.  Every output file is written
+atomically (temporary file + ``os.replace``), so an interrupted run leaves no truncated file.
+"""
 
 from __future__ import annotations
 
+import csv
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..core.errors import InputError
-from .names import GALLERY_STEM, MODALITIES, PATH_NAMES
+from ..core.errors import ConfigError, InputError
+from ..core.userfiles import load_npy
+from ..fusion._validate import check_finite
+from .atomic import open_text_atomic, save_npy_atomic
+from .folders import PATH_NAMES
 
-__all__ = ["embedding_file", "path_score_file", "find_embeddings", "find_path_scores", "load_npy"]
-
-
-def embedding_file(emb_dir: str | os.PathLike, stem: str, modality: str) -> Path:
-    """``<emb_dir>/<stem>.<modality>.npy`` (stem = condition file name, or ``gallery``)."""
-    if modality not in MODALITIES:
-        raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
-    return Path(emb_dir) / f"{stem}.{modality}.npy"
-
-
-def find_embeddings(emb_dir: str | os.PathLike) -> tuple[tuple[Path, Path], dict[str, tuple[Path, Path]]]:
-    """``((gallery image, gallery text), {condition file stem: (query image, query text)})``.
-
-    InputError when the folder or the gallery files are missing, no query embeddings exist, or a
-    condition has one modality only.
-    """
-    d = Path(emb_dir)
-    if not d.is_dir():
-        raise InputError("not a directory (expected an embeddings folder)", path=d)
-    gallery = (embedding_file(d, GALLERY_STEM, "image"), embedding_file(d, GALLERY_STEM, "text"))
-    missing = [g.name for g in gallery if not g.is_file()]
-    if missing:
-        raise InputError(f"lacks {', '.join(missing)} (the gallery embeddings)", path=d)
-    found: dict[str, dict[str, Path]] = {}
-    for f in sorted(d.glob("*.npy")):
-        cond, _, modality = f.name[: -len(".npy")].rpartition(".")
-        if cond and cond != GALLERY_STEM and modality in MODALITIES:
-            found.setdefault(cond, {})[modality] = f
-    if not found:
-        raise InputError("holds no query embeddings (<condition>.image.npy / .text.npy)", path=d)
-    conds: dict[str, tuple[Path, Path]] = {}
-    for cond, files in found.items():
-        lacking = [m for m in MODALITIES if m not in files]
-        if lacking:
-            raise InputError(f"condition {cond!r} lacks {cond}.{lacking[0]}.npy", path=d)
-        conds[cond] = (files["image"], files["text"])
-    return gallery, conds
-
-
-# ------------------------------------------------------------------------------------------ path scores
-def path_score_file(paths_dir: str | os.PathLike, stem: str, path: str) -> Path:
-    """Where encode writes path ``path`` of condition ``stem``: ``<dir>/<stem>.<path>.npy``."""
-    if path not in PATH_NAMES:
-        raise ValueError(f"path must be one of {PATH_NAMES}, got {path!r}")
-    return Path(paths_dir) / f"{stem}.{path}.npy"
-
-
-def find_path_scores(paths_dir: str | os.PathLike, *, complete: bool = False) -> dict[str, dict[str, Path]]:
-    """``{condition file stem: {path name: file}}`` from both PATHS_DIR layouts (flat
-    ``<stem>.II.npy`` and sub-folder ``II/<stem>.npy``).
-
-    A condition present in both layouts is an error.  ``complete=True`` also requires all four paths
-    of every condition (what fusion needs); evaluate's retrieval modes need only some.
-    """
-    d = Path(paths_dir)
-    found: dict[str, dict[str, Path]] = {}
-    origin: dict[str, str] = {}
-    for f in sorted(d.glob("*.npy")):
-        stem, _, name = f.name[: -len(".npy")].rpartition(".")
-        if stem and name in PATH_NAMES:
-            found.setdefault(stem, {})[name] = f
-            origin[stem] = "flat"
-    for name in PATH_NAMES:
-        sub = d / name
-        if not sub.is_dir():
-            continue
-        for f in sorted(sub.glob("*.npy")):
-            stem = f.name[: -len(".npy")]
-            if origin.get(stem) == "flat":
-                raise InputError(f"condition {stem!r} appears both as flat files and in {name}/", path=d)
-            found.setdefault(stem, {})[name] = f
-            origin[stem] = "sub"
-    if complete:
-        for stem, paths in found.items():
-            lacking = [p for p in PATH_NAMES if p not in paths]
-            if lacking:
-                raise InputError(f"condition {stem!r} lacks the {', '.join(lacking)} path file(s)", path=d)
-    return found
+__all__ = ['load_matrix', 'load_path_scores', 'write_weights']
 
 
 
 
-_NPY_MAGIC = b"\x93NUMPY"
 
 
-def load_npy(path: str | os.PathLike, *, what: str = "array", mmap: bool = False) -> np.ndarray:
-    """A user's ``.npy`` file as a real numeric array (read-only memmap with ``mmap``): the one loader.
 
-    Never unpickles.  :class:`InputError` naming the file for a missing file, a file that is not
-    ``.npy`` (e.g. text), an object array, a truncated file or a non-real dtype.
-    """
-    from ..core.textio import read_bytes
 
-    p = Path(path)
-    if not p.is_file():
-        read_bytes(p, what=what)  # raises the missing / folder / unreadable error
+
+
+
+
+
+
+
+def _safetensors_load(path: Path, key: str | None, name: str) -> np.ndarray:
     try:
-        with open(p, "rb") as fh:
-            magic = fh.read(len(_NPY_MAGIC))
-    except OSError as exc:
-        raise InputError(f"cannot read the {what} ({exc.strerror or exc})", path=p) from None
-    if magic != _NPY_MAGIC:
-        raise InputError(f"not a .npy file (no NumPy header): save the {what} with numpy.save", path=p)
+        from safetensors.numpy import load_file  # type: ignore
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(f"{name}: reading {path} needs safetensors: pip install 'snapbench[safetensors]'") from exc
     try:
-        arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except ValueError as exc:
-        if "pickle" in str(exc).lower() or "object" in str(exc).lower():
-            raise InputError("holds a Python-object array; snapbench never unpickles files -- save a numeric "
-                             "array, e.g. np.save(path, x.astype(np.float32))", path=p) from None
-        raise InputError(f"cannot load the {what} ({exc})", path=p) from None
-    except (OSError, EOFError) as exc:
-        raise InputError(f"truncated or unreadable .npy file ({exc})", path=p) from None
-    if arr.dtype.kind not in "fiu":
-        raise InputError(f"the {what} must be a real numeric array, got dtype {arr.dtype}", path=p)
+        tensors = load_file(str(path))
+    except Exception as exc:
+        raise InputError(f"{name}: cannot read {path} as safetensors ({exc})") from exc
+    if key is None:
+        if len(tensors) != 1:
+            raise InputError(
+                f"{name}: {path} holds {len(tensors)} tensors ({', '.join(sorted(tensors))}); "
+                f"name one as {path}#KEY"
+            )
+        return next(iter(tensors.values()))
+    if key not in tensors:
+        raise InputError(f"{name}: {path} has no tensor {key!r}; it holds {', '.join(sorted(tensors))}")
+    return tensors[key]
+
+
+def load_matrix(
+    path: str | os.PathLike,
+    name: str = "array",
+    *,
+    mmap: bool = False,
+    ndim: int | None = 2,
+    check: bool = True,
+) -> np.ndarray:
+    """Load a numeric matrix from ``.npy`` or ``.safetensors[#key]``; errors name ``name`` and the file.
+
+    ``check=True`` verifies the shape (``ndim``), non-emptiness and finiteness (skip it for a huge
+    memmap whose rows are checked chunk by chunk later).
+    """
+    spec = str(path)
+    key = None
+    if ".safetensors#" in spec:
+        spec, key = spec.split("#", 1)
+    p = Path(spec)
+    if p.suffix == ".safetensors":
+        if not p.is_file():
+            raise InputError(f"{name}: file not found", path=p)
+        arr = _safetensors_load(p, key, name)
+        if not isinstance(arr, np.ndarray) or arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+            raise InputError(f"{name}: does not hold a numeric array (dtype {getattr(arr, 'dtype', '?')})", path=p)
+        if np.issubdtype(arr.dtype, np.complexfloating):
+            raise InputError(f"{name}: holds complex values", path=p)
+    elif p.suffix == ".npy":
+        arr = load_npy(p, what=name, mmap=mmap)
+    else:
+        raise InputError(f"{name}: must be a .npy or .safetensors file", path=p)
+    if check:
+        if ndim is not None and arr.ndim != ndim:
+            raise InputError(f"{name}: has shape {arr.shape}, expected {ndim} dimensions", path=p)
+        if arr.size == 0:
+            raise InputError(f"{name}: is empty (shape {arr.shape})", path=p)
+        check_finite(arr, f"{name} ({p})")
     return arr
+
+
+def load_path_scores(files: dict[str, Path], *, condition: str = "") -> dict[str, np.ndarray]:
+    """Load the four path matrices of one condition; they must share one (Q, N) shape."""
+    out: dict[str, np.ndarray] = {}
+    for p in PATH_NAMES:
+        out[p] = load_matrix(files[p], f"s_{p} of {condition}" if condition else f"s_{p}")
+    shapes = {p: a.shape for p, a in out.items()}
+    if len(set(shapes.values())) != 1:
+        desc = ", ".join(f"{files[p].name} {s}" for p, s in shapes.items())
+        raise InputError(f"path score matrices of {condition or 'the condition'} differ in shape: {desc}")
+    return out
+
+
+def write_weights(
+    path: str | os.PathLike,
+    weights: np.ndarray,
+    correlations: np.ndarray,
+    text_share: np.ndarray,
+    fallback: np.ndarray,
+    query_ids: Sequence[str] | None = None,
+) -> None:
+    """Per-query weights: ``.csv`` (query_id, w_II, w_TT, w_IT, w_TI, r_TT, r_IT, r_TI, text_share,
+    fallback) or ``.npy`` (Q x 4 weights only, row order = query order)."""
+    p = Path(path)
+    w = np.asarray(weights)
+    if p.suffix == ".npy":
+        save_npy_atomic(p, w)
+        return
+    if p.suffix != ".csv":
+        raise ConfigError(f"weights file {p} must end in .csv or .npy")
+    qids: Sequence[Any] = query_ids if query_ids is not None else [str(i) for i in range(w.shape[0])]
+    if len(qids) != w.shape[0]:
+        raise InputError(f"{len(qids)} query ids for {w.shape[0]} weight rows")
+    with open_text_atomic(p, newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["query_id", "w_II", "w_TT", "w_IT", "w_TI", "r_TT", "r_IT", "r_TI", "text_share", "fallback"])
+        for i, q in enumerate(qids):
+            wr.writerow(
+                [q]
+                + [repr(float(x)) for x in w[i]]
+                + [repr(float(x)) for x in correlations[i]]
+                + [repr(float(text_share[i])), int(bool(fallback[i]))]
+            )

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import os
 import secrets
 import shutil
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import Any, Iterator, TextIO
 
 import numpy as np
 
 from ..core.errors import OutputError
+from ..core.jsonable import dumps
+from ..corruptions.pixels import PNG_COMPRESSION, encode_png
 
 __all__ = ["atomic_path", "open_text_atomic", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic",
            "prepare_output_dir", "check_output_file", "nearest_existing", "removing_empty_output_dirs"]
@@ -176,3 +179,19 @@ def removing_empty_output_dirs() -> Iterator[None]:
         outer = _CREATED.get()
         if outer is not None:  # an enclosing block removes them too if it fails later
             outer.extend(created)
+
+
+def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 2, max_array_items: int | None = None) -> None:
+    """Write ``obj`` as strict JSON (plus a final newline) to ``path``, atomically."""
+    from ..store.atomic import write_text_atomic
+
+    write_text_atomic(path, dumps(obj, indent=indent, max_array_items=max_array_items) + "\n")
+
+
+def save_png(
+    path: str | os.PathLike, image: np.ndarray, *, compression: int = PNG_COMPRESSION, fsync: bool = False
+) -> str:
+    """Write ``image`` (HxWx3 uint8 RGB) as a lossless PNG, atomically; return the sha256 (hex) of the bytes written."""
+    data = encode_png(image, compression=compression)
+    write_bytes_atomic(path, data, fsync=fsync)
+    return hashlib.sha256(data).hexdigest()

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.errors import InputError, OutputError
-from ..core.textio import read_text
+from ..core.userfiles import read_text
 from .atomic import write_text_atomic
 
 __all__ = ["read_ids", "write_ids", "find_ids"]

@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..core.errors import InputError, OutputError, arg
-from ..core.textio import read_json_or_text, read_text
-from ..core.validate import choice, examples
+from ..core.errors import InputError, OutputError
+from ..core.userfiles import read_text
 from .atomic import open_text_atomic, write_text_atomic
 
-__all__ = ["TrecLine", "iter_trec_run", "read_trec_run", "write_trec_run", "read_qrels_file", "write_qrels",
-           "align_qrels"]
+__all__ = ["TrecLine", "iter_trec_run", "read_trec_run", "write_trec_run", "write_qrels",
+           ]
 
 
 @dataclass(frozen=True)
@@ -127,56 +126,6 @@ def write_trec_run(
                 fh.write(f"{q} Q0 {gallery_ids[j]} {rank} {float(s)!r} {tag}\n")
 
 
-def read_qrels_file(path: str | os.PathLike) -> dict[str, dict[str, float]]:
-    """Raw qrels, TREC (``qid 0 docid rel``) or JSON (``{qid: [docid, ...]}`` / ``{qid: {docid: grade}}``):
-    query id -> {gallery id: grade} (grades as given; an empty JSON list = a zero-GT query)."""
-    p = Path(path)
-    data, text = read_json_or_text(p, what="qrels", shape="{query_id: [gallery_id, ...]}")
-    if data is not None:
-        out: dict[str, dict[str, float]] = {}
-        for q, v in data.items():
-            if isinstance(v, list):
-                if not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
-                    raise InputError(f"query {q!r}: list must hold gallery ids (strings)", path=p)
-                ids = [str(x) for x in v]
-                if len(set(ids)) != len(ids):
-                    raise InputError(f"query {q!r}: duplicate gallery id in list", path=p)
-                out[str(q)] = {x: 1.0 for x in ids}
-            elif isinstance(v, dict):
-                g: dict[str, float] = {}
-                for d, grade in v.items():
-                    if isinstance(grade, bool) or not isinstance(grade, (int, float)) or not math.isfinite(grade):
-                        raise InputError(f"query {q!r}, item {d!r}: grade must be a finite number", path=p)
-                    g[str(d)] = float(grade)
-                out[str(q)] = g
-            else:
-                raise InputError(
-                    f"query {q!r}: expected a list of gallery ids or an object {{gallery_id: grade}}", path=p
-                )
-        return out
-    out = {}
-    for i, line in enumerate(text.splitlines(), 1):
-        parts = line.split()
-        if not parts or parts[0].startswith("#"):
-            continue
-        if len(parts) != 4:
-            raise InputError(f"line {i}: expected 'qid 0 docid rel' (4 fields), got {len(parts)}", path=p)
-        q, _, d, rel = parts
-        try:
-            grade = float(rel)
-        except ValueError:
-            raise InputError(f"line {i}: relevance {rel!r} is not a number", path=p) from None
-        if not math.isfinite(grade):
-            raise InputError(f"line {i}: relevance {rel!r} is not finite", path=p)
-        qd = out.setdefault(q, {})
-        if d in qd:
-            raise InputError(f"line {i}: duplicate judgement for query {q!r}, item {d!r}", path=p)
-        qd[d] = grade
-    if not out:
-        raise InputError("no judgements found", path=p)
-    return out
-
-
 def write_qrels(path: str | os.PathLike, qrels: dict[str, Any]) -> None:
     """Write qrels as TREC lines ``qid 0 docid rel`` (``{qid: [docid, ...]}`` or ``{qid: {docid: grade}}``;
     integer grades are written without a decimal point).  A query with no judgements cannot be
@@ -189,65 +138,3 @@ def write_qrels(path: str | os.PathLike, qrels: dict[str, Any]) -> None:
             lines.append(f"{q} 0 {d} {int(r) if r.is_integer() else repr(r)}\n")
     _check_trec_ids(list(qrels), "query")
     write_text_atomic(path, "".join(lines))
-
-
-def align_qrels(
-    raw: Mapping[str, Mapping[str, float]],
-    query_ids: Sequence[str],
-    gallery_ids: Sequence[str],
-    *,
-    path: str | os.PathLike,
-    unknown_queries: str = "error",
-    unknown_items: str = "error",
-    items_param: str | None = None,
-    id_lists: tuple[str, str] = ("query_ids", "gallery_ids"),
-) -> tuple[dict[str, dict[str, float]], list[str], list[str]]:
-    """Match qrels (:func:`read_qrels_file` of ``path``) with the ids of a data set or a SCORES_DIR:
-    the one place these rules live (``snapbench.data`` and ``snapbench.evaluate`` both call it).
-
-    * **Grades**: an item is relevant when its grade is > 0 (the grade kept); a grade <= 0 is a
-      judged non-relevant item and left out, as in trec_eval / ir_measures / ranx (grade 0 = not
-      relevant; they also need a grade >= 1 by default, so a fractional grade is where they differ).
-    * A judged **query id not in** ``query_ids``: an error (``unknown_queries="error"``), or
-      (``"drop"``, a query that was not scored, e.g. one ``snapbench encode`` skipped) left out with
-      a note and returned in the third item -- still an error when no judged query matches (the
-      wrong id list).
-    * A judged **gallery id not in** ``gallery_ids``: an error (naming ``items_param``, the option
-      that drops them, when given; without it, saying to fix the qrels or the gallery) or
-      (``unknown_items="drop"``) dropped with a note.
-    * A query of ``query_ids`` the qrels do not mention: a zero-GT query, with a note.
-
-    ``id_lists`` names the two id lists in the messages.  Returns ``(qrels, notes, left_out)``:
-    every id of ``query_ids`` in order -> {gallery id: grade > 0}; the notes; the judged query ids
-    left out.
-    """
-    choice(unknown_queries, ("error", "drop"), "unknown_queries")
-    choice(unknown_items, ("error", "drop"), "unknown_items")
-    qnames, gnames = id_lists
-    qset, gset = set(query_ids), set(gallery_ids)
-    notes: list[str] = []
-    left_out = [q for q in raw if q not in qset]
-    if left_out and (unknown_queries == "error" or len(left_out) == len(raw)):
-        if unknown_queries == "drop":  # nothing matches: the wrong id list, not a few unscored queries
-            raise InputError(f"none of its {len(raw)} query id(s) is in {qnames} ({examples(left_out)}); "
-                             f"are {qnames} and the qrels from the same data set?", path=path)
-        raise InputError(f"{len(left_out)} query id(s) are not in {qnames}: {examples(left_out)}", path=path)
-    if left_out:
-        notes.append(f"{path}: {len(left_out)} judged query id(s) have no scores and are left out: "
-                     f"{examples(left_out)}")
-    unknown_g = sorted({d for g in raw.values() for d in g if d not in gset})
-    if unknown_g:
-        msg = f"{len(unknown_g)} gallery id(s) are not in {gnames}: {examples(unknown_g)}"
-        if unknown_items == "error":
-            # a data set's loader has no option to drop them (only evaluate, on score files, has one)
-            what = (f" (set {arg(items_param)} to drop them with a warning)" if items_param else
-                    f"; fix the qrels or {gnames} (a data set's qrels judge only its gallery items; only "
-                    "'snapbench evaluate --allow-unknown-items' drops unknown ones, from score files)")
-            raise InputError(msg + what, path=path)
-        notes.append(f"{path}: {msg}; dropped")
-    missing = [q for q in query_ids if q not in raw]
-    if missing:
-        notes.append(f"{path}: {len(missing)} query id(s) have no judgements and are treated as zero-GT: "
-                     f"{examples(missing)}")
-    aligned = {q: {d: float(r) for d, r in raw.get(q, {}).items() if d in gset and r > 0} for q in query_ids}
-    return aligned, notes, left_out

@@ -31,8 +31,9 @@ def open_encoder(encoder: str | Any, *, device: str | None = None, batch_size: i
     the callers warn with it.  ``progress=False`` hides the model libraries' loading bars too."""
     if not isinstance(encoder, str):
         return encoder, None
-    from ...models import CachedEncoder, load_encoder
+    from ...models import load_encoder
     from ...models.loading import quiet_loading
+    from ...store.cache import CachedEncoder
 
     if engine == "ray" and actors > 0:
         from ...engines.ray_encode import RayEncoderPool

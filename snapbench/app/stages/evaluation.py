@@ -11,8 +11,8 @@ import numpy as np
 
 from ...core.conditions import Condition
 from ...core.errors import ConfigError, InputError
-from ...core.jsonable import write_json
 from ...store import RunDir
+from ...store.atomic import write_json
 from .options import RunOptions
 from .score import BlockScores, score_targets
 
@@ -30,12 +30,12 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
         evaluate_conditions,
         evaluate_matrix,
         per_query_values,
-        write_report,
     )
     from ...evaluate.drag import DRAG_METRIC
     from ...evaluate.metrics import Labels
     from ...evaluate.streaming import evaluate_column_chunks
     from ...render import write_per_query
+    from ...render.terminal import write_report
 
     qids = [ds.queries[i].id for i in keep]
     gids = [g.id for g in ds.gallery]

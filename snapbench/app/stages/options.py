@@ -92,7 +92,7 @@ def check_options(opts: RunOptions) -> None:
     for m in comma_list(opts.modes, "modes") or ():
         normalize_mode(m, param="modes")
     if opts.traffic is not None:  # a wrong diagnose folder fails now, not after the run
-        from ...render.traffic import check_traffic_dir
+        from ..traffic import check_traffic_dir
 
         check_traffic_dir(opts.traffic)
     comma_list(opts.conditions, "conditions")
@@ -100,7 +100,7 @@ def check_options(opts: RunOptions) -> None:
 
     check_device(opts.device)
     if opts.cache_dir is not None:  # a file named as the cache fails now, not on the first encoded batch
-        from ...models.cache import check_cache_dir
+        from ...store.cache import check_cache_dir
 
         check_cache_dir(opts.cache_dir)
     if opts.severity_target is not None:

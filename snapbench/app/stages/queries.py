@@ -24,8 +24,9 @@ from typing import IO, Any
 import numpy as np
 
 from ...core.errors import ConfigError, InputError
-from ...core.jsonable import dumps, write_json
+from ...core.jsonable import dumps
 from ...store import RunDir
+from ...store.atomic import write_json
 from .encoding import RESUME_HINT, Batcher, ZeroRows
 from .options import RunOptions
 from .resume import read_block_measures

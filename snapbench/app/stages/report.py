@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...core.targets import ModePlan
-from ...core.textio import read_json
+from ...core.userfiles import read_json
 from .measured import run_target_outcome
 from .options import RunOptions, RunResult
 from .queries import QueryEmbeddings
@@ -51,7 +51,7 @@ def _write_traffic(state: RunState, options: RunOptions, say: Callable[[str], No
     """``--traffic``: DIR/traffic.json from the run's reports (whether just computed or read back)."""
     if options.traffic is None:
         return False
-    from ...render.traffic import write_traffic
+    from ..traffic import write_traffic
 
     say(f"traffic: {write_traffic(state.dir.root, options.traffic)}")
     return True
@@ -83,7 +83,7 @@ def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable
     """The :class:`RunResult` of a folder that holds this run complete already.  Its reports are read
     back; ``--traffic`` is honoured all the same (traffic.json written, the HTML report rebuilt), and
     an unfinished HTML report (no report.html) is written."""
-    from ...corruptions.target import TargetOutcome
+    from ...core.records import TargetOutcome
 
     meta, rundir = state.meta, state.dir
     dropped = read_json(rundir.dropped_queries, what="dropped queries") if rundir.dropped_queries.is_file() else {}

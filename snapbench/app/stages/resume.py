@@ -43,7 +43,7 @@ def shared_fingerprint(dataset: Any, options: RunOptions, grid_json: Any) -> dic
     ids = hashlib.sha256("\x1f".join(q.id for q in dataset.queries).encode()).hexdigest()
     gids = hashlib.sha256("\x1f".join(g.id for g in dataset.gallery).encode()).hexdigest()
     from ...corruptions import parse_severity_target
-    from ...corruptions.resume import measure_fingerprint
+    from ..corrupt import measure_fingerprint
 
     return {
         "dataset_queries_sha256": ids,
@@ -80,7 +80,7 @@ def _operator_revisions(image_sources: Sequence[str], variants: str, recorded: d
     """The ``revision.<op>`` entries of the image operators whose generated variants the run encodes (a
     change of algorithm refuses the folder, naming the operator); released variants have none."""
     from ...core.conditions import parse_condition
-    from ...corruptions.resume import revision_fingerprint
+    from ..corrupt import revision_fingerprint
 
     if variants != "generated":
         return {}
@@ -120,7 +120,7 @@ def _contact_sheet(dataset: Any, seed: int, severity_target: Any = None) -> dict
 
 def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: RunPlan, options: RunOptions) -> RunState:
     """The :class:`RunState` of ``out`` for this run (see the module docstring); writes run.json."""
-    from ...corruptions.resume import assumed_revisions
+    from ..corrupt import assumed_revisions
 
     rundir = RunDir(out)
     sources = {"image": list(plan.image_sources), "text": list(plan.text_sources)}

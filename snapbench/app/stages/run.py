@@ -89,7 +89,7 @@ def _open_encoders(specs: Sequence[str | Any], opts: RunOptions, say: Callable[[
         for enc in opened:
             close_encoder(enc)
         raise
-    from ...models import CachedEncoder
+    from ...store.cache import CachedEncoder
 
     roots = sorted({str(enc.cache_dir) for enc in opened if isinstance(enc, CachedEncoder)})
     if roots:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Collection, Mapping
 
 from ...core.errors import ConfigError
-from ...core.textio import read_text
+from ...core.userfiles import read_text
 from ...core.validate import unknown_name
 
 __all__ = ["Grid", "DEFAULT_GRID", "merge_levels", "read_grid_file", "severities_of"]
@@ -116,7 +116,7 @@ def merge_levels(base: Mapping[str, Mapping[int, Mapping[str, Any]]], override: 
 
 def read_grid_file(path: str | os.PathLike) -> dict[str, Any]:
     """The table of a JSON (``.json``) or TOML (``.toml``) grid file, unmerged; errors name the file
-    (text decoded through :mod:`snapbench.core.textio`, so bad bytes are an error with line and column)."""
+    (text decoded through :mod:`snapbench.core.userfiles`, so bad bytes are an error with line and column)."""
     path = Path(path)
     text = read_text(path, what="grid file")
     try:

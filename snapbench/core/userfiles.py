@@ -15,7 +15,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .errors import InputError
+
+_NPY_MAGIC = b"\x93NUMPY"
 
 __all__ = ["decode", "read_bytes", "read_text", "read_json", "read_json_or_text", "read_lines"]
 
@@ -94,3 +98,35 @@ def read_json_or_text(path: str | os.PathLike, *, what: str, shape: str) -> tupl
     if not isinstance(data, dict):
         raise InputError(f"JSON {what} must be an object {shape}", path=p)
     return data, text
+
+
+def load_npy(path: str | os.PathLike, *, what: str = "array", mmap: bool = False) -> np.ndarray:
+    """A user's ``.npy`` file as a real numeric array (read-only memmap with ``mmap``): the one loader.
+
+    Never unpickles.  :class:`InputError` naming the file for a missing file, a file that is not
+    ``.npy`` (e.g. text), an object array, a truncated file or a non-real dtype.
+    """
+    from .userfiles import read_bytes
+
+    p = Path(path)
+    if not p.is_file():
+        read_bytes(p, what=what)  # raises the missing / folder / unreadable error
+    try:
+        with open(p, "rb") as fh:
+            magic = fh.read(len(_NPY_MAGIC))
+    except OSError as exc:
+        raise InputError(f"cannot read the {what} ({exc.strerror or exc})", path=p) from None
+    if magic != _NPY_MAGIC:
+        raise InputError(f"not a .npy file (no NumPy header): save the {what} with numpy.save", path=p)
+    try:
+        arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except ValueError as exc:
+        if "pickle" in str(exc).lower() or "object" in str(exc).lower():
+            raise InputError("holds a Python-object array; snapbench never unpickles files -- save a numeric "
+                             "array, e.g. np.save(path, x.astype(np.float32))", path=p) from None
+        raise InputError(f"cannot load the {what} ({exc})", path=p) from None
+    except (OSError, EOFError) as exc:
+        raise InputError(f"truncated or unreadable .npy file ({exc})", path=p) from None
+    if arr.dtype.kind not in "fiu":
+        raise InputError(f"the {what} must be a real numeric array, got dtype {arr.dtype}", path=p)
+    return arr

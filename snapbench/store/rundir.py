@@ -7,17 +7,19 @@ report in the section that needed it; only a directory without any readable repo
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.records import PerQuery, Report, read_report
+from ..core.records import PerQuery, Report
 from ..core.targets import MODE_LABELS
-from ..core.textio import read_json
-from ..store import FUSION_PREFIX, TARGET_ORDER, RunDir, open_run_dir, primary_target
+from ..core.userfiles import read_json
+from . import FUSION_PREFIX, TARGET_ORDER, RunDir, open_run_dir, primary_target
 from .perquery import read_per_query
 
 __all__ = ["TARGET_NAMES", "RunData", "load_run_dir", "read_target_per_query", "read_target_values"]
@@ -170,3 +172,28 @@ def load_run_dir(path: str | Path) -> RunData:
     if rd.contact_sheet.is_file():
         data.contact_sheet = rd.contact_sheet
     return data
+
+
+def report_digests(run_dir: str | os.PathLike) -> dict[str, str]:
+    """sha256 of each target's report.json (traffic.json records them; a change means it is stale)."""
+    rd = RunDir(run_dir)
+    return {t: hashlib.sha256(rd.report(t).read_bytes()).hexdigest() for t in rd.targets()}
+
+
+def read_report(path: str | os.PathLike) -> Report:
+    """Read and check a ``report.json`` (decoded through :mod:`snapbench.core.userfiles`)."""
+    from ..core.userfiles import read_json
+
+    return Report.from_json(read_json(path, what="report"), path=path)
+
+
+def write_report(report: Report, path: str | os.PathLike) -> None:
+    """Write ``report`` as strict JSON (undefined values as null), atomically (parent folders are
+    created); :class:`~snapbench.core.errors.OutputError` naming ``path`` when it cannot be written."""
+    from ..core.errors import OutputError
+    from ..store.atomic import write_json
+
+    try:
+        write_json(Path(path), report.to_json())
+    except OSError as e:
+        raise OutputError(f"cannot write the report ({e.strerror or e})", path=path) from None

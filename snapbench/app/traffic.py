@@ -23,7 +23,6 @@ per-query mean does not reproduce the report (a ratio of sums) gets its value wi
 from __future__ import annotations
 
 import csv
-import hashlib
 import os
 import warnings
 from collections.abc import Iterator, Mapping
@@ -34,20 +33,20 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.jsonable import write_json
-from ..core.records import Report, ReportMeta, read_report
+from ..core.records import Report, ReportMeta
 from ..core.seeding import derive_generator
-from ..core.textio import read_json, read_text
+from ..core.userfiles import read_json, read_text
 from ..diagnose.mix import FLAG_CONDITIONS, FlagConditions, Mix, Signature, build_mix, signature_kind
-from ..diagnose.run import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
 from ..evaluate.metrics import QueryStat
 from ..evaluate.paired import bootstrap_counts, bootstrap_values, percentile_ci
-from ..store.dirs import RunDir
-from ..store.runjson import open_run_dir
-from .perquery import read_per_query
+from ..store.atomic import write_json
+from ..store.folders import RunDir, open_run_dir
+from ..store.perquery import read_per_query
+from ..store.rundir import read_report, report_digests
+from .diagnose import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
 
 __all__ = ["TRAFFIC_SCHEMA_VERSION", "RunTables", "TrafficSample", "check_traffic_dir", "compute_traffic", "read_run",
-           "read_traffic", "report_digests", "traffic_body", "write_traffic"]
+           "read_traffic", "traffic_body", "write_traffic"]
 
 TRAFFIC_SCHEMA_VERSION = 1
 MOOR_AGAINST = "IT2IT"
@@ -160,10 +159,6 @@ def read_run(run_dir: str | os.PathLike) -> RunTables:
     return RunTables(rd.root, targets, reports, per_query, conds, report_digests(rd.root))
 
 
-def report_digests(run_dir: str | os.PathLike) -> dict[str, str]:
-    """sha256 of each target's report.json (traffic.json records them; a change means it is stale)."""
-    rd = RunDir(run_dir)
-    return {t: hashlib.sha256(rd.report(t).read_bytes()).hexdigest() for t in rd.targets()}
 
 
 def _columns(get: Any, mix: Mix) -> np.ndarray:

@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import ConfigError, arg
-from ..core.jsonable import write_json
-from ..store.atomic import nearest_existing, save_npy_atomic
+from .atomic import nearest_existing, save_npy_atomic, write_json
 
 __all__ = ["CachedEncoder", "check_cache_dir", "default_cache_dir", "image_key", "text_key"]
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.textio import decode, read_bytes
-from ..store.atomic import atomic_path, write_text_atomic
+from ..core.userfiles import decode, read_bytes
+from .atomic import atomic_path, write_text_atomic
 
 __all__ = ["PER_QUERY_COLUMNS", "per_query_rows", "read_per_query", "write_combined_per_query", "write_per_query"]
 

@@ -1,22 +1,62 @@
-"""A SCORES_DIR: its conditions, id lists and score files (layouts in :mod:`snapbench.evaluate.io`)."""
+"""What evaluation reads: score directories, qrels, query tags (file names, id lists, TREC parsing and
+writing are the shared :mod:`snapbench.store`).
+
+SCORES_DIR layouts
+------------------
+* ``.npy``: one Q x N score matrix per condition, file name = condition id with "/" -> "__"
+  (``clean.npy``, ``img__motion_blur__s2.npy``, ``joint__compression+char_add__s3.npy``), plus
+  ``query_ids.txt`` and ``gallery_ids.txt`` (one id per line: row and column order).  Files are
+  opened with ``np.load(allow_pickle=False, mmap_mode="r")`` and read in row blocks.  Integer
+  matrices are accepted; bool, complex, string and object arrays are not.  Per-path files
+  ``<condition>.II.npy`` / ``.TT`` / ``.IT`` / ``.TI`` (or ``II/<condition>.npy`` ...) are used by
+  retrieval modes (see ``modes``).  Operator names in file names are checked against the built-in
+  ones (:func:`check_operator_names`): a case/underscore variant is an error with a did-you-mean, a
+  name far from all of them is a user operator (warning).
+* TREC runs: one ``<condition>.run`` or ``<condition>.trec`` per condition, lines
+  ``qid Q0 docid rank score [tag]``.  Like trec_eval, the order comes from the score column (not the
+  rank column); equal scores follow the gallery order.  ``query_ids.txt`` / ``gallery_ids.txt``
+  are optional here: without them the ids are the sorted union of those in the runs and qrels.
+  A query absent from a run retrieved nothing (an empty answer).
+
+QRELS
+-----
+TREC qrels (``qid 0 docid rel``; rel > 0 = positive, graded when any rel > 1), or JSON
+``{query_id: [gallery_id, ...]}`` (an empty list = zero-GT query) or
+``{query_id: {gallery_id: grade}}``.  Decisions:
+
+* a judged query id that is not in ``query_ids`` (a query without scores, e.g. dropped by
+  ``snapbench encode``): left out with a warning and reported (``n_qrels_without_scores``); when no
+  judged query has scores at all, an error (the id lists do not belong together);
+* a gallery id that is not in ``gallery_ids``: error by default (such a positive can never be
+  retrieved and would silently lower recall); ``unknown_items="drop"`` drops it with a warning;
+* a query in ``query_ids`` that the qrels do not mention: zero-GT, with a warning (TREC qrels
+  cannot spell out an empty judgement list, so this is the only consistent reading).
+
+Every problem raises :class:`EvaluationInputError` naming the file and what is wrong.
+
+This module gathers the readers: :mod:`.files` (score matrices, TREC runs, the error type),
+:mod:`.qrels` (qrels, tags, groups) and :mod:`.scoresdir` (the folder).
+
+Low-level evaluation files: score matrices and TREC runs; the error type every evaluation input
+problem raises.
+
+A SCORES_DIR: its conditions, id lists and score files (layouts in :mod:`snapbench.store.scores`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ..core.conditions import (
-    IMAGE_OPERATORS,
-    TEXT_OPERATORS,
-    condition_sort_key,
-    condition_to_filename,
-    parse_condition,
-)
-from ..core.errors import arg
+from ..core.conditions import IMAGE_OPERATORS, TEXT_OPERATORS, condition_sort_key, condition_to_filename, parse_condition
+from ..core.errors import EvaluationInputError, arg
 from ..core.validate import did_you_mean, suggestion
-from ..store import (
+from ..data.qrels import read_qrels_file
+from ..evaluate.condition import RunRanking
+from ..evaluate.modes import mode_paths, normalize_mode
+from . import (
     GALLERY_IDS,
     PATH_NAMES,
     QUERY_IDS,
@@ -27,12 +67,61 @@ from ..store import (
     iter_trec_run,
     output_kind,
     read_ids,
-    read_qrels_file,
+    read_trec_run,
+    write_trec_run,
 )
-from .files import EvaluationInputError, RunRanking, load_score_matrix, read_run
-from .modes import mode_paths, normalize_mode
 
-__all__ = ["ComposedScores", "ScoresDir", "check_operator_names"]
+__all__ = ['ComposedScores', 'ScoresDir', 'check_operator_names', 'load_score_matrix', 'read_run', 'write_run']
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def load_score_matrix(path: str | Path) -> np.ndarray:
+    """Open a ``.npy`` score matrix as a read-only memmap, with clear errors for non-numeric data."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            magic = fh.read(6)
+    except OSError as e:
+        raise EvaluationInputError(f"{p}: cannot read ({e.strerror})") from None
+    if magic != _NPY_MAGIC:
+        raise EvaluationInputError(f"{p}: not a .npy file (bad header); save scores with numpy.save")
+    try:
+        arr = np.load(p, mmap_mode="r", allow_pickle=False)
+    except ValueError as e:
+        if "object" in str(e).lower() or "pickle" in str(e).lower():
+            raise EvaluationInputError(
+                f"{p}: holds a Python-object array; snapbench never unpickles files -- save a numeric "
+                "array, e.g. np.save(path, scores.astype(np.float32))"
+            ) from None
+        raise EvaluationInputError(f"{p}: cannot load ({e})") from None
+    except (OSError, EOFError) as e:
+        raise EvaluationInputError(f"{p}: truncated or unreadable .npy file ({e})") from None
+    if arr.dtype.kind not in "fiu":
+        raise EvaluationInputError(f"{p}: scores must be a real numeric array, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise EvaluationInputError(f"{p}: scores must be 2-d (queries x gallery), got shape {arr.shape}")
+    return arr
+
+
+def read_run(path: str | Path, query_ids: Sequence[str], gallery_ids: Sequence[str]) -> RunRanking:
+    """Read a TREC run into a :class:`RunRanking` (order: score desc, then gallery order); see
+    :func:`snapbench.store.read_trec_run`."""
+    idx, sc = read_trec_run(path, query_ids, gallery_ids)
+    return RunRanking(idx, sc)
+
+
+def write_run(
+    path: str | Path,
+    query_ids: Sequence[str],
+    gallery_ids: Sequence[str],
+    idx: np.ndarray,
+    scores: np.ndarray,
+    tag: str = "snapbench",
+) -> None:
+    """Write a TREC run of the given top-k lists (``-1`` slots skipped); see
+    :func:`snapbench.store.write_trec_run` (one float format for every run snapbench writes)."""
+    write_trec_run(path, query_ids, gallery_ids, idx, scores, tag=tag)
 
 
 class ComposedScores:
@@ -47,7 +136,7 @@ class ComposedScores:
         self.dtype = np.result_type(*[a.dtype for a in self.paths.values()], np.float32)
 
     def __getitem__(self, key):
-        from .modes import mode_scores
+        from ..evaluate.modes import mode_scores
 
         return mode_scores(self.mode, {p: np.asarray(a[key]) for p, a in self.paths.items()})
 

@@ -1,0 +1,630 @@
+"""File and folder names shared by the stages (the one copy of each).
+
+The output folders of the stages as objects: every writer and reader of a folder names its files here.
+
+::
+
+    CorruptDir(out).image_relpath("img/motion_blur/s2", "q1", ".png")  # images/img__motion_blur__s2/q1.png
+    EncodeDir(out).path_scores("clean", "II")                        # paths/clean.II.npy
+    RunDir(out).report("MOOR")                                       # MOOR/report.json
+
+A *target* of a run is what one report evaluates: a retrieval mode (``I2I`` ... ``T2IT``), ``MOOR``,
+or a fusion baseline ``fusion/<name>``; its folder is ``DIR/<target>``.
+
+``run.json``: what made an output folder, and the one resume check every resumable command uses.
+
+Every command that owns an output folder writes ``run.json`` starting with ``"kind"`` (the
+command: ``corrupt``, ``encode``, ``run``, ``compare``, ``diagnose``) and ``"schema_version"``,
+then its own fields, among them ``"fingerprint"``: everything the folder's outputs depend on.
+:func:`check_resume` compares a new invocation's fingerprint with the recorded one: the same ->
+resume; different -> refuse, naming what differs, unless forced; a folder another command (or
+something else) wrote is never reused, even when forced.
+
+Files written before ``kind`` existed are recognised by their keys (``corrupt``: ``seed`` and
+``grid``; ``run``: ``schema`` and ``fingerprint``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core import targets as modes
+from ..core.conditions import condition_to_filename
+from ..core.errors import ConfigError, InputError, arg
+from ..core.targets import MODES
+from ..core.userfiles import read_json
+from .atomic import write_json
+
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'read_run_config', 'claim_output_dir', 'open_run_dir', 'output_kind']
+
+QUERY_IDS = "query_ids.txt"
+GALLERY_IDS = "gallery_ids.txt"
+MANIFEST = "manifest.jsonl"
+SKIPS = "skips.jsonl"
+RUN_CONFIG = "run.json"
+EMBEDDINGS_DIR = "embeddings"  # encode's OUT/embeddings, run's DIR/embeddings
+PATHS_DIR = "paths"  # encode's OUT/paths
+DROPPED_QUERIES = "dropped_queries.json"  # encode's and run's queries left out of every state
+#: The four similarity paths of a dual encoder, in this order everywhere (weights, files, reports).
+PATH_NAMES: tuple[str, str, str, str] = modes.PATHS  # snapbench.core.targets: the one table of paths and modes
+RUN_SUFFIXES = (".run", ".trec")
+GALLERY_STEM = "gallery"
+MODALITIES = ("image", "text")
+
+
+#: Targets in the order reports, tables and figures list them (fusion baselines follow, by name).
+TARGET_ORDER: tuple[str, ...] = (*MODES, "MOOR")
+#: The targets in the order of preference for the one the findings speak of first (the paper's joint
+#: mode IT→IT, then MOOR, ...): of a run's report and of a comparison.
+PRIMARY_ORDER: tuple[str, ...] = ("IT2IT", "MOOR", "I2I", "I2IT", "T2IT", "T2T")
+FUSION_PREFIX = "fusion/"
+
+
+def primary_target(targets: Iterable[str]) -> str:
+    """The target of ``targets`` the findings speak of first: the first in :data:`PRIMARY_ORDER`, else
+    the first given (a fusion baseline)."""
+    given = list(targets)
+    return next((t for t in PRIMARY_ORDER if t in given), given[0])
+
+
+@dataclass(frozen=True)
+class CorruptDir:
+    """``snapbench corrupt`` OUT: run.json, manifest.jsonl, skips.jsonl, images/<condition>/<id><ext>."""
+
+    root: Path
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_CONFIG
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / MANIFEST
+
+    @property
+    def skips(self) -> Path:
+        return self.root / SKIPS
+
+    @property
+    def images(self) -> Path:
+        return self.root / "images"
+
+    def image_dir(self, condition_id: str) -> Path:
+        """The folder of one condition's variants."""
+        return self.images / condition_to_filename(condition_id)
+
+    def image_relpath(self, condition_id: str, query_id: str, extension: str) -> str:
+        """The manifest's ``path`` of a variant (relative to the folder, "/"-separated): a file of
+        :meth:`image_dir`."""
+        return f"{self.image_dir(condition_id).relative_to(self.root).as_posix()}/{query_id}{extension}"
+
+
+@dataclass(frozen=True)
+class EncodeDir:
+    """``snapbench encode`` OUT: id lists, embeddings/<stem>.<modality>.npy, paths/<stem>.<path>.npy."""
+
+    root: Path
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def query_ids(self) -> Path:
+        return self.root / QUERY_IDS
+
+    @property
+    def gallery_ids(self) -> Path:
+        return self.root / GALLERY_IDS
+
+    @property
+    def embeddings(self) -> Path:
+        return self.root / EMBEDDINGS_DIR
+
+    @property
+    def paths(self) -> Path:
+        return self.root / PATHS_DIR
+
+    @property
+    def dropped_queries(self) -> Path:
+        return self.root / DROPPED_QUERIES
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_CONFIG
+
+    def embedding(self, condition_id: str | None, modality: str) -> Path:
+        """Query embeddings of a condition, or the gallery's (``condition_id=None``); modality
+        ``image``, ``text`` or ``joint`` (a native joint model)."""
+        if modality not in (*MODALITIES, "joint"):
+            raise ValueError(f"modality must be one of {MODALITIES + ('joint',)}, got {modality!r}")
+        stem = GALLERY_STEM if condition_id is None else condition_to_filename(condition_id)
+        return self.embeddings / f"{stem}.{modality}.npy"
+
+    def path_scores(self, condition_id: str, path: str | None) -> Path:
+        """The Q x N scores of one similarity path of a condition; ``path=None``: the native joint scores."""
+        stem = condition_to_filename(condition_id)
+        return self.paths / f"{stem}.npy" if path is None else path_score_file(self.paths, stem, path)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """``snapbench run`` DIR::
+
+        run.json, dropped_queries.json
+        embeddings/gallery.{image,text}.npy | embeddings/gallery/ (shards), embeddings/queries/ (+ blocks.jsonl)
+        <target>/report.json, <target>/per_query.csv      target: a mode, MOOR or fusion/<name>
+        MOOR/text_share.json
+        report.html, tables/, figures/, findings.json, per_query.{csv,parquet}, contact_sheet.png
+        traffic.json (report/run --traffic)
+    """
+
+    root: Path
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_CONFIG
+
+    @property
+    def dropped_queries(self) -> Path:
+        return self.root / DROPPED_QUERIES
+
+    @property
+    def embeddings(self) -> Path:
+        return self.root / EMBEDDINGS_DIR
+
+    @property
+    def gallery_shards(self) -> Path:
+        return self.embeddings / GALLERY_STEM
+
+    @property
+    def query_embeddings(self) -> Path:
+        return self.embeddings / "queries"
+
+    @property
+    def blocks_log(self) -> Path:
+        return self.query_embeddings / "blocks.jsonl"
+
+    def gallery_embedding(self, modality: str) -> Path:
+        return self.embeddings / f"{GALLERY_STEM}.{modality}.npy"
+
+    def target_dir(self, target: str) -> Path:
+        return self.root / target
+
+    def report(self, target: str) -> Path:
+        return self.root / target / "report.json"
+
+    def per_query(self, target: str) -> Path:
+        return self.root / target / "per_query.csv"
+
+    @property
+    def text_share(self) -> Path:
+        return self.root / "MOOR" / "text_share.json"
+
+    @property
+    def fusion(self) -> Path:
+        return self.root / FUSION_PREFIX.rstrip("/")
+
+    def targets(self) -> list[str]:
+        """The targets whose report.json exists, modes and MOOR in :data:`TARGET_ORDER`, then baselines."""
+        found = [t for t in TARGET_ORDER if self.report(t).is_file()]
+        if self.fusion.is_dir():
+            found += [FUSION_PREFIX + d.name for d in sorted(self.fusion.iterdir()) if (d / "report.json").is_file()]
+        return found
+
+    # the report of a run (snapbench report)
+    @property
+    def report_html(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def findings(self) -> Path:
+        return self.root / "findings.json"
+
+    @property
+    def contact_sheet(self) -> Path:
+        return self.root / "contact_sheet.png"
+
+    @property
+    def combined_per_query(self) -> Path:
+        return self.root / "per_query.csv"
+
+    # appended: the report's own folders (snapbench report writes them into DIR or its --out)
+    @property
+    def tables(self) -> Path:
+        return self.root / "tables"
+
+    @property
+    def figures(self) -> Path:
+        return self.root / "figures"
+
+    @property
+    def combined_per_query_parquet(self) -> Path:
+        return self.root / "per_query.parquet"
+
+    # the query phase of a run (snapbench run)
+    def query_embedding(self, source: str, modality: str) -> Path:
+        """One query variant source's embeddings (one row per dataset query): ``embeddings/queries/<stem>.<modality>.npy``."""
+        if modality not in MODALITIES:
+            raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
+        return self.query_embeddings / f"{condition_to_filename(source)}.{modality}.npy"
+
+    # the traffic-weighted view (snapbench report --traffic)
+    @property
+    def traffic(self) -> Path:
+        return self.root / "traffic.json"
+
+
+@dataclass(frozen=True)
+class CompareDir:
+    """``snapbench compare`` DIR::
+
+        run.json (kind "compare"), compare.json, compare.html, findings.json
+        tables/<stem>.{md,tex}, tables/<stem>_delta.{md,tex}, tables/<stem>_ranking.{md,tex}
+        records/<list>.{csv,parquet}          one file per record list of compare.json
+        figures/<stem>_<figure>.{png,pdf}
+
+    ``<stem>`` = target and metric (:meth:`stem`: ``IT2IT_hit1``, ``fusion-rrf_ndcg10``).
+    """
+
+    root: Path
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_CONFIG
+
+    @property
+    def compare_json(self) -> Path:
+        return self.root / "compare.json"
+
+    @property
+    def html(self) -> Path:
+        return self.root / "compare.html"
+
+    @property
+    def findings(self) -> Path:
+        return self.root / "findings.json"
+
+    @property
+    def tables(self) -> Path:
+        return self.root / "tables"
+
+    @property
+    def records(self) -> Path:
+        return self.root / "records"
+
+    @property
+    def figures(self) -> Path:
+        return self.root / "figures"
+
+    @staticmethod
+    def stem(target: str, metric: str) -> str:
+        """A file-name stem for a (target, metric): ``/`` -> ``-``, the metric without ``@``."""
+        return f"{target.replace('/', '-')}_{metric.replace('@', '')}"
+
+    def table(self, name: str, ext: str) -> Path:
+        return self.tables / f"{name}.{ext}"
+
+    def record_file(self, name: str, ext: str) -> Path:
+        return self.records / f"{name}.{ext}"
+
+    def figure(self, name: str, ext: str) -> Path:
+        return self.figures / f"{name}.{ext}"
+
+
+RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose", "moor", "report")
+RUN_JSON_SCHEMA = 2
+
+
+def write_run_json(folder: str | os.PathLike, kind: str, body: Mapping[str, Any]) -> Path:
+    """Write ``folder/run.json`` = ``{"kind", "schema_version", **body}`` atomically."""
+    if kind not in RUN_KINDS:
+        raise ValueError(f"unknown run.json kind {kind!r}")  # a programming error, not a user's
+    path = Path(folder) / RUN_CONFIG
+    write_json(path, {"kind": kind, "schema_version": RUN_JSON_SCHEMA, **body})
+    return path
+
+
+def run_json_kind(cfg: Mapping[str, Any]) -> str | None:
+    """The command that wrote a parsed run.json (``None``: not snapbench's)."""
+    kind = cfg.get("kind")
+    if kind in RUN_KINDS:
+        return str(kind)
+    if kind is None and "fingerprint" in cfg and "schema" in cfg:
+        return "run"
+    if kind is None and "grid" in cfg and "seed" in cfg:
+        return "corrupt"
+    return None
+
+
+def read_run_json(folder: str | os.PathLike, *, kind: str | None = None) -> dict[str, Any] | None:
+    """``folder/run.json`` as a dict (``None`` when absent).
+
+    With ``kind``: a run.json written by another command, or not by snapbench, is a
+    :class:`ConfigError` (the folder holds someone else's outputs).  Malformed -> :class:`InputError`.
+    """
+    path = Path(folder) / RUN_CONFIG
+    if not path.exists():
+        return None
+    cfg = read_json(path)
+    if not isinstance(cfg, dict):
+        raise InputError("must hold a JSON object", path=path)
+    found = run_json_kind(cfg)
+    if kind is not None and found != kind:
+        raise _not_ours(Path(folder), found, kind)
+    return cfg
+
+
+def _not_ours(folder: Path, found: str | None, command: str) -> ConfigError:
+    """The refusal of a folder whose run.json another command (``found``; ``None``: not snapbench) wrote."""
+    who = f"'snapbench {found}'" if found else "something other than snapbench"
+    return ConfigError(f"{folder} holds the output of {who}, not of 'snapbench {command}' (see its run.json); "
+                       "use a new output folder")
+
+
+def output_kind(folder: str | os.PathLike) -> str | None:
+    """The command whose output ``folder`` holds, as its run.json says: the one way to ask what a
+    folder is (``None``: no run.json, an unreadable one, or one that is not snapbench's)."""
+    try:
+        cfg = read_run_json(folder)
+    except (OSError, InputError, ConfigError):
+        return None
+    return run_json_kind(cfg) if cfg is not None else None
+
+
+def read_run_config(corrupt_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """``corrupt_dir/run.json`` as a dict, whatever wrote it (``None`` when absent)."""
+    return read_run_json(corrupt_dir)
+
+
+#: fingerprint key -> (what it is called in a refusal, words for some of its values).  A key not
+#: listed is named as it is (``revision.<operator>``, ``opencv_major``...); a value without words is
+#: shown as JSON, and a missing one (null) as "none".  Parameter names are :func:`arg` references, so
+#: the CLI shows the flag (``--seed``, ``--no-measure``).
+FINGERPRINT_WORDS: dict[str, tuple[str, dict[Any, str]]] = {
+    "seed": (arg("seed"), {}),
+    "grid": (arg("grid"), {None: "the default grid"}),
+    "image_format": (arg("image_format"), {}),
+    "variants": (arg("variants"), {}),
+    "block_queries": (arg("block_queries"), {}),
+    "gallery_shard_rows": (arg("gallery_shard_rows"), {None: "none (one gallery file)"}),
+    "batch_size": (arg("batch_size"), {}),
+    "severity_target": (arg("severity_target"), {}),
+    "measure": ("measuring:", {False: f"off ({arg('measure')})", None: "on, the default"}),
+    "dataset_queries_sha256": ("list of queries", {}),
+    "dataset_gallery_sha256": ("gallery", {}),
+    "encoder_fingerprint": (f"encoder ({arg('encoder')})", {}),
+    "sources": ("variant sources (modes and conditions)", {}),
+}
+
+
+def _words(key: str, value: Any) -> str:
+    words = FINGERPRINT_WORDS.get(key, ("", {}))[1]
+    if isinstance(value, (bool, type(None))) and value in words:  # (1 == True: only bools and None)
+        return words[value]
+    return "none" if value is None else json.dumps(value, default=str)
+
+
+def _describe(key: str, before: Any, now: Any) -> str:
+    label = FINGERPRINT_WORDS.get(key, (key, {}))[0]
+    short = all(isinstance(v, (int, float, str, bool, type(None))) for v in (before, now))
+    if short and len(json.dumps([before, now], default=str)) < 80:
+        return f"{label} {_words(key, before)} (this run: {_words(key, now)})"
+    return label
+
+
+def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str, Any], *,
+                 force: bool = False, assume: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The previous run.json of ``folder`` if this invocation may resume (or, forced, replace) it.
+
+    ``None`` when there is none.  A different ``fingerprint`` is a :class:`ConfigError` listing every
+    differing entry unless ``force``; a folder of another kind is refused even when forced.
+    Values are compared as JSON (what the file holds).  ``assume`` gives the value of an entry that a
+    folder written before that entry existed lacks (e.g. an operator revision: 1).
+    """
+    previous = read_run_json(folder, kind=kind)
+    if previous is None:
+        return None
+    recorded = previous.get("fingerprint")
+    now = json.loads(json.dumps(fingerprint, default=str))
+    if not isinstance(recorded, dict):
+        why = "made by an older snapbench (its run.json has no fingerprint)"
+    else:
+        recorded = {**json.loads(json.dumps(dict(assume or {}), default=str)), **recorded}
+        keys = list(now) + [k for k in recorded if k not in now]
+        diffs = [_describe(k, recorded.get(k), now.get(k)) for k in keys if recorded.get(k) != now.get(k)]
+        why = f"made with a different {', '.join(diffs)}" if diffs else ""
+    if why and not force:
+        raise ConfigError(
+            f"{Path(folder)} holds the output of a 'snapbench {kind}' {why}; use a new output folder, "
+            f"or {arg('force')} to discard it", param="force")
+    return previous
+
+
+#: (command, kind of the output folder above ``--out``) -> where that command may write instead
+_INSIDE_HINTS: dict[tuple[str, str], str] = {
+    ("report", "run"): f" (or, without {arg('out')}, the run folder itself)",
+}
+
+
+def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str, command: str | None = None,
+                     within: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """Create (or reuse) ``folder`` (and ``subdirs`` inside it) as the output folder of ``snapbench <kind>``;
+    return its previous run.json (``None`` when it has none).
+
+    The rule, the same for every command: an output folder belongs to one command and holds no other
+    command's output folder.  So a :class:`ConfigError`, before anything is created, when
+
+    * ``folder`` holds a run.json of another kind, or one that is not snapbench's;
+    * ``folder`` is inside another output folder: a folder above it holds a snapbench run.json, of any
+      kind (a run inside a run's ``fusion/`` would become one of its baselines);
+    * ``folder`` is the folder of one target of a run (``<target>/report.json`` without a run.json of
+      its own: a copied ``RUN/IT2IT``), whose per_query.csv the new output would overwrite.
+
+    ``within`` is the one exception: the output folder the caller itself owns (a run of several
+    encoders claims ``OUT/<name>`` within ``OUT``).  ``command`` names the command in the refusals when
+    it is not ``kind`` (``snapbench demo`` writes a run).  A folder that cannot hold outputs is an
+    :class:`~snapbench.core.errors.OutputError` (:func:`snapbench.store.atomic.prepare_output_dir`).  Call it
+    first, before any work: before a dataset is loaded or a model opened."""
+    from .atomic import prepare_output_dir
+
+    name = command or kind
+    try:
+        previous = read_run_json(folder)  # what the folder itself holds is named first
+    except PermissionError:
+        previous = None  # a folder it cannot read: prepare_output_dir says so
+    found = None if previous is None else run_json_kind(previous)
+    if previous is not None and found != kind:
+        raise _not_ours(Path(folder), found, name)
+    _refuse_nested(Path(folder), name, within)
+    prepare_output_dir(folder)
+    if subdirs:
+        prepare_output_dir(folder, *subdirs)
+    return previous
+
+
+def _refuse_nested(folder: Path, command: str, within: str | os.PathLike | None) -> None:
+    """The part of :func:`claim_output_dir`'s rule about the folders above ``folder``, and about
+    ``folder`` being a run's target folder."""
+    here = Path(os.path.abspath(folder))
+    allowed = None if within is None else Path(os.path.abspath(within))
+    for above in here.parents:
+        found = output_kind(above) if above != allowed else None
+        if found is not None:
+            shown = above if folder.is_absolute() else Path(os.path.relpath(above))
+            raise ConfigError(f"{folder} is inside {shown}, the output folder of 'snapbench {found}' (see its "
+                              f"run.json); the output of 'snapbench {command}' goes to a folder of its own: use one "
+                              f"outside {shown}{_INSIDE_HINTS.get((command, found), '')}")
+    try:
+        target = RunDir(here.parent).report(here.name).is_file() and not (here / RUN_CONFIG).exists()
+    except OSError:
+        return
+    if target:
+        raise ConfigError(f"{folder} is the folder of one target of a run (it holds report.json and no run.json, "
+                          f"like RUN/IT2IT), not an output folder of 'snapbench {command}'; use a new output folder")
+
+
+def _soft_run_json(folder: Path) -> dict[str, Any]:
+    """run.json when it can be read, else ``{}`` (only used to explain what a folder is instead)."""
+    try:
+        return read_run_json(folder) or {}
+    except (InputError, ConfigError):
+        return {}
+
+
+def open_run_dir(folder: str | os.PathLike) -> RunDir:
+    """``folder`` as a run directory to read (a :class:`~snapbench.store.RunDir` holding at least one
+    ``<target>/report.json``); otherwise an :class:`InputError` that says what ``folder`` is instead
+    and what to give: a file, the parent folder of a several-encoder run (naming its encoder folders),
+    another command's output folder, or a run that has not written a report yet."""
+    rd = RunDir(folder)
+    what = "a snapbench run directory (the output folder of 'snapbench run' or 'snapbench demo', with <MODE>/report.json)"
+    if not rd.root.exists():
+        raise InputError(f"no such folder (expected {what})", path=rd.root)
+    if not rd.root.is_dir():
+        raise InputError(f"is a file, not {what}", path=rd.root)
+    if rd.targets():
+        return rd
+    run = _soft_run_json(rd.root)
+    kind = run_json_kind(run) if run else None
+    runs = run.get("encoder_runs") if kind == "run" else None
+    if isinstance(runs, list) and runs:
+        subs = [str(rd.root / str(r.get("path"))) for r in runs if isinstance(r, dict) and r.get("path")]
+        raise InputError(f"is the folder of a run of {len(runs)} encoders; each encoder's run directory is a "
+                         f"folder inside it: give one of {', '.join(subs)}", path=rd.root)
+    if kind is not None and kind != "run":
+        raise InputError(f"holds the output of 'snapbench {kind}', not {what}", path=rd.root)
+    if kind == "run" and run.get("status") != "complete":
+        raise InputError("holds a run that has not written any report yet (interrupted?); rerun the same "
+                         "'snapbench run' command to finish it", path=rd.root)
+    raise InputError(f"holds no <MODE>/report.json: not {what}", path=rd.root)
+
+
+def embedding_file(emb_dir: str | os.PathLike, stem: str, modality: str) -> Path:
+    """``<emb_dir>/<stem>.<modality>.npy`` (stem = condition file name, or ``gallery``)."""
+    if modality not in MODALITIES:
+        raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
+    return Path(emb_dir) / f"{stem}.{modality}.npy"
+
+
+def find_embeddings(emb_dir: str | os.PathLike) -> tuple[tuple[Path, Path], dict[str, tuple[Path, Path]]]:
+    """``((gallery image, gallery text), {condition file stem: (query image, query text)})``.
+
+    InputError when the folder or the gallery files are missing, no query embeddings exist, or a
+    condition has one modality only.
+    """
+    d = Path(emb_dir)
+    if not d.is_dir():
+        raise InputError("not a directory (expected an embeddings folder)", path=d)
+    gallery = (embedding_file(d, GALLERY_STEM, "image"), embedding_file(d, GALLERY_STEM, "text"))
+    missing = [g.name for g in gallery if not g.is_file()]
+    if missing:
+        raise InputError(f"lacks {', '.join(missing)} (the gallery embeddings)", path=d)
+    found: dict[str, dict[str, Path]] = {}
+    for f in sorted(d.glob("*.npy")):
+        cond, _, modality = f.name[: -len(".npy")].rpartition(".")
+        if cond and cond != GALLERY_STEM and modality in MODALITIES:
+            found.setdefault(cond, {})[modality] = f
+    if not found:
+        raise InputError("holds no query embeddings (<condition>.image.npy / .text.npy)", path=d)
+    conds: dict[str, tuple[Path, Path]] = {}
+    for cond, files in found.items():
+        lacking = [m for m in MODALITIES if m not in files]
+        if lacking:
+            raise InputError(f"condition {cond!r} lacks {cond}.{lacking[0]}.npy", path=d)
+        conds[cond] = (files["image"], files["text"])
+    return gallery, conds
+
+
+# ------------------------------------------------------------------------------------------ path scores
+def path_score_file(paths_dir: str | os.PathLike, stem: str, path: str) -> Path:
+    """Where encode writes path ``path`` of condition ``stem``: ``<dir>/<stem>.<path>.npy``."""
+    if path not in PATH_NAMES:
+        raise ValueError(f"path must be one of {PATH_NAMES}, got {path!r}")
+    return Path(paths_dir) / f"{stem}.{path}.npy"
+
+
+def find_path_scores(paths_dir: str | os.PathLike, *, complete: bool = False) -> dict[str, dict[str, Path]]:
+    """``{condition file stem: {path name: file}}`` from both PATHS_DIR layouts (flat
+    ``<stem>.II.npy`` and sub-folder ``II/<stem>.npy``).
+
+    A condition present in both layouts is an error.  ``complete=True`` also requires all four paths
+    of every condition (what fusion needs); evaluate's retrieval modes need only some.
+    """
+    d = Path(paths_dir)
+    found: dict[str, dict[str, Path]] = {}
+    origin: dict[str, str] = {}
+    for f in sorted(d.glob("*.npy")):
+        stem, _, name = f.name[: -len(".npy")].rpartition(".")
+        if stem and name in PATH_NAMES:
+            found.setdefault(stem, {})[name] = f
+            origin[stem] = "flat"
+    for name in PATH_NAMES:
+        sub = d / name
+        if not sub.is_dir():
+            continue
+        for f in sorted(sub.glob("*.npy")):
+            stem = f.name[: -len(".npy")]
+            if origin.get(stem) == "flat":
+                raise InputError(f"condition {stem!r} appears both as flat files and in {name}/", path=d)
+            found.setdefault(stem, {})[name] = f
+            origin[stem] = "sub"
+    if complete:
+        for stem, paths in found.items():
+            lacking = [p for p in PATH_NAMES if p not in paths]
+            if lacking:
+                raise InputError(f"condition {stem!r} lacks the {', '.join(lacking)} path file(s)", path=d)
+    return found
