@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 from _machine import machine  # noqa: E402  (bench/ is on sys.path)
 from skimage import data  # noqa: E402
 
-from snapbench.corruptions import QueryRecord  # noqa: E402
+from snapbench.core.records import QueryRecord  # noqa: E402
 from snapbench.diagnose import load_thresholds  # noqa: E402
 from snapbench.diagnose.detect import diagnose_record  # noqa: E402
 from snapbench.diagnose.image import decode_for_diagnosis, image_scores, perceptual_hash  # noqa: E402

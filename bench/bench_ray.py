@@ -35,8 +35,8 @@ from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a
 from PIL import Image  # noqa: E402
 from skimage import data  # noqa: E402
 
-from snapbench.app.demo import DEFAULT_DATA  # noqa: E402
 from snapbench.app.stages import RunOptions, run_benchmark  # noqa: E402
+from snapbench.core.defaults import DEFAULT_DATA  # noqa: E402
 from snapbench.engines import ordered_map  # noqa: E402
 from snapbench.models import get_encoder  # noqa: E402
 
@@ -61,7 +61,7 @@ class Variants:
 
 
 def make_dataset(root: Path, n: int, size: tuple[int, int]) -> SimpleNamespace:
-    from snapbench.app.encoding import load_gallery
+    from snapbench.app.encode import load_gallery
     from snapbench.corruptions import load_manifest
 
     (root / "imgs").mkdir(parents=True)

@@ -5,7 +5,7 @@ The main entry points, re-exported here::
     from snapbench import corrupt_image, corrupt_text, list_conditions, moor, evaluate_directory
 
 Sub-packages: :mod:`snapbench.corruptions` (load -> corrupt), :mod:`snapbench.models` and
-:mod:`snapbench.app.encoding` (encode -> score), :mod:`snapbench.fusion` (fuse), :mod:`snapbench.evaluate`
+:mod:`snapbench.app.encode` (encode -> score), :mod:`snapbench.fusion` (fuse), :mod:`snapbench.evaluate`
 (evaluate -> report).
 """
 

@@ -7,31 +7,46 @@ Flow: ``corrupt`` -> ``encode`` (or your own encoder) -> ``evaluate`` / ``moor``
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import importlib
+import shlex
+import sys
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Optional
 
 import typer
 
 from ._version import __version__
-from .app.compare import compare
-from .app.conditions import conditions
-from .app.corrupt import corrupt
-from .app.demo import demo
-from .app.diagnose import diagnose
-from .app.encode import encode
-from .app.evaluate import additivity, evaluate
 from .app.flags import flag
 from .app.interrupts import interrupted_message
-from .app.moor import moor
-from .app.preview import preview
-from .app.report import report
-from .app.run import run
+from .app.stages.options import RunOptions
 from .app.usage import Command
-from .core.errors import SnapbenchError
+from .core.conditions import parse_condition
+from .core.defaults import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_CI,
+    DEFAULT_CLIFF_RATIO,
+    DEFAULT_CLIFF_TOL,
+    DEFAULT_DATA,
+    DEFAULT_KS,
+    DEFAULT_MAX_PIXELS,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+)
+from .core.errors import ConfigError, InputError, SnapbenchError, arg
+from .core.image_formats import DEFAULT_IMAGE_FORMAT, IMAGE_FORMATS
+from .core.jsonable import dumps
+from .core.validate import hint_and_known, positive_int
+from .engines import ENGINES, check_engine
 from .engines.signals import Terminated, exit_status, stop_on_termination
-from .store.atomic import removing_empty_output_dirs
+from .store.atomic import (
+    removing_empty_output_dirs,
+)
+from .store.folders import DEMO_NAME, claim_output_dir, holds_a_demo, output_kind
 
 app = typer.Typer(
     name="snapbench",
@@ -44,6 +59,37 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+ENCODER_HELP = (
+    "Encoder spec: 'toy', 'hf:NAME_OR_PATH' (transformers CLIP/SigLIP), 'sentence-transformers:NAME_OR_PATH', "
+    "'open_clip:ARCH[:PRETRAINED_OR_FILE]', 'package.module:attribute' (your own), or a plugin name."
+)
+_EPILOG = (
+    "Inputs, one of:\n\n"
+    "* --q-image --q-text --g-image --g-text: embeddings, .npy or .safetensors (file.safetensors#key; "
+    "needs snapbench[safetensors]). A .npy gallery is streamed from disk.\n\n"
+    "* --paths-dir DIR: four path score matrices per condition, DIR/<cond>.II.npy .TT.npy .IT.npy .TI.npy "
+    "or DIR/II/<cond>.npy ... (each sub-folder a SCORES_DIR), plus query_ids.txt and gallery_ids.txt "
+    "(the layout `snapbench encode` writes to OUT/paths). Path scores are fused as given (gates, variance "
+    "weights, fusion): whitening needs the embeddings, so --no-whiten, --dtype, --chunk-size and --ann do "
+    "not apply; `snapbench encode` writes plain cosine paths, i.e. MOOR without whitening.\n\n"
+    "* --embeddings-dir DIR: every condition of an EMBEDDINGS_DIR (DIR/gallery.image.npy, gallery.text.npy, "
+    "<cond>.image.npy, <cond>.text.npy: the layout `snapbench encode` writes to OUT/embeddings), fused with "
+    "one gallery fit; ids from DIR or its parent.\n\n"
+    "Ids: --query-ids/--gallery-ids, else the files found next to the input; else the positions "
+    "(q0, q1, ... / g0, g1, ...) are used and written to OUT (a warning says so): qrels must then use "
+    "those ids.\n\n"
+    "Output: --out OUT is a SCORES_DIR that `snapbench evaluate` reads: OUT/<cond>.npy fused scores (Q x N) "
+    "or, with --topk K, OUT/<cond>.trec TREC runs; OUT/query_ids.txt, OUT/gallery_ids.txt; per-query weights "
+    "in OUT/moor_weights/<cond>.csv (query_id, w_II, w_TT, w_IT, w_TI, r_TT, r_IT, r_TI, text_share, fallback). "
+    "With --ann, OUT/ann_recall.json holds, per condition, the top-K overlap of the approximate top-K with "
+    "exact MOOR (key topk_overlap: the share of the exact top-K the ANN search returned) on --ann-check "
+    "sampled queries (and which query rows were sampled).\n\n"
+    "Example: snapbench moor --q-image qI.npy --q-text qT.npy --g-image gI.npy --g-text gT.npy "
+    "--query-ids qids.txt --gallery-ids gids.txt --out fused/"
+)
+_DEFAULT = RunOptions()  # the flags' defaults are the library's (snapbench.app.stages imports the run lazily)
 
 
 def _version(value: bool) -> None:
@@ -141,6 +187,914 @@ class _Command(Command):
 
 # click's MissingParameter, from the click typer raises with (recent typer versions carry their own copy)
 _MISSING: type = importlib.import_module(typer.BadParameter.__module__).MissingParameter
+
+
+def compare(
+    run_dirs: list[Path] = typer.Argument(
+        ..., metavar="RUN_DIR...",
+        help="Run folders (snapbench run), a folder of a several-encoder run (expands to its encoders), or "
+             "'snapbench evaluate --per-query' report files; at least two models in all."),
+    out: Path = typer.Option(..., "--out", help="Output folder: compare.json, compare.html, tables/, records/, figures/."),
+    name: Optional[list[str]] = typer.Option(
+        None, "--name", metavar="NAME",
+        help="Model names, one per model in order (default: the encoder folder of a several-encoder run, the run's "
+             "encoder, or the report file's stem)."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Reference model of the corruption errors (CE = 1); default: the first."),
+    correction: str = typer.Option("holm", "--correction", help="p-value adjustment across conditions: holm (family-wise) or bh (false discovery rate)."),
+    modes: Optional[str] = typer.Option(
+        None, "--modes", help="Comma-separated targets (I2I, T2T, IT2IT, I2IT, T2IT, MOOR, fusion/<name>); default: every "
+                              "mode and MOOR all runs have. One target also names the target of evaluate reports "
+                              "that record none (scores evaluated without --mode)."),
+    metrics: Optional[str] = typer.Option(
+        None, "--metrics", help="Comma-separated metrics or families (hit, recall@5, ndcg, mrr), or 'all'; default: the "
+                                "runs' hit@k (R@k), the fastest to compare."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="Headline metric of the page, figures and findings (default: hit@1)."),
+    resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: the runs' own)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the resamples (default: the runs' seed)."),
+    ci: Optional[float] = typer.Option(None, "--ci", help="Confidence level of the intervals (default: the runs' own, e.g. 0.95)."),
+    formats: str = typer.Option(
+        "html,md,tex,csv,parquet,png,pdf", "--formats",
+        help="Comma-separated outputs besides compare.json and findings.json: html (compare.html), md/tex (tables/), "
+             "csv/parquet (records/), png/pdf (figures/; need the 'report' extra)."),
+    dpi: int = typer.Option(120, "--dpi", help="Resolution of the PNG figures (50 to 600)."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress."),
+) -> None:
+    """Compare models on the same corrupted queries: paired differences of drops with CIs and exact or
+    permutation tests (adjusted across conditions), rankings with rank intervals and tiers, corruption
+    errors, effective robustness and super-additivity, per retrieval mode.
+
+    Refuses runs whose queries, gallery, qrels, planned conditions, seed or metric settings differ (the
+    variant source may differ: released vs generated variants of one model is a valid comparison). A
+    run that reads one side of the query only (a text-only encoder) is compared with the others on the
+    conditions every run has, with a warning naming the conditions left out.
+    """
+    from .app.compare import CompareOptions, compare_runs
+    from .core.validate import comma_list
+    from .render.console import stderr_console
+
+    opts = CompareOptions(
+        names=name or None, reference=reference, correction=correction, modes=comma_list(modes, "modes"),
+        metrics=comma_list(metrics, "metrics"), metric=metric, resamples=resamples, seed=seed, ci=ci,
+        formats=comma_list(formats, "formats") or [], dpi=dpi,
+    )
+    err = stderr_console()
+    if no_progress:
+        res = compare_runs(run_dirs, out, opts)
+    else:
+        with err.status("compare") as status:
+            res = compare_runs(run_dirs, out, opts, progress=lambda msg: status.update(f"compare: {msg}"))
+    for note in res.notes:
+        if note not in res.warnings:
+            err.print(f"note: {note}", highlight=False, markup=False)
+    for warning in res.warnings:
+        typer.echo(f"warning: {warning}", err=True)  # one line, as every command's warnings
+    st = res.settings
+    typer.echo(f"compared {len(res.sources)} models ({', '.join(s.name for s in res.sources)}) on "
+               f"{', '.join(st.targets)} x {', '.join(st.metrics)} in {res.timings['total_s']:.1f} s")
+    html = out / "compare.html"
+    removed = f" (removed {len(res.removed)} files of the previous compare it did not write again)" if res.removed else ""
+    typer.echo(f"wrote {len(res.files)} files under {out}{removed}" + (f"; open {html}" if html in res.files else ""))
+
+
+def conditions(
+    joint: bool = typer.Option(False, "--joint", help="Also list the 18 joint image+text conditions."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list of objects (id, kind, operator, severity)."),
+    grid: Optional[Path] = typer.Option(
+        None, "--grid", help="Severity grid override (JSON/TOML); extra levels and registered operators are listed too."
+    ),
+) -> None:
+    """List condition ids, one per line: clean, 45 image, 8 text (54 states); --joint adds 18 joint."""
+    from .corruptions.plan import plan_conditions
+
+
+    conds = plan_conditions(None, joint=joint, grid=grid).conditions  # the list a run with these options uses
+    text = dumps([c.to_dict() for c in conds], indent=2) if as_json else "\n".join(c.id for c in conds)
+    typer.echo(text)  # a reader that stops early (| head -1) is handled once, in cli.guarded
+
+
+def _format_help() -> str:
+    """``--format``'s help from the format table: the names, the default, what each needs."""
+    names = [f"{n} (default)" if n == DEFAULT_IMAGE_FORMAT else n for n in IMAGE_FORMATS]
+    by_extra: dict[str | None, list[str]] = {}
+    for name, fmt in IMAGE_FORMATS.items():
+        by_extra.setdefault(fmt.extra, []).append(name)
+    needs = [f"{', '.join(ns)}: pip install 'snapbench[{x}]'" for x, ns in by_extra.items() if x is not None]
+    needs += [f"{', '.join(by_extra[None])}: nothing extra"] if None in by_extra else []
+    return f"Lossless file format of the variants: {', '.join(names)} ({'; '.join(needs)})."
+
+
+def corrupt(
+    input: Path = typer.Argument(
+        ...,
+        help="Query manifest: JSONL / JSON list (id, image, question, entity) or the SnapBench release's snap_bench.json.",
+    ),
+    out: Path = typer.Option(..., "--out", help="Output directory (images/, manifest.jsonl, skips.jsonl, run.json)."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Global seed; all randomness is keyed by (seed, query id, operator, severity)."),
+    conditions: Optional[str] = typer.Option(
+        None,
+        "--conditions",
+        help=(
+            "Comma-separated condition ids (default: all 54 states). Any joint/<image op>+<text op>/s<N> works; "
+            "its image and text parts are added."
+        ),
+    ),
+    joint: bool = typer.Option(False, "--joint", help="Add the paper's 18 joint image+text conditions."),
+    workers: int = typer.Option(1, "--workers", help="Worker processes, at least 1 (one query per work unit)."),
+    engine: str = typer.Option("local", "--engine", help="Where the workers run: local (process pool) or ray (pip install 'snapbench[ray]')."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray; default: a local Ray started on demand)."),
+    grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
+    force: bool = typer.Option(
+        False, "--force", help="Discard an earlier run in --out made with another seed, grid, format or library versions."),
+    max_pixels: int = typer.Option(
+        DEFAULT_MAX_PIXELS, "--max-pixels", help="Largest input image (width x height) to load; larger ones are skipped."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
+    image_format: str = typer.Option(DEFAULT_IMAGE_FORMAT, "--format", help=_format_help()),
+    severity_target: Optional[str] = typer.Option(
+        None, "--severity-target", metavar="METRIC=V1,V2,...",
+        help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (one value "
+             "per grid level, s1 first, each lower than the one before): each operator's knob is searched until the "
+             "variant measures the target (within 0.01 SSIM / 0.5 dB).",
+    ),
+    no_measure: bool = typer.Option(
+        False, "--no-measure", help="Do not record each variant's measured strength (manifest \"measured\": PSNR, SSIM, edits)."),
+) -> None:
+    """Corrupt every query: clean + 45 image + 8 text conditions (and joint ones); resumable.
+
+    Rerunning into the same --out keeps finished outputs (verified by sha256) and redoes the rest;
+    after Ctrl-C the command to resume is printed. Each manifest line records the variant's measured
+    strength ("measured"; --no-measure turns it off) and, with --severity-target, how close the search came
+    ("target").
+
+    Bad image files and unfindable entities are recorded in skips.jsonl and the run goes on; the exit status is 0
+    unless the input or the options are invalid, or no query could be read at all (2, with the first reason).
+    """
+    from .app.corrupt import CorruptOptions, nothing_written_error, run_corruption
+    from .core.validate import comma_list
+    from .corruptions.target import parse_severity_target
+    from .engines.signals import Terminated, exit_status
+
+    opts = CorruptOptions(
+        seed=seed, conditions=comma_list(conditions, "conditions"), joint=joint,
+        workers=positive_int(workers, "workers"), engine=engine, address=address, grid=grid,
+        progress=not no_progress, force=force, image_format=image_format,
+        max_pixels=positive_int(max_pixels, "max_pixels"), measure=not no_measure,
+        severity_target=parse_severity_target(severity_target))
+    try:
+        summary = run_corruption(input, out, opts, log=lambda message: typer.echo(f"warning: {message}", err=True))
+    except (KeyboardInterrupt, Terminated) as exc:  # Ctrl-C, SIGTERM, SIGHUP
+        typer.echo(f"interrupted: the outputs finished so far are kept in {out}; to resume, run:\n  "
+                   f"{shlex.join(_rerun(input, out, opts, no_progress))}", err=True)
+        raise typer.Exit(exit_status(exc)) from None
+    _report(summary)
+    if summary.written + summary.reused == 0:
+        raise nothing_written_error(input, summary.out_dir, summary.n_queries, opts.max_pixels)
+
+
+def _rerun(input: Path, out: Path, opts, no_progress: bool) -> list[str]:
+    """The command line that resumes an interrupted run (the options that differ from the defaults)."""
+    from .app.corrupt import CorruptOptions
+
+    default = CorruptOptions()  # the flags' defaults (tests/test_cli_defaults.py holds them equal)
+    rerun = ["snapbench", "corrupt", str(input), "--out", str(out), "--seed", str(opts.seed)]
+    if opts.conditions is not None:
+        rerun += ["--conditions", ",".join(opts.conditions)]
+    if opts.joint:  # --joint and --no-measure are switches: their off state is the default
+        rerun.append("--joint")
+    if opts.workers != default.workers:
+        rerun += ["--workers", str(opts.workers)]
+    if opts.engine != default.engine:
+        rerun += ["--engine", opts.engine] + (["--address", opts.address] if opts.address else [])
+    if opts.grid is not None:
+        rerun += ["--grid", str(opts.grid)]
+    if opts.image_format != default.image_format:
+        rerun += ["--format", opts.image_format]
+    if opts.max_pixels != default.max_pixels:
+        rerun += ["--max-pixels", str(opts.max_pixels)]
+    if opts.severity_target is not None:
+        rerun += ["--severity-target", opts.severity_target.spec]
+    if not opts.measure:
+        rerun.append("--no-measure")
+    if no_progress:
+        rerun.append("--no-progress")
+    return rerun
+
+
+def _report(summary) -> None:
+    typer.echo(
+        f"{summary.n_queries} queries x {len(summary.conditions)} conditions -> {summary.out_dir}\n"
+        f"written: {summary.written}  reused: {summary.reused}  skipped: {summary.skipped}"
+        f" ({summary.skipped_queries} whole queries)  time: {summary.elapsed_s:.1f} s"
+    )
+    if summary.added_conditions:
+        typer.echo(f"added joint parts (for additivity): {', '.join(summary.added_conditions)}")
+    if summary.guessed_entities:
+        typer.echo(
+            f"entity guessed for {summary.guessed_entities} queries (no entity field): their text conditions "
+            "edit the last non-stopword word of the question"
+        )
+    if summary.unguessed_entities:
+        typer.echo(f"no entity for {summary.unguessed_entities} queries (no entity field, no non-stopword word in the "
+                   "question): their text conditions are skipped")
+    if summary.targeted:
+        from .corruptions.target import target_summary
+
+        typer.echo(target_summary(summary.target_outcome, '"reached": false in manifest.jsonl'))
+    if summary.warnings:
+        typer.echo(f"input warnings: {len(summary.warnings)} (printed above)")
+    if summary.skipped:
+        typer.echo(f"skip reasons: {summary.skips_path}")
+
+
+def demo(
+    out: Path = typer.Option(Path("demo_out"), "--out", help="Output folder (reports per mode, MOOR, report.html)."),
+    data: Optional[Path] = typer.Option(
+        None, "--data", help="Dataset to use instead of the bundled one (a folder with queries.jsonl, gallery.jsonl, qrels.json)."
+    ),
+    seed: int = typer.Option(_DEFAULT.seed, "--seed", help="Seed of the corruptions and the bootstrap."),
+    workers: int = typer.Option(_DEFAULT.workers, "--workers", help="Processes that corrupt queries while the encoder runs."),
+    resamples: int = typer.Option(_DEFAULT.resamples, "--resamples", help="Bootstrap resamples."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace OUT even when it holds a run that is not a demo's (a demo's own earlier output "
+                               "is always replaced)."),
+) -> None:
+    """The whole paired evaluation on the bundled demo set: snapbench run + snapbench report with the toy encoder.
+
+    12 queries x 72 conditions (54 states + 18 joint) x five retrieval modes, MOOR and two fixed-fusion
+    baselines, bootstrap CIs, additivity, then OUT/report.html. The toy encoder is not a retrieval model:
+    the numbers show the pipeline, not a model.  OUT may hold an earlier demo (it is replaced); any
+    other run there is refused as 'snapbench run' refuses it, unless --force.
+    """
+    from rich.table import Table
+
+    from .app.stages import run_benchmark
+    from .core.conditions import parse_condition
+    from .core.validate import positive_int
+    from .data import load_dataset
+    from .render.console import stderr_console, stdout_console
+    from .render.terminal import read_report
+
+    positive_int(workers, "workers")
+    positive_int(resamples, "resamples", minimum=100)
+    # before anything is printed or computed: another command's folder is refused, naming demo (it writes a run)
+    claim_output_dir(out, "run", command="demo")
+    replace = force or holds_a_demo(out)
+    console = stderr_console()
+    ds = load_dataset(data or DEFAULT_DATA)
+    if data is None:
+        ds = dataclasses.replace(ds, name=DEMO_NAME)  # not the manifest's file name
+    console.rule(f"snapbench run: {len(ds.queries)} queries, {len(ds.gallery)} gallery items, toy encoder")
+    result = run_benchmark(
+        ds, "toy", out,
+        RunOptions(seed=seed, workers=workers, resamples=resamples, use_cache=False, force=replace, progress=not no_progress,
+                   command="demo"),
+        log=lambda msg: console.print(msg, markup=False, highlight=False),
+    )
+
+    table = Table(title="demo: mean hit@1 (SnapBench R@1, %) by condition kind; δ = super-additivity gap; drag vs I→I")
+    for col in ("mode", "clean", "img (45)", "txt (8)", "joint (18)", "mean δ", "drag"):
+        table.add_column(col, justify="right")
+
+    def pct(v: float | None) -> str:
+        return "—" if v is None else f"{100 * v + 0.0:.1f}"  # + 0.0: no "-0.0"
+
+    for name, path in result.reports.items():
+        rep = read_report(path)
+        by_kind: dict[str, list[float]] = {}
+        for cid, vals in rep.conditions.items():
+            if vals.get("hit@1") is not None:
+                by_kind.setdefault(parse_condition(cid).kind, []).append(vals["hit@1"])
+        add = (rep.additivity_summary.mean or {}).get("hit@1")
+        table.add_row(
+            name,
+            *(pct(sum(by_kind[k]) / len(by_kind[k])) if by_kind.get(k) else "—" for k in ("clean", "image", "text", "joint")),
+            pct(add.delta if add else None),
+            pct(rep.coarse_text_drag.value if rep.coarse_text_drag else None),
+        )
+    stdout_console().print(table)
+    typer.echo(f"{result.n_queries} queries x {len(result.conditions)} conditions in {result.elapsed_s:.1f} s -> {out}")
+    if result.html is not None:
+        typer.echo(f"report: {result.html}")
+
+
+def diagnose(
+    queries: Path = typer.Argument(
+        ...,
+        help=(
+            "Query set: any dataset snapbench reads (snap_bench.json, ImageFolder copy, PhotoBench album, JSONL "
+            "manifest), a 'snapbench corrupt' output folder, a folder of images, or a .txt file of questions (one per line)."
+        ),
+    ),
+    out: Path = typer.Option(..., "--out", help="Output folder: diagnose.csv, summary.json, diagnose.html."),
+    questions: Optional[Path] = typer.Option(
+        None, "--questions", help="With a folder of images: JSONL or CSV with 'image' (relative path) and 'question' (+ 'entity', 'id')."
+    ),
+    format: Optional[str] = typer.Option(
+        None, "--format",
+        help="Force the input kind: snapbench-json, hf-imagefolder, photobench, jsonl, corrupt-output, image-folder, questions.",
+    ),
+    thresholds: Optional[Path] = typer.Option(
+        None, "--thresholds", help="TOML/JSON file replacing shipped thresholds (same sections as snapbench/diagnose/thresholds.toml)."
+    ),
+    words: Optional[Path] = typer.Option(None, "--words", help="Extra known words for the oov detector (whitespace-separated)."),
+    examples: int = typer.Option(8, "--examples", help="Flagged examples per detector shown in diagnose.html."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
+) -> None:
+    """Diagnose real queries: blur, low light, overexposure, compression, low resolution; out-of-vocabulary
+    words, few content tokens, no entity; plus query-set checks (missing entities, duplicates, small images).
+
+    Unreadable images are recorded as skips; the run goes on. Thresholds: snapbench/diagnose/thresholds.toml.
+    """
+    from .app.diagnose import run_diagnose
+
+    res = run_diagnose(queries, out, questions=questions, format=format, thresholds=thresholds, words=words,
+                       examples=examples, progress=not no_progress,
+                       log=lambda m: typer.echo(f"warning: {m}", err=True))
+    s = res.summary
+
+    def pct(x: dict) -> str:
+        if x.get("not_applicable"):
+            return f"n/a ({x['not_applicable']})"
+        lo, hi = x["ci"]
+        return "n/a" if x["n"] == 0 else f"{100 * x['share']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+    typer.echo(f"{s['n_queries']} queries ({s['n_images']} images, {s['n_questions']} questions) -> {res.out_dir}"
+               f"  time: {res.elapsed_s:.1f} s")
+    typer.echo(f"any issue {pct(s['any'])}  image only {pct(s['image_only'])}  text only {pct(s['text_only'])}"
+               f"  both {pct(s['both'])}")
+    typer.echo("  ".join(f"{d} {pct(v)}" for d, v in s["shares"].items() if v["n"]))
+    checks = {k: v["count"] for k, v in s["checks"].items() if v["count"]}
+    if checks:
+        typer.echo("query-set checks: " + ", ".join(f"{k} {v}" for k, v in checks.items()))
+    if s["skips"]:
+        typer.echo(f"skipped images: {len(s['skips'])} (listed in summary.json)")
+
+
+def encode(
+    corrupted: Path = typer.Argument(..., help="Output folder of 'snapbench corrupt' (holds manifest.jsonl)."),
+    gallery: Path = typer.Option(..., "--gallery", help="Gallery manifest: JSONL/JSON list of {id, image, caption} (either may be missing)."),
+    out: Path = typer.Option(..., "--out", help="Output folder: embeddings/, paths/ (a SCORES_DIR of per-path matrices), dropped_queries.json."),
+    encoder: str = typer.Option("toy", "--encoder", "-e", help=ENCODER_HELP),
+    device: str | None = typer.Option(None, "--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder (default: cuda when available, else cpu)."),
+    conditions: str | None = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: all in the manifest)."),
+    batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, "--batch-size", help="Images decoded and encoded at a time (memory grows with it, not with the gallery)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache (default: every encoder with a fingerprint but cheap ones such as toy)."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
+    engine: str = typer.Option("local", "--engine", help=f"{' or '.join(ENGINES)}: local encodes in this process, ray on a pool of Ray actors (one model load each; needs snapbench[ray])."),
+    actors: int = typer.Option(1, "--actors", help="With --engine ray: encoder actors (a GPU each when the cluster has them)."),
+    address: str | None = typer.Option(None, "--address", help="With --engine ray: the Ray cluster (auto, ray://HOST:10001); default: a local Ray."),
+) -> None:
+    """Encode every condition's queries and the gallery; write embeddings and the path scores.
+
+    Writes the paths the data and the encoder allow (II, TT, IT, TI; a text-only model: TT only)
+    and says which were skipped and why.  Queries missing under some condition are dropped from all
+    (listed in OUT/dropped_queries.json).  Then: 'snapbench evaluate OUT/paths --mode IT2IT --qrels ...'
+    or 'snapbench moor --paths-dir OUT/paths --out fused/'.
+    """
+    from .app.encode import check_conditions, load_gallery, prepare_out_dir
+    from .app.stages.encoders import close_encoder, open_encoder
+    from .core.validate import comma_list
+    from .models.device import check_device
+    from .store.cache import CachedEncoder, check_cache_dir
+
+    cond_list = comma_list(conditions, "conditions")
+    positive_int(batch_size, "batch_size")
+    check_engine(engine, 1, address)
+    positive_int(actors, "actors")
+    check_device(device)
+    if cache_dir is not None:
+        check_cache_dir(cache_dir)
+    # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
+    prepare_out_dir(out)  # outputs first: a wrong --out is said before anything is read
+    check_conditions(corrupted, cond_list)  # a folder that is not a corrupt output; ids it has no outputs for
+    items = load_gallery(gallery)
+    enc, note = open_encoder(encoder, device=device, batch_size=batch_size, engine=engine,
+                             actors=actors if engine == "ray" else 0, address=address,
+                             use_cache=False if no_cache else None, cache_dir=cache_dir, progress=not no_progress)
+    try:
+        if note:
+            warnings.warn(note, stacklevel=1)
+        if isinstance(enc, CachedEncoder):
+            typer.echo(f"embedding cache: {enc.cache_dir}", err=True)
+        _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progress, items)
+    finally:
+        close_encoder(enc)
+
+
+def _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progress, items) -> None:
+    """The encode command once the encoder is open (in this process or as a Ray actor pool)."""
+    from .app.encode import encode_corrupted
+    from .core.targets import modes_for_paths
+    from .render.progress import ProgressDisplay
+    from .store.cache import CachedEncoder
+
+    with ProgressDisplay(not no_progress) as bar:
+        tasks: dict[str, object] = {}
+        seen: dict[str, int] = {}
+
+        def tick(stage: str, done: int, total: int) -> None:
+            key = stage if stage.startswith("gallery") else "conditions"
+            if key not in tasks:
+                tasks[key] = bar.add(f"encoding {key}", total)
+            bar.advance(tasks[key], done - seen.get(key, 0))
+            seen[key] = done
+
+        summary = encode_corrupted(corrupted, items, enc, out, conditions=cond_list, batch_size=batch_size, progress=tick)
+    typer.echo(
+        f"{summary.n_queries} queries x {len(summary.conditions)} conditions, {summary.n_gallery} gallery items, "
+        f"paths {', '.join(summary.paths)} -> {out}"
+    )
+    usable = modes_for_paths(summary.paths)
+    typer.echo(f"retrieval modes these paths give: {', '.join(usable) or 'none'} "
+               f"(snapbench evaluate {out / 'paths'} --mode MODE --qrels ...)")
+    if summary.joint:
+        typer.echo(f"native joint IT→IT scores of {getattr(enc, 'name', encoder)!r}: {out / 'paths'}/<condition>.npy "
+                   "(what 'snapbench evaluate OUT/paths' scores without --mode)")
+    if summary.skipped_paths:
+        by_reason: dict[str, list[str]] = {}
+        for p, why in summary.skipped_paths.items():
+            by_reason.setdefault(why, []).append(p)
+        typer.echo("skipped paths: " + "; ".join(f"{', '.join(ps)} ({why})" for why, ps in by_reason.items()), err=True)
+    if summary.dropped_queries:
+        typer.echo(
+            f"dropped {len(summary.dropped_queries)} queries not produced under every condition "
+            f"(kept paired; reasons in {out / 'dropped_queries.json'})",
+            err=True,
+        )
+    if isinstance(enc, CachedEncoder):
+        typer.echo(f"embedding cache: {enc.hits} hits, {enc.misses} encoded", err=True)
+
+
+def _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold, stability_metric,
+            cliff_tol, cliff_ratio, workers):
+    """The evaluation settings; every value is checked there (errors name the flag)."""
+    from .evaluate.config import EvaluationConfig
+
+
+    kw = {} if workers is None else {"workers": workers}
+    return EvaluationConfig(
+        ks=k, metrics=metrics, resamples=resamples, permutations=permutations, ci=ci, seed=seed,
+        include_zero_gt=include_zero_gt, set_threshold=set_threshold, stability_metric=stability_metric,
+        curve_tol=cliff_tol, curve_ratio=cliff_ratio, **kw,
+    )
+
+
+def _check_chosen_metrics(evaluated: list[str], primary: str, stability_metric: str) -> None:
+    """An explicitly chosen --primary / --stability-metric must be evaluated (defaults adapt)."""
+    from .evaluate.metrics import is_binary_metric
+
+    if primary != "hit@1" and primary not in evaluated:
+        raise ConfigError(f"{primary!r} is not among the evaluated metrics{hint_and_known(primary, evaluated)}",
+                          param="primary")
+    if stability_metric != "hit@1":
+        if not is_binary_metric(stability_metric):
+            raise ConfigError(f"must be a hit@k metric, got {stability_metric!r}", param="stability_metric")
+        if stability_metric not in evaluated:
+            raise ConfigError(f"{stability_metric!r} is not among the evaluated metrics"
+                              f"{hint_and_known(stability_metric, evaluated)} (add it to {arg('metrics')} or {arg('ks')})",
+                              param="stability_metric")
+
+
+def _nothing_measured(report) -> bool:
+    return not any(v is not None for vals in report.conditions.values() for v in vals.values())
+
+
+def evaluate(
+    scores_dir: Path = typer.Argument(
+        ..., help="Folder with one <condition>.npy score matrix per condition (Q x N; 'clean.npy', "
+        "'img__motion_blur__s2.npy', 'joint__compression+char_add__s3.npy', ...) plus query_ids.txt and "
+        "gallery_ids.txt; or one <condition>.run/.trec TREC run per condition."
+    ),
+    qrels: Path = typer.Option(
+        ..., "--qrels", help="Relevance labels: TREC qrels ('qid 0 docid rel') or JSON {query_id: [gallery_id, ...]} "
+        "(empty list = zero-GT query) or {query_id: {gallery_id: grade}}."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write the JSON report here."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the bootstrap resamples and permutations."),
+    k: str = typer.Option(",".join(map(str, DEFAULT_KS)), "--k", help="Cut-offs for hit/recall/ndcg given without @k."),
+    metrics: str | None = typer.Option(
+        None, "--metrics", help="Comma list: hit, recall, ndcg (optionally @k), mrr, mrr@k, set_precision, set_recall, "
+        "set_f1, reject_precision, reject_recall, reject_f1, or 'set'/'reject'. Default: hit,recall,ndcg,mrr "
+        "(+ set and reject metrics when --set-threshold is given)."
+    ),
+    resamples: int = typer.Option(DEFAULT_RESAMPLES, "--resamples", help="Bootstrap resamples of the queries (paired, shared by all conditions)."),
+    permutations: int | None = typer.Option(None, "--permutations", help="Permutations for the non-hit metrics' test (default = --resamples)."),
+    ci: float = typer.Option(DEFAULT_CI, "--ci", help="Confidence level of the percentile bootstrap intervals."),
+    tags: Path | None = typer.Option(None, "--tags", help="Query tags: JSON {query_id: [tag, ...] | {field: value}} or TSV 'qid<TAB>tag...'. Adds per-group results."),
+    group_by: str | None = typer.Option(None, "--group-by", help="With --tags: group by the values of this field (tags 'field=value'); default: one group per tag."),
+    include_zero_gt: bool = typer.Option(False, "--include-zero-gt", help="Score zero-GT queries as 0 in ranking metrics instead of excluding them."),
+    set_threshold: float | None = typer.Option(None, "--set-threshold", help="Answer set = items scoring >= this; enables set and reject metrics (empty set = rejection). "
+        "With TREC runs, -inf takes each run's list as the answer."),
+    mode: str | None = typer.Option(None, "--mode", help="Compose a retrieval mode from per-path files <cond>.II/.TT/.IT/.TI.npy (or II/<cond>.npy ...): I2I, T2T, IT2IT, I2IT, T2IT (any case). "
+        "The report records it as its target (meta.mode; MOOR for a 'snapbench moor' folder), which compare reads."),
+    conditions: str | None = typer.Option(None, "--conditions", help="Only these condition ids (comma list); clean is always included."),
+    allow_unknown_items: bool = typer.Option(False, "--allow-unknown-items", help="Drop (with a warning) qrels gallery ids that are not in gallery_ids.txt instead of failing."),
+    table_out: Path | None = typer.Option(None, "--table-out", help="Also write a table: .csv (long, complete) or .md (readable)."),
+    export_run: Path | None = typer.Option(None, "--export-run", help="Write each condition's top-k as a TREC run DIR/<condition>.run to re-check with trec_eval/ranx "
+        "(they re-break equal scores their own way)."),
+    export_depth: int | None = typer.Option(None, "--export-depth", help="Depth of exported runs (default: largest k)."),
+    primary: str = typer.Option("hit@1", "--primary", help="Metric whose Δ, CI and p the printed table shows."),
+    stability_metric: str = typer.Option("hit@1", "--stability-metric", help="hit@k metric for the stability classes (stably correct / drag / persistently wrong / boost)."),
+    cliff_tol: float = typer.Option(DEFAULT_CLIFF_TOL, "--cliff-tol", help="Severity-curve rule: drops <= this (metric units) count as no drop."),
+    cliff_ratio: float = typer.Option(DEFAULT_CLIFF_RATIO, "--cliff-ratio", help="Severity-curve rule: 'cliff' when the last step's drop exceeds ratio x the earlier drop."),
+    workers: int | None = typer.Option(None, "--workers", help="Threads for row blocks (default: min(4, CPUs))."),
+    per_query: bool = typer.Option(False, "--per-query", help="Also store every query's value of every condition and metric "
+        "in the JSON report (key per_query), for comparing runs query by query."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the tables."),
+) -> None:
+    """Paired evaluation of every condition against clean: metrics, ΔR@k with bootstrap CIs and
+    Holm-corrected p-values, severity curves, stability classes, additivity of joint conditions.
+
+    Exit status: 0 when something was measured, 1 when nothing was (no query has a relevant item:
+    every value is null; the report is still written), 2 for an error."""
+    from .app.evaluate import evaluate_directory
+    from .render.terminal import check_table_path, print_report, write_report, write_table
+    from .store.atomic import check_output_file
+
+    # outputs first: a wrong --out or --table-out must not cost a whole evaluation
+    if out is not None:
+        check_output_file(out, param="out")
+    if table_out is not None:
+        check_table_path(table_out)
+    cfg = _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold,
+                  stability_metric, cliff_tol, cliff_ratio, workers)
+    _check_chosen_metrics(cfg.metric_list(), primary, stability_metric)
+    conds = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
+    report = evaluate_directory(
+        scores_dir, qrels, cfg, mode=mode, conditions=conds, tags=tags, group_by=group_by,
+        unknown_items="drop" if allow_unknown_items else "error", export_run=export_run,
+        export_depth=export_depth, per_query=per_query,
+    )
+    for w in report.warnings or []:
+        typer.echo(f"warning: {w}", err=True)
+    if out is not None:
+        write_report(report, out)
+    if table_out is not None:
+        write_table(report, table_out, primary=primary)
+    if not quiet:
+        print_report(report, primary=primary)
+    if out is not None and not quiet:
+        typer.echo(f"report written to {out}", err=True)
+    if _nothing_measured(report):
+        raise typer.Exit(1)
+
+
+def additivity(
+    source: Path = typer.Argument(..., help="A report written by 'snapbench evaluate --out' or 'snapbench run' (RUN/IT2IT/report.json, one per mode), or a SCORES_DIR (then --qrels is needed)."),
+    qrels: Path | None = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR."),
+    metric: str = typer.Option("hit@1", "--metric", help="Metric of the table (SnapBench's R@1 = hit@1)."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Bootstrap seed (SCORES_DIR only)."),
+    resamples: int | None = typer.Option(None, "--resamples", help=f"Bootstrap resamples (SCORES_DIR only; default {DEFAULT_RESAMPLES})."),
+    ci: float | None = typer.Option(None, "--ci", help=f"CI level (SCORES_DIR only; default {DEFAULT_CI})."),
+    mode: str | None = typer.Option(None, "--mode", help="Retrieval mode from per-path files (see 'evaluate --help')."),
+    out: Path | None = typer.Option(None, "--out", help="Write the (additivity-only) JSON report (SCORES_DIR only)."),
+) -> None:
+    """Print the additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI per joint pair x
+    severity, then the means per pair, per severity and overall (drops = clean − corrupted)."""
+    from .render.terminal import print_additivity, read_report, write_report
+
+    if not source.exists():
+        raise InputError("no such file or folder (give a report written by 'snapbench evaluate --out' "
+                         "or a SCORES_DIR)", path=source)
+    if source.is_file():
+        given = [f for f, v in (("--resamples", resamples), ("--ci", ci), ("--qrels", qrels), ("--mode", mode),
+                                ("--out", out)) if v is not None]
+        if seed != DEFAULT_SEED:
+            given.insert(0, "--seed")
+        if given:
+            verb = "applies" if len(given) == 1 else "apply"
+            raise ConfigError(f"{', '.join(given)} {verb} only when recomputing from a SCORES_DIR; {source} is a "
+                              "finished report (its CIs were computed with its own settings)")
+        report = read_report(source)
+        if metric not in report.metrics:
+            raise InputError(f"metric {metric!r} is not in the report {source}{hint_and_known(metric, report.metrics)}",
+                             param="metric")
+    else:
+        _refuse_a_run_folder(source)
+        if qrels is None:
+            raise ConfigError("a SCORES_DIR needs --qrels", path=source)
+        report = _additivity_report(source, qrels, metric, seed, resamples, ci, mode)
+        for w in report.warnings or []:
+            typer.echo(f"warning: {w}", err=True)
+        if out is not None:
+            write_report(report, out)
+    print_additivity(report, metric=metric)
+    sys.stdout.flush()
+
+
+def _additivity_report(source: Path, qrels: Path, metric: str, seed: int, resamples: int | None, ci: float | None,
+                       mode: str | None):
+    """Evaluate only the joint conditions and the parts of them that have score files: a missing part
+    is then named as what it is (no score file), never as "not selected"."""
+    from .app.evaluate import evaluate_directory
+    from .evaluate.config import EvaluationConfig
+    from .store.scores import ScoresDir
+
+    given = {name: v for name, v in (("resamples", resamples), ("ci", ci)) if v is not None}
+    try:
+        cfg = EvaluationConfig(metrics=metric, permutations=0, seed=seed, **given)  # the rest: evaluate's defaults
+    except ConfigError as exc:  # the metric list is additivity's one --metric
+        if exc.param != "metrics":
+            raise
+        raise ConfigError(exc.problem, path=exc.path, param="metric") from None
+    sd = ScoresDir(source, mode=mode, qrels=qrels)
+    joints = [parse_condition(c) for c in sd.conditions if parse_condition(c).kind == "joint"]
+    parts = {p.id for j in joints for p in (j.image_part, j.text_part) if p is not None}
+    need = [c for c in sd.conditions if c in parts or parse_condition(c).kind == "joint"]
+    return evaluate_directory(source, qrels, cfg, mode=mode, conditions=need or ["clean"])
+
+
+def _refuse_a_run_folder(source: Path) -> None:
+    """A folder 'snapbench run' wrote holds finished reports, one per mode: name them instead of asking
+    for the --qrels of a SCORES_DIR it is not."""
+    from .store import RunDir
+
+    if output_kind(source) != "run":
+        return  # the SCORES_DIR reader says what is wrong (and what another command's folder is)
+    rd = RunDir(source)
+    reports = [rd.report(t).relative_to(source).as_posix() for t in rd.targets()]
+    if not reports:
+        raise InputError("is a 'snapbench run' folder without reports (finish the run first), not a SCORES_DIR",
+                         path=source)
+    first = next((r for r in reports if r.endswith("IT2IT/report.json")), reports[0])
+    more = f" and {len(reports) - 8} more" if len(reports) > 8 else ""
+    raise InputError(f"is a 'snapbench run' folder, not a SCORES_DIR: give one of its reports, e.g. {source / first} "
+                     f"(it has {', '.join(reports[:8])}{more})", path=source)
+
+
+@contextlib.contextmanager
+def _conditions_progress() -> Iterator[Callable[[str], None]]:
+    """A line printer for each fused condition, with a spinner on stderr while the work runs."""
+    from .render.console import stderr_console
+
+    console = stderr_console()
+    with console.status("moor: fusing"):
+        yield typer.echo
+
+
+def moor(
+    out: Path = typer.Option(..., "--out", "-o", help="Output SCORES_DIR (created if missing)."),
+    q_image: Path | None = typer.Option(None, "--q-image", help="Query image embeddings (Q x d)."),
+    q_text: Path | None = typer.Option(None, "--q-text", help="Query text embeddings (Q x d)."),
+    g_image: Path | None = typer.Option(None, "--g-image", help="Gallery image embeddings (N x d)."),
+    g_text: Path | None = typer.Option(None, "--g-text", help="Gallery text (caption) embeddings (N x d)."),
+    paths_dir: Path | None = typer.Option(None, "--paths-dir", help="Folder of path score matrices (see below)."),
+    embeddings_dir: Path | None = typer.Option(None, "--embeddings-dir", help="Folder of per-condition query embeddings + the gallery's (see below); one fit for all conditions."),
+    condition: str = typer.Option("clean", "--condition", help="Condition id of the embedding input, e.g. clean or img/motion_blur/s2 (output file stem, '/' as '__')."),
+    query_ids: Path | None = typer.Option(None, "--query-ids", help="query_ids.txt (default: from --paths-dir, or --embeddings-dir or its parent; else q0, q1, ...)."),
+    gallery_ids: Path | None = typer.Option(None, "--gallery-ids", help="gallery_ids.txt (default: from --paths-dir, or --embeddings-dir or its parent; else g0, g1, ...)."),
+    no_whiten: bool = typer.Option(False, "--no-whiten", help="Skip gallery-side whitening (only L2-normalise)."),
+    gate: str = typer.Option("bell", "--gate", help="Gate: bell, linear, sigmoid, inverse_bell, pure_r2, none."),
+    topk: int | None = typer.Option(None, "--topk", help="Write a top-K TREC run per condition instead of dense scores (evaluate then flags metrics deeper than K)."),
+    chunk_size: int = typer.Option(8192, "--chunk-size", help="Gallery rows per chunk (streaming fit and top-k)."),
+    ann: bool = typer.Option(False, "--ann", help="With --topk: FAISS HNSW approximate search (pip install snapbench[ann])."),
+    ann_check: int | None = typer.Option(None, "--ann-check", help="With --ann: queries per condition (sampled, seeded) whose exact top-K measures the ANN top-K overlap (default 256); 0 skips it."),
+    dtype: str = typer.Option("float64", "--dtype", help="float64 (exact) or float32 (faster scoring)."),
+    weights_format: str = typer.Option("csv", "--weights-format", help="csv (with query ids) or npy (Q x 4)."),
+    fusion_eps: float = typer.Option(1e-6, "--fusion-eps", help="Σw below this falls back to s_II."),
+) -> None:
+    """Apply MOOR (whitening, four paths, Bell gate, variance weights) to embeddings or path scores."""
+    from .app.moor import DEFAULT_ANN_CHECK, FuseOptions, fuse_directory
+
+    emb = [q_image, q_text, g_image, g_text]
+    given = [n for n, v in (("the embedding files", any(e is not None for e in emb)), ("--paths-dir", paths_dir),
+                            ("--embeddings-dir", embeddings_dir)) if v]
+    if len(given) > 1:
+        raise ConfigError(f"give one input: {' or '.join(given)}, not several")
+    if not given or (given == ["the embedding files"] and not all(e is not None for e in emb)):
+        missing = [n for n, e in zip(("--q-image", "--q-text", "--g-image", "--g-text"), emb) if e is None]
+        raise ConfigError(f"missing {', '.join(missing)} (or use --embeddings-dir or --paths-dir)")
+    if embeddings_dir is not None and condition != "clean":
+        raise ConfigError("--condition names the single condition of --q-image/--q-text; --embeddings-dir takes the names from its files")
+    if ann_check is not None and not ann:
+        raise ConfigError("--ann-check measures the overlap of --ann with exact MOOR; add --ann (and --topk K)")
+    with _conditions_progress() as say:
+        summary = fuse_directory(
+            out, embeddings_dir=embeddings_dir, paths_dir=paths_dir,
+            embeddings=emb if given == ["the embedding files"] else None,
+            condition=condition, query_ids=query_ids, gallery_ids=gallery_ids, progress=say,
+            options=FuseOptions(whiten=not no_whiten, gate=gate, k=topk, chunk_size=chunk_size, ann=ann,
+                                ann_check=DEFAULT_ANN_CHECK if ann_check is None else ann_check, dtype=dtype,
+                                weights_format=weights_format, fusion_eps=fusion_eps),
+        )
+    for fname in summary.default_ids:
+        typer.echo(f"warning: no {fname} given or found: wrote positional ids ({fname[0]}0, {fname[0]}1, ...) "
+                   f"to {out / fname}; qrels must use them", err=True)
+    typer.echo(f"wrote {out}")
+
+
+def preview(
+    image: Path = typer.Argument(..., help="Image file (JPEG/PNG/WebP/BMP/TIFF)."),
+    out: Path = typer.Option(Path("sheet.png"), "--out", help="Contact sheet to write (PNG; an existing sheet is replaced)."),
+    question: Optional[str] = typer.Option(None, "--question", help="Also show the 8 corrupted questions."),
+    entity: Optional[str] = typer.Option(None, "--entity", help="Entity word of the question (targets the text operators)."),
+    seed: int = typer.Option(0, "--seed", help="Global seed (as in corrupt)."),
+    grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
+    query_id: Optional[str] = typer.Option(
+        None,
+        "--id",
+        "--key",
+        help=(
+            "Query id keying the randomness, as in corrupt: with the same id and --seed the variants are "
+            "exactly those corrupt writes for that query (default: the file name without extension)."
+        ),
+    ),
+    max_pixels: int = typer.Option(DEFAULT_MAX_PIXELS, "--max-pixels", help="Largest image (width x height) to load."),
+    severity_target: Optional[str] = typer.Option(
+        None, "--severity-target", metavar="METRIC=V1,V2,...",
+        help="Show s1, s2, ... at a measured strength, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (as corrupt makes them).",
+    ),
+    no_measure: bool = typer.Option(False, "--no-measure", help="Do not measure the variants (no SSIM/PSNR in the labels)."),
+) -> None:
+    """Write a contact sheet: clean + 15 operators x 3 severities, labelled with their measured SSIM and PSNR;
+    questions and measured values printed too."""
+    from .core.errors import ConfigError
+    from .corruptions.io import load_image
+    from .corruptions.preview import contact_sheet
+    from .corruptions.target import parse_severity_target
+    from .store.atomic import check_output_file, save_png
+
+    if out.suffix.lower() != ".png":
+        raise ConfigError(f"must be a .png file, got {out}", param="out")
+    check_output_file(out, param="out")
+    key = query_id if query_id is not None else image.stem
+    img = load_image(image, max_pixels=positive_int(max_pixels, "max_pixels"))
+    target = parse_severity_target(severity_target)
+    sheet = contact_sheet(img, question=question, entity=entity, seed=seed, key=key, grid=grid, measure=not no_measure,
+                          severity_target=target)
+    save_png(out, sheet.image)
+    for line in sheet.lines:
+        typer.echo(line)
+    _print_measured(sheet)
+    h, w = sheet.image.shape[:2]
+    typer.echo(f"seed key (query id): {key}{'' if query_id is not None else ' (the file name; use --id to match a manifest id)'}  seed: {seed}")
+    typer.echo(f"wrote {out} ({w}x{h})")
+
+
+def _print_measured(sheet) -> None:
+    """One line per image condition: measured SSIM, PSNR, changed share (and the target's outcome)."""
+    if not sheet.measured:
+        return
+    typer.echo(f"{'condition':28s} {'ssim':>8s} {'psnr':>8s} {'changed':>8s}" + ("  target" if sheet.targets else ""))
+    for cid, m in sheet.measured.items():
+        ssim = "-" if m.get("ssim") is None else f"{m['ssim']:.4f}"
+        psnr = "inf" if m.get("psnr") is None else f"{m['psnr']:.2f}"
+        line = f"{cid:28s} {ssim:>8s} {psnr:>8s} {m['changed']:>8.4f}"
+        t = sheet.targets.get(cid)
+        if t is not None:
+            knob = "" if t["knob"] is None else f" ({t['knob']} {t['knob_value']:.6g})"
+            line += f"  {t['metric']} {t['value']:g}: {'reached' if t['reached'] else 'not reached'}{knob}"
+        typer.echo(line)
+
+
+def report(
+    run_dir: Path = typer.Argument(..., help="Run directory (DIR/<MODE>/report.json, DIR/MOOR/..., DIR/run.json)."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default: the run directory)."),
+    formats: str = typer.Option(
+        "html,md,tex,csv,parquet,png,pdf", "--formats",
+        help="Comma-separated outputs: html (report.html), md/tex (tables/), csv/parquet (per_query.*), "
+             "png/pdf (figures/; need the 'report' extra)."),
+    metric: str = typer.Option("hit@1", "--metric", help="Metric of tables, figures and findings (hit@1 = SnapBench R@1)."),
+    dpi: int = typer.Option(120, "--dpi", help="Resolution of the PNG figures (50 to 600)."),
+    traffic: Path | None = typer.Option(
+        None, "--traffic", help="A 'snapbench diagnose' output folder: write RUN_DIR/traffic.json (expected R@k "
+                                "under that traffic mix) and show it in the report."),
+) -> None:
+    """Write report.html, tables/*.md|tex, figures/*.png|pdf, per_query.csv|parquet and findings.json.
+
+    Optional inputs (per-query values, MOOR's text share, fusion baselines, run.json, a contact
+    sheet) that are missing are named in the report, never fatal.
+    """
+    from .render import build_report
+    from .render.console import stderr_console
+
+    err = stderr_console()
+    if traffic is not None:
+        from .app.traffic import write_traffic
+
+        typer.echo(f"traffic: {write_traffic(run_dir, traffic)}")
+    fmts = [f.strip().lower() for f in formats.split(",") if f.strip()]
+    with err.status("building report") as status:
+        res = build_report(run_dir, out, formats=fmts, metric=metric, dpi=dpi,
+                           progress=lambda msg: status.update(f"report: {msg}"))
+    for topic, msgs in res.notes.items():
+        for m in msgs:
+            err.print(f"note ({topic}): {m}", highlight=False, markup=False)
+    html = res.out / "report.html"
+    typer.echo(f"wrote {len(res.files)} files under {res.out}" + (f"; open {html}" if html in res.files else ""))
+
+
+def run(
+    dataset: Path = typer.Argument(..., help="Dataset: snap_bench.json, a PhotoBench folder, an ImageFolder copy, or a JSONL query manifest (with --gallery/--qrels) or a folder holding queries.jsonl, gallery.jsonl, qrels.json."),
+    encoder: list[str] = typer.Option(
+        ..., "--encoder", "-e", metavar="SPEC",
+        help="Encoder spec: toy, sentence-transformers:NAME_OR_PATH, hf:NAME_OR_PATH, open_clip:ARCH[:PRETRAINED], or "
+             "package.module:attribute. Repeat it to run several encoders on one corruption pass (OUT/<name>/ each).",
+    ),
+    out: Path = typer.Option(..., "--out", help="Output folder (reports per mode, MOOR, report.html); rerun to resume."),
+    name: Optional[list[str]] = typer.Option(
+        None, "--name", metavar="NAME",
+        help="With several --encoder: the folder name of each, in order (default: derived from the spec). Needed to give one spec twice.",
+    ),
+    format: Optional[str] = typer.Option(None, "--format", help="Force the dataset format (snapbench-json, hf-imagefolder, photobench, jsonl); default: detected."),
+    images: Optional[Path] = typer.Option(None, "--images", help="Folder holding the dataset's images when they are not next to it."),
+    gallery: Optional[Path] = typer.Option(None, "--gallery", help="Gallery JSONL for a JSONL query manifest."),
+    qrels: Optional[Path] = typer.Option(None, "--qrels", help="Relevance labels (TREC or JSON) where the dataset has none of its own."),
+    modes: Optional[str] = typer.Option(None, "--modes", help="Comma-separated modes among I2I, T2T, IT2IT, I2IT, T2IT (default: all the data and model allow)."),
+    conditions: Optional[str] = typer.Option(
+        None, "--conditions",
+        help="Comma-separated condition ids, run exactly (plus the parts of joint ids; default: the 54 states and the 18 joint conditions).",
+    ),
+    joint: Optional[bool] = typer.Option(
+        None, "--joint/--no-joint",
+        help="Add the paper's 18 joint image+text conditions (default: yes, unless --conditions lists the conditions to run).",
+    ),
+    variants: str = typer.Option(_DEFAULT.variants, "--variants", help="generated (snapbench's seeded operators) or released (the variants the dataset ships)."),
+    seed: int = typer.Option(_DEFAULT.seed, "--seed", help="Seed of the corruptions and the bootstrap."),
+    device: Optional[str] = typer.Option(None, "--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder (default: cuda when available, else cpu)."),
+    batch_size: int = typer.Option(_DEFAULT.batch_size, "--batch-size", help="Encoder batch size."),
+    workers: int = typer.Option(_DEFAULT.workers, "--workers", help="Parallel corruption tasks while the encoder runs: processes (local), CPUs of a local Ray instance, or tasks at once on a Ray cluster."),
+    engine: str = typer.Option(_DEFAULT.engine, "--engine", help=f"Where queries are corrupted: {' or '.join(ENGINES)} (local: a process pool; ray: needs snapbench[ray])."),
+    actors: int = typer.Option(_DEFAULT.encoder_actors, "--actors", help="With --engine ray: encode on this many Ray actors (one model load each, a GPU each when the cluster has them); 0 = encode in this process."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster to use with --engine ray (auto, or ray://HOST:10001); default: start a local Ray with --workers CPUs."),
+    resamples: int = typer.Option(_DEFAULT.resamples, "--resamples", help="Bootstrap resamples for the CIs."),
+    k: str = typer.Option(",".join(map(str, _DEFAULT.ks)), "--k", help="Cut-offs of hit@k, recall@k, ndcg@k."),
+    group_by: Optional[str] = typer.Option(None, "--group-by", help="Also report per value of this query field (e.g. domain, source)."),
+    grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache (default: every encoder with a fingerprint but cheap ones such as toy)."),
+    force: bool = typer.Option(False, "--force", help="Discard an earlier run in --out made with another configuration."),
+    no_report: bool = typer.Option(False, "--no-report", help="Skip the HTML/markdown/LaTeX report."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
+    block_queries: int = typer.Option(_DEFAULT.block_queries, "--block-queries", hidden=True, help="Queries per resume checkpoint."),
+    traffic: Optional[Path] = typer.Option(
+        None, "--traffic", help="A 'snapbench diagnose' output folder: also write OUT/traffic.json (expected R@k under that traffic mix), shown in the report."),
+    severity_target: Optional[str] = typer.Option(None, "--severity-target", metavar="METRIC=V1,V2,...", help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (one value per grid level, s1 first, each lower than the one before; each operator's knob searched per image, as in corrupt)."),
+    no_measure: bool = typer.Option(False, "--no-measure", help="Leave out the per-query rows psnr, ssim, drift_image, drift_text (measured damage)."),
+    gallery_shard_rows: Optional[int] = typer.Option(
+        None, "--gallery-shard-rows",
+        help="For galleries in the millions: keep the gallery embeddings as shards of N items (resumable per shard) and score shard by shard (no fixed-fusion baselines).",
+    ),
+) -> None:
+    """Run the whole paired evaluation: load -> corrupt -> encode -> score -> fuse -> evaluate -> report.
+
+    Writes OUT/<MODE>/report.json for each evaluated mode (I2I, T2T, IT2IT, I2IT, T2IT), OUT/MOOR/report.json,
+    fixed-fusion baselines under OUT/fusion/, and OUT/report.html. A killed run resumes where it stopped.
+    With several --encoder, OUT/<name>/ holds each encoder's run (the same files).
+    """
+    from .app.stages import run_benchmark, run_encoders
+    from .core.errors import ConfigError
+    from .core.validate import comma_list, int_list
+    from .corruptions.target import parse_severity_target
+
+    if name and len(encoder) == 1:
+        raise ConfigError("names the folders of a run of several encoders; with one encoder, OUT is the run folder",
+                          param="name")
+    opts = RunOptions(
+        modes=comma_list(modes, "modes"), conditions=comma_list(conditions, "conditions"), joint=joint,
+        variants=variants, seed=seed, grid=grid, device=device, batch_size=batch_size, workers=workers, engine=engine,
+        address=address, encoder_actors=actors, resamples=resamples, ks=int_list(k, "ks"), group_by=group_by,
+        cache_dir=cache_dir, use_cache=False if no_cache else None, dataset_format=format, images=images, qrels=qrels,
+        gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries,
+        gallery_shard_rows=gallery_shard_rows, traffic=traffic, measure=not no_measure,
+        severity_target=parse_severity_target(severity_target),
+    )
+    if len(encoder) == 1:
+        _summary(run_benchmark(dataset, encoder[0], out, opts, log=_logger()))
+    else:
+        _several(run_encoders(dataset, encoder, out, opts, names=name, log=_logger()), out)
+
+
+def _several(result, out: Path) -> None:
+    for folder, res in result.runs.items():
+        typer.echo(f"{folder}:")
+        _summary(res)
+    typer.echo(f"{len(result.runs)} encoders, one corruption pass, {result.elapsed_s:.1f} s -> {out}")
+
+
+def _logger():
+    return lambda msg: typer.echo(msg, err=True)
+
+
+def _summary(result) -> None:
+    done = "complete already, read back" if result.reused else f"{result.elapsed_s:.1f} s"
+    typer.echo(
+        f"{result.n_queries} queries x {len(result.conditions)} conditions vs {result.n_gallery} gallery items; "
+        f"modes: {', '.join(result.modes)}; {len(result.dropped)} dropped; {done}"
+    )
+    if result.target_outcome is not None:
+        from .corruptions.target import target_summary
+        from .render.damage import TARGET_FLAGGED
+
+        typer.echo(target_summary(result.target_outcome, TARGET_FLAGGED))
+    for target, path in result.reports.items():
+        typer.echo(f"  {target:14s} {path}")
+    if result.html is not None:
+        typer.echo(f"report: {result.html}")
+
+
+moor.__doc__ = (moor.__doc__ or "") + "\n\n" + _EPILOG
 
 
 for _name, _command in (

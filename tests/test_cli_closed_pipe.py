@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_encoders
+from snapbench.core.defaults import DEFAULT_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -109,7 +109,7 @@ def test_evaluate_and_additivity_default_to_evaluation_config():
 def test_encode_moor_compare_report_diagnose_default_to_the_library():
     from snapbench.app.compare import CompareOptions
     from snapbench.app.diagnose import run_diagnose
-    from snapbench.app.encoding import encode_corrupted
+    from snapbench.app.encode import encode_corrupted
     from snapbench.app.moor import DEFAULT_ANN_CHECK, FuseOptions
     from snapbench.app.stages import RunOptions
     from snapbench.render import build_report
@@ -163,7 +163,8 @@ def test_the_resume_line_of_corrupt_gives_back_the_options_it_was_made_with():
     """`corrupt` interrupted prints the command that resumes it: the flags whose value is not the
     default.  Parsed again by the command line, it must give the same options (a default that the
     line leaves out must be the command line's default too)."""
-    from snapbench.app.corrupt import CorruptOptions, _rerun
+    from snapbench.app.corrupt import CorruptOptions
+    from snapbench.cli import _rerun
     from snapbench.corruptions.target import parse_severity_target
 
     cmd = typer.main.get_command(app).commands["corrupt"]

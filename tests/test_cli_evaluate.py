@@ -391,8 +391,8 @@ def test_per_query_values_in_the_report_average_to_its_values(data, tmp_path):
 
 def test_additivity_of_a_run_folder_names_its_reports(tmp_path):
     """Was "a SCORES_DIR needs --qrels": a run folder holds finished reports, one per mode."""
-    from snapbench.app.demo import DEFAULT_DATA
     from snapbench.app.stages import RunOptions, run_benchmark
+    from snapbench.core.defaults import DEFAULT_DATA
 
     run = tmp_path / "run"
     run_benchmark(DEFAULT_DATA, "toy", run, RunOptions(conditions=["clean", "txt/char_swap"], joint=False, resamples=100,
@@ -425,7 +425,7 @@ def test_additivity_of_a_run_folder_names_its_reports(tmp_path):
 def test_evaluate_of_an_encode_or_corrupt_folder_says_what_to_give(tmp_path):
     """Trial 4: both said only "no score files"; the encode folder's scores are in its paths/, and a corrupt
     folder holds images to encode first.  The folder's kind is its run.json's."""
-    from snapbench.app.demo import DEFAULT_DATA
+    from snapbench.core.defaults import DEFAULT_DATA
 
     corr, enc, qrels = tmp_path / "cj", tmp_path / "ej", str(DEFAULT_DATA / "qrels.json")
     r = runner.invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(corr), "--conditions",

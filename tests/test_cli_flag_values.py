@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 
 runner = CliRunner()
 Q, G, QRELS = str(DEFAULT_DATA / "queries.jsonl"), str(DEFAULT_DATA / "gallery.jsonl"), str(DEFAULT_DATA / "qrels.json")

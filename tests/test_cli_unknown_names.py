@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 
 runner = CliRunner()
 CONDS = ["clean", "img/low_light/s1", "img/motion_blur/s2", "txt/char_add"]

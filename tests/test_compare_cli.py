@@ -15,9 +15,9 @@ from data_fixtures import make_snapbench_release
 from typer.testing import CliRunner
 
 from snapbench.app.compare import CompareOptions, compare_runs
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.records import PerQuery
 from snapbench.render import read_per_query
 from snapbench.store.compare import read_compare_json, write_compare_json

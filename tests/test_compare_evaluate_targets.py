@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.render.compare import compare_findings
 
 runner = CliRunner()

@@ -18,9 +18,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_encoders
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 
 runner = CliRunner()
 CONDS = ["clean", "img/overexposure/s2", "img/overexposure/s3", "img/low_light/s2", "txt/char_add"]

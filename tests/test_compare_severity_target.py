@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 
 runner = CliRunner()
 CONDS = "clean,img/compression/s1,img/rotation/s2,txt/char_add"

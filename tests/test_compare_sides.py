@@ -13,9 +13,9 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.store.compare import read_compare_json
 
 runner = CliRunner()

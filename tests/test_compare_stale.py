@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 import snapbench.app.compare as write_mod
 from snapbench.app.compare import CompareOptions, compare_runs
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 
 runner = CliRunner()
 CONDS = ["clean", "img/compression/s1", "txt/char_swap", "joint/compression+char_add/s1"]

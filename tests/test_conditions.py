@@ -173,8 +173,8 @@ def test_a_missing_level_lists_the_levels_as_words_not_as_a_python_list(tmp_path
     """Trial 4: `run --conditions img/motion_blur/s4` said "(levels: [1, 2, 3])"."""
     from typer.testing import CliRunner
 
-    from snapbench.app.demo import DEFAULT_DATA
     from snapbench.cli import app
+    from snapbench.core.defaults import DEFAULT_DATA
     from snapbench.corruptions import corrupt_image, level_params
 
     res = CliRunner().invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"),

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from snapbench.app.corrupt import run_corruption
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import ConfigError
 from snapbench.corruptions import load_image
 

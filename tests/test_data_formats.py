@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from data_fixtures import make_hf_imagefolder, make_snapbench_release, write_photo
 
-from snapbench.app.encoding import load_gallery
+from snapbench.app.encode import load_gallery
 from snapbench.core.errors import ConfigError, InputError, OutputError
 from snapbench.corruptions import load_manifest
 from snapbench.data import FORMATS, detect_format, load_dataset

@@ -7,10 +7,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA, holds_a_demo
 from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.data import load_dataset
+from snapbench.store.folders import holds_a_demo
 
 runner = CliRunner()
 FAST = ["--resamples", "100", "--no-report", "--no-progress", "--no-cache"]

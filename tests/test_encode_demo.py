@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from snapbench.app.corrupt import run_corruption
-from snapbench.app.encoding import encode_corrupted, load_gallery
+from snapbench.app.encode import encode_corrupted, load_gallery
 from snapbench.corruptions import load_image
 from snapbench.models import get_encoder
 

@@ -8,8 +8,8 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import ConfigError
 from snapbench.models import load_encoder
 

@@ -21,7 +21,7 @@ SHM = Path("/dev/shm")
 
 @pytest.fixture(scope="module")
 def demo() -> Path:
-    from snapbench.app.demo import DEFAULT_DATA
+    from snapbench.core.defaults import DEFAULT_DATA
 
     return Path(DEFAULT_DATA)
 

@@ -147,7 +147,7 @@ def test_run_corruption_with_one_or_two_workers_writes_the_same_questions(tmp_pa
     import json
 
     from snapbench.app.corrupt import run_corruption
-    from snapbench.app.demo import DEFAULT_DATA
+    from snapbench.core.defaults import DEFAULT_DATA
 
     state = random.getstate()
     conds = ["txt/nlpaug_keyboard", "joint/motion_blur+nlpaug_keyboard/s1"]

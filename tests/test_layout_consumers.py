@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 from snapbench.app.corrupt import run_corruption
-from snapbench.app.demo import DEFAULT_DATA
-from snapbench.app.encoding import encode_corrupted
+from snapbench.app.encode import encode_corrupted
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.models import get_encoder
-from snapbench.store import read_manifest
+from snapbench.store.jsonl import read_manifest
 
 
 def test_a_cut_last_line_is_dropped_by_every_consumer(tmp_path):

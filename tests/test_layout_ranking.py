@@ -11,16 +11,8 @@ import pytest
 from snapbench.core.errors import InputError
 from snapbench.core.ranking import StreamingTopK, first_positive_rank, streaming_topk, topk, topk_indices
 from snapbench.core.seeding import derive_generator
-from snapbench.store import (
-    find_embeddings,
-    find_path_scores,
-    read_ids,
-    read_manifest,
-    read_skips,
-    read_trec_run,
-    write_ids,
-    write_trec_run,
-)
+from snapbench.store import find_embeddings, find_path_scores, read_ids, read_trec_run, write_ids, write_trec_run
+from snapbench.store.jsonl import read_manifest, read_skips
 from snapbench.store.trec import write_qrels
 
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import ConfigError
 from snapbench.store import claim_output_dir
 

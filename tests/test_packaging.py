@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 import snapbench
-from snapbench.app.demo import DEFAULT_DATA
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.corruptions import load_manifest
 
 

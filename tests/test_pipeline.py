@@ -23,9 +23,9 @@ from skimage import data
 
 from snapbench.app.corrupt import MANIFEST_FIELDS, RunConfigError, run_corruption
 from snapbench.core.conditions import IMAGE_OPERATORS, TEXT_OPERATORS
+from snapbench.core.records import QueryRecord
 from snapbench.corruptions import (
     ManifestError,
-    QueryRecord,
     corrupt_image,
     corrupt_text,
     iter_variants,

@@ -22,9 +22,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'snapbench[ray]'); the Ray engine is not tested")
 
-from snapbench.app.demo import DEFAULT_DATA  # noqa: E402
 from snapbench.app.stages import RunOptions, run_benchmark  # noqa: E402
 from snapbench.app.stages.sources import SourceTask, generate_sources  # noqa: E402
+from snapbench.core.defaults import DEFAULT_DATA  # noqa: E402
 from snapbench.core.errors import ConfigError  # noqa: E402
 from snapbench.engines import ordered_map  # noqa: E402
 from snapbench.models import get_encoder  # noqa: E402
@@ -78,7 +78,7 @@ def demo_dataset():
     try:
         from snapbench.data import load_dataset
     except ImportError:  # the data loader is not merged yet: the same object, built by hand
-        from snapbench.app.encoding import load_gallery
+        from snapbench.app.encode import load_gallery
         from snapbench.corruptions import load_manifest
 
         qrels = {q: {g: 1.0 for g in gs} for q, gs in json.loads((DEFAULT_DATA / "qrels.json").read_text()).items()}

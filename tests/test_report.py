@@ -30,7 +30,7 @@ def _hit1(scores: np.ndarray, positives: list[set[int]]) -> np.ndarray:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     from snapbench.app.corrupt import run_corruption
-    from snapbench.app.encoding import encode_corrupted
+    from snapbench.app.encode import encode_corrupted
     from snapbench.app.evaluate import evaluate_directory
     from snapbench.app.moor import fuse_directory
     from snapbench.evaluate import EvaluationConfig
@@ -437,8 +437,7 @@ def test_report_command(run_dir, tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from snapbench.app.report import report
-    from snapbench.cli import guarded
+    from snapbench.cli import guarded, report
 
     app = typer.Typer()
     app.command("report")(guarded(report))  # as cli.py registers it

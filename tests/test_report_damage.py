@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.records import PerQuery
 from snapbench.data import load_dataset
 from snapbench.evaluate import bootstrap_counts

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from proc_helpers import alive, spawned_children
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import ConfigError, InputError
 from snapbench.data import load_dataset
 from snapbench.models import get_encoder
@@ -53,7 +53,7 @@ def streamed(demo, tmp_path_factory):
 
 def test_run_equals_the_stepwise_route(streamed, tmp_path):
     from snapbench.app.corrupt import run_corruption
-    from snapbench.app.encoding import encode_corrupted
+    from snapbench.app.encode import encode_corrupted
     from snapbench.app.evaluate import evaluate_directory
     from snapbench.evaluate import EvaluationConfig
     from snapbench.fusion import MOORIndex

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_encoders
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.data import load_dataset
 
 runner = CliRunner()

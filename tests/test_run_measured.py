@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from snapbench.app.corrupt import run_corruption
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import ConfigError
 from snapbench.corruptions import iter_variants, load_image
 from snapbench.data import load_dataset

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
 from snapbench.app.stages.encoders import run_names
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import ConfigError, InputError
 from snapbench.data import load_dataset
 from snapbench.models import get_encoder

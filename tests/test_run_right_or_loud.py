@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from snapbench.app.corrupt import run_corruption
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 
 runner = CliRunner()
 FAST = ["--resamples", "100", "--no-report", "--no-progress"]
@@ -256,8 +256,8 @@ def test_all_zero_embeddings_are_a_warning_in_run_and_encode(tmp_path, monkeypat
     """Counted in the shared encoding stage: one `warning:` per kind of item, with the count."""
     from typer.testing import CliRunner
 
-    from snapbench.app.demo import DEFAULT_DATA
     from snapbench.cli import app
+    from snapbench.core.defaults import DEFAULT_DATA
 
     (tmp_path / "zero_enc.py").write_text(ZERO_ENC)
     monkeypatch.chdir(tmp_path)

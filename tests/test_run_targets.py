@@ -9,8 +9,8 @@ import shutil
 
 from typer.testing import CliRunner
 
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.render import build_report
 
 runner = CliRunner()

@@ -19,9 +19,9 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from snapbench.app.corrupt import RunConfigError, run_corruption
-from snapbench.app.demo import DEFAULT_DATA
 from snapbench.cli import app
 from snapbench.core.conditions import IMAGE_OPERATORS
+from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import ConfigError
 from snapbench.corruptions import BUILTIN_KNOBS, Knob, SeverityTarget, parse_severity_target
 from snapbench.corruptions.image import DEFAULT_GRID, corrupt_image_with_params, get_image_operator

@@ -89,10 +89,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
-import typer
 
 from .._version import __version__
 from ..compare.core import CompareConfig, compare_models
@@ -136,71 +135,6 @@ from ..store.compare import (
 
 __all__ = ['CompareOptions', 'resolve_settings', 'compare_runs', 'write_outputs', 'TargetConditions', 'compared_conditions', 'targets_query_sides', 'check_setups', 'check_queries']
 
-def compare(
-    run_dirs: list[Path] = typer.Argument(
-        ..., metavar="RUN_DIR...",
-        help="Run folders (snapbench run), a folder of a several-encoder run (expands to its encoders), or "
-             "'snapbench evaluate --per-query' report files; at least two models in all."),
-    out: Path = typer.Option(..., "--out", help="Output folder: compare.json, compare.html, tables/, records/, figures/."),
-    name: Optional[list[str]] = typer.Option(
-        None, "--name", metavar="NAME",
-        help="Model names, one per model in order (default: the encoder folder of a several-encoder run, the run's "
-             "encoder, or the report file's stem)."),
-    reference: Optional[str] = typer.Option(None, "--reference", help="Reference model of the corruption errors (CE = 1); default: the first."),
-    correction: str = typer.Option("holm", "--correction", help="p-value adjustment across conditions: holm (family-wise) or bh (false discovery rate)."),
-    modes: Optional[str] = typer.Option(
-        None, "--modes", help="Comma-separated targets (I2I, T2T, IT2IT, I2IT, T2IT, MOOR, fusion/<name>); default: every "
-                              "mode and MOOR all runs have. One target also names the target of evaluate reports "
-                              "that record none (scores evaluated without --mode)."),
-    metrics: Optional[str] = typer.Option(
-        None, "--metrics", help="Comma-separated metrics or families (hit, recall@5, ndcg, mrr), or 'all'; default: the "
-                                "runs' hit@k (R@k), the fastest to compare."),
-    metric: Optional[str] = typer.Option(None, "--metric", help="Headline metric of the page, figures and findings (default: hit@1)."),
-    resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: the runs' own)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the resamples (default: the runs' seed)."),
-    ci: Optional[float] = typer.Option(None, "--ci", help="Confidence level of the intervals (default: the runs' own, e.g. 0.95)."),
-    formats: str = typer.Option(
-        "html,md,tex,csv,parquet,png,pdf", "--formats",
-        help="Comma-separated outputs besides compare.json and findings.json: html (compare.html), md/tex (tables/), "
-             "csv/parquet (records/), png/pdf (figures/; need the 'report' extra)."),
-    dpi: int = typer.Option(120, "--dpi", help="Resolution of the PNG figures (50 to 600)."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress."),
-) -> None:
-    """Compare models on the same corrupted queries: paired differences of drops with CIs and exact or
-    permutation tests (adjusted across conditions), rankings with rank intervals and tiers, corruption
-    errors, effective robustness and super-additivity, per retrieval mode.
-
-    Refuses runs whose queries, gallery, qrels, planned conditions, seed or metric settings differ (the
-    variant source may differ: released vs generated variants of one model is a valid comparison). A
-    run that reads one side of the query only (a text-only encoder) is compared with the others on the
-    conditions every run has, with a warning naming the conditions left out.
-    """
-    from ..core.validate import comma_list
-    from ..render.console import stderr_console
-    from .compare import CompareOptions, compare_runs
-
-    opts = CompareOptions(
-        names=name or None, reference=reference, correction=correction, modes=comma_list(modes, "modes"),
-        metrics=comma_list(metrics, "metrics"), metric=metric, resamples=resamples, seed=seed, ci=ci,
-        formats=comma_list(formats, "formats") or [], dpi=dpi,
-    )
-    err = stderr_console()
-    if no_progress:
-        res = compare_runs(run_dirs, out, opts)
-    else:
-        with err.status("compare") as status:
-            res = compare_runs(run_dirs, out, opts, progress=lambda msg: status.update(f"compare: {msg}"))
-    for note in res.notes:
-        if note not in res.warnings:
-            err.print(f"note: {note}", highlight=False, markup=False)
-    for warning in res.warnings:
-        typer.echo(f"warning: {warning}", err=True)  # one line, as every command's warnings
-    st = res.settings
-    typer.echo(f"compared {len(res.sources)} models ({', '.join(s.name for s in res.sources)}) on "
-               f"{', '.join(st.targets)} x {', '.join(st.metrics)} in {res.timings['total_s']:.1f} s")
-    html = out / "compare.html"
-    removed = f" (removed {len(res.removed)} files of the previous compare it did not write again)" if res.removed else ""
-    typer.echo(f"wrote {len(res.files)} files under {out}{removed}" + (f"; open {html}" if html in res.files else ""))
 
 
 @dataclass

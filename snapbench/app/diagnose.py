@@ -34,15 +34,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
-
-import typer
+from typing import Any
 
 from ..core.defaults import DEFAULT_CI
 from ..core.errors import ConfigError, InputError, arg
+from ..core.records import QueryRecord
 from ..core.userfiles import read_lines, read_text
 from ..core.validate import choice, positive_int
-from ..corruptions import QueryRecord, load_manifest
+from ..corruptions import load_manifest
 from ..data import FORMATS, detect_format, load_dataset
 from ..data.common import IMAGE_SUFFIXES
 from ..data.jsonl import MANIFEST_NAMES
@@ -53,62 +52,12 @@ from ..diagnose.text import Vocabulary
 from ..diagnose.thresholds import DETECTORS, Thresholds, load_thresholds
 from ..render.diagnose_page import render_diagnose_html
 from ..render.progress import ProgressDisplay
-from ..store import MANIFEST, RUN_CONFIG, claim_output_dir, read_manifest, write_run_json
+from ..store import MANIFEST, RUN_CONFIG, claim_output_dir, write_run_json
 from ..store.atomic import open_text_atomic, removing_empty_output_dirs, write_json, write_text_atomic
+from ..store.jsonl import read_manifest
 
 __all__ = ['CSV_NAME', 'HTML_NAME', 'SUMMARY_NAME', 'DiagnoseResult', 'run_diagnose', 'write_csv', 'INPUT_KINDS', 'QuerySet', 'load_queries']
 
-def diagnose(
-    queries: Path = typer.Argument(
-        ...,
-        help=(
-            "Query set: any dataset snapbench reads (snap_bench.json, ImageFolder copy, PhotoBench album, JSONL "
-            "manifest), a 'snapbench corrupt' output folder, a folder of images, or a .txt file of questions (one per line)."
-        ),
-    ),
-    out: Path = typer.Option(..., "--out", help="Output folder: diagnose.csv, summary.json, diagnose.html."),
-    questions: Optional[Path] = typer.Option(
-        None, "--questions", help="With a folder of images: JSONL or CSV with 'image' (relative path) and 'question' (+ 'entity', 'id')."
-    ),
-    format: Optional[str] = typer.Option(
-        None, "--format",
-        help="Force the input kind: snapbench-json, hf-imagefolder, photobench, jsonl, corrupt-output, image-folder, questions.",
-    ),
-    thresholds: Optional[Path] = typer.Option(
-        None, "--thresholds", help="TOML/JSON file replacing shipped thresholds (same sections as snapbench/diagnose/thresholds.toml)."
-    ),
-    words: Optional[Path] = typer.Option(None, "--words", help="Extra known words for the oov detector (whitespace-separated)."),
-    examples: int = typer.Option(8, "--examples", help="Flagged examples per detector shown in diagnose.html."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
-) -> None:
-    """Diagnose real queries: blur, low light, overexposure, compression, low resolution; out-of-vocabulary
-    words, few content tokens, no entity; plus query-set checks (missing entities, duplicates, small images).
-
-    Unreadable images are recorded as skips; the run goes on. Thresholds: snapbench/diagnose/thresholds.toml.
-    """
-    from .diagnose import run_diagnose
-
-    res = run_diagnose(queries, out, questions=questions, format=format, thresholds=thresholds, words=words,
-                       examples=examples, progress=not no_progress,
-                       log=lambda m: typer.echo(f"warning: {m}", err=True))
-    s = res.summary
-
-    def pct(x: dict) -> str:
-        if x.get("not_applicable"):
-            return f"n/a ({x['not_applicable']})"
-        lo, hi = x["ci"]
-        return "n/a" if x["n"] == 0 else f"{100 * x['share']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
-
-    typer.echo(f"{s['n_queries']} queries ({s['n_images']} images, {s['n_questions']} questions) -> {res.out_dir}"
-               f"  time: {res.elapsed_s:.1f} s")
-    typer.echo(f"any issue {pct(s['any'])}  image only {pct(s['image_only'])}  text only {pct(s['text_only'])}"
-               f"  both {pct(s['both'])}")
-    typer.echo("  ".join(f"{d} {pct(v)}" for d, v in s["shares"].items() if v["n"]))
-    checks = {k: v["count"] for k, v in s["checks"].items() if v["count"]}
-    if checks:
-        typer.echo("query-set checks: " + ", ".join(f"{k} {v}" for k, v in checks.items()))
-    if s["skips"]:
-        typer.echo(f"skipped images: {len(s['skips'])} (listed in summary.json)")
 
 
 CSV_NAME = "diagnose.csv"

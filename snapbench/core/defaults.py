@@ -12,8 +12,10 @@ flag's default is part of its definition and of ``--help``): importing the packa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 __all__ = ["DEFAULT_SEED", "DEFAULT_RESAMPLES", "DEFAULT_CI", "DEFAULT_KS", "DEFAULT_CLIFF_TOL", "DEFAULT_CLIFF_RATIO",
-           "DEFAULT_BATCH_SIZE", "DEFAULT_MAX_PIXELS"]
+           "DEFAULT_BATCH_SIZE", "DEFAULT_MAX_PIXELS", "DEFAULT_DATA"]
 
 #: Seed of the corruptions and of the bootstrap (``--seed``).
 DEFAULT_SEED = 0
@@ -32,3 +34,7 @@ DEFAULT_CLIFF_RATIO = 2.0
 DEFAULT_BATCH_SIZE = 32
 #: Largest input image (width x height) loaded; larger ones are skipped (``--max-pixels``).
 DEFAULT_MAX_PIXELS = 50_000_000
+
+
+#: The bundled demo set (package data: snapbench/assets/demo), what `snapbench demo` runs on.
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "assets" / "demo"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ._report_reader import CI, MISSING, Reader, Value, metric_values, per_metric
@@ -264,3 +265,14 @@ class TargetOutcome:
         if not isinstance(obj, Mapping):
             return None
         return cls(int(obj.get("variants", 0)), int(obj.get("missed", 0)), int(obj.get("inverted", 0)))
+
+
+@dataclass(frozen=True, eq=True)
+class QueryRecord:
+    """One query of a query set. ``image`` is resolved against the manifest's directory."""
+
+    id: str
+    image: Path | None
+    question: str | None
+    entity: str | None = None
+    tags: dict[str, Any] = field(default_factory=dict)

@@ -10,7 +10,7 @@ worker), ``resume`` (its fingerprint and kept outputs), ``workers`` (its worker 
 searched to a measured strength; severity levels as targets), ``image/knobs`` (each operator's knob).
 """
 
-from ..core.records import TargetOutcome
+from ..core.records import QueryRecord, TargetOutcome
 from .image import (
     BUILTIN_KNOBS,
     DEFAULT_GRID,
@@ -25,7 +25,7 @@ from .image import (
     register_image_operator,
 )
 from .io import ImageLoadError, load_image
-from .manifest import ManifestError, QueryRecord, load_manifest
+from .manifest import ManifestError, load_manifest
 from .measure import ImageStrength, TextStrength, image_reference, measure_image, measure_text
 from .plan import plan_conditions, resolve_conditions, resolve_grid
 from .target import (

@@ -17,11 +17,11 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
+from ..core.records import QueryRecord
 from ..core.userfiles import read_text
 from ..core.validate import did_you_mean
 
@@ -29,7 +29,6 @@ __all__ = [
     "KNOWN_FIELDS",
     "ManifestError",
     "ManifestWarning",
-    "QueryRecord",
     "load_manifest",
 ]
 
@@ -42,15 +41,6 @@ class ManifestWarning(UserWarning):
     """A query manifest has fields the loader does not know (likely typos)."""
 
 
-@dataclass(frozen=True, eq=True)
-class QueryRecord:
-    """One query of a query set. ``image`` is resolved against the manifest's directory."""
-
-    id: str
-    image: Path | None
-    question: str | None
-    entity: str | None = None
-    tags: dict[str, Any] = field(default_factory=dict)
 
 
 # The first alias present wins.  The SnapBench release's names: query_id, query_text, query_entity,

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
+from ..core.records import QueryRecord
 from ..core.userfiles import read_text
 from ..core.validate import examples
-from ..corruptions import QueryRecord
 from .common import image_notes
 from .model import Dataset, GalleryItem
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.records import QueryRecord
 from ..core.targets import MODE_LABELS, MODES, PATHS, paths_for_sides, plan_modes
-from ..corruptions import QueryRecord
 
 __all__ = [
     "MODE_PATHS",

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.records import QueryRecord
 from ..core.validate import examples
-from ..corruptions import QueryRecord
 from .common import IMAGE_SUFFIXES, image_notes, read_json
 from .model import Dataset, GalleryItem
 

@@ -38,8 +38,8 @@ from typing import Any
 
 from ..core.conditions import IMAGE_OPERATORS, TEXT_OPERATORS
 from ..core.errors import InputError
+from ..core.records import QueryRecord
 from ..core.validate import did_you_mean, examples
-from ..corruptions import QueryRecord
 from .common import image_notes, read_json
 from .model import Dataset, GalleryItem, ReleasedVariants
 

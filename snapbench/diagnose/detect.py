@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import in_words
-from ..corruptions import QueryRecord
+from ..core.records import QueryRecord
 from ..corruptions.io import ImageLoadError, image_problem, read_image_bytes
 from .image import decode_for_diagnosis, image_scores, perceptual_hash, view_of
 from .text import Vocabulary, text_scores

@@ -46,7 +46,6 @@ text that reads back to the same float64, so a float32 score round-trips exactly
 from __future__ import annotations
 
 from ..core.userfiles import load_npy
-from ..data.qrels import align_qrels, read_qrels_file
 from .folders import (
     DROPPED_QUERIES,
     EMBEDDINGS_DIR,
@@ -81,7 +80,6 @@ from .folders import (
     write_run_json,
 )
 from .ids import find_ids, read_ids, write_ids
-from .jsonl import read_jsonl_records, read_manifest, read_skips
 from .trec import TrecLine, iter_trec_run, read_trec_run, write_qrels, write_trec_run
 
 __all__ = [
@@ -106,7 +104,6 @@ __all__ = [
     "SKIPS",
     "TARGET_ORDER",
     "TrecLine",
-    "align_qrels",
     "check_resume",
     "claim_output_dir",
     "primary_target",
@@ -118,12 +115,8 @@ __all__ = [
     "load_npy",
     "path_score_file",
     "read_ids",
-    "read_jsonl_records",
-    "read_manifest",
-    "read_qrels_file",
     "read_run_config",
     "read_run_json",
-    "read_skips",
     "read_trec_run",
     "run_json_kind",
     "write_ids",

@@ -22,7 +22,6 @@ import numpy as np
 
 from ..core.errors import OutputError
 from ..core.jsonable import dumps
-from ..corruptions.pixels import PNG_COMPRESSION, encode_png
 
 __all__ = ["atomic_path", "open_text_atomic", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic",
            "prepare_output_dir", "check_output_file", "nearest_existing", "removing_empty_output_dirs"]
@@ -189,9 +188,12 @@ def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 2, max
 
 
 def save_png(
-    path: str | os.PathLike, image: np.ndarray, *, compression: int = PNG_COMPRESSION, fsync: bool = False
+    path: str | os.PathLike, image: np.ndarray, *, compression: int | None = None, fsync: bool = False
 ) -> str:
     """Write ``image`` (HxWx3 uint8 RGB) as a lossless PNG, atomically; return the sha256 (hex) of the bytes written."""
-    data = encode_png(image, compression=compression)
+    # OpenCV (through corruptions) is imported when an image is written, not whenever a file is
+    from ..corruptions.pixels import PNG_COMPRESSION, encode_png
+
+    data = encode_png(image, compression=PNG_COMPRESSION if compression is None else compression)
     write_bytes_atomic(path, data, fsync=fsync)
     return hashlib.sha256(data).hexdigest()

@@ -628,3 +628,20 @@ def find_path_scores(paths_dir: str | os.PathLike, *, complete: bool = False) ->
             if lacking:
                 raise InputError(f"condition {stem!r} lacks the {', '.join(lacking)} path file(s)", path=d)
     return found
+
+
+DEMO_NAME = "snapbench demo"
+
+
+def holds_a_demo(out: Path) -> bool:
+    """Whether ``out`` holds the output of an earlier ``snapbench demo`` (which the demo may replace).
+
+    run.json says so (``"command": "demo"``); a demo of a snapbench that did not record it is known by
+    its dataset name, which only the demo gives, and the toy encoder.  Anything else is someone's run."""
+
+    cfg = read_run_json(out)
+    if cfg is None or run_json_kind(cfg) != "run":
+        return False
+    if "command" in cfg:
+        return cfg["command"] == "demo"
+    return cfg.get("encoder") == "toy" and str(cfg.get("dataset", "")).startswith(f"{DEMO_NAME} (")
