@@ -4,6 +4,7 @@ values recomputed here from the score matrices and the reports' per-condition va
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -20,6 +21,7 @@ from snapbench.conditions import (
     condition_to_filename,
     filename_to_condition,
 )
+from snapbench.install_hint import install_hint
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("I2I", "T2T", "IT2IT")
@@ -427,10 +429,10 @@ def test_without_matplotlib_and_pyarrow(run_dir, tmp_path, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "snapbench.report.figures", raising=False)
     res = build_report(d)
-    assert any("pip install 'snapbench[report]'" in n for n in res.notes["figures"])
+    assert any(install_hint("report") in n for n in res.notes["figures"])
     assert any("pyarrow is not installed" in n for n in res.notes["per_query"])
     assert (d / "per_query.csv").is_file() and not (d / "per_query.parquet").exists()
-    assert "pip install &#x27;snapbench[report]&#x27;" in (d / "report.html").read_text(encoding="utf-8")
+    assert html.escape(install_hint("report")) in (d / "report.html").read_text(encoding="utf-8")
     assert not (d / "figures").exists()
 
 

@@ -11,6 +11,7 @@ import typer
 
 from ..defaults import DEFAULT_MAX_PIXELS, DEFAULT_SEED
 from ..image_formats import DEFAULT_IMAGE_FORMAT, IMAGE_FORMATS
+from ..install_hint import install_hint
 
 
 def _format_help() -> str:
@@ -19,7 +20,7 @@ def _format_help() -> str:
     by_extra: dict[str | None, list[str]] = {}
     for name, fmt in IMAGE_FORMATS.items():
         by_extra.setdefault(fmt.extra, []).append(name)
-    needs = [f"{', '.join(ns)}: pip install 'snapbench[{x}]'" for x, ns in by_extra.items() if x is not None]
+    needs = [f"{', '.join(ns)}: {install_hint(x)}" for x, ns in by_extra.items() if x is not None]
     needs += [f"{', '.join(by_extra[None])}: nothing extra"] if None in by_extra else []
     return f"Lossless file format of the variants: {', '.join(names)} ({'; '.join(needs)})."
 
@@ -41,7 +42,7 @@ def corrupt(
     ),
     joint: bool = typer.Option(False, "--joint", help="Add the paper's 18 joint image+text conditions."),
     workers: int = typer.Option(1, "--workers", help="Worker processes, at least 1 (one query per work unit)."),
-    engine: str = typer.Option("local", "--engine", help="Where the workers run: local (process pool) or ray (pip install 'snapbench[ray]')."),
+    engine: str = typer.Option("local", "--engine", help="Where the workers run: local (process pool) or ray (needs snapbench[ray])."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray; default: a local Ray started on demand)."),
     grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
     force: bool = typer.Option(

@@ -60,7 +60,7 @@ def moor(
     gate: str = typer.Option("bell", "--gate", help="Gate: bell, linear, sigmoid, inverse_bell, pure_r2, none."),
     topk: int | None = typer.Option(None, "--topk", help="Write a top-K TREC run per condition instead of dense scores (evaluate then flags metrics deeper than K)."),
     chunk_size: int = typer.Option(8192, "--chunk-size", help="Gallery rows per chunk (streaming fit and top-k)."),
-    ann: bool = typer.Option(False, "--ann", help="With --topk: FAISS HNSW approximate search (pip install snapbench[ann])."),
+    ann: bool = typer.Option(False, "--ann", help="With --topk: FAISS HNSW approximate search (needs snapbench[ann])."),
     ann_check: int | None = typer.Option(None, "--ann-check", help="With --ann: queries per condition (sampled, seeded) whose exact top-K measures the ANN top-K overlap (default 256); 0 skips it."),
     dtype: str = typer.Option("float64", "--dtype", help="float64 (exact) or float32 (faster scoring)."),
     weights_format: str = typer.Option("csv", "--weights-format", help="csv (with query ids) or npy (Q x 4)."),

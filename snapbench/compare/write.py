@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..atomic import atomic_path, write_bytes_atomic, write_text_atomic
 from ..errors import ConfigError
 from ..htmlpage import HtmlFigure
+from ..install_hint import install_hint
 from ..jsonable import dumps
 from ..layout import CompareDir, primary_target
 from ..report.tables import Table
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Written", "write_outputs"]
 
-PARQUET_HINT = "pip install 'snapbench[report]'"
 
 
 @dataclass
@@ -76,7 +76,7 @@ def _write_records(rec: dict[str, Any], out: CompareDir, fmts: set[str], files: 
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
-            notes.append(f"pyarrow is not installed, so no Parquet copies were written ({PARQUET_HINT})")
+            notes.append(f"pyarrow is not installed, so no Parquet copies were written ({install_hint('report')})")
     for name, rtype in RECORD_TYPES.items():
         cols = [f.name for f in fields(rtype)]
         if "csv" in fmts:

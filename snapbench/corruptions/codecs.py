@@ -42,6 +42,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..image_formats import IMAGE_FORMATS, formats_needing
+from ..install_hint import install_hint
 from ..validate import choice, listing
 from .pixels import PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 
@@ -78,7 +79,7 @@ def _imagecodecs():
     except ImportError as exc:
         names = formats_needing("codecs")
         raise ImportError(
-            f"the {', '.join(names[:-1])} and {names[-1]} formats need imagecodecs: pip install 'snapbench[codecs]'"
+            f"the {', '.join(names[:-1])} and {names[-1]} formats need imagecodecs: {install_hint('codecs')}"
         ) from exc
     return imagecodecs
 

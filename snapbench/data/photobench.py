@@ -36,6 +36,7 @@ import numpy as np
 
 from ..corruptions import QueryRecord
 from ..errors import InputError
+from ..install_hint import install_hint
 from ..validate import examples
 from .common import IMAGE_SUFFIXES, image_notes, read_json
 from .model import Dataset, GalleryItem
@@ -220,7 +221,7 @@ def load_faiss_embeddings(directory: str | Path) -> tuple[list[str], np.ndarray]
     try:
         import faiss  # type: ignore
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("reading FAISS indexes needs FAISS: pip install 'snapbench[ann]'  (installs faiss-cpu)") from exc
+        raise ImportError(f"reading FAISS indexes needs FAISS: {install_hint('ann')}  (installs faiss-cpu)") from exc
     ipath, mpath = directory / "index.faiss", directory / "metadata.json"
     if not ipath.is_file():
         raise InputError("no index.faiss in this folder", path=directory)

@@ -27,6 +27,7 @@ from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import ConfigError, SnapbenchError
+from ..install_hint import install_hint
 from .local import worker_init
 
 #: Times Ray re-runs a task whose worker process died before it returned.
@@ -38,7 +39,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ConfigError(f"the ray engine needs Ray ({exc}): pip install 'snapbench[ray]'", param="engine") from None
+        raise ConfigError(f"the ray engine needs Ray ({exc}): {install_hint('ray')}", param="engine") from None
     return ray
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..atomic import open_text_atomic, save_npy_atomic
 from ..errors import ConfigError, InputError
+from ..install_hint import install_hint
 from ..layout import PATH_NAMES, load_npy
 from ._validate import check_finite
 
@@ -41,7 +42,7 @@ def _safetensors_load(path: Path, key: str | None, name: str) -> np.ndarray:
     try:
         from safetensors.numpy import load_file  # type: ignore
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"{name}: reading {path} needs safetensors: pip install 'snapbench[safetensors]'") from exc
+        raise ImportError(f"{name}: reading {path} needs safetensors: {install_hint('safetensors')}") from exc
     try:
         tensors = load_file(str(path))
     except Exception as exc:

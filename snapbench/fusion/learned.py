@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..install_hint import install_hint
 from ..ranking import first_positive_rank
 from ..seeding import derive_generator
 from .baselines import relevance_matrix
@@ -37,7 +38,7 @@ def _import_sklearn():
     try:
         import sklearn  # type: ignore  # noqa: F401
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("the learned baselines need scikit-learn: pip install 'snapbench[learned]'") from exc
+        raise ImportError(f"the learned baselines need scikit-learn: {install_hint('learned')}") from exc
 
 
 def meta_features(paths: PathScores) -> np.ndarray:

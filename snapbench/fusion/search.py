@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, arg
+from ..install_hint import install_hint
 from ..layout import load_npy
 from ..ranking import TopK
 from ..validate import unknown_name
@@ -208,7 +209,7 @@ def _import_faiss():
     try:
         import faiss  # type: ignore
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("approximate search needs FAISS: pip install 'snapbench[ann]' (installs faiss-cpu)") from exc
+        raise ImportError(f"approximate search needs FAISS: {install_hint('ann')} (installs faiss-cpu)") from exc
     return faiss
 
 

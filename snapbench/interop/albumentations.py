@@ -51,8 +51,10 @@ import numpy as np
 try:
     import albumentations as _A
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    from ..install_hint import install_hint
+
     raise ImportError(
-        "snapbench.interop.albumentations needs albumentations: pip install 'snapbench[albumentations]'"
+        f"snapbench.interop.albumentations needs albumentations: {install_hint('albumentations')}"
     ) from exc
 
 from ..corruptions import get_image_operator, level_params, register_image_operator

@@ -53,7 +53,9 @@ try:
     from nlpaug.util import Action as _Action
     from nlpaug.util import Method as _Method
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("snapbench.interop.nlpaug needs nlpaug: pip install 'snapbench[nlpaug]'") from exc
+    from ..install_hint import install_hint
+
+    raise ImportError(f"snapbench.interop.nlpaug needs nlpaug: {install_hint('nlpaug')}") from exc
 
 from ..corruptions import corrupt_text, register_text_operator
 from ..errors import ConfigError, InputError

@@ -38,7 +38,9 @@ try:
     from torch.utils.data import IterableDataset as _IterableDataset
     from torch.utils.data import get_worker_info as _get_worker_info
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("snapbench.interop.torch needs torch: pip install 'snapbench[torch]'") from exc
+    from ..install_hint import install_hint
+
+    raise ImportError(f"snapbench.interop.torch needs torch: {install_hint('torch')}") from exc
 
 from ..conditions import parse_condition
 from ..corruptions import (

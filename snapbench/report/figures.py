@@ -19,6 +19,7 @@ import numpy as np
 from ..conditions import JOINT_PAIRS, parse_condition
 from ..errors import ConfigError
 from ..evaluate.fmt import DROP_SIGN, ci_text, points
+from ..install_hint import install_hint
 from ..schema import Report
 from ..validate import positive_int
 from .aggregate import mode_drags, moor_gain, primitive_severity, text_share_curve
@@ -27,7 +28,6 @@ from .tables import PAIR_ABBREV, ci_label, image_id, image_operators, metric_lab
 
 __all__ = [
     "DPI_RANGE",
-    "REPORT_HINT",
     "check_dpi",
     "additivity_heatmap_figure",
     "drag_figure",
@@ -40,7 +40,6 @@ __all__ = [
     "text_share_figure",
 ]
 
-REPORT_HINT = "pip install 'snapbench[report]'"
 _STYLE = {"cliff": ("--", "s"), "gradual": ("-", "o"), "flat": (":", ".")}
 _SEV_COLOURS = ("#9ecae1", "#4292c6", "#08519c", "#08306b", "#041c40")
 _KIND_COLOURS = {"clean": "#444444", "image": "#2b7bba", "text": "#e08214", "joint": "#7b3294"}
@@ -51,7 +50,7 @@ def require_matplotlib():
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise ConfigError(f"figures need matplotlib: {REPORT_HINT}") from None
+        raise ConfigError(f"figures need matplotlib: {install_hint('report')}") from None
     return Figure
 
 
