@@ -178,6 +178,29 @@ def _undefined_mce(v: MetricView, reference: str, models: list[str]) -> str:
     return f"mean corruption error undefined for {_join(models)}: {why} (the per-operator CEs are in compare.json)"
 
 
+def _undefined_relative_mce(v: MetricView, reference: str, models: list[str]) -> str:
+    """Why the mean relative corruption error of ``models`` is undefined: the operators under which
+    the reference loses nothing (a relative CE divides by the reference's drop), or where the
+    model's own drop is undefined."""
+    def ops(m: str) -> list[str]:
+        return [op for (mm, op), n in v.normalised.items()
+                if mm == m and not op.startswith("mean:") and finite(n.relative_ce) is None]
+
+    ref_ops = sorted(ops(reference))
+    parts = []
+    if ref_ops:
+        parts.append(f"{reference}, the reference, drops 0 under {len(ref_ops)} operator(s) "
+                     f"({', '.join(ref_ops[:3])}{', …' if len(ref_ops) > 3 else ''}: {metric_label(v.metric)} "
+                     "summed over the severities equals its clean value), and a relative corruption error divides "
+                     "by the reference's drop")
+    for m in models:
+        own = [op for op in ops(m) if op not in ref_ops]
+        if own:
+            parts.append(f"{m}'s drop is undefined under {', '.join(own[:3])}{', …' if len(own) > 3 else ''}")
+    why = "; ".join(parts) or "see the per-operator records"
+    return f"relative mCE undefined for {_join(models)}: {why} (the per-operator values are in compare.json)"
+
+
 def _normalised(v: MetricView, reference: str) -> Finding | None:
     rows = [(m, v.values.get((m, GROUP_ALL)), v.normalised.get((m, "mean:all"))) for m in v.ranked()]
     if any(r is None or n is None for _, r, n in rows):
@@ -185,9 +208,11 @@ def _normalised(v: MetricView, reference: str) -> Finding | None:
     parts = [f"{m} {r.retention:.3f} (mCE {n.ce:.2f}, relative mCE {_ratio_text(n.relative_ce)})"
              if finite(n.ce) is not None else f"{m} {r.retention:.3f} (mCE undefined)" for m, r, n in rows]
     undefined = [m for m, _, n in rows if finite(n.ce) is None]
+    no_relative = [m for m, _, n in rows if finite(n.ce) is not None and finite(n.relative_ce) is None]
     text = (f"{target_label(v.target)}, {metric_label(v.metric)}: retention (corrupted / clean, mean over the "
             f"corrupted conditions) and mean corruption error against {reference}: " + "; ".join(parts)
-            + (f"; {_undefined_mce(v, reference, undefined)}" if undefined else "") + ".")
+            + (f"; {_undefined_mce(v, reference, undefined)}" if undefined else "")
+            + (f"; {_undefined_relative_mce(v, reference, no_relative)}" if no_relative else "") + ".")
     return Finding(f"normalised:{v.target}", text, {"target": v.target, "metric": v.metric, "reference": reference,
                                                    "retention": {m: r.retention for m, r, _ in rows},
                                                    "mce": {m: n.ce for m, _, n in rows}})
