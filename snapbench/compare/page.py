@@ -52,9 +52,21 @@ def _models_table(res: CompareResult) -> Table:
     return t
 
 
-def _scroll(table: Table) -> str:
-    """A wide table (a column per primitive and severity) scrolls inside the page's width."""
+def _scroll(table: Table, hover: dict[str, str] | None = None) -> str:
+    """A wide table (a column per primitive and severity, long paths) scrolls inside the page's width;
+    a shortened model name shows its full name on hover (``hover``: short name -> full name)."""
+    table.hover = {**table.hover, **(hover or {})}
     return f'<div class="table-scroll" style="overflow-x:auto;max-width:100%">{table.to_html()}</div>'
+
+
+def _full_names(res: CompareResult) -> dict[str, str]:
+    """Shortened model name -> full name, for the models whose page name is shortened; likewise the
+    pairs table's "A vs B" labels."""
+    label = display_names([s.name for s in res.sources])
+    out = {short: full for full, short in label.items() if short != full}
+    out.update({f"{label[a]} vs {label[b]}": f"{a} vs {b}" for a in label for b in label
+                if a != b and (a in out.values() or b in out.values())})
+    return out
 
 
 def _target_section(res: CompareResult, written: Written, target: str) -> HtmlSection:
@@ -62,8 +74,9 @@ def _target_section(res: CompareResult, written: Written, target: str) -> HtmlSe
     tables = written.tables.get(target, [])
     if tables:
         value, delta, ranking, pairs = tables
-        sec.raw += [_scroll(ranking), _scroll(pairs), _scroll(value),
-                    details(f"Δ{metric_label(res.settings.metric)} per model and column, with CIs", _scroll(delta))]
+        full = _full_names(res)
+        sec.raw += [_scroll(ranking, full), _scroll(pairs, full), _scroll(value, full),
+                    details(f"Δ{metric_label(res.settings.metric)} per model and column, with CIs", _scroll(delta, full))]
     sec.figures += written.figures.get(target, [])
     others = [m for m in res.settings.metrics if m != res.settings.metric]
     if others:
@@ -75,7 +88,7 @@ def render_page(res: CompareResult, written: Written, targets: list[str]) -> str
     """The whole page (UTF-8 text)."""
     sections = [HtmlSection("findings", "Findings", raw=[ul([(f"finding-{f.id}", f.text) for f in written.findings],
                                                             "findings")]),
-                HtmlSection("models", "Models", raw=[_models_table(res).to_html()])]
+                HtmlSection("models", "Models", raw=[_scroll(_models_table(res), _full_names(res))])]
     sections += [_target_section(res, written, t) for t in targets]
     if res.notes:
         sections.append(HtmlSection("notes", "Notes", missing=list(res.notes)))

@@ -40,23 +40,32 @@ _ADAPTER = re.compile(r"^[A-Za-z][\w.+-]*:")
 def _short(name: str) -> str:
     if len(name) <= LABEL_MAX:
         return name
+    # Shortened from the front only: the end of a spec (the model's folder or hub name) identifies it,
+    # so whole trailing parts are kept, as many as fit, and none of the last two is ever cut.
     m = _ADAPTER.match(name)
     parts = [p for p in re.split(r"[/\\]+", name[m.end() if m else 0:]) if p]
-    if len(parts) >= 3:  # a spec naming a path (a hub id has two parts): the model's folder names it
-        name = "…/" + "/".join(parts[-2:])
-    if len(name) <= LABEL_MAX:
-        return name
-    half = (LABEL_MAX - 1) // 2
-    return name[:half] + "…" + name[-(LABEL_MAX - 1 - half):]
+    if len(parts) < 2:
+        return name  # one word: all of it identifies the model
+    least = 2  # the last two parts at least: a model's file or folder is often a generic "model"
+    if len(parts) >= 3 and parts[-2] == "snapshots" and re.fullmatch(r"[0-9a-f]{40}", parts[-1]):
+        parts[-1], least = parts[-1][:7], 3  # a Hugging Face cache snapshot: the folder above names the model
+    kept = parts[-least:]
+    for p in reversed(parts[:-least]):
+        if len("…/" + "/".join([p, *kept])) > LABEL_MAX:
+            break
+        kept.insert(0, p)
+    return "…/" + "/".join(kept)
 
 
 def display_names(models: Sequence[str]) -> dict[str, str]:
     """How the comparison's tables and figures name each model (the one rule): the name itself when
     it has at most :data:`LABEL_MAX` characters (a ``--name``, ``toy``, a hub id); a longer spec that
-    names a path, by the path's last two parts (``sentence-transformers:/home/me/models/minilm/model``
-    -> ``…/minilm/model``); anything else cut in the middle.  Models whose short forms would coincide
-    keep their full names.  compare.json, the record tables and the findings keep the full names; the
-    page's table of models shows both."""
+    names a path or hub id, by as many of its last parts as fit in :data:`LABEL_MAX`
+    (``sentence-transformers:/home/me/models/minilm/model`` -> ``…/me/models/minilm/model``), the last
+    two parts whole however long (a Hugging Face cache snapshot hash in git's 7-character form): a name is shortened from the front, never cut inside the part that
+    identifies the model.  A long name without parts is kept whole.  Models whose short forms would
+    coincide keep their full names.  compare.json, the record tables and the findings keep the full
+    names; the page shows the full name on hover and in its table of models."""
     short = {m: _short(m) for m in models}
     taken = list(short.values())
     return {m: s if taken.count(s) == 1 and (s == m or s not in short) else m for m, s in short.items()}
