@@ -783,3 +783,31 @@ def test_a_report_without_its_bootstrap_settings_is_refused_not_defaulted(tmp_pa
     with pytest.raises(InputError, match=re.escape(words)) as err:
         read_report(f)
     assert err.value.path == str(f)
+
+
+def test_every_legend_of_the_report_figures_lies_off_the_data(run_dir):
+    # a legend inside the axes covers lines, CI bands or whiskers for some data: all sit beside the axes
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from snapbench.report import figures as plot
+
+    data = _run_data(run_dir)
+    rep = data.reports["IT2IT"]
+    figs = {"severity_curves": plot.severity_curves_figure(rep, "IT2IT"), "primitives": plot.primitive_bars_figure(rep, "IT2IT"),
+            "drag": plot.drag_figure(data), "modes_severity": plot.modes_severity_figure(data),
+            "moor_gain": plot.moor_gain_figure(data)}
+    checked = 0
+    for name, fig in figs.items():
+        if fig is None:
+            continue
+        FigureCanvasAgg(fig)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            leg = ax.get_legend()
+            if leg is None or not ax.get_visible():
+                continue
+            box, area = leg.get_window_extent(renderer), ax.get_window_extent(renderer)
+            assert box.x0 >= area.x1 - 1, (name, ax.get_title())  # right of the axes, not on them
+            checked += 1
+    assert checked >= 5

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..evaluate.fmt import ci_label
-from ..report.figures import require_matplotlib, tidy_axes, to_points
+from ..report.figures import legend_outside, require_matplotlib, tidy_axes, to_points
 from ..report.tables import metric_label
 from .groups import GROUP_ALL
 from .tables import target_label
@@ -87,7 +87,7 @@ def effective_figure(v: MetricView):
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel(f"clean {lab} (%)")
     ax.set_ylabel(f"corrupted {lab} (%), mean over all corrupted conditions")
-    ax.legend(fontsize=8, loc="upper left")
+    legend_outside(ax, fontsize=8)
     ax.grid(alpha=0.3)
     tidy_axes(ax)
     what = ("effective robustness = height above the fit" if fitted(v) else "no fit: it needs three or more models"
@@ -248,7 +248,7 @@ def rank_figure(v: MetricView):
     ax.set_xticks(range(1, n + 1))
     ax.set_xlim(0.5, n + 0.5)
     ax.set_xlabel(f"rank by mean Δ{metric_label(v.metric)} over all corrupted conditions (1 = smallest drop)")
-    ax.legend(fontsize=8, title="not told apart within a tier", title_fontsize=8)
+    legend_outside(ax, fontsize=8, title="not told apart\nwithin a tier", title_fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(f"{target_label(v.target)}: rank and its bootstrap {ci_label(v.level)} per model", fontsize=10)
     return fig
