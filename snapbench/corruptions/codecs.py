@@ -11,9 +11,9 @@ formats, their extensions and the extra each needs are the table :data:`snapbenc
 format   encoder                                        needs
 =======  =============================================  ======================================
 png      OpenCV, zlib level 1, Paeth filter, RLE        nothing extra (the default)
-qoi      imagecodecs (QOI, "Quite OK Image")            ``pip install 'snapbench[codecs]'``
-jxl      imagecodecs (libjxl, lossless, effort 1)       ``pip install 'snapbench[codecs]'``
-webp     imagecodecs (libwebp, lossless, method 0)      ``pip install 'snapbench[codecs]'``
+qoi      imagecodecs (QOI, "Quite OK Image")            the ``codecs`` extra
+jxl      imagecodecs (libjxl, lossless, effort 1)       the ``codecs`` extra
+webp     imagecodecs (libwebp, lossless, method 0)      the ``codecs`` extra
 npz      numpy ``savez_compressed`` (no pickle)         nothing extra
 =======  =============================================  ======================================
 

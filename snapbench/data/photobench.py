@@ -213,7 +213,7 @@ def load_faiss_embeddings(directory: str | Path) -> tuple[list[str], np.ndarray]
 
     Returns ``(ids, array)``: ``ids`` = ``metadata.json["filenames"]`` (the row order, gallery ids
     of :func:`load_photobench`), ``array`` = the stored vectors (N x d float32, via
-    ``reconstruct_n``).  Needs FAISS (``pip install 'snapbench[ann]'``).  IVF indexes get a direct
+    ``reconstruct_n``).  Needs FAISS (the ``ann`` extra).  IVF indexes get a direct
     map first; an index that stores no vectors (e.g. product quantisation) is reconstructed
     approximately, as FAISS does.
     """

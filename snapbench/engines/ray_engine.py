@@ -1,7 +1,7 @@
 """The Ray engine: remote tasks (one CPU each) fetched in task order from a sliding window.
 
-Ray is imported here only, when ``engine='ray'`` is asked for; without it the error says
-``pip install 'snapbench[ray]'``.
+Ray is imported here only, when ``engine='ray'`` is asked for; without it the error names the
+``ray`` extra and the command that installs it (:func:`snapbench.install_hint.install_hint`).
 
 * **Which Ray.**  If the calling process is already connected (``ray.init`` was called, e.g. by a
   notebook or a test), that session is used and left running.  Otherwise ``address`` connects to

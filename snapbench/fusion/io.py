@@ -4,7 +4,7 @@ matrices of a condition, per-query MOOR weights.
 Formats
 -------
 * ``.npy`` — read with ``np.load(allow_pickle=False)`` (never unpickled); ``mmap=True`` maps it.
-* ``.safetensors`` — ``pip install snapbench[safetensors]``; a file with one tensor is read as is, a
+* ``.safetensors`` — the ``safetensors`` extra; a file with one tensor is read as is, a
   file with several needs a key: ``embeddings.safetensors#image`` (otherwise the error lists the keys).
 
 The folders this reads and writes (SCORES_DIR, PATHS_DIR in both layouts, EMBEDDINGS_DIR, id lists,

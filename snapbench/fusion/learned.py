@@ -1,4 +1,4 @@
-"""Learned meta-fusion baselines LR-Meta and GBM-Meta (``pip install snapbench[learned]``).
+"""Learned meta-fusion baselines LR-Meta and GBM-Meta (the ``learned`` extra).
 
 What they learn: **per-query fusion weights** (not per-pair relevance).  Each query is described by
 15 features of its four path score vectors over the gallery — for every path p in (II, TT, IT, TI):

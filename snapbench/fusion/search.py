@@ -9,7 +9,7 @@ paths (read with ``readinto`` into one reused buffer, so resident memory stays a
 growing with the pages of a memory map), or a zero-argument callable returning a fresh iterator of
 ``(image_chunk, text_chunk)`` pairs (fitting needs two passes and every search one more).
 
-ANN: :class:`ANNIndex` wraps FAISS (``pip install snapbench[ann]``) with inner-product metric over the
+ANN: :class:`ANNIndex` wraps FAISS (the ``ann`` extra) with inner-product metric over the
 concatenated whitened gallery ``[G~^I | G~^T]``.  Defaults: ``hnsw`` = ``IndexHNSWFlat(D, M=32)`` with
 ``efConstruction=100``, ``efSearch=128``; ``ivf`` = ``IndexIVFFlat`` with ``nlist = √N`` (at least 1),
 ``nprobe = 32``, k-means trained on the first ``max(40·nlist, 10000)`` rows streamed in (≥ the 39

@@ -1,4 +1,4 @@
-"""albumentations both ways (extra: ``pip install 'snapbench[albumentations]'``).
+"""albumentations both ways (the ``albumentations`` extra).
 
 **snapbench operators as albumentations transforms**, for people who train with albumentations
 pipelines and want the same corruptions they evaluate on::

@@ -1,4 +1,4 @@
-"""nlpaug both ways (extra: ``pip install 'snapbench[nlpaug]'``).
+"""nlpaug both ways (the ``nlpaug`` extra).
 
 **snapbench text operators as nlpaug augmenters**, to use them inside ``naf.Sequential`` /
 ``naf.Sometimes`` flows::

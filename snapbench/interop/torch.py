@@ -1,4 +1,4 @@
-"""Corrupted query sets for PyTorch (extra: ``pip install 'snapbench[torch]'``).
+"""Corrupted query sets for PyTorch (the ``torch`` extra).
 
 * :class:`CorruptedQueries` -- a map-style ``torch.utils.data.Dataset`` over (query, condition)
   pairs of a query manifest; each item is ``{"id", "condition", "image", "question"}``.
