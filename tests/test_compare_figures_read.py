@@ -121,3 +121,23 @@ def test_the_primitive_bars_of_text_only_columns_say_what_they_show_and_the_lege
     # a whisker is a vertical segment: covered when its x is within the legend and its y-range meets it
     covered = [w for w in whiskers if box.x0 <= w[0, 0] <= box.x1 and max(w[:, 1]) >= box.y0 and min(w[:, 1]) <= box.y1]
     assert not covered, (box, covered)
+
+
+def test_no_compare_figure_has_its_legend_on_the_axes():
+    # a legend inside the axes covers points, curves or whiskers for some data: all lie outside
+    v = _view({"a": _values(0, 0.9), "b": _values(1, 0.7), LONG: _values(2, 0.5)})
+    checked = 0
+    for name, (make, _) in FIGURES.items():
+        fig = make(v)
+        if fig is None:
+            continue
+        renderer = _drawn(fig)
+        for ax in fig.axes:
+            leg = ax.get_legend()
+            if leg is None:
+                continue
+            box, area = leg.get_window_extent(renderer), ax.get_window_extent(renderer)
+            overlap = min(box.x1, area.x1) - max(box.x0, area.x0) > 1 and min(box.y1, area.y1) - max(box.y0, area.y0) > 1
+            assert not overlap, name
+            checked += 1
+    assert checked >= 3

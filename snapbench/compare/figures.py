@@ -87,7 +87,7 @@ def effective_figure(v: MetricView):
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel(f"clean {lab} (%)")
     ax.set_ylabel(f"corrupted {lab} (%), mean over all corrupted conditions")
-    legend_outside(ax, fontsize=8)
+    legend_outside(ax, below=True, fontsize=8)
     ax.grid(alpha=0.3)
     tidy_axes(ax)
     what = ("effective robustness = height above the fit" if fitted(v) else "no fit: it needs three or more models"

@@ -83,9 +83,12 @@ def to_points(x: float | None) -> float:
     return 0.0 if abs(v) < NOISE else v
 
 
-def legend_outside(ax, **kw):
-    """The legend right of the axes, top-aligned: off the data, whatever the data (a legend inside
-    the axes covers lines, bands or whiskers somewhere)."""
+def legend_outside(ax, *, below: bool = False, **kw):
+    """The legend right of the axes, top-aligned (``below``: under the x label, for a figure whose
+    width the plot needs): off the data, whatever the data (a legend inside the axes covers lines,
+    bands or whiskers somewhere)."""
+    if below:
+        return ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), borderaxespad=0, **kw)
     return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kw)
 
 
