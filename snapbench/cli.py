@@ -39,6 +39,7 @@ from .core.defaults import (
 )
 from .core.errors import ConfigError, InputError, SnapbenchError, arg
 from .core.image_formats import DEFAULT_IMAGE_FORMAT, IMAGE_FORMATS
+from .core.install_hint import install_hint
 from .core.jsonable import dumps
 from .core.validate import hint_and_known, positive_int
 from .engines import ENGINES, check_engine
@@ -278,7 +279,7 @@ def _format_help() -> str:
     by_extra: dict[str | None, list[str]] = {}
     for name, fmt in IMAGE_FORMATS.items():
         by_extra.setdefault(fmt.extra, []).append(name)
-    needs = [f"{', '.join(ns)}: pip install 'snapbench[{x}]'" for x, ns in by_extra.items() if x is not None]
+    needs = [f"{', '.join(ns)}: {install_hint(x)}" for x, ns in by_extra.items() if x is not None]
     needs += [f"{', '.join(by_extra[None])}: nothing extra"] if None in by_extra else []
     return f"Lossless file format of the variants: {', '.join(names)} ({'; '.join(needs)})."
 
@@ -300,7 +301,7 @@ def corrupt(
     ),
     joint: bool = typer.Option(False, "--joint", help="Add the paper's 18 joint image+text conditions."),
     workers: int = typer.Option(1, "--workers", help="Worker processes, at least 1 (one query per work unit)."),
-    engine: str = typer.Option("local", "--engine", help="Where the workers run: local (process pool) or ray (pip install 'snapbench[ray]')."),
+    engine: str = typer.Option("local", "--engine", help="Where the workers run: local (process pool) or ray (needs snapbench[ray])."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray; default: a local Ray started on demand)."),
     grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
     force: bool = typer.Option(
@@ -848,7 +849,7 @@ def moor(
     gate: str = typer.Option("bell", "--gate", help="Gate: bell, linear, sigmoid, inverse_bell, pure_r2, none."),
     topk: int | None = typer.Option(None, "--topk", help="Write a top-K TREC run per condition instead of dense scores (evaluate then flags metrics deeper than K)."),
     chunk_size: int = typer.Option(8192, "--chunk-size", help="Gallery rows per chunk (streaming fit and top-k)."),
-    ann: bool = typer.Option(False, "--ann", help="With --topk: FAISS HNSW approximate search (pip install snapbench[ann])."),
+    ann: bool = typer.Option(False, "--ann", help="With --topk: FAISS HNSW approximate search (needs snapbench[ann])."),
     ann_check: int | None = typer.Option(None, "--ann-check", help="With --ann: queries per condition (sampled, seeded) whose exact top-K measures the ANN top-K overlap (default 256); 0 skips it."),
     dtype: str = typer.Option("float64", "--dtype", help="float64 (exact) or float32 (faster scoring)."),
     weights_format: str = typer.Option("csv", "--weights-format", help="csv (with query ids) or npy (Q x 4)."),

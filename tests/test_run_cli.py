@@ -13,6 +13,7 @@ from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
 from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import InputError
+from snapbench.core.install_hint import install_hint
 from snapbench.data import load_dataset
 
 runner = CliRunner()
@@ -105,7 +106,7 @@ def test_manifest_warnings_are_one_line_each(tmp_path):
 def test_a_missing_codec_extra_is_a_clean_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "imagecodecs", None)  # as if snapbench[codecs] were not installed
     r = runner.invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(tmp_path / "o"), "--format", "jxl"])
-    assert r.exit_code == 2 and r.output.startswith("error:") and "snapbench[codecs]" in r.output, r.output
+    assert r.exit_code == 2 and r.output.startswith("error:") and install_hint("codecs") in r.output, r.output
 
 
 class _TwoSpaces:

@@ -99,6 +99,7 @@ from ..compare.inputs import ModelValues, set_diff
 from ..compare.multiple import CORRECTION_NAMES, CORRECTIONS
 from ..core.conditions import KIND_SIDES, KINDS, parse_condition
 from ..core.errors import ConfigError, InputError, arg
+from ..core.install_hint import install_hint
 from ..core.jsonable import dumps
 from ..core.targets import MODES, PATHS, query_sides
 from ..core.validate import choice, ci_level, hint_and_known, positive_int
@@ -350,7 +351,6 @@ def compare_runs(
     return res
 
 
-PARQUET_HINT = "pip install 'snapbench[report]'"
 
 
 
@@ -385,7 +385,7 @@ def _write_records(rec: dict[str, Any], out: CompareDir, fmts: set[str], files: 
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
-            notes.append(f"pyarrow is not installed, so no Parquet copies were written ({PARQUET_HINT})")
+            notes.append(f"pyarrow is not installed, so no Parquet copies were written ({install_hint('report')})")
     for name, rtype in RECORD_TYPES.items():
         cols = [f.name for f in fields(rtype)]
         if "csv" in fmts:

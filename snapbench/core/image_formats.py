@@ -34,5 +34,5 @@ DEFAULT_IMAGE_FORMAT = "png"
 
 
 def formats_needing(extra: str) -> tuple[str, ...]:
-    """The formats that need ``pip install 'snapbench[<extra>]'``, in table order."""
+    """The formats that need the ``<extra>`` extra, in table order."""
     return tuple(name for name, f in IMAGE_FORMATS.items() if f.extra == extra)

@@ -11,9 +11,9 @@ formats, their extensions and the extra each needs are the table :data:`snapbenc
 format   encoder                                        needs
 =======  =============================================  ======================================
 png      OpenCV, zlib level 1, Paeth filter, RLE        nothing extra (the default)
-qoi      imagecodecs (QOI, "Quite OK Image")            ``pip install 'snapbench[codecs]'``
-jxl      imagecodecs (libjxl, lossless, effort 1)       ``pip install 'snapbench[codecs]'``
-webp     imagecodecs (libwebp, lossless, method 0)      ``pip install 'snapbench[codecs]'``
+qoi      imagecodecs (QOI, "Quite OK Image")            the ``codecs`` extra
+jxl      imagecodecs (libjxl, lossless, effort 1)       the ``codecs`` extra
+webp     imagecodecs (libwebp, lossless, method 0)      the ``codecs`` extra
 npz      numpy ``savez_compressed`` (no pickle)         nothing extra
 =======  =============================================  ======================================
 
@@ -42,6 +42,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.image_formats import IMAGE_FORMATS, formats_needing
+from ..core.install_hint import install_hint
 from ..core.validate import choice, listing
 from .pixels import PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 
@@ -78,7 +79,7 @@ def _imagecodecs():
     except ImportError as exc:
         names = formats_needing("codecs")
         raise ImportError(
-            f"the {', '.join(names[:-1])} and {names[-1]} formats need imagecodecs: pip install 'snapbench[codecs]'"
+            f"the {', '.join(names[:-1])} and {names[-1]} formats need imagecodecs: {install_hint('codecs')}"
         ) from exc
     return imagecodecs
 

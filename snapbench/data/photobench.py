@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.install_hint import install_hint
 from ..core.records import QueryRecord
 from ..core.validate import examples
 from .common import IMAGE_SUFFIXES, image_notes, read_json
@@ -212,7 +213,7 @@ def load_faiss_embeddings(directory: str | Path) -> tuple[list[str], np.ndarray]
 
     Returns ``(ids, array)``: ``ids`` = ``metadata.json["filenames"]`` (the row order, gallery ids
     of :func:`load_photobench`), ``array`` = the stored vectors (N x d float32, via
-    ``reconstruct_n``).  Needs FAISS (``pip install 'snapbench[ann]'``).  IVF indexes get a direct
+    ``reconstruct_n``).  Needs FAISS (the ``ann`` extra).  IVF indexes get a direct
     map first; an index that stores no vectors (e.g. product quantisation) is reconstructed
     approximately, as FAISS does.
     """
@@ -220,7 +221,7 @@ def load_faiss_embeddings(directory: str | Path) -> tuple[list[str], np.ndarray]
     try:
         import faiss  # type: ignore
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("reading FAISS indexes needs FAISS: pip install 'snapbench[ann]'  (installs faiss-cpu)") from exc
+        raise ImportError(f"reading FAISS indexes needs FAISS: {install_hint('ann')}  (installs faiss-cpu)") from exc
     ipath, mpath = directory / "index.faiss", directory / "metadata.json"
     if not ipath.is_file():
         raise InputError("no index.faiss in this folder", path=directory)

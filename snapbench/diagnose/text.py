@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
+from ..core.install_hint import install_hint
 from ..corruptions.entity import WORD_RE, EntityNotFoundError, find_entity
 from ..corruptions.text_data import STOPWORDS
 
@@ -112,7 +113,7 @@ def _spellchecker_words(min_count: int) -> frozenset[str]:
         from spellchecker import SpellChecker
     except ImportError:
         raise ImportError(
-            "the oov detector needs the English word list of pyspellchecker: pip install 'snapbench[diagnose]'"
+            f"the oov detector needs the English word list of pyspellchecker: {install_hint('diagnose')}"
         ) from None
     freq = SpellChecker(language="en", distance=1).word_frequency.dictionary
     return frozenset(w for w, c in freq.items() if c >= min_count)

@@ -14,7 +14,7 @@ Engines (the table :data:`ENGINE_TABLE`; an unknown name is an error listing the
 ``ray``
     Ray remote tasks (one CPU each) on an existing cluster (``address``, e.g. ``"auto"`` or
     ``"ray://head:10001"``) or on a local Ray instance started on demand with ``workers`` CPUs.
-    A task whose worker process dies is retried by Ray.  Needs ``pip install 'snapbench[ray]'``.
+    A task whose worker process dies is retried by Ray.  Needs the ``ray`` extra.
     See :mod:`snapbench.engines.ray_engine`.
 
 Decisions:

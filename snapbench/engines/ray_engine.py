@@ -1,7 +1,7 @@
 """The Ray engine: remote tasks (one CPU each) fetched in task order from a sliding window.
 
-Ray is imported here only, when ``engine='ray'`` is asked for; without it the error says
-``pip install 'snapbench[ray]'``.
+Ray is imported here only, when ``engine='ray'`` is asked for; without it the error names the
+``ray`` extra and the command that installs it (:func:`snapbench.core.install_hint.install_hint`).
 
 * **Which Ray.**  If the calling process is already connected (``ray.init`` was called, e.g. by a
   notebook or a test), that session is used and left running.  Otherwise ``address`` connects to
@@ -27,6 +27,7 @@ from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
 from ..core.errors import ConfigError, SnapbenchError
+from ..core.install_hint import install_hint
 from .local import run_once, worker_init
 
 #: Times Ray re-runs a task whose worker process died before it returned.
@@ -38,7 +39,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ConfigError(f"the ray engine needs Ray ({exc}): pip install 'snapbench[ray]'", param="engine") from None
+        raise ConfigError(f"the ray engine needs Ray ({exc}): {install_hint('ray')}", param="engine") from None
     return ray
 
 

@@ -379,7 +379,7 @@ class MOORIndex:
         return MOORTopK(top.indices, top.scores, res)
 
     def build_ann(self, kind: str = "hnsw", **params: Any) -> ANNIndex:
-        """Build a FAISS inner-product index over the whitened gallery (``pip install snapbench[ann]``);
+        """Build a FAISS inner-product index over the whitened gallery (the ``ann`` extra);
         ``params`` go to :class:`~snapbench.fusion.search.ANNIndex` (M, ef_construction, ef_search,
         nlist, nprobe)."""
         self._check_fitted()

@@ -1,4 +1,4 @@
-"""Learned meta-fusion baselines LR-Meta and GBM-Meta (``pip install snapbench[learned]``).
+"""Learned meta-fusion baselines LR-Meta and GBM-Meta (the ``learned`` extra).
 
 What they learn: **per-query fusion weights** (not per-pair relevance).  Each query is described by
 15 features of its four path score vectors over the gallery — for every path p in (II, TT, IT, TI):
@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.install_hint import install_hint
 from ..core.ranking import first_positive_rank
 from ..core.seeding import derive_generator
 from .baselines import relevance_matrix
@@ -37,7 +38,7 @@ def _import_sklearn():
     try:
         import sklearn  # type: ignore  # noqa: F401
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("the learned baselines need scikit-learn: pip install 'snapbench[learned]'") from exc
+        raise ImportError(f"the learned baselines need scikit-learn: {install_hint('learned')}") from exc
 
 
 def meta_features(paths: PathScores) -> np.ndarray:

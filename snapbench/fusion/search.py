@@ -9,7 +9,7 @@ paths (read with ``readinto`` into one reused buffer, so resident memory stays a
 growing with the pages of a memory map), or a zero-argument callable returning a fresh iterator of
 ``(image_chunk, text_chunk)`` pairs (fitting needs two passes and every search one more).
 
-ANN: :class:`ANNIndex` wraps FAISS (``pip install snapbench[ann]``) with inner-product metric over the
+ANN: :class:`ANNIndex` wraps FAISS (the ``ann`` extra) with inner-product metric over the
 concatenated whitened gallery ``[G~^I | G~^T]``.  Defaults: ``hnsw`` = ``IndexHNSWFlat(D, M=32)`` with
 ``efConstruction=100``, ``efSearch=128``; ``ivf`` = ``IndexIVFFlat`` with ``nlist = √N`` (at least 1),
 ``nprobe = 32``, k-means trained on the first ``max(40·nlist, 10000)`` rows streamed in (≥ the 39
@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError, arg
+from ..core.install_hint import install_hint
 from ..core.ranking import TopK
 from ..core.userfiles import load_npy
 from ..core.validate import unknown_name
@@ -208,7 +209,7 @@ def _import_faiss():
     try:
         import faiss  # type: ignore
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("approximate search needs FAISS: pip install 'snapbench[ann]' (installs faiss-cpu)") from exc
+        raise ImportError(f"approximate search needs FAISS: {install_hint('ann')} (installs faiss-cpu)") from exc
     return faiss
 
 

@@ -1,4 +1,4 @@
-"""albumentations both ways (extra: ``pip install 'snapbench[albumentations]'``).
+"""albumentations both ways (the ``albumentations`` extra).
 
 **snapbench operators as albumentations transforms**, for people who train with albumentations
 pipelines and want the same corruptions they evaluate on::
@@ -51,8 +51,10 @@ import numpy as np
 try:
     import albumentations as _A
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    from ..core.install_hint import install_hint
+
     raise ImportError(
-        "snapbench.interop.albumentations needs albumentations: pip install 'snapbench[albumentations]'"
+        f"snapbench.interop.albumentations needs albumentations: {install_hint('albumentations')}"
     ) from exc
 
 from ..core.errors import ConfigError, InputError, arg

@@ -1,4 +1,4 @@
-"""nlpaug both ways (extra: ``pip install 'snapbench[nlpaug]'``).
+"""nlpaug both ways (the ``nlpaug`` extra).
 
 **snapbench text operators as nlpaug augmenters**, to use them inside ``naf.Sequential`` /
 ``naf.Sometimes`` flows::
@@ -53,7 +53,9 @@ try:
     from nlpaug.util import Action as _Action
     from nlpaug.util import Method as _Method
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("snapbench.interop.nlpaug needs nlpaug: pip install 'snapbench[nlpaug]'") from exc
+    from ..core.install_hint import install_hint
+
+    raise ImportError(f"snapbench.interop.nlpaug needs nlpaug: {install_hint('nlpaug')}") from exc
 
 from ..core.errors import ConfigError, InputError
 from ..core.validate import choice

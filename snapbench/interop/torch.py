@@ -1,4 +1,4 @@
-"""Corrupted query sets for PyTorch (extra: ``pip install 'snapbench[torch]'``).
+"""Corrupted query sets for PyTorch (the ``torch`` extra).
 
 * :class:`CorruptedQueries` -- a map-style ``torch.utils.data.Dataset`` over (query, condition)
   pairs of a query manifest; each item is ``{"id", "condition", "image", "question"}``.
@@ -38,7 +38,9 @@ try:
     from torch.utils.data import IterableDataset as _IterableDataset
     from torch.utils.data import get_worker_info as _get_worker_info
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("snapbench.interop.torch needs torch: pip install 'snapbench[torch]'") from exc
+    from ..core.install_hint import install_hint
+
+    raise ImportError(f"snapbench.interop.torch needs torch: {install_hint('torch')}") from exc
 
 from ..core.conditions import parse_condition
 from ..core.errors import InputError

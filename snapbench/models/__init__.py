@@ -104,7 +104,7 @@ def load_encoder(spec: str, *, device: str | None = None, batch_size: int | None
     ``device`` that is no torch device (``"tpu"``, ``"gpu"``) is a ``ConfigError`` for every spec
     (:func:`snapbench.models.device.check_device`).
     Raises :class:`~snapbench.core.errors.ConfigError` for an unknown spec, a missing extra (with the
-    ``pip install 'snapbench[models]'`` hint) or a model that is neither local nor downloadable.
+    command that installs the ``models`` extra) or a model that is neither local nor downloadable.
     """
     from .device import check_device
     from .spec import resolve

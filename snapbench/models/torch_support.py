@@ -22,6 +22,7 @@ import numpy as np
 
 from ..core.defaults import DEFAULT_BATCH_SIZE
 from ..core.errors import ConfigError
+from ..core.install_hint import install_hint
 from .loading import load_or_explain
 
 __all__ = [
@@ -52,7 +53,7 @@ def require(module: str, *, for_what: str) -> Any:
     except ImportError as exc:
         raise ConfigError(
             f"{for_what} needs the Python package {_PIP.get(module, module)!r}, which is not installed "
-            f"({exc}); install it with: pip install 'snapbench[{'openclip' if module == 'open_clip' else 'models'}]'"
+            f"({exc}); install it with: {install_hint('openclip' if module == 'open_clip' else 'models')}"
         ) from None
 
 

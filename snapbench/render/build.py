@@ -24,6 +24,7 @@ from .figures import check_dpi
 from .findings import compute_findings
 from .fmt import ci_level_text
 from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
+from .scope import RunScope, run_scope
 from .tables import Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
 from .terminal import queries_line
 
@@ -132,7 +133,7 @@ def _contact_sheet(data: RunData, w: _Writer) -> bytes | None:
     return encode_png(sheet.image)
 
 
-def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
+def _summary(data: RunData, metric: str, scope: RunScope) -> list[tuple[str, str]]:
     rep = data.first_report
     meta = rep.meta
     run = data.run
@@ -157,8 +158,10 @@ def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
     ]
     # what the run could not do and why (absent images, skipped modes, dropped queries): the reader
     # of a paper table must see it next to the numbers
-    rows += [("note", str(note)) for note in run.get("notes") or []]
-    return rows
+    said = scope.sentence()
+    rows += [("note", str(note)) for note in run.get("notes") or [] if not (said and note in scope.reasons)]
+    # what the run did not set out to make, and why, once: not a "not found" box per section
+    return rows + ([("not in this run", said)] if said else [])
 
 
 def build_report(
@@ -194,20 +197,22 @@ def build_report(
     res = ReportResult(out=outdir, notes={k: list(v) for k, v in data.missing.items()})
     w = _Writer(RunDir(outdir), set(formats), res, dpi)
     _load_plot(w)
+    scope = run_scope(data)
     say = progress or (lambda msg: None)
     say("findings")
     sections = [_findings_section(data, metric, w)]
     say("tables")
     sections.append(_summary_section(data, metric, w))
     say("figures")
-    sections.append(_across_section(data, metric, w))
+    sections.append(_across_section(data, metric, w, scope))
     sections += _traffic_section(data, metric)
     say("damage")
     sections.append(_damage_section(data, metric, w))
     for mode in data.modes:
         say(f"mode {mode}")
-        sections.append(_mode_section(data, mode, metric, w))
-    sections.append(_contact_section(data, w))
+        sections.append(_mode_section(data, mode, metric, w, scope))
+    if not scope.no_contact_sheet:
+        sections.append(_contact_section(data, w))
     _per_query_files(data, w)
     if ours:
         _remove_stale_files(w)
@@ -216,7 +221,7 @@ def build_report(
                                 raw=[ul([("", str(p.relative_to(outdir))) for p in res.files], code=True)]))
     if "html" in w.formats:
         title = f"snapbench report — {data.run.get('dataset', data.path.name)}"
-        w.write(w.out.report_html, render_html(title, _summary(data, metric), sections))
+        w.write(w.out.report_html, render_html(title, _summary(data, metric, scope), sections))
     if separate:
         write_run_json(outdir, "report", {"run_dir": str(data.path.resolve()), "metric": metric})
     return res
@@ -260,7 +265,7 @@ def _summary_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
     return sec
 
 
-def _across_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
+def _across_section(data: RunData, metric: str, w: _Writer, scope: RunScope) -> HtmlSection:
     lab, plot = metric_label(metric), w.plot
     sec = HtmlSection("across", "Across modes")
 
@@ -274,21 +279,21 @@ def _across_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
                  f"Mean Δ{lab} over the image operators at each severity, per mode; diamonds: text conditions."))
     add(w.figure("drag", lambda: plot.drag_figure(data, metric),
                  f"Clean {lab} of each mode minus image-only I→I; for IT→IT this is the coarse-text drag."),
-        "drag: needs the I2I report, or an IT2IT report with coarse_text_drag")
+        "" if scope.no_drag else "drag: needs the I2I report, or an IT2IT report with coarse_text_drag")
     add(w.figure("moor_gain", lambda: plot.moor_gain_figure(data, metric),
                  f"{lab}(MOOR) − {lab}(IT→IT) per condition (points), grouped by kind; whiskers when per-query "
                  "values exist."),
-        "MOOR gain: needs both MOOR/report.json and IT2IT/report.json")
+        "" if scope.left_out("MOOR") else "MOOR gain: needs both MOOR/report.json and IT2IT/report.json")
     if data.text_share:
         add(w.figure("text_share", lambda: plot.text_share_figure(data.text_share),
                      "MOOR's mean text-path weight share (w_TT + w_IT + w_TI)/Σw by image severity."))
-    else:
+    elif not scope.left_out("MOOR"):
         sec.missing.append("text-path share: MOOR/text_share.json not found")
     sec.missing += w.res.notes.get("figures", [])
     return sec
 
 
-def _mode_section(data: RunData, mode: str, metric: str, w: _Writer) -> HtmlSection:
+def _mode_section(data: RunData, mode: str, metric: str, w: _Writer, scope: RunScope) -> HtmlSection:
     rep, name, lab, plot = data.reports[mode], TARGET_NAMES.get(mode, mode), metric_label(metric), w.plot
     sec = HtmlSection(f"mode-{mode}", f"Mode {name}")
     if metric not in rep.conditions["clean"]:
@@ -296,7 +301,7 @@ def _mode_section(data: RunData, mode: str, metric: str, w: _Writer) -> HtmlSect
         return sec
     sec.raw.append(w.table(mode_delta_table(rep, name, metric, key=mode)))
     add = additivity_table(rep, name, metric, key=mode)
-    if add is None:
+    if add is None and not scope.no_additivity:
         sec.missing.append("no additivity: the report has no joint condition with both parts present")
     sec.raw.append(w.table(add))
     sec.raw.append(details(f"{lab} per condition (%)", w.table(mode_value_table(rep, name, metric, key=mode))))

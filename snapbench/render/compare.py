@@ -77,7 +77,7 @@ from ..compare.records import (
 from ..core.conditions import IMAGE_PRIMITIVES
 from ..store.compare import COMPARE_FIGURES, ModelSource
 from ..store.rundir import TARGET_NAMES
-from .figures import require_matplotlib, tidy_axes, to_points
+from .figures import legend_outside, require_matplotlib, tidy_axes, to_points
 from .findings import Finding
 from .fmt import PAIRED_SIGN, ci_excludes_zero, ci_label, ci_level_text, p_text, points
 from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
@@ -116,9 +116,21 @@ def _models_table(res: CompareResult) -> Table:
     return t
 
 
-def _scroll(table: Table) -> str:
-    """A wide table (a column per primitive and severity) scrolls inside the page's width."""
+def _scroll(table: Table, hover: dict[str, str] | None = None) -> str:
+    """A wide table (a column per primitive and severity, long paths) scrolls inside the page's width;
+    a shortened model name shows its full name on hover (``hover``: short name -> full name)."""
+    table.hover = {**table.hover, **(hover or {})}
     return f'<div class="table-scroll" style="overflow-x:auto;max-width:100%">{table.to_html()}</div>'
+
+
+def _full_names(res: CompareResult) -> dict[str, str]:
+    """Shortened model name -> full name, for the models whose page name is shortened; likewise the
+    pairs table's "A vs B" labels."""
+    label = display_names([s.name for s in res.sources])
+    out = {short: full for full, short in label.items() if short != full}
+    out.update({f"{label[a]} vs {label[b]}": f"{a} vs {b}" for a in label for b in label
+                if a != b and (a in out.values() or b in out.values())})
+    return out
 
 
 def _target_section(res: CompareResult, written: Written, target: str) -> HtmlSection:
@@ -126,8 +138,9 @@ def _target_section(res: CompareResult, written: Written, target: str) -> HtmlSe
     tables = written.tables.get(target, [])
     if tables:
         value, delta, ranking, pairs = tables
-        sec.raw += [_scroll(ranking), _scroll(pairs), _scroll(value),
-                    details(f"Δ{metric_label(res.settings.metric)} per model and column, with CIs", _scroll(delta))]
+        full = _full_names(res)
+        sec.raw += [_scroll(ranking, full), _scroll(pairs, full), _scroll(value, full),
+                    details(f"Δ{metric_label(res.settings.metric)} per model and column, with CIs", _scroll(delta, full))]
     sec.figures += written.figures.get(target, [])
     others = [m for m in res.settings.metrics if m != res.settings.metric]
     if others:
@@ -139,7 +152,7 @@ def render_page(res: CompareResult, written: Written, targets: list[str]) -> str
     """The whole page (UTF-8 text)."""
     sections = [HtmlSection("findings", "Findings", raw=[ul([(f"finding-{f.id}", f.text) for f in written.findings],
                                                             "findings")]),
-                HtmlSection("models", "Models", raw=[_models_table(res).to_html()])]
+                HtmlSection("models", "Models", raw=[_scroll(_models_table(res), _full_names(res))])]
     sections += [_target_section(res, written, t) for t in targets]
     if res.notes:
         sections.append(HtmlSection("notes", "Notes", missing=list(res.notes)))
@@ -158,23 +171,32 @@ _ADAPTER = re.compile(r"^[A-Za-z][\w.+-]*:")
 def _short(name: str) -> str:
     if len(name) <= LABEL_MAX:
         return name
+    # Shortened from the front only: the end of a spec (the model's folder or hub name) identifies it,
+    # so whole trailing parts are kept, as many as fit, and none of the last two is ever cut.
     m = _ADAPTER.match(name)
     parts = [p for p in re.split(r"[/\\]+", name[m.end() if m else 0:]) if p]
-    if len(parts) >= 3:  # a spec naming a path (a hub id has two parts): the model's folder names it
-        name = "…/" + "/".join(parts[-2:])
-    if len(name) <= LABEL_MAX:
-        return name
-    half = (LABEL_MAX - 1) // 2
-    return name[:half] + "…" + name[-(LABEL_MAX - 1 - half):]
+    if len(parts) < 2:
+        return name  # one word: all of it identifies the model
+    least = 2  # the last two parts at least: a model's file or folder is often a generic "model"
+    if len(parts) >= 3 and parts[-2] == "snapshots" and re.fullmatch(r"[0-9a-f]{40}", parts[-1]):
+        parts[-1], least = parts[-1][:7], 3  # a Hugging Face cache snapshot: the folder above names the model
+    kept = parts[-least:]
+    for p in reversed(parts[:-least]):
+        if len("…/" + "/".join([p, *kept])) > LABEL_MAX:
+            break
+        kept.insert(0, p)
+    return "…/" + "/".join(kept)
 
 
 def display_names(models: Sequence[str]) -> dict[str, str]:
     """How the comparison's tables and figures name each model (the one rule): the name itself when
     it has at most :data:`LABEL_MAX` characters (a ``--name``, ``toy``, a hub id); a longer spec that
-    names a path, by the path's last two parts (``sentence-transformers:/home/me/models/minilm/model``
-    -> ``…/minilm/model``); anything else cut in the middle.  Models whose short forms would coincide
-    keep their full names.  compare.json, the record tables and the findings keep the full names; the
-    page's table of models shows both."""
+    names a path or hub id, by as many of its last parts as fit in :data:`LABEL_MAX`
+    (``sentence-transformers:/home/me/models/minilm/model`` -> ``…/me/models/minilm/model``), the last
+    two parts whole however long (a Hugging Face cache snapshot hash in git's 7-character form): a name is shortened from the front, never cut inside the part that
+    identifies the model.  A long name without parts is kept whole.  Models whose short forms would
+    coincide keep their full names.  compare.json, the record tables and the findings keep the full
+    names; the page shows the full name on hover and in its table of models."""
     short = {m: _short(m) for m in models}
     taken = list(short.values())
     return {m: s if taken.count(s) == 1 and (s == m or s not in short) else m for m, s in short.items()}
@@ -574,6 +596,29 @@ def _undefined_mce(v: MetricView, reference: str, models: list[str]) -> str:
     return f"mean corruption error undefined for {_join(models)}: {why} (the per-operator CEs are in compare.json)"
 
 
+def _undefined_relative_mce(v: MetricView, reference: str, models: list[str]) -> str:
+    """Why the mean relative corruption error of ``models`` is undefined: the operators under which
+    the reference loses nothing (a relative CE divides by the reference's drop), or where the
+    model's own drop is undefined."""
+    def ops(m: str) -> list[str]:
+        return [op for (mm, op), n in v.normalised.items()
+                if mm == m and not op.startswith("mean:") and finite(n.relative_ce) is None]
+
+    ref_ops = sorted(ops(reference))
+    parts = []
+    if ref_ops:
+        parts.append(f"{reference}, the reference, drops 0 under {len(ref_ops)} operator(s) "
+                     f"({', '.join(ref_ops[:3])}{', …' if len(ref_ops) > 3 else ''}: {metric_label(v.metric)} "
+                     "summed over the severities equals its clean value), and a relative corruption error divides "
+                     "by the reference's drop")
+    for m in models:
+        own = [op for op in ops(m) if op not in ref_ops]
+        if own:
+            parts.append(f"{m}'s drop is undefined under {', '.join(own[:3])}{', …' if len(own) > 3 else ''}")
+    why = "; ".join(parts) or "see the per-operator records"
+    return f"relative mCE undefined for {_join(models)}: {why} (the per-operator values are in compare.json)"
+
+
 def _normalised(v: MetricView, reference: str) -> Finding | None:
     rows = [(m, v.values.get((m, GROUP_ALL)), v.normalised.get((m, "mean:all"))) for m in v.ranked()]
     if any(r is None or n is None for _, r, n in rows):
@@ -581,9 +626,11 @@ def _normalised(v: MetricView, reference: str) -> Finding | None:
     parts = [f"{m} {r.retention:.3f} (mCE {n.ce:.2f}, relative mCE {_ratio_text(n.relative_ce)})"
              if finite(n.ce) is not None else f"{m} {r.retention:.3f} (mCE undefined)" for m, r, n in rows]
     undefined = [m for m, _, n in rows if finite(n.ce) is None]
+    no_relative = [m for m, _, n in rows if finite(n.ce) is not None and finite(n.relative_ce) is None]
     text = (f"{target_label(v.target)}, {metric_label(v.metric)}: retention (corrupted / clean, mean over the "
             f"corrupted conditions) and mean corruption error against {reference}: " + "; ".join(parts)
-            + (f"; {_undefined_mce(v, reference, undefined)}" if undefined else "") + ".")
+            + (f"; {_undefined_mce(v, reference, undefined)}" if undefined else "")
+            + (f"; {_undefined_relative_mce(v, reference, no_relative)}" if no_relative else "") + ".")
     return Finding(f"normalised:{v.target}", text, {"target": v.target, "metric": v.metric, "reference": reference,
                                                    "retention": {m: r.retention for m, r, _ in rows},
                                                    "mce": {m: n.ce for m, _, n in rows}})
@@ -725,7 +772,7 @@ def effective_figure(v: MetricView):
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel(f"clean {lab} (%)")
     ax.set_ylabel(f"corrupted {lab} (%), mean over all corrupted conditions")
-    ax.legend(fontsize=8, loc="upper left")
+    legend_outside(ax, below=True, fontsize=8)
     ax.grid(alpha=0.3)
     tidy_axes(ax)
     what = ("effective robustness = height above the fit" if fitted(v) else "no fit: it needs three or more models"
@@ -886,7 +933,7 @@ def rank_figure(v: MetricView):
     ax.set_xticks(range(1, n + 1))
     ax.set_xlim(0.5, n + 0.5)
     ax.set_xlabel(f"rank by mean Δ{metric_label(v.metric)} over all corrupted conditions (1 = smallest drop)")
-    ax.legend(fontsize=8, title="not told apart within a tier", title_fontsize=8)
+    legend_outside(ax, fontsize=8, title="not told apart\nwithin a tier", title_fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(f"{target_label(v.target)}: rank and its bootstrap {ci_label(v.level)} per model", fontsize=10)
     return fig

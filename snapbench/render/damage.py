@@ -45,7 +45,7 @@ from .fmt import ci_label, points
 from .tables import Cell, Table, metric_label
 
 __all__ = ["DRIFT_BINS", "PER_DAMAGE", "SSIM_BINS", "DamageAnalysis", "Sensitivity", "damage_analysis", "damage_tables",
-           "sensitivity_slopes", "TARGET_FLAGGED"]
+           "sensitivity_slopes", "TARGET_FLAGGED", "MIN_BIN_COUNT"]
 
 #: SSIM bin edges, high to low: a bin holds lo <= SSIM < hi (the first one up to 1 inclusive), so an
 #: SSIM exactly on an edge counts in the bin above it.  The documented severity targets 0.9, 0.75 and
@@ -61,8 +61,12 @@ TARGET_FLAGGED = "target_reached 0 in per_query.csv"
 DAMAGES = {"ssim": "SSIM loss (1 − SSIM)", "drift": "embedding drift (1 − cos)"}
 #: What the bin columns of each damage measure hold (the SSIM table's columns are SSIM, not its loss).
 BINNED = {"ssim": "measured SSIM", "drift": "embedding drift (1 − cos)"}
-#: Slopes are shown per this much damage (0.1 SSIM loss, 0.1 drift), in points.
+#: Slopes are shown per this much damage (0.1 SSIM loss, 0.1 drift), in points; an operator whose
+#: measured damage never reaches it has no slope quoted (:attr:`Sensitivity.in_range`).
 PER_DAMAGE = 0.1
+#: A bin mean over fewer (query, severity) pairs is too noisy to read as a rate (one pair is 0 or
+#: 100 %): the figure draws it hollow and does not join it into the operator's line.
+MIN_BIN_COUNT = 5
 
 
 @dataclass
@@ -75,6 +79,13 @@ class Sensitivity:
     ci: tuple[float, float] | None
     n: int                          # (query, severity) pairs used
     mean_damage: float
+    max_damage: float = math.inf    # the largest damage among those pairs
+
+    @property
+    def in_range(self) -> bool:
+        """Whether the operator's measured damage reaches :data:`PER_DAMAGE`: only then is its slope
+        quoted per that much damage (below, the value would extrapolate past its data)."""
+        return self.max_damage >= PER_DAMAGE
 
 
 @dataclass
@@ -153,9 +164,11 @@ def _analyse(pq: PerQuery, metric: str, damage: str, res: DamageAnalysis, counts
         boot = (counts @ a) / np.where(counts @ b > 0, counts @ b, np.nan)
         lo, hi = percentile_ci(boot, res.level)
         ci = (float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) else None
+        finite_x = x_all[np.isfinite(x_all)]
         res.slopes[damage][op] = Sensitivity(op, kind, float(a.sum() / b.sum()), ci, n,
-                                             float(np.nanmean(x_all[np.isfinite(x_all)])))
-    ranked = sorted(res.slopes[damage].values(), key=lambda s: (s.slope, s.operator))
+                                             float(np.mean(finite_x)), float(np.max(finite_x)))
+    # most / least steep among the operators whose damage reaches the quoting unit only
+    ranked = sorted((s for s in res.slopes[damage].values() if s.in_range), key=lambda s: (s.slope, s.operator))
     if len(ranked) >= 2:
         most, least = ranked[0], ranked[-1]
         (am, bm), (al, bl) = sums[most.operator], sums[least.operator]
@@ -221,6 +234,8 @@ def bin_labels(damage: str) -> list[str]:
 def _slope_cell(s: Sensitivity | None) -> Cell:
     if s is None:
         return Cell()
+    if not s.in_range:
+        return Cell(text=f"– (max {s.max_damage:.2g})")
     ci = None if s.ci is None else (s.ci[0] * PER_DAMAGE, s.ci[1] * PER_DAMAGE)
     return Cell(s.slope * PER_DAMAGE, ci, signed=True)
 
@@ -250,7 +265,9 @@ def damage_tables(res: DamageAnalysis) -> list[Table]:
             "a value on an edge counts in the bin to its right"
         t.notes.append(f"Cells: mean {lab} (%) over the (query, severity) pairs whose {BINNED[damage]} falls in the "
                        f"bin ({edge}), their number in brackets. Slope: the paired change (condition − clean) against "
-                       f"the {what}, through the origin, over all of the operator's pairs; bootstrap over queries.")
+                       f"the {what}, through the origin, over all of the operator's pairs; bootstrap over queries. "
+                       f"'– (max x)': the operator's {what} never reaches {PER_DAMAGE:g} (largest x), so no slope "
+                       f"per {PER_DAMAGE:g} is quoted for it: that would extrapolate past its data.")
         if damage == "ssim" and res.target is not None and res.target.missed:
             from ..corruptions.target import target_summary
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core.conditions import JOINT_PAIRS, parse_condition
 from ..core.errors import ConfigError
+from ..core.install_hint import install_hint
 from ..core.records import Report
 from ..core.validate import positive_int
 from ..store.rundir import TARGET_NAMES, RunData
@@ -27,11 +28,11 @@ from .tables import PAIR_ABBREV, ci_label, image_id, image_operators, metric_lab
 
 __all__ = [
     "DPI_RANGE",
-    "REPORT_HINT",
     "check_dpi",
     "additivity_heatmap_figure",
     "drag_figure",
     "fig_to_bytes",
+    "legend_outside",
     "modes_severity_figure",
     "moor_gain_figure",
     "primitive_bars_figure",
@@ -40,7 +41,6 @@ __all__ = [
     "text_share_figure",
 ]
 
-REPORT_HINT = "pip install 'snapbench[report]'"
 _STYLE = {"cliff": ("--", "s"), "gradual": ("-", "o"), "flat": (":", ".")}
 _SEV_COLOURS = ("#9ecae1", "#4292c6", "#08519c", "#08306b", "#041c40")
 _KIND_COLOURS = {"clean": "#444444", "image": "#2b7bba", "text": "#e08214", "joint": "#7b3294"}
@@ -51,7 +51,7 @@ def require_matplotlib():
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise ConfigError(f"figures need matplotlib: {REPORT_HINT}") from None
+        raise ConfigError(f"figures need matplotlib: {install_hint('report')}") from None
     return Figure
 
 
@@ -83,6 +83,15 @@ def to_points(x: float | None) -> float:
     return 0.0 if abs(v) < NOISE else v
 
 
+def legend_outside(ax, *, below: bool = False, **kw):
+    """The legend right of the axes, top-aligned (``below``: under the x label, for a figure whose
+    width the plot needs): off the data, whatever the data (a legend inside the axes covers lines,
+    bands or whiskers somewhere)."""
+    if below:
+        return ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), borderaxespad=0, **kw)
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kw)
+
+
 def tidy_axes(ax, *, min_span: float = 1.0) -> None:
     """No offset/scientific notation on the axes, and at least ``min_span`` points of y range (a
     flat curve at 0 gets a readable -1..1 axis instead of one scaled to float noise).  With a shared
@@ -109,7 +118,7 @@ def severity_curves_figure(report: Report, mode: str, metric: str = "hit@1"):
     sevs = severities(report)
     lab = metric_label(metric)
     nrow = (len(groups) + 1) // 2
-    fig = Figure(figsize=(10, 3.4 * nrow), layout="constrained")
+    fig = Figure(figsize=(12, 3.4 * nrow), layout="constrained")  # wide enough for the legends beside the panels
     axes = fig.subplots(nrow, 2, squeeze=False, sharey=True)
     for ax, (prim, ops) in zip(axes.flat, groups):
         for op in ops:
@@ -132,7 +141,7 @@ def severity_curves_figure(report: Report, mode: str, metric: str = "hit@1"):
         ax.set_xticks([0] + sevs, ["clean"] + [f"s{s}" for s in sevs])
         ax.set_xlabel("severity")
         ax.set_ylabel(f"Δ{lab} (points, condition − clean)")
-        ax.legend(fontsize=7, loc="lower left")
+        legend_outside(ax, fontsize=7)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(groups):]:
         ax.set_visible(False)
@@ -175,7 +184,7 @@ def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=N
     ax.set_xticks(np.arange(len(prims)), [p.capitalize() for p in prims])
     ax.set_xlabel("image primitive")
     ax.set_ylabel(f"mean Δ{lab} over its operators (points)")
-    ax.legend(title="severity", fontsize=8)
+    legend_outside(ax, title="severity", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     tidy_axes(ax)
     ax.set_title(f"{TARGET_NAMES.get(mode, mode)}: Δ{lab} by primitive and severity"
@@ -263,7 +272,7 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
     ax.set_xticks(range(len(modes)), [TARGET_NAMES.get(m, m) for m in modes])
     ax.set_xlabel("retrieval mode")
     ax.set_ylabel(f"clean {lab}(mode) − {lab}(I→I) (points)")
-    ax.legend(handles=handles, fontsize=8)
+    legend_outside(ax, handles=handles, fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     tidy_axes(ax)
     ax.set_title(f"Coarse-text drag: clean {lab} of each mode minus image-only I→I", fontsize=10)
@@ -299,7 +308,7 @@ def modes_severity_figure(data: RunData, metric: str = "hit@1"):
     ax.set_xticks([0] + sevs + [xt], ["clean"] + [f"s{s}" for s in sevs] + ["text\n(mean)"])
     ax.set_xlabel("image severity (right: mean over text conditions, diamonds)")
     ax.set_ylabel(f"mean Δ{lab} (points, condition − clean)")
-    ax.legend(title="mode", fontsize=8)
+    legend_outside(ax, title="mode", fontsize=8)
     ax.grid(alpha=0.3)
     tidy_axes(ax)
     ax.set_title(f"Mean Δ{lab} over image operators by severity, per mode", fontsize=10)
@@ -362,8 +371,11 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
         ax.set_xticks(np.arange(len(labels)), labels, rotation=45, ha="right", fontsize=8)
         ax.set_title(title, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-        if any(s is not None for s in sevs):
-            ax.legend(title="severity", fontsize=7, title_fontsize=7)
+    # one severity legend, right of the last panel (inside a panel it covers bars)
+    with_sev = [ax for ax, (_, _, sevs, _) in zip(axes, panels) if any(s is not None for s in sevs)]
+    if with_sev:
+        legend_outside(axes[-1], handles=with_sev[0].get_legend_handles_labels()[0], title="severity", fontsize=7,
+                       title_fontsize=7)
     tidy_axes(axes[0])  # after every panel is drawn: the y axis is shared
     axes[0].set_ylabel(f"{lab}(MOOR) − {lab}(IT→IT) (points)")
     mean = float(np.mean([e["value"] for e in gain.values()]))
@@ -398,7 +410,7 @@ def text_share_figure(share: Mapping[str, float]):
     ax.set_xticks([0] + list(d), ["clean"] + [f"s{s}" for s in d])
     ax.set_xlabel("image severity")
     ax.set_ylabel("text-path share (w_TT + w_IT + w_TI) / Σw")
-    ax.legend(fontsize=8)
+    legend_outside(ax, fontsize=8)
     ax.grid(alpha=0.3)
     tidy_axes(ax, min_span=0.0)
     ax.set_title("MOOR: mean text-path weight share as image severity rises", fontsize=10)

@@ -285,7 +285,8 @@ def _damage_sentence(res, damage: str, lab: str) -> str:
 
     def one(s) -> str:
         sci = None if s.ci is None else (s.ci[0] * PER_DAMAGE, s.ci[1] * PER_DAMAGE)
-        tied = sorted(o for o, t in slopes.items() if o != s.operator and abs(t.slope - s.slope) <= 1e-12)
+        tied = sorted(o for o, t in slopes.items()
+                      if o != s.operator and t.in_range and abs(t.slope - s.slope) <= 1e-12)
         also = f"; tied with {', '.join(tied)}" if tied else ""
         return f"{s.operator} ({_pts(s.slope * PER_DAMAGE)} points{_ci_tail(sci, res.level)}{also})"
 
@@ -308,8 +309,9 @@ def _damage(data: RunData, metric: str) -> list[Finding]:
     lab, mname = metric_label(metric), TARGET_NAMES.get(res.mode, res.mode)
     parts = [_damage_sentence(res, d, lab) for d in DAMAGES if d in res.extremes]
     if not parts:
-        return [Finding("damage", f"In {mname}, fewer than two operators have measured damage: no comparison at "
-                                  "equal damage.", {"mode": res.mode})]
+        return [Finding("damage", f"In {mname}, fewer than two operators have measured damage reaching "
+                                  f"{PER_DAMAGE:g}: no comparison at equal damage (slopes are not read past the "
+                                  "data).", {"mode": res.mode})]
     values = {"mode": res.mode, "per": PER_DAMAGE,
               **{d: {**res.extremes[d], "slopes": {op: {"slope": s.slope, "ci": s.ci, "n": s.n}
                                                    for op, s in res.slopes[d].items()}}

@@ -113,6 +113,13 @@ class Table:
     columns: list[str]
     groups: list[tuple[str, list[tuple[str, list[Cell]]]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: HTML only: a row label or column header -> the text shown on hover (a shortened model name's full name)
+    hover: dict[str, str] = field(default_factory=dict)
+
+    def _th(self, text: str, attrs: str = "") -> str:
+        full = self.hover.get(text)
+        title = f' title="{html.escape(full)}"' if full and full != text else ""
+        return f"<th{attrs}{title}>{html.escape(text)}</th>"
 
     def rows(self):
         for _, rows in self.groups:
@@ -155,14 +162,14 @@ class Table:
 
     def to_html(self) -> str:
         h = [f'<table class="paper" id="table-{html.escape(self.name)}"><caption>{html.escape(self.title)}</caption>',
-             "<thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in self.columns) + "</tr></thead><tbody>"]
+             "<thead><tr>" + "".join(self._th(c) for c in self.columns) + "</tr></thead><tbody>"]
         for gname, rows in self.groups:
             if gname:
                 h.append(f'<tr class="group"><th colspan="{len(self.columns)}">{html.escape(gname)}</th></tr>')
             for label, cells in rows:
                 tds = "".join(
                     f'<td{"" if c.span == 1 else f" colspan={c.span!r}"}>{c.html()}</td>' for c in cells)
-                h.append(f"<tr><th>{html.escape(label)}</th>{tds}</tr>")
+                h.append(f"<tr>{self._th(label)}{tds}</tr>")
         h.append("</tbody></table>")
         if self.notes:
             h.append("".join(f'<p class="note">{html.escape(n)}</p>' for n in self.notes))

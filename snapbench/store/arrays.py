@@ -6,7 +6,7 @@ matrices of a condition, per-query MOOR weights.
 Formats
 -------
 * ``.npy`` — read with ``np.load(allow_pickle=False)`` (never unpickled); ``mmap=True`` maps it.
-* ``.safetensors`` — ``pip install snapbench[safetensors]``; a file with one tensor is read as is, a
+* ``.safetensors`` — the ``safetensors`` extra; a file with one tensor is read as is, a
   file with several needs a key: ``embeddings.safetensors#image`` (otherwise the error lists the keys).
 
 The folders this reads and writes (SCORES_DIR, PATHS_DIR in both layouts, EMBEDDINGS_DIR, id lists,
@@ -36,24 +36,14 @@ from .folders import PATH_NAMES
 __all__ = ['load_matrix', 'load_path_scores', 'write_weights']
 
 
-
-
-
-
-
-
-
-
-
-
-
+from ..core.install_hint import install_hint
 
 
 def _safetensors_load(path: Path, key: str | None, name: str) -> np.ndarray:
     try:
         from safetensors.numpy import load_file  # type: ignore
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"{name}: reading {path} needs safetensors: pip install 'snapbench[safetensors]'") from exc
+        raise ImportError(f"{name}: reading {path} needs safetensors: {install_hint('safetensors')}") from exc
     try:
         tensors = load_file(str(path))
     except Exception as exc:

@@ -24,13 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.install_hint import install_hint
 from ..core.userfiles import decode, read_bytes
 from .atomic import atomic_path, write_text_atomic
 
 __all__ = ["PER_QUERY_COLUMNS", "per_query_rows", "read_per_query", "write_combined_per_query", "write_per_query"]
 
 PER_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "condition", "metric", "value")
-PARQUET_HINT = "pip install 'snapbench[report]'"
 
 
 def _cell(v: float) -> str:
@@ -193,7 +193,7 @@ def write_combined_per_query(
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        return len(rows), f"pyarrow is not installed, so no Parquet copy was written ({PARQUET_HINT})"
+        return len(rows), f"pyarrow is not installed, so no Parquet copy was written ({install_hint('report')})"
     cols = list(zip(*rows)) if rows else [(), (), (), (), ()]
     table = pa.table({
         "mode": pa.array(cols[0], pa.string()),

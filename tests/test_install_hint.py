@@ -1,0 +1,139 @@
+"""Every missing-extra hint is a ``pip install`` command for the way snapbench is installed.
+
+The installations are made by pip itself (``pip install --target``, editable and not, from a small
+copy of this checkout), so the metadata read is what pip really writes; the expected commands are
+written out here from the folders the test made.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from snapbench.core.install_hint import Installation, install_hint, installation
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _checkout(tmp_path: Path, name: str = "snap bench's co") -> Path:
+    # a copy of the project's packaging files and an empty package: enough for pip to install it
+    co = tmp_path / name
+    (co / "snapbench").mkdir(parents=True)
+    for f in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / f, co / f)
+    (co / "snapbench" / "__init__.py").write_text("")
+    return co
+
+
+def _pip_install(target: Path, *args: str) -> metadata.Distribution:
+    # offline and without build isolation: the build backend must be in this environment already
+    pytest.importorskip("setuptools", minversion="77", reason="building snapbench offline needs setuptools>=77 here")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--target", str(target), *args], check=True, capture_output=True)
+    (dist,) = [d for d in metadata.distributions(path=[str(target)]) if d.metadata["Name"] == "snapbench"]
+    return dist
+
+
+def test_this_checkout_gets_an_editable_install_of_itself():
+    # the tests run the snapbench of this repository: its hint installs this checkout
+    assert install_hint("report") == f"pip install -e '{REPO}[report]'"
+    assert install_hint(["models", "report"]) == f"pip install -e '{REPO}[models,report]'"
+
+
+def test_the_installed_snapbench_of_this_environment(tmp_path):
+    # the metadata pip wrote when this environment was made (scripts/test.sh: pip install -e '.[test]')
+    dist = metadata.distribution("snapbench")
+    direct = json.loads(dist.read_text("direct_url.json") or "{}")
+    if not direct.get("dir_info", {}).get("editable"):
+        pytest.skip(f"snapbench is not an editable install here ({direct or 'no direct_url.json'})")
+    checkout = Path(direct["url"].removeprefix("file://"))
+    # read as if the running code were the installed copy (not this source tree)
+    how = installation(dist, source_root=tmp_path)
+    assert how.kind == "checkout" and Path(how.location) == checkout
+    assert install_hint("models", how=how) == f"pip install -e '{checkout}[models]'"
+    assert "models" in how.requirements and any(r.startswith("torch") for r in how.requirements["models"])
+
+
+def test_a_real_editable_install(tmp_path):
+    co = _checkout(tmp_path)
+    dist = _pip_install(tmp_path / "site", "-e", str(co))
+    assert json.loads(dist.read_text("direct_url.json"))["dir_info"] == {"editable": True}
+    # whether the running code sits in the checkout or is found through pip's editable finder
+    for root in (co, tmp_path / "site"):
+        how = installation(dist, source_root=root)
+        assert how.kind == "checkout" and how.location == str(co)
+        hint = install_hint("report", how=how)
+        assert hint == "pip install -e '" + str(co).replace("'", "'\"'\"'") + "[report]'"
+    # the command is one pip accepts: installing it (without dependencies) gives the extra's metadata
+    args = shlex.split(hint)
+    assert args[:3] == ["pip", "install", "-e"]
+    again = _pip_install(tmp_path / "site2", *args[2:])
+    assert "extra == \"report\"" in " ".join(again.requires or [])
+
+
+def test_a_real_install_from_a_folder_and_after_the_folder_is_gone(tmp_path):
+    co = _checkout(tmp_path, "co")
+    dist = _pip_install(tmp_path / "site", str(co))
+    how = installation(dist, source_root=tmp_path / "site")
+    assert how == Installation("folder", str(co), how.requirements)
+    assert install_hint("report", how=how) == f"pip install '{co}[report]'"
+    shutil.rmtree(co)
+    # nothing to reinstall from: the extra's own requirements, read from the installed metadata
+    gone = installation(dist, source_root=tmp_path / "site")
+    assert gone.kind == "unknown"
+    assert install_hint("report", how=gone) == "pip install 'matplotlib>=3.7' 'pyarrow>=14'"
+    assert install_hint(["ann", "report"], how=gone) == "pip install 'faiss-cpu>=1.8' 'matplotlib>=3.7' 'pyarrow>=14'"
+
+
+def _dist_with(tmp_path: Path, direct_url: dict | None) -> metadata.Distribution:
+    info = tmp_path / "snapbench-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.4\nName: snapbench\nVersion: 0.1.0\n"
+                                   "Provides-Extra: report\nRequires-Dist: matplotlib>=3.7; extra == \"report\"\n")
+    if direct_url is not None:
+        (info / "direct_url.json").write_text(json.dumps(direct_url))
+    return metadata.PathDistribution(info)
+
+
+def test_git_wheel_and_index_installs(tmp_path):
+    site = tmp_path / "site"
+    git = {"url": "https://example.org/me/snapbench.git",
+           "vcs_info": {"vcs": "git", "commit_id": "a" * 40, "requested_revision": "main"}}
+    (tmp_path / "g").mkdir()
+    how = installation(_dist_with(tmp_path / "g", git), source_root=site)
+    assert install_hint("models", how=how) == (
+        f"pip install 'snapbench[models] @ git+https://example.org/me/snapbench.git@{'a' * 40}'")
+    wheel = {"url": "https://example.org/snapbench-0.1.0-py3-none-any.whl", "archive_info": {}}
+    (tmp_path / "w").mkdir()
+    how = installation(_dist_with(tmp_path / "w", wheel), source_root=site)
+    assert install_hint("report", how=how) == (
+        "pip install 'snapbench[report] @ https://example.org/snapbench-0.1.0-py3-none-any.whl'")
+    (tmp_path / "i").mkdir()
+    how = installation(_dist_with(tmp_path / "i", None), source_root=site)
+    assert how.kind == "index" and install_hint("report", how=how) == "pip install 'snapbench[report]'"
+
+
+def test_the_cli_prints_the_hint_of_this_installation(monkeypatch, tmp_path):
+    # a missing extra on the command line: exit 2 and this checkout's command, no traceback
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+    from snapbench.diagnose import text
+
+    q = tmp_path / "q.txt"
+    q.write_text("wher is the eifel tower\n")
+    text._spellchecker_words.cache_clear()
+    monkeypatch.setitem(sys.modules, "spellchecker", None)
+    try:
+        res = CliRunner().invoke(app, ["diagnose", str(q), "--out", str(tmp_path / "o")])
+    finally:
+        text._spellchecker_words.cache_clear()
+    assert res.exit_code == 2 and f"pip install -e '{REPO}[diagnose]'" in res.output, res.output
+    assert "Traceback" not in res.output
