@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlparse
 __all__ = ["Installation", "install_hint", "installation"]
 
 #: The source tree this module was imported from (the parent of the ``snapbench`` package).
-_SOURCE_ROOT = Path(__file__).resolve().parent.parent
+_SOURCE_ROOT = Path(__file__).resolve().parents[2]  # snapbench/core/install_hint.py -> the checkout
 
 
 class Installation(NamedTuple):
