@@ -150,11 +150,16 @@ def test_asking_for_a_broken_plugin_says_why_and_other_runs_go_on(site: Path, qu
 
 
 def test_a_builtin_without_an_implementation_is_an_error_not_a_gap(monkeypatch) -> None:
-    # (the image operators' names are their registrations, so only the text side can have the gap)
     from snapbench.core import conditions
     from snapbench.core.errors import ConfigError
-    from snapbench.corruptions import text_operators
+    from snapbench.corruptions import image_operators, resolve_conditions, text_operators
 
+    monkeypatch.setattr(conditions, "IMAGE_OPERATORS", (*conditions.IMAGE_OPERATORS, "fog"))
+    with pytest.raises(ConfigError, match=r"built-in image operator\(s\) fog .*no registered implementation"):
+        image_operators()
+    with pytest.raises(ConfigError, match="fog"):
+        resolve_conditions(None)
+    monkeypatch.undo()
     monkeypatch.setattr(conditions, "TEXT_OPERATORS", (*conditions.TEXT_OPERATORS, "typo_add"))
     with pytest.raises(ConfigError, match=r"built-in text operator\(s\) typo_add .*no registered implementation"):
         text_operators()

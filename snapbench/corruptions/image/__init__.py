@@ -10,12 +10,10 @@ is registered once, in its primitive module; the tables below are read from thos
 import copy
 
 from .base import (
-    PRIMITIVES,
     CorruptedImage,
     DiagnoseFlag,
     ImageOperator,
     Knob,
-    add_image_operator,
     builtin_image_operators,
     corrupt_image,
     corrupt_image_with_params,
@@ -33,19 +31,12 @@ from .base import (
     user_image_operators,
 )
 
-# Registration happens at import of each primitive module, in the paper's order.
+# Registration happens at import of each primitive module; the order is irrelevant (the built-ins are
+# listed in the paper's order from snapbench.core.conditions).
 from . import degrade, transform, remove, add  # noqa: E402,F401  isort: skip
 
 _BUILTIN = builtin_image_operators()
 
-#: The SnapBench taxonomy, in the paper's order: primitive -> its built-in operators.
-IMAGE_PRIMITIVES: dict[str, tuple[str, ...]] = {
-    prim: tuple(name for name, op in _BUILTIN.items() if op.primitive == prim) for prim in PRIMITIVES
-}
-#: The fifteen built-in operators, in the paper's order.
-IMAGE_OPERATORS: tuple[str, ...] = tuple(_BUILTIN)
-#: Built-in image operator -> its primitive.
-PRIMITIVE_OF: dict[str, str] = {name: op.primitive for name, op in _BUILTIN.items()}
 #: The severity grid of the built-ins: operator -> severity -> parameters (the grid of the authors'
 #: release of SnapBench, SPEC §3).  A copy: :func:`default_grid` adds the registered operators.
 DEFAULT_GRID: dict[str, dict[int, dict]] = {name: copy.deepcopy(dict(op.grid or {})) for name, op in _BUILTIN.items()}
@@ -57,13 +48,8 @@ __all__ = [
     "CorruptedImage",
     "DEFAULT_GRID",
     "DiagnoseFlag",
-    "IMAGE_OPERATORS",
-    "IMAGE_PRIMITIVES",
     "ImageOperator",
     "Knob",
-    "PRIMITIVES",
-    "PRIMITIVE_OF",
-    "add_image_operator",
     "builtin_image_operators",
     "corrupt_image",
     "corrupt_image_with_params",

@@ -11,10 +11,13 @@ The registry holds one :class:`ImageOperator` record per operator (a
 (``grid``), knob, revision, aliases and -- for a built-in -- the diagnose flag that answers to it.
 Each built-in is registered once, in its primitive module (:mod:`.degrade`, :mod:`.transform`,
 :mod:`.remove`, :mod:`.add`), with :func:`builtin_operator` on its ``apply`` function and its
-severity table right above it; every other table of the built-ins -- the severity grid
-(``DEFAULT_GRID``), the knobs (``BUILTIN_KNOBS``), the name lists (``IMAGE_PRIMITIVES``,
-``IMAGE_OPERATORS``, ``PRIMITIVE_OF``) and diagnose's flag table -- is read from those records
-(:func:`builtin_image_operators`).  Users call :func:`register_image_operator`; installed packages
+severity table right above it; the tables of the built-ins -- the severity grid (``DEFAULT_GRID``),
+the knobs (``BUILTIN_KNOBS``) and diagnose's image flags -- are read from those records
+(:func:`builtin_image_operators`).  Which operators the benchmark has, their primitives and order
+are the benchmark's vocabulary, :data:`snapbench.core.conditions.IMAGE_PRIMITIVES` (read by layers
+that never load an operator: results, reports, comparisons); a registration must agree with it,
+and a listed operator without one is an error at every lookup.  Users call
+:func:`register_image_operator`; installed packages
 add operators through the entry point group ``snapbench.image_operators`` (see
 :mod:`snapbench.corruptions.plugins`), loaded on the first lookup.
 
@@ -53,6 +56,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
+from ...core import conditions as _conditions
 from ...core.errors import ConfigError
 from ...core.registry import Table
 from ...core.seeding import image_rng
@@ -62,13 +66,11 @@ from ..pixels import as_rgb_uint8
 from ..plugins import IMAGE_GROUP, load_operator_plugins, plugin_failure
 
 __all__ = [
-    "PRIMITIVES",
     "DiagnoseFlag",
     "Grid",
     "ImageOperator",
     "CorruptedImage",
     "Knob",
-    "add_image_operator",
     "builtin_image_operators",
     "builtin_operator",
     "register_image_operator",
@@ -87,9 +89,6 @@ __all__ = [
     "sample_image_params",
     "image_operator_revisions",
 ]
-
-#: The four primitives of the built-in operators, in the paper's order (SPEC §3).
-PRIMITIVES: tuple[str, ...] = ("degrade", "transform", "remove", "add")
 
 Grid = dict[str, dict[int, dict[str, Any]]]
 
@@ -316,8 +315,8 @@ def _no_randomness(rng: np.random.Generator, level: Mapping[str, Any], shape: tu
 class ImageOperator:
     """A registered image corruption: the record of the operator table.
 
-    ``primitive`` is one of :data:`PRIMITIVES` for the built-ins (fixed by their registration: a
-    built-in name re-registered keeps it), ``"custom"`` or the user's choice otherwise;
+    ``primitive`` is one of degrade / transform / remove / add for the built-ins (fixed by their
+    registration: a built-in name re-registered keeps it), ``"custom"`` or the user's choice otherwise;
     ``changes_size`` is True only for operators whose meaning is a size change.  ``grid`` holds the
     default parameters per severity (``{1: {...}, 2: {...}}``; built-ins: the severity table above
     their registration); ``aliases`` are other names condition ids may use.  ``origin`` is
@@ -387,7 +386,7 @@ def _checked(op: ImageOperator) -> ImageOperator:
     primitive = op.primitive if op.primitive != "custom" or fixed is None else fixed
     if fixed is not None and primitive != fixed:
         raise ConfigError(
-            f"image operator {name!r} is a built-in {fixed!r} operator (snapbench.corruptions.image.IMAGE_PRIMITIVES); "
+            f"image operator {name!r} is a built-in {fixed!r} operator (snapbench.core.conditions.IMAGE_PRIMITIVES); "
             f"it cannot be registered as primitive {primitive!r}", param="primitive")
     if op.grid is not None:
         levels = _levels_of(name, op.grid)
@@ -399,7 +398,7 @@ def _checked(op: ImageOperator) -> ImageOperator:
     return dataclasses.replace(op, primitive=primitive, grid=levels)
 
 
-def add_image_operator(op: ImageOperator, *, replace: bool = False) -> ImageOperator:
+def _add_image_operator(op: ImageOperator, *, replace: bool = False) -> ImageOperator:
     """Add a record to the table (validated; see :func:`register_image_operator`)."""
     op = _checked(op)
     check_knob(op.name, op.knob)
@@ -422,8 +421,8 @@ def register_image_operator(
 ):
     """Register an operator; usable as a decorator on the ``apply`` function.
 
-    ``primitive``: a built-in name's primitive is fixed by its registration (listed in
-    :data:`snapbench.corruptions.image.IMAGE_PRIMITIVES`); passing a different one is an error, and
+    ``primitive``: a built-in name's primitive is fixed by its registration (as listed in
+    :data:`snapbench.core.conditions.IMAGE_PRIMITIVES`); passing a different one is an error, and
     leaving it out takes it from there.  A new operator defaults to ``"custom"``.
 
     ``grid`` gives the default parameters per severity (``{1: {...}, 2: {...}}``, keys 1 / "1" /
@@ -444,7 +443,7 @@ def register_image_operator(
     """
 
     def _register(apply_fn: ApplyFn) -> ApplyFn:
-        add_image_operator(ImageOperator(
+        _add_image_operator(ImageOperator(
             name=name, apply=apply_fn, sample=sample or _no_randomness, primitive=primitive or "custom",
             changes_size=changes_size, doc=(getattr(apply_fn, "__doc__", None) or "").strip(), grid=grid,
             aliases=tuple(aliases), origin="user", knob=knob, revision=revision),
@@ -474,16 +473,22 @@ def builtin_operator(
     diagnose: DiagnoseFlag | None = None,
 ) -> Callable[[ApplyFn], ApplyFn]:
     """The one registration of a built-in operator, a decorator on its ``apply`` function (used by
-    the primitive modules only): its primitive (one of :data:`PRIMITIVES`), default ``levels`` (the
+    the primitive modules only): its primitive (degrade / transform / remove / add), default ``levels`` (the
     severity table right above it), ``sample``, ``knob``, ``revision`` (see
     :func:`register_image_operator`) and the :class:`DiagnoseFlag` that answers to it, if any.
-    Every table of the built-ins is read from these records (:func:`builtin_image_operators`)."""
-    if primitive not in PRIMITIVES:
-        raise ConfigError(f"built-in image operator {name!r}: primitive must be one of {', '.join(PRIMITIVES)}, "
-                          f"got {primitive!r}", param="primitive")
+    Every table of the built-ins is read from these records (:func:`builtin_image_operators`), except
+    the benchmark's taxonomy in :mod:`snapbench.core.conditions` (which operators the benchmark has,
+    their primitives and order, read by layers that never load an operator), which the record must
+    agree with: a built-in it does not list, or lists under another primitive, is refused here, and
+    one it lists but nobody registered is an error at every lookup."""
+    listed = _conditions.PRIMITIVE_OF.get(name)
+    if listed != primitive:
+        raise ConfigError(f"built-in image operator {name!r} is registered as primitive {primitive!r}, but "
+                          f"snapbench.core.conditions.IMAGE_PRIMITIVES lists it "
+                          + (f"under {listed!r}" if listed else "nowhere"), param="primitive")
 
     def _register(apply_fn: ApplyFn) -> ApplyFn:
-        _BUILTINS[name] = add_image_operator(ImageOperator(
+        _BUILTINS[name] = _add_image_operator(ImageOperator(
             name=name, apply=apply_fn, sample=sample, primitive=primitive, changes_size=changes_size,
             doc=(apply_fn.__doc__ or "").strip(), grid=levels, origin="builtin", knob=knob, revision=revision,
             diagnose=diagnose))
@@ -492,10 +497,18 @@ def builtin_operator(
     return _register
 
 
+def _check_builtins(names: Iterable[str]) -> None:
+    missing = [n for n in _conditions.IMAGE_OPERATORS if n not in names]
+    if missing:
+        raise ConfigError(f"built-in image operator(s) {', '.join(missing)} (snapbench.core.conditions.IMAGE_PRIMITIVES) "
+                          "have no registered implementation; the installation is incomplete")
+
+
 def builtin_image_operators() -> dict[str, ImageOperator]:
     """The built-in operators' own registrations (whatever replaced them in the table since), in the
-    paper's order: by primitive (:data:`PRIMITIVES`), then as registered in the primitive's module."""
-    return {op.name: op for op in sorted(_BUILTINS.values(), key=lambda op: PRIMITIVES.index(op.primitive))}
+    paper's order (:data:`snapbench.core.conditions.IMAGE_OPERATORS`)."""
+    _check_builtins(_BUILTINS)
+    return {name: _BUILTINS[name] for name in _conditions.IMAGE_OPERATORS}
 
 
 def unregister_image_operator(name: str) -> None:
@@ -509,7 +522,7 @@ def unregister_image_operator(name: str) -> None:
 
 def _load_plugins() -> None:
     load_operator_plugins(IMAGE_GROUP, record_type=ImageOperator,
-                          add=lambda op: add_image_operator(dataclasses.replace(op, origin="plugin"), replace=True),
+                          add=lambda op: _add_image_operator(dataclasses.replace(op, origin="plugin"), replace=True),
                           get=lambda n: _TABLE.get(n) if n in _TABLE else None)
 
 
@@ -527,7 +540,8 @@ def get_image_operator(name: str) -> ImageOperator:
 def image_operators() -> dict[str, ImageOperator]:
     """All registered operators (built-ins first, in the paper's taxonomy order, then the others by name)."""
     entries = dict(_TABLE.items())
-    builtin = list(builtin_image_operators())
+    _check_builtins(entries)
+    builtin = list(_conditions.IMAGE_OPERATORS)
     return {n: entries[n] for n in builtin + sorted(set(entries) - set(builtin))}
 
 
@@ -611,7 +625,7 @@ def user_image_operators() -> list[ImageOperator]:
 def restore_image_operators(snapshot: list[ImageOperator]) -> None:
     """Register a :func:`user_image_operators` snapshot (replacing same-named registrations)."""
     for op in snapshot:
-        add_image_operator(op, replace=True)
+        _add_image_operator(op, replace=True)
 
 
 def level_params(operator: str, severity: int, grid: Mapping[str, Mapping[int, Mapping[str, Any]]] | None) -> Mapping[str, Any]:
