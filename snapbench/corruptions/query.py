@@ -88,7 +88,7 @@ def manifest_line(task: QueryTask, item: Variant, image: ImageRef | None) -> dic
 
 def _check_operators(conds: list[Condition]) -> None:
     from .image import image_operators
-    from .text_registry import text_operators
+    from .text import text_operators
 
     if (why := setup_error()) is not None:
         raise WorkerSetupError(why)
