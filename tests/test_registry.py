@@ -74,7 +74,7 @@ def test_corruption_errors_belong_to_the_snapbench_family() -> None:
 
 
 def test_one_set_of_parameter_validators() -> None:
-    from snapbench.corruptions.image import _params as P
+    from snapbench.corruptions.image import base as P
 
     assert P.number("op", {"x": 2}, "x", lo=0.0) == 2.0 and P.integer("op", {"k": 15.0}, "k", lo=1) == 15
     assert P.fraction("op", {"keep": 0.5}, "keep") == 0.5 and P.rgb("op", (1, 2, 3), "c") == [1, 2, 3]

@@ -49,7 +49,6 @@ __all__ = [
     "scribble",
     "sample_ui_elements",
     "ui_elements",
-    "ui_regions",
 ]
 
 
@@ -411,16 +410,6 @@ def _ui_boxes(items: tuple) -> list[tuple[int, int, int, int]]:
             x0, y0, x1, y1 = item[1]
             boxes.append((x0, y0, x1 + 1, y1 + 1))
     return boxes
-
-
-def ui_regions(shape: tuple[int, int], params: Mapping[str, Any]) -> list[list[int]]:
-    """The rectangles [top, left, height, width], clipped to the image, that :func:`ui_elements` may change."""
-    regions = []
-    for x0, y0, x1, y1 in _ui_boxes(_ui_items(params)):
-        box = clip(shape, y0, x0, y1 - y0, x1 - x0)
-        if box is not None:
-            regions.append([box[0], box[1], box[2] - box[0], box[3] - box[1]])
-    return regions
 
 
 #: Bytes of rendered ui_elements layers a process keeps (12 bytes a pixel of the rows they cover:

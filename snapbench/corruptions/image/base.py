@@ -261,7 +261,7 @@ class Knob:
         return sample(np.random.default_rng(0), out, (int(shape[0]), int(shape[1])))
 
 
-def check_knob(operator: str, knob: Any) -> Knob | None:
+def _check_knob(operator: str, knob: Any) -> Knob | None:
     """``knob`` validated for ``operator`` (None: the operator has no knob); :class:`ConfigError` otherwise."""
     if knob is None:
         return None
@@ -401,7 +401,7 @@ def _checked(op: ImageOperator) -> ImageOperator:
 def _add_image_operator(op: ImageOperator, *, replace: bool = False) -> ImageOperator:
     """Add a record to the table (validated; see :func:`register_image_operator`)."""
     op = _checked(op)
-    check_knob(op.name, op.knob)
+    _check_knob(op.name, op.knob)
     _TABLE.register(op.name, op, aliases=op.aliases, replace=replace)
     return op
 
@@ -451,7 +451,7 @@ def register_image_operator(
         return apply_fn
 
     _checked(ImageOperator(name, apply=_identity, primitive=primitive or "custom", grid=grid, aliases=tuple(aliases)))
-    check_knob(name, knob)
+    _check_knob(name, knob)
     if apply is not None:
         return _register(apply)
     return _register
