@@ -22,9 +22,11 @@ from ..core.errors import arg, in_words
 from ..store import CorruptDir
 from ..store.atomic import write_bytes_atomic
 from .codecs import encode_image, extension
+from .image import image_operators
 from .io import ImageLoadError, load_image
 from .manifest import QueryRecord
 from .target import SeverityTarget
+from .text import text_operators
 from .variants import Skip, Variant, generate_variants
 from .workers import setup_error
 
@@ -87,9 +89,6 @@ def manifest_line(task: QueryTask, item: Variant, image: ImageRef | None) -> dic
 
 
 def _check_operators(conds: list[Condition]) -> None:
-    from .image import image_operators
-    from .text import text_operators
-
     if (why := setup_error()) is not None:
         raise WorkerSetupError(why)
     missing = sorted({c.image_operator for c in conds if c.image_operator} - set(image_operators()))
