@@ -27,9 +27,10 @@ from snapbench.corruptions.image import (
     corrupt_image_with_params,
     get_image_operator,
 )
-from snapbench.corruptions.image.add import renderer_versions, ui_regions
+from snapbench.corruptions.image.add import renderer_versions
 
 REMOVE = ("cropping", "downscale")
+FONT = str(Path(snapbench.__file__).parent / "assets" / "fonts" / "DejaVuSans-Bold.ttf")
 ADD = ("watermark", "mosaic", "scribble", "ui_elements")
 OPS = REMOVE + ADD
 
@@ -407,10 +408,20 @@ def test_ui_elements_bars_and_button():
             cy, cx = H // 2, W - 50
             assert np.array_equal(out[cy - 15 : cy + 16, cx - 15 : cx + 16],
                                   _over(img[cy - 15 : cy + 16, cx - 15 : cx + 16], (66, 133, 244), 200))
+        # nothing changes outside the boxes of the drawing list the parameters record (rect and
+        # ellipse boxes inclusive; text: the ink box of the bundled font, read here with Pillow)
         reported = np.zeros((H, W), bool)
-        for t, left, h, w in ui_regions((H, W), r.params):
-            reported[t : t + h, left : left + w] = True
-        assert not changed[~reported].any(), s
+        for item in r.params["draw"]:
+            if "text" in item:
+                x, y = item["xy"]
+                face = ImageFont.truetype(FONT, item["size"], layout_engine=ImageFont.Layout.BASIC)
+                x0, y0, x1, y1 = face.getbbox(item["text"], anchor=item["anchor"])
+                box = (x + x0, y + y0, x + x1, y + y1)
+            else:
+                x0, y0, x1, y1 = item.get("rect") or item["ellipse"]
+                box = (x0, y0, x1 + 1, y1 + 1)
+            reported[max(box[1], 0) : max(box[3], 0), max(box[0], 0) : max(box[2], 0)] = True
+        assert reported.any() and not changed[~reported].any(), s
 
 
 # --- edge cases -----------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ PLUGIN = '''
 import numpy as np
 
 from snapbench.corruptions.image import ImageOperator, register_image_operator
-from snapbench.corruptions.text_registry import TextOperator
+from snapbench.corruptions.text import TextOperator
 
 
 def haze(image, params):

@@ -27,7 +27,7 @@ def _identity(image: np.ndarray, params: dict) -> np.ndarray:
     return image.copy()
 
 
-def test_builtin_primitives_come_from_conditions() -> None:
+def test_builtin_registrations_agree_with_the_taxonomy_in_conditions() -> None:
     ops = image_operators()
     for primitive, names in IMAGE_PRIMITIVES.items():
         for name in names:
@@ -74,7 +74,7 @@ def test_corruption_errors_belong_to_the_snapbench_family() -> None:
 
 
 def test_one_set_of_parameter_validators() -> None:
-    from snapbench.corruptions.image import _params as P
+    from snapbench.corruptions.image import base as P
 
     assert P.number("op", {"x": 2}, "x", lo=0.0) == 2.0 and P.integer("op", {"k": 15.0}, "k", lo=1) == 15
     assert P.fraction("op", {"keep": 0.5}, "keep") == 0.5 and P.rgb("op", (1, 2, 3), "c") == [1, 2, 3]
@@ -95,3 +95,37 @@ def test_one_set_of_parameter_validators() -> None:
     # the validators are what the operators use: a grid typo is reported by the same check
     with pytest.raises(ConfigError, match=r"unknown parameter 'kernal' \(did you mean 'kernel'\?\); known: "):
         resolve_conditions(["img/motion_blur/s1"], grid={**resolve_grid(None), "motion_blur": {1: {"kernal": 3}}})
+
+
+def test_a_builtin_registration_must_agree_with_the_benchmark_taxonomy() -> None:
+    from snapbench.corruptions.image.base import builtin_operator
+
+    def sample(rng, level, shape):
+        return dict(level)
+
+    with pytest.raises(ConfigError, match=r"'fog' is registered as primitive 'degrade', but .* lists it nowhere"):
+        builtin_operator("fog", "degrade", levels={1: {}}, sample=sample, knob=None)
+    with pytest.raises(ConfigError, match=r"'rotation' is registered as primitive 'degrade', but .* under 'transform'"):
+        builtin_operator("rotation", "degrade", levels={1: {}}, sample=sample, knob=None)
+    assert image_operators()["rotation"].primitive == "transform"  # nothing was registered
+
+
+def test_the_tables_of_the_builtins_are_their_registrations() -> None:
+    from snapbench.corruptions.image import BUILTIN_KNOBS, DEFAULT_GRID, builtin_image_operators
+    from snapbench.diagnose.mix import FLAG_CONDITIONS
+
+    records = builtin_image_operators()
+    assert list(records) == [op for ops in IMAGE_PRIMITIVES.values() for op in ops]
+    for name, op in records.items():
+        assert op.origin == "builtin" and op.grid == DEFAULT_GRID[name] and op.knob is BUILTIN_KNOBS[name]
+    # diagnose's image flags, as docs/diagnose.md tabulates them
+    assert {f: e.conditions for f, e in FLAG_CONDITIONS.items() if e.conditions[0].startswith("img/")} == {
+        "blur": ("img/defocus_blur/s2", "img/defocus_blur/s3", "img/motion_blur/s2", "img/motion_blur/s3"),
+        "low_light": ("img/low_light/s3",),
+        "overexposure": ("img/overexposure/s2", "img/overexposure/s3"),
+        "compression": ("img/compression/s3",),
+        "low_resolution": ("img/low_resolution/s2", "img/low_resolution/s3", "img/downscale/s1", "img/downscale/s2",
+                           "img/downscale/s3"),
+    }
+    assert list(FLAG_CONDITIONS) == ["blur", "low_light", "overexposure", "compression", "low_resolution", "oov",
+                                     "few_content_tokens", "no_entity"]  # the detectors' order (traffic.json)

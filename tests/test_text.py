@@ -20,6 +20,8 @@ import pytest
 from snapbench.core.conditions import TEXT_OPERATORS
 from snapbench.corruptions.text import (
     MAX_ATTEMPTS,
+    QWERTY_NEIGHBOURS,
+    SENTENCE_POOL,
     CorruptedText,
     EntityNotFoundError,
     TextCorruptionError,
@@ -30,7 +32,6 @@ from snapbench.corruptions.text import (
     text_operators,
     unregister_text_operator,
 )
-from snapbench.corruptions.text_data import QWERTY_NEIGHBOURS, SENTENCE_POOL
 
 FISH = "What kind of fish is this?"
 CHAR_OPS = ("char_add", "char_delete", "char_change", "char_swap")

@@ -8,7 +8,7 @@ import pytest
 from snapbench.core.errors import ConfigError
 from snapbench.core.registry import Table
 from snapbench.core.validate import choice, did_you_mean, examples, listing, suggestion, unknown_name
-from snapbench.corruptions.image.grid import merge_levels
+from snapbench.corruptions.image import merge_grid
 from snapbench.evaluate.metrics import parse_metrics
 
 
@@ -65,4 +65,4 @@ def test_every_unknown_name_error_uses_it():
         parse_metrics("ndgc@10")
     with pytest.raises(ConfigError, match=r"unknown image operator 'motionblur' in the grid \(did you mean 'motion_blur'\?\); "
                                           r"known: motion_blur, mosaic \(register an operator"):
-        merge_levels({}, {"motionblur": {"s1": {}}}, ["motion_blur", "mosaic"])
+        merge_grid({}, {"motionblur": {"s1": {}}}, operators=["motion_blur", "mosaic"])

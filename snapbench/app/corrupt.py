@@ -103,12 +103,13 @@ from ..core.records import QueryRecord, TargetOutcome
 from ..core.validate import positive_int
 from ..corruptions.codecs import check_format, encode_image, extension
 from ..corruptions.entity import guess_entity
-from ..corruptions.image import image_operator_revisions
+from ..corruptions.image import image_operator_revisions, image_operators
 from ..corruptions.image.add import renderer_versions
 from ..corruptions.io import PNG_COMPRESSION, ImageLoadError, image_problem, load_image
 from ..corruptions.manifest import ManifestWarning, load_manifest
 from ..corruptions.plan import GridArg, grid_json, plan_conditions, plan_grid
 from ..corruptions.target import SeverityTarget, parse_severity_target, target_outcome
+from ..corruptions.text import text_operators
 from ..corruptions.variants import Skip, Variant, checked_target, generate_variants
 from ..corruptions.workers import registrations_payload, restore_registrations, setup_error
 from ..engines import check_engine, ordered_map, runs_inline
@@ -483,9 +484,6 @@ def manifest_line(task: QueryTask, item: Variant, image: ImageRef | None) -> dic
 
 
 def _check_operators(conds: list[Condition]) -> None:
-    from ..corruptions.image import image_operators
-    from ..corruptions.text_registry import text_operators
-
     if (why := setup_error()) is not None:
         raise WorkerSetupError(why)
     missing = sorted({c.image_operator for c in conds if c.image_operator} - set(image_operators()))

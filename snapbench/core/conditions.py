@@ -12,10 +12,13 @@ In file names "/" becomes "__" (``img__motion_blur__s2.npy``).
 Ids are spelled in one place, :attr:`Condition.id`: build them as ``Condition.image("motion_blur",
 2).id`` (never with an f-string), parse them with :func:`parse_condition`.
 
-This module is the one source of the built-in operator names and of each image operator's
-primitive (:data:`IMAGE_PRIMITIVES`, read the other way :data:`PRIMITIVE_OF`): the image registry
-takes a built-in's primitive from here and refuses a registration that disagrees, and the severity
-grid holds parameters only.  It is also the one place that turns requested ids into the ordered list
+This module holds the benchmark's taxonomy: which built-in operators there are, in the paper's
+order, and each image operator's primitive (:data:`IMAGE_PRIMITIVES`, read the other way
+:data:`PRIMITIVE_OF`) -- vocabulary that results, reports and comparisons read without loading an
+operator.  Everything else about an image operator (levels, knob, revision, diagnose flag) is its
+one registration in :mod:`snapbench.corruptions.image`, which must agree with this list (a
+registration under another primitive is refused; a listed operator nobody registered is an error
+at every lookup).  It is also the one place that turns requested ids into the ordered list
 of a run (:func:`build_conditions`, over a :class:`ConditionSpace`: what can exist) and the one
 condition order (:func:`condition_sort_key`).  It knows only names; the operators themselves live in
 :mod:`snapbench.corruptions`, whose :func:`~snapbench.corruptions.plan.plan_conditions` builds the

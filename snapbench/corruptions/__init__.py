@@ -1,13 +1,14 @@
 """Query-side corruptions: image operators, text operators, and the batch run.
 
-Modules: ``image/`` (the fifteen image operators, their registry and severity grid), ``text`` (the
-eight text operators) and ``text_registry`` (their table), ``plugins`` (operators from installed
-packages), ``pixels`` / ``io`` / ``codecs`` (the pixel array, image decoding, lossless writing),
-``manifest`` (query sets in), ``plan`` (grid + conditions of a run), ``variants`` (one query's
-variants in memory), ``run`` (the resumable batch run to disk), ``query`` (one query of it, in a
-worker), ``resume`` (its fingerprint and kept outputs), ``workers`` (its worker processes),
-``preview`` (contact sheets), ``measure`` (measured strength of a variant), ``target`` (a knob
-searched to a measured strength; severity levels as targets), ``image/knobs`` (each operator's knob).
+Modules: ``image/`` (the fifteen image operators: one registration each, with their severity
+levels and knobs), ``text`` (the eight text operators and their table), ``entity`` (the word model
+and entity finder), ``plugins`` (operators from installed packages), ``pixels`` / ``io`` /
+``codecs`` (the pixel array, image decoding, lossless writing), ``manifest`` (query sets in),
+``plan`` (grid + conditions of a run), ``variants`` (one query's variants in memory), ``run`` (the
+resumable batch run to disk), ``query`` (one query of it, in a worker), ``resume`` (its fingerprint
+and kept outputs), ``workers`` (its worker processes), ``preview`` (contact sheets), ``measure``
+(measured strength of a variant), ``target`` (a knob searched to a measured strength; severity
+levels as targets).
 """
 
 from ..core.records import QueryRecord, TargetOutcome

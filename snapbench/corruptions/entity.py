@@ -14,10 +14,54 @@ import re
 import unicodedata
 
 from ..core.errors import InputError
-from .text_data import IRREGULAR_PLURALS, STOPWORDS
 
-__all__ = ["Span", "EntityNotFoundError", "find_entity", "guess_entity", "locate", "nospace", "WORD_RE", "POSSESSIVE_AFTER_RE",
+__all__ = ["Span", "STOPWORDS", "IRREGULAR_PLURALS", "EntityNotFoundError", "find_entity", "guess_entity", "locate", "nospace", "WORD_RE", "POSSESSIVE_AFTER_RE",
            "QUESTION_MARKS", "SENT_BOUNDARY_RE", "TERMINATORS"]
+
+# The word lists of entity finding, written for snapbench.  Changing one changes which word a
+# question's entity is found at, hence corrupted outputs for the same seed: treat edits like a
+# version bump.
+
+# Words skipped when guessing the entity of a question that has none: question words, auxiliaries,
+# pronouns, determiners, prepositions, generic "kind of" nouns and the participles that end
+# photo questions ("where was this taken").  Lower-case; possessive 's is stripped before lookup.
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    what which who whom whose where when why how whats dont doesnt isnt
+    is are was were be been being am do does did can could would should will shall may might must
+    have has had get got
+    this that these those it its they them their there here i me my mine you your yours we our us
+    he him his she her hers one ones
+    a an the some any each every all both either neither no not
+    of in on at to from by with for about into onto over under near behind above below between
+    and or but if so than then as like
+    kind kinds type types sort sorts variety name called named
+    thing things stuff something anything object item
+    please tell identify know show find see look looking
+    taken made built located found seen shown pictured photographed called
+    exactly really actually
+    """.split()
+)
+
+# Irregular singular -> plural pairs used by the plural/stem matcher (whole words only).
+IRREGULAR_PLURALS: dict[str, str] = {
+    "man": "men",
+    "woman": "women",
+    "child": "children",
+    "person": "people",
+    "mouse": "mice",
+    "louse": "lice",
+    "goose": "geese",
+    "tooth": "teeth",
+    "foot": "feet",
+    "ox": "oxen",
+    "cactus": "cacti",
+    "fungus": "fungi",
+    "octopus": "octopi",
+    "die": "dice",
+    "potato": "potatoes",
+    "tomato": "tomatoes",
+}
 
 Span = tuple[int, int]
 

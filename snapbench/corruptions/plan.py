@@ -26,7 +26,7 @@ from ..core.errors import ConfigError
 from ..core.seeding import derive_generator
 from .image import default_grid, get_image_operator, image_aliases, image_operators, load_grid, merge_grid
 from .plugins import IMAGE_GROUP, TEXT_GROUP, plugin_failures
-from .text_registry import text_aliases, text_operators
+from .text import text_aliases, text_operators
 
 __all__ = ["ConditionPlan", "generated_space", "grid_json", "plan_conditions", "plan_grid", "resolve_conditions",
            "resolve_grid"]

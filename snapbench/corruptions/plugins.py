@@ -11,7 +11,7 @@ img/haze/s2``, ``--grid`` levels for it, ``snapbench conditions``) by declaring 
     shout = "my_package.ops:SHOUT"        # a TextOperator record named "shout"
 
 The entry point names either the operator's record (:class:`~.image.base.ImageOperator` /
-:class:`~.text_registry.TextOperator`, whose ``name`` must equal the entry point's) or anything in a
+:class:`~.text.TextOperator`, whose ``name`` must equal the entry point's) or anything in a
 module that registers the operator under the entry point's name when imported.  Plugins are
 loaded on the first lookup of an operator.  Decisions: a plugin that fails to load does not stop
 runs that do not use it (a warning names it); asking for its operator is an error that says why

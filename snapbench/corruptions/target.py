@@ -3,7 +3,7 @@
 :func:`search_knob` takes an operator's pure ``apply(image, params)``, the parameters its ``sample``
 drew (every random draw -- noise seed, offsets -- stays fixed), the name of the one continuous
 parameter that sets the strength (the knob), its range and, where other parameters follow the
-knob, its ``update`` (:class:`~.image.knobs.Knob`), and bisects the knob until the measured SSIM or
+knob, its ``update`` (:class:`~.image.base.Knob`), and bisects the knob until the measured SSIM or
 PSNR of the variant (:func:`~snapbench.corruptions.measure.measure_image`, the value ``corrupt``
 records) is within ``tol`` of the target: ±0.01 SSIM, ±0.5 dB PSNR by default.
 :func:`target_variant` does it for a registered operator with its declared knob, and

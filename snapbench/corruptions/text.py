@@ -1,4 +1,4 @@
-"""The eight text operators (SPEC §4), the entity finder and the text-operator registry.
+"""The eight text operators (SPEC §4), their static tables and the text-operator registry.
 
 Every operator edits the *entity* of the question (given per query, located by :func:`find_entity`)
 or, at sentence level, the question around it:
@@ -28,7 +28,7 @@ Decisions (documented here because they change outputs):
   Positions are code-point offsets into the text exactly as given (no Unicode normalisation).
 * **No entity** (``entity=None`` or blank): the entity is the last word of the text that is not a
   stopword (question words, auxiliaries, pronouns, determiners, prepositions, "kind/type/name",
-  "taken/made/..."; see :data:`~snapbench.corruptions.text_data.STOPWORDS`) and contains a letter.
+  "taken/made/..."; see :data:`~snapbench.corruptions.entity.STOPWORDS`) and contains a letter.
   An entity that is given but not found raises :class:`EntityNotFoundError`; so does a text with
   no candidate word when none is given.  All operators resolve the entity, including the sentence
   ones, so a query with a bad entity is skipped consistently across the eight text conditions.
@@ -65,18 +65,29 @@ Randomness: ``char_*``, ``word_swap`` and ``sent_add`` draw from the generator; 
 ``sent_replace`` are deterministic.  Only instance-local generators from
 :func:`snapbench.core.seeding.text_rng` are used, so outputs depend on (text, entity, seed, key,
 operator) alone -- not on the process, call order or thread.
+
+The text-operator table holds one :class:`TextOperator` record per operator (a
+:class:`~snapbench.core.registry.Table`).  Built-ins register themselves below, when this module is
+imported; users call :func:`register_text_operator`; installed packages add operators through the
+entry point group ``snapbench.text_operators`` (:mod:`.plugins`), loaded on the first lookup.  A
+built-in named in :data:`snapbench.core.conditions.TEXT_OPERATORS` without a registered
+implementation is an error at every lookup, never a silent gap in a run.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import unicodedata
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
+from ..core import conditions as _conditions
 from ..core.conditions import TEXT_OPERATORS
 from ..core.errors import ConfigError, InputError
+from ..core.registry import Table
 from ..core.seeding import text_rng
 from .entity import (
     POSSESSIVE_AFTER_RE,
@@ -90,24 +101,7 @@ from .entity import (
     locate,
     nospace,
 )
-from .text_data import (
-    GENERIC_QUESTIONS,
-    HOW_QUANTIFIERS,
-    QUESTION_WORDS,
-    QWERTY_NEIGHBOURS,
-    SENTENCE_POOL,
-)
-from .text_registry import (
-    TextOperator,
-    TextOperatorFn,
-    get_text_operator,
-    register_text_operator,
-    restore_text_operators,
-    text_operator,
-    text_operators,
-    unregister_text_operator,
-    user_text_operators,
-)
+from .plugins import TEXT_GROUP, load_operator_plugins, plugin_failure
 
 __all__ = [
     "TEXT_OPERATORS",
@@ -122,13 +116,148 @@ __all__ = [
     "find_entity",
     "register_text_operator",
     "get_text_operator",
+    "text_aliases",
+    "text_operator",
     "text_operators",
     "user_text_operators",
     "restore_text_operators",
     "unregister_text_operator",
 ]
 
+# --------------------------------------------------------------------------------------------
+# The text-operator table
+
+TextOperatorFn = Callable[[str, Span, "np.random.Generator | None"], tuple[str, dict[str, Any]]]
+"""A text operator: ``fn(text, (start, end) of the entity, rng) -> (new_text, params)``; ``rng`` is
+``None`` only for operators registered with ``random=False``."""
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+@dataclass(frozen=True)
+class TextOperator:
+    """A registered text corruption: the record of the text-operator table.
+
+    ``fn(text, span, rng) -> (new_text, params)``; ``random=False`` for an operator that draws
+    nothing (it gets ``rng=None`` and a single attempt); ``aliases`` are other names condition ids
+    may use; ``origin`` is ``"builtin"``, ``"user"`` or ``"plugin"``.  A plugin's entry point may name
+    such a record directly.
+    """
+
+    name: str
+    fn: TextOperatorFn
+    random: bool = True
+    doc: str = field(default="", compare=False)
+    aliases: tuple[str, ...] = ()
+    origin: str = "user"
+
+
+_TABLE: Table[TextOperator] = Table("text operator")
+
+
+def _add_text_operator(op: TextOperator, *, replace: bool = False) -> TextOperator:
+    """Add a record to the table (validated; see :func:`register_text_operator`)."""
+    for n in (op.name, *op.aliases):
+        if not isinstance(n, str) or not _NAME_RE.match(n):
+            raise ConfigError(f"text operator name {n!r} must match [A-Za-z0-9_.-]+ (it appears in condition ids)",
+                              param="name")
+    if not callable(op.fn):
+        raise ConfigError(f"text operator {op.name!r}: fn must be a callable", param="fn")
+    _TABLE.register(op.name, op, aliases=op.aliases, replace=replace)
+    return op
+
+
+def register_text_operator(
+    name: str, *, replace: bool = False, random: bool = True, aliases: tuple[str, ...] = ()
+) -> Callable[[TextOperatorFn], TextOperatorFn]:
+    """Decorator registering ``fn(text, span, rng) -> (new_text, params)`` as text operator ``name``.
+
+    ``span`` is the entity's ``(start, end)``; ``rng`` a seeded ``numpy.random.Generator`` (one per
+    attempt); ``params`` must be JSON-serialisable.  Returning ``text`` unchanged makes the caller
+    retry with the next attempt's generator; raise :class:`TextCorruptionError` when no edit
+    is possible at all.  An operator that draws nothing is registered with ``random=False``: it gets
+    ``rng=None`` (deriving a generator costs more than most edits) and a single attempt, since a
+    retry would give the same output.  Re-registering a name needs ``replace``.
+
+    Operators registered at run time are shipped to ``run_corruption``'s worker processes by
+    pickling ``fn``: use a module-level function or a picklable callable object (no lambdas or
+    closures) if you run with ``workers > 1``.
+    """
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ConfigError(f"text operator name {name!r} must match [A-Za-z0-9_.-]+ (it appears in condition ids)",
+                          param="name")
+
+    def _register(fn: TextOperatorFn) -> TextOperatorFn:
+        origin = "builtin" if getattr(fn, "__module__", None) == __name__ else "user"
+        _add_text_operator(TextOperator(name, fn, random=bool(random), doc=(getattr(fn, "__doc__", None) or "").strip(),
+                                       aliases=tuple(aliases), origin=origin), replace=replace)
+        return fn
+
+    return _register
+
+
+def _load_plugins() -> None:
+    load_operator_plugins(TEXT_GROUP, record_type=TextOperator,
+                          add=lambda op: _add_text_operator(dataclasses.replace(op, origin="plugin"), replace=True),
+                          get=lambda n: _TABLE.get(n) if n in _TABLE else None)
+
+
+_TABLE.on_first_use(_load_plugins)
+
+
+def text_operator(name: str) -> TextOperator:
+    """The record of text operator ``name`` (or an alias of it); :class:`ConfigError` listing the
+    known names otherwise (or, for a plugin's operator, why the plugin did not load)."""
+    if name not in _TABLE and (why := plugin_failure(TEXT_GROUP, name)) is not None:
+        raise ConfigError(f"text operator {name!r} is not available: {why}")
+    return _TABLE.get(name)
+
+
+def get_text_operator(name: str) -> TextOperatorFn:
+    """The registered function for ``name`` (see :func:`text_operator` for the errors)."""
+    return text_operator(name).fn
+
+
+def text_operators() -> tuple[str, ...]:
+    """Registered operator names: the eight built-ins in SPEC order, then the others by name."""
+    names = _TABLE.names()
+    missing = [n for n in _conditions.TEXT_OPERATORS if n not in names]
+    if missing:
+        raise ConfigError(f"built-in text operator(s) {', '.join(missing)} (snapbench.core.conditions.TEXT_OPERATORS) "
+                          "have no registered implementation; the installation is incomplete")
+    return tuple(_conditions.TEXT_OPERATORS) + tuple(sorted(n for n in names if n not in _conditions.TEXT_OPERATORS))
+
+
+def text_aliases() -> dict[str, str]:
+    """alias -> operator name, for every registered alias."""
+    return {a: op.name for _, op in _TABLE.items() for a in op.aliases}
+
+
+def user_text_operators() -> list[TextOperator]:
+    """The operators not registered by snapbench's own module (run time and plugins).
+
+    ``run_corruption`` ships this snapshot to its worker processes (which start fresh and know only
+    the built-ins); :func:`restore_text_operators` re-registers it there.
+    """
+    return [op for _, op in _TABLE.items() if op.origin != "builtin"]
+
+
+def unregister_text_operator(name: str) -> None:
+    """Remove a user-registered operator; the eight built-ins cannot be removed."""
+    op = _TABLE.get(name) if name in _TABLE else None
+    if op is None or op.origin == "builtin" or name in _conditions.TEXT_OPERATORS:
+        raise ConfigError(f"text operator {name!r} is not a user-registered operator", param="name")
+    _TABLE.unregister(name)
+
+
+def restore_text_operators(snapshot: list[TextOperator]) -> None:
+    """Register a :func:`user_text_operators` snapshot (replacing same-named registrations)."""
+    for op in snapshot:
+        _add_text_operator(op, replace=True)
+
+
 MAX_ATTEMPTS = 10
+
 
 class TextCorruptionError(InputError):
     """The operator could not produce a text that differs from the input."""
@@ -195,6 +324,43 @@ def corrupt_text(text: str, operator: str, *, entity: str | None = None, seed: i
 
 # --------------------------------------------------------------------------------------------
 # Character operators
+
+# The static tables of the operators below (QWERTY neighbours, the unrelated-sentence pool, the
+# generic questions of sent_replace) were written for snapbench (not copied from nlpaug or any other
+# keyboard/typo list).  Changing any table changes corrupted outputs for the same seed, so treat
+# edits to them like a version bump.
+
+# Letter keys that touch each other on a US QWERTY keyboard: same-row left/right keys plus the
+# keys above and below (rows are staggered, so a key touches two keys in the row above/below,
+# except at the edges).  Symmetric by construction; tests re-derive it from key geometry.
+QWERTY_NEIGHBOURS: dict[str, str] = {
+    "q": "wa",
+    "w": "qeas",
+    "e": "wrsd",
+    "r": "etdf",
+    "t": "ryfg",
+    "y": "tugh",
+    "u": "yihj",
+    "i": "uojk",
+    "o": "ipkl",
+    "p": "ol",
+    "a": "qwsz",
+    "s": "weadzx",
+    "d": "ersfxc",
+    "f": "rtdgcv",
+    "g": "tyfhvb",
+    "h": "yugjbn",
+    "j": "uihknm",
+    "k": "iojlm",
+    "l": "opk",
+    "z": "asx",
+    "x": "sdzc",
+    "c": "dfxv",
+    "v": "fgcb",
+    "b": "ghvn",
+    "n": "hjbm",
+    "m": "jkn",
+}
 
 
 def _letter_runs(text: str, span: Span) -> list[Span]:
@@ -333,6 +499,83 @@ def _word_swap(text: str, span: Span, rng: np.random.Generator) -> tuple[str, di
 
 # --------------------------------------------------------------------------------------------
 # Sentence operators
+
+# Unrelated everyday sentences for sent_add: short, category-free, no question marks, no named
+# entities, so they add noise without adding retrieval cues.
+SENTENCE_POOL: tuple[str, ...] = (
+    "My phone battery is almost dead.",
+    "I need to buy milk on the way home.",
+    "The bus was late again this morning.",
+    "It has been raining all week.",
+    "I forgot my umbrella at the office.",
+    "My coffee went cold while I was typing.",
+    "The wifi here is really slow.",
+    "I have a dentist appointment tomorrow.",
+    "We are meeting friends for dinner tonight.",
+    "I just got back from the gym.",
+    "My sister is visiting next weekend.",
+    "The laundry still needs folding.",
+    "I should really clean my desk.",
+    "Traffic was terrible on the way here.",
+    "I slept badly last night.",
+    "The neighbours are having a party.",
+    "My keys were in my other jacket.",
+    "I am waiting for a delivery.",
+    "It is way too hot in this room.",
+    "I keep forgetting to call my mom back.",
+    "The train is packed today.",
+    "My headphones stopped working yesterday.",
+    "I have to finish a report by Friday.",
+    "Lunch was a bit too salty.",
+    "The elevator is out of order again.",
+    "I left the window open this morning.",
+    "My screen has a crack in the corner.",
+    "We ran out of coffee at home.",
+    "I am on my lunch break right now.",
+    "The power went out for an hour.",
+    "I need to water the plants later.",
+    "My friend is running a little late.",
+    "I just finished a long meeting.",
+    "The store closes in twenty minutes.",
+    "I am typing this with one hand.",
+    "The kids are finally asleep.",
+    "It is my day off today.",
+    "I lost my charger somewhere.",
+    "The printer jammed twice today.",
+    "I walked ten thousand steps today.",
+    "My parking ticket expires soon.",
+    "The heater makes a strange noise.",
+    "I have too many tabs open.",
+    "Someone parked in my spot again.",
+    "Dinner is almost ready.",
+    "I need a new pair of running shoes.",
+    "The meeting got moved to Thursday.",
+    "My cat keeps walking on the keyboard.",
+)
+
+# sent_replace: generic questions per question word, with no category and no entity.  The first
+# form that differs from the original question is used; the alternatives exist so that a question
+# that already *is* the first generic form still changes.
+GENERIC_QUESTIONS: dict[str, tuple[str, ...]] = {
+    "what": ("What is this?", "What is that?", "What am I looking at?"),
+    "which": ("Which one is this?", "Which is this?", "Which one is that?"),
+    "who": ("Who is this?", "Who is that?"),
+    "whom": ("Who is this?", "Who is that?"),
+    "whose": ("Whose is this?", "Whose is that?"),
+    "where": ("Where is this?", "Where was this taken?", "Where is that?"),
+    "when": ("When was this taken?", "When is this from?", "When was that?"),
+    "why": ("Why is this like this?", "Why is that?"),
+    "how": ("How is this?", "How does this work?", "How is that?"),
+    "how much": ("How much is this?", "How much is that?"),
+    "how many": ("How many are there?", "How many are in this?"),
+    "how old": ("How old is this?", "How old is that?"),
+    "how big": ("How big is this?", "How big is that?"),
+    "how long": ("How long is this?", "How long is that?"),
+}
+
+QUESTION_WORDS: frozenset[str] = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "why", "how"})
+# "how" + one of these forms a two-word question word with its own generic questions.
+HOW_QUANTIFIERS: frozenset[str] = frozenset({"much", "many", "old", "big", "long"})
 
 
 def _last_sentence_start(text: str) -> int:

@@ -20,7 +20,9 @@ conditions (clean included) sum to 1:
 
 Severities: a flag stands for the severities of its operators at which the detector flags at least
 half of the operator's variants on the validation photos (docs/diagnose.md "Validation"): the
-detectors were tuned for precision and see the heavy end.
+detectors were tuned for precision and see the heavy end.  An image flag's conditions are declared
+where the image operator is registered (its :class:`~snapbench.corruptions.image.DiagnoseFlag`) and
+read from there; the text flags are written here.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import numpy as np
 from ..core.conditions import Condition, parse_condition
 from ..core.errors import ConfigError
 from ..core.validate import unknown_name
+from ..corruptions.image import builtin_image_operators
 from .thresholds import DETECTORS
 
 __all__ = ["FLAG_CONDITIONS", "FlagConditions", "Mix", "Signature", "build_mix", "check_mapping", "signature_kind"]
@@ -50,25 +53,38 @@ class FlagConditions:
     why: str = ""
 
 
-#: detector -> the run conditions its flag stands for.  Severities: those at which the detector's
-#: recall on the validation photos is >= 0.5 (docs/diagnose.md, bench/RESULTS_diagnose_validation.md).
-FLAG_CONDITIONS: dict[str, FlagConditions] = {
-    "blur": FlagConditions(
-        ("img/defocus_blur/s2", "img/defocus_blur/s3", "img/motion_blur/s2", "img/motion_blur/s3"),
-        why="recall 1.00 at s2 and s3, 0.2-0.3 at s1"),
-    "low_light": FlagConditions(("img/low_light/s3",), why="recall 1.00 at s3, 0.10 at s1 and s2"),
-    "overexposure": FlagConditions(("img/overexposure/s2", "img/overexposure/s3"),
-                                   why="recall 0.80 at s2, 0.90 at s3, 0.30 at s1"),
-    "compression": FlagConditions(("img/compression/s3",), why="recall 1.00 at s3, 0.30 at s2"),
-    "low_resolution": FlagConditions(
-        ("img/low_resolution/s2", "img/low_resolution/s3", "img/downscale/s1", "img/downscale/s2", "img/downscale/s3"),
-        why="low_resolution: recall 1.00 at s2 and s3; downscale: 1.00 at every severity"),
+#: The text detectors' flags -> the run conditions each stands for (the image detectors' come from
+#: the image operators' registrations, :func:`_image_flags`).
+_TEXT_FLAGS: dict[str, FlagConditions] = {
     "oov": FlagConditions(_CHAR_OPS, why="recall 0.72-0.97 on the four character operators"),
     "few_content_tokens": FlagConditions(("txt/sent_replace",), why="recall 1.00 on sent_replace only"),
     "no_entity": FlagConditions(
         ("txt/sent_replace",), explained_by=("oov",),
         why="fires on sent_replace and on character typos of the entity; with oov flagged, the typo explains it"),
 }
+
+
+def _image_flags() -> dict[str, FlagConditions]:
+    """Each image detector's flag -> the conditions of the built-in operators that declare it (their
+    :class:`~snapbench.corruptions.image.DiagnoseFlag`), operators in the paper's order; ``why``
+    joins the operators' recalls (prefixed by the operator when the flag has several)."""
+    by_flag: dict[str, list] = {}
+    for op in builtin_image_operators().values():
+        if op.diagnose is not None:
+            by_flag.setdefault(op.diagnose.flag, []).append(op)
+    out = {}
+    for flag, ops in by_flag.items():
+        conditions = tuple(Condition.image(op.name, s).id for op in ops for s in op.diagnose.severities)
+        why = "; ".join(op.diagnose.why if len(ops) == 1 else f"{op.name}: {op.diagnose.why}" for op in ops)
+        out[flag] = FlagConditions(conditions, why=why)
+    return out
+
+
+#: detector -> the run conditions its flag stands for, in the detectors' order.  Severities: those at
+#: which the detector's recall on the validation photos is >= 0.5 (docs/diagnose.md,
+#: bench/RESULTS_diagnose_validation.md).
+FLAG_CONDITIONS: dict[str, FlagConditions] = {**_image_flags(), **_TEXT_FLAGS}
+FLAG_CONDITIONS = {flag: FLAG_CONDITIONS[flag] for flag in DETECTORS if flag in FLAG_CONDITIONS}
 
 #: (image flags, text flags) of one query.
 Signature = tuple[frozenset[str], frozenset[str]]

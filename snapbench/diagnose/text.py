@@ -14,7 +14,7 @@ numbers, years) are neither checked against the word list nor counted as content
 * ``no_entity``: with the record's entity: 1 when the text operators' entity finder
   (:func:`snapbench.corruptions.find_entity`: exact, plural/stem, last-word match) finds it in the
   question, else 0.  Without one: the number of entity-bearing candidates -- content words that are
-  also not generic (:data:`snapbench.corruptions.text_data.STOPWORDS`: kind, type, thing, identify,
+  also not generic (:data:`snapbench.corruptions.entity.STOPWORDS`: kind, type, thing, identify,
   taken, ...) nor one of the common question verbs (:data:`QUESTION_VERBS`), and have two letters or
   more.  No part-of-speech tagger is used: it is a rule, documented, not a parser.
 """
@@ -25,8 +25,7 @@ import functools
 from collections.abc import Iterable
 
 from ..core.install_hint import install_hint
-from ..corruptions.entity import WORD_RE, EntityNotFoundError, find_entity
-from ..corruptions.text_data import STOPWORDS
+from ..corruptions.entity import STOPWORDS, WORD_RE, EntityNotFoundError, find_entity
 
 __all__ = [
     "FUNCTION_WORDS",

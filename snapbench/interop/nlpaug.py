@@ -92,7 +92,7 @@ class SnapbenchAugmenter(_Augmenter):
         name: str | None = None,
         verbose: int = 0,
     ) -> None:
-        from ..corruptions.text_registry import text_operator
+        from ..corruptions.text import text_operator
 
         operator = text_operator(operator).name  # an unknown name is an error listing the known ones
         choice(errors, ("raise", "keep"), "errors")

@@ -2,13 +2,19 @@
 
 Importing this package registers every built-in operator: the primitive modules are imported
 here explicitly (not lazily by the registry), so the registry is complete as soon as any part of
-the package is importable, in the main process and in every worker process alike.
+the package is importable, in the main process and in every worker process alike.  Each built-in
+is registered once, in its primitive module; the tables below are read from those registrations
+(:func:`~.base.builtin_image_operators`), never written a second time.
 """
+
+import copy
 
 from .base import (
     CorruptedImage,
+    DiagnoseFlag,
     ImageOperator,
-    add_image_operator,
+    Knob,
+    builtin_image_operators,
     corrupt_image,
     corrupt_image_with_params,
     default_grid,
@@ -24,20 +30,27 @@ from .base import (
     unregister_image_operator,
     user_image_operators,
 )
-from .grid import DEFAULT_GRID
-from .knobs import BUILTIN_KNOBS, Knob
 
-# Registration happens at import of each primitive module; the order is irrelevant (image_operators()
-# lists the built-ins in the paper's order from snapbench.core.conditions).
+# Registration happens at import of each primitive module; the order is irrelevant (the built-ins are
+# listed in the paper's order from snapbench.core.conditions).
 from . import degrade, transform, remove, add  # noqa: E402,F401  isort: skip
+
+_BUILTIN = builtin_image_operators()
+
+#: The severity grid of the built-ins: operator -> severity -> parameters (the grid of the authors'
+#: release of SnapBench, SPEC §3).  A copy: :func:`default_grid` adds the registered operators.
+DEFAULT_GRID: dict[str, dict[int, dict]] = {name: copy.deepcopy(dict(op.grid or {})) for name, op in _BUILTIN.items()}
+#: The knob of every built-in operator (what a severity target searches).
+BUILTIN_KNOBS: dict[str, Knob] = {name: op.knob for name, op in _BUILTIN.items() if op.knob is not None}
 
 __all__ = [
     "BUILTIN_KNOBS",
     "CorruptedImage",
-    "Knob",
-    "ImageOperator",
     "DEFAULT_GRID",
-    "add_image_operator",
+    "DiagnoseFlag",
+    "ImageOperator",
+    "Knob",
+    "builtin_image_operators",
     "corrupt_image",
     "corrupt_image_with_params",
     "default_grid",

@@ -35,8 +35,7 @@ from ._overlay import (
     text_mask,
     union,
 )
-from ._params import fraction_value, integer_value, known_keys, level_value, rgb
-from .base import register_image_operator
+from .base import Knob, builtin_operator, fraction_value, integer_value, known_keys, level_value, rgb
 
 __all__ = [
     "FONT_FILE",
@@ -50,7 +49,6 @@ __all__ = [
     "scribble",
     "sample_ui_elements",
     "ui_elements",
-    "ui_regions",
 ]
 
 
@@ -112,12 +110,24 @@ def _rows(origins: Sequence[Sequence[int]]) -> list[tuple[int, tuple[int, ...]]]
     return [(y, tuple(xs)) for y, xs in rows]
 
 
-# Severity table (DEFAULT_GRID["watermark"]): the word "SAMPLE" in DejaVu Sans Bold, em size
-# max(min_size, size_frac * w) = max(16, 0.16 w) px (the word spans ~0.72 w), grey (180, 180, 180):
+# Severity table: the word "SAMPLE" in DejaVu Sans Bold, em size
+# max(min_size, size_frac * w) = max(16, 0.16 w) px (the word spans ~0.72 w), grey (180, 180, 180),
+# opacity out of 255:
 #   s1  single        opacity  80   one word, origin (w/4, h/2 - size/2)
 #   s2  tiled_center  opacity 160   rows every step_frac 0.32 w from h/4 to 3h/4, words every 0.32 w from -w/4
 #   s3  tiled_full    opacity 220   rows and words every 0.16 w from (-w/2, -h/2) over the whole image
-@register_image_operator("watermark", primitive="add", sample=sample_watermark)
+# Knob: opacity 0 .. 255 (integer); layout, size and origins kept.
+_WATERMARK_LEVELS = {
+    1: {"layout": "single", "opacity": 80, "text": "SAMPLE", "size_frac": 0.16, "min_size": 16},
+    2: {"layout": "tiled_center", "opacity": 160, "text": "SAMPLE", "size_frac": 0.16, "min_size": 16,
+        "step_frac": 0.32},
+    3: {"layout": "tiled_full", "opacity": 220, "text": "SAMPLE", "size_frac": 0.16, "min_size": 16,
+        "step_frac": 0.16},
+}
+
+
+@builtin_operator("watermark", "add", levels=_WATERMARK_LEVELS, sample=sample_watermark,
+                  knob=Knob("opacity", 0, 255, integer=True))
 def watermark(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Composite the text at every origin of ``origins`` as one semi-transparent layer.
 
@@ -194,11 +204,33 @@ def sample_mosaic(rng: np.random.Generator, level: Mapping[str, Any], shape: tup
             "grid": [max(1, rh // cell), max(1, rw // cell)], "boxes": boxes}
 
 
-# Severity table (DEFAULT_GRID["mosaic"]): regions of max(min_side 80, frac * side) px on each side,
+def _mosaic_at(params: Mapping[str, Any], value: float, shape: tuple[int, int]) -> dict[str, Any]:
+    # knob update: sample_mosaic's sizing rule at the new fraction; each drawn box keeps its centre
+    # (moved inside the image), and the grid follows
+    H, W = int(shape[0]), int(shape[1])
+    min_side, cell = int(params["min_side"]), int(params["cell"])
+    rw, rh = min(W, max(min_side, int(value * W))), min(H, max(min_side, int(value * H)))
+    boxes = []
+    for top, left, bh, bw in params["boxes"]:
+        t = min(max(0, int(top) + (int(bh) - rh) // 2), H - rh)
+        lf = min(max(0, int(left) + (int(bw) - rw) // 2), W - rw)
+        boxes.append([t, lf, rh, rw])
+    return {**params, "frac": value, "grid": [max(1, rh // cell), max(1, rw // cell)], "boxes": boxes}
+
+
+# Severity table: regions of max(min_side 80, frac * side) px on each side,
 # placed by up to 40 draws preferring centres outside the middle half, each reduced to
 # (side // cell 42) samples per side by nearest-neighbour sampling and scaled back up nearest:
 #   s1  1 region,  frac 0.20      s2  2 regions, frac 0.35      s3  4 regions, frac 0.55
-@register_image_operator("mosaic", primitive="add", sample=sample_mosaic)
+_MOSAIC_LEVELS = {
+    1: {"regions": 1, "frac": 0.20, "min_side": 80, "cell": 42, "tries": 40},
+    2: {"regions": 2, "frac": 0.35, "min_side": 80, "cell": 42, "tries": 40},
+    3: {"regions": 4, "frac": 0.55, "min_side": 80, "cell": 42, "tries": 40},
+}
+
+
+@builtin_operator("mosaic", "add", levels=_MOSAIC_LEVELS, sample=sample_mosaic,
+                  knob=Knob("frac", 0.01, 1.0, update=_mosaic_at))
 def mosaic(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Pixelate each box [top, left, height, width] of ``boxes`` in order (a later box works on the
     already pixelated pixels where boxes overlap): the box is reduced to ``grid`` [rows, columns]
@@ -256,10 +288,19 @@ def sample_scribble(rng: np.random.Generator, level: Mapping[str, Any], shape: t
     return {**dict(level), "strokes": n, "thickness": thickness, "paths": paths}
 
 
-# Severity table (DEFAULT_GRID["scribble"]): random-walk strokes (4-10 steps of up to +-w/5, +-h/5)
-# in one of five pen colours, anti-aliased:
+# Severity table: random-walk strokes (4-10 steps of up to +-w/5, +-h/5) in one of five pen
+# colours, anti-aliased lines ``thickness`` px wide:
 #   s1  3 strokes, 2 px      s2  6 strokes, 4 px      s3  9 strokes, 5 px
-@register_image_operator("scribble", primitive="add", sample=sample_scribble)
+# Knob: thickness 1 .. 255 (integer); strokes, paths and colours kept.
+_SCRIBBLE_LEVELS = {
+    1: {"strokes": 3, "thickness": 2},
+    2: {"strokes": 6, "thickness": 4},
+    3: {"strokes": 9, "thickness": 5},
+}
+
+
+@builtin_operator("scribble", "add", levels=_SCRIBBLE_LEVELS, sample=sample_scribble,
+                  knob=Knob("thickness", 1, 255, integer=True))
 def scribble(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Draw each path of ``paths`` as an anti-aliased open polyline ``thickness`` pixels wide."""
     out = image.copy()
@@ -371,16 +412,6 @@ def _ui_boxes(items: tuple) -> list[tuple[int, int, int, int]]:
     return boxes
 
 
-def ui_regions(shape: tuple[int, int], params: Mapping[str, Any]) -> list[list[int]]:
-    """The rectangles [top, left, height, width], clipped to the image, that :func:`ui_elements` may change."""
-    regions = []
-    for x0, y0, x1, y1 in _ui_boxes(_ui_items(params)):
-        box = clip(shape, y0, x0, y1 - y0, x1 - x0)
-        if box is not None:
-            regions.append([box[0], box[1], box[2] - box[0], box[3] - box[1]])
-    return regions
-
-
 #: Bytes of rendered ui_elements layers a process keeps (12 bytes a pixel of the rows they cover:
 #: a severity-target search renders one layer per candidate, each up to 4 image sizes).
 UI_LAYER_CACHE_BYTES = 64 * 2**20
@@ -426,13 +457,40 @@ def _render_ui_layers(H: int, W: int, items: tuple) -> tuple[tuple[int, np.ndarr
     return tuple(layers)
 
 
-# Severity table (DEFAULT_GRID["ui_elements"]): bars (30, 30, 30) at alpha 245 the full width, text
-# 3.5% of h; address bar (240, 240, 240) at alpha 210 with a dark-grey URL (2.5% of h); button
-# (66, 133, 244) at alpha 200, radius 22 px, centred at (w - 50, h/2):
+_UI_BARS = ("status_bar", "nav_bar", "address_bar")
+
+
+def _ui_elements_at(params: Mapping[str, Any], value: float, shape: tuple[int, int]) -> Mapping[str, Any]:
+    # knob update (bar_height, a resampling knob): the level at the new height, every enabled bar
+    # keeping its height relative to the tallest (sample_ui_elements then lays the bars out); the
+    # drawn params when unchanged
+    bars = {k: float(params.get(k) or 0.0) for k in _UI_BARS}
+    tallest = max(bars.values())
+    if tallest > 0:
+        level = {k: v * value / tallest for k, v in bars.items()}
+    else:  # no bar in the level: the knob sets the status bar
+        level = {"status_bar": value, "nav_bar": 0.0, "address_bar": 0.0}
+    if value == tallest:
+        return params
+    level["floating_button"] = bool(params.get("floating_button", False))
+    return level
+
+
+# Severity table: bar heights as fractions of the image height (0 = off).  Bars (30, 30, 30) at
+# alpha 245 the full width, text 3.5% of h; address bar (240, 240, 240) at alpha 210 with a
+# dark-grey URL (2.5% of h); button (66, 133, 244) at alpha 200, radius 22 px, centred at (w - 50, h/2):
 #   s1  status bar 5% of h ("9:41", "100%")
 #   s2  status bar 9% + navigation bar 8% at the bottom (three symbols)
 #   s3  as s2 + address bar 5% under the status bar + floating button
-@register_image_operator("ui_elements", primitive="add", sample=sample_ui_elements)
+_UI_LEVELS = {
+    1: {"status_bar": 0.05, "nav_bar": 0.0, "address_bar": 0.0, "floating_button": False},
+    2: {"status_bar": 0.09, "nav_bar": 0.08, "address_bar": 0.0, "floating_button": False},
+    3: {"status_bar": 0.09, "nav_bar": 0.08, "address_bar": 0.05, "floating_button": True},
+}
+
+
+@builtin_operator("ui_elements", "add", levels=_UI_LEVELS, sample=sample_ui_elements,
+                  knob=Knob("bar_height", 0.0, 0.3, update=_ui_elements_at, resample=True))
 def ui_elements(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Composite phone-interface overlays: the items of ``params["draw"]`` drawn in order on one
     transparent RGBA layer, as the release does."""

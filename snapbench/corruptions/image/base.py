@@ -1,4 +1,4 @@
-"""Image operator protocol and registry (one :class:`~snapbench.core.registry.Table` of operator records).
+"""Image operators: the protocol, the one registration per operator, and the tables derived from it.
 
 An operator is two functions, as in ImageNet-C-bar: ``sample(rng, level, shape) -> params`` draws
 every random choice (offsets, placements, noise seeds) from a ``numpy.random.Generator`` and returns
@@ -6,20 +6,52 @@ the complete parameter dict that will be applied; ``apply(image, params) -> imag
 function of the image and those parameters.  ``params`` is JSON-serialisable so it can be written
 to the manifest ("the parameters actually applied").
 
-The registry holds one :class:`ImageOperator` record per operator: its name, functions, primitive,
-default levels (``grid``) and aliases.  Built-ins register themselves when their primitive module
-is imported; users call :func:`register_image_operator`; installed packages add operators through
-the entry point group ``snapbench.image_operators`` (see :mod:`snapbench.corruptions.plugins`),
-loaded on the first lookup.  A built-in named in :data:`snapbench.core.conditions.IMAGE_OPERATORS`
-without a registered implementation is an error at every lookup, never a silent gap in a run.
+The registry holds one :class:`ImageOperator` record per operator (a
+:class:`~snapbench.core.registry.Table`): its name, functions, primitive, default levels
+(``grid``), knob, revision, aliases and -- for a built-in -- the diagnose flag that answers to it.
+Each built-in is registered once, in its primitive module (:mod:`.degrade`, :mod:`.transform`,
+:mod:`.remove`, :mod:`.add`), with :func:`builtin_operator` on its ``apply`` function and its
+severity table right above it; the tables of the built-ins -- the severity grid (``DEFAULT_GRID``),
+the knobs (``BUILTIN_KNOBS``) and diagnose's image flags -- are read from those records
+(:func:`builtin_image_operators`).  Which operators the benchmark has, their primitives and order
+are the benchmark's vocabulary, :data:`snapbench.core.conditions.IMAGE_PRIMITIVES` (read by layers
+that never load an operator: results, reports, comparisons); a registration must agree with it,
+and a listed operator without one is an error at every lookup.  Users call
+:func:`register_image_operator`; installed packages
+add operators through the entry point group ``snapbench.image_operators`` (see
+:mod:`snapbench.corruptions.plugins`), loaded on the first lookup.
+
+The severity grid is every operator's parameters at every severity.  Defaults are the grid of the
+authors' release of SnapBench (SPEC §3), so results are comparable with the paper.  Override
+values or add severities from one place: pass a grid to the functions that take ``grid=``, or load
+one with :func:`load_grid` from a JSON or TOML file shaped like::
+
+    [motion_blur.s2]        # TOML             {"motion_blur": {"s2": {"kernel": 15}},   # JSON
+    kernel = 15                                 "defocus_blur": {"s4": {"sigma": 16.0}}}
+    [defocus_blur.s4]
+    sigma = 16.0
+
+A file entry updates the named keys of an existing level and creates new levels; operators not
+named keep their defaults.  An operator name that is neither in the base grid nor registered is an
+error with the closest names (``[motionblur.s2]`` would otherwise be ignored silently).
+
+The parameter validators (:func:`number`, :func:`integer`, :func:`known_keys`, ...) are shared by
+every operator's ``sample`` and ``apply``: one set of checks, so a grid typo or an out-of-range
+value gets the same kind of message whichever operator reads it.  Each names the operator and the
+parameter; all raise :class:`snapbench.core.errors.ConfigError` (a ``ValueError``): a level's
+parameters come from the severity grid, which is configuration.  ``apply`` functions call them
+too, so a hand-written params dict is checked as well.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import json
+import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
@@ -28,16 +60,19 @@ from ...core import conditions as _conditions
 from ...core.errors import ConfigError
 from ...core.registry import Table
 from ...core.seeding import image_rng
-from ...core.validate import listing
+from ...core.userfiles import read_text
+from ...core.validate import listing, unknown_name
 from ..pixels import as_rgb_uint8
 from ..plugins import IMAGE_GROUP, load_operator_plugins, plugin_failure
-from .grid import DEFAULT_GRID, Grid, merge_levels, read_grid_file
-from .knobs import Knob, builtin_knob, check_knob
 
 __all__ = [
+    "DiagnoseFlag",
+    "Grid",
     "ImageOperator",
     "CorruptedImage",
-    "add_image_operator",
+    "Knob",
+    "builtin_image_operators",
+    "builtin_operator",
     "register_image_operator",
     "get_image_operator",
     "image_operators",
@@ -55,6 +90,216 @@ __all__ = [
     "image_operator_revisions",
 ]
 
+Grid = dict[str, dict[int, dict[str, Any]]]
+
+
+# ------------------------------------------------------------------------------------------------
+# parameter validators (every operator's sample and apply)
+
+
+def number(op: str, params: Mapping[str, Any], name: str, *, lo: float | None = None,
+           hi: float | None = None, lo_open: bool = False, default: float | None = None) -> float:
+    """``params[name]`` as a finite float in [lo, hi] (``(lo, hi]`` with ``lo_open``).
+
+    A missing key is an error unless ``default`` is given; booleans are not numbers.
+    """
+    if name not in params:
+        if default is None:
+            raise ConfigError(f"{op}: missing parameter {name!r} (got {listing(sorted(params), quote=True) or 'none'})")
+        return float(default)
+    value = params[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigError(f"{op}: parameter {name!r} must be a number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ConfigError(f"{op}: parameter {name!r} must be finite, got {value!r}")
+    if lo is not None and (value < lo or (lo_open and value == lo)):
+        raise ConfigError(f"{op}: parameter {name!r} must be {'>' if lo_open else '>='} {lo}, got {value}")
+    if hi is not None and value > hi:
+        raise ConfigError(f"{op}: parameter {name!r} must be <= {hi}, got {value}")
+    return value
+
+
+def known_keys(op: str, level: Mapping[str, Any], *names: str) -> None:
+    """Reject grid keys the operator does not read (a typo would otherwise be ignored silently)."""
+    unknown = sorted(set(level) - set(names))
+    if unknown:  # the first one, with its close names (the rest show up once it is fixed)
+        raise ConfigError(f"{op}: {unknown_name('parameter', unknown[0], names)}")
+
+
+def integer(op: str, params: Mapping[str, Any], name: str, *, lo: int, hi: int | None = None) -> int:
+    """``params[name]`` as an int in [lo, hi]; integral floats (``15.0``) are accepted."""
+    raw = params.get(name)
+    if isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
+        value = int(raw)  # not via float: large seeds must stay exact
+        if value < lo or (hi is not None and value > hi):
+            raise ConfigError(f"{op}: parameter {name!r} must be in [{lo}, {hi if hi is not None else 'inf'}], got {value}")
+        return value
+    value = number(op, params, name, lo=lo, hi=hi)
+    if value != int(value):
+        raise ConfigError(f"{op}: parameter {name!r} must be an integer, got {params[name]!r}")
+    return int(value)
+
+
+def fraction(operator: str, level: Mapping[str, Any], name: str) -> float:
+    """``level[name]`` as a number in (0, 1] (a share of each side)."""
+    try:
+        value = float(level[name])
+    except KeyError:
+        raise ConfigError(f"image operator {operator!r}: severity parameters lack {name!r} (got {dict(level)})") from None
+    except (TypeError, ValueError):
+        raise ConfigError(f"image operator {operator!r}: {name!r} must be a number, got {level[name]!r}") from None
+    if not (0.0 < value <= 1.0):
+        raise ConfigError(f"image operator {operator!r}: {name!r} must be in (0, 1], got {value}")
+    return value
+
+
+def scaled_side(side: int, fraction: float) -> int:
+    """``max(1, round_half_up(fraction * side))``: the length of a side scaled by ``fraction``.
+
+    Round half up rather than Python's banker's rounding, so the rule is the one people compute by
+    hand; at least one pixel so no operator ever returns an empty image.
+    """
+    return max(1, int(math.floor(float(fraction) * int(side) + 0.5)))
+
+
+def level_value(operator: str, level: Mapping[str, Any], name: str) -> Any:
+    """``level[name]``, or an error naming the operator and the keys the level has."""
+    try:
+        return level[name]
+    except KeyError:
+        raise ConfigError(f"image operator {operator!r}: severity parameters lack {name!r} (got {dict(level)})") from None
+
+
+def rgb(operator: str, value: Any, name: str) -> list[int]:
+    """``value`` as three integers 0-255 (an RGB colour)."""
+    try:
+        out = [int(c) for c in value]
+    except (TypeError, ValueError):
+        out = []
+    if len(out) != 3 or not all(0 <= c <= 255 for c in out):
+        raise ConfigError(f"image operator {operator!r}: {name!r} must be three integers 0-255 (RGB), got {value!r}")
+    return out
+
+
+def integer_value(op: str, value: Any, name: str, lo: int, hi: int | None = None) -> int:
+    """``value`` as an integer in [lo, hi] (an integral float such as 3.0 from TOML/JSON is accepted)."""
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if not ok and isinstance(value, float) and value.is_integer():
+        ok = True  # TOML/JSON writers may turn 3 into 3.0
+    if not ok or int(value) < lo or (hi is not None and int(value) > hi):
+        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        raise ConfigError(f"image operator {op!r}: parameter {name!r} must be an integer {rng}, got {value!r}")
+    return int(value)
+
+
+def fraction_value(op: str, value: Any, name: str, *, zero_ok: bool = False) -> float:
+    """``value`` as a fraction of an image side: (0, 1], or [0, 1] with ``zero_ok``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigError(f"image operator {op!r}: parameter {name!r} must be a fraction of the image side, got {value!r}")
+    v = float(value)
+    if not ((0 <= v if zero_ok else 0 < v) and v <= 1):
+        interval = "[0, 1]" if zero_ok else "(0, 1]"
+        raise ConfigError(f"image operator {op!r}: parameter {name!r} must be in {interval}, got {value!r}")
+    return v
+
+
+# ------------------------------------------------------------------------------------------------
+# knobs: the one continuous parameter a severity target searches (issue #17)
+#
+# A Knob names the parameter that sets an operator's strength, its range, whether it is an integer
+# or searched on a log scale, and how the operator's *drawn* parameters become the parameters at
+# another knob value (Knob.update).  Every random draw of ``sample`` (noise seed, crop offset,
+# mosaic boxes, scribble paths) stays fixed: only the knob and the parameters derived from it
+# change.  At the level's own knob value every update returns the drawn parameters unchanged, so a
+# target search passes through the default variant.  A built-in declares its knob in its
+# registration (the update next to its operator); a user operator declares its own with
+# ``register_image_operator(..., knob=Knob(...))`` -- or has none, and a target then keeps its
+# default level, flagged not reached.  The updates use only the operators' parameters and their
+# public ``sample`` functions (handed to Knob.params_at by the caller), never their internals.
+
+
+UpdateFn = Callable[[Mapping[str, Any], float, tuple[int, int]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """An operator's continuous strength parameter.
+
+    ``name`` is what the manifest's ``target.knob`` records (for the built-ins, the parameter
+    itself, except ``ui_elements``' ``bar_height``); ``lo`` / ``hi`` its range; ``integer`` knobs
+    take whole values, ``log`` ones are bisected geometrically (``lo > 0``).  ``update(params,
+    value, shape)`` returns the complete parameters at ``value`` from the drawn ``params`` of an
+    image of ``shape`` (height, width); None sets ``params[name] = value``.  With ``resample``,
+    ``update`` returns the operator's *level* parameters instead and the operator's own ``sample``
+    makes the parameters from them (for an operator whose ``sample`` draws nothing and derives
+    the rest, such as ``ui_elements``' drawing list).  Use module-level functions: records are sent
+    to worker processes by pickling.
+    """
+
+    name: str
+    lo: float
+    hi: float
+    integer: bool = False
+    log: bool = False
+    update: UpdateFn | None = None
+    resample: bool = False
+
+    def params_at(self, params: Mapping[str, Any], value: float, shape: tuple[int, int],
+                  sample: Callable[..., dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The operator's parameters at knob ``value`` (see :attr:`update`); ``sample`` is the
+        operator's ``sample`` function, which a ``resample`` knob needs."""
+        value = int(value) if self.integer else float(value)
+        if self.update is None:
+            return {**params, self.name: value}
+        out = self.update(params, value, shape)
+        if not self.resample or out is params:
+            return dict(out)
+        if sample is None:
+            raise ConfigError(f"knob {self.name!r} resamples: pass the operator's sample function", param="knob")
+        # the sample of a resampling knob's operator draws nothing: the generator is never read
+        return sample(np.random.default_rng(0), out, (int(shape[0]), int(shape[1])))
+
+
+def _check_knob(operator: str, knob: Any) -> Knob | None:
+    """``knob`` validated for ``operator`` (None: the operator has no knob); :class:`ConfigError` otherwise."""
+    if knob is None:
+        return None
+    if not isinstance(knob, Knob):
+        raise ConfigError(f"image operator {operator!r}: knob must be a snapbench.corruptions.image.Knob or None, "
+                          f"got {type(knob).__name__}", param="knob")
+    lo, hi = knob.lo, knob.hi
+    if not (isinstance(knob.name, str) and knob.name):
+        raise ConfigError(f"image operator {operator!r}: the knob needs a name", param="knob")
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ConfigError(f"image operator {operator!r}: knob {knob.name!r} needs a finite range with lo < hi, "
+                          f"got [{lo}, {hi}]", param="knob")
+    if knob.integer and (lo != int(lo) or hi != int(hi)):
+        raise ConfigError(f"image operator {operator!r}: integer knob {knob.name!r} needs integer ends, got "
+                          f"[{lo}, {hi}]", param="knob")
+    if knob.log and lo <= 0:
+        raise ConfigError(f"image operator {operator!r}: log-scale knob {knob.name!r} needs lo > 0, got {lo}",
+                          param="knob")
+    if knob.update is not None and not callable(knob.update):
+        raise ConfigError(f"image operator {operator!r}: knob {knob.name!r} update must be callable", param="knob")
+    if knob.resample and knob.update is None:
+        raise ConfigError(f"image operator {operator!r}: knob {knob.name!r} resamples, so it needs an update that "
+                          "returns the level parameters", param="knob")
+    return knob
+
+
+@dataclass(frozen=True)
+class DiagnoseFlag:
+    """The ``snapbench diagnose`` flag that answers to a built-in operator, and the operator's severities
+    it stands for: those at which the detector flags at least half of the operator's variants on the
+    validation photos (docs/diagnose.md "Validation", bench/RESULTS_diagnose_validation.md); ``why``
+    gives the recalls.  :data:`snapbench.diagnose.mix.FLAG_CONDITIONS` is built from these."""
+
+    flag: str
+    severities: tuple[int, ...]
+    why: str = ""
+
+
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _LEVEL_RE = re.compile(r"^s?(\d+)$")
 
@@ -70,17 +315,17 @@ def _no_randomness(rng: np.random.Generator, level: Mapping[str, Any], shape: tu
 class ImageOperator:
     """A registered image corruption: the record of the operator table.
 
-    ``primitive`` is one of degrade / transform / remove / add for the built-ins (fixed by
-    :data:`snapbench.core.conditions.IMAGE_PRIMITIVES`), ``"custom"`` or the user's choice otherwise;
+    ``primitive`` is one of degrade / transform / remove / add for the built-ins (fixed by their
+    registration: a built-in name re-registered keeps it), ``"custom"`` or the user's choice otherwise;
     ``changes_size`` is True only for operators whose meaning is a size change.  ``grid`` holds the
-    default parameters per severity (``{1: {...}, 2: {...}}``; built-ins: their
-    :data:`~.grid.DEFAULT_GRID` levels); ``aliases`` are other names condition ids may use.
-    ``origin`` is ``"builtin"``, ``"user"`` (registered at run time) or ``"plugin"`` (an entry
-    point).  A plugin's entry point may name such a record directly.  ``knob`` is the continuous
-    parameter a severity target searches (:class:`~.knobs.Knob`; built-ins: :data:`~.knobs.BUILTIN_KNOBS`),
-    None when the operator has none.  ``revision`` (an integer >= 1) numbers the operator's algorithm:
-    it goes up whenever the same parameters start producing other pixels, and runs record it so that a
-    resume never mixes two revisions.
+    default parameters per severity (``{1: {...}, 2: {...}}``; built-ins: the severity table above
+    their registration); ``aliases`` are other names condition ids may use.  ``origin`` is
+    ``"builtin"``, ``"user"`` (registered at run time) or ``"plugin"`` (an entry point).  A plugin's
+    entry point may name such a record directly.  ``knob`` is the continuous parameter a severity
+    target searches (:class:`Knob`), None when the operator has none.  ``revision`` (an integer >= 1)
+    numbers the operator's algorithm: it goes up whenever the same parameters start producing other
+    pixels, and runs record it so that a resume never mixes two revisions.  ``diagnose`` is the
+    diagnose flag that answers to a built-in operator (:class:`DiagnoseFlag`; None for the others).
     """
 
     name: str
@@ -94,6 +339,7 @@ class ImageOperator:
     origin: str = "user"
     knob: Knob | None = field(default=None, compare=False)
     revision: int = 1
+    diagnose: DiagnoseFlag | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -105,7 +351,8 @@ class CorruptedImage:
 
 
 _TABLE: Table[ImageOperator] = Table("image operator")
-_BUILTIN_MODULES = frozenset(f"{__package__}.{m}" for m in ("degrade", "transform", "remove", "add"))
+# The built-ins' own registrations, kept when a user replaces one: the source of every derived table.
+_BUILTINS: dict[str, ImageOperator] = {}
 
 
 def _levels_of(name: str, grid: Mapping[Any, Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -123,7 +370,7 @@ def _levels_of(name: str, grid: Mapping[Any, Mapping[str, Any]]) -> dict[int, di
 
 
 def _checked(op: ImageOperator) -> ImageOperator:
-    """``op`` validated, with its levels normalised (built-ins without levels get DEFAULT_GRID's)."""
+    """``op`` validated, with its levels normalised (a built-in name without levels gets the built-in's)."""
     name = op.name
     for n in (name, *op.aliases):
         if not isinstance(n, str) or not _NAME_RE.match(n):
@@ -134,7 +381,8 @@ def _checked(op: ImageOperator) -> ImageOperator:
                           param="revision")
     if not callable(op.apply) or not callable(op.sample):
         raise ConfigError(f"image operator {name!r}: apply and sample must be callables", param="apply")
-    fixed = _conditions.PRIMITIVE_OF.get(name)
+    builtin = _BUILTINS.get(name)
+    fixed = builtin.primitive if builtin is not None else None
     primitive = op.primitive if op.primitive != "custom" or fixed is None else fixed
     if fixed is not None and primitive != fixed:
         raise ConfigError(
@@ -142,21 +390,18 @@ def _checked(op: ImageOperator) -> ImageOperator:
             f"it cannot be registered as primitive {primitive!r}", param="primitive")
     if op.grid is not None:
         levels = _levels_of(name, op.grid)
-    elif fixed is not None:
-        levels = copy.deepcopy(DEFAULT_GRID[name])
+    elif builtin is not None:
+        levels = copy.deepcopy(dict(builtin.grid or {}))
     else:
         raise ConfigError(f"image operator {name!r} has no default levels: give grid (the parameters of each "
                           "severity, e.g. {1: {...}, 2: {...}}) when registering it", param="grid")
     return dataclasses.replace(op, primitive=primitive, grid=levels)
 
 
-def add_image_operator(op: ImageOperator, *, replace: bool = False) -> ImageOperator:
+def _add_image_operator(op: ImageOperator, *, replace: bool = False) -> ImageOperator:
     """Add a record to the table (validated; see :func:`register_image_operator`)."""
     op = _checked(op)
-    knob = check_knob(op.name, op.knob)
-    if knob is None and op.origin == "builtin":
-        knob = builtin_knob(op.name)
-    op = dataclasses.replace(op, knob=knob)
+    _check_knob(op.name, op.knob)
     _TABLE.register(op.name, op, aliases=op.aliases, replace=replace)
     return op
 
@@ -176,17 +421,17 @@ def register_image_operator(
 ):
     """Register an operator; usable as a decorator on the ``apply`` function.
 
-    ``primitive``: a built-in name's primitive is fixed by :data:`snapbench.core.conditions.IMAGE_PRIMITIVES`
-    (the one source of built-in names and primitives); passing a different one is an error, and
+    ``primitive``: a built-in name's primitive is fixed by its registration (as listed in
+    :data:`snapbench.core.conditions.IMAGE_PRIMITIVES`); passing a different one is an error, and
     leaving it out takes it from there.  A new operator defaults to ``"custom"``.
 
     ``grid`` gives the default parameters per severity (``{1: {...}, 2: {...}}``, keys 1 / "1" /
     "s1").  A new operator must have one: an operator without levels could never be part of a run,
     and leaving it out silently is worse than refusing it here.  Built-in names take theirs from
-    :data:`DEFAULT_GRID` unless ``grid`` replaces them.  Re-registering a name needs ``replace``.
-    ``aliases`` are other names condition ids may use for the operator.  ``knob`` declares the
-    continuous parameter a severity target searches (:class:`~.knobs.Knob`); without one, a target
-    keeps the operator's level and flags it not reached.
+    the built-in's registration (``DEFAULT_GRID``) unless ``grid`` replaces them.  Re-registering a
+    name needs ``replace``.  ``aliases`` are other names condition ids may use for the operator.
+    ``knob`` declares the continuous parameter a severity target searches (:class:`Knob`); without
+    one, a target keeps the operator's level and flags it not reached.
 
     ``revision`` (default 1) numbers the algorithm: raise it when a change makes the same
     parameters produce other pixels.  ``snapbench corrupt`` and ``snapbench run`` record the
@@ -198,16 +443,15 @@ def register_image_operator(
     """
 
     def _register(apply_fn: ApplyFn) -> ApplyFn:
-        builtin = getattr(apply_fn, "__module__", None) in _BUILTIN_MODULES and grid is None
-        add_image_operator(ImageOperator(
+        _add_image_operator(ImageOperator(
             name=name, apply=apply_fn, sample=sample or _no_randomness, primitive=primitive or "custom",
             changes_size=changes_size, doc=(getattr(apply_fn, "__doc__", None) or "").strip(), grid=grid,
-            aliases=tuple(aliases), origin="builtin" if builtin else "user", knob=knob, revision=revision),
+            aliases=tuple(aliases), origin="user", knob=knob, revision=revision),
             replace=replace)
         return apply_fn
 
     _checked(ImageOperator(name, apply=_identity, primitive=primitive or "custom", grid=grid, aliases=tuple(aliases)))
-    check_knob(name, knob)
+    _check_knob(name, knob)
     if apply is not None:
         return _register(apply)
     return _register
@@ -217,10 +461,60 @@ def _identity(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     return image
 
 
+def builtin_operator(
+    name: str,
+    primitive: str,
+    *,
+    levels: Mapping[int, Mapping[str, Any]],
+    sample: SampleFn,
+    knob: Knob | None,
+    revision: int = 1,
+    changes_size: bool = False,
+    diagnose: DiagnoseFlag | None = None,
+) -> Callable[[ApplyFn], ApplyFn]:
+    """The one registration of a built-in operator, a decorator on its ``apply`` function (used by
+    the primitive modules only): its primitive (degrade / transform / remove / add), default ``levels`` (the
+    severity table right above it), ``sample``, ``knob``, ``revision`` (see
+    :func:`register_image_operator`) and the :class:`DiagnoseFlag` that answers to it, if any.
+    Every table of the built-ins is read from these records (:func:`builtin_image_operators`), except
+    the benchmark's taxonomy in :mod:`snapbench.core.conditions` (which operators the benchmark has,
+    their primitives and order, read by layers that never load an operator), which the record must
+    agree with: a built-in it does not list, or lists under another primitive, is refused here, and
+    one it lists but nobody registered is an error at every lookup."""
+    listed = _conditions.PRIMITIVE_OF.get(name)
+    if listed != primitive:
+        raise ConfigError(f"built-in image operator {name!r} is registered as primitive {primitive!r}, but "
+                          f"snapbench.core.conditions.IMAGE_PRIMITIVES lists it "
+                          + (f"under {listed!r}" if listed else "nowhere"), param="primitive")
+
+    def _register(apply_fn: ApplyFn) -> ApplyFn:
+        _BUILTINS[name] = _add_image_operator(ImageOperator(
+            name=name, apply=apply_fn, sample=sample, primitive=primitive, changes_size=changes_size,
+            doc=(apply_fn.__doc__ or "").strip(), grid=levels, origin="builtin", knob=knob, revision=revision,
+            diagnose=diagnose))
+        return apply_fn
+
+    return _register
+
+
+def _check_builtins(names: Iterable[str]) -> None:
+    missing = [n for n in _conditions.IMAGE_OPERATORS if n not in names]
+    if missing:
+        raise ConfigError(f"built-in image operator(s) {', '.join(missing)} (snapbench.core.conditions.IMAGE_PRIMITIVES) "
+                          "have no registered implementation; the installation is incomplete")
+
+
+def builtin_image_operators() -> dict[str, ImageOperator]:
+    """The built-in operators' own registrations (whatever replaced them in the table since), in the
+    paper's order (:data:`snapbench.core.conditions.IMAGE_OPERATORS`)."""
+    _check_builtins(_BUILTINS)
+    return {name: _BUILTINS[name] for name in _conditions.IMAGE_OPERATORS}
+
+
 def unregister_image_operator(name: str) -> None:
     """Remove a user-registered operator (and its default levels); built-ins cannot be removed."""
     op = _TABLE.get(name) if name in _TABLE else None
-    if op is None or op.origin == "builtin" or name in _conditions.PRIMITIVE_OF:
+    if op is None or op.origin == "builtin" or name in _BUILTINS:
         raise ConfigError(f"image operator {name!r} is not a user-registered operator (built-ins are replaced, "
                           "not removed)", param="name")
     _TABLE.unregister(name)
@@ -228,18 +522,11 @@ def unregister_image_operator(name: str) -> None:
 
 def _load_plugins() -> None:
     load_operator_plugins(IMAGE_GROUP, record_type=ImageOperator,
-                          add=lambda op: add_image_operator(dataclasses.replace(op, origin="plugin"), replace=True),
+                          add=lambda op: _add_image_operator(dataclasses.replace(op, origin="plugin"), replace=True),
                           get=lambda n: _TABLE.get(n) if n in _TABLE else None)
 
 
 _TABLE.on_first_use(_load_plugins)
-
-
-def _check_builtins(names: list[str]) -> None:
-    missing = [n for n in _conditions.IMAGE_OPERATORS if n not in names]
-    if missing:
-        raise ConfigError(f"built-in image operator(s) {', '.join(missing)} (snapbench.core.conditions.IMAGE_PRIMITIVES) "
-                          "have no registered implementation; the installation is incomplete")
 
 
 def get_image_operator(name: str) -> ImageOperator:
@@ -253,7 +540,7 @@ def get_image_operator(name: str) -> ImageOperator:
 def image_operators() -> dict[str, ImageOperator]:
     """All registered operators (built-ins first, in the paper's taxonomy order, then the others by name)."""
     entries = dict(_TABLE.items())
-    _check_builtins(list(entries))
+    _check_builtins(entries)
     builtin = list(_conditions.IMAGE_OPERATORS)
     return {n: entries[n] for n in builtin + sorted(set(entries) - set(builtin))}
 
@@ -271,7 +558,7 @@ def image_operator_revisions(names: Iterable[str]) -> dict[str, int]:
 
 
 def default_grid() -> Grid:
-    """Every registered operator's default levels (built-ins: :data:`DEFAULT_GRID`), a fresh copy."""
+    """Every registered operator's default levels (built-ins: ``DEFAULT_GRID``), a fresh copy."""
     return {name: copy.deepcopy(dict(op.grid or {})) for name, op in image_operators().items()}
 
 
@@ -284,13 +571,42 @@ def merge_grid(base: Mapping[str, Mapping[int, Mapping[str, Any]]], override: Ma
     known names: a misspelt operator must not leave the intended one at its defaults unnoticed.
     """
     known = list(dict.fromkeys([*base, *(image_operators() if operators is None else operators)]))
-    return merge_levels(base, override, known)
+    out: Grid = copy.deepcopy({op: dict(levels) for op, levels in base.items()})
+    for op, levels in override.items():
+        if op not in known:
+            raise ConfigError(unknown_name("image operator", op, known, where=" in the grid")
+                              + " (register an operator of your own before giving its levels)", param="grid")
+        if not isinstance(levels, Mapping):
+            raise ConfigError(f"grid entry for {op!r} must map severities to parameter tables", param="grid")
+        target = out.setdefault(op, {})
+        for level, params in levels.items():
+            m = _LEVEL_RE.match(str(level))
+            if not m or int(m[1]) < 1:
+                raise ConfigError(f"grid entry {op}.{level}: severity must look like 's1', '2', ...", param="grid")
+            if not isinstance(params, Mapping):
+                raise ConfigError(f"grid entry {op}.{level}: parameters must be a table", param="grid")
+            target.setdefault(int(m[1]), {}).update(copy.deepcopy(dict(params)))
+    return out
 
 
 def load_grid(path: Any, base: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None) -> Grid:
     """Load a JSON (``.json``) or TOML (``.toml``) override file and merge it over ``base``
-    (:func:`default_grid` by default); errors name the file (see :func:`merge_grid` for the checks)."""
-    data = read_grid_file(path)
+    (:func:`default_grid` by default); errors name the file (see :func:`merge_grid` for the checks).
+    The text is decoded through :mod:`snapbench.core.userfiles`, so bad bytes are an error with line
+    and column."""
+    path = Path(path)
+    text = read_text(path, what="grid file")
+    try:
+        if path.suffix.lower() == ".toml":
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except Exception as exc:  # noqa: BLE001 - report any parse error with the file name
+        raise ConfigError(f"not a valid grid file: {exc}", path=path) from None
+    if not isinstance(data, dict):
+        raise ConfigError("grid file must hold a table of operators", path=path)
     try:
         return merge_grid(default_grid() if base is None else base, data)
     except ConfigError as exc:
@@ -309,7 +625,7 @@ def user_image_operators() -> list[ImageOperator]:
 def restore_image_operators(snapshot: list[ImageOperator]) -> None:
     """Register a :func:`user_image_operators` snapshot (replacing same-named registrations)."""
     for op in snapshot:
-        add_image_operator(op, replace=True)
+        _add_image_operator(op, replace=True)
 
 
 def level_params(operator: str, severity: int, grid: Mapping[str, Mapping[int, Mapping[str, Any]]] | None) -> Mapping[str, Any]:

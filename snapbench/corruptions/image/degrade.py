@@ -1,13 +1,14 @@
 """DEGRADE primitive: signal-quality loss that keeps the scene geometry.
 
 Six operators (SPEC §3): ``low_light``, ``overexposure``, ``defocus_blur``, ``motion_blur``,
-``compression``, ``low_resolution``.  Each is one ``apply(image, params)`` registered with its
-``sample`` function; every operator keeps the input size and returns uint8 RGB.  Only
+``compression``, ``low_resolution``.  Each is one ``apply(image, params)`` registered once
+(:func:`~.base.builtin_operator`) with its severity table (right above it), ``sample`` function,
+knob, revision and diagnose flag; every operator keeps the input size and returns uint8 RGB.  Only
 ``low_light`` is random, and its randomness is a noise seed drawn in ``sample`` and recorded in the
 parameters, so ``apply`` is a pure function of (image, params).
 
-The defaults live in :data:`snapbench.corruptions.image.grid.DEFAULT_GRID`; every ``sample``
-validates a level's parameters, fills in defaults and returns the complete dict that is applied.
+Every ``sample`` validates a level's parameters, fills in defaults and returns the complete dict
+that is applied.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ import numpy as np
 
 from ...core.errors import ConfigError
 from ._buffers import scratch
-from ._params import integer, known_keys, number
-from .base import register_image_operator
+from .base import DiagnoseFlag, Knob, builtin_operator, integer, known_keys, number
 
 __all__ = [
     "low_light",
@@ -67,6 +67,13 @@ def _scale(image: np.ndarray, gain: float) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------
 # low_light
+
+# Multiply brightness, add per-pixel per-channel Gaussian noise (0-255 units); sample adds noise_seed.
+_LOW_LIGHT_LEVELS = {
+    1: {"brightness": 0.70, "noise_sigma": 3.0},
+    2: {"brightness": 0.40, "noise_sigma": 10.0},
+    3: {"brightness": 0.15, "noise_sigma": 22.0},
+}
 
 _NOISE_CHUNK = 1 << 17  # image bytes per pass: the index and the lookup stay in the CPU cache
 
@@ -122,9 +129,18 @@ def _low_light_params(params: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-# Severity table: grid.DEFAULT_GRID["low_light"] (brightness, noise_sigma); sample adds noise_seed.
+def _low_light_at(params: Mapping[str, Any], value: float, shape: tuple[int, int]) -> dict[str, Any]:
+    # knob update: the noise grows with the darkening, anchored at the level's own (brightness, noise) pair
+    b0, n0 = float(params["brightness"]), float(params["noise_sigma"])
+    noise = n0 if b0 >= 1.0 else n0 * max(0.0, 1.0 - value) / (1.0 - b0)
+    return {**params, "brightness": value, "noise_sigma": n0 if value == b0 else noise}
+
+
 # Revision 2: noise from one byte per value (normal_atoms) instead of 16-bit quantiles, ~2-3x faster.
-@register_image_operator("low_light", sample=_sample_low_light, revision=2)
+# Knob: brightness 0 .. 1; noise_sigma follows in proportion to the darkening 1 - brightness.
+@builtin_operator("low_light", "degrade", levels=_LOW_LIGHT_LEVELS, sample=_sample_low_light,
+                  knob=Knob("brightness", 0.0, 1.0, update=_low_light_at), revision=2,
+                  diagnose=DiagnoseFlag("low_light", (3,), why="recall 1.00 at s3, 0.10 at s1 and s2"))
 def low_light(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Dim the image and add sensor noise: ``clip(round(image * brightness + noise_sigma * z))``.
 
@@ -156,14 +172,17 @@ def low_light(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # overexposure
 
+_OVEREXPOSURE_LEVELS = {1: {"gain": 1.4}, 2: {"gain": 2.2}, 3: {"gain": 3.0}}
+
 
 def _sample_overexposure(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     known_keys("overexposure", level, "gain")
     return {"gain": number("overexposure", level, "gain", lo=0.0)}
 
 
-# Severity table: grid.DEFAULT_GRID["overexposure"] (gain).
-@register_image_operator("overexposure", sample=_sample_overexposure)
+@builtin_operator("overexposure", "degrade", levels=_OVEREXPOSURE_LEVELS, sample=_sample_overexposure,
+                  knob=Knob("gain", 1.0, 16.0, log=True),
+                  diagnose=DiagnoseFlag("overexposure", (2, 3), why="recall 0.80 at s2, 0.90 at s3, 0.30 at s1"))
 def overexposure(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Multiply by ``gain`` and clip: ``clip(round(image * gain), 0, 255)``, round half to even (one
     256-entry table, or OpenCV's convertScaleAbs where that gives the table's values for every byte)."""
@@ -173,6 +192,9 @@ def overexposure(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------
 # defocus_blur
+
+# sigma in pixels; an optional exact=true forces the exact filter
+_DEFOCUS_LEVELS = {1: {"sigma": 1.0}, 2: {"sigma": 3.5}, 3: {"sigma": 10.0}}
 
 _EXACT_BELOW_SIGMA = 3.5  # exact Gaussian is cheap enough below this (kernel <= 21 taps)
 
@@ -204,8 +226,9 @@ def _gaussian_reduced(image: np.ndarray, sigma: float, factor: int) -> np.ndarra
     return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
 
 
-# Severity table: grid.DEFAULT_GRID["defocus_blur"] (sigma; optional exact=true forces the exact filter).
-@register_image_operator("defocus_blur", sample=_sample_defocus)
+@builtin_operator("defocus_blur", "degrade", levels=_DEFOCUS_LEVELS, sample=_sample_defocus,
+                  knob=Knob("sigma", 0.1, 64.0, log=True),
+                  diagnose=DiagnoseFlag("blur", (2, 3), why="recall 1.00 at s2 and s3, 0.20 at s1"))
 def defocus_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Gaussian blur with standard deviation ``sigma`` pixels (reflect-101 borders).
 
@@ -230,6 +253,13 @@ def defocus_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------
 # motion_blur
+
+# line kernel length in pixels, angle in degrees (0 = horizontal)
+_MOTION_LEVELS = {
+    1: {"kernel": 5, "angle": 0.0},
+    2: {"kernel": 13, "angle": 0.0},
+    3: {"kernel": 25, "angle": 0.0},
+}
 
 
 def _sample_motion(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
@@ -256,8 +286,10 @@ def _line_kernel(length: int, angle: float) -> np.ndarray:
 _BOX_RGBA_FROM = 8  # box length from which filtering a 4-channel copy is faster (measured at 512-2048 px)
 
 
-# Severity table: grid.DEFAULT_GRID["motion_blur"] (kernel length in pixels, angle in degrees).
-@register_image_operator("motion_blur", sample=_sample_motion)
+# Knob: kernel 1 .. 401 (integer), the angle kept.
+@builtin_operator("motion_blur", "degrade", levels=_MOTION_LEVELS, sample=_sample_motion,
+                  knob=Knob("kernel", 1, 401, integer=True),
+                  diagnose=DiagnoseFlag("blur", (2, 3), why="recall 1.00 at s2 and s3, 0.30 at s1"))
 def motion_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Linear motion blur: mean over a ``kernel``-pixel line through each pixel.
 
@@ -285,6 +317,9 @@ def motion_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # compression
 
+# JPEG quality 1-100, RGB-correct
+_COMPRESSION_LEVELS = {1: {"quality": 50}, 2: {"quality": 18}, 3: {"quality": 5}}
+
 
 def _sample_compression(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     known_keys("compression", level, "quality")
@@ -294,8 +329,9 @@ def _sample_compression(rng: np.random.Generator, level: Mapping[str, Any], shap
 _IMREAD_RGB = getattr(cv2, "IMREAD_COLOR_RGB", None)  # OpenCV >= 4.10 decodes straight to RGB
 
 
-# Severity table: grid.DEFAULT_GRID["compression"] (JPEG quality 1-100).
-@register_image_operator("compression", sample=_sample_compression)
+@builtin_operator("compression", "degrade", levels=_COMPRESSION_LEVELS, sample=_sample_compression,
+                  knob=Knob("quality", 1, 100, integer=True),
+                  diagnose=DiagnoseFlag("compression", (3,), why="recall 1.00 at s3, 0.30 at s2"))
 def compression(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """JPEG round trip at ``quality`` (libjpeg via OpenCV, 4:2:0 chroma, standard tables).
 
@@ -315,6 +351,9 @@ def compression(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------
 # low_resolution
+
+# scale of each side (0 < scale <= 1): nearest down, nearest back up
+_LOW_RESOLUTION_LEVELS = {1: {"scale": 0.50}, 2: {"scale": 0.25}, 3: {"scale": 0.08}}
 
 
 def _sample_low_resolution(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
@@ -340,8 +379,9 @@ def _low_res_indices(h: int, w: int, scale: float) -> tuple[np.ndarray, np.ndarr
     return out
 
 
-# Severity table: grid.DEFAULT_GRID["low_resolution"] (scale of each side, 0 < scale <= 1).
-@register_image_operator("low_resolution", sample=_sample_low_resolution)
+@builtin_operator("low_resolution", "degrade", levels=_LOW_RESOLUTION_LEVELS, sample=_sample_low_resolution,
+                  knob=Knob("scale", 0.01, 1.0, log=True),
+                  diagnose=DiagnoseFlag("low_resolution", (2, 3), why="recall 1.00 at s2 and s3"))
 def low_resolution(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Nearest-neighbour downsample to ``round(side * scale)`` pixels, nearest back up to full size.
 

@@ -2,25 +2,28 @@
 
 Both are the two built-in operators whose meaning is a size change, so their output is smaller
 than the input and is *not* resized back (SPEC §3).  Output sizes are computed with
-:func:`._params.scaled_side` -- ``max(1, floor(fraction * side + 0.5))`` (round half up, never empty) -- so
+:func:`.base.scaled_side` -- ``max(1, floor(fraction * side + 0.5))`` (round half up, never empty) -- so
 anyone can predict them from the grid.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 import cv2
 import numpy as np
 
 from ...core.errors import ConfigError
-from ._params import fraction, known_keys, scaled_side
-from .base import register_image_operator
+from .base import DiagnoseFlag, Knob, builtin_operator, fraction, known_keys, scaled_side
 
 __all__ = ["sample_cropping", "cropping", "sample_downscale", "downscale"]
 
 
 # --- cropping -------------------------------------------------------------------------------------
+
+# keep: fraction of each side, at a seeded offset
+_CROPPING_LEVELS = {1: {"keep": 0.90}, 2: {"keep": 0.65}, 3: {"keep": 0.40}}
 
 
 def sample_cropping(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
@@ -36,8 +39,23 @@ def sample_cropping(rng: np.random.Generator, level: Mapping[str, Any], shape: t
     return {**dict(level), "keep": keep, "top": top, "left": left, "height": ch, "width": cw}
 
 
-# Severity table: DEFAULT_GRID["cropping"] (keep fraction per side).
-@register_image_operator("cropping", sample=sample_cropping, changes_size=True)
+def _cropping_at(params: Mapping[str, Any], value: float, shape: tuple[int, int]) -> dict[str, Any]:
+    # knob update: height and width follow keep; the offsets keep their drawn share of the slack
+    h, w = int(shape[0]), int(shape[1])
+    ch0, cw0 = int(params["height"]), int(params["width"])
+    ch, cw = scaled_side(h, value), scaled_side(w, value)
+
+    def offset(drawn: int, slack0: int, slack: int) -> int:
+        # the drawn offset's share of the slack, kept (half when the level left no slack to draw in)
+        share = drawn / slack0 if slack0 > 0 else 0.5
+        return min(slack, max(0, int(math.floor(share * slack + 0.5))))
+
+    return {**params, "keep": value, "height": ch, "width": cw,
+            "top": offset(int(params["top"]), h - ch0, h - ch), "left": offset(int(params["left"]), w - cw0, w - cw)}
+
+
+@builtin_operator("cropping", "remove", levels=_CROPPING_LEVELS, sample=sample_cropping,
+                  knob=Knob("keep", 0.05, 1.0, update=_cropping_at), changes_size=True)
 def cropping(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Keep the ``height`` x ``width`` window at (``top``, ``left``); the output is the smaller crop."""
     top, left = int(params["top"]), int(params["left"])
@@ -53,6 +71,9 @@ def cropping(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 # --- downscale ------------------------------------------------------------------------------------
 
+# scale of each side; the output stays small
+_DOWNSCALE_LEVELS = {1: {"scale": 0.20}, 2: {"scale": 0.10}, 3: {"scale": 0.04}}
+
 
 def sample_downscale(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """No randomness: record the scale and the resulting output size."""
@@ -62,8 +83,14 @@ def sample_downscale(rng: np.random.Generator, level: Mapping[str, Any], shape: 
     return {**dict(level), "scale": scale, "height": scaled_side(h, scale), "width": scaled_side(w, scale)}
 
 
-# Severity table: DEFAULT_GRID["downscale"] (scale per side).
-@register_image_operator("downscale", sample=sample_downscale, changes_size=True)
+def _downscale_at(params: Mapping[str, Any], value: float, shape: tuple[int, int]) -> dict[str, Any]:
+    # knob update: height and width follow scale
+    return {**params, "scale": value, "height": scaled_side(shape[0], value), "width": scaled_side(shape[1], value)}
+
+
+@builtin_operator("downscale", "remove", levels=_DOWNSCALE_LEVELS, sample=sample_downscale,
+                  knob=Knob("scale", 0.01, 1.0, log=True, update=_downscale_at), changes_size=True,
+                  diagnose=DiagnoseFlag("low_resolution", (1, 2, 3), why="recall 1.00 at every severity"))
 def downscale(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Area-average the image down to ``height`` x ``width`` (``scale`` of each side); it stays small.
 

@@ -21,8 +21,7 @@ import numpy as np
 
 from ...core.errors import ConfigError
 from ._buffers import BytesLRU, scratch
-from ._params import known_keys, number
-from .base import register_image_operator
+from .base import Knob, builtin_operator, known_keys, number
 
 __all__ = [
     "rotation",
@@ -57,6 +56,9 @@ def _on_rgba(image: np.ndarray, warp: Callable[[np.ndarray, np.ndarray], np.ndar
 # --------------------------------------------------------------------------------------------
 # rotation
 
+# angle in degrees, counter-clockwise
+_ROTATION_LEVELS = {1: {"angle": 10.0}, 2: {"angle": 45.0}, 3: {"angle": 180.0}}
+
 
 def _sample_rotation(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     known_keys("rotation", level, "angle")
@@ -85,8 +87,8 @@ def rotation_cover_scale(height: int, width: int, angle: float) -> float:
     return max((width * c + height * s) / width, (width * s + height * c) / height)
 
 
-# Severity table: grid.DEFAULT_GRID["rotation"] (angle in degrees, counter-clockwise).
-@register_image_operator("rotation", sample=_sample_rotation)
+@builtin_operator("rotation", "transform", levels=_ROTATION_LEVELS, sample=_sample_rotation,
+                  knob=Knob("angle", 0.0, 180.0))
 def rotation(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Rotate by ``angle`` degrees counter-clockwise about the centre, zoomed to fill the frame.
 
@@ -120,6 +122,9 @@ def rotation(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # perspective
 
+# d: fraction of the short side
+_PERSPECTIVE_LEVELS = {1: {"d": 0.10}, 2: {"d": 0.20}, 3: {"d": 0.30}}
+
 
 def _sample_perspective(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     known_keys("perspective", level, "d")
@@ -149,8 +154,8 @@ def perspective_geometry(height: int, width: int, d: float) -> tuple[np.ndarray,
     return p, (dx, dy, width - dx, float(height))
 
 
-# Severity table: grid.DEFAULT_GRID["perspective"] (d, fraction of the short side).
-@register_image_operator("perspective", sample=_sample_perspective)
+@builtin_operator("perspective", "transform", levels=_PERSPECTIVE_LEVELS, sample=_sample_perspective,
+                  knob=Knob("d", 0.0, 0.45))
 def perspective(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Keystone (camera tilted up): top corners in by ``d`` and down by ``d/2`` of the short side.
 
@@ -173,6 +178,9 @@ def perspective(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------
 # lens_distortion
+
+# k1; negative = barrel
+_LENS_LEVELS = {1: {"k1": -0.10}, 2: {"k1": -0.20}, 3: {"k1": -0.30}}
 
 _K1_MIN = -1.0 / 3.0  # below this r*(1 + k1*r^2) stops increasing before the corner: the image folds
 
@@ -263,8 +271,8 @@ def _compute_lens_maps(height: int, width: int, k1: float) -> tuple[np.ndarray, 
     return m1, m2
 
 
-# Severity table: grid.DEFAULT_GRID["lens_distortion"] (k1; negative = barrel).
-@register_image_operator("lens_distortion", sample=_sample_lens)
+@builtin_operator("lens_distortion", "transform", levels=_LENS_LEVELS, sample=_sample_lens,
+                  knob=Knob("k1", -0.33, 0.0))
 def lens_distortion(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Radial lens distortion ``r_d = r_u * (1 + k1 * r_u**2)``, cropped to the frame and resized.
 
