@@ -29,6 +29,7 @@ from .commands.moor import moor
 from .commands.preview import preview
 from .commands.report import report
 from .commands.run import run
+from .commands.stress import stress
 from .commands.usage import Command
 from .errors import SnapbenchError
 from .signals import Terminated, exit_status, stop_on_termination
@@ -156,6 +157,7 @@ for _name, _command in (
     ("compare", compare),
     ("diagnose", diagnose),
     ("demo", demo),
+    ("stress", stress),
 ):
     app.command(_name, cls=_Command)(guarded(_command, interrupted_message(_name)))
 

@@ -27,7 +27,7 @@ from .names import RUN_CONFIG
 __all__ = ["FINGERPRINT_WORDS", "RUN_KINDS", "RUN_JSON_SCHEMA", "write_run_json", "read_run_json", "run_json_kind", "check_resume",
            "read_run_config", "claim_output_dir", "open_run_dir", "output_kind"]
 
-RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose", "moor", "report")
+RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose", "moor", "report", "stress")
 RUN_JSON_SCHEMA = 2
 
 

@@ -1,0 +1,187 @@
+"""A record's fields -> the text a text encoder indexes.
+
+PhotoBench's caption-based pipelines index a caption per photo; personal-album queries also ask for
+places, times and people, which live in the photo's metadata (PhotoBench's source types M and F).
+The default template therefore writes the caption, the OCR, the time as the words people search by,
+the place and the people::
+
+    [{caption}.] [Text: {ocr}.] [Taken {time}.] [Place: {place}.] [People: {people}.]
+
+A ``[...]`` group is written only when every field inside it is present, so an absent field writes
+nothing (not "Place: ."); whitespace is collapsed.  Fields:
+
+* ``caption``, ``ocr``: as given;
+* ``time``: ``<year> <month name> <season> <part of day> <weekday>`` (``2023 May spring afternoon
+  Saturday``); season by meteorological months of the northern hemisphere (Dec-Feb winter ...);
+  part of day: night 0-5 h, morning 5-12, afternoon 12-17, evening 17-21, night 21-24; a date
+  without a clock time has no part of day.  Also the parts alone: ``year``, ``month``, ``season``,
+  ``part_of_day``, ``weekday``, ``date`` (ISO date);
+* ``place``: the record's own place name, else ``city, region, country`` from offline reverse
+  geocoding of latitude/longitude (the nearest populated place of GeoNames, via the
+  ``reverse-geocode`` package: ``pip install 'snapbench[albums]'``); also ``city``, ``region``,
+  ``country`` alone (geocoded only);
+* ``people``: every nickname of every face in the photo, comma-separated (the owner: ``me, myself``).
+
+``--record-template`` replaces the default with another string in the same syntax; an unknown
+``{field}`` is an error listing the known ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..errors import ConfigError
+from .records import OWNER_NAMES, AlbumRecord, parse_time
+
+__all__ = ["DEFAULT_TEMPLATE", "TEMPLATE_FIELDS", "RecordTemplate", "reverse_geocode", "time_words"]
+
+DEFAULT_TEMPLATE = "[{caption}.] [Text: {ocr}.] [Taken {time}.] [Place: {place}.] [People: {people}.]"
+
+#: Every field a template may name.
+TEMPLATE_FIELDS: tuple[str, ...] = (
+    "caption", "ocr", "time", "year", "month", "season", "part_of_day", "weekday", "date",
+    "place", "city", "region", "country", "people",
+)
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")
+_SEASONS = ("winter", "winter", "spring", "spring", "spring", "summer", "summer", "summer", "autumn",
+            "autumn", "autumn", "winter")
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_FIELD = re.compile(r"\{([^{}]*)\}")
+_GROUP = re.compile(r"\[([^\[\]]*)\]")
+
+
+def _part_of_day(hour: int) -> str:
+    if 5 <= hour < 12:
+        return "morning"
+    if 12 <= hour < 17:
+        return "afternoon"
+    if 17 <= hour < 21:
+        return "evening"
+    return "night"
+
+
+def time_words(value: str | None) -> dict[str, str]:
+    """The time fields of an ISO time (empty for ``None``); see the module docstring."""
+    if value is None:
+        return {}
+    dt = parse_time(value, where="time", path=None)
+    if dt is None:
+        return {}
+    has_clock = "T" in value or " " in value.strip()  # a bare date says nothing about the part of day
+    out = {"year": str(dt.year), "month": _MONTHS[dt.month - 1], "season": _SEASONS[dt.month - 1],
+           "weekday": _WEEKDAYS[dt.weekday()], "date": dt.date().isoformat()}
+    if has_clock:
+        out["part_of_day"] = _part_of_day(dt.hour)
+    out["time"] = " ".join(out[k] for k in ("year", "month", "season", "part_of_day", "weekday") if k in out)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _geocoder():
+    try:
+        import reverse_geocode
+    except ImportError:
+        raise ConfigError("turning latitude/longitude into place names needs the offline geocoder: "
+                          "pip install 'snapbench[albums]'  (installs reverse-geocode)", param="record_template") from None
+    return reverse_geocode
+
+
+@lru_cache(maxsize=65536)
+def reverse_geocode(latitude: float, longitude: float) -> dict[str, str]:
+    """``{"city", "region", "country"}`` of the nearest populated place (GeoNames via ``reverse-geocode``,
+    offline: the data ships in the wheel)."""
+    hit = _geocoder().get((float(latitude), float(longitude)))
+    return {k: str(hit.get(src) or "") for k, src in (("city", "city"), ("region", "state"), ("country", "country"))}
+
+
+def _place_fields(rec: AlbumRecord) -> dict[str, str]:
+    if rec.place is not None:
+        return {"place": rec.place}
+    if rec.latitude is None or rec.longitude is None:
+        return {}
+    geo = {k: v for k, v in reverse_geocode(rec.latitude, rec.longitude).items() if v}
+    parts: list[str] = []
+    for k in ("city", "region", "country"):
+        if k in geo and geo[k] not in parts:
+            parts.append(geo[k])
+    return {**geo, "place": ", ".join(parts)} if parts else {}
+
+
+def _people(rec: AlbumRecord) -> str | None:
+    names: list[str] = []
+    for f in rec.faces:
+        for n in (f.names + OWNER_NAMES) if f.owner else f.names:
+            if n not in names:
+                names.append(n)
+    return ", ".join(names) or None
+
+
+@dataclass(frozen=True)
+class RecordTemplate:
+    """A parsed template (see the module docstring); ``render(record)`` is the text to encode."""
+
+    source: str = DEFAULT_TEMPLATE
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source, str) or not self.source.strip():
+            raise ConfigError("a record template must be a non-empty string", param="record_template")
+        unknown = [f for f in _FIELD.findall(self.source) if f not in TEMPLATE_FIELDS]
+        if unknown:
+            raise ConfigError(f"unknown field {{{unknown[0]}}} in the record template; known: "
+                              f"{', '.join('{' + f + '}' for f in TEMPLATE_FIELDS)}", param="record_template")
+        if not _FIELD.search(self.source):
+            raise ConfigError(f"the record template {self.source!r} names no field (e.g. {{caption}})",
+                              param="record_template")
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(_FIELD.findall(self.source)))
+
+    def values(self, rec: AlbumRecord) -> dict[str, str]:
+        """The present fields of ``rec`` as strings (absent fields are missing from the dict)."""
+        need = set(self.fields)
+        vals: dict[str, str] = {}
+        if rec.caption:
+            vals["caption"] = rec.caption.strip()
+        if rec.ocr:
+            vals["ocr"] = rec.ocr.strip()
+        if need & {"time", "year", "month", "season", "part_of_day", "weekday", "date"}:
+            vals.update(time_words(rec.time))
+        if need & {"place", "city", "region", "country"}:
+            vals.update(_place_fields(rec))
+        people = _people(rec)
+        if people:
+            vals["people"] = people
+        return vals
+
+    def render(self, rec: AlbumRecord) -> str:
+        vals = self.values(rec)
+
+        def fill(text: str) -> str | None:
+            missing = False
+
+            def sub(m: re.Match) -> str:
+                nonlocal missing
+                v = vals.get(m.group(1))
+                if v is None:
+                    missing = True
+                    return ""
+                return v
+
+            out = _FIELD.sub(sub, text)
+            return None if missing else out
+
+        def group(m: re.Match) -> str:
+            return fill(m.group(1)) or ""
+
+        body = _GROUP.sub(group, self.source)
+        body = _FIELD.sub(lambda m: vals.get(m.group(1), ""), body)  # fields outside any group
+        return " ".join(body.split())
+
+    def render_all(self, records: Sequence[AlbumRecord]) -> list[str]:
+        return [self.render(r) for r in records]
