@@ -127,8 +127,9 @@ def write_jsonl(root: Path) -> Path:
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def bow_vectors(texts, dim: int = 2048) -> np.ndarray:
-    """Word counts hashed into ``dim`` buckets (crc32: stable across processes)."""
+def bow_vectors(texts, dim: int = 1 << 14) -> np.ndarray:
+    """Word counts hashed into ``dim`` buckets (crc32: stable across processes; no two words of the
+    fixtures share a bucket at this size)."""
     out = np.zeros((len(texts), dim), dtype=np.float32)
     for i, t in enumerate(texts):
         for w in _WORD.findall(t.lower()):
