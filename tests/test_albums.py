@@ -441,3 +441,62 @@ def test_the_missing_geocoder_names_the_extra(monkeypatch):
     with pytest.raises(ConfigError, match=r"pip install 'snapbench\[albums\]'"):
         template.RecordTemplate().render(AlbumRecord("a/x.jpg", "a", latitude=1.0, longitude=2.0))
     template._geocoder.cache_clear()
+
+
+def test_reject_metrics_of_zero_gt_queries_under_stress_equal_a_recomputation(data, tmp_path):
+    thr = 0.3
+    res = run_stress(data[0], ENC, tmp_path / "r", StressOptions(stress="drop=location", set_threshold=thr,
+                                                                  resamples=50, report=False))
+    summary = json.loads((res.out / "stress.json").read_text())
+    gold = _gold(data[0])
+    questions = {q.id: q.question for q in load_albums(data[0]).queries}
+    for cond, key in (("clean", "clean"), ("drop=location", "stressed")):
+        recs = _records(res.out, cond)
+        v = fx.bow_vectors([r["text"] for r in recs]).astype(np.float64)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        a = b = c = 0
+        for qid, question in questions.items():
+            q = fx.bow_vectors([question]).astype(np.float64)[0]
+            q /= np.linalg.norm(q)
+            album = qid.split("_q")[0]
+            empty = not any(r["album"] == album and float(v[j] @ q) >= thr - 1e-6 for j, r in enumerate(recs))
+            zero = not gold[qid]
+            a += empty and zero
+            b += empty and not zero
+            c += zero and not empty
+        e = summary["conditions"]["drop=location"]["groups"]["all"]
+        assert e["reject_recall"][key] == pytest.approx(a / (a + c))
+        assert e["reject_precision"][key] == pytest.approx(a / (a + b))
+    assert summary["n_excluded_zero_gt"] == 3 and e["reject_recall"]["n_counted"] == len(questions)
+
+
+@pytest.mark.parametrize("field,value,words", [
+    ("latitude", 200, ["gallery.jsonl", "album1/IMG_0000.jpg", "latitude 200"]),
+    ("time", "yesterday", ["gallery.jsonl", "album1/IMG_0000.jpg", "'yesterday'"]),
+])
+def test_bad_jsonl_records_are_named(tmp_path, data, field, value, words):
+    root = tmp_path / "jl"
+    shutil.copytree(data[1], root)
+    lines = (root / "gallery.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first[field] = value
+    if field == "latitude":
+        first["longitude"] = 1.0
+    (root / "gallery.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    r = runner.invoke(app, ["stress", str(root), "-e", ENC, "--out", str(tmp_path / "o"), "--stress", "drop=ocr"])
+    assert r.exit_code != 0 and "Traceback" not in r.output
+    for w in words:
+        assert w in r.output, (w, r.output)
+
+
+def test_the_availability_curve_reads_caption_characters_for_truncation(run):
+    from snapbench.report.stress_page import availability_points
+
+    summary = json.loads((run / "stress.json").read_text())
+    clean = {r["id"]: r["caption"] for r in _records(run, "clean")}
+    kept = sum(len(r["caption"] or "") for r in _records(run, "caption_truncate=0.51")) / sum(map(len, clean.values()))
+    pts = availability_points(summary, "recall@10")
+    assert ("caption_truncate=0.51" in {c for _, _, c in pts["caption"]})
+    assert [x for x, _, c in pts["caption"] if c == "caption_truncate=0.51"] == [pytest.approx(kept)]
+    loc = {c: x for x, _, c in pts["location"]}
+    assert loc["drop=location"] == 0.0 and loc["clean"] > loc["location_sparsify=0.3"] > 0

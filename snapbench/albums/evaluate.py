@@ -103,10 +103,13 @@ def _macro(num: np.ndarray, den: np.ndarray) -> float:
 
 
 def paired_delta(clean: QueryStat, stressed: QueryStat, album_rows: Sequence[np.ndarray], *, resample_by: str,
-                 resamples: int, seed: int, level: float, key: str) -> dict:
+                 resamples: int, seed: int, level: float, key: str, counted: np.ndarray | None = None) -> dict:
     """Clean, stressed and delta (stressed - clean), micro and macro, with the CI(s) (module docstring).
 
-    ``album_rows``: the query rows of each album (within the rows of ``clean``/``stressed``)."""
+    ``album_rows``: the query rows of each album (within the rows of ``clean``/``stressed``);
+    ``counted``: the rows the metric counts, which a query bootstrap resamples
+    (:func:`snapbench.evaluate.metrics.counted_rows`: every query for reject metrics); default the
+    rows with a non-zero denominator."""
     cn, cd = _album_values(clean, album_rows)
     sn, sd = _album_values(stressed, album_rows)
     out: dict = {
@@ -118,7 +121,9 @@ def paired_delta(clean: QueryStat, stressed: QueryStat, album_rows: Sequence[np.
     out["delta"] = out["stressed"] - out["clean"]
     out["delta_macro"] = out["stressed_macro"] - out["clean_macro"]
     n_albums = int(sum(1 for d in cd if d > 0))
-    out["n_queries"] = int(np.count_nonzero(clean.den > 0))
+    out["n_queries"] = int(len(clean.den))
+    rows = np.flatnonzero(np.asarray(clean.den) > 0) if counted is None else np.asarray(counted, dtype=np.int64)
+    out["n_counted"] = int(rows.size)  # the queries the metric counts (and a query bootstrap resamples)
     out["n_albums"] = n_albums
     out["resample_by"] = resample_by
     note = too_few_albums(n_albums) if resample_by == "album" else None
@@ -136,7 +141,6 @@ def paired_delta(clean: QueryStat, stressed: QueryStat, album_rows: Sequence[np.
         out["ci_macro"] = [float(lo[1]), float(hi[1])]
         out["resampled"] = "album"
     else:
-        rows = counted_rows_of(clean)
         if rows.size:
             w = bootstrap_counts(rows.size, resamples, seed, key=f"queries:{key}")
             vals = bootstrap_values([clean, stressed], w, rows)
@@ -149,11 +153,6 @@ def paired_delta(clean: QueryStat, stressed: QueryStat, album_rows: Sequence[np.
     if note:
         out["note"] = note
     return out
-
-
-def counted_rows_of(st: QueryStat) -> np.ndarray:
-    """The rows that count for a stat (den > 0): the queries a query bootstrap resamples."""
-    return np.flatnonzero(np.asarray(st.den) > 0)
 
 
 def group_rows(query_tags: Sequence[Mapping], index: AlbumIndex, sources: Sequence[str]) -> dict[str, np.ndarray]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..defaults import DEFAULT_CI, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ..errors import ConfigError
-from ..evaluate.metrics import parse_metrics
+from ..evaluate.metrics import counted_rows, parse_metrics
 from ..jsonable import write_json
 from ..layout.runjson import check_resume, claim_output_dir, write_run_json
 from ..layout.stressdir import StressDir
@@ -211,6 +211,7 @@ def _per_query(st) -> np.ndarray:
 def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_cond: dict, stats: dict,
              metrics: list[str], opts: StressOptions, clean_avail: dict, template: RecordTemplate, spec: str) -> dict:
     groups = group_rows([q.tags for q in ds.queries], index, SOURCES)
+    n_pos = np.asarray([sum(1 for v in ds.qrels.get(q.id, {}).values() if v > 0) for q in ds.queries])
     n_zero = sum(1 for q in ds.queries if not ds.qrels.get(q.id))
     out: dict[str, Any] = {
         "dataset": str(ds.root), "format": ds.format, "encoder": spec, "mode": MODE,
@@ -235,6 +236,9 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
             "changed_records": info["changed"], "field_availability": field_availability(res.records),
             "groups": {},
         }
+        clean_chars = sum(len(r.caption or "") for r in ds.records)
+        if clean_chars:  # truncation keeps every caption present: its availability is the characters kept
+            body["caption_chars_kept"] = sum(len(r.caption or "") for r in res.records) / clean_chars
         if res.swap_levels:
             body["caption_swap"] = {"donor_match": dict(res.swap_levels)}
         for gname, rows in groups.items():
@@ -246,7 +250,7 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
             body["groups"][gname] = {
                 m: paired_delta(stats[CLEAN][m].subset(rows), stats[cond.id][m].subset(rows), album_rows,
                                 resample_by=unit, resamples=opts.resamples, seed=opts.seed, level=opts.ci,
-                                key=gname)
+                                key=gname, counted=counted_rows(m, n_pos[rows]))
                 for m in metrics
             }
         out["conditions"][cond.id] = body

@@ -14,10 +14,12 @@ import html
 import math
 from typing import Any
 
+from ..errors import ConfigError
 from ..evaluate.fmt import ci_excludes_zero, ci_label, points
-from ..htmlpage import HtmlSection, render_html, ul
+from ..htmlpage import HtmlFigure, HtmlSection, render_html, ul
 
-__all__ = ["primary_metric", "render_stress_report", "stress_findings"]
+__all__ = ["availability_points", "availability_figure", "primary_metric", "render_stress_report", "stress_findings",
+           "swap_verdict"]
 
 _SOURCES = ("V", "M", "F", "VM", "VF", "MF", "VMF")
 
@@ -95,6 +97,47 @@ def swap_verdict(summary: dict) -> str | None:
     return None
 
 
+def availability_points(summary: dict, metric: str) -> dict[str, list[tuple[float, float, str]]]:
+    """Per field: ``(share of records holding it, micro metric, condition)`` for clean, every
+    single-operator condition that moves only that field, and ``drop=FIELD`` (share 0); by share.
+    For ``caption_truncate`` the share is that of the caption characters kept."""
+    clean_m = summary["conditions"] and next(iter(summary["conditions"].values()))["groups"]["all"][metric]["clean"]
+    out: dict[str, list[tuple[float, float, str]]] = {}
+    for cid, b in summary["conditions"].items():
+        ops = [n for n, _ in b["operators"]]
+        if len(ops) != 1 or ops[0] == "caption_swap" or len(b["fields"]) != 1:
+            continue
+        f = b["fields"][0]
+        pts = out.setdefault(f, [(summary["field_availability"]["clean"][f], clean_m, "clean")])
+        share = b["field_availability"][f]
+        if f == "caption" and ops[0] == "caption_truncate":
+            share = b.get("caption_chars_kept", share)  # every caption is still there, shorter
+        pts.append((share, b["groups"]["all"][metric]["stressed"], cid))
+    return {f: sorted(p, key=lambda t: -t[0]) for f, p in out.items()}
+
+
+def availability_figure(summary: dict, metric: str, dpi: int = 100) -> bytes | None:
+    """PNG of :func:`availability_points` (one line per field), or ``None`` without points."""
+    from .figures import fig_to_bytes, require_matplotlib, tidy_axes
+
+    pts = availability_points(summary, metric)
+    if not pts:
+        return None
+    Figure = require_matplotlib()
+    fig = Figure(figsize=(6.5, 4), layout="constrained")
+    ax = fig.subplots()
+    for f, p in pts.items():
+        ax.plot([100 * x for x, _, _ in p], [100 * y for _, y, _ in p], marker="o", label=f)
+    ax.set_xlabel("records holding the field (%)")
+    ax.set_ylabel(f"{metric} (micro, %)")
+    ax.invert_xaxis()
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    tidy_axes(ax)
+    ax.set_title(f"{metric} as record fields become sparser", fontsize=10)
+    return fig_to_bytes(fig, "png", dpi)
+
+
 def _table(head: list[str], rows: list[list[str]], caption: str) -> str:
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" if i else f"<th>{html.escape(c)}</th>"
@@ -143,18 +186,23 @@ def render_stress_report(summary: dict) -> str:
                 arows.append([cid, gname[6:], points(e["clean"]) or "–", points(e["stressed"]) or "–", _cell(e)])
     sections.append(HtmlSection("albums", "Per album", [_table(["condition", "album", "clean", "stressed", "Δ"], arows,
                                                                 f"{metric} per album (micro within the album)")]))
-    crows = []
-    for cid, b in conds.items():
-        if len(b["operators"]) == 1 and b["operators"][0][0] not in ("caption_swap", "drop"):
-            for f in b["fields"]:
-                crows.append([f, cid, f"{100 * summary['field_availability']['clean'][f]:.0f}%",
-                              f"{100 * b['field_availability'][f]:.0f}%",
-                              points(b["groups"]["all"][metric]["stressed"]) or "–", _cell(b["groups"]["all"][metric])])
-    crows.sort(key=lambda r: (r[0], -float(r[3].rstrip("%"))))
-    sections.append(HtmlSection("curves", "Curves over field availability", [
-        _table(["field", "condition", "available (clean)", "available (stressed)", metric, "Δ"], crows,
-               f"{metric} as a field becomes sparser (share of records holding it)")]
-        if crows else [], missing=[] if crows else ["no single-operator rate condition was run (e.g. ocr_dropout=0.25)"]))
+    curves = availability_points(summary, metric)
+    crows = [[f, cid, f"{100 * x:.0f}%", points(y) or "–"] for f, p in curves.items() for x, y, cid in p]
+    curve = HtmlSection("curves", "Curves over field availability", [
+        _table(["field", "condition", "available", metric], crows,
+               f"{metric} (micro) as a field becomes sparser (available: share of records holding it; "
+               "for caption_truncate, share of caption characters kept)")] if crows else [],
+        missing=[] if crows else ["no single-field condition was run (e.g. ocr_dropout=0.25 or drop=ocr)"])
+    if crows:
+        try:
+            png = availability_figure(summary, metric)
+        except ConfigError as exc:  # no matplotlib: the table stands alone, and the page says why
+            curve.missing.append(f"no figure: {exc}")
+        else:
+            if png:
+                curve.figures.append(HtmlFigure("availability", f"{metric} against the share of records holding "
+                                                "each field (clean, each single-field stress, drop=FIELD)", png))
+    sections.append(curve)
     swap = swap_verdict(summary)
     sections.append(HtmlSection("swap", "Caption-swap probe", [f"<p>{html.escape(swap)}</p>"] if swap else [],
                                 missing=[] if swap else ["caption_swap was not run (add it to --stress)"]))
