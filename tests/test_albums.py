@@ -500,3 +500,24 @@ def test_the_availability_curve_reads_caption_characters_for_truncation(run):
     assert [x for x, _, c in pts["caption"] if c == "caption_truncate=0.51"] == [pytest.approx(kept)]
     loc = {c: x for x, _, c in pts["location"]}
     assert loc["drop=location"] == 0.0 and loc["clean"] > loc["location_sparsify=0.3"] > 0
+
+
+def test_the_template_writes_present_fields_only_and_time_as_search_words():
+    import calendar
+
+    from snapbench.albums.template import RecordTemplate
+
+    t = RecordTemplate()
+    rec = AlbumRecord("a/1.jpg", "a", caption="see {place} [draft]", ocr="EXIT", time="2024-02-29T19:05:00",
+                      latitude=51.5074, longitude=-0.1278,
+                      faces=(Face("1", ("me", "myself"), True), Face("7", ("ann", "mum"))))
+    text = t.render(rec)
+    weekday = calendar.day_name[calendar.weekday(2024, 2, 29)]
+    assert text.startswith("see {place} [draft]. Text: EXIT.")  # a value is written as it is, never re-read
+    assert f"Taken 2024 February winter evening {weekday}." in text
+    assert "London" in text and "United Kingdom" in text
+    assert text.endswith("People: me, myself, ann, mum.")
+    bare = t.render(AlbumRecord("a/2.jpg", "a", caption="a cat", time="2021-07-04"))
+    assert bare == f"a cat. Taken 2021 July summer {calendar.day_name[calendar.weekday(2021, 7, 4)]}."
+    assert t.render(AlbumRecord("a/3.jpg", "a")) == ""
+    assert RecordTemplate("[{city} in {country}]").render(rec.without(caption=None)) == "London in United Kingdom"

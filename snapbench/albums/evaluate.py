@@ -103,13 +103,23 @@ def _macro(num: np.ndarray, den: np.ndarray) -> float:
 
 
 def paired_delta(clean: QueryStat, stressed: QueryStat, album_rows: Sequence[np.ndarray], *, resample_by: str,
-                 resamples: int, seed: int, level: float, key: str, counted: np.ndarray | None = None) -> dict:
+                 resamples: int, seed: int, level: float, key: str, counted: np.ndarray | None = None,
+                 draws: dict | None = None) -> dict:
     """Clean, stressed and delta (stressed - clean), micro and macro, with the CI(s) (module docstring).
 
     ``album_rows``: the query rows of each album (within the rows of ``clean``/``stressed``);
     ``counted``: the rows the metric counts, which a query bootstrap resamples
     (:func:`snapbench.evaluate.metrics.counted_rows`: every query for reject metrics); default the
-    rows with a non-zero denominator."""
+    rows with a non-zero denominator.  ``draws``: a dict the caller keeps across calls, so conditions and
+    metrics that resample the same number of units with the same key share one draw (computed once)."""
+    draws = {} if draws is None else draws
+
+    def counts(n: int, unit: str) -> np.ndarray:
+        k = (unit, key, n)
+        if k not in draws:
+            draws[k] = bootstrap_counts(n, resamples, seed, key=f"{unit}:{key}")
+        return draws[k]
+
     cn, cd = _album_values(clean, album_rows)
     sn, sd = _album_values(stressed, album_rows)
     out: dict = {
@@ -128,7 +138,7 @@ def paired_delta(clean: QueryStat, stressed: QueryStat, album_rows: Sequence[np.
     out["resample_by"] = resample_by
     note = too_few_albums(n_albums) if resample_by == "album" else None
     if resample_by == "album" and note is None:
-        w = bootstrap_counts(len(album_rows), resamples, seed, key=f"albums:{key}")
+        w = counts(len(album_rows), "albums")
         with np.errstate(invalid="ignore", divide="ignore"):
             micro = (w @ sn) / (w @ sd) - (w @ cn) / (w @ cd)
             ok = cd > 0
@@ -142,7 +152,7 @@ def paired_delta(clean: QueryStat, stressed: QueryStat, album_rows: Sequence[np.
         out["resampled"] = "album"
     else:
         if rows.size:
-            w = bootstrap_counts(rows.size, resamples, seed, key=f"queries:{key}")
+            w = counts(rows.size, "queries")
             vals = bootstrap_values([clean, stressed], w, rows)
             lo, hi = percentile_ci(vals[:, 1] - vals[:, 0], level)
             out["ci"] = [float(lo), float(hi)]

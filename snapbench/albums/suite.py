@@ -225,6 +225,7 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
         "set_threshold": opts.set_threshold, "field_availability": {CLEAN: clean_avail},
         "notes": list(ds.notes), "conditions": {},
     }
+    draws: dict = {}  # one bootstrap draw per (unit, group, size), shared by every condition and metric
     few = too_few_albums(len(index.albums)) if opts.resample_by == "album" else None
     if few:
         out["notes"].append(few)
@@ -250,7 +251,7 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
             body["groups"][gname] = {
                 m: paired_delta(stats[CLEAN][m].subset(rows), stats[cond.id][m].subset(rows), album_rows,
                                 resample_by=unit, resamples=opts.resamples, seed=opts.seed, level=opts.ci,
-                                key=gname, counted=counted_rows(m, n_pos[rows]))
+                                key=gname, counted=counted_rows(m, n_pos[rows]), draws=draws)
                 for m in metrics
             }
         out["conditions"][cond.id] = body

@@ -52,7 +52,7 @@ _SEASONS = ("winter", "winter", "spring", "spring", "spring", "summer", "summer"
             "autumn", "autumn", "winter")
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _FIELD = re.compile(r"\{([^{}]*)\}")
-_GROUP = re.compile(r"\[([^\[\]]*)\]")
+_PIECE = re.compile(r"\[([^\[\]]*)\]|\{([^{}]*)\}")
 
 
 def _part_of_day(hour: int) -> str:
@@ -162,26 +162,16 @@ class RecordTemplate:
     def render(self, rec: AlbumRecord) -> str:
         vals = self.values(rec)
 
-        def fill(text: str) -> str | None:
-            missing = False
-
-            def sub(m: re.Match) -> str:
-                nonlocal missing
-                v = vals.get(m.group(1))
-                if v is None:
-                    missing = True
+        def piece(m: re.Match) -> str:
+            if m.group(1) is not None:  # a [group]: written only when all of its fields are present
+                names = _FIELD.findall(m.group(1))
+                if any(n not in vals for n in names):
                     return ""
-                return v
+                return _FIELD.sub(lambda f: vals[f.group(1)], m.group(1))
+            return vals.get(m.group(2), "")
 
-            out = _FIELD.sub(sub, text)
-            return None if missing else out
-
-        def group(m: re.Match) -> str:
-            return fill(m.group(1)) or ""
-
-        body = _GROUP.sub(group, self.source)
-        body = _FIELD.sub(lambda m: vals.get(m.group(1), ""), body)  # fields outside any group
-        return " ".join(body.split())
+        # one pass over the template: a value holding "[" or "{name}" is written as it is, never re-read
+        return " ".join(_PIECE.sub(piece, self.source).split())
 
     def render_all(self, records: Sequence[AlbumRecord]) -> list[str]:
         return [self.render(r) for r in records]

@@ -181,7 +181,8 @@ def load_photobench(
         if albums:
             raise InputError(
                 f"holds {len(albums)} PhotoBench albums ({', '.join(a.name for a in albums)}); each album is its own "
-                f"gallery: load one album folder at a time (e.g. {albums[0]})", path=path
+                f"gallery: load one album folder at a time (e.g. {albums[0]}); 'snapbench stress' reads a folder of albums, "
+                "each query searching its own album", path=path
             )
         raise InputError("not a PhotoBench album folder (no query.json)", path=path)
     queries = _queries(path, language)
