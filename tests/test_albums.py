@@ -521,3 +521,14 @@ def test_the_template_writes_present_fields_only_and_time_as_search_words():
     assert bare == f"a cat. Taken 2021 July summer {calendar.day_name[calendar.weekday(2021, 7, 4)]}."
     assert t.render(AlbumRecord("a/3.jpg", "a")) == ""
     assert RecordTemplate("[{city} in {country}]").render(rec.without(caption=None)) == "London in United Kingdom"
+
+
+def test_clean_results_per_group_micro_and_macro(run):
+    pq = _per_query(run)
+    summary = json.loads((run / "stress.json").read_text())
+    for album in fx.ALBUMS:
+        vals = [v for q, v in pq["clean"]["recall@10"].items() if q.startswith(album + "_") and v is not None]
+        e = summary["clean"][f"album={album}"]["recall@10"]
+        assert e["micro"] == pytest.approx(np.mean(vals)) and e["n_counted"] == len(vals) and e["n_albums"] == 1
+    per_album = [summary["clean"][f"album={a}"]["recall@10"]["micro"] for a in fx.ALBUMS]
+    assert summary["clean"]["all"]["recall@10"]["macro"] == pytest.approx(np.mean(per_album))

@@ -208,6 +208,14 @@ def _per_query(st) -> np.ndarray:
     return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
 
 
+def _levels(st, album_rows: list[np.ndarray]) -> dict[str, Any]:
+    """Micro (over queries) and macro (mean over the albums where the metric is defined) of one metric."""
+    per = [float(np.sum(st.num[r])) / float(np.sum(st.den[r])) for r in album_rows if float(np.sum(st.den[r])) > 0]
+    den = float(np.sum(st.den))
+    return {"micro": float(np.sum(st.num)) / den if den > 0 else None, "macro": float(np.mean(per)) if per else None,
+            "n_counted": int(np.count_nonzero(st.den > 0)), "n_albums": len(per)}
+
+
 def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_cond: dict, stats: dict,
              metrics: list[str], opts: StressOptions, clean_avail: dict, template: RecordTemplate, spec: str) -> dict:
     groups = group_rows([q.tags for q in ds.queries], index, SOURCES)
@@ -225,6 +233,11 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
         "set_threshold": opts.set_threshold, "field_availability": {CLEAN: clean_avail},
         "notes": list(ds.notes), "conditions": {},
     }
+    # per group: the query rows of each of its albums, as positions within the group's rows
+    group_albums = {g: [a for a in (np.flatnonzero(np.isin(rows, ar)) for ar in index.query_rows) if a.size]
+                    for g, rows in groups.items()}
+    out["clean"] = {g: {m: _levels(stats[CLEAN][m].subset(rows), group_albums[g]) for m in metrics}
+                    for g, rows in groups.items()}
     draws: dict = {}  # one bootstrap draw per (unit, group, size), shared by every condition and metric
     few = too_few_albums(len(index.albums)) if opts.resample_by == "album" else None
     if few:
@@ -243,10 +256,7 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
         if res.swap_levels:
             body["caption_swap"] = {"donor_match": dict(res.swap_levels)}
         for gname, rows in groups.items():
-            rows_set = {int(r): i for i, r in enumerate(rows)}
-            album_rows = [np.asarray([rows_set[int(r)] for r in ar if int(r) in rows_set], dtype=np.int64)
-                          for ar in index.query_rows]
-            album_rows = [a for a in album_rows if a.size]
+            album_rows = group_albums[gname]
             unit = opts.resample_by if gname in ("all",) or gname.startswith("source=") else "query"
             body["groups"][gname] = {
                 m: paired_delta(stats[CLEAN][m].subset(rows), stats[cond.id][m].subset(rows), album_rows,
