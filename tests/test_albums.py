@@ -532,3 +532,17 @@ def test_clean_results_per_group_micro_and_macro(run):
         assert e["micro"] == pytest.approx(np.mean(vals)) and e["n_counted"] == len(vals) and e["n_albums"] == 1
     per_album = [summary["clean"][f"album={a}"]["recall@10"]["micro"] for a in fx.ALBUMS]
     assert summary["clean"]["all"]["recall@10"]["macro"] == pytest.approx(np.mean(per_album))
+
+
+def test_a_rerun_with_another_seed_is_refused_unless_forced(data, tmp_path):
+    out = tmp_path / "o"
+    run_stress(data[0], ENC, out, StressOptions(stress="ocr_dropout=0.5,drop=time", resamples=20, report=False))
+    with pytest.raises(ConfigError, match="seed"):
+        run_stress(data[0], ENC, out, StressOptions(stress="ocr_dropout=0.5", seed=5, resamples=20, report=False))
+    fx.BagOfWords.encoded.clear()
+    run_stress(data[0], ENC, out, StressOptions(stress="ocr_dropout=0.5", seed=5, resamples=20, report=False,
+                                                force=True))
+    assert len(fx.BagOfWords.encoded) > 3 * fx.N_PHOTOS  # vectors of the other configuration are not reused
+    assert sorted(p.name for p in (out / "records").iterdir()) == ["clean.jsonl", "ocr_dropout=0.5.jsonl"]
+    r = runner.invoke(app, ["stress", str(data[0]), "-e", ENC, "--out", str(out), "--stress", "ocr_dropout=0.5"])
+    assert r.exit_code == 2 and "--seed" in r.output and "--force" in r.output and "Traceback" not in r.output

@@ -19,7 +19,6 @@ import numpy as np
 from ..defaults import DEFAULT_CI, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ..errors import ConfigError
 from ..evaluate.metrics import counted_rows, parse_metrics
-from ..jsonable import write_json
 from ..layout.runjson import check_resume, claim_output_dir, write_run_json
 from ..layout.stressdir import StressDir
 from ..report.perquery import write_combined_per_query
@@ -185,19 +184,21 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
         stats[cond.id] = album_stats(q_vecs, g, index, gold, metrics, set_threshold=opts.set_threshold)
         per_cond[cond.id] = {"result": res, "changed": int(changed.size), "condition": cond}
 
+    gone = sd.remove_other_records([CLEAN, *(c.id for c in conds)])
+    if gone:
+        say(f"removed the records files of conditions this run does not have: {', '.join(gone)}")
+
     # -- per-query table, paired summary
     qids = [q.id for q in ds.queries]
     values = {c: {m: _per_query(st[m]) for m in metrics} for c, st in stats.items()}
     write_combined_per_query({MODE: (qids, values)}, sd.per_query)
     summary = _summary(ds, index, conds, per_cond, stats, metrics, opts, clean_avail, template, spec)
-    write_json(sd.stress_json, summary)
+    sd.write_summary(summary)
     outcome.summary = summary
     if opts.report:
-        from ..atomic import write_text_atomic
         from ..report.stress_page import render_stress_report
 
-        write_text_atomic(sd.report_html, render_stress_report(summary))
-        outcome.html = sd.report_html
+        outcome.html = sd.write_report(render_stress_report(summary))
     outcome.elapsed_s = time.perf_counter() - t0
     return outcome
 

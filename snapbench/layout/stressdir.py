@@ -26,6 +26,7 @@ import numpy as np
 
 from ..atomic import save_npy_atomic, write_text_atomic
 from ..conditions import condition_to_filename
+from ..jsonable import write_json
 from .arrays import load_npy
 from .names import RUN_CONFIG
 
@@ -73,6 +74,27 @@ class StressDir:
         text = "".join(json.dumps(dict(r), ensure_ascii=False, allow_nan=False) + "\n" for r in rows)
         write_text_atomic(path, text)
         return path
+
+    def remove_other_records(self, conditions: Iterable[str]) -> list[str]:
+        """Delete ``records/*.jsonl`` of conditions not in ``conditions`` (an earlier run's, now absent from
+        per_query.csv and stress.json); returns their names."""
+        keep = {self.records(c).name for c in conditions}
+        gone = []
+        for p in sorted((self.root / "records").glob("*.jsonl")):
+            if p.name not in keep:
+                p.unlink()
+                gone.append(p.stem)
+        return gone
+
+    def write_summary(self, summary: Mapping[str, Any]) -> Path:
+        """``stress.json``, strict JSON, atomically."""
+        write_json(self.stress_json, dict(summary))
+        return self.stress_json
+
+    def write_report(self, page: str) -> Path:
+        """``report.html`` (a page rendered by :mod:`snapbench.report.stress_page`), atomically."""
+        write_text_atomic(self.report_html, page)
+        return self.report_html
 
     def save_vectors(self, name: str, array: np.ndarray, rows: np.ndarray | None = None) -> None:
         """Vectors first, then their rows: a run killed in between leaves no rows file, so it is redone."""
