@@ -546,3 +546,12 @@ def test_a_rerun_with_another_seed_is_refused_unless_forced(data, tmp_path):
     assert sorted(p.name for p in (out / "records").iterdir()) == ["clean.jsonl", "ocr_dropout=0.5.jsonl"]
     r = runner.invoke(app, ["stress", str(data[0]), "-e", ENC, "--out", str(out), "--stress", "ocr_dropout=0.5"])
     assert r.exit_code == 2 and "--seed" in r.output and "--force" in r.output and "Traceback" not in r.output
+
+
+def test_a_failed_start_leaves_no_output_folder_behind(data, tmp_path):
+    out = tmp_path / "o"
+    r = runner.invoke(app, ["stress", str(data[0]), "-e", "no_such_module:Thing", "--out", str(out), "--stress", "drop=ocr"])
+    assert r.exit_code == 2 and "no_such_module" in r.output and not out.exists()
+    r = runner.invoke(app, ["stress", str(data[0]), "-e", ENC, "--out", str(out), "--stress", "drop=ocr",
+                            "--resamples", "20", "--no-report", "--no-progress"])
+    assert r.exit_code == 0, r.output

@@ -22,6 +22,7 @@ from ..evaluate.metrics import counted_rows, parse_metrics
 from ..layout.runjson import check_resume, claim_output_dir, write_run_json
 from ..layout.stressdir import StressDir
 from ..report.perquery import write_combined_per_query
+from ..validate import ci_level, positive_int
 from .evaluate import RESAMPLE_UNITS, AlbumIndex, album_stats, group_rows, paired_delta, too_few_albums
 from .load import AlbumDataset, load_albums
 from .records import AlbumRecord
@@ -107,6 +108,10 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
     if opts.resample_by not in RESAMPLE_UNITS:
         raise ConfigError(f"unknown resampling unit {opts.resample_by!r}; known: {', '.join(RESAMPLE_UNITS)}",
                           param="resample_by")
+    positive_int(opts.resamples, "resamples")
+    ci_level(opts.ci, "ci")
+    if not opts.ks:
+        raise ConfigError("give at least one cut-off k", param="ks")
     conds = parse_conditions(opts.stress)
     template = RecordTemplate(opts.template)
     metrics = parse_metrics("hit,recall,ndcg,mrr", [int(k) for k in opts.ks])
@@ -125,7 +130,6 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
         for p in (out / "vectors").glob("*.npy"):
             p.unlink()
     ds = load_albums(dataset, split=opts.split, gallery=opts.gallery, qrels=opts.qrels)
-    write_run_json(out, "stress", {"fingerprint": fingerprint, "conditions": [c.id for c in conds]})
     if isinstance(encoder, str):
         from ..models import load_encoder
 
@@ -134,6 +138,8 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
         enc = encoder
     if "text" not in set(getattr(enc, "modalities", ("image", "text"))):
         raise ConfigError(f"encoder {spec!r} has no text side; the stress suite encodes record texts", param="encoder")
+    # only now that the dataset and the encoder are known to load: a failed start leaves no fingerprint behind
+    write_run_json(out, "stress", {"fingerprint": fingerprint, "conditions": [c.id for c in conds]})
     outcome = StressOutcome(out, [CLEAN] + [c.id for c in conds], len(ds.queries), len(ds.records), ds.albums)
 
     # -- clean: queries and records
