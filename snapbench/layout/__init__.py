@@ -132,3 +132,8 @@ __all__ += ["CompareDir"]
 from .runjson import open_run_dir, output_kind  # noqa: E402
 
 __all__ += ["open_run_dir", "output_kind"]
+
+# appended: the output folder of snapbench stress (records files, vectors, stress.json)
+from .stressdir import StressDir  # noqa: E402
+
+__all__ += ["StressDir"]
