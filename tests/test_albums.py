@@ -555,3 +555,14 @@ def test_a_failed_start_leaves_no_output_folder_behind(data, tmp_path):
     r = runner.invoke(app, ["stress", str(data[0]), "-e", ENC, "--out", str(out), "--stress", "drop=ocr",
                             "--resamples", "20", "--no-report", "--no-progress"])
     assert r.exit_code == 0, r.output
+
+
+def test_the_output_folder_is_claimed_like_every_command(data, tmp_path):
+    from snapbench.layout import write_run_json
+
+    write_run_json(tmp_path / "run", "run", {"fingerprint": {}})
+    r = runner.invoke(app, ["stress", str(data[0]), "-e", ENC, "--out", str(tmp_path / "run" / "st"), "--stress",
+                            "drop=ocr"])
+    assert r.exit_code == 2 and "inside" in r.output and "snapbench run" in r.output
+    r = runner.invoke(app, ["stress", str(data[0]), "-e", ENC, "--out", str(tmp_path / "run"), "--stress", "drop=ocr"])
+    assert r.exit_code == 2 and "snapbench run" in r.output
