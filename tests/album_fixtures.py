@@ -111,7 +111,7 @@ def write_jsonl(root: Path) -> Path:
         for j, q in enumerate(_queries(n)):
             qid = f"{album}_q{j:04d}"
             q_lines.append({"id": qid, "question": q["query_en"], "album": album, "source": q["Source"],
-                            "kind": q["kind"]})
+                            "tags": {"kind": q["kind"]}})
             qrels[qid] = [f"{album}/{f}" for f in q["ground_truth"]]
         for i in range(N_PHOTOS):
             p = photo_fields(n, i)

@@ -139,8 +139,7 @@ def _faces(path: Path, names: set[str]) -> dict[str, tuple[Face, ...]]:
     return out
 
 
-def _photobench_album(album: Path, qfile: str, public: Path | None, language: str,
-                      gt_seen: list[bool]) -> tuple[list[QueryRecord], list[AlbumRecord], dict[str, dict[str, float]], list[str]]:
+def _photobench_album(album: Path, qfile: str, public: Path | None, language: str) -> tuple[list[QueryRecord], list[AlbumRecord], dict[str, dict[str, float]], list[str]]:
     notes: list[str] = []
     queries = _queries(album, language, qfile=qfile)
     images = _images_dir(album, public)
@@ -192,7 +191,6 @@ def _photobench_album(album: Path, qfile: str, public: Path | None, language: st
                          f"{len(set(files))} file(s); the list is used")
         qrels[q.id] = {f"{album.name}/{f}": 1.0 for f in files}
     if qrels:
-        gt_seen.append(True)
         if len(qrels) < len(queries):
             missing = [q.id for q in queries if q.id not in qrels]
             raise InputError(f"{len(missing)} query(ies) carry no 'ground_truth' while others do (use [] for a "
@@ -206,9 +204,8 @@ def _load_photobench(path: Path, split: str | None, qrels: Path | None, language
     records: list[AlbumRecord] = []
     gt: dict[str, dict[str, float]] = {}
     notes: list[str] = []
-    seen: list[bool] = []
     for d in dirs:
-        q, r, g, n = _photobench_album(d, qfile, public, language, seen)
+        q, r, g, n = _photobench_album(d, qfile, public, language)
         queries += q
         records += r
         gt.update(g)

@@ -54,7 +54,6 @@ def stress(
     for _id, sentence in stress_findings(s):
         typer.echo(f"  {sentence}")
     for n in s["notes"]:
-        if "too few" in n:
-            typer.echo(f"note: {n}")
+        typer.echo(f"note: {n}", err=True)
     if res.html is not None:
         typer.echo(f"report: {res.html}")
