@@ -68,7 +68,7 @@ def _queries(album_no: int) -> list[dict]:
 
     def add(word: str, kind: str, source: str, pred) -> None:
         gt = [p["file"] for p in photos if pred(p)]
-        out.append({"query_en": word, "query_cn": word, "Source": source, "kind": kind, "ground_truth": gt,
+        out.append({"query_en": word, "query_cn": f"{word}的照片", "Source": source, "kind": kind, "ground_truth": gt,
                     "ground_truth_count": len(gt)})
 
     for o in OBJECTS:

@@ -566,3 +566,10 @@ def test_the_output_folder_is_claimed_like_every_command(data, tmp_path):
     assert r.exit_code == 2 and "inside" in r.output and "snapbench run" in r.output
     r = runner.invoke(app, ["stress", str(data[0]), "-e", ENC, "--out", str(tmp_path / "run"), "--stress", "drop=ocr"])
     assert r.exit_code == 2 and "snapbench run" in r.output
+
+
+def test_chinese_queries_with_language_cn(data):
+    ds = load_albums(data[0], language="cn")
+    assert ds.queries[0].question == f"{fx.OBJECTS[0]}的照片" and ds.queries[0].id == "album1_q0000"
+    with pytest.raises(InputError, match="unknown language 'fr'"):
+        load_albums(data[0], language="fr")

@@ -336,6 +336,8 @@ def load_albums(path: str | Path, *, split: str | None = None, gallery: Path | N
     """Load a dataset of albums (see the module docstring): a PhotoBench folder (of ``album*/`` folders,
     one album folder, or a Hugging Face copy with ``split``), or a JSONL query manifest / folder."""
     path = Path(path)
+    if language not in ("en", "cn"):
+        raise InputError(f"unknown language {language!r}; known: en, cn", param="language")
     if not path.exists():
         raise InputError("no such file or folder", path=path)
     jsonl = path.is_file() or (path.is_dir() and _sibling(path, MANIFEST_NAMES) is not None)

@@ -48,6 +48,7 @@ class StressOptions:
     ci: float = DEFAULT_CI
     template: str = DEFAULT_TEMPLATE
     split: str | None = None
+    language: str = "en"
     gallery: Path | None = None
     qrels: Path | None = None
     set_threshold: float | None = None
@@ -112,6 +113,8 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
     ci_level(opts.ci, "ci")
     if not opts.ks:
         raise ConfigError("give at least one cut-off k", param="ks")
+    if opts.language not in ("en", "cn"):
+        raise ConfigError(f"unknown language {opts.language!r}; known: en, cn", param="language")
     conds = parse_conditions(opts.stress)
     template = RecordTemplate(opts.template)
     metrics = parse_metrics("hit,recall,ndcg,mrr", [int(k) for k in opts.ks])
@@ -119,7 +122,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
         metrics += parse_metrics("reject")
     out = Path(out)
     spec = encoder if isinstance(encoder, str) else f"{type(encoder).__module__}:{type(encoder).__qualname__}"
-    fingerprint = {"dataset": str(Path(dataset).resolve()), "split": opts.split,
+    fingerprint = {"dataset": str(Path(dataset).resolve()), "split": opts.split, "language": opts.language,
                    "gallery": None if opts.gallery is None else str(Path(opts.gallery).resolve()),
                    "qrels": None if opts.qrels is None else str(Path(opts.qrels).resolve()),
                    "encoder": spec, "record_template": template.source, "seed": int(opts.seed)}
@@ -129,7 +132,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
     if previous is not None and opts.force and previous.get("fingerprint") != fingerprint:
         for p in (out / "vectors").glob("*.npy"):
             p.unlink()
-    ds = load_albums(dataset, split=opts.split, gallery=opts.gallery, qrels=opts.qrels)
+    ds = load_albums(dataset, split=opts.split, gallery=opts.gallery, qrels=opts.qrels, language=opts.language)
     if isinstance(encoder, str):
         from ..models import load_encoder
 

@@ -22,6 +22,7 @@ def stress(
     resample_by: str = typer.Option("album", "--resample-by", help="album (PAL-Bench's user-level bootstrap; needs at least 10 albums, else queries are resampled and the report says so) or query."),
     record_template: Optional[str] = typer.Option(None, "--record-template", help="Template of the text indexed per record, e.g. '[{caption}.] [Place: {place}.]' (default: caption, OCR, time words, place, people; see docs/albums.md)."),
     split: Optional[str] = typer.Option(None, "--split", help="Hugging Face PhotoBench copy: the query file of protected/album*/ (validation, test, query)."),
+    language: str = typer.Option("en", "--language", help="PhotoBench: the queries' language, en (query_en) or cn (query_cn)."),
     gallery: Optional[Path] = typer.Option(None, "--gallery", help="Gallery JSONL for a JSONL query manifest."),
     qrels: Optional[Path] = typer.Option(None, "--qrels", help="Relevance labels (TREC or JSON) where the dataset has none of its own."),
     set_threshold: Optional[float] = typer.Option(None, "--set-threshold", help="Score that admits a record into a query's answer set: adds the reject metrics (zero-GT queries) under stress."),
@@ -42,7 +43,7 @@ def stress(
 
     opts = StressOptions(stress=stress, ks=int_list(k, "ks"), seed=seed, resamples=resamples, resample_by=resample_by,
                          template=record_template if record_template is not None else DEFAULT_TEMPLATE, split=split,
-                         gallery=gallery, qrels=qrels, set_threshold=set_threshold, device=device,
+                         language=language, gallery=gallery, qrels=qrels, set_threshold=set_threshold, device=device,
                          batch_size=batch_size, force=force, report=not no_report)
     log = None if no_progress else (lambda m: typer.echo(m, err=True))
     res = run_stress(dataset, encoder, out, opts, log=log)
