@@ -21,6 +21,7 @@ from snapbench.albums.suite import StressOptions, run_stress
 from snapbench.cli import app
 from snapbench.errors import ConfigError, InputError
 
+pytest.importorskip("reverse_geocode")  # the albums extra (in the test extra): place names from coordinates
 runner = CliRunner()
 ENC = "album_fixtures:BagOfWords"
 CONDS = ["location_sparsify=0.3", "ocr_dropout=0.25", "caption_truncate=0.51", "faces-mild", "caption_swap",
