@@ -21,6 +21,7 @@ ON_INTERRUPT: dict[str, str] = {
     "demo": _RESUMES,  # snapbench run on the bundled set
     "encode": ("interrupted; rerun the same command: embeddings already in the encoder cache are read back, "
                "not recomputed (no cache with --no-cache, nor for the toy encoder without --cache-dir)"),
+    "stress": _RESUMES,  # app.stress: encoded vectors are kept in OUT/vectors/
     "report": _PARTIAL,
     "compare": _PARTIAL,
     "moor": _PARTIAL,

@@ -55,19 +55,20 @@ DIMENSIONS: tuple[str, ...] = ("Location", "Time", "Person", "Object", "Concept"
 _LANG_FIELD = {"en": "query_en", "cn": "query_cn"}
 
 
-def is_album(path: Path) -> bool:
-    return (Path(path) / "query.json").is_file()
+def is_album(path: Path, query_file: str = "query.json") -> bool:
+    return (Path(path) / query_file).is_file()
 
 
-def photobench_albums(root: Path) -> list[Path]:
-    """The album folders (holding ``query.json``) directly inside ``root``, in natural order."""
+def photobench_albums(root: Path, *, query_file: str = "query.json") -> list[Path]:
+    """The album folders (holding ``query_file``: ``query.json``, or a Hugging Face copy's
+    ``validation.json`` / ``test.json``) directly inside ``root``, in natural order."""
     def key(p: Path) -> tuple:
         return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.name))
-    return sorted((p for p in Path(root).iterdir() if p.is_dir() and is_album(p)), key=key)
+    return sorted((p for p in Path(root).iterdir() if p.is_dir() and is_album(p, query_file)), key=key)
 
 
-def _queries(album: Path, language: str) -> list[QueryRecord]:
-    qpath = album / "query.json"
+def _queries(album: Path, language: str, *, qfile: str = "query.json") -> list[QueryRecord]:
+    qpath = album / qfile
     data = read_json(qpath, "PhotoBench query file")
     if not isinstance(data, list) or not data:
         raise InputError("expected a non-empty JSON list of queries", path=qpath)
@@ -181,7 +182,8 @@ def load_photobench(
         if albums:
             raise InputError(
                 f"holds {len(albums)} PhotoBench albums ({', '.join(a.name for a in albums)}); each album is its own "
-                f"gallery: load one album folder at a time (e.g. {albums[0]})", path=path
+                f"gallery: load one album folder at a time (e.g. {albums[0]}); 'snapbench stress' reads a folder of albums, "
+                "each query searching its own album", path=path
             )
         raise InputError("not a PhotoBench album folder (no query.json)", path=path)
     queries = _queries(path, language)

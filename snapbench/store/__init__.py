@@ -64,14 +64,18 @@ from .folders import (
     RUN_SUFFIXES,
     SKIPS,
     TARGET_ORDER,
+    CompareDir,
     CorruptDir,
     EncodeDir,
     RunDir,
+    StressDir,
     check_resume,
     claim_output_dir,
     embedding_file,
     find_embeddings,
     find_path_scores,
+    open_run_dir,
+    output_kind,
     path_score_file,
     primary_target,
     read_run_config,
@@ -83,6 +87,10 @@ from .ids import find_ids, read_ids, write_ids
 from .trec import TrecLine, iter_trec_run, read_trec_run, write_qrels, write_trec_run
 
 __all__ = [
+    "CompareDir",
+    "StressDir",
+    "open_run_dir",
+    "output_kind",
     "CorruptDir",
     "DROPPED_QUERIES",
     "EMBEDDINGS_DIR",
@@ -124,13 +132,3 @@ __all__ = [
     "write_run_json",
     "write_trec_run",
 ]
-
-# appended: the output folder of snapbench compare
-from .folders import CompareDir  # noqa: E402
-
-__all__ += ["CompareDir"]
-
-# appended: the one check that a folder is a run directory to read; what an output folder is (its run.json kind)
-from .folders import open_run_dir, output_kind  # noqa: E402
-
-__all__ += ["open_run_dir", "output_kind"]

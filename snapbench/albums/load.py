@@ -1,0 +1,361 @@
+"""Datasets of many albums (users): each query searches only its own album's gallery.
+
+Two layouts:
+
+* **PhotoBench**: a folder of ``album*/`` folders (or one album folder), each with ``query.json``
+  (queries, read by :mod:`snapbench.data.photobench`: ids ``<album>_q<4 digits>``, tags ``source``
+  etc.), ``images/metadata/metadata.json`` (``{file: {latitude, longitude, time}}``; null
+  coordinates and ``""`` times are absent), ``images/faceid/face_info_en.json``
+  (``face_id_to_nicknames``, ``image_to_face_ids``; face id ``"1"`` is the owner) and, optionally,
+  ``images/captions.json`` / ``images/ocr.json`` (``{file: text}``: the release ships captions only
+  as FAISS indexes, so captions and OCR you produced go there).  A query record carrying
+  ``ground_truth`` (file names; ``[]`` = a zero-GT query) is the ground truth, as in the release's
+  ``samples/`` and the Hugging Face copies' ``validation.json``.  The Hugging Face copies keep the
+  query files under ``protected/album*/{validation,test,query}.json``: ``split`` picks one (the photos'
+  metadata is read from ``protected/album*/images/`` or, when absent there, ``album*/images/`` next to
+  ``protected/``).  Gallery ids are ``<album>/<file name>``.
+* **JSONL**: a query manifest (``queries.jsonl``; each query may carry ``album``) and a gallery JSONL
+  whose records carry ``id`` and may carry ``album``, ``image``, ``caption``, ``ocr``, ``time`` (ISO
+  8601), ``latitude``/``longitude`` and/or ``place``, ``people`` (a list of names; the owner is ``me``),
+  with qrels as for ``snapbench run``.  Records and queries without ``album`` form the album ``all``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import InputError, SnapbenchError, arg
+from ..core.records import QueryRecord
+from ..core.userfiles import read_text
+from ..core.validate import examples
+from ..data.common import IMAGE_SUFFIXES, read_json
+from ..data.jsonl import GALLERY_NAMES, MANIFEST_NAMES, QRELS_NAMES
+from ..data.photobench import _queries, photobench_albums
+from ..data.qrels import align_qrels, read_qrels_file
+from .records import OWNER, OWNER_NAMES, AlbumRecord, Face, check_coordinates, parse_time
+
+__all__ = ["DEFAULT_ALBUM", "SPLITS", "AlbumDataset", "load_albums"]
+
+#: The album of JSONL queries and records that name none.
+DEFAULT_ALBUM = "all"
+#: The query files of the Hugging Face copies (``protected/album*/<split>.json``).
+SPLITS: tuple[str, ...] = ("validation", "test", "query")
+
+
+@dataclass
+class AlbumDataset:
+    """Queries and records of many albums.  ``qrels``: query id -> {record id: grade}; a query with
+    ``{}`` is a zero-GT query.  ``albums``: the album names in order."""
+
+    name: str
+    format: str
+    root: Path
+    queries: list[QueryRecord]
+    records: list[AlbumRecord]
+    qrels: dict[str, dict[str, float]]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def albums(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for r in self.records:
+            seen.setdefault(r.album, None)
+        return list(seen)
+
+    def query_album(self, q: QueryRecord) -> str:
+        return str(q.tags.get("album") or DEFAULT_ALBUM)
+
+
+# ------------------------------------------------------------------------------ PhotoBench
+def _album_dirs(path: Path, split: str | None) -> tuple[list[Path], str, Path | None]:
+    """(album folders, query file name, folder of the non-protected copy)."""
+    qfile = f"{split}.json" if split else "query.json"
+    if split is not None and split not in SPLITS:
+        raise InputError(f"unknown split {split!r}; known: {', '.join(SPLITS)}", param="split")
+    if (path / qfile).is_file():
+        return [path], qfile, None
+    root = path
+    if split is not None and (path / "protected").is_dir():
+        root = path / "protected"
+    albums = photobench_albums(root, query_file=qfile) if root.is_dir() else []
+    if not albums:
+        where = f"{qfile} (--split {split})" if split else "query.json"
+        raise InputError(f"no PhotoBench album here: no folder holding {where}"
+                         + ("" if split or not (path / "protected").is_dir() else
+                            f"; the queries are under protected/: choose a split with {arg('split')} "
+                            f"({', '.join(SPLITS)})"), path=path)
+    return albums, qfile, (path if root != path else None)
+
+
+def _images_dir(album: Path, public: Path | None) -> Path:
+    own = album / "images"
+    if own.is_dir() or public is None:
+        return own
+    return public / album.name / "images"
+
+
+def _text_map(path: Path, names: set[str], what: str) -> dict[str, str]:
+    if not path.is_file():
+        return {}
+    data = read_json(path, what)
+    if not isinstance(data, dict) or not all(isinstance(v, (str, type(None))) for v in data.values()):
+        raise InputError(f"expected a JSON object {{file name: {what}}}", path=path)
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise InputError(f"{len(unknown)} file name(s) are not photos of this album: {examples(unknown)}", path=path)
+    return {k: v for k, v in data.items() if isinstance(v, str) and v.strip()}
+
+
+def _faces(path: Path, names: set[str]) -> dict[str, tuple[Face, ...]]:
+    if not path.is_file():
+        return {}
+    data = read_json(path, "PhotoBench face file")
+    if not isinstance(data, dict):
+        raise InputError("expected an object with 'face_id_to_nicknames' and 'image_to_face_ids'", path=path)
+    nick = data.get("face_id_to_nicknames") or {}
+    img = data.get("image_to_face_ids") or {}
+    if not isinstance(nick, dict) or not isinstance(img, dict):
+        raise InputError("'face_id_to_nicknames' and 'image_to_face_ids' must be JSON objects", path=path)
+    out: dict[str, tuple[Face, ...]] = {}
+    for file, ids in img.items():
+        if file not in names:
+            raise InputError(f"image_to_face_ids names photo {file!r}, which is not in the album", path=path)
+        if not isinstance(ids, list):
+            raise InputError(f"photo {file!r}: face ids must be a list, got {ids!r}", path=path)
+        faces = []
+        for fid in ids:
+            fid = str(fid)
+            names_of = nick.get(fid)
+            if isinstance(names_of, str):
+                names_of = [names_of]
+            if not names_of or not isinstance(names_of, list) or not all(isinstance(n, str) and n.strip() for n in names_of):
+                raise InputError(f"photo {file!r}: face id {fid!r} has no nicknames in face_id_to_nicknames", path=path)
+            owner = fid == OWNER
+            faces.append(Face(fid, tuple(n.strip() for n in names_of), owner))
+        out[file] = tuple(faces)
+    return out
+
+
+def _photobench_album(album: Path, qfile: str, public: Path | None, language: str) -> tuple[list[QueryRecord], list[AlbumRecord], dict[str, dict[str, float]], list[str]]:
+    notes: list[str] = []
+    queries = _queries(album, language, qfile=qfile)
+    images = _images_dir(album, public)
+    names: set[str] = set()
+    if images.is_dir():
+        names.update(p.name for p in images.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    meta_path = images / "metadata" / "metadata.json"
+    meta: dict[str, Any] = {}
+    if meta_path.is_file():
+        meta = read_json(meta_path, "PhotoBench metadata")
+        if not isinstance(meta, dict):
+            raise InputError("expected a JSON object {file name: {latitude, longitude, time}}", path=meta_path)
+        names.update(str(k) for k in meta)
+    if not names:
+        raise InputError(f"no photos: neither image files in {images} nor {meta_path}", path=album)
+    faces = _faces(images / "faceid" / "face_info_en.json", names)
+    caps = _text_map(images / "captions.json", names, "caption")
+    ocr = _text_map(images / "ocr.json", names, "OCR text")
+    records = []
+    for n in sorted(names):
+        m = meta.get(n) or {}
+        if not isinstance(m, dict):
+            raise InputError(f"photo {n!r}: expected {{latitude, longitude, time}}, got {m!r}", path=meta_path)
+        where = f"photo {n!r}"
+        lat, lon = check_coordinates(m.get("latitude"), m.get("longitude"), where=where, path=meta_path)
+        t = m.get("time")
+        parse_time(t, where=where, path=meta_path)
+        img = images / n
+        records.append(AlbumRecord(f"{album.name}/{n}", album.name, img if img.is_file() else None,
+                                   caps.get(n), ocr.get(n), t.strip() if isinstance(t, str) and t.strip() else None,
+                                   lat, lon, None, faces.get(n, ())))
+    raw = read_json(album / qfile, "PhotoBench query file")
+    qrels: dict[str, dict[str, float]] = {}
+    for i, (q, rec) in enumerate(zip(queries, raw)):
+        if "ground_truth" not in rec:
+            continue
+        gt = rec["ground_truth"]
+        where = f"query #{i} ({q.id})"
+        if not isinstance(gt, list) or not all(isinstance(f, str) for f in gt):
+            raise InputError(f"{where}: 'ground_truth' must be a list of file names, got {gt!r}", path=album / qfile)
+        files = [Path(f).name for f in gt]
+        unknown = [f for f in files if f not in names]
+        if unknown:
+            raise InputError(f"{where}: ground truth names {len(unknown)} file(s) not in {album.name}: "
+                             f"{examples(unknown)}", path=album / qfile)
+        count = rec.get("ground_truth_count")
+        if count is not None and count != len(set(files)):
+            notes.append(f"{album / qfile}: {where}: ground_truth_count is {count!r} but ground_truth lists "
+                         f"{len(set(files))} file(s); the list is used")
+        qrels[q.id] = {f"{album.name}/{f}": 1.0 for f in files}
+    if qrels:
+        if len(qrels) < len(queries):
+            missing = [q.id for q in queries if q.id not in qrels]
+            raise InputError(f"{len(missing)} query(ies) carry no 'ground_truth' while others do (use [] for a "
+                             f"zero-GT query): {examples(missing)}", path=album / qfile)
+    return queries, records, qrels, notes
+
+
+def _load_photobench(path: Path, split: str | None, qrels: Path | None, language: str) -> AlbumDataset:
+    dirs, qfile, public = _album_dirs(path, split)
+    queries: list[QueryRecord] = []
+    records: list[AlbumRecord] = []
+    gt: dict[str, dict[str, float]] = {}
+    notes: list[str] = []
+    for d in dirs:
+        q, r, g, n = _photobench_album(d, qfile, public, language)
+        queries += q
+        records += r
+        gt.update(g)
+        notes += n
+    if qrels is not None:
+        if gt:
+            raise InputError("the query files carry ground truth already; give no qrels file", param="qrels")
+        gt, more, _ = align_qrels(read_qrels_file(qrels), [q.id for q in queries], [r.id for r in records],
+                                  path=qrels, id_lists=("the queries", "the album records (<album>/<file>)"))
+        notes += more
+    if gt and len(gt) < len(queries):
+        missing = [q.id for q in queries if q.id not in gt]
+        raise InputError(f"{len(missing)} query(ies) have no ground truth while the others do: {examples(missing)}",
+                         path=path)
+    return AlbumDataset(name=path.name, format="photobench", root=path, queries=queries, records=records,
+                        qrels=gt, notes=notes)
+
+
+# ------------------------------------------------------------------------------ JSONL
+def _jsonl_objects(path: Path, what: str) -> list[tuple[int, dict[str, Any]]]:
+    out = []
+    for i, line in enumerate(read_text(path, what=what).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise InputError(f"line {i}: not valid JSON ({exc})", path=path) from None
+        if not isinstance(obj, dict):
+            raise InputError(f"line {i}: expected a JSON object", path=path)
+        out.append((i, obj))
+    return out
+
+
+def _text_field(obj: dict[str, Any], key: str, where: str, path: Path) -> str | None:
+    v = obj.get(key)
+    if v is None or (isinstance(v, str) and not v.strip()):
+        return None
+    if not isinstance(v, str):
+        raise InputError(f"{where}: {key!r} must be a string, got {v!r}", path=path)
+    return v.strip()
+
+
+def _jsonl_record(i: int, obj: dict[str, Any], path: Path) -> AlbumRecord:
+    rid = obj.get("id")
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or not str(rid).strip():
+        raise InputError(f"line {i}: missing or bad 'id' ({rid!r})", path=path)
+    rid = str(rid)
+    where = f"line {i} (record {rid!r})"
+    album = obj.get("album", DEFAULT_ALBUM)
+    if not isinstance(album, (str, int)) or isinstance(album, bool) or not str(album).strip():
+        raise InputError(f"{where}: 'album' must be a non-empty string, got {album!r}", path=path)
+    lat, lon = check_coordinates(obj.get("latitude"), obj.get("longitude"), where=where, path=path)
+    t = _text_field(obj, "time", where, path)
+    parse_time(t, where=where, path=path)
+    people = obj.get("people") or []
+    if not isinstance(people, list) or not all(isinstance(p, str) and p.strip() for p in people):
+        raise InputError(f"{where}: 'people' must be a list of names, got {people!r}", path=path)
+    faces = tuple(Face(OWNER if p.strip() in OWNER_NAMES else p.strip(), (p.strip(),), p.strip() in OWNER_NAMES)
+                  for p in people)
+    image = obj.get("image")
+    img = (path.parent / image) if isinstance(image, str) and image else None
+    return AlbumRecord(rid, str(album), img, _text_field(obj, "caption", where, path),
+                       _text_field(obj, "ocr", where, path), t, lat, lon, _text_field(obj, "place", where, path), faces)
+
+
+def _sibling(folder: Path, names: tuple[str, ...]) -> Path | None:
+    return next((folder / n for n in names if (folder / n).is_file()), None)
+
+
+def _load_jsonl(path: Path, gallery: Path | None, qrels: Path | None) -> AlbumDataset:
+    from ..corruptions import load_manifest
+
+    notes: list[str] = []
+    if path.is_dir():
+        found = _sibling(path, MANIFEST_NAMES)
+        if found is None:
+            raise InputError(f"no query manifest ({', '.join(MANIFEST_NAMES)}) in this folder", path=path)
+        path = found
+    extra: list[str] = []
+    try:
+        queries = load_manifest(path, on_warning=extra.append)
+    except SnapbenchError:
+        raise
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    notes += [w for w in extra if "'album'" not in w and "'source'" not in w]
+    gallery = gallery or _sibling(path.parent, GALLERY_NAMES)
+    if gallery is None:
+        raise InputError(f"no gallery: give one with {arg('gallery')} (or put gallery.jsonl next to it)", path=path,
+                         param="gallery")
+    gallery = Path(gallery)
+    records = []
+    seen: dict[str, int] = {}
+    for i, obj in _jsonl_objects(gallery, "gallery JSONL"):
+        r = _jsonl_record(i, obj, gallery)
+        if r.id in seen:
+            raise InputError(f"line {i}: duplicate id {r.id!r} (first on line {seen[r.id]})", path=gallery)
+        seen[r.id] = i
+        records.append(r)
+    if not records:
+        raise InputError("the gallery holds no records", path=gallery)
+    albums = {r.album for r in records}
+    for q in queries:
+        a = str(q.tags.get("album") or DEFAULT_ALBUM)
+        if a not in albums:
+            raise InputError(f"query {q.id!r}: album {a!r} has no gallery records (albums: "
+                             f"{', '.join(sorted(albums))})", path=path)
+        q.tags["album"] = a
+    qrels = qrels or _sibling(path.parent, QRELS_NAMES)
+    gt: dict[str, dict[str, float]] = {}
+    if qrels is not None:
+        gt, more, _ = align_qrels(read_qrels_file(qrels), [q.id for q in queries], [r.id for r in records],
+                                  path=qrels, id_lists=("the query set", "the gallery"))
+        notes += more
+        album_of = {r.id: r.album for r in records}
+        for q in queries:
+            other = [g for g in gt.get(q.id, {}) if album_of[g] != q.tags["album"]]
+            if other:
+                raise InputError(f"query {q.id!r} (album {q.tags['album']!r}): relevant record(s) from another "
+                                 f"album: {examples(other)}; each query searches only its own album", path=qrels)
+    return AlbumDataset(name=path.stem, format="jsonl", root=path.parent, queries=queries, records=records,
+                        qrels=gt, notes=notes)
+
+
+def load_albums(path: str | Path, *, split: str | None = None, gallery: Path | None = None,
+                qrels: Path | None = None, language: str = "en") -> AlbumDataset:
+    """Load a dataset of albums (see the module docstring): a PhotoBench folder (of ``album*/`` folders,
+    one album folder, or a Hugging Face copy with ``split``), or a JSONL query manifest / folder."""
+    path = Path(path)
+    if language not in ("en", "cn"):
+        raise InputError(f"unknown language {language!r}; known: en, cn", param="language")
+    if not path.exists():
+        raise InputError("no such file or folder", path=path)
+    jsonl = path.is_file() or (path.is_dir() and _sibling(path, MANIFEST_NAMES) is not None)
+    if path.is_file() and path.name == "query.json":
+        path, jsonl = path.parent, False
+    if jsonl:
+        if split is not None:
+            raise InputError(f"{arg('split')} picks the query file of a PhotoBench copy; this is a JSONL dataset",
+                             param="split")
+        ds = _load_jsonl(path, gallery, qrels)
+    else:
+        if gallery is not None:
+            raise InputError(f"{arg('gallery')} is for JSONL datasets; a PhotoBench album lists its own photos",
+                             param="gallery")
+        ds = _load_photobench(path, split, qrels, language)
+    if not ds.qrels:
+        raise InputError("no ground truth: the stress suite measures paired deltas of ranking metrics, which need "
+                         "it (PhotoBench: the release's samples/ or the Hugging Face validation.json carry "
+                         f"'ground_truth'; JSONL: give {arg('qrels')})", path=path)
+    return ds
+

@@ -1,0 +1,210 @@
+"""The HTML page of ``snapbench stress`` (``DIR/report.html``), from its ``stress.json``.
+
+Sections: findings in words (a drop or a gain is called one only when its CI excludes 0, as in the
+run report's findings; otherwise "not distinguishable from none"; without a CI the numbers are given
+without a verdict), the field x source-type table of micro deltas (which query types depend on which
+field: PhotoBench's modality gap, measured), per-album results (micro and macro), the curves over
+field availability (one row per single-operator condition, in the order of availability), and the
+caption-swap verdict.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+from ..core.errors import ConfigError
+from .fmt import ci_excludes_zero, ci_label, points
+from .htmlpage import HtmlFigure, HtmlSection, render_html, ul
+
+__all__ = ["availability_points", "availability_figure", "primary_metric", "render_stress_report", "stress_findings",
+           "swap_verdict"]
+
+_SOURCES = ("V", "M", "F", "VM", "VF", "MF", "VMF")
+
+
+def primary_metric(metrics: list[str]) -> str:
+    """The metric the page speaks of: recall@10 (PhotoBench's) when evaluated, else the first recall@k."""
+    for m in ("recall@10", *[m for m in metrics if m.startswith("recall@")], *metrics):
+        if m in metrics:
+            return m
+    return metrics[0]
+
+
+def _pts(x: Any) -> str:
+    s = points(x, signed=True)
+    return "–" if s is None else s
+
+
+def _ci_text(ci: Any, level: float) -> str:
+    if not ci or ci[0] is None or ci[1] is None or not all(math.isfinite(v) for v in ci):
+        return ""
+    return f"{ci_label(level)} {_pts(ci[0])} to {_pts(ci[1])}"
+
+
+def _verdict(entry: dict, level: float, metric: str, what: str) -> str:
+    d, ci = entry.get("delta"), entry.get("ci")
+    ex = ci_excludes_zero(ci)
+    ci_w = _ci_text(ci, level)
+    unit = f"{metric} ({entry.get('resampled', 'query')} resampling)"
+    if d is None or not math.isfinite(d):
+        return f"{what}: {metric} is undefined (no query with ground truth)."
+    if ex is None:
+        return f"{what}: {metric} changed by {_pts(d)} points (no CI)."
+    if ex:
+        word = "lowered" if d < 0 else "raised"
+        return f"{what} {word} {unit} by {_pts(abs(d))[1:]} points ({ci_w})."
+    return f"{what}: the change in {unit}, {_pts(d)} points ({ci_w}), is not distinguishable from none."
+
+
+def stress_findings(summary: dict) -> list[tuple[str, str]]:
+    """``(id, sentence)`` per condition on all queries, then the caption-swap verdict."""
+    metric = primary_metric(summary["metrics"])
+    level = summary["ci_level"]
+    out = []
+    for cid, body in summary["conditions"].items():
+        e = body["groups"]["all"][metric]
+        out.append((f"finding-{cid}", _verdict(e, level, metric, f"Stress {cid}")))
+    swap = swap_verdict(summary)
+    if swap:
+        out.append(("finding-caption-swap", swap))
+    return out
+
+
+def swap_verdict(summary: dict) -> str | None:
+    """The caption-swap probe in plain words, or ``None`` when it was not run."""
+    metric = primary_metric(summary["metrics"])
+    for cid, body in summary["conditions"].items():
+        if [n for n, _ in body["operators"]] != ["caption_swap"]:
+            continue
+        e = body["groups"]["all"][metric]
+        ex = ci_excludes_zero(e.get("ci"))
+        ci_w = _ci_text(e.get("ci"), summary["ci_level"])
+        head = (f"Caption swap (each caption replaced by one from another album, matched by month, length and "
+                f"faces): {metric} {_pts(e['delta'])} points" + (f" ({ci_w})" if ci_w else "") + ". ")
+        if ex and e["delta"] < 0:
+            return head + ("Retrieval depends on what each caption says about its own photo: the captions carry "
+                           "album-specific content, not only generic statistics a donor shares.")
+        if ex and e["delta"] > 0:
+            return head + ("Foreign captions scored better than the photos' own: the own captions mislead this "
+                           "encoder; look at their quality.")
+        if ex is None:
+            return head + "No CI: no verdict."
+        return head + ("No measurable effect: retrieval does not depend on the captions' content (a shortcut via "
+                       "time, place or people, or captions that carry little), so caption quality is not what "
+                       "this benchmark measures.")
+    return None
+
+
+def availability_points(summary: dict, metric: str) -> dict[str, list[tuple[float, float, str]]]:
+    """Per field: ``(share of records holding it, micro metric, condition)`` for clean, every
+    single-operator condition that moves only that field, and ``drop=FIELD`` (share 0); by share.
+    For ``caption_truncate`` the share is that of the caption characters kept."""
+    clean_m = summary["conditions"] and next(iter(summary["conditions"].values()))["groups"]["all"][metric]["clean"]
+    out: dict[str, list[tuple[float, float, str]]] = {}
+    for cid, b in summary["conditions"].items():
+        ops = [n for n, _ in b["operators"]]
+        if len(ops) != 1 or ops[0] == "caption_swap" or len(b["fields"]) != 1:
+            continue
+        f = b["fields"][0]
+        pts = out.setdefault(f, [(summary["field_availability"]["clean"][f], clean_m, "clean")])
+        share = b["field_availability"][f]
+        if f == "caption" and ops[0] == "caption_truncate":
+            share = b.get("caption_chars_kept", share)  # every caption is still there, shorter
+        pts.append((share, b["groups"]["all"][metric]["stressed"], cid))
+    return {f: sorted(p, key=lambda t: -t[0]) for f, p in out.items()}
+
+
+def availability_figure(summary: dict, metric: str, dpi: int = 100) -> bytes | None:
+    """PNG of :func:`availability_points` (one line per field), or ``None`` without points."""
+    from .figures import fig_to_bytes, require_matplotlib, tidy_axes
+
+    pts = availability_points(summary, metric)
+    if not pts:
+        return None
+    Figure = require_matplotlib()
+    fig = Figure(figsize=(6.5, 4), layout="constrained")
+    ax = fig.subplots()
+    for f, p in pts.items():
+        ax.plot([100 * x for x, _, _ in p], [100 * y for _, y, _ in p], marker="o", label=f)
+    ax.set_xlabel("records holding the field (%)")
+    ax.set_ylabel(f"{metric} (micro, %)")
+    ax.invert_xaxis()
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    tidy_axes(ax)
+    ax.set_title(f"{metric} as record fields become sparser", fontsize=10)
+    return fig_to_bytes(fig, "png", dpi)
+
+
+def _table(head: list[str], rows: list[list[str]], caption: str) -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" if i else f"<th>{html.escape(c)}</th>"
+                                    for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return (f'<table class="paper"><caption>{html.escape(caption)}</caption><thead><tr>{th}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
+
+
+def _cell(e: dict | None, key: str = "delta", ci_key: str = "ci") -> str:
+    if not e:
+        return "–"
+    d = e.get(key)
+    star = "*" if ci_excludes_zero(e.get(ci_key)) else ""
+    return f"{_pts(d)}{star}"
+
+
+def render_stress_report(summary: dict) -> str:
+    """The whole page (see the module docstring)."""
+    metric = primary_metric(summary["metrics"])
+    level = summary["ci_level"]
+    conds = summary["conditions"]
+    sources = [s for s in _SOURCES if any(f"source={s}" in b["groups"] for b in conds.values())]
+    info = [("dataset", summary["dataset"]), ("encoder", summary["encoder"]),
+            ("albums", f"{summary['n_albums']} ({', '.join(summary['albums'])})"),
+            ("queries", f"{summary['n_queries']} ({summary['n_excluded_zero_gt']} zero-GT, excluded from ranking metrics)"),
+            ("records", str(summary["n_records"])), ("mode", f"{summary['mode']}: {summary['modes_note']}"),
+            ("intervals", f"{ci_label(level)}, {summary['resamples']} resamples of {summary['resample_by']}s requested"),
+            ("metric", f"{metric}; micro = over queries, macro = mean over albums")]
+    sections = [HtmlSection("findings", "Findings", [ul(stress_findings(summary), "findings")],
+                            missing=[n for n in summary["notes"] if "too few" in n])]
+    rows = []
+    for cid, b in conds.items():
+        g = b["groups"]
+        rows.append([cid, ", ".join(b["fields"]), _cell(g["all"][metric]), _cell(g["all"][metric], "delta_macro", "ci_macro"),
+                     *[_cell(g.get(f"source={s}", {}).get(metric)) for s in sources]])
+    sections.append(HtmlSection("fields", "Which query types depend on which field", [
+        _table(["condition", "fields", "all (micro)", "all (macro)", *[f"source {s}" for s in sources]], rows,
+               f"Δ {metric} (points, stressed − clean) per PhotoBench source type (V visual, M metadata, F faces); "
+               f"* = {ci_label(level)} excludes 0"),
+        '<p class="note">' + html.escape(summary["modes_note"]) + "</p>"]))
+    arows = []
+    for cid, b in conds.items():
+        for gname, g in b["groups"].items():
+            if gname.startswith("album="):
+                e = g[metric]
+                arows.append([cid, gname[6:], points(e["clean"]) or "–", points(e["stressed"]) or "–", _cell(e)])
+    sections.append(HtmlSection("albums", "Per album", [_table(["condition", "album", "clean", "stressed", "Δ"], arows,
+                                                                f"{metric} per album (micro within the album)")]))
+    curves = availability_points(summary, metric)
+    crows = [[f, cid, f"{100 * x:.0f}%", points(y) or "–"] for f, p in curves.items() for x, y, cid in p]
+    curve = HtmlSection("curves", "Curves over field availability", [
+        _table(["field", "condition", "available", metric], crows,
+               f"{metric} (micro) as a field becomes sparser (available: share of records holding it; "
+               "for caption_truncate, share of caption characters kept)")] if crows else [],
+        missing=[] if crows else ["no single-field condition was run (e.g. ocr_dropout=0.25 or drop=ocr)"])
+    if crows:
+        try:
+            png = availability_figure(summary, metric)
+        except ConfigError as exc:  # no matplotlib: the table stands alone, and the page says why
+            curve.missing.append(f"no figure: {exc}")
+        else:
+            if png:
+                curve.figures.append(HtmlFigure("availability", f"{metric} against the share of records holding "
+                                                "each field (clean, each single-field stress, drop=FIELD)", png))
+    sections.append(curve)
+    swap = swap_verdict(summary)
+    sections.append(HtmlSection("swap", "Caption-swap probe", [f"<p>{html.escape(swap)}</p>"] if swap else [],
+                                missing=[] if swap else ["caption_swap was not run (add it to --stress)"]))
+    sections.append(HtmlSection("notes", "Notes", [ul([("", n) for n in summary["notes"]])] if summary["notes"] else []))
+    return render_html("snapbench stress: record-field stress suite", info, sections)
