@@ -64,12 +64,23 @@ def run(
         None, "--gallery-shard-rows",
         help="For galleries in the millions: keep the gallery embeddings as shards of N items (resumable per shard) and score shard by shard (no fixed-fusion baselines).",
     ),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", metavar="N",
+        help="Evaluate the first N queries only: a quick look before a long run (said on the terminal, in run.json and in the report)."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q",
+        help="For scripts: no progress, no messages, no table; stdout lists the result files (each report.json, "
+             "headline.json, report.html), one path per line. Errors and warnings still go to stderr."),
 ) -> None:
     """Run the whole paired evaluation: load -> corrupt -> encode -> score -> fuse -> evaluate -> report.
 
     Writes OUT/<MODE>/report.json for each evaluated mode (I2I, T2T, IT2IT, I2IT, T2IT), OUT/MOOR/report.json,
     fixed-fusion baselines under OUT/fusion/, and OUT/report.html. A killed run resumes where it stopped.
     With several --encoder, OUT/<name>/ holds each encoder's run (the same files).
+
+    When it is done it prints, per target, the clean R@1 and nDCG@10, the mean ΔR@1 over every corrupted
+    condition with its CI, the worst and mildest operators, δ (joint conditions) and MOOR against the best
+    fixed fusion: the numbers of OUT/headline.json.
     """
     from ..corruptions.target import parse_severity_target
     from ..errors import ConfigError
@@ -86,26 +97,55 @@ def run(
         cache_dir=cache_dir, use_cache=False if no_cache else None, dataset_format=format, images=images, qrels=qrels,
         gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries,
         gallery_shard_rows=gallery_shard_rows, traffic=traffic, measure=not no_measure,
-        severity_target=parse_severity_target(severity_target),
+        severity_target=parse_severity_target(severity_target), limit=limit,
     )
     if len(encoder) == 1:
-        _summary(run_benchmark(dataset, encoder[0], out, opts, log=_logger()))
+        res = run_benchmark(dataset, encoder[0], out, opts, log=_logger(quiet))
+        _paths(res) if quiet else _summary(res)
     else:
-        _several(run_encoders(dataset, encoder, out, opts, names=name, log=_logger()), out)
+        _several(run_encoders(dataset, encoder, out, opts, names=name, log=_logger(quiet)), out, quiet)
 
 
-def _several(result, out: Path) -> None:
+def _several(result, out: Path, quiet: bool = False) -> None:
     for folder, res in result.runs.items():
+        if quiet:
+            _paths(res)
+            continue
         typer.echo(f"{folder}:")
-        _summary(res)
-    typer.echo(f"{len(result.runs)} encoders, one corruption pass, {result.elapsed_s:.1f} s -> {out}")
+        _summary(res, title=f"snapbench run: {folder}")
+    if not quiet:
+        typer.echo(f"{len(result.runs)} encoders, one corruption pass, {result.elapsed_s:.1f} s -> {out}")
 
 
-def _logger():
+def _logger(quiet: bool = False):
+    if quiet:
+        return lambda msg: None
     return lambda msg: typer.echo(msg, err=True)
 
 
-def _summary(result) -> None:
+def _paths(result) -> None:
+    """--quiet: the result files, one path per line (what a script reads next)."""
+    from ..layout import RunDir
+
+    for path in result.reports.values():
+        typer.echo(str(path))
+    for path in (RunDir(result.out_dir).headline, result.html):
+        if path is not None and Path(path).is_file():
+            typer.echo(str(path))
+
+
+def _table(result, title: str) -> None:
+    """The headline table of the run (OUT/headline.json, read back: the numbers the file holds)."""
+    from ..evaluate.terminal import _console
+    from ..layout import RunDir
+    from ..report.headline import read_headline
+    from ..report.terminal import headline_table
+
+    if RunDir(result.out_dir).headline.is_file():
+        _console().print(headline_table(read_headline(result.out_dir), title=title))
+
+
+def _summary(result, title: str = "snapbench run") -> None:
     done = "complete already, read back" if result.reused else f"{result.elapsed_s:.1f} s"
     typer.echo(
         f"{result.n_queries} queries x {len(result.conditions)} conditions vs {result.n_gallery} gallery items; "
@@ -118,5 +158,6 @@ def _summary(result) -> None:
         typer.echo(target_summary(result.target_outcome, TARGET_FLAGGED))
     for target, path in result.reports.items():
         typer.echo(f"  {target:14s} {path}")
+    _table(result, title)
     if result.html is not None:
         typer.echo(f"report: {result.html}")

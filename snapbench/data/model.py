@@ -74,6 +74,8 @@ class Dataset:
     qrels: dict[str, dict[str, float]]
     released: ReleasedVariants | None = None
     notes: list[str] = field(default_factory=list)
+    # a dataset cut to its first queries (snapbench run --limit): how many queries it had before
+    limited_from: int | None = None
 
     @property
     def has_query_images(self) -> bool:

@@ -143,6 +143,7 @@ class RunDir:
         MOOR/text_share.json
         report.html, tables/, figures/, findings.json, per_query.{csv,parquet}, contact_sheet.png
         traffic.json (report/run --traffic)
+        headline.json (the numbers run prints: per target clean value, mean Δ, worst/mildest operator, δ, MOOR)
     """
 
     root: Path
@@ -242,6 +243,11 @@ class RunDir:
     @property
     def traffic(self) -> Path:
         return self.root / "traffic.json"
+
+    # the headline numbers per target that snapbench run prints when it is done (snapbench.report.headline)
+    @property
+    def headline(self) -> Path:
+        return self.root / "headline.json"
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,14 @@ def _write_traffic(state: RunState, options: RunOptions, say: Callable[[str], No
     return True
 
 
+def _write_headline(state: RunState) -> None:
+    """DIR/headline.json: the numbers the command prints, written once from the finished reports (a
+    run read back gets one too: an older snapbench did not write it)."""
+    from ..report.headline import write_headline
+
+    write_headline(state.dir.root)
+
+
 def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluated: Evaluated, options: RunOptions,
                say: Callable[[str], None], t0: float) -> RunResult:
     """Mark the run complete in run.json (final modes, notes, queries evaluated), build the HTML report."""
@@ -72,6 +80,7 @@ def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluate
         outcome = run_target_outcome(queries.measured)
         state.meta["severity_target_outcome"] = outcome.to_json()
     save_run_json(state)
+    _write_headline(state)
     _write_traffic(state, options, say)
     html = _build_html(state.dir.root, say) if options.report else None
     return RunResult(state.dir.root, list(evaluated.modes.targets), list(state.meta["conditions"]), int(queries.keep.size),
@@ -87,6 +96,7 @@ def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable
 
     meta, rundir = state.meta, state.dir
     dropped = read_json(rundir.dropped_queries, what="dropped queries") if rundir.dropped_queries.is_file() else {}
+    _write_headline(state)
     traffic = _write_traffic(state, options, say)
     if options.report and not rundir.report_html.is_file():
         say("the report was not finished (no report.html): writing it")

@@ -22,6 +22,7 @@ from ..progress import ProgressDisplay
 from .encoders import close_encoder, encoder_label, open_encoder, run_names
 from .evaluation import check_group_by, evaluate_all
 from .gallery import encode_gallery
+from .limit import limit_queries
 from .measured import measured_rows
 from .options import RunOptions, RunResult, RunSetResult, check_options
 from .plan import RunPlan, grid_json, plan_run, shared_space_modes
@@ -70,6 +71,7 @@ def _load_dataset(dataset: str | os.PathLike | Any, opts: RunOptions) -> Any:
         from ..data import load_dataset
 
         ds = load_dataset(dataset, format=opts.dataset_format, images=opts.images, qrels=opts.qrels, gallery=opts.gallery)
+    ds = limit_queries(ds, opts.limit)
     check_group_by(ds, opts.group_by)
     return ds
 
