@@ -37,6 +37,10 @@ def compare(
              "csv/parquet (records/), png/pdf (figures/; need the 'report' extra)."),
     dpi: int = typer.Option(120, "--dpi", help="Resolution of the PNG figures (50 to 600)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q",
+        help="For scripts: no progress, no notes, no tables; stdout lists compare.json (and compare.html when "
+             "written), one path per line. Errors and warnings still go to stderr."),
 ) -> None:
     """Compare models on the same corrupted queries: paired differences of drops with CIs and exact or
     permutation tests (adjusted across conditions), rankings with rank intervals and tiers, corruption
@@ -46,6 +50,9 @@ def compare(
     variant source may differ: released vs generated variants of one model is a valid comparison). A
     run that reads one side of the query only (a text-only encoder) is compared with the others on the
     conditions every run has, with a warning naming the conditions left out.
+
+    When it is done it prints, per target, the ranking by the headline metric (--metric) with rank
+    intervals and tiers, and the pairs of models told apart: the records of compare.json.
     """
     from ..compare import CompareOptions, compare_runs
     from ..console import stderr_console
@@ -57,17 +64,30 @@ def compare(
         formats=comma_list(formats, "formats") or [], dpi=dpi,
     )
     err = stderr_console()
-    if no_progress:
+    if no_progress or quiet:
         res = compare_runs(run_dirs, out, opts)
     else:
         with err.status("compare") as status:
             res = compare_runs(run_dirs, out, opts, progress=lambda msg: status.update(f"compare: {msg}"))
     for note in res.notes:
-        if note not in res.warnings:
+        if note not in res.warnings and not quiet:
             err.print(f"note: {note}", highlight=False, markup=False)
     for warning in res.warnings:
         typer.echo(f"warning: {warning}", err=True)  # one line, as every command's warnings
     st = res.settings
+    if quiet:
+        from ..layout import CompareDir
+
+        cd = CompareDir(out)
+        for path in (cd.compare_json, cd.html):
+            if path in res.files:
+                typer.echo(str(path))
+        return
+    from ..compare.terminal import print_comparison
+    from ..compare.write import ordered_targets
+    from ..evaluate.terminal import _console
+
+    print_comparison(res.comparison, ordered_targets(st.targets), st.metric, st.ci, opts.correction, _console())
     typer.echo(f"compared {len(res.sources)} models ({', '.join(s.name for s in res.sources)}) on "
                f"{', '.join(st.targets)} x {', '.join(st.metrics)} in {res.timings['total_s']:.1f} s")
     html = out / "compare.html"
