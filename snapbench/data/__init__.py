@@ -176,6 +176,9 @@ def load_dataset(
         LOADERS.canonical(format)  # an unknown format is an error listing the known ones
     if not p.exists():
         raise InputError("dataset path not found", path=p)
+    from ..layout import refuse_output_folder
+
+    refuse_output_folder(p, "a dataset")  # a run or corrupt folder would be read as a dataset, wrongly
     fmt = format or detect_format(p)
     entry = LOADERS.get(fmt)
     given: dict[str, Any] = {"images": images, "qrels": qrels, "gallery": gallery,

@@ -132,3 +132,8 @@ __all__ += ["CompareDir"]
 from .runjson import open_run_dir, output_kind  # noqa: E402
 
 __all__ += ["open_run_dir", "output_kind"]
+
+# appended: snapbench's own output folders given where a dataset or a query set is expected
+from .inputs import find_output_folder, refuse_output_folder  # noqa: E402
+
+__all__ += ["find_output_folder", "refuse_output_folder"]
