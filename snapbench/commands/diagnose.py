@@ -7,6 +7,9 @@ from typing import Optional
 
 import typer
 
+#: what a detector of each side needs: said when the query set has none ("n/a (no questions)")
+_SIDE_NOUN = {"image": "readable images", "text": "questions"}
+
 
 def diagnose(
     queries: Path = typer.Argument(
@@ -40,7 +43,9 @@ def diagnose(
 
     res = run_diagnose(queries, out, questions=questions, format=format, thresholds=thresholds, words=words,
                        examples=examples, progress=not no_progress,
-                       log=lambda m: typer.echo(f"warning: {m}", err=True))
+                       # what the loader says about the input (a manifest found next to it, a field read
+                       # under another name) is information, not a warning
+                       log=lambda m: typer.echo(f"note: {m}", err=True))
     s = res.summary
 
     def pct(x: dict) -> str:
@@ -53,7 +58,8 @@ def diagnose(
                f"  time: {res.elapsed_s:.1f} s")
     typer.echo(f"any issue {pct(s['any'])}  image only {pct(s['image_only'])}  text only {pct(s['text_only'])}"
                f"  both {pct(s['both'])}")
-    typer.echo("  ".join(f"{d} {pct(v)}" for d, v in s["shares"].items() if v["n"]))
+    typer.echo("  ".join(f"{d} {pct(v)}" if v["n"] else f"{d} n/a (no {_SIDE_NOUN[v['side']]})"
+                         for d, v in s["shares"].items()))
     checks = {k: v["count"] for k, v in s["checks"].items() if v["count"]}
     if checks:
         typer.echo("query-set checks: " + ", ".join(f"{k} {v}" for k, v in checks.items()))

@@ -17,8 +17,9 @@ def report(
     metric: str = typer.Option("hit@1", "--metric", help="Metric of tables, figures and findings (hit@1 = SnapBench R@1)."),
     dpi: int = typer.Option(120, "--dpi", help="Resolution of the PNG figures (50 to 600)."),
     traffic: Path | None = typer.Option(
-        None, "--traffic", help="A 'snapbench diagnose' output folder: write RUN_DIR/traffic.json (expected R@k "
-                                "under that traffic mix) and show it in the report."),
+        None, "--traffic", help="A 'snapbench diagnose' output folder: write traffic.json (expected R@k under that "
+                                "traffic mix) into the run folder, or into --out when given (the run is left "
+                                "untouched), and show it in the report."),
 ) -> None:
     """Write report.html, tables/*.md|tex, figures/*.png|pdf, per_query.csv|parquet and findings.json.
 
@@ -32,7 +33,13 @@ def report(
     if traffic is not None:
         from ..report.traffic import write_traffic
 
-        typer.echo(f"traffic: {write_traffic(run_dir, traffic)}")
+        elsewhere = out is not None and out.resolve() != run_dir.resolve()
+        if elsewhere:  # the report's folder first (a run to read, then never another command's folder)
+            from ..layout import claim_output_dir, open_run_dir
+
+            open_run_dir(run_dir)
+            claim_output_dir(out, "report")
+        typer.echo(f"traffic: {write_traffic(run_dir, traffic, out_dir=out if elsewhere else None)}")
     fmts = [f.strip().lower() for f in formats.split(",") if f.strip()]
     with err.status("building report") as status:
         res = build_report(run_dir, out, formats=fmts, metric=metric, dpi=dpi,

@@ -129,9 +129,18 @@ def _metrics(sources: Sequence[ModelSource], targets: Sequence[str], asked, note
     ks = sorted({k for _, _, r in reports for k in r.meta.ks})
     wanted = parse_metrics(asked if isinstance(asked, str) else list(asked), ks)
     for m in wanted:
-        lacking = [f"{s.label} ({t})" for s, t, r in reports if m not in r.metrics]
-        if lacking:
-            raise ConfigError(f"metric {m!r} is not in the report of {', '.join(lacking)}", param="metrics")
+        lacking: dict[str, list[str]] = {}
+        for src, t, r in reports:
+            if m not in r.metrics:
+                lacking.setdefault(src.label, []).append(t)
+        if not lacking:
+            continue
+        if len(lacking) == len(sources) and all(len(ts) == len(targets) for ts in lacking.values()):
+            where = "is in none of the runs' reports"
+        else:
+            where = "is not in the report of " + ", ".join(f"{label} ({', '.join(ts)})" for label, ts in lacking.items())
+        # what can be asked for instead: the metrics every compared report has
+        raise ConfigError(f"metric {m!r} {where}{hint_and_known(m, shared)}", param="metrics")
     return wanted
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import InputError
 from .runjson import output_kind, read_run_json
 
-__all__ = ["OUTPUT_CONTENTS", "OutputFolder", "find_output_folder", "refuse_output_folder"]
+__all__ = ["OUTPUT_CONTENTS", "OutputFolder", "find_output_folder", "refuse_output_folder", "run_dir_instead"]
 
 #: What the output folder of each command holds, in words.
 OUTPUT_CONTENTS: dict[str, str] = {
@@ -104,3 +104,19 @@ def refuse_output_folder(path: str | os.PathLike, expected: str, *, accept: Sequ
     if found is None or found.kind in accept:
         return
     raise InputError(f"{found.describe(Path(path))}, not {expected}; {found.instead()}", path=Path(path))
+
+
+def run_dir_instead(folder: str | os.PathLike, kind: str | None, run: dict[str, Any] | None = None) -> str:
+    """Where a run directory is expected (report, compare) but ``folder`` holds the output of
+    ``snapbench <kind>``: what to give instead, in words (``""`` when there is nothing to add)."""
+    run = run or {}
+    if kind == "diagnose":
+        return (f"; to see a run under this traffic, give it to the run's report: snapbench report RUN --traffic "
+                f"{folder}")
+    if kind == "compare":
+        return f"; it is a comparison already: open {Path(folder) / 'compare.html'}"
+    if kind == "report" and run.get("run_dir"):
+        return f"; it is a report of the run {run['run_dir']}: give that folder"
+    if kind in ("corrupt", "encode", "moor"):
+        return "; give the output folder of 'snapbench run' (which corrupts, encodes and evaluates in one command)"
+    return ""

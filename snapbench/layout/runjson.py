@@ -257,7 +257,10 @@ def open_run_dir(folder: str | os.PathLike) -> RunDir:
         raise InputError(f"is the folder of a run of {len(runs)} encoders; each encoder's run directory is a "
                          f"folder inside it: give one of {', '.join(subs)}", path=rd.root)
     if kind is not None and kind != "run":
-        raise InputError(f"holds the output of 'snapbench {kind}', not {what}", path=rd.root)
+        from .inputs import run_dir_instead
+
+        raise InputError(f"holds the output of 'snapbench {kind}', not {what}{run_dir_instead(rd.root, kind, run)}",
+                         path=rd.root)
     if kind == "run" and run.get("status") != "complete":
         raise InputError("holds a run that has not written any report yet (interrupted?); rerun the same "
                          "'snapbench run' command to finish it", path=rd.root)

@@ -208,7 +208,7 @@ def build_report(
     sections.append(_summary_section(data, metric, w))
     say("figures")
     sections.append(_across_section(data, metric, w))
-    sections += _traffic_section(data, metric)
+    sections += _traffic_section(data, metric, outdir if separate else None)
     say("damage")
     sections.append(_damage_section(data, metric, w))
     for mode in data.modes:
@@ -244,11 +244,13 @@ def _remove_stale_files(w: _Writer) -> None:
                     f.unlink()
 
 
-def _traffic_section(data: RunData, metric: str) -> list[HtmlSection]:
-    """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic)."""
+def _traffic_section(data: RunData, metric: str, outdir: Path | None = None) -> list[HtmlSection]:
+    """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic), or,
+    for a report written elsewhere, its own OUT/traffic.json (report --traffic --out: the run untouched)."""
     from .traffic_html import traffic_fragment
 
-    frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES)
+    own = outdir if outdir is not None and RunDir(outdir).traffic.is_file() else None
+    frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES, traffic_dir=own)
     return [] if frag is None else [HtmlSection("traffic", "Under your traffic", raw=[frag])]
 
 
