@@ -260,3 +260,18 @@ def test_compare_quiet_prints_its_files_only(compared, tmp_path):
     assert r.exit_code == 0, r.output
     assert r.stdout.splitlines() == [str(out / "compare.json"), str(out / "compare.html")]
     assert not re.search(r"note:", r.stderr)
+
+
+def test_compare_of_limited_runs_says_so(tmp_path):
+    multi = tmp_path / "multi"
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "-e", "toy", "--name", "a", "--name", "b", "--out",
+                            str(multi), "--conditions", "clean,txt/char_swap", "--limit", "6", "--no-report", *FAST])
+    assert r.exit_code == 0, r.output
+    first, second = r.stdout.split("\nb:\n")
+    assert all("the first 6 of 12 queries only" in part for part in (first, second))  # each encoder's table
+    out = tmp_path / "cmp"
+    r = runner.invoke(app, ["compare", str(multi), "--out", str(out), "--formats", "html", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    note = "a, b: the first 6 of 12 queries only (run --limit)"
+    assert note in r.stderr
+    assert any(note in n for n in read_compare_json(out / "compare.json")["notes"])

@@ -88,6 +88,18 @@ def _run_json(sources: Sequence[ModelSource], st: Settings, options: CompareOpti
             "resamples": st.resamples, "seed": st.seed, "ci": st.ci}
 
 
+def _limit_notes(sources: Sequence[ModelSource]) -> list[str]:
+    """Runs made with ``run --limit`` saw part of their dataset: the comparison says so (compare.json's
+    notes, the page, the terminal), as the runs themselves do."""
+    limited = [(s, s.run["limit"]) for s in sources if isinstance(getattr(s, "run", None), dict)
+               and isinstance(s.run.get("limit"), dict)]
+    if not limited:
+        return []
+    lim = limited[0][1]
+    return [f"{', '.join(s.name for s, _ in limited)}: the first {lim.get('queries')} of {lim.get('of')} queries "
+            f"only (run --limit): a quick look, not the dataset's result"]
+
+
 def compare_runs(
     paths: Sequence[str | os.PathLike],
     out: str | os.PathLike,
@@ -122,7 +134,8 @@ def compare_runs(
     comparison = compare_models(models, cfg, progress=lambda mode, metric: say(f"statistics: {mode}, {metric}"))
     t_stats = time.perf_counter()
     # the warnings (conditions left out for some models) are notes of compare.json and the page too
-    res = CompareResult(Path(outdir), sources, st, comparison, notes=list(st.notes) + warnings, warnings=warnings)
+    res = CompareResult(Path(outdir), sources, st, comparison, notes=list(st.notes) + _limit_notes(sources) + warnings,
+                        warnings=warnings)
     say("writing the report")
     cdir, body = CompareDir(outdir), _run_json(sources, st, opts, comparison.meta["reference"])
     # first on record: the files the folder may hold once this compare stops, finished or not
