@@ -101,7 +101,10 @@ def run(
     )
     if len(encoder) == 1:
         res = run_benchmark(dataset, encoder[0], out, opts, log=_logger(quiet))
-        _paths(res) if quiet else _summary(res)
+        if quiet:
+            _paths(res)
+        else:
+            _summary(res)
     else:
         _several(run_encoders(dataset, encoder, out, opts, names=name, log=_logger(quiet)), out, quiet)
 
