@@ -104,3 +104,11 @@ def test_the_library_check_knows_what_a_folder_is(outputs, tmp_path):
     refuse_output_folder(outputs / "corrupt", "a query set", accept=("corrupt",))  # accepted: no error
     with pytest.raises(InputError, match="the output folder of 'snapbench corrupt'"):
         refuse_output_folder(outputs / "corrupt", "a dataset")
+
+
+def test_encode_and_moor_say_a_run_folder_is_a_run(outputs, tmp_path):
+    gallery = DEFAULT_DATA / "gallery.jsonl"
+    _fails(["encode", str(outputs / "run"), "--gallery", str(gallery), "--out", str(tmp_path / "e"), "--no-progress"],
+           "is the output folder of 'snapbench run'", "not the output folder of 'snapbench corrupt' (no manifest.jsonl)")
+    _fails(["moor", "--paths-dir", str(outputs / "run"), "--out", str(tmp_path / "m")],
+           "holds no path score files", "is the output folder of 'snapbench run'", "'snapbench encode' writes them")
