@@ -139,6 +139,14 @@ def _contact_sheet(data: RunData, w: _Writer) -> bytes | None:
     return encode_png(sheet.image)
 
 
+def _limit_words(run: dict) -> str:
+    """``run --limit``: next to the number of queries, that they are the dataset's first N only."""
+    lim = run.get("limit")
+    if not isinstance(lim, dict):
+        return ""
+    return f" — only the first {lim.get('queries')} of the dataset's {lim.get('of')} (run --limit)"
+
+
 def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
     rep = data.first_report
     meta = rep.meta
@@ -150,7 +158,8 @@ def _summary(data: RunData, metric: str) -> list[tuple[str, str]]:
         ("modes", ", ".join(TARGET_NAMES.get(m, m) for m in data.modes)
          + (f"; fixed-fusion baselines: {', '.join(sorted(data.fusion))}" if data.fusion else "")),
         ("queries", queries_line(rep) + (f"; percentages of ranking metrics are out of "
-                                         f"{rep.n_queries - rep.n_excluded_zero_gt}" if rep.n_excluded_zero_gt else "")),
+                                         f"{rep.n_queries - rep.n_excluded_zero_gt}" if rep.n_excluded_zero_gt else "")
+         + _limit_words(run)),
         ("gallery", f"{meta.n_gallery} items"),
         ("conditions", f"{len(rep.conditions)} (clean included)"),
         ("primary metric", f"{metric_label(metric)} ({metric}); values in %, differences in points"),
