@@ -53,26 +53,28 @@ def headline_table(headline: dict[str, Any], *, title: str = "snapbench run") ->
     rows = headline.get("targets", [])
     clean = list(dict.fromkeys(m for r in rows for m in r.get("clean", {})))
     n = headline.get("n_queries")
+    joint = any(r.get("additivity") for r in rows)
+    moor = any(r.get("moor_vs_fixed") for r in rows)
+    # the caption explains the columns shown, no others
     caption = [f"{n} queries; values in %, Δ in points (condition − clean, negative = worse), [{level}]; "
                f"mean Δ over every corrupted condition; worst/mildest: operator with the lowest/highest mean Δ "
-               f"over its severities; δ = super-additivity gap of the joint conditions (> 0: worse than the sum); "
-               f"MOOR − best fixed fusion: mean {lab} gain over the shared conditions; "
-               f"primary target: {headline.get('primary_target')}"]
+               f"over its severities; "
+               + ("δ = super-additivity gap of the joint conditions (> 0: worse than the sum); " if joint else "")
+               + (f"MOOR − best fixed fusion: mean {lab} gain over the shared conditions; " if moor else "")
+               + f"primary target: {headline.get('primary_target')}"]
     limit = limit_line(headline.get("limit"))
     if limit:
         caption.insert(0, limit)
     t = Table(title=f"{title} — {lab}" + (f" ({limit.split(' — ')[0]})" if limit else ""),
               caption="\n".join(caption), caption_justify="left", box=box.MINIMAL, show_lines=True)
-    # numbers may wrap on a narrow terminal (fold), never be cut to "…"
-    t.add_column("target", overflow="fold")
+    # numbers may wrap on a narrow terminal (fold), never be cut to "…"; a target name stays whole
+    t.add_column("target", no_wrap=True)
     for m in clean:
         t.add_column(f"clean\n{metric_label(m)}", justify="right", overflow="fold")
     for name in (f"mean Δ{lab}\n[CI]", "worst\noperator", "mildest\noperator"):
         t.add_column(name, justify="right", overflow="fold")
-    joint = any(r.get("additivity") for r in rows)
     if joint:
         t.add_column("δ\n[CI]", justify="right", overflow="fold")
-    moor = any(r.get("moor_vs_fixed") for r in rows)
     if moor:
         t.add_column("MOOR − best\nfixed fusion", justify="right", overflow="fold")
     for r in rows:
