@@ -277,3 +277,21 @@ def test_compare_of_limited_runs_says_so(tmp_path):
     note = "a, b: the first 6 of 12 queries only (run --limit)"
     assert note in r.stderr
     assert any(note in n for n in read_compare_json(out / "compare.json")["notes"])
+
+
+def test_the_table_shows_and_explains_only_the_columns_that_apply():
+    from rich.console import Console
+
+    from snapbench.report.terminal import headline_table
+
+    row = {"target": "T2T", "clean": {"hit@1": 0.5}, "mean_delta": {"value": -0.25, "ci": [-0.5, 0.0], "n_conditions": 2},
+           "worst": {"operator": "txt/char_swap", "delta": -0.5}, "mildest": {"operator": "txt/word_swap", "delta": 0.0},
+           "additivity": None, "moor_vs_fixed": None}
+    con = Console(width=200, record=True)
+    con.print(headline_table({"metric": "hit@1", "ci_level": 0.9, "n_queries": 4, "primary_target": "T2T",
+                              "limit": None, "targets": [row]}))
+    text = con.export_text()
+    header, rows = _table_rows(text)
+    assert header == ["target", "clean R@1", "mean ΔR@1 [CI]", "worst operator", "mildest operator"]
+    assert rows == [["T2T", "50.0", "-25.0 [-50.0, +0.0]", "txt/char_swap -50.0", "txt/word_swap +0.0"]]
+    assert "δ =" not in text and "MOOR" not in text and "[90% CI]" in text and "--limit" not in text
