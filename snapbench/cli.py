@@ -47,7 +47,7 @@ from .engines.signals import Terminated, exit_status, stop_on_termination
 from .store.atomic import (
     removing_empty_output_dirs,
 )
-from .store.folders import DEMO_NAME, claim_output_dir, holds_a_demo, output_kind
+from .store.folders import DEMO_NAME, claim_output_dir, holds_a_demo, output_kind, refuse_output_folder
 
 app = typer.Typer(
     name="snapbench",
@@ -60,6 +60,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+#: what a detector of each side needs: said when the query set has none ("n/a (no questions)")
+_SIDE_NOUN = {"image": "readable images", "text": "questions"}
 
 
 ENCODER_HELP = (
@@ -219,6 +222,10 @@ def compare(
              "csv/parquet (records/), png/pdf (figures/; need the 'report' extra)."),
     dpi: int = typer.Option(120, "--dpi", help="Resolution of the PNG figures (50 to 600)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q",
+        help="For scripts: no progress, no notes, no tables; stdout lists compare.json (and compare.html when "
+             "written), one path per line. Errors and warnings still go to stderr."),
 ) -> None:
     """Compare models on the same corrupted queries: paired differences of drops with CIs and exact or
     permutation tests (adjusted across conditions), rankings with rank intervals and tiers, corruption
@@ -228,6 +235,9 @@ def compare(
     variant source may differ: released vs generated variants of one model is a valid comparison). A
     run that reads one side of the query only (a text-only encoder) is compared with the others on the
     conditions every run has, with a warning naming the conditions left out.
+
+    When it is done it prints, per target, the ranking by the headline metric (--metric) with rank
+    intervals and tiers, and the pairs of models told apart: the records of compare.json.
     """
     from .app.compare import CompareOptions, compare_runs
     from .core.validate import comma_list
@@ -239,17 +249,29 @@ def compare(
         formats=comma_list(formats, "formats") or [], dpi=dpi,
     )
     err = stderr_console()
-    if no_progress:
+    if no_progress or quiet:
         res = compare_runs(run_dirs, out, opts)
     else:
         with err.status("compare") as status:
             res = compare_runs(run_dirs, out, opts, progress=lambda msg: status.update(f"compare: {msg}"))
     for note in res.notes:
-        if note not in res.warnings:
+        if note not in res.warnings and not quiet:
             err.print(f"note: {note}", highlight=False, markup=False)
     for warning in res.warnings:
         typer.echo(f"warning: {warning}", err=True)  # one line, as every command's warnings
     st = res.settings
+    if quiet:
+        from .store import CompareDir
+
+        cd = CompareDir(out)
+        for path in (cd.compare_json, cd.html):
+            if path in res.files:
+                typer.echo(str(path))
+        return
+    from .app.compare import ordered_targets
+    from .render.terminal import _console, print_comparison
+
+    print_comparison(res.comparison, ordered_targets(st.targets), st.metric, st.ci, opts.correction, _console())
     typer.echo(f"compared {len(res.sources)} models ({', '.join(s.name for s in res.sources)}) on "
                f"{', '.join(st.targets)} x {', '.join(st.metrics)} in {res.timings['total_s']:.1f} s")
     html = out / "compare.html"
@@ -441,6 +463,8 @@ def demo(
     claim_output_dir(out, "run", command="demo")
     replace = force or holds_a_demo(out)
     console = stderr_console()
+    if data is not None:
+        refuse_output_folder(data, "a dataset")  # a run or corrupt folder would be read as a dataset, wrongly
     ds = load_dataset(data or DEFAULT_DATA)
     if data is None:
         ds = dataclasses.replace(ds, name=DEMO_NAME)  # not the manifest's file name
@@ -510,7 +534,9 @@ def diagnose(
 
     res = run_diagnose(queries, out, questions=questions, format=format, thresholds=thresholds, words=words,
                        examples=examples, progress=not no_progress,
-                       log=lambda m: typer.echo(f"warning: {m}", err=True))
+                       # what the loader says about the input (a manifest found next to it, a field read
+                       # under another name) is information, not a warning
+                       log=lambda m: typer.echo(f"note: {m}", err=True))
     s = res.summary
 
     def pct(x: dict) -> str:
@@ -523,7 +549,8 @@ def diagnose(
                f"  time: {res.elapsed_s:.1f} s")
     typer.echo(f"any issue {pct(s['any'])}  image only {pct(s['image_only'])}  text only {pct(s['text_only'])}"
                f"  both {pct(s['both'])}")
-    typer.echo("  ".join(f"{d} {pct(v)}" for d, v in s["shares"].items() if v["n"]))
+    typer.echo("  ".join(f"{d} {pct(v)}" if v["n"] else f"{d} n/a (no {_SIDE_NOUN[v['side']]})"
+                         for d, v in s["shares"].items()))
     checks = {k: v["count"] for k, v in s["checks"].items() if v["count"]}
     if checks:
         typer.echo("query-set checks: " + ", ".join(f"{k} {v}" for k, v in checks.items()))
@@ -959,8 +986,9 @@ def report(
     metric: str = typer.Option("hit@1", "--metric", help="Metric of tables, figures and findings (hit@1 = SnapBench R@1)."),
     dpi: int = typer.Option(120, "--dpi", help="Resolution of the PNG figures (50 to 600)."),
     traffic: Path | None = typer.Option(
-        None, "--traffic", help="A 'snapbench diagnose' output folder: write RUN_DIR/traffic.json (expected R@k "
-                                "under that traffic mix) and show it in the report."),
+        None, "--traffic", help="A 'snapbench diagnose' output folder: write traffic.json (expected R@k under that "
+                                "traffic mix) into the run folder, or into --out when given (the run is left "
+                                "untouched), and show it in the report."),
 ) -> None:
     """Write report.html, tables/*.md|tex, figures/*.png|pdf, per_query.csv|parquet and findings.json.
 
@@ -974,7 +1002,13 @@ def report(
     if traffic is not None:
         from .app.traffic import write_traffic
 
-        typer.echo(f"traffic: {write_traffic(run_dir, traffic)}")
+        elsewhere = out is not None and out.resolve() != run_dir.resolve()
+        if elsewhere:  # the report's folder first (a run to read, then never another command's folder)
+            from .store import claim_output_dir, open_run_dir
+
+            open_run_dir(run_dir)
+            claim_output_dir(out, "report")
+        typer.echo(f"traffic: {write_traffic(run_dir, traffic, out_dir=out if elsewhere else None)}")
     fmts = [f.strip().lower() for f in formats.split(",") if f.strip()]
     with err.status("building report") as status:
         res = build_report(run_dir, out, formats=fmts, metric=metric, dpi=dpi,
@@ -1037,12 +1071,23 @@ def run(
         None, "--gallery-shard-rows",
         help="For galleries in the millions: keep the gallery embeddings as shards of N items (resumable per shard) and score shard by shard (no fixed-fusion baselines).",
     ),
+    limit: Optional[int] = typer.Option(
+        None, "--limit", metavar="N",
+        help="Evaluate the first N queries only: a quick look before a long run (said on the terminal, in run.json and in the report)."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q",
+        help="For scripts: no progress, no messages, no table; stdout lists the result files (each report.json, "
+             "headline.json, report.html), one path per line. Errors and warnings still go to stderr."),
 ) -> None:
     """Run the whole paired evaluation: load -> corrupt -> encode -> score -> fuse -> evaluate -> report.
 
     Writes OUT/<MODE>/report.json for each evaluated mode (I2I, T2T, IT2IT, I2IT, T2IT), OUT/MOOR/report.json,
     fixed-fusion baselines under OUT/fusion/, and OUT/report.html. A killed run resumes where it stopped.
     With several --encoder, OUT/<name>/ holds each encoder's run (the same files).
+
+    When it is done it prints, per target, the clean R@1 and nDCG@10, the mean ΔR@1 over every corrupted
+    condition with its CI, the worst and mildest operators, δ (joint conditions) and MOOR against the best
+    fixed fusion: the numbers of OUT/headline.json.
     """
     from .app.stages import run_benchmark, run_encoders
     from .core.errors import ConfigError
@@ -1059,26 +1104,57 @@ def run(
         cache_dir=cache_dir, use_cache=False if no_cache else None, dataset_format=format, images=images, qrels=qrels,
         gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries,
         gallery_shard_rows=gallery_shard_rows, traffic=traffic, measure=not no_measure,
-        severity_target=parse_severity_target(severity_target),
+        severity_target=parse_severity_target(severity_target), limit=limit,
     )
     if len(encoder) == 1:
-        _summary(run_benchmark(dataset, encoder[0], out, opts, log=_logger()))
+        res = run_benchmark(dataset, encoder[0], out, opts, log=_logger(quiet))
+        if quiet:
+            _paths(res)
+        else:
+            _summary(res)
     else:
-        _several(run_encoders(dataset, encoder, out, opts, names=name, log=_logger()), out)
+        _several(run_encoders(dataset, encoder, out, opts, names=name, log=_logger(quiet)), out, quiet)
 
 
-def _several(result, out: Path) -> None:
+def _several(result, out: Path, quiet: bool = False) -> None:
     for folder, res in result.runs.items():
+        if quiet:
+            _paths(res)
+            continue
         typer.echo(f"{folder}:")
-        _summary(res)
-    typer.echo(f"{len(result.runs)} encoders, one corruption pass, {result.elapsed_s:.1f} s -> {out}")
+        _summary(res, title=f"snapbench run: {folder}")
+    if not quiet:
+        typer.echo(f"{len(result.runs)} encoders, one corruption pass, {result.elapsed_s:.1f} s -> {out}")
 
 
-def _logger():
+def _logger(quiet: bool = False):
+    if quiet:
+        return lambda msg: None
     return lambda msg: typer.echo(msg, err=True)
 
 
-def _summary(result) -> None:
+def _paths(result) -> None:
+    """--quiet: the result files, one path per line (what a script reads next)."""
+    from .store import RunDir
+
+    for path in result.reports.values():
+        typer.echo(str(path))
+    for path in (RunDir(result.out_dir).headline, result.html):
+        if path is not None and Path(path).is_file():
+            typer.echo(str(path))
+
+
+def _table(result, title: str) -> None:
+    """The headline table of the run (OUT/headline.json, read back: the numbers the file holds)."""
+    from .render.aggregate import read_headline
+    from .render.terminal import _console, headline_table
+    from .store import RunDir
+
+    if RunDir(result.out_dir).headline.is_file():
+        _console().print(headline_table(read_headline(result.out_dir), title=title))
+
+
+def _summary(result, title: str = "snapbench run") -> None:
     done = "complete already, read back" if result.reused else f"{result.elapsed_s:.1f} s"
     typer.echo(
         f"{result.n_queries} queries x {len(result.conditions)} conditions vs {result.n_gallery} gallery items; "
@@ -1091,6 +1167,7 @@ def _summary(result) -> None:
         typer.echo(target_summary(result.target_outcome, TARGET_FLAGGED))
     for target, path in result.reports.items():
         typer.echo(f"  {target:14s} {path}")
+    _table(result, title)
     if result.html is not None:
         typer.echo(f"report: {result.html}")
 

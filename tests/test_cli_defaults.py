@@ -69,7 +69,8 @@ def test_run_and_demo_default_to_run_options():
                       negated={"no_report": "report", "no_progress": "progress", "no_measure": "measure"},
                       convert={"k": _ks},
                       # no_cache: off means "decided per encoder" (use_cache None), not use_cache=True
-                      not_options={"dataset", "encoder", "out", "name", "no_cache"})
+                      # quiet: what the command prints, not how the run runs
+                      not_options={"dataset", "encoder", "out", "name", "no_cache", "quiet"})
     bad += _mismatches("demo", lib, negated={"no_progress": "progress"}, not_options={"out", "data", "force"})
     assert not bad, bad
 
@@ -123,7 +124,7 @@ def test_encode_moor_compare_report_diagnose_default_to_the_library():
     assert _flags("moor")["ann_check"] is None and f"(default {DEFAULT_ANN_CHECK})" in moor_help["ann_check"]
     listed = {"formats": lambda text: tuple(text.split(","))}
     bad += _mismatches("compare", _fields(CompareOptions()), renamed={"name": "names"}, convert=listed,
-                       not_options={"run_dirs", "out", "no_progress"})
+                       not_options={"run_dirs", "out", "no_progress", "quiet"})
     bad += _mismatches("report", _signature(build_report), convert=listed, not_options={"run_dir", "out", "traffic"})
     diagnose = _signature(run_diagnose)
     bad += [f"diagnose {n}" for n in ("examples", "questions", "format", "thresholds", "words")

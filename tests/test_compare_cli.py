@@ -217,7 +217,7 @@ def test_released_and_generated_variants_of_one_model_are_compared(tmp_path):
     ("one_model", "a comparison needs at least two models"),
     ("bad_correction", "--correction: unknown correction 'bonferroni'; known: holm, bh"),
     ("bad_reference", "--reference: 'clip' is not one of the models: toy, mirror"),
-    ("bad_metric", "--metrics: metric 'hit@3' is not in the report of"),
+    ("bad_metric", "--metrics: metric 'hit@3' is in none of the runs' reports (did you mean 'hit@1'"),
     ("bad_mode", "--modes: 'fusion/nope' is not a target of"),
     ("output_is_a_run", "holds the output of 'snapbench run', not of 'snapbench compare'"),
 ])

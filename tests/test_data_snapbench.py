@@ -110,7 +110,7 @@ def test_json_without_images(tmp_path):
     assert ds.released.images == {} and set(ds.released.texts) == {q.id for q in ds.queries}
     assert ds.qrels == EXPECTED_QRELS  # ground truth does not need the pixels
     assert ds.runnable_modes == ("T→T",)
-    assert any("no 'bench_images' folder" in n and "give their folder as the images option" in n for n in ds.notes)
+    assert any("no 'bench_images' folder" in n and "give their folder with --images" in n for n in ds.notes)
     assert any(n.startswith("retrieval modes that can run: T→T") for n in ds.notes)
 
 

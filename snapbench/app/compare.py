@@ -227,9 +227,18 @@ def _metrics(sources: Sequence[ModelSource], targets: Sequence[str], asked, note
     ks = sorted({k for _, _, r in reports for k in r.meta.ks})
     wanted = parse_metrics(asked if isinstance(asked, str) else list(asked), ks)
     for m in wanted:
-        lacking = [f"{s.label} ({t})" for s, t, r in reports if m not in r.metrics]
-        if lacking:
-            raise ConfigError(f"metric {m!r} is not in the report of {', '.join(lacking)}", param="metrics")
+        lacking: dict[str, list[str]] = {}
+        for src, t, r in reports:
+            if m not in r.metrics:
+                lacking.setdefault(src.label, []).append(t)
+        if not lacking:
+            continue
+        if len(lacking) == len(sources) and all(len(ts) == len(targets) for ts in lacking.values()):
+            where = "is in none of the runs' reports"
+        else:
+            where = "is not in the report of " + ", ".join(f"{label} ({', '.join(ts)})" for label, ts in lacking.items())
+        # what can be asked for instead: the metrics every compared report has
+        raise ConfigError(f"metric {m!r} {where}{hint_and_known(m, shared)}", param="metrics")
     return wanted
 
 
@@ -302,6 +311,18 @@ def _run_json(sources: Sequence[ModelSource], st: Settings, options: CompareOpti
             "resamples": st.resamples, "seed": st.seed, "ci": st.ci}
 
 
+def _limit_notes(sources: Sequence[ModelSource]) -> list[str]:
+    """Runs made with ``run --limit`` saw part of their dataset: the comparison says so (compare.json's
+    notes, the page, the terminal), as the runs themselves do."""
+    limited = [(s, s.run["limit"]) for s in sources if isinstance(getattr(s, "run", None), dict)
+               and isinstance(s.run.get("limit"), dict)]
+    if not limited:
+        return []
+    lim = limited[0][1]
+    return [f"{', '.join(s.name for s, _ in limited)}: the first {lim.get('queries')} of {lim.get('of')} queries "
+            f"only (run --limit): a quick look, not the dataset's result"]
+
+
 def compare_runs(
     paths: Sequence[str | os.PathLike],
     out: str | os.PathLike,
@@ -335,7 +356,8 @@ def compare_runs(
     comparison = compare_models(models, cfg, progress=lambda mode, metric: say(f"statistics: {mode}, {metric}"))
     t_stats = time.perf_counter()
     # the warnings (conditions left out for some models) are notes of compare.json and the page too
-    res = CompareResult(Path(outdir), sources, st, comparison, notes=list(st.notes) + warnings, warnings=warnings)
+    res = CompareResult(Path(outdir), sources, st, comparison, notes=list(st.notes) + _limit_notes(sources) + warnings,
+                        warnings=warnings)
     say("writing the report")
     cdir, body = CompareDir(outdir), _run_json(sources, st, opts, comparison.meta["reference"])
     # first on record: the files the folder may hold once this compare stops, finished or not

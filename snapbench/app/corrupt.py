@@ -401,6 +401,10 @@ def run_corruption(
         else:
             warnings.warn(message, ManifestWarning, stacklevel=3)
 
+    from ..store import refuse_output_folder
+
+    # corrupt's own manifest.jsonl as input: every variant would be a "duplicate id"
+    refuse_output_folder(manifest_path, "a query manifest")
     records = load_manifest(manifest_path, on_warning=note)
     plan = plan_conditions(opts.conditions, joint=opts.joint, grid=opts.grid)
     conds, cond_ids = plan.conditions, [c.id for c in plan.conditions]

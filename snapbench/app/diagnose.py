@@ -308,6 +308,10 @@ def load_queries(path: str | os.PathLike, *, questions: str | os.PathLike | None
         choice(format, INPUT_KINDS, "format", what="input format")
     if not p.exists():
         raise InputError("not found", path=p)
+    from ..store import refuse_output_folder
+
+    # a run folder holds images (the report's figures) that are not queries; corrupt's output is a query set
+    refuse_output_folder(p, "a query set", accept=("corrupt",))
     kind = format or _kind(p)
     if questions is not None and kind != "image-folder":
         raise ConfigError(f"{arg('questions')} applies to a folder of images only ({p} is read as {kind}, "

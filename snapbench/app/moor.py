@@ -252,8 +252,13 @@ def _fuse_path_scores(pdir: Path, ids: _Ids, output: _Output, opts: FuseOptions)
         raise InputError("not a directory (expected path score files)", path=pdir)
     conds = find_path_scores(pdir, complete=True)
     if not conds:
-        raise InputError("holds no path score files (expected <condition>.II.npy ... or II/<condition>.npy ...)",
-                         path=pdir)
+        from ..store import find_output_folder
+
+        found = find_output_folder(pdir)
+        what = "" if found is None or found.kind == "encode" else (
+            f"; it {found.describe(pdir)}, which keeps no path scores: 'snapbench encode' writes them (OUT/paths)")
+        raise InputError("holds no path score files (expected <condition>.II.npy ... or II/<condition>.npy ...)"
+                         + what, path=pdir)
     _check_stems(conds)
     for cond, files in sorted(conds.items()):
         ps = load_path_scores(files, condition=cond)

@@ -393,14 +393,16 @@ def traffic_body(
     }
 
 
-def write_traffic(run_dir: str | os.PathLike, diagnose_dir: str | os.PathLike, **options: Any) -> Path:
-    """Compute :func:`compute_traffic` and write it to ``RUN_DIR/traffic.json`` (atomically).
+def write_traffic(run_dir: str | os.PathLike, diagnose_dir: str | os.PathLike, *,
+                  out_dir: str | os.PathLike | None = None, **options: Any) -> Path:
+    """Compute :func:`compute_traffic` and write it to ``RUN_DIR/traffic.json`` (atomically), or to
+    ``out_dir/traffic.json``: a report written elsewhere (``report --out``) leaves the run untouched.
 
     Each note (fallbacks, estimated joint conditions, missing intervals) is also a warning."""
     body = compute_traffic(run_dir, diagnose_dir, **options)
     for note in body["notes"]:
         warnings.warn(f"traffic: {note}", stacklevel=2)
-    path = RunDir(run_dir).traffic
+    path = RunDir(run_dir if out_dir is None else out_dir).traffic
     write_json(path, body)
     return path
 

@@ -323,7 +323,7 @@ def _notes(path: Path, root: Path | None, rd: _Reader, parsed: _Parsed, qrels: d
     if root is None:
         notes.append(
             f"{path}: no 'bench_images' folder next to it (looked in {path.parent.parent / 'bench_images'} and "
-            f"{path.parent / 'bench_images'}): images are absent; if they are elsewhere, give their folder as the images option"
+            f"{path.parent / 'bench_images'}): images are absent; if they are elsewhere, give their folder with --images (images= in Python)"
         )
     for name, wheres in sorted(rd.unknown_fields.items()):
         hint = did_you_mean(name, KNOWN_FIELDS)

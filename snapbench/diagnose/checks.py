@@ -8,6 +8,8 @@ would fail the paper's construction filters, before any corruption is run.
 * ``duplicate_images``: query images whose files are byte-identical;
 * ``near_duplicate_images``: query images whose 64-bit perceptual hashes are at most
   ``near_duplicate_bits`` apart (and that are not all byte-identical);
+  both across queries: the variants of one query in a 'snapbench corrupt' output (which share or
+  resemble its image by design) are one query, listed by its first variant;
 * ``small_images``: images whose shorter side is below ``min_side`` pixels;
 * ``unreadable_images``: image files that are missing, cannot be read, are too large or cannot be
   decoded; each entry's ``problem`` says which (also listed as skips, with the full reason).
@@ -76,6 +78,20 @@ def _ids(results: Sequence["QueryResult"], idx: Sequence[int]) -> list[str]:
     return [results[i].id for i in idx]
 
 
+def _source(r: "QueryResult") -> str:
+    """The query a record stands for: a variant of 'snapbench corrupt' output carries its source id."""
+    return str(r.record.tags.get("source_id", r.id))
+
+
+def _across_queries(results: Sequence["QueryResult"], idx: Sequence[int]) -> list[int] | None:
+    """A duplicate group as it matters: one record per source query (the first), ``None`` when every
+    record is a variant of one query (an image variant of a text condition is its query's image)."""
+    firsts: dict[str, int] = {}
+    for i in idx:
+        firsts.setdefault(_source(results[i]), i)
+    return list(firsts.values()) if len(firsts) > 1 else None
+
+
 def run_checks(results: Sequence["QueryResult"], thresholds: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The query-set checks over diagnosed queries: ``{check: {"rule", "count", "ids" | "groups"}}``."""
     from .text import content_tokens
@@ -92,10 +108,12 @@ def run_checks(results: Sequence["QueryResult"], thresholds: dict[str, dict[str,
     by_digest: dict[str, list[int]] = {}
     for i in with_img:
         by_digest.setdefault(results[i].digest or "", []).append(i)
-    dups = [_ids(results, g) for g in by_digest.values() if len(g) > 1]
+    # variants of one query (corrupt's output) sharing or resembling its image are not duplicates
+    dups = [_ids(results, a) for g in by_digest.values() if len(g) > 1 and (a := _across_queries(results, g))]
     pairs = near_duplicate_pairs([results[i].phash or 0 for i in with_img], bits)
     near = [[with_img[k] for k in g] for g in hash_groups(len(with_img), pairs)]
-    near = [_ids(results, g) for g in near if len({results[i].digest for i in g}) > 1]
+    near = [_ids(results, a) for g in near if len({results[i].digest for i in g}) > 1
+            and (a := _across_queries(results, g)) and len({results[i].digest for i in a}) > 1]
     unreadable = [{"id": r.id, "problem": r.image_problem or "cannot be decoded", "reason": r.image_skip}
                   for r in results if r.image_skip is not None]
     return {

@@ -250,7 +250,7 @@ def build_mix(signatures: Sequence[Signature], run_conditions: Sequence[str],
     Columns: ``clean``, then the run's conditions the mix uses in the run's order, then estimated
     joint conditions.  Flags absent from ``mapping`` are ignored (the caller reports them)."""
     if "clean" not in run_conditions:
-        raise ConfigError("the run has no 'clean' condition", param="run_dir")
+        raise ConfigError("the run has no 'clean' condition (a traffic mix weighs conditions against clean)")
     b = _Builder(check_mapping(mapping), run_conditions)
     per_sig = [b.signature(s) for s in signatures]
     used = {c for d in per_sig for c, w in d.items() if w > 0}

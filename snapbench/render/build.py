@@ -133,6 +133,14 @@ def _contact_sheet(data: RunData, w: _Writer) -> bytes | None:
     return encode_png(sheet.image)
 
 
+def _limit_words(run: dict) -> str:
+    """``run --limit``: next to the number of queries, that they are the dataset's first N only."""
+    lim = run.get("limit")
+    if not isinstance(lim, dict):
+        return ""
+    return f" — only the first {lim.get('queries')} of the dataset's {lim.get('of')} (run --limit)"
+
+
 def _summary(data: RunData, metric: str, scope: RunScope) -> list[tuple[str, str]]:
     rep = data.first_report
     meta = rep.meta
@@ -144,7 +152,8 @@ def _summary(data: RunData, metric: str, scope: RunScope) -> list[tuple[str, str
         ("modes", ", ".join(TARGET_NAMES.get(m, m) for m in data.modes)
          + (f"; fixed-fusion baselines: {', '.join(sorted(data.fusion))}" if data.fusion else "")),
         ("queries", queries_line(rep) + (f"; percentages of ranking metrics are out of "
-                                         f"{rep.n_queries - rep.n_excluded_zero_gt}" if rep.n_excluded_zero_gt else "")),
+                                         f"{rep.n_queries - rep.n_excluded_zero_gt}" if rep.n_excluded_zero_gt else "")
+         + _limit_words(run)),
         ("gallery", f"{meta.n_gallery} items"),
         ("conditions", f"{len(rep.conditions)} (clean included)"),
         ("primary metric", f"{metric_label(metric)} ({metric}); values in %, differences in points"),
@@ -205,7 +214,7 @@ def build_report(
     sections.append(_summary_section(data, metric, w))
     say("figures")
     sections.append(_across_section(data, metric, w, scope))
-    sections += _traffic_section(data, metric)
+    sections += _traffic_section(data, metric, outdir if separate else None)
     say("damage")
     sections.append(_damage_section(data, metric, w))
     for mode in data.modes:
@@ -242,11 +251,13 @@ def _remove_stale_files(w: _Writer) -> None:
                     f.unlink()
 
 
-def _traffic_section(data: RunData, metric: str) -> list[HtmlSection]:
-    """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic)."""
+def _traffic_section(data: RunData, metric: str, outdir: Path | None = None) -> list[HtmlSection]:
+    """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic), or,
+    for a report written elsewhere, its own OUT/traffic.json (report --traffic --out: the run untouched)."""
     from .traffic_html import traffic_fragment
 
-    frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES)
+    own = outdir if outdir is not None and RunDir(outdir).traffic.is_file() else None
+    frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES, traffic_dir=own)
     return [] if frag is None else [HtmlSection("traffic", "Under your traffic", raw=[frag])]
 
 

@@ -65,15 +65,37 @@ def _mix_table(summary: dict[str, Any]) -> str:
             f"<thead><tr><th>category</th><th>share</th><th>queries</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
+#: what a detector of each side needs: said when the query set has none ("n/a (no questions)")
+_NEEDS = {"image": "no readable images", "text": "no questions"}
+
+
 def _detector_table(summary: dict[str, Any]) -> str:
     rows = []
     for d, s in summary["shares"].items():
-        rows.append(f"<tr><th>{html.escape(d)}</th><td>{s['side']}</td><td>{_pct(s['share'])} {_ci(s['ci'])}</td>"
+        # a detector with nothing to look at has no share: n/a, not 0% or a blank
+        share = (f"{_pct(s['share'])} {_ci(s['ci'])}" if s["n"]
+                 else f"n/a ({_NEEDS.get(s['side'], 'nothing to check')})")
+        rows.append(f"<tr><th>{html.escape(d)}</th><td>{s['side']}</td><td>{share}</td>"
                     f"<td>{s['count']} / {s['n']}</td><td>{html.escape(s['score'])}</td>"
                     f"<td>{html.escape(s['flagged_when'])}</td></tr>")
     return ('<table class="paper"><caption>Share of queries each detector flags</caption><thead><tr><th>detector</th>'
             "<th>side</th><th>share</th><th>queries</th><th>score</th><th>flagged when</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
+
+
+def _by_condition_table(summary: dict[str, Any]) -> str:
+    """The share each detector flags per condition of a 'snapbench corrupt' output (summary.json's
+    ``by_condition``): how much each corruption moves each detector."""
+    by = summary["by_condition"]
+    dets = list(summary["shares"])
+    head = "".join(f"<th>{html.escape(d)}</th>" for d in dets)
+    rows = []
+    for c, row in by.items():
+        cells = "".join(f"<td>{'n/a' if row.get(d) is None else _pct(row[d])}</td>" for d in dets)
+        rows.append(f"<tr><th>{html.escape(c)}</th><td>{row.get('n', '')}</td>{cells}</tr>")
+    return ('<table class="paper"><caption>Share of each condition\'s variants each detector flags (n/a: the '
+            "condition's variants lack that side)</caption><thead><tr><th>condition</th><th>variants</th>"
+            + head + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
 def _checks_html(checks: dict[str, Any], limit: int = 20) -> str:
@@ -126,6 +148,8 @@ def render_diagnose_html(summary: dict[str, Any], results: Sequence[QueryResult]
         mix.missing.append("This query set has only one side: the other side counts as clean, so text_only/both "
                            "(or image_only/both) cannot occur and have no share (n/a).")
     sections = [mix, HtmlSection("detectors", "Detectors", raw=[_detector_table(summary)])]
+    if summary.get("by_condition"):  # a 'snapbench corrupt' output: the shares per condition
+        sections.append(HtmlSection("by-condition", "By condition", raw=[_by_condition_table(summary)]))
     if "checks" in summary:
         sections.append(HtmlSection("checks", "Query-set checks", raw=[_checks_html(summary["checks"])]))
     ex = HtmlSection("examples", "Flagged examples")

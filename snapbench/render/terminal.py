@@ -4,6 +4,21 @@ Reports are :class:`snapbench.core.records.Report` objects; :func:`read_report` 
 are the schema's (strict JSON, undefined values as null, atomic).  Sign conventions are said in
 every table title: paired Δ = condition − clean (negative = worse); additivity drops = clean −
 condition (positive = worse).
+
+The table ``snapbench run`` prints when it is done: a run's headline (:mod:`.headline`) on the terminal.
+
+Read from ``headline.json`` (never recomputed), so the printed numbers are the file's: values in %,
+differences in points, one decimal (:func:`snapbench.render.fmt.pct`).  A number and its CI are two
+lines of one cell, so that the table fits 120 columns; rows are ruled, columns split by ``│`` (a row
+reads back by joining each column's lines).
+
+What ``snapbench compare`` prints when it is done: per target, the ranking of the headline metric
+with rank intervals and tiers, and the pairs of models that are told apart.
+
+Everything comes from the comparison's records (the ones compare.json holds) through
+:class:`~snapbench.render.compare.MetricView` and its one verdict rule (:meth:`MetricView.overall_apart`,
+the rule of the tiers, the pairs table and the findings); nothing is recomputed.  Numbers are shown as
+the page's tables show them: values in %, differences in points, one decimal.
 """
 
 from __future__ import annotations
@@ -12,26 +27,20 @@ import csv
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from ..compare.groups import GROUP_ALL
+from ..compare.records import Comparison
 from ..core.errors import EvaluationInputError
 from ..core.jsonable import dumps
 from ..core.records import Report
 from ..store.atomic import open_text_atomic
 from ..store.rundir import read_report, write_report
-from .fmt import DROP_SIGN, PAIRED_SIGN, ci_text, p_text, pct, points
+from .compare import MetricView, finite
+from .fmt import DASH, DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, p_text, pct, points
+from .tables import metric_label
 
-__all__ = [
-    "CSV_HEADER",
-    "additivity_rows",
-    "check_table_path",
-    "csv_rows",
-    "print_additivity",
-    "print_report",
-    "read_report",
-    "report_to_json",
-    "write_report",
-    "write_table",
-]
+__all__ = ['CSV_HEADER', 'additivity_rows', 'check_table_path', 'csv_rows', 'print_additivity', 'print_report', 'read_report', 'report_to_json', 'write_report', 'write_table', 'headline_table', 'limit_line', 'ranking_table', 'told_apart_lines', 'print_comparison']
 
 #: What a table file may end in (:func:`write_table`).
 TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
@@ -318,3 +327,147 @@ def markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
         lines += [f"| {r['joint']} | {pct(r['exp'], True)} | {pct(r['obs'], True)} | {pct(r['delta'], True)} | "
                   f"{ci_text(r['ci'])} |" for r in rows]
     return lines
+
+
+def limit_line(limit: dict[str, Any] | None) -> str | None:
+    """``"--limit: the first 5 of 12 queries only ..."`` when the run saw part of its dataset."""
+    if not limit:
+        return None
+    return (f"--limit: the first {limit.get('queries')} of {limit.get('of')} queries only — a quick look, "
+            "not the dataset's result")
+
+
+def _with_ci(x: dict[str, Any] | None, key: str) -> str:
+    if not x:
+        return DASH
+    return f"{pct(x.get(key), True)}\n{ci_text(x.get('ci'))}"
+
+
+def _operator(x: dict[str, Any] | None) -> str:
+    if not x:
+        return DASH
+    return f"{x['operator'] or 'all equal'}\n{pct(x.get('delta'), True)}"
+
+
+def _moor(x: dict[str, Any] | None) -> str:
+    if not x:
+        return ""
+    return f"{pct(x.get('gain'), True)}\n{ci_text(x.get('ci'))}\nvs {x['baseline']}"
+
+
+def headline_table(headline: dict[str, Any], *, title: str = "snapbench run") -> Any:
+    """A ``rich.table.Table``: one row per target (see the module docstring)."""
+    from rich import box
+    from rich.table import Table
+
+    metric = headline.get("metric", "hit@1")
+    lab = metric_label(metric)
+    level = ci_label(float(headline.get("ci_level", 0.95)))
+    rows = headline.get("targets", [])
+    clean = list(dict.fromkeys(m for r in rows for m in r.get("clean", {})))
+    n = headline.get("n_queries")
+    joint = any(r.get("additivity") for r in rows)
+    moor = any(r.get("moor_vs_fixed") for r in rows)
+    # the caption explains the columns shown, no others
+    caption = [f"{n} queries; values in %, Δ in points (condition − clean, negative = worse), [{level}]; "
+               f"mean Δ over every corrupted condition; worst/mildest: operator with the lowest/highest mean Δ "
+               f"over its severities; "
+               + ("δ = super-additivity gap of the joint conditions (> 0: worse than the sum); " if joint else "")
+               + (f"MOOR − best fixed fusion: mean {lab} gain over the shared conditions; " if moor else "")
+               + f"primary target: {headline.get('primary_target')}"]
+    limit = limit_line(headline.get("limit"))
+    if limit:
+        caption.insert(0, limit)
+    t = Table(title=f"{title} — {lab}" + (f" ({limit.split(' — ')[0]})" if limit else ""),
+              caption="\n".join(caption), caption_justify="left", box=box.MINIMAL, show_lines=True)
+    # numbers may wrap on a narrow terminal (fold), never be cut to "…"; a target name stays whole
+    t.add_column("target", no_wrap=True)
+    for m in clean:
+        t.add_column(f"clean\n{metric_label(m)}", justify="right", overflow="fold")
+    for name in (f"mean Δ{lab}\n[CI]", "worst\noperator", "mildest\noperator"):
+        t.add_column(name, justify="right", overflow="fold")
+    if joint:
+        t.add_column("δ\n[CI]", justify="right", overflow="fold")
+    if moor:
+        t.add_column("MOOR − best\nfixed fusion", justify="right", overflow="fold")
+    for r in rows:
+        cells = [r["target"], *(pct(r.get("clean", {}).get(m)) for m in clean),
+                 _with_ci(r.get("mean_delta"), "value"), _operator(r.get("worst")), _operator(r.get("mildest"))]
+        if joint:
+            cells.append(_with_ci(r.get("additivity"), "delta"))
+        if moor:
+            cells.append(_moor(r.get("moor_vs_fixed")))
+        t.add_row(*cells)
+    return t
+
+
+def _rank(x: float | None) -> str:
+    x = finite(x)
+    return "–" if x is None else f"{x:g}"
+
+
+def ranking_table(views: Sequence[MetricView]) -> Any:
+    """A ``rich.table.Table``: per target (a section each), the models from the best rank down, with the
+    clean value, the mean Δ over all corrupted conditions (the ranking's score) and its CI, the rank,
+    its interval and the tier."""
+    from rich import box
+    from rich.table import Table
+
+    lab = metric_label(views[0].metric)
+    level = ci_label(views[0].level)
+    t = Table(title=f"snapbench compare — ranking by mean Δ{lab} over all corrupted conditions (rank 1 = smallest drop)",
+              caption=f"values in %, Δ in points (condition − clean, negative = worse); CI and rank interval: {level}; "
+                      "a tier holds the models not told apart from its first model",
+              caption_justify="left", box=box.MINIMAL)
+    t.add_column("target", no_wrap=True)
+    t.add_column("rank", justify="right", no_wrap=True)
+    t.add_column("model", overflow="fold")
+    for name in (f"clean {lab}", f"mean Δ{lab}", "CI", "rank interval", "tier"):
+        t.add_column(name, justify="right", no_wrap=True)
+    for i, v in enumerate(views):
+        if i:
+            t.add_section()
+        for m in v.ranked():
+            r, clean, mean = v.ranking.get(m), v.values.get((m, "clean")), v.values.get((m, GROUP_ALL))
+            t.add_row(
+                v.target, _rank(r.rank if r else None), v.label(m), pct(finite(clean.value) if clean else None),
+                pct(finite(mean.delta) if mean else None, True),
+                ci_text([finite(mean.ci_low), finite(mean.ci_high)]) if mean else "–",
+                "–" if r is None or finite(r.rank_low) is None or finite(r.rank_high) is None
+                else f"{_rank(r.rank_low)}–{_rank(r.rank_high)}",
+                "–" if r is None else str(r.group))
+    return t
+
+
+def told_apart_lines(v: MetricView) -> list[str]:
+    """For one target: one line per pair told apart on the mean over all corrupted conditions (the more
+    robust model first, with ΔA − ΔB and its CI), or one line saying none of its pairs is."""
+    apart, total = [], 0
+    for (a, b, c), r in v.pairs.items():
+        if c != GROUP_ALL:
+            continue
+        total += 1
+        if v.overall_apart(a, b):
+            better, worse, sign = (a, b, 1) if r.diff > 0 else (b, a, -1)
+            lo, hi = sorted((sign * r.ci_low, sign * r.ci_high))
+            apart.append(f"  {v.target}: {v.label(better)} > {v.label(worse)}  difference of mean Δ "
+                         f"{pct(sign * r.diff, True)} points {ci_text([lo, hi])}")
+    if not apart:
+        return [f"  {v.target}: none of {total} pair{'s' if total != 1 else ''} told apart"]
+    return apart
+
+
+def print_comparison(comparison: Comparison, targets: Sequence[str], metric: str, level: float, correction: str,
+                     console: Any) -> None:
+    """The ranking table of ``metric`` (every target) and the pairs told apart."""
+    all_views = MetricView.all_of(comparison, level, correction)
+    views = [all_views[(t, metric)] for t in targets if (t, metric) in all_views]
+    if not views:
+        return
+    console.print(ranking_table(views))
+    console.print(f"pairs told apart on {metric_label(metric)} (more robust > less robust; mean over all corrupted "
+                  f"conditions, {correction}-adjusted p < {1 - level:.2g} over the pairs and CI excluding 0):",
+                  markup=False, highlight=False)
+    for v in views:
+        for line in told_apart_lines(v):
+            console.print(line, markup=False, highlight=False)

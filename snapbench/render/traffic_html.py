@@ -117,11 +117,12 @@ def stale_note(body: Mapping[str, Any], run_dir: str | os.PathLike | None = None
 
 
 def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1", label: str | None = None,
-                     names: Mapping[str, str] | None = None) -> str | None:
-    """The traffic view of ``run_dir`` for report.html; ``None`` when it has no traffic.json."""
+                     names: Mapping[str, str] | None = None, traffic_dir: str | os.PathLike | None = None) -> str | None:
+    """The traffic view of ``run_dir`` for report.html; ``None`` when it has no traffic.json.  The file is
+    ``traffic_dir/traffic.json`` when given (a report written elsewhere keeps its own), else the run's."""
     from ..store.rundir import report_digests
 
-    path = RunDir(run_dir).traffic
+    path = RunDir(run_dir if traffic_dir is None else traffic_dir).traffic
     if not path.is_file():
         return None
     try:

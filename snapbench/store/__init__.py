@@ -73,6 +73,7 @@ from .folders import (
     claim_output_dir,
     embedding_file,
     find_embeddings,
+    find_output_folder,
     find_path_scores,
     open_run_dir,
     output_kind,
@@ -80,6 +81,7 @@ from .folders import (
     primary_target,
     read_run_config,
     read_run_json,
+    refuse_output_folder,
     run_json_kind,
     write_run_json,
 )
@@ -87,6 +89,8 @@ from .ids import find_ids, read_ids, write_ids
 from .trec import TrecLine, iter_trec_run, read_trec_run, write_qrels, write_trec_run
 
 __all__ = [
+    "find_output_folder",
+    "refuse_output_folder",
     "CompareDir",
     "StressDir",
     "open_run_dir",

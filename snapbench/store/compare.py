@@ -237,8 +237,11 @@ def _expand(path: Path) -> list[ModelSource]:
     run = read_run_json(path) or {}
     kind = run_json_kind(run) if run else "run"
     if kind != "run":
+        from .folders import run_dir_instead
+
         raise InputError(f"is not a run folder: its run.json was written by "
-                         f"{'snapbench ' + kind if kind else 'something other than snapbench'}", path=path)
+                         f"{'snapbench ' + kind if kind else 'something other than snapbench'}"
+                         f"{run_dir_instead(path, kind, run)}", path=path)
     listed = run.get("encoder_runs")
     if not isinstance(listed, list):
         return [_run_folder(path, run)]
@@ -274,8 +277,9 @@ def open_sources(paths: Sequence[str | os.PathLike], names: Sequence[str] | None
                               f"its own name with {arg('names')} (one per model, in order)", param="names")
         seen[s.name] = s
     if len(sources) < 2:
+        # no param: the CLI would put the argument's placeholder (RUN_DIR) in front, naming nothing typed
         raise ConfigError(f"a comparison needs at least two models; {', '.join(s.label for s in sources)} is one "
-                          "(give more run folders, or a run folder of several encoders)", param="paths")
+                          "(give more run folders, or a run folder of several encoders)")
     return sources
 
 

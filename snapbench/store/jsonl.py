@@ -53,6 +53,12 @@ def read_manifest(corrupt_dir: str | os.PathLike, *, must_exist: bool = True) ->
     """The records of ``corrupt_dir/manifest.jsonl`` (each has ``id`` and ``condition``)."""
     p = Path(corrupt_dir) / MANIFEST
     if must_exist and not p.is_file():
+        from .folders import find_output_folder
+
+        found = find_output_folder(corrupt_dir)
+        if found is not None and found.kind != "corrupt":  # another command's folder: say which
+            raise InputError(f"{found.describe(Path(corrupt_dir))}, not the output folder of 'snapbench corrupt' "
+                             f"(no {MANIFEST})", path=corrupt_dir)
         raise InputError(f"no {MANIFEST} (is this the output folder of 'snapbench corrupt'?)", path=corrupt_dir)
     return read_jsonl_records(p, required=("id", "condition"), what="manifest record")
 

@@ -69,6 +69,9 @@ class RunOptions:
     # the command that made the folder, recorded in run.json as "command" when it is not "run": a
     # "demo" folder is one `snapbench demo` may replace (it never replaces anyone else's run)
     command: str = "run"
+    # [--limit] evaluate the first N queries of the dataset only (a quick look before a long run); stated on
+    # every output: the terminal, run.json ("limit") and the report (a run.json note)
+    limit: int | None = None
 
 
 def check_options(opts: RunOptions) -> None:
@@ -85,6 +88,8 @@ def check_options(opts: RunOptions) -> None:
                           param="encoder_actors")
     if opts.gallery_shard_rows is not None:
         positive_int(opts.gallery_shard_rows, "gallery_shard_rows")
+    if opts.limit is not None:
+        positive_int(opts.limit, "limit")
     if not opts.ks:
         raise ConfigError("needs at least one cut-off", param="ks")
     int_list(list(opts.ks), "ks")

@@ -57,6 +57,17 @@ def _write_traffic(state: RunState, options: RunOptions, say: Callable[[str], No
     return True
 
 
+def _write_headline(state: RunState, *, missing_only: bool = False) -> None:
+    """DIR/headline.json: the numbers the command prints, written once from the finished reports.  A
+    run read back keeps its file (its reports did not change: the folder stays untouched) and gets one
+    only when it has none (an older snapbench did not write it)."""
+    from ...render.aggregate import write_headline
+
+    if missing_only and state.dir.headline.is_file():
+        return
+    write_headline(state.dir.root)
+
+
 def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluated: Evaluated, options: RunOptions,
                say: Callable[[str], None], t0: float) -> RunResult:
     """Mark the run complete in run.json (final modes, notes, queries evaluated), build the HTML report."""
@@ -71,6 +82,9 @@ def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluate
     if options.severity_target is not None:  # recorded only with a target: other run.json files are unchanged
         outcome = run_target_outcome(queries.measured)
         state.meta["severity_target_outcome"] = outcome.to_json()
+    # headline.json before run.json says "complete": a run killed in between is redone, not read back
+    # without it (a complete folder is never written to again)
+    _write_headline(state)
     save_run_json(state)
     _write_traffic(state, options, say)
     html = _build_html(state.dir.root, say) if options.report else None
@@ -87,6 +101,7 @@ def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable
 
     meta, rundir = state.meta, state.dir
     dropped = read_json(rundir.dropped_queries, what="dropped queries") if rundir.dropped_queries.is_file() else {}
+    _write_headline(state, missing_only=True)
     traffic = _write_traffic(state, options, say)
     if options.report and not rundir.report_html.is_file():
         say("the report was not finished (no report.html): writing it")

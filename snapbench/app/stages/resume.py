@@ -143,6 +143,9 @@ def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: Ru
         "dataset": f"{dataset.name} ({dataset.format})",
         "dataset_info": {"name": dataset.name, "format": dataset.format, "root": str(Path(dataset.root).resolve()),
                          "n_queries": len(dataset.queries), "n_gallery": len(dataset.gallery)},
+        # --limit: the first N queries only; stated here for every reader of the folder (compare, report)
+        **({} if getattr(dataset, "limited_from", None) is None
+           else {"limit": {"queries": len(dataset.queries), "of": int(dataset.limited_from)}}),
         "encoder": encoder_label,
         "seed": int(options.seed),
         "variants": options.variants,

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import ConfigError
+from ...data.model import limit_queries
 from ...render.progress import ProgressDisplay
-from ...store import check_resume, claim_output_dir, write_run_json
+from ...store import check_resume, claim_output_dir, refuse_output_folder, write_run_json
 from .encoders import close_encoder, encoder_label, open_encoder, run_names
 from .evaluation import check_group_by, evaluate_all
 from .gallery import encode_gallery
@@ -69,7 +70,9 @@ def _load_dataset(dataset: str | os.PathLike | Any, opts: RunOptions) -> Any:
     else:
         from ...data import load_dataset
 
+        refuse_output_folder(dataset, "a dataset")  # a run or corrupt folder would be read as a dataset, wrongly
         ds = load_dataset(dataset, format=opts.dataset_format, images=opts.images, qrels=opts.qrels, gallery=opts.gallery)
+    ds = limit_queries(ds, opts.limit)
     check_group_by(ds, opts.group_by)
     return ds
 

@@ -1,0 +1,297 @@
+"""The numbers `snapbench run` and `snapbench compare` print when they are done, read back from the
+terminal and checked against the JSON files (report.json, compare.json) with the test's own
+arithmetic; --quiet for scripts and --limit N for a quick look (stated on every output)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from snapbench.cli import app
+from snapbench.core.defaults import DEFAULT_DATA
+from snapbench.store.compare import read_compare_json
+
+runner = CliRunner()
+CONDS = "clean,img/compression/s1,img/compression/s3,img/rotation/s2,txt/char_swap,txt/char_add,joint/compression+char_add/s3"
+FAST = ["--resamples", "200", "--no-progress", "--no-cache"]
+MIRROR = """
+from snapbench.models import get_encoder
+
+class Mirror:
+    '''The toy features reversed and scaled: a second model that ranks differently from toy.'''
+    name = fingerprint = "mirror-v1"
+    modalities = frozenset({"image", "text"})
+
+    def __init__(self):
+        self.inner = get_encoder("toy")
+
+    def encode_images(self, xs):
+        return self.inner.encode_images(xs)[:, ::-1] * 2.0 + 0.1
+
+    def encode_texts(self, xs):
+        return self.inner.encode_texts(xs)[:, ::-1]
+"""
+
+
+def _table_rows(text: str, ruled: bool = True) -> tuple[list[str], list[list[str]]]:
+    """The header and the rows of the first rich table (box MINIMAL: columns split by │) in ``text``:
+    ``ruled``, rows are ruled by ╶…╴ lines and a cell of several lines is read as its lines joined by a
+    space; otherwise each line is a row (╶…╴ lines split sections)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "│" in line)
+    blocks: list[list[str]] = [[]]
+    for line in lines[start:]:
+        if line.lstrip().startswith("╶"):
+            blocks.append([])
+        elif "│" in line:
+            blocks[-1].append(line)
+        elif "╵" in line or not line.strip():
+            break
+
+    def join(block: list[str]) -> list[str]:
+        cols = [line.split("│") for line in block]
+        return [" ".join(p.strip() for p in parts if p.strip()) for parts in zip(*cols)]
+
+    header = join(blocks[0])
+    if not ruled:
+        return header, [join([line]) for b in blocks[1:] for line in b]
+    return header, [join(b) for b in blocks[1:] if b]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x + 0.0:.1f}"
+
+
+def _signed(x: float) -> str:
+    return f"{100 * x + 0.0:+.1f}"
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("res") / "run"
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(out), "--conditions", CONDS,
+                            "--limit", "10", "--no-report", *FAST])
+    assert r.exit_code == 0, r.output
+    return out, r.stdout
+
+
+def _reports(out):
+    found = {}
+    for p in sorted(out.glob("*/report.json")) + sorted(out.glob("fusion/*/report.json")):
+        t = str(p.parent.relative_to(out))
+        found[t] = json.loads(p.read_text())
+    return found
+
+
+def test_run_prints_the_reports_numbers(one_run):
+    out, stdout = one_run
+    header, rows = _table_rows(stdout)
+    reports = _reports(out)
+    assert [r[0] for r in rows] and set(r[0] for r in rows) == set(reports)
+    col = {h: i for i, h in enumerate(header)}
+    for row in rows:
+        rep = reports[row[0]]
+        assert row[col["clean R@1"]] == _pct(rep["conditions"]["clean"]["hit@1"])
+        assert row[col["clean ndcg@10"]] == _pct(rep["conditions"]["clean"]["ndcg@10"])
+        deltas = {c: v["hit@1"]["delta"] for c, v in rep["paired"].items() if c != "clean"}
+        assert row[col["mean ΔR@1 [CI]"]].split(" [")[0] == _signed(np.mean(list(deltas.values())))
+        by_op: dict[str, list[float]] = {}
+        for c, d in deltas.items():
+            kind, *rest = c.split("/")
+            if kind in ("img", "txt"):
+                by_op.setdefault(f"{kind}/{rest[0]}", []).append(d)
+        means = {op: np.mean(v) for op, v in by_op.items()}
+        lo, hi = min(means.values()), max(means.values())
+        worst, mild = row[col["worst operator"]], row[col["mildest operator"]]
+        if lo == hi:
+            assert worst == mild == f"all equal {_signed(lo)}"
+        else:
+            assert worst.split()[0] in [op for op, v in means.items() if v == lo] and worst.split()[1] == _signed(lo)
+            assert mild.split()[0] in [op for op, v in means.items() if v == hi] and mild.split()[1] == _signed(hi)
+        mean_add = rep["additivity_summary"]["mean"]["hit@1"]
+        lo_ci, hi_ci = mean_add["ci"]
+        assert row[col["δ [CI]"]] == f"{_signed(mean_add['delta'])} [{_signed(lo_ci)}, {_signed(hi_ci)}]"
+
+
+def test_run_moor_against_the_best_fixed_fusion(one_run):
+    out, stdout = one_run
+    header, rows = _table_rows(stdout)
+    reports = _reports(out)
+    moor = reports["MOOR"]["conditions"]
+    best, best_mean = None, -1.0
+    for t in ["IT2IT", *(t for t in reports if t.startswith("fusion/"))]:
+        other = reports[t]["conditions"]
+        m = np.mean([other[c]["hit@1"] for c in moor])
+        if m > best_mean:
+            best, best_mean = t, m
+    gain = np.mean([moor[c]["hit@1"] for c in moor]) - best_mean
+    cell = dict(zip(header, next(r for r in rows if r[0] == "MOOR")))["MOOR − best fixed fusion"]
+    assert cell.startswith(_signed(gain) + " [") and cell.endswith(f"vs {best}")
+    assert all(dict(zip(header, r))["MOOR − best fixed fusion"] == "" for r in rows if r[0] != "MOOR")
+
+
+def test_run_table_equals_headline_json_and_ci_is_the_files(one_run):
+    out, stdout = one_run
+    header, rows = _table_rows(stdout)
+    head = json.loads((out / "headline.json").read_text())
+    by = {t["target"]: t for t in head["targets"]}
+    for row in rows:
+        md = by[row[0]]["mean_delta"]
+        assert row[header.index("mean ΔR@1 [CI]")] == f"{_signed(md['value'])} [{_signed(md['ci'][0])}, {_signed(md['ci'][1])}]"
+        assert md["n_conditions"] == 6
+
+
+def test_limit_is_stated_on_every_output(one_run):
+    out, stdout = one_run
+    run = json.loads((out / "run.json").read_text())
+    assert run["limit"] == {"queries": 10, "of": 12} and run["n_queries_evaluated"] == 10
+    assert any("first 10 of 12 queries" in n for n in run["notes"])  # the report shows run.json's notes
+    assert "the first 10 of 12 queries only" in stdout
+    assert json.loads((out / "headline.json").read_text())["limit"] == {"queries": 10, "of": 12}
+    rep = json.loads((out / "IT2IT" / "report.json").read_text())
+    assert rep["n_queries"] == 10
+
+
+def test_limit_reaches_the_report_page(tmp_path):
+    from snapbench.render import build_report
+
+    out = tmp_path / "run"
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(out), "--conditions", "clean,txt/char_swap",
+                            "--limit", "3", "--no-report", *FAST])
+    assert r.exit_code == 0, r.output
+    build_report(out, formats=["html"])
+    page = (out / "report.html").read_text()
+    assert "only the first 3 of 12 queries (--limit 3)" in page  # the run's note
+    assert "only the first 3 of the dataset&#x27;s 12 (run --limit)" in page  # beside the number of queries
+
+
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_a_limit_below_one_is_refused(tmp_path, value):
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "o"), "--limit", value, *FAST])
+    assert r.exit_code == 2 and f"--limit: must be an integer >= 1, got {value}" in r.output, r.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_run_quiet_prints_the_result_paths_only(one_run):
+    out, _ = one_run
+    # the same run again: read back (complete already), quietly
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(out), "--conditions", CONDS,
+                            "--limit", "10", "--no-report", "--quiet", *FAST])
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""
+    paths = r.stdout.splitlines()
+    expected = [str(out / t / "report.json") for t in _reports(out)] + [str(out / "headline.json")]
+    assert sorted(paths) == sorted(expected)
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory, user_code):
+    root = tmp_path_factory.mktemp("cmpres")
+    (root / "snapbench_res_mirror.py").write_text(MIRROR)
+    with user_code(root, "snapbench_res_mirror"):
+        r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "-e", "snapbench_res_mirror:Mirror",
+                                "--name", "toy", "--name", "mirror", "--out", str(root / "multi"), "--conditions", CONDS,
+                                "--no-report", *FAST])
+        assert r.exit_code == 0, r.output
+        run_stdout = r.stdout
+    out = root / "cmp"
+    r = runner.invoke(app, ["compare", str(root / "multi"), "--out", str(out), "--formats", "html", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    return root, out, r.stdout, run_stdout
+
+
+def test_several_encoders_print_one_table_each(compared):
+    root, _, _, stdout = compared
+    first, second = stdout.split("\nmirror:\n")
+    for name, part in (("toy", first), ("mirror", second)):
+        assert f"snapbench run: {name}" in part
+        header, rows = _table_rows(part)
+        reports = _reports(root / "multi" / name)
+        assert {r[0] for r in rows} == set(reports)
+        for row in rows:
+            assert row[header.index("clean R@1")] == _pct(reports[row[0]]["conditions"]["clean"]["hit@1"])
+
+
+def test_compare_prints_the_ranking_of_compare_json(compared):
+    _, out, stdout, _ = compared
+    cj = read_compare_json(out / "compare.json")
+    header, rows = _table_rows(stdout, ruled=False)
+    assert header[:3] == ["target", "rank", "model"]
+    assert len(rows) == len([r for r in cj["ranking"] if r["metric"] == "hit@1"]) > 0
+    for row in rows:
+        target, rank, model, clean, mean, ci, interval, tier = row
+        rec = next(r for r in cj["ranking"] if (r["mode"], r["model"], r["metric"]) == (target, model, "hit@1"))
+        assert float(rank) == rec["rank"] and int(tier) == rec["group"]
+        assert interval == f"{rec['rank_low']:g}–{rec['rank_high']:g}"
+        vals = {r["condition"]: r for r in cj["models"]
+                if (r["mode"], r["model"], r["metric"]) == (target, model, "hit@1")}
+        assert clean == _pct(vals["clean"]["value"])
+        assert mean == _signed(vals["group:all"]["delta"])
+        assert ci == f"[{_signed(vals['group:all']['ci_low'])}, {_signed(vals['group:all']['ci_high'])}]"
+    # best rank first within each target
+    for t in {r[0] for r in rows}:
+        ranks = [float(r[1]) for r in rows if r[0] == t]
+        assert ranks == sorted(ranks)
+
+
+def test_compare_names_the_pairs_told_apart(compared):
+    _, out, stdout, _ = compared
+    cj = read_compare_json(out / "compare.json")
+    lines = stdout.splitlines()
+    for t in cj["settings"]["targets"]:
+        (pair,) = [p for p in cj["pairs"] if (p["mode"], p["metric"], p["condition"]) == (t, "hit@1", "group:all")]
+        # two models: one pair, so the adjustment over pairs leaves its p as it is
+        apart = pair["p_raw"] < 0.05 and (pair["ci_low"] > 0 or pair["ci_high"] < 0)
+        mine = [line for line in lines if line.startswith(f"  {t}: ")]
+        assert len(mine) == 1
+        if apart:
+            better, worse = (pair["model_a"], pair["model_b"]) if pair["diff"] > 0 else (pair["model_b"], pair["model_a"])
+            assert mine[0].startswith(f"  {t}: {better} > {worse}") and _signed(abs(pair["diff"])) in mine[0]
+        else:
+            assert mine[0] == f"  {t}: none of 1 pair told apart"
+
+
+def test_compare_quiet_prints_its_files_only(compared, tmp_path):
+    root, _, _, _ = compared
+    out = tmp_path / "cmp"
+    r = runner.invoke(app, ["compare", str(root / "multi"), "--out", str(out), "--formats", "html", "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == [str(out / "compare.json"), str(out / "compare.html")]
+    assert not re.search(r"note:", r.stderr)
+
+
+def test_compare_of_limited_runs_says_so(tmp_path):
+    multi = tmp_path / "multi"
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "-e", "toy", "--name", "a", "--name", "b", "--out",
+                            str(multi), "--conditions", "clean,txt/char_swap", "--limit", "6", "--no-report", *FAST])
+    assert r.exit_code == 0, r.output
+    first, second = r.stdout.split("\nb:\n")
+    assert all("the first 6 of 12 queries only" in part for part in (first, second))  # each encoder's table
+    out = tmp_path / "cmp"
+    r = runner.invoke(app, ["compare", str(multi), "--out", str(out), "--formats", "html", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    note = "a, b: the first 6 of 12 queries only (run --limit)"
+    assert note in r.stderr
+    assert any(note in n for n in read_compare_json(out / "compare.json")["notes"])
+
+
+def test_the_table_shows_and_explains_only_the_columns_that_apply():
+    from rich.console import Console
+
+    from snapbench.render.terminal import headline_table
+
+    row = {"target": "T2T", "clean": {"hit@1": 0.5}, "mean_delta": {"value": -0.25, "ci": [-0.5, 0.0], "n_conditions": 2},
+           "worst": {"operator": "txt/char_swap", "delta": -0.5}, "mildest": {"operator": "txt/word_swap", "delta": 0.0},
+           "additivity": None, "moor_vs_fixed": None}
+    con = Console(width=200, record=True)
+    con.print(headline_table({"metric": "hit@1", "ci_level": 0.9, "n_queries": 4, "primary_target": "T2T",
+                              "limit": None, "targets": [row]}))
+    text = con.export_text()
+    header, rows = _table_rows(text)
+    assert header == ["target", "clean R@1", "mean ΔR@1 [CI]", "worst operator", "mildest operator"]
+    assert rows == [["T2T", "50.0", "-25.0 [-50.0, +0.0]", "txt/char_swap -50.0", "txt/word_swap +0.0"]]
+    assert "δ =" not in text and "MOOR" not in text and "[90% CI]" in text and "--limit" not in text
