@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine  # noqa: E402
 from bench_workers import NullEncoder, make_dataset  # noqa: E402
 
-import snapbench.app.stages.encoding as enc_mod  # noqa: E402
+import snapbench.app.stages.encoders as enc_mod  # noqa: E402
 import snapbench.app.stages.queries as q_mod  # noqa: E402
 import snapbench.app.stages.sources as src_mod  # noqa: E402
 from snapbench.app.stages import RunOptions, run_benchmark  # noqa: E402

@@ -3,6 +3,27 @@
 Flow: ``corrupt`` -> ``encode`` (or your own encoder) -> ``evaluate`` / ``moor`` -> report;
 ``conditions`` and ``preview`` help plan a run; ``diagnose`` measures the issues real queries have;
 ``demo`` runs it all on the bundled photos.
+
+Library parameter names -> command-line flags: the one table the CLI renders errors with.
+
+Library errors name parameters (``set_threshold``, references written with
+:func:`snapbench.core.errors.arg`); :func:`snapbench.cli.guarded` shows them as the flag that sets them.
+Most flags are the parameter with ``_`` -> ``-``; this table holds the exceptions.
+
+What each command says when Ctrl-C (or SIGTERM, SIGHUP) stops it: only a command that resumes says
+"rerun to resume".
+
+:func:`snapbench.cli.guarded` prints the line of the command it wraps (exit 130; 143 for SIGTERM, 129
+for SIGHUP: :mod:`snapbench.engines.signals`).  ``corrupt`` prints its own, with the exact command line that
+resumes it.
+
+The command class every ``snapbench`` command is built with: usage lines that read like Unix tools.
+
+Typer writes a required argument in braces (``Usage: snapbench diagnose [OPTIONS] {queries}``), a
+notation no other tool uses.  Here an argument is named in capitals, as the error messages name it
+(``INPUT``, ``RUN_DIR``; :mod:`snapbench.cli`): ``QUERIES``, ``[NAME]`` when optional,
+``RUN_DIR...`` when it takes several -- in the usage line, the Arguments section and the "Missing
+argument" error alike.
 """
 
 from __future__ import annotations
@@ -19,12 +40,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from ._version import __version__
-from .app.flags import flag
-from .app.interrupts import interrupted_message
 from .app.stages.options import RunOptions
-from .app.usage import Command
 from .core.conditions import parse_condition
 from .core.defaults import (
     DEFAULT_BATCH_SIZE,
@@ -44,10 +63,85 @@ from .core.jsonable import dumps
 from .core.validate import hint_and_known, positive_int
 from .engines import ENGINES, check_engine
 from .engines.signals import Terminated, exit_status, stop_on_termination
-from .store.atomic import (
-    removing_empty_output_dirs,
-)
+from .store.atomic import removing_empty_output_dirs
 from .store.folders import DEMO_NAME, claim_output_dir, holds_a_demo, output_kind, refuse_output_folder
+
+#: parameter name -> flag, where the flag is not simply ``--`` + name with "_" as "-".
+FLAGS: dict[str, str] = {
+    "out_dir": "--out",
+    "unknown_items": "--allow-unknown-items",
+    "encoder_actors": "--actors",
+    "ks": "--k",
+    "image_format": "--format",
+    "curve_tol": "--cliff-tol",
+    "curve_ratio": "--cliff-ratio",
+    "dataset_format": "--format",
+    "use_cache": "--no-cache",
+    "whiten": "--no-whiten",
+    "ci_level": "--ci",
+    "manifest_path": "INPUT",
+    "scores_dir": "SCORES_DIR",
+    "run_dir": "RUN_DIR",
+    "k": "--topk",  # fusion's top-k cut-off (evaluate's cut-offs are `ks`)
+    "embeddings": "--q-image/--q-text/--g-image/--g-text",
+    "names": "--name",  # compare: the library's list parameters; the CLI repeats one flag per item
+    "paths": "RUN_DIR",
+    "measure": "--no-measure",  # measuring is on by default; the CLI turns it off (resume refusals name it)
+}
+
+
+def flag(param: str) -> str:
+    """The flag (or argument name) that sets the library parameter ``param``."""
+    return FLAGS.get(param) or "--" + param.replace("_", "-")
+
+
+_RESUMES = "interrupted; rerun the same command to resume (finished outputs are kept)"
+_NOTHING = "interrupted; nothing was written"
+_PARTIAL = ("interrupted; this command does not resume: the output folder may hold some of its files "
+            "(each complete, the set not); rerun the same command to write them all")
+
+#: command -> the line printed when it is interrupted (commands not listed: nothing was written)
+ON_INTERRUPT: dict[str, str] = {
+    "run": _RESUMES,  # app.stages.resume: finished query blocks and reports are kept
+    "demo": _RESUMES,  # snapbench run on the bundled set
+    "encode": ("interrupted; rerun the same command: embeddings already in the encoder cache are read back, "
+               "not recomputed (no cache with --no-cache, nor for the toy encoder without --cache-dir)"),
+    "stress": _RESUMES,  # app.stress: encoded vectors are kept in OUT/vectors/
+    "report": _PARTIAL,
+    "compare": _PARTIAL,
+    "moor": _PARTIAL,
+    # corrupt prints its own line, with the command that resumes it (_rerun)
+    # diagnose, evaluate, preview: every output is written at the end (diagnose removes a folder it
+    # created); conditions, additivity: print only
+}
+
+
+def interrupted_message(command: str) -> str:
+    """The line ``snapbench <command>`` prints when Ctrl-C stops it."""
+    return ON_INTERRUPT.get(command, _NOTHING)
+
+
+class Command(TyperCommand):
+    """:class:`typer.core.TyperCommand` with arguments named ``NAME`` (not ``{name}``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for p in self.params:
+            if p.param_type_name == "argument" and p.metavar is None and p.name:
+                p.metavar = p.name.upper()
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for p in self.get_params(ctx):
+            if p.param_type_name != "argument":
+                pieces.extend(p.get_usage_pieces(ctx))
+                continue
+            name = p.metavar or (p.name or "").upper()
+            if p.nargs != 1 and not name.endswith("..."):
+                name += "..."
+            pieces.append(name if p.required else f"[{name}]")
+        return pieces
+
 
 app = typer.Typer(
     name="snapbench",
@@ -127,7 +221,7 @@ def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Cal
     (:func:`snapbench.store.atomic.removing_empty_output_dirs`).
 
     Ctrl-C prints ``on_interrupt`` (default: the command's line in
-    :mod:`snapbench.app.interrupts`) and exits 130; SIGTERM and SIGHUP do the same with exit
+    :mod:`snapbench.cli`) and exits 130; SIGTERM and SIGHUP do the same with exit
     status 143 and 129 (:mod:`snapbench.engines.signals`).
 
     This is the one place where library exceptions become CLI messages: commands raise
@@ -170,7 +264,7 @@ def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Cal
 
 
 class _Command(Command):
-    """:class:`~snapbench.app.usage.Command` whose flag values that do not parse (``--topk abc``,
+    """:class:`~snapbench.cli.Command` whose flag values that do not parse (``--topk abc``,
     ``--ci x``) are said as every other refusal is: ``error: --topk: 'abc' is not a valid integer``,
     exit 2 -- not click's usage block.  Ranges are the library's checks (no typer ``min=``/``max=``),
     so ``--topk 0`` reads ``error: --topk: must be an integer >= 1, got 0`` like a library call.

@@ -19,13 +19,15 @@ from snapbench.diagnose.image import (
     blockiness,
     blur_score,
     decode_for_diagnosis,
+    ijg_quality,
+    ijg_table,
     low_light_score,
     low_resolution_score,
     overexposure_score,
+    parse_jpeg_header,
     perceptual_hash,
     view_of,
 )
-from snapbench.diagnose.jpeg import ijg_quality, ijg_table, parse_jpeg_header
 
 MATCHING = {"blur": ("defocus_blur", "motion_blur"), "low_light": ("low_light",), "overexposure": ("overexposure",),
             "compression": ("compression",), "low_resolution": ("low_resolution", "downscale")}

@@ -1,4 +1,4 @@
-"""Coarse-text drag: one computation (snapbench.evaluate.drag) for `run` and `evaluate`, checked
+"""Coarse-text drag: one computation (snapbench.evaluate.paired) for `run` and `evaluate`, checked
 against a bootstrap recomputed here from the per-query values the run wrote."""
 
 from __future__ import annotations

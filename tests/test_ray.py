@@ -262,7 +262,7 @@ def test_run_sources_from_ray_are_the_local_ones_and_writable():
 
 
 def test_run_on_ray_gives_the_reports_of_the_local_engine(tmp_path, monkeypatch):
-    import snapbench.engines.ray_engine as ray_engine
+    import snapbench.engines.ray as ray_engine
 
     ray_maps = []
     real = ray_engine.ray_ordered_map
@@ -357,7 +357,7 @@ def test_without_a_session_a_private_ray_is_started_and_stopped():
 
 def test_an_actor_pool_encodes_what_the_driver_encodes():
     from snapbench.corruptions import load_image
-    from snapbench.engines.ray_encode import RayEncoderPool
+    from snapbench.engines.ray import RayEncoderPool
 
     images = [load_image(p) for p in sorted((DEFAULT_DATA / "queries").iterdir())[:5]]
     texts = ["what is this?", "a photo of a cat", "which astronaut", "x", "a long question about a camera"]
@@ -372,7 +372,7 @@ def test_an_actor_pool_encodes_what_the_driver_encodes():
 
 
 def test_run_encoding_on_ray_actors_gives_the_local_reports(tmp_path, monkeypatch):
-    import snapbench.engines.ray_encode as ray_encode
+    import snapbench.engines.ray as ray_encode
 
     pools = []
     real = ray_encode.RayEncoderPool

@@ -14,8 +14,14 @@ pytest.importorskip("matplotlib")
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
-from snapbench.render.damage import MIN_BIN_COUNT, PER_DAMAGE, DamageAnalysis, Sensitivity, damage_tables
-from snapbench.render.damage_figure import damage_figure  # noqa: E402
+from snapbench.render.damage import (
+    MIN_BIN_COUNT,
+    PER_DAMAGE,
+    DamageAnalysis,
+    Sensitivity,
+    damage_figure,  # noqa: E402
+    damage_tables,
+)
 
 IMAGE_OPS = ["low_light", "overexposure", "defocus_blur", "motion_blur", "compression", "low_resolution",
              "rotation", "perspective", "lens_distortion", "cropping", "downscale", "watermark", "mosaic",

@@ -26,7 +26,7 @@ from snapbench.data import load_dataset
 from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS
 from snapbench.diagnose.mix import FlagConditions, build_mix
 from snapbench.evaluate.paired import bootstrap_counts
-from snapbench.render.traffic_html import traffic_fragment
+from snapbench.render.build import traffic_fragment
 
 REPO = Path(__file__).resolve().parents[1]
 CONDS = ["clean", "img/defocus_blur/s2", "img/defocus_blur/s3", "img/motion_blur/s2", "img/motion_blur/s3",

@@ -96,7 +96,7 @@ import numpy as np
 from .._version import __version__
 from ..compare.core import CompareConfig, compare_models
 from ..compare.inputs import ModelValues, set_diff
-from ..compare.multiple import CORRECTION_NAMES, CORRECTIONS
+from ..compare.stats import CORRECTION_NAMES, CORRECTIONS
 from ..core.conditions import KIND_SIDES, KINDS, parse_condition
 from ..core.errors import ConfigError, InputError, arg
 from ..core.install_hint import install_hint

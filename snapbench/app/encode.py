@@ -26,7 +26,7 @@ Decisions:
 
 * One encoding stage with ``snapbench run``: the gallery goes through
   :func:`snapbench.app.stages.gallery.encode_gallery` and every batch through
-  :func:`snapbench.app.stages.encoding.call_encoder`, so a failing model is the same clean error in
+  :func:`snapbench.app.stages.encoders.call_encoder`, so a failing model is the same clean error in
   both, and image and text embeddings of different sizes (two separate models) leave out the
   cross-modal paths IT and TI in both (:func:`snapbench.core.targets.paths_for_sides`).
 * Memory is bounded by the batch, not the gallery: images are decoded, encoded and dropped batch by
@@ -77,7 +77,7 @@ from ..store import (
 )
 from ..store.atomic import save_npy_atomic, write_json
 from ..store.jsonl import read_manifest, read_skips
-from .stages.encoding import ZeroRows, encode_batches
+from .stages.encoders import ZeroRows, encode_batches
 from .stages.gallery import encode_gallery
 
 __all__ = ["EncodeSummary", "GalleryItem", "check_conditions", "encode_corrupted", "load_gallery", "prepare_out_dir"]

@@ -5,11 +5,10 @@ per-query values (docs/compare.md); and :func:`compare_runs`, the comparison of 
 ``snapbench compare`` writes as a report."""
 
 from .core import CompareConfig, compare_models
-from .exact import cohens_g, discordance, signflip_exact_pvalues
 from .groups import GROUP_ALL, condition_groups, exact_group_means, group_means
 from .inputs import ModelValues, align_models
-from .multiple import CORRECTIONS, adjust_pvalues
 from .normalised import corruption_errors, effective_robustness, logit_fit, operator_conditions
+from .pairs import cohens_g, discordance, signflip_exact_pvalues
 from .ranking import rank_intervals, ranks, tiers
 from .records import (
     AdditivityPairRecord,
@@ -22,6 +21,7 @@ from .records import (
     PairRecord,
     RankingRecord,
 )
+from .stats import CORRECTIONS, adjust_pvalues
 
 __all__ = [
     "CompareConfig",

@@ -25,12 +25,11 @@ from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES, QueryResamples
 from .additivity import additivity_records
 from .groups import GROUP_ALL, condition_groups
 from .inputs import ModelValues, align_models
-from .multiple import CORRECTIONS
 from .normalised import DEFAULT_CLIP, effective_records, normalised_records
 from .pairs import pair_records, pair_statistics
 from .ranking import ranking_records
 from .records import Comparison
-from .stats import counted_query_rows, metric_block, model_records
+from .stats import CORRECTIONS, counted_query_rows, metric_block, model_records
 
 __all__ = ["CompareConfig", "compare_models"]
 

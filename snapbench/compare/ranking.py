@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .multiple import adjust_pvalues, alpha_of
 from .records import RankingRecord
+from .stats import adjust_pvalues, alpha_of
 
 __all__ = ["ranks", "rank_intervals", "tiers", "ranking_records"]
 

@@ -10,7 +10,7 @@ An error carries what a reader needs to act on it:
 * ``param`` -- the parameter it is about (``"workers"``, ``"set_threshold"``);
 * parameter *references* inside the message, written with :func:`arg`: the library shows them as
   Python names (``set_threshold``), the command line as its flags (``--set-threshold``), from one
-  table in :mod:`snapbench.app.flags`.  No message is ever rewritten by searching its text.
+  table in :mod:`snapbench.cli`.  No message is ever rewritten by searching its text.
 
 ::
 

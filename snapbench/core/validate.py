@@ -2,7 +2,7 @@
 
 Every check raises :class:`~snapbench.core.errors.ConfigError` (options) or
 :class:`~snapbench.core.errors.InputError` (file contents) naming the parameter, so the command line
-shows the flag (see :mod:`snapbench.app.flags`).
+shows the flag (see :mod:`snapbench.cli`).
 
 The words of those messages are written once here too: :func:`unknown_name` (every refusal of a
 name outside a known set: ``unknown image format 'pngg' (did you mean 'png'?); known: png, qoi,

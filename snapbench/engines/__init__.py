@@ -15,7 +15,7 @@ Engines (the table :data:`ENGINE_TABLE`; an unknown name is an error listing the
     Ray remote tasks (one CPU each) on an existing cluster (``address``, e.g. ``"auto"`` or
     ``"ray://head:10001"``) or on a local Ray instance started on demand with ``workers`` CPUs.
     A task whose worker process dies is retried by Ray.  Needs the ``ray`` extra.
-    See :mod:`snapbench.engines.ray_engine`.
+    See :mod:`snapbench.engines.ray`.
 
 Decisions:
 
@@ -38,7 +38,7 @@ from ..core.errors import ConfigError, arg
 from ..core.registry import Table
 from ..core.validate import positive_int
 from .local import local_ordered_map
-from .ray_engine import import_ray, ray_ordered_map
+from .ray import import_ray, ray_ordered_map
 
 __all__ = ["ENGINES", "ENGINE_TABLE", "ordered_map", "check_engine", "runs_inline"]
 

@@ -163,19 +163,19 @@ def _import_attribute(spec: str) -> Any:
 
 
 def _build_hf(rest: str, **kwargs: Any) -> Any:
-    from .hf import HFEncoder
+    from .adapters import HFEncoder
 
     return HFEncoder(rest, **kwargs)
 
 
 def _build_st(rest: str, **kwargs: Any) -> Any:
-    from .st import SentenceTransformersEncoder
+    from .adapters import SentenceTransformersEncoder
 
     return SentenceTransformersEncoder(rest, **kwargs)
 
 
 def _build_open_clip(rest: str, **kwargs: Any) -> Any:
-    from .openclip import OpenClipEncoder
+    from .adapters import OpenClipEncoder
 
     if rest.startswith(("hf-hub:", "local-dir:")):  # OpenCLIP's own schemes: the weights come with the name
         return OpenClipEncoder(rest, None, **kwargs)

@@ -4,31 +4,43 @@ needed it (and in :attr:`ReportResult.notes`); nothing optional makes the report
 
 The page is a list of sections, each built by one function below from the run's data; the files
 it writes are named by :class:`snapbench.store.RunDir` (of the output folder).
+
+The traffic view of report.html: an HTML fragment from ``RUN_DIR/traffic.json``.
+
+:func:`traffic_fragment` returns ``None`` when the run has no traffic.json, and a fragment that says
+so (never an exception) when the file is unreadable, and only a note with the command that refreshes
+it (no numbers) when it is older than the run's reports: the report must not fail on an optional
+input, nor show numbers of other reports as this run's.  Tables use the report's ``table.paper`` style.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import html
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, SnapbenchError
 from ..core.jsonable import dumps
+from ..core.targets import MODE_LABELS
+from ..core.userfiles import read_json
 from ..core.validate import choice, hint_and_known
 from ..store import RunDir, claim_output_dir, write_run_json
 from ..store.atomic import write_bytes_atomic, write_text_atomic
+from ..store.folders import FUSION_PREFIX
 from ..store.perquery import write_combined_per_query
 from ..store.rundir import TARGET_NAMES, RunData, load_run_dir
 from .figures import check_dpi
 from .findings import compute_findings
-from .fmt import ci_level_text
+from .fmt import ci_label, ci_level_text
 from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from .scope import RunScope, run_scope
 from .tables import Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
 from .terminal import queries_line
 
-__all__ = ["FORMATS", "ReportResult", "build_report"]
+__all__ = ['FORMATS', 'ReportResult', 'build_report', 'traffic_fragment', 'render_traffic', 'stale_note']
 
 FORMATS: tuple[str, ...] = ("html", "md", "tex", "csv", "parquet", "png", "pdf")
 
@@ -254,7 +266,7 @@ def _remove_stale_files(w: _Writer) -> None:
 def _traffic_section(data: RunData, metric: str, outdir: Path | None = None) -> list[HtmlSection]:
     """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic), or,
     for a report written elsewhere, its own OUT/traffic.json (report --traffic --out: the run untouched)."""
-    from .traffic_html import traffic_fragment
+    from .build import traffic_fragment
 
     own = outdir if outdir is not None and RunDir(outdir).traffic.is_file() else None
     frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES, traffic_dir=own)
@@ -355,7 +367,7 @@ def _damage_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
         return sec
     sec.raw += [w.table(t) for t in damage_tables(res)]
     if w.plot is not None:
-        from .damage_figure import damage_figure
+        from .damage import damage_figure
 
         f = w.figure("damage", lambda: damage_figure(res),
                      f"{TARGET_NAMES.get(res.mode, res.mode)}: {metric_label(metric)} per bin of measured damage and "
@@ -399,3 +411,119 @@ def _missing_section(res: ReportResult) -> list[HtmlSection]:
         return []
     return [HtmlSection("missing", "Inputs not found or not used",
                         missing=[f"{k}: {m}" for k, msgs in other.items() for m in msgs])]
+
+
+_KINDS = (("clean", "clean"), ("image_only", "image only"), ("text_only", "text only"), ("both", "both sides"))
+
+
+def _pct(x: Any, signed: bool = False) -> str:
+    if x is None:
+        return "–"
+    v = round(100 * float(x), 1) + 0.0  # + 0.0: never "-0.0"
+    return (f"{v:+.1f}" if signed else f"{v:.1f}").replace("-", "−")  # the report's minus sign
+
+
+def _with_ci(entry: Mapping[str, Any] | None, signed: bool = False) -> str:
+    if not entry or entry.get("value") is None:
+        return "–"
+    out = _pct(entry["value"], signed)
+    if entry.get("ci_low") is not None:
+        out += f' <span class="ci">[{_pct(entry["ci_low"], signed)}, {_pct(entry["ci_high"], signed)}]</span>'
+    return out
+
+
+def _span(ci: Any) -> str:
+    return "–" if not ci else f'<span class="ci">[{_pct(ci[0])}, {_pct(ci[1])}]</span>'
+
+
+def _table(tid: str, caption: str, columns: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr><th>" + r[0] + "</th>" + "".join(f"<td>{c}</td>" for c in r[1:]) + "</tr>" for r in rows)
+    return (f'<table class="paper" id="table-{tid}"><caption>{html.escape(caption)}</caption>'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def _expected_table(body: Mapping[str, Any], metric: str, label: str, names: Mapping[str, str]) -> str:
+    rows = []
+    for t, per_metric in body.get("expected", {}).items():
+        e = per_metric.get(metric)
+        if e is None:
+            continue
+        d = body.get("delta_vs_clean", {}).get(t, {}).get(metric, {})
+        name = names.get(t) or (f"fusion: {t[len(FUSION_PREFIX):]}" if t.startswith(FUSION_PREFIX) else t)
+        rows.append([html.escape(name), _pct(d.get("clean")), _with_ci(e), _with_ci(d, signed=True),
+                     _span(e.get("ci_benchmark")), _span(e.get("ci_traffic"))])
+    level = (body.get("ci") or {}).get("level")
+    ci = "CI" if level is None else ci_label(level)
+    return _table("traffic-expected", f"{label} under your traffic (%): expected value with {ci}",
+                  ["target", f"clean {label}", f"expected {label}", "vs clean (points)",
+                   "CI, benchmark only", "CI, traffic only"], rows)
+
+
+def _mix_table(body: Mapping[str, Any]) -> str:
+    est = body.get("estimated", {})
+    rows = []
+    for c, w in sorted(body.get("weights", {}).items(), key=lambda kv: (kv[0] != "clean", -kv[1])):
+        note = (f"estimated additively from {html.escape(est[c]['image'])} and {html.escape(est[c]['text'])}"
+                if c in est else "")
+        rows.append([f"<code>{html.escape(c)}</code>", _pct(w), note])
+    return _table("traffic-mix", "The mix: share of your traffic at each condition (%)",
+                  ["condition", "weight", ""], rows)
+
+
+def render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: str | None = None,
+                   names: Mapping[str, str] | None = None, stale: bool = False) -> str:
+    """The fragment for a traffic.json body: the mix, the expected ``metric`` per target, MOOR's gain
+    (``stale``: only :func:`stale_note`)."""
+    if stale:
+        return stale_note(body)
+    label = label or metric
+    names = {**MODE_LABELS, **(names or {})}
+    q = body.get("queries", {})
+    n = q.get("n") or 0
+    split = ", ".join(f"{name} {_pct(q.get(k, 0) / n)}%" for k, name in _KINDS) if n else ""
+    parts = []
+    parts.append(f"<p>{n} diagnosed queries from <code>{html.escape(str(body.get('diagnose_dir', '?')))}</code> "
+                 f"(sides: {html.escape(', '.join(q.get('sides', [])) or 'none')}): {split}. Each target's "
+                 f"expected {html.escape(label)} is Σ<sub>c</sub> w<sub>c</sub> R(c) over the mix below; the CI "
+                 "resamples both the run's queries and the diagnosed ones.</p>")
+    parts.append(_expected_table(body, metric, label, names))
+    gain = (body.get("moor_gain") or {}).get("by_metric", {}).get(metric)
+    if gain:
+        against = names.get(body["moor_gain"].get("against", ""), body["moor_gain"].get("against", ""))
+        parts.append(f"<p>Expected gain of MOOR over {html.escape(against)} under this mix: "
+                     f"{_with_ci(gain, signed=True)} points.</p>")
+    parts.append(_mix_table(body))
+    parts += [f'<p class="note">{html.escape(str(m))}</p>' for m in body.get("notes", [])]
+    return "\n".join(parts)
+
+
+def stale_note(body: Mapping[str, Any], run_dir: str | os.PathLike | None = None) -> str:
+    """What the view shows when traffic.json no longer matches the run's reports: no numbers (they
+    would be read as this run's), only that it is stale and the command that refreshes it."""
+    where = html.escape(str(run_dir if run_dir is not None else body.get("run_dir") or "RUN_DIR"))
+    diag = html.escape(str(body.get("diagnose_dir") or "DIAGNOSE_DIR"))
+    return ('<p class="missing">The traffic view is out of date: traffic.json was computed from other reports than '
+            "the ones in this run directory (the run was redone since), so its numbers are not shown. Refresh it "
+            f"with <code>snapbench report {where} --traffic {diag}</code>.</p>")
+
+
+def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1", label: str | None = None,
+                     names: Mapping[str, str] | None = None, traffic_dir: str | os.PathLike | None = None) -> str | None:
+    """The traffic view of ``run_dir`` for report.html; ``None`` when it has no traffic.json.  The file is
+    ``traffic_dir/traffic.json`` when given (a report written elsewhere keeps its own), else the run's."""
+    from ..store.rundir import report_digests
+
+    path = RunDir(run_dir if traffic_dir is None else traffic_dir).traffic
+    if not path.is_file():
+        return None
+    try:
+        body = read_json(path, what="traffic view")
+        if not isinstance(body, dict) or body.get("kind") != "traffic":
+            raise SnapbenchError("not a traffic.json written by snapbench", path=path)
+        stale = body.get("reports") != report_digests(run_dir)
+    except (SnapbenchError, OSError) as exc:
+        return f'<p class="missing">{html.escape(str(exc))}</p>'
+    if stale:
+        return stale_note(body, run_dir)
+    return render_traffic(body, metric=metric, label=label, names=names)

@@ -62,7 +62,6 @@ from pathlib import Path
 import numpy as np
 
 from ..compare.groups import GROUP_ALL
-from ..compare.multiple import adjust_pvalues, alpha_of
 from ..compare.records import (
     AdditivityPairRecord,
     AdditivityRecord,
@@ -74,6 +73,7 @@ from ..compare.records import (
     PairRecord,
     RankingRecord,
 )
+from ..compare.stats import adjust_pvalues, alpha_of
 from ..core.conditions import IMAGE_PRIMITIVES
 from ..store.compare import COMPARE_FIGURES, ModelSource
 from ..store.rundir import TARGET_NAMES

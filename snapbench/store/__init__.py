@@ -73,19 +73,21 @@ from .folders import (
     claim_output_dir,
     embedding_file,
     find_embeddings,
+    find_ids,
     find_output_folder,
     find_path_scores,
     open_run_dir,
     output_kind,
     path_score_file,
     primary_target,
+    read_ids,
     read_run_config,
     read_run_json,
     refuse_output_folder,
     run_json_kind,
+    write_ids,
     write_run_json,
 )
-from .ids import find_ids, read_ids, write_ids
 from .trec import TrecLine, iter_trec_run, read_trec_run, write_qrels, write_trec_run
 
 __all__ = [

@@ -46,6 +46,8 @@ or a query set asks :func:`refuse_output_folder` first: a folder whose run.json 
 one way to ask what a folder is: :func:`~snapbench.store.output_kind`), a file or folder inside
 one (a run's target folder ``RUN/IT2IT``, its ``figures/``) is an :class:`~snapbench.core.errors.InputError` naming
 the command that wrote it, what it holds and, where run.json records it, what to pass instead.
+
+Id lists: one id per line (``query_ids.txt``, ``gallery_ids.txt``).
 """
 
 from __future__ import annotations
@@ -61,12 +63,12 @@ import numpy as np
 
 from ..core import targets as modes
 from ..core.conditions import condition_to_filename
-from ..core.errors import ConfigError, InputError, arg
+from ..core.errors import ConfigError, InputError, OutputError, arg
 from ..core.targets import MODES
-from ..core.userfiles import load_npy, read_json
+from ..core.userfiles import load_npy, read_json, read_text
 from .atomic import save_npy_atomic, write_json, write_text_atomic
 
-__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'read_run_config', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead']
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'read_run_config', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
 
 QUERY_IDS = "query_ids.txt"
 GALLERY_IDS = "gallery_ids.txt"
@@ -860,3 +862,46 @@ def run_dir_instead(folder: str | os.PathLike, kind: str | None, run: dict[str, 
     if kind in ("corrupt", "encode", "moor"):
         return "; give the output folder of 'snapbench run' (which corrupts, encodes and evaluates in one command)"
     return ""
+
+
+def read_ids(path: str | os.PathLike, what: str = "ids") -> list[str]:
+    """One id per line (surrounding whitespace stripped, trailing empty lines ignored).
+
+    :class:`~snapbench.core.errors.InputError` for a missing file, no ids, an empty line between ids or a
+    duplicate id (with both line numbers).
+    """
+    p = Path(path)
+    lines = read_text(p, what=f"{what} file").splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    ids = [ln.strip() for ln in lines]
+    if not ids:
+        raise InputError(f"no {what} (empty file)", path=p)
+    seen: dict[str, int] = {}
+    for i, x in enumerate(ids, 1):
+        if not x:
+            raise InputError(f"line {i} is empty (one id per line)", path=p)
+        if x in seen:
+            raise InputError(f"duplicate id {x!r} on lines {seen[x]} and {i}", path=p)
+        seen[x] = i
+    return ids
+
+
+def write_ids(path: str | os.PathLike, ids: Sequence[str]) -> None:
+    """One id per line, written atomically; ids must be non-empty and free of line breaks."""
+    for i in ids:
+        s = str(i)
+        if not s.strip() or "\n" in s or "\r" in s:
+            raise OutputError(f"id {s!r} cannot be written one per line", path=path)
+    write_text_atomic(path, "".join(f"{i}\n" for i in ids))
+
+
+def find_ids(name: str, *dirs: str | os.PathLike | None) -> Path | None:
+    """The first ``<dir>/<name>`` or ``<dir>/II/<name>`` that exists (``None`` if none does)."""
+    for d in dirs:
+        if d is None:
+            continue
+        for cand in (Path(d) / name, Path(d) / "II" / name):
+            if cand.is_file():
+                return cand
+    return None

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...store import RunDir
 from ...store.atomic import save_npy_atomic
-from .encoding import RESUME_HINT, encode_batches
+from .encoders import RESUME_HINT, encode_batches
 
 __all__ = ["GalleryEmbeddings", "ShardedArray", "encode_gallery"]
 

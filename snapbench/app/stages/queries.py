@@ -27,7 +27,7 @@ from ...core.errors import ConfigError, InputError
 from ...core.jsonable import dumps
 from ...store import RunDir
 from ...store.atomic import write_json
-from .encoding import RESUME_HINT, Batcher, ZeroRows
+from .encoders import RESUME_HINT, Batcher, ZeroRows
 from .options import RunOptions
 from .resume import read_block_measures
 from .sources import SourceResult, SourceTask, iter_sources
