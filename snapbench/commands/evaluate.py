@@ -43,7 +43,13 @@ def _check_chosen_metrics(evaluated: list[str], primary: str, stability_metric: 
 
 
 def _nothing_measured(report) -> bool:
-    return not any(v is not None for vals in report.conditions.values() for v in vals.values())
+    """No value at all, or labels given and no labelled value (the stability measures alone say nothing
+    about the labels that were meant to be measured)."""
+    from ..evaluate.stability import is_stability_metric
+
+    labelled = report.meta.get("labelled", True) is not False
+    return not any(v is not None for vals in report.conditions.values() for m, v in vals.items()
+                   if not (labelled and is_stability_metric(m)))
 
 
 def evaluate(

@@ -24,6 +24,7 @@ from .files import EvaluationInputError, write_run
 from .metrics import Labels, ranking_depth
 from .qrels import load_qrels, load_tags, query_groups
 from .scoresdir import ComposedScores, ScoresDir
+from .stability import is_stability_metric
 from .summarize import evaluate_conditions
 
 __all__ = [
@@ -204,7 +205,9 @@ def nothing_measured(report: Report, labels: Labels, qrels: str | Path | None = 
     if labels.n_queries == 0 or int(labels.n_pos.sum()) > 0:
         return None
     where = f" in {qrels}" if qrels is not None else ""
-    anything = any(v is not None for vals in report.conditions.values() for v in vals.values())
+    # the label-free stability measures are defined without a single positive: they do not count here
+    anything = any(v is not None for vals in report.conditions.values() for m, v in vals.items()
+                   if not is_stability_metric(m))
     what = ("ranking metrics are undefined (null), so nothing was measured" if not anything else
             "ranking metrics measure nothing (only answer-set and reject metrics are defined)")
     if report.meta.zero_gt.startswith("included"):
