@@ -75,6 +75,22 @@ def test_run_without_labels_reports_stability(tmp_path):
     assert "This run has no relevance labels" in page and "overlap@k" in page
     assert not (out / "stability.json").exists()  # no labels: nothing to correlate with
 
+    # under a diagnosed traffic mix, the traffic-weighted stability sits next to where R@k would be
+    import subprocess
+    import sys
+
+    from snapbench.report.traffic import write_traffic
+
+    diag = tmp_path / "diag"
+    r = subprocess.run([sys.executable, "-m", "snapbench", "diagnose", str(js), "--out", str(diag), "--no-progress"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    body = json.loads(write_traffic(out, diag).read_text())
+    assert not body["estimated"]
+    for m in ("overlap@10", "rbo", "flip@1"):
+        want = sum(w * rep["conditions"][c][m] for c, w in body["weights"].items())
+        assert body["expected"]["T2T"][m]["value"] == pytest.approx(want, abs=1e-9), m
+
 
 def test_run_with_labels_correlates_stability_with_the_loss(tmp_path):
     js = _dataset(tmp_path / "data", labels=True)
