@@ -166,3 +166,23 @@ def test_cli_evaluate_without_qrels(tmp_path):
                          capture_output=True, text=True)
     assert res.returncode == 2 and "error: --metrics: hit@1 needs relevance labels (give --qrels)" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_conditions_evaluated_without_the_clean_ranking_are_refused():
+    """The library path: a corrupted condition must be compared with clean's ranking, never with itself."""
+    from snapbench.evaluate import EvaluationInputError, Labels, evaluate_conditions, evaluate_matrix
+
+    rng = np.random.default_rng(1)
+    s0, s1 = rng.normal(size=(10, 30)), rng.normal(size=(10, 30))
+    lab = Labels.from_lists([[q] for q in range(10)], 30)
+    cfg = EvaluationConfig(resamples=50, workers=1)
+    metrics = cfg.metric_list()
+    clean = evaluate_matrix(s0, lab, metrics)
+    wrong = {"clean": clean, "txt/char_add": evaluate_matrix(s1, lab, metrics)}
+    with pytest.raises(EvaluationInputError, match="'txt/char_add' was evaluated without the clean ranking"):
+        evaluate_conditions(wrong, lab, cfg)
+    right = {"clean": clean, "txt/char_add": evaluate_matrix(s1, lab, metrics, reference=clean.ranking)}
+    rep = evaluate_conditions(right, lab, cfg)
+    r0, r1 = ref_rankings(s0), ref_rankings(s1)
+    want = np.mean([len(set(r0[q, :10]) & set(r1[q, :10])) / 10 for q in range(10)])
+    assert rep.conditions["txt/char_add"]["overlap@10"] == pytest.approx(want, abs=1e-12)

@@ -79,6 +79,14 @@ def evaluate_conditions(
         missing = [m for m in metrics if m not in evals[c].stats]
         if missing:
             raise EvaluationInputError(f"condition {c!r} was evaluated without {', '.join(missing)}")
+    if any(is_stability_metric(m) for m in metrics):
+        # a corrupted condition evaluated without the clean ranking compared itself with itself
+        # (overlap 1 everywhere): refuse it instead of reporting perfect stability
+        selfref = [c for c in conds[1:] if evals[c].ranking is not None]
+        if selfref:
+            raise EvaluationInputError(
+                f"{selfref[0]!r} was evaluated without the clean ranking, so its stability measures compare it with "
+                "itself: evaluate clean first and pass its ConditionEval.ranking as reference=")
     n_q = labels.n_queries
     n_perm = cfg.permutations if cfg.permutations is not None else cfg.resamples
     rs = QueryResamples(n_q, cfg.resamples, cfg.seed, permutations=n_perm)
