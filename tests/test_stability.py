@@ -186,3 +186,31 @@ def test_conditions_evaluated_without_the_clean_ranking_are_refused():
     r0, r1 = ref_rankings(s0), ref_rankings(s1)
     want = np.mean([len(set(r0[q, :10]) & set(r1[q, :10])) / 10 for q in range(10)])
     assert rep.conditions["txt/char_add"]["overlap@10"] == pytest.approx(want, abs=1e-12)
+
+
+def test_compare_gives_model_vs_model_differences_of_stability(tmp_path):
+    """Two models' label-free reports compared like any other metric: the difference of drops of
+    overlap@10 between the models equals the difference of their mean overlaps (clean is 1 for both)."""
+    from snapbench.compare import CompareConfig, ModelValues, compare_models
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    da, ca = _folder(tmp_path / "a", n_q=30, n=80, seed=1)
+    db, cb = _folder(tmp_path / "b", n_q=30, n=80, seed=2)
+    cfg = EvaluationConfig(resamples=200, workers=1)
+    models = []
+    for name, d in (("A", da), ("B", db)):
+        rep = evaluate_directory(d, None, cfg, per_query=True)
+        vals = {c: {m: np.array([np.nan if v is None else v for v in per[m]]) for m in per}
+                for c, per in rep.per_query.values.items()}
+        models.append(ModelValues.from_values(name, rep.per_query.query_ids, {"T2T": vals}))
+    rec = compare_models(models, CompareConfig(resamples=200, workers=1)).records()
+    wa, wb = _independent(ca), _independent(cb)
+    rows = [r for r in rec["pairs"] if r["metric"] == "overlap@10" and not r["condition"].startswith("group:")
+            and r["condition"] in wa]
+    assert {r["condition"] for r in rows} == set(wa) - {"clean"}
+    for r in rows:
+        c = r["condition"]
+        sign = 1 if (r["model_a"], r["model_b"]) == ("A", "B") else -1
+        assert r["diff"] == pytest.approx(sign * (wa[c]["overlap@10"] - wb[c]["overlap@10"]), abs=5e-5)
+        assert r["ci_low"] <= r["diff"] <= r["ci_high"] and r["p_raw"] is not None
