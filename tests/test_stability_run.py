@@ -97,6 +97,7 @@ def test_run_with_labels_correlates_stability_with_the_loss(tmp_path):
     out = tmp_path / "run"
     run_benchmark(js, f"sentence-transformers:{MINILM}", out, _opts())
     body = json.loads((out / "stability.json").read_text())
+    assert json.loads((out / "run.json").read_text())["stability_vs_loss"] == body  # the run's JSON holds it too
     pq = _per_query(out / "T2T" / "per_query.csv")
     conds = [f"txt/{op}" for op in TEXT_OPERATORS]
     for measure in ("overlap@10", "rbo"):
@@ -110,3 +111,9 @@ def test_run_with_labels_correlates_stability_with_the_loss(tmp_path):
     finds = json.loads((out / "findings.json").read_text())
     assert any(f["id"] == "stability_tracks_loss_T2T" and "Spearman" in f["text"] for f in finds)
     assert (out / "figures" / "T2T_stability_vs_loss.png").is_file()
+
+    # without the report, run.json still records it, computed from the same per-query tables
+    again = tmp_path / "noreport"
+    run_benchmark(js, f"sentence-transformers:{MINILM}", again, _opts(report=False))
+    assert not (again / "stability.json").exists()
+    assert json.loads((again / "run.json").read_text())["stability_vs_loss"]["modes"] == body["modes"]

@@ -297,6 +297,7 @@ def _stability_section(data: RunData, w: _Writer, findings: HtmlSection) -> Html
     sec.raw.append(w.table(t))
     body = stability_vs_loss(data)
     if body is None:
+        w.out.stability.unlink(missing_ok=True)  # an earlier report's, of other reports
         if labelled(data):
             sec.missing.append("does stability track the loss: needs hit@1, a stability measure and per_query.csv "
                                "for at least 3 corrupted conditions")
