@@ -194,8 +194,10 @@ def _depth_notes(sd: ScoresDir, limited: dict[str, DepthLimit]) -> list[str]:
     notes = []
     for (depth, ms), conds in by_depth.items():
         which = sd.describe(conds[0]) if len(conds) == 1 else f"{len(conds)} conditions ({conds[0]}, ...)"
+        stable = [m for m in ms if is_stability_metric(m)]
+        also = f"; {', '.join(stable)} compare only the listed items" if stable else ""
         notes.append(f"{which}: the runs list at most {depth} items per query, so {', '.join(ms)} are depth-limited "
-                     f"(lower bounds: positives below rank {depth} count as not retrieved)")
+                     f"(lower bounds: positives below rank {depth} count as not retrieved{also})")
     return notes
 
 
