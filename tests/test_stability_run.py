@@ -73,6 +73,8 @@ def test_run_without_labels_reports_stability(tmp_path):
     assert ov["txt/word_repeat"] > 0.8 and ov["txt/word_repeat"] - ov["txt/sent_replace"] > 0.3, ov
     page = (out / "report.html").read_text()
     assert "This run has no relevance labels" in page and "overlap@k" in page
+    finds = json.loads((out / "findings.json").read_text())
+    assert finds[-1]["id"] == "no_labels" and "no relevance labels" in finds[-1]["text"]
     assert not (out / "stability.json").exists()  # no labels: nothing to correlate with
 
     # under a diagnosed traffic mix, the traffic-weighted stability sits next to where R@k would be

@@ -276,12 +276,15 @@ def _stability_section(data: RunData, w: _Writer, findings: HtmlSection) -> Html
     mode = data.primary_mode
     rep = data.reports[mode]
     if not labelled(data):
-        sec.raw.append(ul([("", "This run has no relevance labels: nothing here says whether a result is right. "
-                                "The numbers say how far each condition moves the ranking away from the clean "
-                                "query's own ranking: overlap@k = share of the clean top k still in the corrupted "
-                                "top k; rbo = rank-biased overlap (RBO_ext, persistence p, top-weighted agreement of "
-                                "the two rankings, 1 = identical); flip@1 = share of queries whose top-1 item "
-                                "changed. 100 / 100 / 0 = the corruption changed nothing.")]))
+        text = ("This run has no relevance labels: nothing here says whether a result is right. "
+                "The numbers say how far each condition moves the ranking away from the clean "
+                "query's own ranking: overlap@k = share of the clean top k still in the corrupted "
+                "top k; rbo = rank-biased overlap (RBO_ext, persistence p, top-weighted agreement of "
+                "the two rankings, 1 = identical); flip@1 = share of queries whose top-1 item "
+                "changed. 100 / 100 / 0 = the corruption changed nothing.")
+        sec.raw.append(ul([("", text)]))
+        findings.raw.insert(0, ul([("finding-no-labels", text)], "findings"))
+        _extra_findings(w, Finding("no_labels", text, {"labelled": False}))
     else:
         sec.raw.append(ul([("", "How far each condition moves the ranking from the clean query's own ranking, "
                                 "without using the labels: overlap@k, rbo (RBO_ext) and flip@1 (top-1 changed).")]))
