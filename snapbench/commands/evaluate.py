@@ -7,7 +7,16 @@ from pathlib import Path
 
 import typer
 
-from ..defaults import DEFAULT_CI, DEFAULT_CLIFF_RATIO, DEFAULT_CLIFF_TOL, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
+from ..defaults import (
+    DEFAULT_CI,
+    DEFAULT_CLIFF_RATIO,
+    DEFAULT_CLIFF_TOL,
+    DEFAULT_KS,
+    DEFAULT_RBO_DEPTH,
+    DEFAULT_RBO_P,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+)
 from ..errors import ConfigError, InputError, arg
 
 
@@ -92,8 +101,8 @@ def evaluate(
     cliff_tol: float = typer.Option(DEFAULT_CLIFF_TOL, "--cliff-tol", help="Severity-curve rule: drops <= this (metric units) count as no drop."),
     cliff_ratio: float = typer.Option(DEFAULT_CLIFF_RATIO, "--cliff-ratio", help="Severity-curve rule: 'cliff' when the last step's drop exceeds ratio x the earlier drop."),
     workers: int | None = typer.Option(None, "--workers", help="Threads for row blocks (default: min(4, CPUs))."),
-    rbo_p: float | None = typer.Option(None, "--rbo-p", help="Persistence p of rbo (RBO_ext), in (0, 1); default 0.9."),
-    rbo_depth: int | None = typer.Option(None, "--rbo-depth", help="Depth d of rbo (RBO_ext extrapolates from the top d); default 100."),
+    rbo_p: float = typer.Option(DEFAULT_RBO_P, "--rbo-p", help="Persistence p of the label-free rbo (RBO_ext), in (0, 1)."),
+    rbo_depth: int = typer.Option(DEFAULT_RBO_DEPTH, "--rbo-depth", help="Depth d the label-free rbo (RBO_ext) is extrapolated from."),
     per_query: bool = typer.Option(False, "--per-query", help="Also store every query's value of every condition and metric "
         "in the JSON report (key per_query), for comparing runs query by query."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the tables."),

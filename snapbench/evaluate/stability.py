@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..defaults import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P
 from ..errors import ConfigError, InputError
 
 __all__ = [
@@ -44,8 +45,6 @@ __all__ = [
     "stability_tracks_loss",
 ]
 
-DEFAULT_RBO_P = 0.9
-DEFAULT_RBO_DEPTH = 100
 #: The metric families that compare a condition's ranking with the clean one (no labels needed).
 STABILITY_FAMILIES: tuple[str, ...] = ("overlap", "rbo", "flip")
 STABILITY_RULE = (
