@@ -120,8 +120,11 @@ def bench_split(d: Path, workers: int) -> dict:
     metrics = cfg.metric_list()
     t0 = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
-        evals = {c: evaluate_matrix(sd.scores(c), labels, metrics, executor=pool if workers > 1 else None)
-                 for c in sd.conditions}
+        evals = {}
+        for c in sorted(sd.conditions, key=lambda c: c != "clean"):  # the stability measures compare with clean
+            ref = evals["clean"].ranking if evals else None
+            evals[c] = evaluate_matrix(sd.scores(c), labels, metrics, executor=pool if workers > 1 else None,
+                                       reference=ref)
     t1 = time.perf_counter()
     evaluate_conditions(evals, labels, cfg)
     t2 = time.perf_counter()

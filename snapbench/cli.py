@@ -53,6 +53,8 @@ from .core.defaults import (
     DEFAULT_DATA,
     DEFAULT_KS,
     DEFAULT_MAX_PIXELS,
+    DEFAULT_RBO_DEPTH,
+    DEFAULT_RBO_P,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
 )
@@ -749,16 +751,17 @@ def _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progres
 
 
 def _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold, stability_metric,
-            cliff_tol, cliff_ratio, workers):
+            cliff_tol, cliff_ratio, workers, rbo_p=None, rbo_depth=None, labelled=True):
     """The evaluation settings; every value is checked there (errors name the flag)."""
     from .evaluate.config import EvaluationConfig
 
 
     kw = {} if workers is None else {"workers": workers}
+    kw.update({name: v for name, v in (("rbo_p", rbo_p), ("rbo_depth", rbo_depth)) if v is not None})
     return EvaluationConfig(
         ks=k, metrics=metrics, resamples=resamples, permutations=permutations, ci=ci, seed=seed,
         include_zero_gt=include_zero_gt, set_threshold=set_threshold, stability_metric=stability_metric,
-        curve_tol=cliff_tol, curve_ratio=cliff_ratio, **kw,
+        curve_tol=cliff_tol, curve_ratio=cliff_ratio, labelled=labelled, **kw,
     )
 
 
@@ -779,7 +782,13 @@ def _check_chosen_metrics(evaluated: list[str], primary: str, stability_metric: 
 
 
 def _nothing_measured(report) -> bool:
-    return not any(v is not None for vals in report.conditions.values() for v in vals.values())
+    """No value at all, or labels given and no labelled value (the stability measures alone say nothing
+    about the labels that were meant to be measured)."""
+    from .evaluate.stability import is_stability_metric
+
+    labelled = report.meta.get("labelled", True) is not False
+    return not any(v is not None for vals in report.conditions.values() for m, v in vals.items()
+                   if not (labelled and is_stability_metric(m)))
 
 
 def evaluate(
@@ -788,9 +797,10 @@ def evaluate(
         "'img__motion_blur__s2.npy', 'joint__compression+char_add__s3.npy', ...) plus query_ids.txt and "
         "gallery_ids.txt; or one <condition>.run/.trec TREC run per condition."
     ),
-    qrels: Path = typer.Option(
-        ..., "--qrels", help="Relevance labels: TREC qrels ('qid 0 docid rel') or JSON {query_id: [gallery_id, ...]} "
-        "(empty list = zero-GT query) or {query_id: {gallery_id: grade}}."
+    qrels: Path | None = typer.Option(
+        None, "--qrels", help="Relevance labels: TREC qrels ('qid 0 docid rel') or JSON {query_id: [gallery_id, ...]} "
+        "(empty list = zero-GT query) or {query_id: {gallery_id: grade}}. Without it only the label-free "
+        "stability measures are computed (overlap@k, rbo, flip@1: how far each condition's ranking moved from clean's)."
     ),
     out: Path | None = typer.Option(None, "--out", help="Write the JSON report here."),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the bootstrap resamples and permutations."),
@@ -821,12 +831,15 @@ def evaluate(
     cliff_tol: float = typer.Option(DEFAULT_CLIFF_TOL, "--cliff-tol", help="Severity-curve rule: drops <= this (metric units) count as no drop."),
     cliff_ratio: float = typer.Option(DEFAULT_CLIFF_RATIO, "--cliff-ratio", help="Severity-curve rule: 'cliff' when the last step's drop exceeds ratio x the earlier drop."),
     workers: int | None = typer.Option(None, "--workers", help="Threads for row blocks (default: min(4, CPUs))."),
+    rbo_p: float = typer.Option(DEFAULT_RBO_P, "--rbo-p", help="Persistence p of the label-free rbo (RBO_ext), in (0, 1)."),
+    rbo_depth: int = typer.Option(DEFAULT_RBO_DEPTH, "--rbo-depth", help="Depth d the label-free rbo (RBO_ext) is extrapolated from."),
     per_query: bool = typer.Option(False, "--per-query", help="Also store every query's value of every condition and metric "
         "in the JSON report (key per_query), for comparing runs query by query."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the tables."),
 ) -> None:
     """Paired evaluation of every condition against clean: metrics, ΔR@k with bootstrap CIs and
-    Holm-corrected p-values, severity curves, stability classes, additivity of joint conditions.
+    Holm-corrected p-values, severity curves, stability classes, additivity of joint conditions, and
+    the label-free stability measures (overlap@k, rbo, flip@1) -- the only ones without --qrels.
 
     Exit status: 0 when something was measured, 1 when nothing was (no query has a relevant item:
     every value is null; the report is still written), 2 for an error."""
@@ -840,7 +853,9 @@ def evaluate(
     if table_out is not None:
         check_table_path(table_out)
     cfg = _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold,
-                  stability_metric, cliff_tol, cliff_ratio, workers)
+                  stability_metric, cliff_tol, cliff_ratio, workers, rbo_p, rbo_depth, labelled=qrels is not None)
+    if qrels is None and primary == "hit@1":
+        primary = "overlap@10" if "overlap@10" in cfg.metric_list() else cfg.metric_list()[0]  # no labels: no hit@1
     _check_chosen_metrics(cfg.metric_list(), primary, stability_metric)
     conds = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
     report = evaluate_directory(

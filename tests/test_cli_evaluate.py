@@ -327,8 +327,10 @@ def test_no_query_with_a_relevant_item_warns_that_nothing_was_measured(data, tmp
     assert r.exit_code == 1, r.output  # finished, but measured nothing (2 would be an error)
     assert f"warning: none of the {Q} queries has a relevant item in {qp}" in r.output
     assert "nothing was measured" in r.output
-    rep = json.loads(out.read_text())  # the report is still written, every value null
-    assert all(v is None for vals in rep["conditions"].values() for v in vals.values())
+    rep = json.loads(out.read_text())  # the report is still written, every labelled value null
+    assert all(v is None for vals in rep["conditions"].values() for m, v in vals.items()
+               if m.split("@")[0] not in ("overlap", "rbo", "flip"))
+    assert rep["conditions"]["clean"]["overlap@10"] == 1.0  # the label-free measures need no positive
 
 
 def test_additivity_with_a_missing_text_part_names_the_true_reason(data, tmp_path):

@@ -353,14 +353,14 @@ def test_metric_names_are_looked_up_in_one_table():
     from snapbench.evaluate.metrics import is_binary_metric, metric_family, ranking_depth
 
     assert METRIC_FAMILIES.names() == ["hit", "recall", "ndcg", "mrr", "set_precision", "set_recall", "set_f1",
-                                       "reject_precision", "reject_recall", "reject_f1"]
+                                       "reject_precision", "reject_recall", "reject_f1", "overlap", "rbo", "flip"]
     assert parse_metrics("hit,mrr,mrr@3,set", ks=(1, 2)) == ["hit@1", "hit@2", "mrr", "mrr@3", "set_precision",
                                                              "set_recall", "set_f1"]
     assert [is_binary_metric(m) for m in ("hit@3", "recall@3", "mrr", "bogus")] == [True, False, False, False]
     assert metric_family("ndcg@7").name == "ndcg" and ranking_depth(["hit@5", "mrr@50", "ndcg@7"]) == 7
     for bad, msg in (("ndgc@10", r"unknown metric 'ndgc@10' \(did you mean 'ndcg'\?\); known: hit\[@k\], recall"),
                      ("set_f1@3", "set_f1 takes no @k"), ("hit@0", "k must be >= 1"),
-                     ("precision", "known: .*reject_f1, or the groups 'set', 'reject'")):
+                     ("precision", "known: .*reject_f1, .*flip\\[@k\\], or the groups 'set', 'reject'")):
         with pytest.raises(ConfigError, match=msg) as exc:
             parse_metrics(bad)
         assert exc.value.param == "metrics"

@@ -65,8 +65,10 @@ def test_metric_deeper_than_a_trec_run_is_flagged_as_depth_limited(tmp_path):
     full = np.load(d / "clean.npy")
     # what the run can say is right; what it cannot is marked, not silently reported as a plain number
     assert rep["conditions"]["clean"]["hit@10"] == pytest.approx(_hit_at(full, pos, 10))
-    assert rep["depth_limited"]["clean"] == {"depth": 10, "metrics": ["hit@20", "recall@20", "ndcg@20", "mrr"]}
-    assert rep["meta"]["depth_limited_metrics"] == ["hit@20", "mrr", "ndcg@20", "recall@20"]
+    # overlap@20 of two 10-deep runs cannot be known either (rbo is extrapolated from the depth: RBO_ext)
+    assert rep["depth_limited"]["clean"] == {"depth": 10, "metrics": ["hit@20", "recall@20", "ndcg@20", "mrr",
+                                                                        "overlap@20"]}
+    assert rep["meta"]["depth_limited_metrics"] == ["hit@20", "mrr", "ndcg@20", "overlap@20", "recall@20"]
     assert any("depth-limited" in w for w in rep["warnings"])
     assert "depth-limited" in r.output and "hit@20 †" in md.read_text()
 

@@ -8,7 +8,8 @@ The settings of ``snapbench compare`` and how its defaults follow from the runs.
   to compare (exact tests, exact float32 sums: ~1 s per target and metric for 10 models at the
   release's scale, against ~1.4 s for other metrics); ``all`` = every metric the runs share; names
   and families as ``evaluate --metrics`` takes them (``hit`` expands over the runs' cut-offs).
-* **metric** (tables' headline, figures, findings): ``hit@1`` when compared, else the first metric.
+* **metric** (tables' headline, figures, findings): ``hit@1`` when compared, else ``overlap@10`` (runs
+  without labels), else the first metric.
 * **resamples**, **ci**: default the runs' own (then every per-model CI equals the run's report);
   when the runs differ, 10,000 and 0.95.  **seed**: default the runs' (the same in every run).
 
@@ -256,7 +257,7 @@ def resolve_settings(sources: Sequence[ModelSource], options: CompareOptions) ->
     notes: list[str] = []
     targets = _targets(sources, options.modes, notes)
     metrics = _metrics(sources, targets, options.metrics, notes)
-    metric = options.metric or ("hit@1" if "hit@1" in metrics else metrics[0])
+    metric = options.metric or next((m for m in ("hit@1", "overlap@10") if m in metrics), metrics[0])
     if metric not in metrics:
         raise ConfigError(f"{metric!r} is not among the metrics compared{hint_and_known(metric, metrics)} (add it to "
                           f"{arg('metrics')})", param="metric")

@@ -9,6 +9,7 @@ per-query vectors (one per metric) are kept per condition.  The statistics are i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,22 +30,12 @@ from ..store.scores import ComposedScores, ScoresDir, write_run
 __all__ = ['ConditionEval', 'EvaluationConfig', 'evaluate_conditions', 'evaluate_directory', 'evaluate_matrix', 'evaluate_ranking', 'depth_limited_metrics', 'nothing_measured']
 
 
-
-
-
-
-
-
-
-
-
-
-
+from ..evaluate.stability import is_stability_metric
 
 
 def evaluate_directory(
     scores_dir: str | Path,
-    qrels: str | Path,
+    qrels: str | Path | None,
     config: EvaluationConfig | None = None,
     *,
     mode: str | None = None,
@@ -63,8 +54,13 @@ def evaluate_directory(
     ``export_run`` the top ``export_depth`` (default: the largest k) of every condition is written
     to ``DIR/<condition file name>.run``.  ``per_query`` adds every query's value of every condition
     and metric (:attr:`Report.per_query`).  ``report.warnings`` lists what was accepted with a doubt.
+
+    ``qrels=None``: no relevance labels; only the label-free stability measures between each
+    condition's ranking and the clean one are evaluated (:mod:`.stability`).
     """
     cfg = config or EvaluationConfig()
+    if qrels is None and cfg.labelled:
+        cfg = dataclasses.replace(cfg, labelled=False)
     metrics = cfg.metric_list()
     if export_depth is not None:
         positive_int(export_depth, "export_depth")  # not 0 (the default) or -1 (one less than the default)
@@ -72,7 +68,10 @@ def evaluate_directory(
     if sd.kind == "npy":
         sd.scores("clean")  # a wrong id list shows up as a shape mismatch, not as unknown qrels ids
     dropped: list[str] = []
-    labels, notes = load_qrels(qrels, sd.query_ids, sd.gallery_ids, unknown_items=unknown_items, dropped=dropped)
+    if qrels is None:
+        labels, notes = Labels.from_lists([[] for _ in sd.query_ids], len(sd.gallery_ids)), []
+    else:
+        labels, notes = load_qrels(qrels, sd.query_ids, sd.gallery_ids, unknown_items=unknown_items, dropped=dropped)
     notes = list(sd.warnings) + notes
     conds = _selected(sd, conditions)
     depth = 0
@@ -89,9 +88,10 @@ def evaluate_directory(
     elif group_by is not None:
         raise EvaluationInputError(f"{arg('group_by')} needs {arg('tags')} (a tags file)", param="group_by")
     report = evaluate_conditions(evals, labels, cfg, groups=groups)
-    report.coarse_text_drag = _coarse_text_drag(sd, labels, evals["clean"], cfg)
+    if qrels is not None:
+        report.coarse_text_drag = _coarse_text_drag(sd, labels, evals["clean"], cfg)
     report.meta.scores_dir = str(sd.path)
-    report.meta.qrels = str(qrels)
+    report.meta.qrels = None if qrels is None else str(qrels)
     report.meta.input_format = sd.kind
     report.meta.mode = scores_target(sd)
     report.meta.qrels_without_scores = dropped
@@ -104,7 +104,7 @@ def evaluate_directory(
         reason = sd.why_missing(j, set(evals))
         report.additivity_skipped[j] = reason  # type: ignore[index]
         notes.append(f"{j}: no additivity: {reason}")
-    why = nothing_measured(report, labels, qrels)
+    why = nothing_measured(report, labels, qrels) if qrels is not None else None
     if why:
         notes.append(why)
     report.warnings = notes
@@ -150,18 +150,20 @@ def _evaluate_each(sd: ScoresDir, conds: list[str], labels: Labels, metrics: lis
     evals: dict[str, ConditionEval] = {}
     limited: dict[str, DepthLimit] = {}
     pool = ThreadPoolExecutor(max_workers=cfg.workers) if cfg.workers > 1 else None
+    reference = None  # the clean ranking, once evaluated: what the stability measures compare with
     try:
-        for c in conds:
+        for c in sorted(conds, key=lambda c: c != "clean"):  # clean first: the others are compared with it
             if progress:
                 progress(c)
+            rbo = dict(reference=reference, rbo_p=cfg.rbo_p, rbo_depth=cfg.rbo_depth)
             if sd.kind == "npy":
                 ev = evaluate_matrix(sd.scores(c), labels, metrics, name=sd.describe(c), query_ids=sd.query_ids,
                                      set_threshold=cfg.set_threshold, include_zero_gt=cfg.include_zero_gt,
-                                     export_depth=depth, block_rows=cfg.block_rows, executor=pool)
+                                     export_depth=depth, block_rows=cfg.block_rows, executor=pool, **rbo)
             else:
                 run = sd.run(c)
                 ev = evaluate_ranking(run, labels, metrics, set_threshold=cfg.set_threshold,
-                                      include_zero_gt=cfg.include_zero_gt, export_depth=depth)
+                                      include_zero_gt=cfg.include_zero_gt, export_depth=depth, **rbo)
                 shallow = depth_limited_metrics(metrics, run.idx.shape[1], labels.n_items)
                 if shallow:
                     limited[c] = DepthLimit(int(run.idx.shape[1]), shallow)
@@ -169,6 +171,8 @@ def _evaluate_each(sd: ScoresDir, conds: list[str], labels: Labels, metrics: lis
                 write_run(Path(export_run) / f"{sd.filename(c)}.run", sd.query_ids, sd.gallery_ids,
                           ev.topk_idx, ev.topk_scores)
                 ev.topk_idx = ev.topk_scores = None  # keep only per-query vectors in memory
+            if c == "clean":
+                reference = ev.ranking
             evals[c] = ev
     finally:
         if pool is not None:
@@ -184,8 +188,10 @@ def _depth_notes(sd: ScoresDir, limited: dict[str, DepthLimit]) -> list[str]:
     notes = []
     for (depth, ms), conds in by_depth.items():
         which = sd.describe(conds[0]) if len(conds) == 1 else f"{len(conds)} conditions ({conds[0]}, ...)"
+        stable = [m for m in ms if is_stability_metric(m)]
+        also = f"; {', '.join(stable)} compare only the listed items" if stable else ""
         notes.append(f"{which}: the runs list at most {depth} items per query, so {', '.join(ms)} are depth-limited "
-                     f"(lower bounds: positives below rank {depth} count as not retrieved)")
+                     f"(lower bounds: positives below rank {depth} count as not retrieved{also})")
     return notes
 
 
@@ -195,7 +201,9 @@ def nothing_measured(report: Report, labels: Labels, qrels: str | Path | None = 
     if labels.n_queries == 0 or int(labels.n_pos.sum()) > 0:
         return None
     where = f" in {qrels}" if qrels is not None else ""
-    anything = any(v is not None for vals in report.conditions.values() for v in vals.values())
+    # the label-free stability measures are defined without a single positive: they do not count here
+    anything = any(v is not None for vals in report.conditions.values() for m, v in vals.items()
+                   if not is_stability_metric(m))
     what = ("ranking metrics are undefined (null), so nothing was measured" if not anything else
             "ranking metrics measure nothing (only answer-set and reject metrics are defined)")
     if report.meta.zero_gt.startswith("included"):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = ["DEFAULT_SEED", "DEFAULT_RESAMPLES", "DEFAULT_CI", "DEFAULT_KS", "DEFAULT_CLIFF_TOL", "DEFAULT_CLIFF_RATIO",
-           "DEFAULT_BATCH_SIZE", "DEFAULT_MAX_PIXELS", "DEFAULT_DATA"]
+           "DEFAULT_BATCH_SIZE", "DEFAULT_MAX_PIXELS", "DEFAULT_DATA", "DEFAULT_RBO_P", "DEFAULT_RBO_DEPTH"]
 
 #: Seed of the corruptions and of the bootstrap (``--seed``).
 DEFAULT_SEED = 0
@@ -30,6 +30,10 @@ DEFAULT_KS: tuple[int, ...] = (1, 5, 10, 20)
 DEFAULT_CLIFF_TOL = 0.01
 #: ... and "cliff" when the last drop exceeds this many times the earlier ones (``--cliff-ratio``).
 DEFAULT_CLIFF_RATIO = 2.0
+#: Persistence p of the label-free ``rbo`` (RBO_ext; ``--rbo-p``) ...
+DEFAULT_RBO_P = 0.9
+#: ... and the depth it is extrapolated from (``--rbo-depth``).
+DEFAULT_RBO_DEPTH = 100
 #: Items (images or texts) encoded at a time (``--batch-size``).
 DEFAULT_BATCH_SIZE = 32
 #: Largest input image (width x height) loaded; larger ones are skipped (``--max-pixels``).

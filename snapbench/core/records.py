@@ -387,7 +387,7 @@ _META_CORE = ("snapbench_version", "schema_version", "seed", "resamples", "permu
               "stability_metric")
 # where the scores came from: evaluate (scores_dir ... depth_limited_metrics) or run (mode, dataset, ...)
 _META_CONTEXT = ("scores_dir", "qrels", "input_format", "mode", "qrels_without_scores", "depth_limited_metrics",
-                 "dataset", "n_dropped_queries")
+                 "dataset", "n_dropped_queries", "labelled", "stability_measures")
 
 
 @dataclass
@@ -425,6 +425,8 @@ class ReportMeta:
     depth_limited_metrics: Any = MISSING
     dataset: Any = MISSING
     n_dropped_queries: Any = MISSING
+    labelled: Any = MISSING  # False: evaluated without relevance labels (only stability measures)
+    stability_measures: Any = MISSING  # {"rule", "rbo_p", "rbo_depth"} when overlap@k / rbo / flip@k were evaluated
 
     @classmethod
     def read(cls, r: Reader) -> ReportMeta:
@@ -471,6 +473,9 @@ class Report:
     depth_limited: dict[str, DepthLimit] | None = None
     warnings: list[str] | None = None
     per_query: PerQuery | None = None
+    # {condition: {stability metric: {"mean": v, "ci": [lo, hi]}}}: each label-free measure's own
+    # bootstrap interval (the paired one of ``paired`` is against clean's 1, or 0 for flip@k)
+    label_free: dict[str, dict[str, dict[str, Any]]] | None = None
 
     # ---------------------------------------------------------------- reading
     @property
@@ -525,6 +530,11 @@ class Report:
             rep.warnings = [str(w) for w in r.need("warnings")]
         if "per_query" in o:
             rep.per_query = PerQuery.read(r.sub("per_query"))
+        if "label_free" in o:
+            lf = r.need("label_free")
+            if not isinstance(lf, dict) or not all(isinstance(v, dict) for v in lf.values()):
+                r.fail_at("label_free", "must be an object {condition: {metric: {mean, ci}}}")
+            rep.label_free = {str(c): {str(m): dict(e) for m, e in v.items()} for c, v in lf.items()}
         return rep
 
     # ---------------------------------------------------------------- writing
@@ -557,6 +567,8 @@ class Report:
             d["depth_limited"] = {c: x.to_json() for c, x in self.depth_limited.items()}
         if self.warnings is not None:
             d["warnings"] = list(self.warnings)
+        if self.label_free is not None:
+            d["label_free"] = {c: {m: dict(e) for m, e in v.items()} for c, v in self.label_free.items()}
         if self.per_query is not None:
             d["per_query"] = self.per_query.to_json()
         return d

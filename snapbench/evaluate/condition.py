@@ -11,6 +11,7 @@ import numpy as np
 from ..core.errors import EvaluationInputError
 from ..core.ranking import first_positive_rank, topk_indices
 from .metrics import Labels, QueryStat, metric_family, metric_k, query_stats, ranking_depth
+from .stability import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P, is_stability_metric
 
 __all__ = ["ConditionEval", "depth_limited_metrics", "evaluate_matrix", "evaluate_ranking", "per_query_values"]
 
@@ -28,12 +29,22 @@ class RunRanking:
 
 @dataclass
 class ConditionEval:
-    """Per-query results of one condition: metric stats, rank of the first positive, optional top-k."""
+    """Per-query results of one condition: metric stats, rank of the first positive, optional top-k.
+
+    ``ranking``: the clean condition's top-d indices, kept (only when evaluated as the reference of
+    stability measures) for the corrupted conditions to be compared with."""
 
     stats: dict[str, QueryStat]
     first_rank: np.ndarray
     topk_idx: np.ndarray | None = None
     topk_scores: np.ndarray | None = None
+    ranking: np.ndarray | None = None
+
+
+def _keeps_ranking(metrics: Sequence[str], reference: np.ndarray | None) -> bool:
+    """The clean condition (no reference given) of an evaluation with stability measures keeps its
+    ranking: the other conditions are compared with it."""
+    return reference is None and any(is_stability_metric(m) for m in metrics)
 
 
 def _rank_block(s: np.ndarray, lab: Labels, r0: int, depth: int, *, name: str, query_ids: Sequence[str] | None,
@@ -87,6 +98,9 @@ def evaluate_matrix(
     block_rows: int = 256,
     workers: int = 1,
     executor: Executor | None = None,
+    reference: np.ndarray | None = None,
+    rbo_p: float = DEFAULT_RBO_P,
+    rbo_depth: int = DEFAULT_RBO_DEPTH,
 ) -> ConditionEval:
     """Evaluate one Q x N score matrix (array, memmap, or anything sliceable by row blocks).
 
@@ -94,6 +108,9 @@ def evaluate_matrix(
     in partition/compare), so at most ``workers x block_rows x N`` scores are materialised; pass an
     ``executor`` to reuse one thread pool across conditions.
     NaN/inf scores raise :class:`EvaluationInputError` naming ``name``, the row and the column.
+    Stability measures (``overlap@k``, ``rbo``, ``flip@k``) compare with ``reference``, the clean
+    condition's :attr:`ConditionEval.ranking`; without one this is the clean condition, which keeps
+    its ranking for that.
     """
     n_q, n = scores.shape
     if n_q != labels.n_queries or n != labels.n_items:
@@ -102,7 +119,7 @@ def evaluate_matrix(
         )
     if n == 0:
         raise EvaluationInputError(f"{name}: empty gallery")
-    depth = max(ranking_depth(metrics), export_depth)
+    depth = max(ranking_depth(metrics, rbo_depth), export_depth)
 
     def block(r0: int, r1: int):
         return _rank_block(np.asarray(scores[r0:r1]), labels.rows(r0, r1), r0, depth, name=name,
@@ -122,8 +139,11 @@ def evaluate_matrix(
     if set_threshold is not None:
         pred = np.concatenate([p[2] for p in parts])
         tp = np.concatenate([p[3] for p in parts])
-    stats = query_stats(idx, fr, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp)
+    stats = query_stats(idx, fr, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp,
+                        reference=reference, rbo_p=rbo_p, rbo_depth=rbo_depth)
     out = ConditionEval(stats, fr)
+    if _keeps_ranking(metrics, reference):
+        out.ranking = idx
     if export_depth:
         out.topk_idx = idx[:, :export_depth]
         out.topk_scores = np.concatenate([p[4] for p in parts])
@@ -138,10 +158,14 @@ def evaluate_ranking(
     set_threshold: float | None = None,
     include_zero_gt: bool = False,
     export_depth: int = 0,
+    reference: np.ndarray | None = None,
+    rbo_p: float = DEFAULT_RBO_P,
+    rbo_depth: int = DEFAULT_RBO_DEPTH,
 ) -> ConditionEval:
     """Evaluate ranked lists (e.g. from a TREC run).  A positive that is not in a query's list has
-    rank inf (reciprocal rank 0); metrics cut deeper than the list see empty slots."""
-    depth = max(ranking_depth(metrics), export_depth)
+    rank inf (reciprocal rank 0); metrics cut deeper than the list see empty slots.  ``reference``:
+    as in :func:`evaluate_matrix` (``rbo`` is then extrapolated from the lists' depth)."""
+    depth = max(ranking_depth(metrics, rbo_depth), export_depth)
     idx = run.idx
     if idx.shape[1] < depth:
         pad = np.full((idx.shape[0], depth - idx.shape[1]), -1, dtype=np.int64)
@@ -155,8 +179,11 @@ def evaluate_ranking(
         inset = np.nan_to_num(run.scores, nan=-np.inf) >= set_threshold
         pred = np.count_nonzero(inset, axis=1)
         tp = np.count_nonzero(inset & (rel > 0), axis=1)
-    stats = query_stats(idx, first, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp)
+    stats = query_stats(idx, first, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp,
+                        reference=reference, rbo_p=rbo_p, rbo_depth=rbo_depth)
     out = ConditionEval(stats, first)
+    if _keeps_ranking(metrics, reference):
+        out.ranking = idx
     if export_depth:
         out.topk_idx = idx[:, :export_depth]
         sc = np.full(out.topk_idx.shape, np.nan)

@@ -40,6 +40,7 @@ from ..core.errors import ConfigError, InputError
 from ..core.registry import Table
 from ..core.validate import hint_and_known
 from .labels import Labels
+from .stability import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P, flip_at_k, overlap_at_k, rbo_ext
 
 __all__ = [
     "DEFAULT_KS",
@@ -171,9 +172,14 @@ def reject_scores(a: float, b: float, c: float) -> dict[str, float]:
 class _Inputs:
     """What one condition's rankings give the metric families (each part computed on first use)."""
 
-    def __init__(self, topk_idx, first_rank, labels: Labels, include_zero_gt: bool, kmax: int, pred_size, tp):
+    def __init__(self, topk_idx, first_rank, labels: Labels, include_zero_gt: bool, kmax: int, pred_size, tp,
+                 reference=None, rbo_p: float = DEFAULT_RBO_P, rbo_depth: int = DEFAULT_RBO_DEPTH):
         self.topk_idx, self.first_rank, self.labels, self.kmax = topk_idx, first_rank, labels, kmax
         self.pred_size, self.tp = pred_size, tp
+        # the clean ranking the stability measures compare with (None: this is the clean one)
+        self.reference = topk_idx if reference is None else reference
+        self.rbo_p, self.rbo_depth = rbo_p, rbo_depth
+        self.every = np.ones(labels.n_queries)
         self.n_pos = labels.n_pos
         self.has_gt = (self.n_pos > 0).astype(np.float64)
         self.inc = np.ones(labels.n_queries) if include_zero_gt else self.has_gt
@@ -214,6 +220,11 @@ def _reject(a: float, b: float, c: float) -> Callable[[_Inputs, int | None], Que
     return stat
 
 
+def _stable(per_query: Callable[[_Inputs, int | None], np.ndarray]) -> Callable[[_Inputs, int | None], QueryStat]:
+    """A stability measure (:mod:`.stability`): the mean over every query, labels play no part."""
+    return lambda x, k: QueryStat(per_query(x, k) * x.every, x.every)
+
+
 @dataclass(frozen=True)
 class MetricFamily:
     """One metric family (the name before ``@k``).
@@ -247,6 +258,10 @@ for _fam in (
     MetricFamily("reject_precision", _reject(1, 1, 0), sets=True),
     MetricFamily("reject_recall", _reject(1, 0, 1), sets=True),
     MetricFamily("reject_f1", _reject(2, 1, 1), sets=True),
+    # label-free: the corrupted ranking against the clean one of the same query (SPEC §14)
+    MetricFamily("overlap", _stable(lambda x, k: overlap_at_k(x.reference, x.topk_idx, k)), "expand", topk=True),
+    MetricFamily("rbo", _stable(lambda x, _k: rbo_ext(x.reference, x.topk_idx, x.rbo_p, x.rbo_depth))),
+    MetricFamily("flip", _stable(lambda x, k: flip_at_k(x.reference, x.topk_idx, k)), "expand", topk=True, binary=True),
 ):
     METRIC_FAMILIES.register(_fam.name, _fam)
 
@@ -314,9 +329,10 @@ def is_binary_metric(name: str) -> bool:
         return False
 
 
-def ranking_depth(metrics: Sequence[str]) -> int:
-    """The top-k depth the metrics need (at least 1)."""
-    return max([k for m in metrics if metric_family(m).topk and (k := metric_k(m)) is not None] + [1])
+def ranking_depth(metrics: Sequence[str], rbo_depth: int = DEFAULT_RBO_DEPTH) -> int:
+    """The top-k depth the metrics need (at least 1; ``rbo_depth`` when ``rbo`` is among them)."""
+    rbo = [int(rbo_depth)] if "rbo" in metrics else []
+    return max([k for m in metrics if metric_family(m).topk and (k := metric_k(m)) is not None] + rbo + [1])
 
 
 def counted_rows(metric: str, n_pos: np.ndarray, include_zero_gt: bool = False) -> np.ndarray:
@@ -340,6 +356,9 @@ def query_stats(
     include_zero_gt: bool = False,
     pred_size: np.ndarray | None = None,
     tp: np.ndarray | None = None,
+    reference: np.ndarray | None = None,
+    rbo_p: float = DEFAULT_RBO_P,
+    rbo_depth: int = DEFAULT_RBO_DEPTH,
 ) -> dict[str, QueryStat]:
     """Per-query :class:`QueryStat` of every metric in ``metrics`` for one condition.
 
@@ -347,7 +366,9 @@ def query_stats(
     ``first_rank`` (Q,) the 1-based rank of the first positive (NaN: no positive, inf: not retrieved).
     Ranking metrics are averaged over queries with at least one positive, unless
     ``include_zero_gt`` (then zero-GT queries count as 0, like ranx).  Set metrics need the
-    predicted set sizes ``pred_size`` and true positives ``tp`` per query.
+    predicted set sizes ``pred_size`` and true positives ``tp`` per query.  The stability measures
+    (``overlap@k``, ``rbo``, ``flip@k``) compare ``topk_idx`` with ``reference``, the clean ranking of
+    the same queries (``None``: ``topk_idx`` is the clean ranking, compared with itself).
     """
     parsed = {m: _split(m) for m in metrics}
     kmax = max([k for fam, k in parsed.values() if fam.topk and k is not None], default=0)
@@ -355,7 +376,9 @@ def query_stats(
         raise ValueError(f"ranking depth {topk_idx.shape[1]} < largest cut-off {kmax}")  # a caller's bug
     if any(fam.sets for fam, _ in parsed.values()) and (pred_size is None or tp is None):
         raise ConfigError("set/reject metrics need predicted sets (give a set threshold)", param="set_threshold")
-    x = _Inputs(topk_idx, first_rank, labels, include_zero_gt, kmax, pred_size, tp)
+    if reference is not None and reference.shape[0] != topk_idx.shape[0]:
+        raise ValueError(f"reference ranking of {reference.shape[0]} queries for {topk_idx.shape[0]}")  # a caller's bug
+    x = _Inputs(topk_idx, first_rank, labels, include_zero_gt, kmax, pred_size, tp, reference, rbo_p, rbo_depth)
     return {m: fam.stat(x, k) for m, (fam, k) in parsed.items()}
 
 

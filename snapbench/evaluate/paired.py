@@ -418,3 +418,67 @@ def binary_or_permutation_pvalues(
     if swaps is None:
         raise ConfigError(f"the permutation test of {metric!r} needs a swap matrix", param="swaps")
     return permutation_pvalues(clean, others, swaps)
+
+
+# ------------------------------------------------------------------ does stability track the loss?
+TRACKING_RULE = (
+    "per condition: S_c = mean over queries of the stability measure, L_c = mean over the queries with a "
+    "relevant item of metric(clean) - metric(c) (the drop); rho = Spearman correlation of S and L across the "
+    "conditions (average ranks for ties); CI: percentile interval of rho over paired bootstrap resamples of the "
+    "queries (the evaluation's seed and resample count), S and L recomputed on each"
+)
+
+
+def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row pair of ``x``, ``y`` (R, C): Pearson of average ranks; NaN where a
+    row is constant or holds a NaN."""
+    from scipy.stats import rankdata
+
+    rx = rankdata(x, axis=1, method="average")
+    ry = rankdata(y, axis=1, method="average")
+    rx -= rx.mean(axis=1, keepdims=True)
+    ry -= ry.mean(axis=1, keepdims=True)
+    den = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (rx * ry).sum(axis=1) / den
+    bad = np.isnan(x).any(axis=1) | np.isnan(y).any(axis=1) | (den == 0)
+    rho[bad] = np.nan
+    return rho
+
+
+def stability_tracks_loss(stability: np.ndarray, metric_clean: np.ndarray, metric: np.ndarray,
+                          counts: np.ndarray, ci: float) -> dict:
+    """Spearman correlation across conditions between mean stability and mean drop of a metric.
+
+    ``stability`` (Q, C): one stability measure per query and corrupted condition; ``metric_clean``
+    (Q,) and ``metric`` (Q, C): the labelled metric per query (NaN = the query does not count, e.g.
+    no relevant item); ``counts`` (B, Q): the bootstrap resamples
+    (:func:`~snapbench.evaluate.paired.bootstrap_counts`).  Returns ``{"rho", "ci", "n_conditions",
+    "stability", "drop"}`` (the per-condition means); ``rho`` is NaN when fewer than 3 conditions or a
+    constant side leave it undefined.  See :data:`TRACKING_RULE`.
+    """
+
+
+    s = np.asarray(stability, dtype=np.float64)
+    m0 = np.asarray(metric_clean, dtype=np.float64)
+    m1 = np.asarray(metric, dtype=np.float64)
+    if s.ndim != 2 or m1.shape != s.shape or m0.shape != (s.shape[0],):
+        raise InputError(f"stability {s.shape}, clean metric {m0.shape} and metric {m1.shape} must be (Q, C), (Q,), (Q, C)")
+    counted = np.isfinite(m0)[:, None] & np.isfinite(m1)
+    drop = np.where(counted, m0[:, None] - m1, 0.0)
+    ok_s = np.isfinite(s)
+    s0 = np.where(ok_s, s, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_s = s0.sum(axis=0) / ok_s.sum(axis=0)
+        mean_l = drop.sum(axis=0) / counted.sum(axis=0)
+        cnt = np.asarray(counts, dtype=np.float64)
+        boot_s = (cnt @ s0) / (cnt @ ok_s.astype(np.float64))
+        boot_l = (cnt @ drop) / (cnt @ counted.astype(np.float64))
+    n_c = s.shape[1]
+    rho = float(_spearman_rows(mean_s[None, :], mean_l[None, :])[0]) if n_c >= 3 else float("nan")
+    if n_c >= 3:
+        lo, hi = percentile_ci(_spearman_rows(boot_s, boot_l)[:, None], ci)
+        lo, hi = float(lo[0]), float(hi[0])
+    else:
+        lo = hi = float("nan")
+    return {"rho": rho, "ci": [lo, hi], "n_conditions": int(n_c), "stability": mean_s, "drop": mean_l}

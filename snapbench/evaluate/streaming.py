@@ -20,6 +20,7 @@ from ..core.errors import EvaluationInputError
 from ..core.ranking import StreamingTopK
 from .condition import ConditionEval
 from .metrics import Labels, query_stats, ranking_depth
+from .stability import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P, is_stability_metric
 
 __all__ = ["evaluate_column_chunks"]
 
@@ -45,12 +46,16 @@ def evaluate_column_chunks(
     name: str = "scores",
     set_threshold: float | None = None,
     include_zero_gt: bool = False,
+    reference: np.ndarray | None = None,
+    rbo_p: float = DEFAULT_RBO_P,
+    rbo_depth: int = DEFAULT_RBO_DEPTH,
 ) -> ConditionEval:
     """Per-query results of one condition from ``chunks()``, an iterable of ``(first column, Q x n_c
     scores)`` covering the gallery in order.  ``chunks`` is called once, and a second time only when
-    some query's first positive lies below the top-k."""
+    some query's first positive lies below the top-k.  ``reference``: the clean ranking the stability
+    measures compare with, as in :func:`~snapbench.evaluate.condition.evaluate_matrix`."""
     n_q = labels.n_queries
-    depth = ranking_depth(metrics)
+    depth = ranking_depth(metrics, rbo_depth)
     acc = StreamingTopK(n_q, depth)
     best = np.full(n_q, -np.inf)
     best_col = np.full(n_q, np.iinfo(np.int64).max, dtype=np.int64)
@@ -95,5 +100,7 @@ def evaluate_column_chunks(
             cols = off + np.arange(Sn.shape[1])[None, :]
             above += np.count_nonzero((Sn > b) | ((Sn == b) & (cols < bc)), axis=1)
         first_rank[need] = above + 1.0
-    stats = query_stats(idx, first_rank, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp)
-    return ConditionEval(stats, first_rank)
+    stats = query_stats(idx, first_rank, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp,
+                        reference=reference, rbo_p=rbo_p, rbo_depth=rbo_depth)
+    keep = reference is None and any(is_stability_metric(m) for m in metrics)
+    return ConditionEval(stats, first_rank, ranking=idx if keep else None)

@@ -46,6 +46,7 @@ from .paired import (
     rank_displacement,
     stability_classes,
 )
+from .stability import STABILITY_RULE, is_stability_metric
 
 __all__ = ["as_value", "evaluate_conditions"]
 
@@ -78,6 +79,14 @@ def evaluate_conditions(
         missing = [m for m in metrics if m not in evals[c].stats]
         if missing:
             raise EvaluationInputError(f"condition {c!r} was evaluated without {', '.join(missing)}")
+    if any(is_stability_metric(m) for m in metrics):
+        # a corrupted condition evaluated without the clean ranking compared itself with itself
+        # (overlap 1 everywhere): refuse it instead of reporting perfect stability
+        selfref = [c for c in conds[1:] if evals[c].ranking is not None]
+        if selfref:
+            raise EvaluationInputError(
+                f"{selfref[0]!r} was evaluated without the clean ranking, so its stability measures compare it with "
+                "itself: evaluate clean first and pass its ConditionEval.ranking as reference=")
     n_q = labels.n_queries
     n_perm = cfg.permutations if cfg.permutations is not None else cfg.resamples
     rs = QueryResamples(n_q, cfg.resamples, cfg.seed, permutations=n_perm)
@@ -92,9 +101,11 @@ def evaluate_conditions(
         paired={c: {m: _paired(paired[c][m]) for m in metrics} for c in conds[1:]},
         additivity={},
         n_queries=n_q,
-        n_excluded_zero_gt=0 if cfg.include_zero_gt else n_zero,
+        n_excluded_zero_gt=0 if cfg.include_zero_gt or not cfg.labelled else n_zero,
         meta=_meta(cfg, metrics, n_perm, n_zero, labels),
     )
+    report.meta.labelled = cfg.labelled
+    _add_label_free(report, conds, metrics, values, boot, cfg)
     _add_additivity(report, conds, metrics, values, boot, cfg.ci, clean)
     del boot
     report.severity_curves = _severity_curves(conds, metrics, values, cfg, clean)
@@ -124,6 +135,21 @@ def _metric_bootstrap(evals, conds: list[str], metrics: list[str], rows: Mapping
         b = rs.values([evals[c].stats[m] for m in ms for c in conds], rows[ms[0]])
         out.update({m: b[:, i * n_c : (i + 1) * n_c] for i, m in enumerate(ms)})
     return out
+
+
+def _add_label_free(report: Report, conds: list[str], metrics: list[str], values, boot, cfg: EvaluationConfig) -> None:
+    """Each stability measure's mean per condition with its own percentile interval, from the same
+    resamples as every paired delta (so the interval of ``overlap@10`` is that of its delta + 1)."""
+    stable = [m for m in metrics if is_stability_metric(m)]
+    if not stable:
+        return
+    report.meta.stability_measures = {"rule": STABILITY_RULE, "rbo_p": cfg.rbo_p, "rbo_depth": cfg.rbo_depth}
+    out: dict[str, dict[str, dict]] = {c: {} for c in conds}
+    for m in stable:
+        lo, hi = percentile_ci(boot[m], cfg.ci)
+        for j, c in enumerate(conds):
+            out[c][m] = {"mean": as_value(values[m][c]), "ci": list(_ci(lo[j], hi[j]))}
+    report.label_free = out
 
 
 def _paired(d: Mapping) -> Paired:

@@ -204,6 +204,7 @@ def build_report(
         choice(f, FORMATS, "formats", what="report format")
     check_dpi(dpi)
     data = load_run_dir(run_dir)
+    metric = _label_free_metric(data, metric)
     if all(metric not in r.conditions["clean"] for r in data.reports.values()):
         known = dict.fromkeys(m for r in data.reports.values() for m in r.conditions["clean"])
         raise ConfigError(f"metric {metric!r} is in none of the reports of {data.path}{hint_and_known(metric, known)}",
@@ -222,6 +223,7 @@ def build_report(
     say = progress or (lambda msg: None)
     say("findings")
     sections = [_findings_section(data, metric, w)]
+    sections.append(_stability_section(data, w, sections[0]))
     say("tables")
     sections.append(_summary_section(data, metric, w))
     say("figures")
@@ -271,6 +273,81 @@ def _traffic_section(data: RunData, metric: str, outdir: Path | None = None) -> 
     own = outdir if outdir is not None and RunDir(outdir).traffic.is_file() else None
     frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES, traffic_dir=own)
     return [] if frag is None else [HtmlSection("traffic", "Under your traffic", raw=[frag])]
+
+
+def _label_free_metric(data: RunData, metric: str) -> str:
+    """The default hit@1 of a run without labels is its overlap@10 (the report speaks of what exists)."""
+    from .stability import labelled, overlap_metric
+
+    if metric != "hit@1" or not data.reports or labelled(data):
+        return metric
+    return overlap_metric(data.first_report.metrics) or metric
+
+
+def _stability_section(data: RunData, w: _Writer, findings: HtmlSection) -> HtmlSection:
+    """Robustness without labels: each label-free measure with its CI for the primary mode, and where
+    labels exist whether they track the loss (stability.json, a finding, a scatter figure)."""
+    from .findings import Finding
+    from .stability import label_free_rows, labelled, stability_finding, stability_scatter_figure, stability_vs_loss
+    from .tables import Cell, Table
+
+    sec = HtmlSection("stability", "Robustness without labels")
+    if not data.reports:
+        return sec
+    mode = data.primary_mode
+    rep = data.reports[mode]
+    if not labelled(data):
+        text = ("This run has no relevance labels: nothing here says whether a result is right. "
+                "The numbers say how far each condition moves the ranking away from the clean "
+                "query's own ranking: overlap@k = share of the clean top k still in the corrupted "
+                "top k; rbo = rank-biased overlap (RBO_ext, persistence p, top-weighted agreement of "
+                "the two rankings, 1 = identical); flip@1 = share of queries whose top-1 item "
+                "changed. 100 / 100 / 0 = the corruption changed nothing.")
+        sec.raw.append(ul([("", text)]))
+        findings.raw.insert(0, ul([("finding-no-labels", text)], "findings"))
+        _extra_findings(w, Finding("no_labels", text, {"labelled": False}))
+    else:
+        sec.raw.append(ul([("", "How far each condition moves the ranking from the clean query's own ranking, "
+                                "without using the labels: overlap@k, rbo (RBO_ext) and flip@1 (top-1 changed).")]))
+    rows = label_free_rows(rep)
+    if not rows:
+        sec.missing.append(f"the {mode} report has no label-free measures (evaluated before they existed)")
+        return sec
+    measures = list(rows[0][1])
+    t = Table(f"{mode}_label_free", f"{TARGET_NAMES.get(mode, mode)}: label-free stability per condition (%, CI)",
+              ["condition"] + measures)
+    t.groups.append(("", [(c, [Cell(e[m]["mean"], e[m]["ci"]) if m in e else Cell() for m in measures])
+                          for c, e in rows]))
+    sec.raw.append(w.table(t))
+    body = stability_vs_loss(data)
+    if body is None:
+        w.out.stability.unlink(missing_ok=True)  # an earlier report's, of other reports
+        if labelled(data):
+            sec.missing.append("does stability track the loss: needs hit@1, a stability measure and per_query.csv "
+                               "for at least 3 corrupted conditions")
+        return sec
+    w.write(w.out.stability, dumps(body) + "\n")
+    for m in body["modes"]:
+        text = stability_finding(body, m)
+        if text:
+            sec.raw.append(ul([(f"finding-stability-{m}", text)], "findings"))
+            findings.raw.append(ul([(f"finding-stability-{m}", text)], "findings"))
+            _extra_findings(w, Finding(f"stability_tracks_loss_{m}", text, body["modes"][m]))
+        fig = w.figure(f"{m}_stability_vs_loss", lambda m=m: stability_scatter_figure(body, m),
+                       f"{TARGET_NAMES.get(m, m)}: mean stability against the drop of {body['metric']} per "
+                       "condition, coloured by operator family.")
+        sec.figures += [fig] if fig else []
+    return sec
+
+
+def _extra_findings(w: _Writer, f) -> None:
+    """Append a finding to findings.json (written by the findings section just before)."""
+    import json
+
+    p = w.out.findings
+    finds = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else []
+    finds.append({"id": f.id, "text": f.text, "values": f.values})
+    write_text_atomic(p, dumps(finds) + "\n")  # already listed among the report's files
 
 
 def _findings_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:

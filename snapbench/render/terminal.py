@@ -110,6 +110,9 @@ def print_report(report: Report, *, primary: str = "hit@1", show: Sequence[str] 
 def queries_line(report: Report) -> str:
     """``"11 of 12 queries count (1 has no relevant item)"``: the denominator of the ranking metrics."""
     n, ex, zero = report.n_queries, report.n_excluded_zero_gt, report.meta.n_zero_gt
+    if report.meta.get("labelled", True) is False:
+        return (f"no relevance labels: all {n} queries count in the label-free measures (how far each ranking "
+                "moved from the clean one: overlap@k, rbo, flip@1), which say nothing about correctness")
     if ex:
         return f"{n - ex} of {n} queries count ({ex} ha{'s' if ex == 1 else 've'} no relevant item)"
     if zero:

@@ -261,6 +261,11 @@ class RunDir:
         return self.root / "findings.json"
 
     @property
+    def stability(self) -> Path:
+        """Whether label-free stability tracks the labelled loss, per mode (``snapbench.render.stability``)."""
+        return self.root / "stability.json"
+
+    @property
     def contact_sheet(self) -> Path:
         return self.root / "contact_sheet.png"
 

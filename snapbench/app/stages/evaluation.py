@@ -48,7 +48,9 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
             raise InputError(f"qrels of query {q!r} name gallery id(s) not in the gallery: {', '.join(unknown[:5])}")
         gold.append({gpos[g]: float(r) for g, r in rel.items()})
     labels = Labels.from_lists(gold, len(gids))
-    cfg = EvaluationConfig(ks=tuple(opts.ks), resamples=opts.resamples, seed=opts.seed)
+    # a dataset without any ground truth is evaluated by the label-free stability measures alone
+    cfg = EvaluationConfig(ks=tuple(opts.ks), resamples=opts.resamples, seed=opts.seed,
+                           labelled=bool(ds.has_ground_truth))
     metrics = cfg.metric_list()
     groups = tag_groups(ds, keep, opts.group_by)
     N = len(gids)
@@ -66,12 +68,16 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
     task = bar.add("evaluate", len(targets) * len(conds))
     for name, make in targets:
         evals = {}
-        for c in conds:
+        reference = None  # the clean ranking, once evaluated: what the stability measures compare with
+        for c in sorted(conds, key=lambda c: c.id != "clean"):
+            rbo = dict(reference=reference, rbo_p=cfg.rbo_p, rbo_depth=cfg.rbo_depth)
             if sharded:
-                evals[c.id] = evaluate_column_chunks(make(c), labels, metrics, name=f"{name} {c.id}")
+                evals[c.id] = evaluate_column_chunks(make(c), labels, metrics, name=f"{name} {c.id}", **rbo)
             else:
                 evals[c.id] = evaluate_matrix(BlockScores(make(c), (keep.size, N)), labels, metrics,
-                                              name=f"{name} {c.id}", query_ids=qids, block_rows=cfg.block_rows)
+                                              name=f"{name} {c.id}", query_ids=qids, block_rows=cfg.block_rows, **rbo)
+            if c.id == "clean":
+                reference = evals[c.id].ranking
             bar.advance(task)
         report = evaluate_conditions(evals, labels, cfg, groups=groups)
         report.meta.mode = name

@@ -88,9 +88,32 @@ def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluate
     save_run_json(state)
     _write_traffic(state, options, say)
     html = _build_html(state.dir.root, say) if options.report else None
+    if _record_stability(state, built=options.report):
+        save_run_json(state)
     return RunResult(state.dir.root, list(evaluated.modes.targets), list(state.meta["conditions"]), int(queries.keep.size),
                      len(dataset.gallery), queries.dropped, notes, evaluated.reports, html, time.perf_counter() - t0,
                      dict(queries.timings), target_outcome=outcome)
+
+
+def _record_stability(state: RunState, *, built: bool) -> bool:
+    """run.json's ``stability_vs_loss``: whether the label-free measures track the hit@1 loss, per mode
+    (:func:`snapbench.render.stability.stability_vs_loss`, computed from the per-query tables).  The
+    report wrote it as stability.json when it was built; without a report it is computed here.  False
+    when the run has nothing to record (no labels, too few conditions)."""
+    from ...store import RunDir
+
+    path = RunDir(state.dir.root).stability
+    if built:
+        body = read_json(path, what="stability") if path.is_file() else None
+    else:
+        from ...render.stability import stability_vs_loss
+        from ...store.rundir import load_run_dir
+
+        body = stability_vs_loss(load_run_dir(state.dir.root))
+    if body is None:
+        return False
+    state.meta["stability_vs_loss"] = body
+    return True
 
 
 def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable[[str], None], t0: float) -> RunResult:

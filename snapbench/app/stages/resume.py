@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._version import __version__
+from ...core.defaults import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P
 from ...core.jsonable import to_json
 from ...store import RunDir, check_resume, read_run_json, write_run_json
 from .options import RunOptions
@@ -92,7 +93,9 @@ def _evaluation(options: RunOptions, plan: RunPlan) -> dict[str, Any]:
     evaluation only)."""
     return to_json({"snapbench_version": __version__,
                     "modes": None if options.modes is None else list(options.modes), "resamples": int(options.resamples),
-                    "ks": [int(k) for k in options.ks], "group_by": options.group_by, "report": bool(options.report)})
+                    "ks": [int(k) for k in options.ks], "group_by": options.group_by, "report": bool(options.report),
+                    # the label-free measures' settings: a run evaluated before them is evaluated again
+                    "stability": {"rbo_p": DEFAULT_RBO_P, "rbo_depth": DEFAULT_RBO_DEPTH}})
 
 
 def _discard(rundir: RunDir) -> None:

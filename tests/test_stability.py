@@ -1,0 +1,217 @@
+"""Label-free stability measures (SPEC §14): overlap@k, rbo (RBO_ext), flip@1.
+
+Every expected value comes from an independent computation written here: Python sets over rankings
+from ``np.argsort(-scores, kind="stable")`` (the documented tie rule) and RBO_ext straight from Webber,
+Moffat & Zobel (2010), eq. 32 -- never from snapbench's own functions.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from snapbench.app.evaluate import evaluate_directory
+from snapbench.core.errors import ConfigError
+from snapbench.evaluate.config import EvaluationConfig
+from snapbench.evaluate.stability import flip_at_k, overlap_at_k, rbo_ext
+
+
+def ref_rbo(a: list, b: list, p: float, d: int) -> float:
+    """RBO_ext = (X_d / d) p^d + ((1 - p) / p) Σ_{i=1..d} (X_i / i) p^i, X_i = |a_{1:i} ∩ b_{1:i}|."""
+    x = [len(set(a[:i]) & set(b[:i])) for i in range(1, d + 1)]
+    return x[d - 1] / d * p ** d + (1 - p) / p * sum(x[i - 1] / i * p ** i for i in range(1, d + 1))
+
+
+def ref_rankings(scores: np.ndarray) -> np.ndarray:
+    return np.argsort(-scores, axis=1, kind="stable")  # higher first, ties by gallery column
+
+
+# ------------------------------------------------------------------ hand-computed cases
+def test_hand_computed_rbo_overlap_flip():
+    a = np.array([[0, 1, 2, 3]])
+    b = np.array([[1, 0, 3, 2]])
+    # X = 0, 2, 2, 4; p = 0.5, d = 4: 1 * 0.5^4 + 1 * (0 + 2/2 * 0.25 + 2/3 * 0.125 + 4/4 * 0.0625)
+    want = 0.0625 + 0.25 + (2 / 3) * 0.125 + 0.0625
+    assert rbo_ext(a, b, 0.5, 4)[0] == pytest.approx(want, abs=1e-12)
+    assert overlap_at_k(a, b, 1)[0] == 0.0 and overlap_at_k(a, b, 2)[0] == 1.0 and overlap_at_k(a, b, 3)[0] == 2 / 3
+    assert flip_at_k(a, b, 1)[0] == 1.0
+    assert flip_at_k(a, a, 1)[0] == 0.0
+
+
+def test_identical_and_disjoint_rankings():
+    a = np.arange(50)[None, :]
+    assert rbo_ext(a, a, 0.9, 50)[0] == pytest.approx(1.0, abs=1e-12)
+    assert rbo_ext(a, a + 50, 0.9, 50)[0] == 0.0
+    assert overlap_at_k(a, a + 50, 10)[0] == 0.0
+
+
+def test_rbo_matches_definition_on_random_rankings():
+    rng = np.random.default_rng(3)
+    a = np.stack([rng.permutation(40) for _ in range(25)])
+    b = np.stack([rng.permutation(40) for _ in range(25)])
+    b[:5] = a[:5]
+    b[5:10, :10] = a[5:10, :10][:, ::-1]
+    for p, d in ((0.9, 20), (0.5, 7), (0.98, 40)):
+        got = rbo_ext(a, b, p, d)
+        want = [ref_rbo(list(a[q]), list(b[q]), p, d) for q in range(a.shape[0])]
+        np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_rbo_settings_are_checked():
+    a = np.arange(5)[None, :]
+    for p in (0.0, 1.0, -0.1):
+        with pytest.raises(ConfigError, match="rbo_p|in \\(0, 1\\)"):
+            rbo_ext(a, a, p, 5)
+    with pytest.raises(ConfigError):
+        EvaluationConfig(rbo_depth=0)
+
+
+# ------------------------------------------------------------------ score folders, no labels
+def _folder(tmp_path, n_q=40, n=150, seed=0, ties=False):
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(n_q, n))
+    conds = {
+        "clean": base,
+        "img/motion_blur/s1": base + 0.05 * rng.normal(size=(n_q, n)),
+        "img/motion_blur/s3": base + 0.6 * rng.normal(size=(n_q, n)),
+        "txt/sent_replace": rng.normal(size=(n_q, n)),
+    }
+    if ties:  # coarse scores: many equal values in both rankings; one condition all equal
+        conds = {c: np.round(s, 0) for c, s in conds.items()}
+        conds["txt/char_add"] = np.zeros((n_q, n))
+    d = tmp_path / "scores"
+    d.mkdir()
+    for c, s in conds.items():
+        np.save(d / (c.replace("/", "__") + ".npy"), s)
+    (d / "query_ids.txt").write_text("".join(f"q{i}\n" for i in range(n_q)))
+    (d / "gallery_ids.txt").write_text("".join(f"g{j}\n" for j in range(n)))
+    return d, conds
+
+
+def _independent(conds, ks=(1, 5, 10, 20), p=0.9, depth=100):
+    r0 = ref_rankings(conds["clean"])
+    out = {}
+    for c, s in conds.items():
+        r = ref_rankings(s)
+        vals = {f"overlap@{k}": np.mean([len(set(r0[q, :k]) & set(r[q, :k])) / k for q in range(len(r))]) for k in ks}
+        vals["rbo"] = np.mean([ref_rbo(list(r0[q]), list(r[q]), p, min(depth, r.shape[1])) for q in range(len(r))])
+        vals["flip@1"] = np.mean(r0[:, 0] != r[:, 0])
+        out[c] = vals
+    return out
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_score_folder_without_labels_means_and_cis(tmp_path, ties):
+    d, conds = _folder(tmp_path, ties=ties)
+    rep = evaluate_directory(d, None, EvaluationConfig(resamples=300, workers=1))
+    want = _independent(conds)
+    assert rep.meta.labelled is False and rep.meta.qrels is None
+    assert set(rep.metrics) == {"overlap@1", "overlap@5", "overlap@10", "overlap@20", "rbo", "flip@1"}
+    for c, vals in want.items():
+        for m, v in vals.items():
+            assert rep.conditions[c][m] == pytest.approx(v, abs=5e-5), (c, m)
+            lf = rep.label_free[c][m]
+            assert lf["mean"] == pytest.approx(v, abs=5e-5)
+            lo, hi = lf["ci"]
+            assert lo is not None and hi is not None and lo - 1e-12 <= v <= hi + 1e-12
+            if c != "clean":
+                assert rep.paired[c][m].ci[0] is not None
+    if ties:  # all-equal scores rank in gallery order in both: identical to a clean ranking of ties only where equal
+        assert rep.conditions["txt/char_add"]["overlap@10"] == pytest.approx(want["txt/char_add"]["overlap@10"])
+    else:
+        # the measures order the conditions by how much noise moved the ranking
+        o = {c: rep.conditions[c]["overlap@10"] for c in conds}
+        assert o["clean"] == 1.0 > o["img/motion_blur/s1"] > o["img/motion_blur/s3"] > o["txt/sent_replace"]
+        assert rep.conditions["clean"]["flip@1"] == 0.0
+
+
+def test_small_gallery_rbo_ranks_the_whole_gallery(tmp_path):
+    d, conds = _folder(tmp_path, n_q=12, n=30)
+    rep = evaluate_directory(d, None, EvaluationConfig(resamples=50, workers=1))
+    want = _independent(conds, depth=30)
+    assert rep.conditions["clean"]["rbo"] == pytest.approx(1.0, abs=1e-9)
+    for c in conds:
+        assert rep.conditions[c]["rbo"] == pytest.approx(want[c]["rbo"], abs=5e-5)
+
+
+def test_with_labels_stability_sits_beside_the_labelled_metrics(tmp_path):
+    d, conds = _folder(tmp_path, n_q=20, n=60)
+    qrels = tmp_path / "qrels.json"
+    qrels.write_text(json.dumps({f"q{i}": [f"g{i}", f"g{i + 20}"] for i in range(20)}))
+    rep = evaluate_directory(d, qrels, EvaluationConfig(resamples=50, workers=1), per_query=True)
+    assert "hit@1" in rep.metrics and "overlap@10" in rep.metrics and "rbo" in rep.metrics
+    want = _independent(conds)
+    r0 = ref_rankings(conds["clean"])
+    r = ref_rankings(conds["img/motion_blur/s3"])
+    per = rep.per_query.values["img/motion_blur/s3"]["overlap@10"]
+    np.testing.assert_allclose(per, [len(set(r0[q, :10]) & set(r[q, :10])) / 10 for q in range(20)], atol=1e-12)
+    assert rep.conditions["txt/sent_replace"]["flip@1"] == pytest.approx(want["txt/sent_replace"]["flip@1"])
+
+
+def test_cli_evaluate_without_qrels(tmp_path):
+    d, conds = _folder(tmp_path, n_q=15, n=80)
+    out = tmp_path / "r.json"
+    res = subprocess.run([sys.executable, "-m", "snapbench", "evaluate", str(d), "--out", str(out), "--resamples", "100",
+                          "--rbo-p", "0.8", "--rbo-depth", "20", "-q"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    body = json.loads(out.read_text())
+    want = _independent(conds, p=0.8, depth=20)
+    assert body["conditions"]["img/motion_blur/s3"]["rbo"] == pytest.approx(want["img/motion_blur/s3"]["rbo"], abs=5e-5)
+    assert body["meta"]["stability_measures"]["rbo_p"] == 0.8 and body["meta"]["labelled"] is False
+    res = subprocess.run([sys.executable, "-m", "snapbench", "evaluate", str(d), "--metrics", "hit@1"],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and "error: --metrics: hit@1 needs relevance labels (give --qrels)" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_conditions_evaluated_without_the_clean_ranking_are_refused():
+    """The library path: a corrupted condition must be compared with clean's ranking, never with itself."""
+    from snapbench.core.errors import EvaluationInputError
+    from snapbench.evaluate import Labels, evaluate_conditions, evaluate_matrix
+
+    rng = np.random.default_rng(1)
+    s0, s1 = rng.normal(size=(10, 30)), rng.normal(size=(10, 30))
+    lab = Labels.from_lists([[q] for q in range(10)], 30)
+    cfg = EvaluationConfig(resamples=50, workers=1)
+    metrics = cfg.metric_list()
+    clean = evaluate_matrix(s0, lab, metrics)
+    wrong = {"clean": clean, "txt/char_add": evaluate_matrix(s1, lab, metrics)}
+    with pytest.raises(EvaluationInputError, match="'txt/char_add' was evaluated without the clean ranking"):
+        evaluate_conditions(wrong, lab, cfg)
+    right = {"clean": clean, "txt/char_add": evaluate_matrix(s1, lab, metrics, reference=clean.ranking)}
+    rep = evaluate_conditions(right, lab, cfg)
+    r0, r1 = ref_rankings(s0), ref_rankings(s1)
+    want = np.mean([len(set(r0[q, :10]) & set(r1[q, :10])) / 10 for q in range(10)])
+    assert rep.conditions["txt/char_add"]["overlap@10"] == pytest.approx(want, abs=1e-12)
+
+
+def test_compare_gives_model_vs_model_differences_of_stability(tmp_path):
+    """Two models' label-free reports compared like any other metric: the difference of drops of
+    overlap@10 between the models equals the difference of their mean overlaps (clean is 1 for both)."""
+    from snapbench.compare import CompareConfig, ModelValues, compare_models
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    da, ca = _folder(tmp_path / "a", n_q=30, n=80, seed=1)
+    db, cb = _folder(tmp_path / "b", n_q=30, n=80, seed=2)
+    cfg = EvaluationConfig(resamples=200, workers=1)
+    models = []
+    for name, d in (("A", da), ("B", db)):
+        rep = evaluate_directory(d, None, cfg, per_query=True)
+        vals = {c: {m: np.array([np.nan if v is None else v for v in per[m]]) for m in per}
+                for c, per in rep.per_query.values.items()}
+        models.append(ModelValues.from_values(name, rep.per_query.query_ids, {"T2T": vals}))
+    rec = compare_models(models, CompareConfig(resamples=200, workers=1)).records()
+    wa, wb = _independent(ca), _independent(cb)
+    rows = [r for r in rec["pairs"] if r["metric"] == "overlap@10" and not r["condition"].startswith("group:")
+            and r["condition"] in wa]
+    assert {r["condition"] for r in rows} == set(wa) - {"clean"}
+    for r in rows:
+        c = r["condition"]
+        sign = 1 if (r["model_a"], r["model_b"]) == ("A", "B") else -1
+        assert r["diff"] == pytest.approx(sign * (wa[c]["overlap@10"] - wb[c]["overlap@10"]), abs=5e-5)
+        assert r["ci_low"] <= r["diff"] <= r["ci_high"] and r["p_raw"] is not None
