@@ -16,8 +16,9 @@ from PIL import Image
 from skimage import data
 from typer.testing import CliRunner
 
-from snapbench.app.corrupt import RunConfigError, run_corruption
+from snapbench.app.corrupt import run_corruption
 from snapbench.cli import app
+from snapbench.core.errors import RunConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

@@ -6,17 +6,9 @@ import pytest
 from PIL import Image
 from skimage import data
 
-from snapbench.core.errors import SnapbenchError
+from snapbench.core.errors import CodecError, ImageLoadError, SnapbenchError
 from snapbench.corruptions import load_image
-from snapbench.corruptions.codecs import (
-    FORMATS,
-    CodecError,
-    decode_image,
-    detect_format,
-    encode_image,
-    extension,
-)
-from snapbench.corruptions.io import ImageLoadError
+from snapbench.corruptions.codecs import FORMATS, decode_image, detect_format, encode_image, extension
 
 pytest.importorskip("imagecodecs")
 

@@ -48,7 +48,7 @@ def test_unknown_format_is_a_clean_cli_error(tmp_path):
 
 def test_a_run_drawn_with_another_text_renderer_is_not_resumed(tmp_path):
     """Watermark / UI text bytes depend on the font file, Pillow and FreeType: never mix two."""
-    from snapbench.app.corrupt import RunConfigError
+    from snapbench.core.errors import RunConfigError
     from snapbench.corruptions.image.add import renderer_versions
 
     run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path, conditions=["img/watermark/s1"], progress=False)

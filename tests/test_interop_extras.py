@@ -7,10 +7,10 @@ import sys
 import numpy as np
 import pytest
 
+from snapbench.core.errors import ImageLoadError
 from snapbench.core.install_hint import install_hint
 from snapbench.corruptions import load_image
 from snapbench.corruptions.codecs import encode_image
-from snapbench.corruptions.io import ImageLoadError
 
 
 def _hide(monkeypatch, *names):

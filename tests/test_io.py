@@ -13,7 +13,8 @@ import pytest
 from PIL import Image
 from skimage import data
 
-from snapbench.corruptions.io import ImageLoadError, image_problem, load_image
+from snapbench.core.errors import ImageLoadError
+from snapbench.corruptions.io import image_problem, load_image
 from snapbench.store.atomic import save_png
 
 

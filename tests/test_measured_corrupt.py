@@ -19,8 +19,9 @@ from measure_reference import photo, ref_strength
 from PIL import Image
 from typer.testing import CliRunner
 
-from snapbench.app.corrupt import MANIFEST_FIELDS, RunConfigError, run_corruption
+from snapbench.app.corrupt import MANIFEST_FIELDS, run_corruption
 from snapbench.cli import app
+from snapbench.core.errors import RunConfigError
 
 CONDS = ["img/defocus_blur/s2", "img/cropping/s3", "img/downscale/s2", "img/low_light/s1", "img/scribble/s2",
          "img/compression/s3", "txt/char_swap", "txt/word_swap", "joint/low_light+word_swap/s1"]

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapbench.app.corrupt import RunConfigError, run_corruption
+from snapbench.app.corrupt import run_corruption
 from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.core.defaults import DEFAULT_DATA
-from snapbench.core.errors import ConfigError
+from snapbench.core.errors import ConfigError, RunConfigError
 from snapbench.corruptions import register_image_operator
 from snapbench.corruptions.image import get_image_operator, image_operator_revisions, unregister_image_operator
 from snapbench.data import load_dataset

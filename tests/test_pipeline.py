@@ -21,8 +21,9 @@ from PIL import Image
 from query_sets import three_photo_set as make_query_set
 from skimage import data
 
-from snapbench.app.corrupt import MANIFEST_FIELDS, RunConfigError, run_corruption
+from snapbench.app.corrupt import MANIFEST_FIELDS, run_corruption
 from snapbench.core.conditions import IMAGE_OPERATORS, TEXT_OPERATORS
+from snapbench.core.errors import RunConfigError
 from snapbench.core.records import QueryRecord
 from snapbench.corruptions import (
     ManifestError,

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from snapbench.core.errors import InputError
+from snapbench.core.errors import CodecError, InputError
 from snapbench.corruptions import load_image
-from snapbench.corruptions.codecs import CodecError, decode_image, detect_format
+from snapbench.corruptions.codecs import decode_image, detect_format
 from snapbench.corruptions.pixels import PNG_SIGNATURE, encode_png, to_rgb_uint8
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from snapbench.app.corrupt import RunConfigError
 from snapbench.core.conditions import IMAGE_PRIMITIVES, TEXT_OPERATORS
-from snapbench.core.errors import ConfigError, InputError
+from snapbench.core.errors import ConfigError, InputError, RunConfigError
 from snapbench.corruptions import (
     EntityNotFoundError,
     ImageLoadError,

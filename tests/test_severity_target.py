@@ -18,11 +18,11 @@ from measure_reference import photo, ref_strength
 from PIL import Image
 from typer.testing import CliRunner
 
-from snapbench.app.corrupt import RunConfigError, run_corruption
+from snapbench.app.corrupt import run_corruption
 from snapbench.cli import app
 from snapbench.core.conditions import IMAGE_OPERATORS
 from snapbench.core.defaults import DEFAULT_DATA
-from snapbench.core.errors import ConfigError
+from snapbench.core.errors import ConfigError, RunConfigError
 from snapbench.corruptions import BUILTIN_KNOBS, Knob, SeverityTarget, parse_severity_target
 from snapbench.corruptions.image import DEFAULT_GRID, corrupt_image_with_params, get_image_operator
 from snapbench.corruptions.image.base import register_image_operator, sample_image_params, unregister_image_operator

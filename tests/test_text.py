@@ -18,13 +18,13 @@ from collections import Counter
 import pytest
 
 from snapbench.core.conditions import TEXT_OPERATORS
+from snapbench.core.errors import TextCorruptionError
 from snapbench.corruptions.text import (
     MAX_ATTEMPTS,
     QWERTY_NEIGHBOURS,
     SENTENCE_POOL,
     CorruptedText,
     EntityNotFoundError,
-    TextCorruptionError,
     corrupt_text,
     corrupt_text_with_params,
     find_entity,

@@ -96,7 +96,7 @@ import numpy as np
 from .._version import __version__
 from ..core.conditions import Condition, ConditionPlan, parse_condition
 from ..core.defaults import DEFAULT_MAX_PIXELS, DEFAULT_SEED
-from ..core.errors import ConfigError, InputError, arg, in_words
+from ..core.errors import ConfigError, ImageLoadError, InputError, RunConfigError, WorkerSetupError, arg, in_words
 from ..core.image_formats import DEFAULT_IMAGE_FORMAT
 from ..core.jsonable import dumps
 from ..core.records import QueryRecord, TargetOutcome
@@ -105,7 +105,7 @@ from ..corruptions.codecs import check_format, encode_image, extension
 from ..corruptions.entity import guess_entity
 from ..corruptions.image import image_operator_revisions, image_operators
 from ..corruptions.image.add import renderer_versions
-from ..corruptions.io import PNG_COMPRESSION, ImageLoadError, image_problem, load_image
+from ..corruptions.io import PNG_COMPRESSION, image_problem, load_image
 from ..corruptions.manifest import ManifestWarning, load_manifest
 from ..corruptions.plan import GridArg, grid_json, plan_conditions, plan_grid
 from ..corruptions.target import SeverityTarget, parse_severity_target, target_outcome
@@ -118,7 +118,7 @@ from ..store import CorruptDir, check_resume, claim_output_dir, read_run_json, w
 from ..store.atomic import write_bytes_atomic
 from ..store.jsonl import read_jsonl_records, read_skips
 
-__all__ = ['MANIFEST_FIELDS', 'CorruptOptions', 'RunConfigError', 'RunSummary', 'run_corruption', 'QueryTask', 'QueryResult', 'WorkerSetupError', 'process_query', 'manifest_line', 'LEGACY_REVISION', 'revision_fingerprint', 'assumed_revisions', 'corrupt_fingerprint', 'measure_fingerprint', 'upgrade_legacy_run_json', 'kept_outputs', 'clear_previous', 'remove_stale_temps', 'input_fingerprint', 'dumps_line', 'nothing_written_error']
+__all__ = ['MANIFEST_FIELDS', 'CorruptOptions', 'RunSummary', 'run_corruption', 'QueryTask', 'QueryResult', 'process_query', 'manifest_line', 'LEGACY_REVISION', 'revision_fingerprint', 'assumed_revisions', 'corrupt_fingerprint', 'measure_fingerprint', 'upgrade_legacy_run_json', 'kept_outputs', 'clear_previous', 'remove_stale_temps', 'input_fingerprint', 'dumps_line', 'nothing_written_error']
 
 
 
@@ -462,8 +462,6 @@ class QueryResult:
     skips: list[dict[str, Any]]
 
 
-class WorkerSetupError(RuntimeError):
-    """A worker cannot run the task's operators (they are not registered in its process)."""
 
 
 def manifest_line(task: QueryTask, item: Variant, image: ImageRef | None) -> dict[str, Any]:
@@ -564,8 +562,6 @@ def process_query(task: QueryTask) -> QueryResult:
     return QueryResult(rec.id, lines, skips)
 
 
-class RunConfigError(ConfigError):
-    """An output folder holds a run this one may not resume (another fingerprint, or another command's)."""
 
 
 def _major(version: Any) -> int | None:

@@ -37,6 +37,15 @@ def arg(name: str) -> str:
     return f"{_OPEN}{name}{_CLOSE}"
 
 
+def in_words(name: str) -> str:
+    """A parameter as a file written for any reader names it (messages kept in files -- skips.jsonl,
+    summary.json -- are read from the CLI and from Python alike): ``max_pixels`` -> "the max pixels setting".
+
+    Pass it to :meth:`SnapbenchError.render` for a message that is stored rather than shown: neither a
+    Python name nor a flag would be right for every reader."""
+    return "the " + name.replace("_", " ") + " setting"
+
+
 def _python_name(name: str) -> str:
     return name
 
@@ -88,10 +97,47 @@ class OutputError(SnapbenchError):
     """An output location cannot be used (a file where a folder is needed, no write permission...)."""
 
 
-# appended: messages kept in files (skips.jsonl, summary.json) are read from the CLI and from Python alike
-def in_words(name: str) -> str:
-    """A parameter as a file written for any reader names it: ``max_pixels`` -> "the max pixels setting".
+class ImageLoadError(InputError):
+    """An image file could not be loaded; the message names the file and the problem."""
 
-    Pass it to :meth:`SnapbenchError.render` for a message that is stored rather than shown: neither a
-    Python name nor a flag would be right for every reader."""
-    return "the " + name.replace("_", " ") + " setting"
+
+class ImageMissingError(ImageLoadError):
+    """The image file does not exist."""
+
+
+class ImageTooLargeError(ImageLoadError):
+    """The image has more pixels than the limit (``max_pixels``)."""
+
+
+class ImageUnreadableError(ImageLoadError):
+    """The image file exists but its bytes cannot be read (a directory, no permission, an I/O error)."""
+
+
+class CodecError(InputError):
+    """Bytes or a file could not be decoded as (or an array encoded to) one of :data:`FORMATS`."""
+
+
+class TextCorruptionError(InputError):
+    """The operator could not produce a text that differs from the input."""
+
+
+class EntityNotFoundError(InputError):
+    """The entity is not in the question (or, with no entity given, no candidate word is; or the
+    question is empty).  ``reason`` says which, as a clause a summary line can end with ("the entity
+    is not in the question", "the question is empty and no entity was given", ...)."""
+
+    def __init__(self, problem: str, *, reason: str = "the entity is not in the question", **kw) -> None:
+        super().__init__(problem, **kw)
+        self.reason = reason
+
+
+class ManifestError(InputError):
+    """A query manifest (input) or a run's manifest.jsonl (output) is malformed."""
+
+
+class WorkerSetupError(RuntimeError):
+    """A worker cannot run the task's operators (they are not registered in its process)."""
+
+
+class RunConfigError(ConfigError):
+    """An output folder holds a run this one may not resume (another fingerprint, or another command's)."""

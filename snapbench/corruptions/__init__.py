@@ -11,6 +11,7 @@ and kept outputs), ``workers`` (its worker processes), ``preview`` (contact shee
 levels as targets).
 """
 
+from ..core.errors import ImageLoadError, ManifestError, TextCorruptionError
 from ..core.records import QueryRecord, TargetOutcome
 from .image import (
     BUILTIN_KNOBS,
@@ -25,8 +26,8 @@ from .image import (
     load_grid,
     register_image_operator,
 )
-from .io import ImageLoadError, load_image
-from .manifest import ManifestError, load_manifest
+from .io import load_image
+from .manifest import load_manifest
 from .measure import ImageStrength, TextStrength, image_reference, measure_image, measure_text
 from .plan import plan_conditions, resolve_conditions, resolve_grid
 from .target import (
@@ -41,7 +42,6 @@ from .target import (
 from .text import (
     CorruptedText,
     EntityNotFoundError,
-    TextCorruptionError,
     corrupt_text,
     corrupt_text_with_params,
     find_entity,

@@ -40,13 +40,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.errors import InputError
+from ..core.errors import CodecError, InputError
 from ..core.image_formats import IMAGE_FORMATS, formats_needing
 from ..core.install_hint import install_hint
 from ..core.validate import choice, listing
 from .pixels import PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 
-__all__ = ["FORMATS", "CodecError", "check_format", "decode_image", "detect_format", "encode_image", "extension"]
+__all__ = ["FORMATS", "check_format", "decode_image", "detect_format", "encode_image", "extension"]
 
 #: The format names (the table :data:`snapbench.core.image_formats.IMAGE_FORMATS`: extension, extra needed).
 FORMATS: tuple[str, ...] = tuple(IMAGE_FORMATS)
@@ -59,8 +59,6 @@ _NPZ_KEY = "image"
 _QOI_END = b"\x00" * 7 + b"\x01"
 
 
-class CodecError(InputError):
-    """Bytes or a file could not be decoded as (or an array encoded to) one of :data:`FORMATS`."""
 
 
 def check_format(fmt: str) -> str:

@@ -13,9 +13,9 @@ import functools
 import re
 import unicodedata
 
-from ..core.errors import InputError
+from ..core.errors import EntityNotFoundError
 
-__all__ = ["Span", "STOPWORDS", "IRREGULAR_PLURALS", "EntityNotFoundError", "find_entity", "guess_entity", "locate", "nospace", "WORD_RE", "POSSESSIVE_AFTER_RE",
+__all__ = ["Span", "STOPWORDS", "IRREGULAR_PLURALS", "find_entity", "guess_entity", "locate", "nospace", "WORD_RE", "POSSESSIVE_AFTER_RE",
            "QUESTION_MARKS", "SENT_BOUNDARY_RE", "TERMINATORS"]
 
 # The word lists of entity finding, written for snapbench.  Changing one changes which word a
@@ -66,14 +66,6 @@ IRREGULAR_PLURALS: dict[str, str] = {
 Span = tuple[int, int]
 
 
-class EntityNotFoundError(InputError):
-    """The entity is not in the question (or, with no entity given, no candidate word is; or the
-    question is empty).  ``reason`` says which, as a clause a summary line can end with ("the entity
-    is not in the question", "the question is empty and no entity was given", ...)."""
-
-    def __init__(self, problem: str, *, reason: str = "the entity is not in the question", **kw) -> None:
-        super().__init__(problem, **kw)
-        self.reason = reason
 
 
 # --------------------------------------------------------------------------------------------

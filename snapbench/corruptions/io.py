@@ -38,29 +38,21 @@ from pathlib import Path
 import numpy as np
 
 from ..core.defaults import DEFAULT_MAX_PIXELS
-from ..core.errors import InputError, arg
+from ..core.errors import ImageLoadError, ImageMissingError, ImageTooLargeError, ImageUnreadableError, arg
 from . import codecs
 from .pixels import PNG_COMPRESSION, PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 
-__all__ = ["ImageLoadError", "ImageMissingError", "ImageUnreadableError", "ImageTooLargeError", "image_problem",
+__all__ = ["image_problem",
            "read_image_bytes", "as_rgb_uint8", "load_image", "encode_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
 
 
 
-class ImageLoadError(InputError):
-    """An image file could not be loaded; the message names the file and the problem."""
 
 
-class ImageMissingError(ImageLoadError):
-    """The image file does not exist."""
 
 
-class ImageTooLargeError(ImageLoadError):
-    """The image has more pixels than the limit (``max_pixels``)."""
 
 
-class ImageUnreadableError(ImageLoadError):
-    """The image file exists but its bytes cannot be read (a directory, no permission, an I/O error)."""
 
 
 def image_problem(exc: ImageLoadError) -> str:

@@ -20,21 +20,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError
+from ..core.errors import ManifestError
 from ..core.records import QueryRecord
 from ..core.userfiles import read_text
 from ..core.validate import did_you_mean
 
 __all__ = [
     "KNOWN_FIELDS",
-    "ManifestError",
     "ManifestWarning",
     "load_manifest",
 ]
 
 
-class ManifestError(InputError):
-    """A query manifest (input) or a run's manifest.jsonl (output) is malformed."""
 
 
 class ManifestWarning(UserWarning):

@@ -180,7 +180,8 @@ def _entity_problem(question: str | None, entity: str | None) -> Any:
     """Why no text condition can be drawn for ``question`` (its entity is not in it, or it is empty):
     the :class:`~snapbench.corruptions.entity.EntityNotFoundError`, said once as a warning instead of
     once per text operator; ``None`` when the entity is found."""
-    from .entity import EntityNotFoundError, find_entity
+    from ..core.errors import EntityNotFoundError
+    from .entity import find_entity
 
     if question is None:
         return None

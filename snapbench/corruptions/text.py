@@ -86,7 +86,7 @@ import numpy as np
 
 from ..core import conditions as _conditions
 from ..core.conditions import TEXT_OPERATORS
-from ..core.errors import ConfigError, InputError
+from ..core.errors import ConfigError, EntityNotFoundError, TextCorruptionError
 from ..core.registry import Table
 from ..core.seeding import text_rng
 from .entity import (
@@ -95,7 +95,6 @@ from .entity import (
     SENT_BOUNDARY_RE,
     TERMINATORS,
     WORD_RE,
-    EntityNotFoundError,
     Span,
     find_entity,
     locate,
@@ -107,7 +106,6 @@ __all__ = [
     "TEXT_OPERATORS",
     "MAX_ATTEMPTS",
     "CorruptedText",
-    "TextCorruptionError",
     "EntityNotFoundError",
     "TextOperator",
     "TextOperatorFn",
@@ -259,8 +257,6 @@ def restore_text_operators(snapshot: list[TextOperator]) -> None:
 MAX_ATTEMPTS = 10
 
 
-class TextCorruptionError(InputError):
-    """The operator could not produce a text that differs from the input."""
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,12 @@ from typing import Any, Literal
 import numpy as np
 
 from ..core.conditions import Condition
-from ..core.errors import ConfigError, InputError, in_words
+from ..core.errors import ConfigError, ImageLoadError, InputError, in_words
 from ..core.jsonable import to_json
 from ..core.records import QueryRecord
 from .image import corrupt_image_with_params
 from .image.base import sample_image_params
-from .io import DEFAULT_MAX_PIXELS, ImageLoadError, load_image
+from .io import DEFAULT_MAX_PIXELS, load_image
 from .manifest import load_manifest
 from .measure import ImageReference, image_reference, measure_image, measure_text
 from .plan import plan_conditions, plan_grid, resolve_grid

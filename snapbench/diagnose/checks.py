@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..corruptions.entity import EntityNotFoundError, find_entity
+from ..core.errors import EntityNotFoundError
+from ..corruptions.entity import find_entity
 from .detect import QueryResult
 
 __all__ = ["entity_problem", "hash_groups", "near_duplicate_pairs", "run_checks"]

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.errors import in_words
+from ..core.errors import ImageLoadError, in_words
 from ..core.records import QueryRecord
-from ..corruptions.io import ImageLoadError, image_problem, read_image_bytes
+from ..corruptions.io import image_problem, read_image_bytes
 from .image import decode_for_diagnosis, image_scores, perceptual_hash, view_of
 from .text import Vocabulary, text_scores
 from .thresholds import Thresholds, is_flagged, load_thresholds

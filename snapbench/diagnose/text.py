@@ -24,8 +24,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
+from ..core.errors import EntityNotFoundError
 from ..core.install_hint import install_hint
-from ..corruptions.entity import STOPWORDS, WORD_RE, EntityNotFoundError, find_entity
+from ..corruptions.entity import STOPWORDS, WORD_RE, find_entity
 
 __all__ = [
     "FUNCTION_WORDS",

@@ -327,7 +327,7 @@ def cleanup_shared() -> Iterator[None]:
         remove_own_shared()
 
 
-# appended: the semaphores of a worker pool, named after the process so a kill -9 leaves none for good
+# the semaphores of a worker pool, named after the process so a kill -9 leaves none for good
 _SEM_RE = re.compile(rf"^sem\.mp-{SHM_PREFIX}(\d+)-[0-9a-z_]+$")
 
 

@@ -128,7 +128,7 @@ def nearest_existing(path: str | os.PathLike) -> Path | None:
     return next((q for q in (p, *p.parents) if q.exists()), None)
 
 
-# appended: an output *file* checked before the work that produces it (evaluate --out/--table-out, preview --out)
+# an output *file* checked before the work that produces it (evaluate --out/--table-out, preview --out)
 def check_output_file(path: str | os.PathLike, *, param: str) -> Path:
     """Check, before any expensive work, that the file ``path`` can be written later: it is not a
     folder, and its nearest existing parent is a writable folder (missing parents are created when
@@ -148,7 +148,7 @@ def check_output_file(path: str | os.PathLike, *, param: str) -> Path:
     return out
 
 
-# appended: a command that fails leaves no empty output folder behind (cli.guarded wraps every command)
+# a command that fails leaves no empty output folder behind (cli.guarded wraps every command)
 def _holds_no_file(folder: Path) -> bool:
     for _root, _dirs, files in os.walk(folder):  # symbolic links to folders are listed as files
         if files:

@@ -273,7 +273,7 @@ class RunDir:
     def combined_per_query(self) -> Path:
         return self.root / "per_query.csv"
 
-    # appended: the report's own folders (snapbench report writes them into DIR or its --out)
+    # the report's own folders (snapbench report writes them into DIR or its --out)
     @property
     def tables(self) -> Path:
         return self.root / "tables"
