@@ -32,7 +32,7 @@ Decisions:
 * Memory is bounded by the batch, not the gallery: images are decoded, encoded and dropped batch by
   batch; only embeddings are kept.  Each distinct variant image (manifest ``sha256``) and question
   is encoded once per run (text conditions share the clean image, image conditions the clean
-  question); an :class:`~snapbench.models.CachedEncoder` makes that once per model across runs.
+  question); an :class:`~snapbench.store.cache.CachedEncoder` makes that once per model across runs.
 * A path is written only when both of its sides exist for *every* query and gallery item, the
   encoder encodes them and (IT, TI) the two sides share one embedding space: II needs query and gallery images, TT questions and captions, IT query
   images and captions, TI questions and gallery images.  Image-only queries give II (and IT with

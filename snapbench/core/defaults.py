@@ -3,7 +3,7 @@
 The library modules that use them re-export them under the names they are documented by
 (:data:`snapbench.evaluate.paired.DEFAULT_RESAMPLES`, :data:`snapbench.evaluate.metrics.DEFAULT_KS`,
 :data:`snapbench.models.torch_support.DEFAULT_BATCH_SIZE`, :data:`snapbench.corruptions.io.DEFAULT_MAX_PIXELS`,
-...); the option objects (:class:`snapbench.app.stages.RunOptions`, :class:`snapbench.corruptions.CorruptOptions`,
+...); the option objects (:class:`snapbench.app.stages.RunOptions`, :class:`snapbench.app.corrupt.CorruptOptions`,
 :class:`snapbench.evaluate.EvaluationConfig`) take their field defaults from here, and so do the command
 line's flags.  They live in a module that imports nothing because the CLI needs them when it starts (a
 flag's default is part of its definition and of ``--help``): importing the packages that use them

@@ -29,7 +29,7 @@ IMAGE_FORMATS: dict[str, ImageFormat] = {
     "npz": ImageFormat(".npz", None),       # numpy
 }
 
-#: The format of ``corrupt`` and :class:`snapbench.corruptions.CorruptOptions` unless told otherwise.
+#: The format of ``corrupt`` and :class:`snapbench.app.corrupt.CorruptOptions` unless told otherwise.
 DEFAULT_IMAGE_FORMAT = "png"
 
 

@@ -1,7 +1,7 @@
 """The encoders of a run or an encode: opened from a spec (in this process or as Ray actors), wrapped in
 the embedding cache when that pays, closed at the end; and the folder names of a several-encoder run.
 
-The embedding cache (:class:`snapbench.models.CachedEncoder`) holds every encoder with a ``fingerprint``
+The embedding cache (:class:`snapbench.store.cache.CachedEncoder`) holds every encoder with a ``fingerprint``
 by default, except a ``cheap`` one (``toy``: computing its features costs less than reading them back),
 which is cached only when asked (``use_cache=True``, or a ``cache_dir`` given).  Its folder is
 ``cache_dir``, else ``$SNAPBENCH_CACHE``, else ``~/.cache/snapbench``; commands print it once.
