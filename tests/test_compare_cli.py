@@ -12,10 +12,11 @@ import shutil
 import numpy as np
 import pytest
 from data_fixtures import make_snapbench_release
+from smoke import MIRROR_MODULE, MIRROR_SPEC, SMOKE_CONDITIONS, smoke_options, write_mirror
 from typer.testing import CliRunner
 
 from snapbench.app.demo import DEFAULT_DATA
-from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
+from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
 from snapbench.compare import CompareOptions, compare_runs, read_compare_json
 from snapbench.compare.jsonfile import write_compare_json
@@ -23,39 +24,18 @@ from snapbench.core.records import PerQuery, read_report, write_report
 from snapbench.render import read_per_query
 
 runner = CliRunner()
-CONDS = ["clean", "img/compression/s1", "img/compression/s3", "img/rotation/s2", "img/mosaic/s3", "txt/char_swap",
-         "txt/char_add", "joint/compression+char_add/s3"]
-MIRROR = """
-from snapbench.models import get_encoder
-
-class Mirror:
-    '''The toy features reversed and scaled: a second model that ranks differently from toy.'''
-    name = fingerprint = "mirror-v1"
-    modalities = frozenset({"image", "text"})
-
-    def __init__(self):
-        self.inner = get_encoder("toy")
-
-    def encode_images(self, xs):
-        return self.inner.encode_images(xs)[:, ::-1] * 2.0 + 0.1
-
-    def encode_texts(self, xs):
-        return self.inner.encode_texts(xs)[:, ::-1]
-"""
-
-
-def _opts(**kw) -> RunOptions:
-    return RunOptions(**{**dict(conditions=CONDS, joint=False, resamples=200, report=False, progress=False,
-                                use_cache=False), **kw})
+CONDS = SMOKE_CONDITIONS
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, user_code):
+def runs(smoke_multi, tmp_path_factory, user_code):
+    """``multi``: the session's smoke run of toy and mirror; runs of mirror alone made with another seed,
+    on two queries fewer and on two conditions fewer."""
     root = tmp_path_factory.mktemp("cmp")
-    (root / "snapbench_cmp_mirror.py").write_text(MIRROR)
-    with user_code(root, "snapbench_cmp_mirror"):
-        run_encoders(DEFAULT_DATA, ["toy", "snapbench_cmp_mirror:Mirror"], root / "multi", _opts(), names=["toy", "mirror"])
-        run_benchmark(DEFAULT_DATA, "snapbench_cmp_mirror:Mirror", root / "seed1", _opts(seed=1))
+    shutil.copytree(smoke_multi, root / "multi")  # a copy so tests may name paths under `runs`; never changed
+    write_mirror(root)
+    with user_code(root, MIRROR_MODULE):
+        run_benchmark(DEFAULT_DATA, MIRROR_SPEC, root / "seed1", smoke_options(seed=1))
         fewer = root / "fewer"
         shutil.copytree(DEFAULT_DATA, fewer)
         lines = (fewer / "queries.jsonl").read_text().splitlines()
@@ -63,8 +43,8 @@ def runs(tmp_path_factory, user_code):
         kept = {json.loads(line)["id"] for line in lines[:-2]}
         qrels = json.loads((fewer / "qrels.json").read_text())
         (fewer / "qrels.json").write_text(json.dumps({q: g for q, g in qrels.items() if q in kept}))
-        run_benchmark(fewer, "snapbench_cmp_mirror:Mirror", root / "fewer_run", _opts())
-        run_benchmark(DEFAULT_DATA, "snapbench_cmp_mirror:Mirror", root / "other_conds", _opts(conditions=CONDS[:-2]))
+        run_benchmark(fewer, MIRROR_SPEC, root / "fewer_run", smoke_options())
+        run_benchmark(DEFAULT_DATA, MIRROR_SPEC, root / "other_conds", smoke_options(conditions=CONDS[:-2]))
     return root
 
 

@@ -11,21 +11,16 @@ import pytest
 from typer.testing import CliRunner
 
 import snapbench.compare.write as write_mod
-from snapbench.app.demo import DEFAULT_DATA
-from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
 from snapbench.compare import CompareOptions, compare_runs
 
 runner = CliRunner()
-CONDS = ["clean", "img/compression/s1", "txt/char_swap", "joint/compression+char_add/s1"]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("stale")
-    run_benchmark(DEFAULT_DATA, "toy", root / "toy",
-                  RunOptions(conditions=CONDS, resamples=100, report=False, progress=False, use_cache=False))
-    return root / "toy"
+def run(smoke_run):
+    """The session's smoke run of toy (read only: every compare here writes into tmp_path)."""
+    return smoke_run
 
 
 def _compare(run, out, *extra):
