@@ -41,11 +41,6 @@ def rows(path: Path) -> dict[tuple[str, str, str], float]:
 
 
 @pytest.fixture(scope="module")
-def demo():
-    return load_dataset(DEFAULT_DATA)
-
-
-@pytest.fixture(scope="module")
 def measured_run(demo, tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     run_benchmark(demo, "toy", out, _opts())

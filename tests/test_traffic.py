@@ -20,7 +20,6 @@ from snapbench.app.demo import DEFAULT_DATA
 from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
 from snapbench.core.errors import ConfigError, InputError
-from snapbench.data import load_dataset
 from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS, run_diagnose
 from snapbench.diagnose.mix import FlagConditions, build_mix
 from snapbench.evaluate.paired import bootstrap_counts
@@ -69,11 +68,6 @@ def write_diag(folder: Path, queries, *, skips=("broken",)) -> Path:
 @pytest.fixture(scope="module")
 def hand_diag(tmp_path_factory) -> Path:
     return write_diag(tmp_path_factory.mktemp("diag") / "hand", HAND)
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return load_dataset(DEFAULT_DATA)
 
 
 @pytest.fixture(scope="module")
