@@ -76,3 +76,14 @@ def smoke_run(smoke) -> Path:
     """The smoke run's toy folder: a run directory, the same as `snapbench run` of toy alone."""
     return smoke / "multi" / "toy"
 
+
+
+@pytest.fixture
+def hide_modules(monkeypatch):
+    """``hide_modules("faiss", ...)``: make ``import faiss`` raise ImportError for this test (a missing extra)."""
+
+    def hide(*names: str) -> None:
+        for name in names:
+            monkeypatch.setitem(sys.modules, name, None)
+
+    return hide

@@ -20,6 +20,8 @@ from snapbench.app.stages import RunOptions
 SMOKE_CONDITIONS = ["clean", "img/motion_blur/s2", "img/compression/s3", "txt/char_swap", "txt/char_add",
                     "joint/compression+char_add/s3"]
 SMOKE_RESAMPLES = 200
+# `snapbench run` flags of a quick command-line run: few resamples, no report, no progress, no cache
+FAST = ["--resamples", "100", "--no-report", "--no-progress", "--no-cache"]
 
 # The toy features reversed and scaled: a second model that ranks differently from toy.  SlowMirror
 # sleeps per image, for tests that stop a run while it encodes.

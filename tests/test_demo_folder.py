@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from smoke import FAST
 from typer.testing import CliRunner
 
 from snapbench.app.demo import DEFAULT_DATA, holds_a_demo
@@ -13,7 +14,6 @@ from snapbench.cli import app
 from snapbench.data import load_dataset
 
 runner = CliRunner()
-FAST = ["--resamples", "100", "--no-report", "--no-progress", "--no-cache"]
 
 
 def test_demo_refuses_a_folder_holding_someone_elses_run(tmp_path):

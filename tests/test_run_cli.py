@@ -7,6 +7,7 @@ import shutil
 import sys
 
 import pytest
+from smoke import FAST
 from typer.testing import CliRunner
 
 from snapbench.app.demo import DEFAULT_DATA
@@ -16,7 +17,6 @@ from snapbench.core.errors import InputError
 from snapbench.data import load_dataset
 
 runner = CliRunner()
-FAST = ["--resamples", "100", "--no-report", "--no-progress", "--no-cache"]
 
 
 def _copy_demo(tmp_path):
