@@ -38,6 +38,7 @@ def _same_as_fresh(folder, fresh):
     assert _files(folder) == _files(fresh)
 
 
+@pytest.mark.slow
 def test_a_narrower_compare_removes_what_it_does_not_write(run, tmp_path):
     _compare(run, tmp_path / "o", "--metrics", "all")
     assert len(list((tmp_path / "o" / "tables").iterdir())) > 100
@@ -66,6 +67,7 @@ def test_an_interrupted_compare_is_cleaned_up_by_the_next(run, tmp_path, monkeyp
     _same_as_fresh(tmp_path / "o", tmp_path / "fresh")
 
 
+@pytest.mark.slow
 def test_a_folder_of_an_older_compare_is_cleaned_by_its_targets_and_metrics(run, tmp_path):
     _compare(run, tmp_path / "o", "--metrics", "all")
     rj = tmp_path / "o" / "run.json"

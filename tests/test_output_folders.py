@@ -105,6 +105,7 @@ def test_a_run_of_several_encoders_claims_each_encoder_folder_first(tmp_path, mo
     assert sorted(p.name for p in out.iterdir()) == ["b"]  # folder a, claimed before b, was removed again
 
 
+@pytest.mark.slow
 def test_a_report_goes_into_the_run_or_a_folder_of_its_own(folders):
     tmp, _, _ = folders
     from snapbench.render import build_report

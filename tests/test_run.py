@@ -100,6 +100,7 @@ class _CrashingToy:
         return self.inner.encode_texts(texts)
 
 
+@pytest.mark.slow
 def test_a_crashed_run_resumes_to_the_same_reports(demo, tmp_path):
     opts = smoke_options(block_queries=4, batch_size=8)
     ref_enc = _CrashingToy(10**9)
@@ -120,6 +121,7 @@ def test_a_crashed_run_resumes_to_the_same_reports(demo, tmp_path):
         assert _values(a) == _values(b) and a["paired"] == b["paired"], name
 
 
+@pytest.mark.slow
 def test_workers_do_not_change_results(demo, smoke_run, tmp_path):
     out = smoke_run
     run_benchmark(demo, "toy", tmp_path / "w2", smoke_options(workers=2))
@@ -135,6 +137,7 @@ def test_a_different_seed_in_the_same_folder_is_refused(demo, tmp_path):
         run_benchmark(demo, "toy", tmp_path / "o", smoke_options(conditions=["clean", "txt/char_swap"], seed=1))
 
 
+@pytest.mark.slow
 def test_peak_memory_does_not_grow_with_the_gallery_beyond_its_embeddings(demo, tmp_path):
     """Gallery x 1 vs x 8 (the same photos under new ids): the extra peak is bounded by a small
     multiple of the extra embeddings, not by Q x N matrices or decoded gallery images."""
@@ -193,6 +196,7 @@ def test_a_killed_cli_run_resumes_to_the_same_report(tmp_path):
         assert _values(a) == _values(b) and a["paired"] == b["paired"]
 
 
+@pytest.mark.slow
 def test_workers_leave_no_shared_memory_and_stale_blocks_are_freed(demo, tmp_path):
     from multiprocessing import shared_memory
 
@@ -211,6 +215,7 @@ def test_workers_leave_no_shared_memory_and_stale_blocks_are_freed(demo, tmp_pat
     assert remove_stale_shared() == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_kill_9_of_a_run_leaves_no_worker_behind(tmp_path):
     """`snapbench run --workers 2` killed with -9: its corruption workers exit with it."""
@@ -244,6 +249,7 @@ def test_kill_9_of_a_run_leaves_no_worker_behind(tmp_path):
                 os.kill(p, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_a_sharded_gallery_gives_the_in_memory_reports_and_resumes_per_shard(demo, smoke_run, tmp_path):
     """Gallery embeddings in shards of 7 items, scores streamed shard by shard (modes and MOOR):
     the same numbers as the in-memory run; a crash while encoding the gallery keeps finished shards."""

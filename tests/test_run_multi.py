@@ -54,6 +54,7 @@ def mirror(tmp_path, user_code):
         yield MIRROR_SPEC
 
 
+@pytest.mark.slow
 def test_two_encoders_on_one_corruption_pass_equal_two_separate_runs(demo, mirror, tmp_path, monkeypatch):
     import snapbench.app.stages.sources as sources
 
@@ -76,6 +77,7 @@ def test_two_encoders_on_one_corruption_pass_equal_two_separate_runs(demo, mirro
     assert all(r.reused for r in again.runs.values())
 
 
+@pytest.mark.slow
 def test_a_text_only_model_beside_two_image_models_gets_what_it_gets_alone(demo, mirror, tmp_path):
     """sentence-transformers all-MiniLM-L6-v2 (text only: T→T) with toy and a module:attr model: the
     variant stream carries images for two encoders and only questions for the third."""
@@ -111,6 +113,7 @@ class _Crashing:
         return self.inner.encode_texts(texts)
 
 
+@pytest.mark.slow
 def test_a_crash_of_one_encoder_resumes_each_encoder_where_it_stopped(demo, tmp_path):
     ref = {n: _Crashing(name=n) for n in ("a", "b")}
     run_encoders(demo, list(ref.values()), tmp_path / "ref", _opts(), names=list(ref))
@@ -202,6 +205,7 @@ def test_folder_names_are_safe_unique_and_overridable():
         run_names(["toy", "toy"], ["a", "a"])
 
 
+@pytest.mark.slow
 def test_one_encoder_keeps_the_run_folder_layout_and_the_two_layouts_do_not_mix(tmp_path):
     fast = ["--conditions", "clean,txt/char_swap", "--resamples", "100", "--no-report", "--no-progress"]
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "one"), *fast])

@@ -271,6 +271,7 @@ def test_run_refuses_a_wrong_diagnose_folder_before_running(demo, tmp_path) -> N
     assert not (tmp_path / "never").exists()
 
 
+@pytest.mark.slow
 def test_report_command_writes_and_shows_the_traffic_view(run_dir, hand_diag, tmp_path) -> None:
     run = tmp_path / "r"
     shutil.copytree(run_dir, run)
@@ -318,6 +319,7 @@ def test_run_traffic_is_honoured_when_the_run_is_read_back(run_dir, demo, hand_d
     assert body["diagnose_dir"] == str(other) and body["weights"] == {"clean": 1.0}
 
 
+@pytest.mark.slow
 def test_run_traffic_on_a_read_back_run_rebuilds_the_report(demo, hand_diag, tmp_path) -> None:
     run = tmp_path / "r"
     opts = dict(conditions=SMALL, report=True)
