@@ -5,8 +5,8 @@ Builders of inputs live in importable modules beside the tests (pytest puts this
 releases on disk), :mod:`compare_helpers`, :mod:`diagnose_photos`, :mod:`measure_reference`,
 :mod:`proc_helpers`, :mod:`import_graph` (the package's import graph read from the source).  The
 fixtures here are the ones tests of several modules share, among them the session's smoke run
-(:mod:`smoke`: one `snapbench run` of the demo, built once and read by the run, report, compare and
-traffic tests).  Tests slower than ~3 s are marked ``slow`` (registered in pyproject.toml):
+(:mod:`smoke`: one `snapbench run` of the demo, built once and read by the run, report and compare
+tests).  Tests of 2 s or more are marked ``slow`` (registered in pyproject.toml):
 ``pytest -m "not slow"`` is the fast tier a developer runs every few minutes; CI runs every test.
 """
 
