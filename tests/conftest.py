@@ -13,6 +13,7 @@ tests).  Tests of 2 s or more are marked ``slow`` (registered in pyproject.toml)
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,10 +50,11 @@ def demo():
 
 
 @pytest.fixture(scope="session")
-def smoke(tmp_path_factory) -> Path:
+def smoke(tmp_path_factory) -> Iterator[Path]:
     """The session's smoke run (see :mod:`smoke`): ``multi/`` is one `snapbench run` of toy and the
     mirror model on the demo, ``multi/toy`` and ``multi/mirror`` its run folders.  Read only: a test
-    that changes a run copies it into its ``tmp_path`` first."""
+    that changes a run copies it into its ``tmp_path`` first (checked when the session ends: a changed
+    file is an error)."""
     from smoke import MIRROR_MODULE, MIRROR_SPEC, smoke_options, write_mirror
 
     from snapbench.app.demo import DEFAULT_DATA
@@ -62,7 +64,15 @@ def smoke(tmp_path_factory) -> Path:
     write_mirror(root / "code")
     with importable(root / "code", MIRROR_MODULE):
         run_encoders(DEFAULT_DATA, ["toy", MIRROR_SPEC], root / "multi", smoke_options(), names=["toy", "mirror"])
-    return root
+    before = _digests(root / "multi")
+    yield root
+    changed = sorted(set(before.items()) ^ set(_digests(root / "multi").items()))
+    assert not changed, f"a test changed the shared smoke run (copy it into tmp_path first): {changed[:5]}"
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="session")
