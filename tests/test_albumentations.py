@@ -144,6 +144,7 @@ def test_operator_pickles_and_gives_the_same_pixels(photo, alb_noise):
     assert np.array_equal(clone.apply(photo, dict(params)), op.apply(photo, dict(params)))
 
 
+@pytest.mark.slow
 def test_byte_identical_in_another_process(photo, alb_noise, tmp_path):
     np.save(tmp_path / "photo.npy", photo)
     code = (

@@ -9,21 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from snapbench.app.stages import RunOptions, run_encoders
-from snapbench.core.defaults import DEFAULT_DATA
-
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def multi(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("pipe") / "multi"
-    opts = RunOptions(conditions=["clean", "img/compression/s3", "txt/char_swap"], joint=False, resamples=100,
-                      report=False, progress=False, use_cache=False)
-    run_encoders(DEFAULT_DATA, ["toy", "toy"], root, opts, names=["a", "b"])
-    return root
 
 
 def _closed_pipe(*args: str) -> subprocess.CompletedProcess:
@@ -37,9 +23,9 @@ def _closed_pipe(*args: str) -> subprocess.CompletedProcess:
         os.close(write)
 
 
-def test_compare_on_a_closed_pipe_exits_0_with_every_file_written(multi, tmp_path):
+def test_compare_on_a_closed_pipe_exits_0_with_every_file_written(smoke_multi, tmp_path):
     out = tmp_path / "cmp"
-    proc = _closed_pipe("compare", str(multi), "--out", str(out), "--no-progress", "--formats", "md")
+    proc = _closed_pipe("compare", str(smoke_multi), "--out", str(out), "--no-progress", "--formats", "md")
     assert proc.returncode == 0  # was 1: the first note on stderr met rich's closed-pipe SystemExit(1)
     assert (out / "compare.json").is_file() and (out / "run.json").is_file()
 

@@ -70,6 +70,7 @@ def test_two_processes_and_worker_counts_give_identical_bytes(queries: Path, ful
     assert tree(out) == tree(full_run)  # images, manifest.jsonl (same order), skips.jsonl, run.json
 
 
+@pytest.mark.slow
 def test_kill_midway_then_resume_equals_an_uninterrupted_run(queries: Path, full_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "killed"
     args = ["corrupt", str(queries), "--out", str(out), "--seed", "7", "--no-progress"]

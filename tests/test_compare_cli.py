@@ -13,51 +13,31 @@ import shutil
 import numpy as np
 import pytest
 from data_fixtures import make_snapbench_release
+from smoke import MIRROR_MODULE, MIRROR_SPEC, SMOKE_CONDITIONS, smoke_options, write_mirror
 from typer.testing import CliRunner
 
 from snapbench.app.compare import CompareOptions, compare_runs
-from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
+from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
 from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.records import PerQuery
 from snapbench.render import read_per_query
-from snapbench.store.compare import read_compare_json, write_compare_json
+from snapbench.store.compare import read_compare_json
 from snapbench.store.rundir import read_report, write_report
 
 runner = CliRunner()
-CONDS = ["clean", "img/compression/s1", "img/compression/s3", "img/rotation/s2", "img/mosaic/s3", "txt/char_swap",
-         "txt/char_add", "joint/compression+char_add/s3"]
-MIRROR = """
-from snapbench.models import get_encoder
-
-class Mirror:
-    '''The toy features reversed and scaled: a second model that ranks differently from toy.'''
-    name = fingerprint = "mirror-v1"
-    modalities = frozenset({"image", "text"})
-
-    def __init__(self):
-        self.inner = get_encoder("toy")
-
-    def encode_images(self, xs):
-        return self.inner.encode_images(xs)[:, ::-1] * 2.0 + 0.1
-
-    def encode_texts(self, xs):
-        return self.inner.encode_texts(xs)[:, ::-1]
-"""
-
-
-def _opts(**kw) -> RunOptions:
-    return RunOptions(**{**dict(conditions=CONDS, joint=False, resamples=200, report=False, progress=False,
-                                use_cache=False), **kw})
+CONDS = SMOKE_CONDITIONS
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, user_code):
+def runs(smoke_multi, tmp_path_factory, user_code):
+    """``multi``: the session's smoke run of toy and mirror; runs of mirror alone made with another seed,
+    on two queries fewer and on two conditions fewer."""
     root = tmp_path_factory.mktemp("cmp")
-    (root / "snapbench_cmp_mirror.py").write_text(MIRROR)
-    with user_code(root, "snapbench_cmp_mirror"):
-        run_encoders(DEFAULT_DATA, ["toy", "snapbench_cmp_mirror:Mirror"], root / "multi", _opts(), names=["toy", "mirror"])
-        run_benchmark(DEFAULT_DATA, "snapbench_cmp_mirror:Mirror", root / "seed1", _opts(seed=1))
+    shutil.copytree(smoke_multi, root / "multi")  # a copy so tests may name paths under `runs`; never changed
+    write_mirror(root)
+    with user_code(root, MIRROR_MODULE):
+        run_benchmark(DEFAULT_DATA, MIRROR_SPEC, root / "seed1", smoke_options(seed=1))
         fewer = root / "fewer"
         shutil.copytree(DEFAULT_DATA, fewer)
         lines = (fewer / "queries.jsonl").read_text().splitlines()
@@ -65,8 +45,8 @@ def runs(tmp_path_factory, user_code):
         kept = {json.loads(line)["id"] for line in lines[:-2]}
         qrels = json.loads((fewer / "qrels.json").read_text())
         (fewer / "qrels.json").write_text(json.dumps({q: g for q, g in qrels.items() if q in kept}))
-        run_benchmark(fewer, "snapbench_cmp_mirror:Mirror", root / "fewer_run", _opts())
-        run_benchmark(DEFAULT_DATA, "snapbench_cmp_mirror:Mirror", root / "other_conds", _opts(conditions=CONDS[:-2]))
+        run_benchmark(fewer, MIRROR_SPEC, root / "fewer_run", smoke_options())
+        run_benchmark(DEFAULT_DATA, MIRROR_SPEC, root / "other_conds", smoke_options(conditions=CONDS[:-2]))
     return root
 
 
@@ -110,11 +90,15 @@ def test_html_is_self_contained(runs, tmp_path):
 def test_compare_json_round_trips_and_csv_holds_every_record(runs, tmp_path):
     out = tmp_path / "out"
     res = compare_runs([runs / "multi"], out, CompareOptions(modes=["IT2IT"], metrics=["hit@1", "mrr"], formats=["csv"]))
-    raw = (out / "compare.json").read_bytes()
+    def no_constants(name):
+        raise AssertionError(f"compare.json holds {name}: not strict JSON")
+
+    raw = json.loads((out / "compare.json").read_text(), parse_constant=no_constants)
     back = read_compare_json(out / "compare.json")
-    write_compare_json(tmp_path / "again.json", back)
-    assert (tmp_path / "again.json").read_bytes() == raw
     rec = res.comparison.records()
+    assert set(back) == set(raw)
+    for key in set(raw) - set(rec):  # kind, versions, runs, settings, notes, definitions: read back as written
+        assert back[key] == raw[key], key
     for name in ("models", "pairs", "normalised", "ranking", "additivity", "additivity_pairs"):
         assert len(back[name]) == len(rec[name]) > 0
         for a, b in zip(back[name], rec[name]):

@@ -142,6 +142,7 @@ def test_effect_size_d_z(case):
     assert r["effect_size"] == pytest.approx(dbar.mean() / dbar.std(ddof=1), rel=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("correction,sm", [("holm", "holm"), ("bh", "fdr_bh")])
 def test_p_adj_equals_statsmodels_family_by_family(correction, sm):
     qids, runs = evaluated(3)

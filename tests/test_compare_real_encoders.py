@@ -104,6 +104,7 @@ def test_per_model_numbers_equal_each_runs_report(runs):
     assert n == 3 * 8 * len(reports["toy"]["meta"]["metrics"])
 
 
+@pytest.mark.slow
 def test_pair_diffs_cis_and_adjusted_p_values(runs):
     _, res, reports, cj = runs
     pairs = [r for r in cj["pairs"] if not r["condition"].startswith("group:")]

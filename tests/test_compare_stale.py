@@ -12,20 +12,15 @@ from typer.testing import CliRunner
 
 import snapbench.app.compare as write_mod
 from snapbench.app.compare import CompareOptions, compare_runs
-from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
-from snapbench.core.defaults import DEFAULT_DATA
 
 runner = CliRunner()
-CONDS = ["clean", "img/compression/s1", "txt/char_swap", "joint/compression+char_add/s1"]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("stale")
-    run_benchmark(DEFAULT_DATA, "toy", root / "toy",
-                  RunOptions(conditions=CONDS, resamples=100, report=False, progress=False, use_cache=False))
-    return root / "toy"
+def run(smoke_run):
+    """The session's smoke run of toy (read only: every compare here writes into tmp_path)."""
+    return smoke_run
 
 
 def _compare(run, out, *extra):
@@ -43,6 +38,7 @@ def _same_as_fresh(folder, fresh):
     assert _files(folder) == _files(fresh)
 
 
+@pytest.mark.slow
 def test_a_narrower_compare_removes_what_it_does_not_write(run, tmp_path):
     _compare(run, tmp_path / "o", "--metrics", "all")
     assert len(list((tmp_path / "o" / "tables").iterdir())) > 100
@@ -71,6 +67,7 @@ def test_an_interrupted_compare_is_cleaned_up_by_the_next(run, tmp_path, monkeyp
     _same_as_fresh(tmp_path / "o", tmp_path / "fresh")
 
 
+@pytest.mark.slow
 def test_a_folder_of_an_older_compare_is_cleaned_by_its_targets_and_metrics(run, tmp_path):
     _compare(run, tmp_path / "o", "--metrics", "all")
     rj = tmp_path / "o" / "run.json"

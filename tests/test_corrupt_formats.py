@@ -22,6 +22,7 @@ def _lines(folder):
     return {(d["id"], d["condition"]): d for d in map(json.loads, (folder / "manifest.jsonl").read_text().splitlines())}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["qoi", "jxl", "webp", "npz"])
 def test_each_format_decodes_to_the_png_pixels(tmp_path, fmt):
     run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / "png", conditions=CONDS, progress=False)

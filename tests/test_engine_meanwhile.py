@@ -122,6 +122,7 @@ def test_a_gallery_error_while_the_workers_run_is_the_same_error_and_leaves_noth
     assert not log.exists() or log.read_text() == ""
 
 
+@pytest.mark.slow
 def test_run_with_the_gallery_overlapped_equals_the_inline_run(demo, tmp_path):
     """The gallery encoded while two workers corrupt: the same embeddings and reports as one process."""
     opts = dict(conditions=["clean", "img/motion_blur/s2", "txt/char_swap", "joint/compression+char_swap/s3"],

@@ -106,6 +106,7 @@ def test_seeding(photo):
             assert np.array_equal(a, other), op
 
 
+@pytest.mark.slow
 def test_low_light_bytes_identical_in_another_process(photo):
     code = (
         "import sys, hashlib, cv2\n"

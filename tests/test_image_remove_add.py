@@ -170,6 +170,7 @@ def test_same_seed_same_bytes_and_params_reproduce(photos):
             assert np.array_equal(img, photos["coffee"])  # input untouched
 
 
+@pytest.mark.slow
 def test_bytes_identical_in_a_fresh_process(photos):
     # a small photo for every operator, and a 640x480 one where text renders at a realistic size
     imgs = [photos["chelsea"], _small(data.coffee(), 640, 480)]

@@ -125,6 +125,7 @@ def test_condition_and_variants():
     assert vs[1].question == corrupt_text(Q, "nlpaug_keyboard", entity="fish", key="q1")
 
 
+@pytest.mark.slow
 def test_identical_in_another_process():
     code = (
         "import nlpaug.augmenter.char as nac, random\n"
@@ -141,6 +142,7 @@ def test_identical_in_another_process():
     assert out.stdout.strip() == here
 
 
+@pytest.mark.slow
 def test_run_corruption_with_one_or_two_workers_writes_the_same_questions(tmp_path):
     """The registered nlpaug operator is shipped to spawned workers: --workers 2 == --workers 1,
     and the caller's global random state is what it was."""

@@ -60,6 +60,7 @@ SIZES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,h,w", SIZES)
 def test_default_grid_matches_scikit_image(name: str, h: int, w: int) -> None:
     clean = photo(name, h, w)
@@ -73,6 +74,7 @@ def test_default_grid_matches_scikit_image(name: str, h: int, w: int) -> None:
             assert measure_image(clean, res.image, operator=op, params=res.params) == got
 
 
+@pytest.mark.slow
 def test_large_photo_factor_four() -> None:
     clean = photo("moto_left", 1536, 2048)
     ref = image_reference(clean)
@@ -81,6 +83,7 @@ def test_large_photo_factor_four() -> None:
         _check(clean, res.image, measure_image(ref, res.image, operator=op, params=res.params), f"2048 {op}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,h,w", SIZES)
 def test_near_identity_changes(name: str, h: int, w: int) -> None:
     # one grey level in one pixel and channel, a 1% gain, a high-quality JPEG: PSNR up to ~150 dB

@@ -63,6 +63,7 @@ def measured(tmp_path_factory) -> Path:
     return root / "out"
 
 
+@pytest.mark.slow
 def test_every_line_is_measured_and_equals_scikit_image_on_the_written_files(measured: Path) -> None:
     lines = read_lines(measured)
     clean = {ln["id"]: ln for ln in lines if ln["condition"] == "clean"}
@@ -104,6 +105,7 @@ def test_every_line_is_measured_and_equals_scikit_image_on_the_written_files(mea
         assert joint == {**by[(q, "img/low_light/s1")], **by[(q, "txt/word_swap")]}
 
 
+@pytest.mark.slow
 def test_measuring_changes_no_byte_and_no_measure_writes_null(measured: Path, tmp_path: Path) -> None:
     src = make_set(tmp_path / "in")
     run_corruption(src, tmp_path / "plain", conditions=CONDS, progress=False, measure=False)
@@ -119,6 +121,7 @@ def test_measuring_changes_no_byte_and_no_measure_writes_null(measured: Path, tm
     assert "measure" not in json.loads((measured / "run.json").read_text())["fingerprint"]  # the default: no entry
 
 
+@pytest.mark.slow
 def test_one_and_two_workers_write_the_same_measured_manifest(measured: Path, tmp_path: Path) -> None:
     src = make_set(tmp_path / "in")
     run_corruption(src, tmp_path / "two", conditions=CONDS, progress=False, workers=2)

@@ -193,6 +193,7 @@ def test_cache_refuses_an_encoder_without_fingerprint(tmp_path):
         CachedEncoder(NoId(), tmp_path)
 
 
+@pytest.mark.slow
 def test_cache_shared_by_two_processes(tmp_path):
     code = (
         "import sys; import numpy as np; from snapbench.models import CachedEncoder, load_encoder;"

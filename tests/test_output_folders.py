@@ -105,16 +105,13 @@ def test_a_run_of_several_encoders_claims_each_encoder_folder_first(tmp_path, mo
     assert sorted(p.name for p in out.iterdir()) == ["b"]  # folder a, claimed before b, was removed again
 
 
-def test_a_report_goes_into_the_run_or_a_folder_of_its_own(folders):
+@pytest.mark.slow
+def test_a_report_goes_into_the_run_or_a_folder_of_its_own(folders, smoke_run):
     tmp, _, _ = folders
     from snapbench.render import build_report
 
-    # a minimal run folder: the demo's own, built here quickly from the bundled assets
     run = tmp / "run"
-    r = runner.invoke(app, ["run", str(DEMO / "queries.jsonl"), "--gallery", str(DEMO / "gallery.jsonl"),
-                            "--qrels", str(DEMO / "qrels.json"), "-e", "toy", "--out", str(run),
-                            "--conditions", "img/low_light/s1", "--resamples", "50", "--no-report", "--no-progress"])
-    assert r.exit_code == 0, r.output
+    shutil.copytree(smoke_run, run)  # a finished run without its report: the session's smoke run
     r = runner.invoke(app, ["report", str(run), "--out", str(tmp / "diag")])
     assert r.exit_code == 2 and "diagnose" in r.output
     res = build_report(run, tmp / "rep", formats=("html",))

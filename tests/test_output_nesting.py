@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
 from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import ConfigError
@@ -26,12 +25,11 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory):
-    """A finished run (no report), a corrupt folder, moor's embeddings and a folder of photos."""
+def made(smoke_run, tmp_path_factory):
+    """A finished run (no report; a copy of the session's smoke run), a corrupt folder, moor's embeddings
+    and a folder of photos."""
     tmp = tmp_path_factory.mktemp("nest")
-    run_benchmark(DEFAULT_DATA, "toy", tmp / "run", RunOptions(conditions=["clean", "txt/char_swap"], joint=False,
-                                                                resamples=100, report=False, progress=False,
-                                                                use_cache=False))
+    shutil.copytree(smoke_run, tmp / "run")
     r = runner.invoke(app, ["corrupt", str(DEFAULT_DATA / "queries.jsonl"), "--out", str(tmp / "corr"),
                             "--conditions", "img/low_light/s1", "--no-progress"])
     assert r.exit_code == 0, r.output

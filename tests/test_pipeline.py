@@ -444,6 +444,7 @@ def test_other_seed_or_grid_refuses_unless_forced(query_set: Path, tmp_path: Pat
 # streaming
 
 
+@pytest.mark.slow
 def test_a_query_holds_only_the_variants_still_needed(tmp_path: Path) -> None:
     # Memory per query must not grow with the number of conditions (45 variants of a 12 Mpx phone
     # photo are ~1.6 GB): each variant and its PNG bytes are released after their last use.
@@ -478,6 +479,7 @@ def test_a_query_holds_only_the_variants_still_needed(tmp_path: Path) -> None:
     assert all(m < 8 * img.nbytes + extra for m in peaks[True]), [m / img.nbytes for m in peaks[True]]
 
 
+@pytest.mark.slow
 def test_streaming_variants_equal_the_written_files(query_set: Path, subset_run: Path) -> None:
     keyed = by_key(manifest_lines(subset_run))
     rec = load_manifest(query_set)[1]

@@ -30,6 +30,7 @@ def _read_rgb(path: Path) -> np.ndarray:
     return cv2.imread(str(path), cv2.IMREAD_COLOR)[..., ::-1]
 
 
+@pytest.mark.slow
 def test_preview_with_the_query_id_shows_exactly_what_corrupt_writes(tmp_path: Path) -> None:
     # 240x180 is the sheet's cell size: thumbnails are then the variants themselves, unscaled.
     Image.fromarray(np.ascontiguousarray(data.chelsea()[40:220, 60:300])).save(tmp_path / "photo.png")
@@ -118,6 +119,7 @@ def _photo(w: int, h: int) -> np.ndarray:
     return np.ascontiguousarray(cv2.resize(data.chelsea(), (w, h), interpolation=cv2.INTER_LINEAR))
 
 
+@pytest.mark.slow
 def test_scaled_thumbnails_are_the_full_size_variants_scaled(tmp_path: Path) -> None:
     # 600x400 in 240x180 cells: every thumbnail is its full-size variant scaled by the clean image's
     # factor min(240/600, 180/400) = 0.4 with INTER_AREA (computed here from corrupt_image, not the sheet
@@ -142,6 +144,7 @@ def test_scaled_thumbnails_are_the_full_size_variants_scaled(tmp_path: Path) -> 
     assert not _contains(sheet, thumb(corrupt_image(img, "scribble", 2, seed=2, key="other")))
 
 
+@pytest.mark.slow
 def test_preview_memory_is_a_few_image_sizes_not_one_per_variant(tmp_path: Path) -> None:
     # The 45 variants are made one at a time and each becomes its thumbnail before the next is made:
     # the traced peak of a preview (numpy buffers are traced) stays a few sizes of the image, while

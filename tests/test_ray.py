@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'snapbench[ray]'); the Ray engine is not tested")
+pytestmark = pytest.mark.slow  # starts a local Ray (~10 s) and private ones; runs in CI, not in the fast tier
 
 from snapbench.app.stages import RunOptions, run_benchmark  # noqa: E402
 from snapbench.app.stages.sources import SourceTask, generate_sources  # noqa: E402

@@ -105,6 +105,7 @@ def built(run_dir):
     return res
 
 
+@pytest.mark.slow
 def test_build_writes_all_outputs(run_dir, built):
     d = run_dir["dir"]
     assert (d / "report.html").is_file()
@@ -158,6 +159,7 @@ def _close(shown: float, exact: float) -> bool:
     return abs(shown - round(100 * exact, 1)) < 0.051 or abs(shown - 100 * exact) <= 0.05 + 1e-9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_delta_tables_match_hit1_recomputed_from_scores(run_dir, built, mode):
     d = run_dir["dir"]
@@ -181,6 +183,7 @@ def test_delta_tables_match_hit1_recomputed_from_scores(run_dir, built, mode):
         assert tex[op][0].startswith(r"\multicolumn{3}{c}{$")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ("IT2IT", "T2T"))
 def test_additivity_table_matches_formula(run_dir, built, mode):
     """Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp (drops), recomputed from hit@1 of the four states."""
@@ -204,6 +207,7 @@ def test_additivity_table_matches_formula(run_dir, built, mode):
     assert checked == 9
 
 
+@pytest.mark.slow
 def test_latex_fragments_are_booktabs_and_escaped(run_dir, built):
     from snapbench.render.tables import tex_escape
 
@@ -223,6 +227,7 @@ def test_latex_fragments_are_booktabs_and_escaped(run_dir, built):
                 assert line.count(" & ") + 1 + spans == ncols, (tex, line)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("pdflatex"), reason="no pdflatex: LaTeX compile check skipped")
 def test_latex_fragments_compile(run_dir, built, tmp_path):
     inputs = "\n".join(rf"\input{{{p.as_posix()}}}\par" for p in sorted((run_dir["dir"] / "tables").glob("*.tex")))
@@ -234,6 +239,7 @@ def test_latex_fragments_compile(run_dir, built, tmp_path):
     assert r.returncode == 0, r.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_summary_table_matches_report_values(run_dir, built):
     rows = _md_rows(run_dir["dir"] / "tables" / "summary.md")
     for mode, label in (("I2I", "I→I"), ("IT2IT", "IT→IT"), ("MOOR", "MOOR")):
@@ -245,6 +251,7 @@ def test_summary_table_matches_report_values(run_dir, built):
     assert "fusion: comb_sum" in rows
 
 
+@pytest.mark.slow
 def test_findings_numbers(run_dir, built):
     finds = {f["id"]: f for f in json.loads((run_dir["dir"] / "findings.json").read_text())}
     conds = json.loads((run_dir["dir"] / "IT2IT" / "report.json").read_text())["conditions"]
@@ -292,6 +299,7 @@ def test_per_query_roundtrip_exact(tmp_path):
         read_per_query(bad)
 
 
+@pytest.mark.slow
 def test_combined_per_query_csv_and_parquet(run_dir, built):
     import csv
 
@@ -318,6 +326,7 @@ def test_combined_per_query_csv_and_parquet(run_dir, built):
 
 # ---------------------------------------------------------------- HTML
 
+@pytest.mark.slow
 def test_html_inlines_every_figure_and_nothing_external(run_dir, built):
     import base64
 
@@ -351,6 +360,7 @@ def _headless(exe: str, *args: str) -> subprocess.CompletedProcess:
             check=False, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="chromium not installed (apt-get install chromium): headless check skipped")
 def test_html_opens_in_headless_chromium(run_dir, built, tmp_path):
     page = (run_dir["dir"] / "report.html").resolve()
@@ -370,6 +380,7 @@ def test_html_opens_in_headless_chromium(run_dir, built, tmp_path):
     assert img.shape == (2400, 1280) and img.std() > 10  # something is drawn, not a blank page
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="chromium not installed: headless check skipped")
 def test_headless_check_catches_a_broken_image(run_dir, built, tmp_path):
     """The same check on a copy with one image corrupted must fail: the test can fail."""
@@ -386,6 +397,7 @@ def test_headless_check_catches_a_broken_image(run_dir, built, tmp_path):
 
 # ---------------------------------------------------------------- degraded inputs and the command
 
+@pytest.mark.slow
 def test_minimal_run_dir_degrades_gracefully(run_dir, tmp_path):
     from snapbench.render import build_report
 
@@ -416,6 +428,7 @@ def test_no_report_is_an_error(tmp_path):
         build_report(tmp_path / "nope")
 
 
+@pytest.mark.slow
 def test_without_matplotlib_and_pyarrow(run_dir, tmp_path, monkeypatch):
     import sys
 
@@ -435,6 +448,7 @@ def test_without_matplotlib_and_pyarrow(run_dir, tmp_path, monkeypatch):
     assert not (d / "figures").exists()
 
 
+@pytest.mark.slow
 def test_report_command(run_dir, tmp_path):
     import typer
     from typer.testing import CliRunner
@@ -455,6 +469,7 @@ def test_report_command(run_dir, tmp_path):
     assert r.exit_code == 2 and "nothing: no such folder" in r.output
 
 
+@pytest.mark.slow
 def test_figures_plot_the_report_numbers(run_dir):
     """The plotted data (read back from the matplotlib artists) are the numbers of the report."""
     from snapbench.render.figures import severity_curves_figure, text_share_figure
@@ -527,6 +542,7 @@ def _finding(data, fid: str) -> str:
     return next(f.text for f in compute_findings(data) if f.id == fid)
 
 
+@pytest.mark.slow
 def test_findings_make_a_claim_only_when_its_ci_excludes_zero(run_dir):
     from snapbench.core.records import Additivity, CoarseTextDrag
 
@@ -551,6 +567,7 @@ def test_findings_make_a_claim_only_when_its_ci_excludes_zero(run_dir):
     assert "hurt more" not in ivt and "no CI: needs per_query.csv" in ivt
 
 
+@pytest.mark.slow
 def test_findings_with_per_query_values_state_the_ci_of_comparisons(run_dir, built):
     finds = {f["id"]: f for f in json.loads((run_dir["dir"] / "findings.json").read_text())}
     ivt, moor = finds["image_vs_text"], finds["moor"]
@@ -604,6 +621,7 @@ def test_a_flat_curve_has_no_axis_offset():
     assert ax.get_ylim() == (-1.0, 1.0)
 
 
+@pytest.mark.slow
 def test_moor_gain_labels_are_few_and_readable(run_dir):
     from snapbench.render.figures import moor_gain_figure
 
@@ -614,6 +632,7 @@ def test_moor_gain_labels_are_few_and_readable(run_dir):
     assert fig.get_figwidth() * 120 <= 1800  # shown at most ~1.5x reduced on the 1180 px page
 
 
+@pytest.mark.slow
 def test_evaluate_lists_the_conditions_of_a_run_in_the_runs_order(run_dir):
     """`evaluate` of the scores of a default run (corrupt --joint, encode) lists the conditions as the run
     planned them (its run.json), which is the 72 ids of the spec in order, joint pairs as the paper has them."""
@@ -627,6 +646,7 @@ def test_evaluate_lists_the_conditions_of_a_run_in_the_runs_order(run_dir):
         assert list(json.loads((run_dir["dir"] / target / "report.json").read_text())["conditions"]) == planned, target
 
 
+@pytest.mark.slow
 def test_tables_state_their_sign_convention(run_dir, built):
     delta = (run_dir["dir"] / "tables" / "IT2IT_delta.md").read_text(encoding="utf-8")
     add = (run_dir["dir"] / "tables" / "IT2IT_additivity.md").read_text(encoding="utf-8")
@@ -635,6 +655,7 @@ def test_tables_state_their_sign_convention(run_dir, built):
     assert "| Pair / severity | Exp drop | Obs drop | δ [95% CI] |" in add
 
 
+@pytest.mark.slow
 def test_reading_a_runs_per_query_table_is_one_function(run_dir):
     from snapbench.render import read_target_per_query
     from snapbench.store.rundir import read_report
@@ -647,6 +668,7 @@ def test_reading_a_runs_per_query_table_is_one_function(run_dir):
     assert read_target_per_query(run_dir["dir"], "fusion/comb_sum") is None  # the run has none
 
 
+@pytest.mark.slow
 def test_severity_and_primitive_findings_claim_an_order_only_when_its_ci_excludes_zero(run_dir):
     import dataclasses
 
@@ -698,6 +720,7 @@ def test_severity_and_primitive_findings_claim_an_order_only_when_its_ci_exclude
     assert "no CI for their difference" in prim, prim
 
 
+@pytest.mark.slow
 def test_the_drag_figure_shows_every_mode_in_its_legend_colour_even_at_zero(run_dir):
     from matplotlib.collections import LineCollection
     from matplotlib.colors import to_hex
@@ -736,6 +759,7 @@ def test_a_runs_report_and_a_comparison_speak_first_of_the_same_target(targets, 
     assert ordered_targets(list(targets))[0] == first
 
 
+@pytest.mark.slow
 def test_every_ci_is_named_at_the_reports_own_level(run_dir, tmp_path):
     """Reports evaluated at a 90% level: tables, the summary, the findings and the traffic-free page say
     "90% CI" (the findings used to say 95% whatever the level), and the findings' own intervals are

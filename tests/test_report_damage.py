@@ -122,6 +122,7 @@ def test_the_finding_calls_a_difference_only_when_its_ci_excludes_zero(run_dir: 
     assert lo < 0 < hi and "the two are not distinguishable" in same.text and "more sensitive" not in same.text
 
 
+@pytest.mark.slow
 def test_the_report_has_the_damage_section_or_says_why_not(run_dir: Path, tmp_path: Path) -> None:
     res = build_report(run_dir, tmp_path / "rep", formats=("html", "md", "png"))
     assert (tmp_path / "rep" / "tables" / "damage_ssim.md").is_file()

@@ -19,14 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from proc_helpers import alive, spawned_children
+from smoke import SMOKE_CONDITIONS, smoke_options
 
-from snapbench.app.stages import RunOptions, run_benchmark
+from snapbench.app.stages import run_benchmark
 from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import ConfigError, InputError
-from snapbench.data import load_dataset
 from snapbench.models import get_encoder
 
-CONDS = ["clean", "img/motion_blur/s2", "img/compression/s3", "txt/char_swap", "txt/char_add", "joint/compression+char_add/s3"]
+CONDS = SMOKE_CONDITIONS
 
 
 def _values(report: dict) -> dict:
@@ -39,33 +39,15 @@ def _labelled(table: dict) -> dict:
             for c, vals in table.items()}
 
 
-def _opts(**kw) -> RunOptions:
-    base = dict(conditions=CONDS, joint=False, resamples=200, report=False, progress=False, use_cache=False)
-    base.update(kw)
-    return RunOptions(**base)
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return load_dataset(DEFAULT_DATA)
-
-
-@pytest.fixture(scope="module")
-def streamed(demo, tmp_path_factory):
-    out = tmp_path_factory.mktemp("run")
-    res = run_benchmark(demo, "toy", out, _opts())
-    return out, res
-
-
-def test_run_equals_the_stepwise_route(streamed, tmp_path):
+def test_run_equals_the_stepwise_route(smoke_run, tmp_path):
     from snapbench.app.corrupt import run_corruption
     from snapbench.app.encode import encode_corrupted
     from snapbench.app.evaluate import evaluate_directory
     from snapbench.evaluate import EvaluationConfig
     from snapbench.fusion import MOORIndex
 
-    out, res = streamed
-    assert res.modes == ["I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR"]
+    out = smoke_run
+    assert json.loads((out / "run.json").read_text())["modes"] == ["I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR"]
     run_corruption(DEFAULT_DATA / "queries.jsonl", tmp_path / "c", conditions=CONDS, progress=False)
     enc = encode_corrupted(tmp_path / "c", DEFAULT_DATA / "gallery.jsonl", get_encoder("toy"), tmp_path / "e")
     cfg = EvaluationConfig(seed=0, resamples=200)
@@ -93,8 +75,8 @@ def test_run_equals_the_stepwise_route(streamed, tmp_path):
     assert set(share) == set(CONDS) and all(0 <= v <= 1 for v in share.values())
 
 
-def test_run_writes_per_query_values_that_average_to_the_report(streamed):
-    out, _ = streamed
+def test_run_writes_per_query_values_that_average_to_the_report(smoke_run):
+    out = smoke_run
     import csv
 
     rows = list(csv.DictReader((out / "T2T" / "per_query.csv").open()))
@@ -125,8 +107,9 @@ class _CrashingToy:
         return self.inner.encode_texts(texts)
 
 
+@pytest.mark.slow
 def test_a_crashed_run_resumes_to_the_same_reports(demo, tmp_path):
-    opts = _opts(block_queries=4, batch_size=8)
+    opts = smoke_options(block_queries=4, batch_size=8)
     ref_enc = _CrashingToy(10**9)
     ref = run_benchmark(demo, ref_enc, tmp_path / "ref", opts)
     ref_calls = 10**9 - ref_enc.budget
@@ -145,9 +128,10 @@ def test_a_crashed_run_resumes_to_the_same_reports(demo, tmp_path):
         assert _values(a) == _values(b) and a["paired"] == b["paired"], name
 
 
-def test_workers_do_not_change_results(demo, streamed, tmp_path):
-    out, _ = streamed
-    run_benchmark(demo, "toy", tmp_path / "w2", _opts(workers=2))
+@pytest.mark.slow
+def test_workers_do_not_change_results(demo, smoke_run, tmp_path):
+    out = smoke_run
+    run_benchmark(demo, "toy", tmp_path / "w2", smoke_options(workers=2))
     for mode in ("IT2IT", "MOOR"):
         a = json.loads((out / mode / "report.json").read_text())
         b = json.loads((tmp_path / "w2" / mode / "report.json").read_text())
@@ -155,11 +139,12 @@ def test_workers_do_not_change_results(demo, streamed, tmp_path):
 
 
 def test_a_different_seed_in_the_same_folder_is_refused(demo, tmp_path):
-    run_benchmark(demo, "toy", tmp_path / "o", _opts(conditions=["clean", "txt/char_swap"]))
+    run_benchmark(demo, "toy", tmp_path / "o", smoke_options(conditions=["clean", "txt/char_swap"]))
     with pytest.raises(ConfigError, match="seed"):
-        run_benchmark(demo, "toy", tmp_path / "o", _opts(conditions=["clean", "txt/char_swap"], seed=1))
+        run_benchmark(demo, "toy", tmp_path / "o", smoke_options(conditions=["clean", "txt/char_swap"], seed=1))
 
 
+@pytest.mark.slow
 def test_peak_memory_does_not_grow_with_the_gallery_beyond_its_embeddings(demo, tmp_path):
     """Gallery x 1 vs x 8 (the same photos under new ids): the extra peak is bounded by a small
     multiple of the extra embeddings, not by Q x N matrices or decoded gallery images."""
@@ -174,7 +159,7 @@ def test_peak_memory_does_not_grow_with_the_gallery_beyond_its_embeddings(demo, 
     for factor in (1, 8):
         ds = grown(factor)
         tracemalloc.start()
-        run_benchmark(ds, "toy", tmp_path / f"g{factor}", _opts(conditions=["clean", "img/motion_blur/s1"]))
+        run_benchmark(ds, "toy", tmp_path / f"g{factor}", smoke_options(conditions=["clean", "img/motion_blur/s1"]))
         peaks[factor] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     n_extra = 7 * len(demo.gallery)
@@ -218,6 +203,7 @@ def test_a_killed_cli_run_resumes_to_the_same_report(tmp_path):
         assert _values(a) == _values(b) and a["paired"] == b["paired"]
 
 
+@pytest.mark.slow
 def test_workers_leave_no_shared_memory_and_stale_blocks_are_freed(demo, tmp_path):
     from multiprocessing import shared_memory
 
@@ -229,13 +215,14 @@ def test_workers_leave_no_shared_memory_and_stale_blocks_are_freed(demo, tmp_pat
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     block = shared_memory.SharedMemory(name=f"snapbench{int(dead.stdout)}_{'ab' * 6}", create=True, size=16)
     block.close()
-    run_benchmark(demo, "toy", tmp_path / "w", _opts(workers=2, conditions=["clean", "img/motion_blur/s1"]))
+    run_benchmark(demo, "toy", tmp_path / "w", smoke_options(workers=2, conditions=["clean", "img/motion_blur/s1"]))
     names = {p.name for p in shm.iterdir()}
     assert block.name.lstrip("/") not in names  # the dead run's block was freed
     assert not [n for n in names if n.startswith(f"snapbench{os.getpid()}_")]  # this run left none
     assert remove_stale_shared() == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_kill_9_of_a_run_leaves_no_worker_behind(tmp_path):
     """`snapbench run --workers 2` killed with -9: its corruption workers exit with it."""
@@ -269,11 +256,12 @@ def test_kill_9_of_a_run_leaves_no_worker_behind(tmp_path):
                 os.kill(p, signal.SIGKILL)
 
 
-def test_a_sharded_gallery_gives_the_in_memory_reports_and_resumes_per_shard(demo, streamed, tmp_path):
+@pytest.mark.slow
+def test_a_sharded_gallery_gives_the_in_memory_reports_and_resumes_per_shard(demo, smoke_run, tmp_path):
     """Gallery embeddings in shards of 7 items, scores streamed shard by shard (modes and MOOR):
     the same numbers as the in-memory run; a crash while encoding the gallery keeps finished shards."""
-    out, _ = streamed
-    opts = _opts(gallery_shard_rows=7)
+    out = smoke_run
+    opts = smoke_options(gallery_shard_rows=7)
     res = run_benchmark(demo, "toy", tmp_path / "s", opts)
     assert res.modes == ["I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR"] and "fusion/rrf" not in res.reports
     for name in res.reports:
@@ -293,12 +281,12 @@ def test_a_sharded_gallery_gives_the_in_memory_reports_and_resumes_per_shard(dem
 
     enc = _CrashingToy(2)  # dies on the third gallery batch: two shards of images are finished
     with pytest.raises(InputError, match="simulated crash"):
-        run_benchmark(demo, enc, tmp_path / "k", _opts(gallery_shard_rows=7, batch_size=7))
+        run_benchmark(demo, enc, tmp_path / "k", smoke_options(gallery_shard_rows=7, batch_size=7))
     done = sorted((tmp_path / "k" / "embeddings" / "gallery").glob("*.image.npy"))
     assert len(done) == 2
     before = [p.stat().st_mtime_ns for p in done]
     again = _CrashingToy(10**9)
-    run_benchmark(demo, again, tmp_path / "k", _opts(gallery_shard_rows=7, batch_size=7))
+    run_benchmark(demo, again, tmp_path / "k", smoke_options(gallery_shard_rows=7, batch_size=7))
     assert [p.stat().st_mtime_ns for p in done] == before  # finished shards were not encoded again
     a = json.loads((tmp_path / "s" / "MOOR" / "report.json").read_text())
     b = json.loads((tmp_path / "k" / "MOOR" / "report.json").read_text())

@@ -7,6 +7,7 @@ import shutil
 import sys
 
 import pytest
+from smoke import FAST
 from typer.testing import CliRunner
 
 from snapbench.app.stages import RunOptions, run_benchmark
@@ -17,7 +18,6 @@ from snapbench.core.install_hint import install_hint
 from snapbench.data import load_dataset
 
 runner = CliRunner()
-FAST = ["--resamples", "100", "--no-report", "--no-progress", "--no-cache"]
 
 
 def _copy_demo(tmp_path):
@@ -140,6 +140,7 @@ def test_corrupt_never_clears_a_run_folder(tmp_path):
     assert json.loads((tmp_path / "o" / "run.json").read_text())["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_a_user_encoder_by_module_attribute_in_run_and_encode_with_two_workers(tmp_path, monkeypatch):
     """`package.module:attribute` (a file in the working directory) through the CLI, with --workers 2."""
     (tmp_path / "my_encoder.py").write_text(

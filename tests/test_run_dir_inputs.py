@@ -10,22 +10,17 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from snapbench.app.stages import RunOptions, run_encoders
 from snapbench.cli import app
 from snapbench.core.defaults import DEFAULT_DATA
-from snapbench.data import load_dataset
 
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def multi(tmp_path_factory):
-    """A run of two encoders: multi/run.json lists them, multi/a and multi/b are their run directories."""
-    out = tmp_path_factory.mktemp("multi") / "multi"
-    opts = RunOptions(conditions=["clean", "img/compression/s3"], joint=False, resamples=100, report=False,
-                      progress=False, use_cache=False)
-    run_encoders(load_dataset(DEFAULT_DATA), ["toy", "toy"], out, opts, names=["a", "b"])
-    return out
+def multi(smoke_multi):
+    """The session's smoke run of two encoders: multi/run.json lists them, multi/toy and multi/mirror are
+    their run directories (read only)."""
+    return smoke_multi
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +43,7 @@ def _error(args: list[str]) -> str:
 def test_the_parent_folder_of_a_several_encoder_run_names_its_run_directories(multi):
     msg = _error(["report", str(multi)])
     assert "run of 2 encoders" in msg
-    assert str(multi / "a") in msg and str(multi / "b") in msg
+    assert str(multi / "toy") in msg and str(multi / "mirror") in msg
     assert "no readable" not in msg
 
 
@@ -56,11 +51,11 @@ def test_report_traffic_on_the_parent_folder_says_the_same_without_a_parameter_p
     msg = _error(["report", str(multi), "--traffic", str(diag)])
     assert "RUN_DIR" not in msg  # the path already names the argument
     assert msg.startswith(f"error: {multi}: is the folder of a run of 2 encoders")
-    assert str(multi / "a") in msg
+    assert str(multi / "toy") in msg
 
 
 def test_an_encoder_folder_of_that_run_is_a_run_directory(multi, tmp_path):
-    r = runner.invoke(app, ["report", str(multi / "a"), "--out", str(tmp_path / "rep"), "--formats", "md"])
+    r = runner.invoke(app, ["report", str(multi / "toy"), "--out", str(tmp_path / "rep"), "--formats", "md"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "rep" / "tables").is_dir()
 

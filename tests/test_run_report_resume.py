@@ -27,6 +27,7 @@ def _files(out: Path) -> dict[str, str]:
             if p.is_file() and not (p.parts[len(out.parts)] in skip and p.suffix == ".pdf")}
 
 
+@pytest.mark.slow
 def test_a_run_interrupted_in_its_report_stage_is_finished_by_the_rerun(tmp_path, monkeypatch):
     ref = tmp_path / "ref"
     assert _run(ref).exit_code == 0
@@ -54,6 +55,7 @@ def test_a_run_interrupted_in_its_report_stage_is_finished_by_the_rerun(tmp_path
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first", [["--no-report"]])
 def test_a_run_made_without_its_report_gets_it_when_asked(tmp_path, first):
     out = tmp_path / "o"

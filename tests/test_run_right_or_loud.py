@@ -153,6 +153,7 @@ def _cache_run(tmp_path, cache_env, *args):
                            "--conditions", "clean", *FAST, *args], capture_output=True, text=True, env=env, cwd=tmp_path)
 
 
+@pytest.mark.slow
 def test_the_cache_is_said_once_settable_and_skipped_for_the_cheap_toy(encoders, tmp_path):
     env_cache = tmp_path / "env-cache"
     r = _cache_run(tmp_path, env_cache, "-e", "toy")
@@ -192,6 +193,7 @@ def _blocks(pid: int) -> list[Path]:
     return [p for p in SHM.iterdir() if p.name.startswith(f"snapbench{pid}_")]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SHM.is_dir(), reason="no /dev/shm")
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
 def test_an_interrupted_run_with_workers_leaves_no_shared_memory(tmp_path, how):

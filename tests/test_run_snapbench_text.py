@@ -25,6 +25,7 @@ def _opts(**kw):
     return RunOptions(resamples=100, report=False, progress=False, use_cache=False, device="cpu", **kw)
 
 
+@pytest.mark.slow
 def test_text_only_snapbench_json_with_minilm(tmp_path):
     js = make_snapbench_release(tmp_path / "release", with_images=False)
     spec = f"sentence-transformers:{MINILM}"

@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 
+import pytest
 from typer.testing import CliRunner
 
 from snapbench.cli import app
@@ -28,6 +29,7 @@ def _run(out, *extra):
     return r
 
 
+@pytest.mark.slow
 def test_a_rerun_with_fewer_modes_leaves_only_its_targets(tmp_path):
     out = tmp_path / "r"
     _run(out, "--no-report")
@@ -42,6 +44,7 @@ def test_a_rerun_with_fewer_modes_leaves_only_its_targets(tmp_path):
     assert not (out / "figures" / "drag.png").exists()
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_modes_run_json_lists(tmp_path):
     out = tmp_path / "r"
     _run(out, "--modes", "it2it")

@@ -172,6 +172,7 @@ def test_topk_overlap():
     assert topk_overlap(np.array([[1, -1]]), np.array([[1, -1]])) == pytest.approx(0.5)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not ann_available(), reason="faiss not installed")
 @pytest.mark.parametrize("kind", ["hnsw", "ivf"])
 def test_ann_recall_against_exact(kind):

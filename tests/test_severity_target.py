@@ -192,6 +192,7 @@ def _lines(out: Path) -> list[dict]:
     return [json.loads(x) for x in (out / "manifest.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_targets_are_deterministic_for_any_worker_count_and_part_of_the_fingerprint(tmp_path: Path) -> None:
     src = _query_set(tmp_path, [("moto_left", 120, 160), ("gravel", 150, 150)])
     conds = ["img/defocus_blur/s1", "img/cropping/s2", "img/ui_elements/s3", "joint/mosaic+sent_add/s2"]

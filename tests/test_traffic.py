@@ -22,7 +22,6 @@ from snapbench.app.traffic import compute_traffic, read_traffic, write_traffic
 from snapbench.cli import app
 from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.errors import ConfigError, InputError
-from snapbench.data import load_dataset
 from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS
 from snapbench.diagnose.mix import FlagConditions, build_mix
 from snapbench.evaluate.paired import bootstrap_counts
@@ -70,11 +69,6 @@ def write_diag(folder: Path, queries, *, skips=("broken",)) -> Path:
 @pytest.fixture(scope="module")
 def hand_diag(tmp_path_factory) -> Path:
     return write_diag(tmp_path_factory.mktemp("diag") / "hand", HAND)
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return load_dataset(DEFAULT_DATA)
 
 
 @pytest.fixture(scope="module")
@@ -278,6 +272,7 @@ def test_run_refuses_a_wrong_diagnose_folder_before_running(demo, tmp_path) -> N
     assert not (tmp_path / "never").exists()
 
 
+@pytest.mark.slow
 def test_report_command_writes_and_shows_the_traffic_view(run_dir, hand_diag, tmp_path) -> None:
     run = tmp_path / "r"
     shutil.copytree(run_dir, run)
@@ -325,6 +320,7 @@ def test_run_traffic_is_honoured_when_the_run_is_read_back(run_dir, demo, hand_d
     assert body["diagnose_dir"] == str(other) and body["weights"] == {"clean": 1.0}
 
 
+@pytest.mark.slow
 def test_run_traffic_on_a_read_back_run_rebuilds_the_report(demo, hand_diag, tmp_path) -> None:
     run = tmp_path / "r"
     opts = dict(conditions=SMALL, report=True)

@@ -148,6 +148,7 @@ def test_kill_9_of_the_parent_leaves_no_worker_behind(tmp_path: Path) -> None:
                 os.kill(p, signal.SIGKILL)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals")
 def test_ctrl_c_prints_the_command_that_resumes(tmp_path: Path) -> None:
     queries = make_queries(tmp_path / "qs", 24, size=256)
@@ -177,6 +178,7 @@ def test_ctrl_c_prints_the_command_that_resumes(tmp_path: Path) -> None:
     assert len(manifest.read_text().splitlines()) == 24 * 5  # clean, low_light, scribble, char_swap, joint
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals")
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
 def test_sigterm_and_sighup_to_the_process_group_stop_like_ctrl_c(tmp_path: Path, sig: str) -> None:
@@ -220,6 +222,7 @@ def _pool_semaphores(pid: int) -> list[Path]:
     return sorted(Path("/dev/shm").glob(f"sem.mp-snapbench{pid}-*"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
 def test_kill_9_of_the_process_group_leaves_no_semaphore_after_the_next_command(tmp_path: Path) -> None:
     """Trial 3: kill -9 of the group (the resource tracker too) left 5 /dev/shm/sem.mp-* per run."""
