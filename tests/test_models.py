@@ -196,7 +196,7 @@ def test_cache_refuses_an_encoder_without_fingerprint(tmp_path):
 @pytest.mark.slow
 def test_cache_shared_by_two_processes(tmp_path):
     code = (
-        "import sys; import numpy as np; from snapbench.models import CachedEncoder, load_encoder;"
+        "import sys; import numpy as np; from snapbench.models import load_encoder; from snapbench.store.cache import CachedEncoder;"
         "c = CachedEncoder(load_encoder('toy'), sys.argv[1]);"
         "e = c.encode_texts([f'text number {i}' for i in range(300)]);"
         "np.save(sys.argv[2], e)"
