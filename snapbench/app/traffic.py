@@ -40,7 +40,7 @@ from ..diagnose.mix import FLAG_CONDITIONS, FlagConditions, Mix, Signature, buil
 from ..evaluate.metrics import QueryStat
 from ..evaluate.paired import bootstrap_counts, bootstrap_values, percentile_ci
 from ..store.atomic import write_json
-from ..store.folders import RunDir, open_run_dir
+from ..store.folders import SCHEMA_VERSIONS, RunDir, open_run_dir
 from ..store.perquery import read_per_query
 from ..store.rundir import read_report, report_digests
 from .diagnose import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
@@ -48,7 +48,7 @@ from .diagnose import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
 __all__ = ["TRAFFIC_SCHEMA_VERSION", "RunTables", "TrafficSample", "check_traffic_dir", "compute_traffic", "read_run",
            "read_traffic", "traffic_body", "write_traffic"]
 
-TRAFFIC_SCHEMA_VERSION = 1
+TRAFFIC_SCHEMA_VERSION = SCHEMA_VERSIONS["traffic.json"]
 MOOR_AGAINST = "IT2IT"
 
 

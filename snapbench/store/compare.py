@@ -79,6 +79,7 @@ from ..core.targets import target_id
 from ..core.userfiles import read_json
 from . import CompareDir, RunDir, read_run_json, run_json_kind
 from .atomic import write_json
+from .folders import SCHEMA_VERSIONS, check_schema_version
 from .rundir import read_report, read_target_values
 
 __all__ = ['COMPARE_KIND', 'COMPARE_SCHEMA_VERSION', 'RECORD_TYPES', 'compare_json', 'read_compare_json', 'write_compare_json', 'UNNAMED', 'ModelSource', 'open_sources', 'possible_files', 'previous_files', 'relative_names', 'remove_stale']
@@ -86,7 +87,7 @@ __all__ = ['COMPARE_KIND', 'COMPARE_SCHEMA_VERSION', 'RECORD_TYPES', 'compare_js
 COMPARE_KIND = "snapbench compare"
 #: The figures a compare writes per target and metric (``figures/<stem>_<name>.png|pdf``), in report order.
 COMPARE_FIGURES = ("effective", "heatmap", "primitives", "ranks")
-COMPARE_SCHEMA_VERSION = 1
+COMPARE_SCHEMA_VERSION = SCHEMA_VERSIONS["compare.json"]
 #: The record lists of compare.json and the type of their records, in file order.
 RECORD_TYPES: dict[str, type] = {
     "models": ModelRecord, "pairs": PairRecord, "normalised": NormalisedRecord, "ranking": RankingRecord,
@@ -146,9 +147,7 @@ def read_compare_json(path: str | os.PathLike) -> dict[str, Any]:
     obj = read_json(path, what="compare.json")
     if not isinstance(obj, dict) or obj.get("kind") != COMPARE_KIND:
         raise InputError(f"is not a compare.json (no \"kind\": \"{COMPARE_KIND}\")", path=path)
-    if obj.get("schema_version") != COMPARE_SCHEMA_VERSION:
-        raise InputError(f"has schema_version {obj.get('schema_version')!r}; this snapbench reads "
-                         f"{COMPARE_SCHEMA_VERSION}", path=path)
+    check_schema_version(obj, "compare.json", path)
     missing = [k for k in (*_HEAD, *RECORD_TYPES) if k not in obj]
     if missing:
         raise InputError(f"lacks {', '.join(missing)}", path=path)

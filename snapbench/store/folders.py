@@ -64,11 +64,12 @@ import numpy as np
 from ..core import targets as modes
 from ..core.conditions import condition_to_filename
 from ..core.errors import ConfigError, InputError, OutputError, arg
+from ..core.records import REPORT_SCHEMA_VERSION
 from ..core.targets import MODES
 from ..core.userfiles import load_npy, read_json, read_text
 from .atomic import save_npy_atomic, write_json, write_text_atomic
 
-__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'read_run_config', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'read_run_config', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
 
 QUERY_IDS = "query_ids.txt"
 GALLERY_IDS = "gallery_ids.txt"
@@ -366,6 +367,21 @@ class CompareDir:
 
 RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose", "moor", "report", "stress")
 RUN_JSON_SCHEMA = 2
+#: The schema version of every versioned JSON artifact, the one this snapbench writes and reads;
+#: readers check it with :func:`check_schema_version` (one rule, one wording).
+SCHEMA_VERSIONS: dict[str, int] = {"run.json": RUN_JSON_SCHEMA, "report.json": REPORT_SCHEMA_VERSION,
+                                   "compare.json": 1, "traffic.json": 1}
+
+
+def check_schema_version(obj: Mapping[str, Any], artifact: str, path: str | os.PathLike) -> None:
+    """An :class:`InputError` naming ``path`` when ``obj`` (a decoded ``artifact``, e.g. ``"report.json"``)
+    carries a ``schema_version`` other than the one this snapbench reads: a file of another version is
+    refused, never read by guesswork."""
+    want = SCHEMA_VERSIONS[artifact]
+    got = obj.get("schema_version")
+    if got != want:
+        raise InputError(f"has schema_version {got!r}; this snapbench reads {artifact} of schema_version {want} "
+                         "(rerun the command that wrote it)", path=path)
 
 
 def write_run_json(folder: str | os.PathLike, kind: str, body: Mapping[str, Any]) -> Path:
@@ -402,6 +418,8 @@ def read_run_json(folder: str | os.PathLike, *, kind: str | None = None) -> dict
     if not isinstance(cfg, dict):
         raise InputError("must hold a JSON object", path=path)
     found = run_json_kind(cfg)
+    if found is not None:
+        check_schema_version(cfg, "run.json", path)
     if kind is not None and found != kind:
         raise _not_ours(Path(folder), found, kind)
     return cfg

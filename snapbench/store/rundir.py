@@ -20,6 +20,7 @@ from ..core.records import PerQuery, Report
 from ..core.targets import MODE_LABELS
 from ..core.userfiles import read_json
 from . import FUSION_PREFIX, TARGET_ORDER, RunDir, open_run_dir, primary_target
+from .folders import check_schema_version
 from .perquery import read_per_query
 
 __all__ = ["TARGET_NAMES", "RunData", "load_run_dir", "read_target_per_query", "read_target_values"]
@@ -184,7 +185,10 @@ def read_report(path: str | os.PathLike) -> Report:
     """Read and check a ``report.json`` (decoded through :mod:`snapbench.core.userfiles`)."""
     from ..core.userfiles import read_json
 
-    return Report.from_json(read_json(path, what="report"), path=path)
+    obj = read_json(path, what="report")
+    if isinstance(obj, dict) and isinstance(obj.get("meta"), dict):
+        check_schema_version(obj["meta"], "report.json", path)
+    return Report.from_json(obj, path=path)
 
 
 def write_report(report: Report, path: str | os.PathLike) -> None:
