@@ -418,10 +418,10 @@ def read_run_json(folder: str | os.PathLike, *, kind: str | None = None) -> dict
     if not isinstance(cfg, dict):
         raise InputError("must hold a JSON object", path=path)
     found = run_json_kind(cfg)
-    if found is not None:
-        check_schema_version(cfg, "run.json", path)
     if kind is not None and found != kind:
         raise _not_ours(Path(folder), found, kind)
+    if kind is not None:  # its contents are about to be used (resume, reading a run): this version's only
+        check_schema_version(cfg, "run.json", path)
     return cfg
 
 
