@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 from _machine import machine  # bench/ is on sys.path
 
-from snapbench.app.traffic import read_run, read_traffic, traffic_body
+from snapbench.store.rundir import read_run
+from snapbench.app.traffic import read_traffic, traffic_body
 from snapbench.core.conditions import list_conditions
 from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS
 from snapbench.evaluate.metrics import parse_metrics

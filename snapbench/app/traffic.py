@@ -33,19 +33,18 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.records import Report, ReportMeta
+from ..core.records import Report
 from ..core.seeding import derive_generator
 from ..core.userfiles import read_json, read_text
 from ..diagnose.mix import FLAG_CONDITIONS, FlagConditions, Mix, Signature, build_mix, signature_kind
 from ..evaluate.metrics import QueryStat
 from ..evaluate.paired import bootstrap_counts, bootstrap_values, percentile_ci
 from ..store.atomic import write_json
-from ..store.folders import SCHEMA_VERSIONS, RunDir, open_run_dir
-from ..store.perquery import read_per_query
-from ..store.rundir import read_report, report_digests
+from ..store.folders import SCHEMA_VERSIONS, RunDir
+from ..store.rundir import RunTables, read_run
 from .diagnose import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
 
-__all__ = ["TRAFFIC_SCHEMA_VERSION", "RunTables", "TrafficSample", "check_traffic_dir", "compute_traffic", "read_run",
+__all__ = ["TRAFFIC_SCHEMA_VERSION", "TrafficSample", "check_traffic_dir", "compute_traffic",
            "read_traffic", "traffic_body", "write_traffic"]
 
 TRAFFIC_SCHEMA_VERSION = SCHEMA_VERSIONS["traffic.json"]
@@ -133,30 +132,8 @@ def read_traffic(diagnose_dir: str | os.PathLike) -> TrafficSample:
                          [s for s in ("image", "text") if s in sides], len(flags) - sum(masks.values()))
 
 
-@dataclass
-class RunTables:
-    """What a run directory holds for the traffic view: typed reports and per-query values."""
-
-    path: Path
-    targets: list[str]
-    reports: dict[str, Report]
-    per_query: dict[str, tuple[list[str], dict[str, dict[str, np.ndarray]]]]
-    conditions: list[str]
-    digests: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def meta(self) -> ReportMeta:
-        return self.reports[self.targets[0]].meta
 
 
-def read_run(run_dir: str | os.PathLike) -> RunTables:
-    """The reports (and per-query tables where present) of every target of a run directory."""
-    rd = open_run_dir(run_dir)
-    targets = rd.targets()
-    reports = {t: read_report(rd.report(t)) for t in targets}
-    per_query = {t: read_per_query(rd.per_query(t)) for t in targets if rd.per_query(t).is_file()}
-    conds = [c for c in reports[targets[0]].condition_ids if all(c in r.conditions for r in reports.values())]
-    return RunTables(rd.root, targets, reports, per_query, conds, report_digests(rd.root))
 
 
 

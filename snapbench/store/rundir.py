@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.records import PerQuery, Report
+from ..core.records import PerQuery, Report, ReportMeta
 from ..core.targets import MODE_LABELS
 from ..core.userfiles import read_json
 from . import FUSION_PREFIX, TARGET_ORDER, RunDir, open_run_dir, primary_target
@@ -201,3 +201,29 @@ def write_report(report: Report, path: str | os.PathLike) -> None:
         write_json(Path(path), report.to_json())
     except OSError as e:
         raise OutputError(f"cannot write the report ({e.strerror or e})", path=path) from None
+
+
+@dataclass
+class RunTables:
+    """What a run directory holds for the traffic view: typed reports and per-query values."""
+
+    path: Path
+    targets: list[str]
+    reports: dict[str, Report]
+    per_query: dict[str, tuple[list[str], dict[str, dict[str, np.ndarray]]]]
+    conditions: list[str]
+    digests: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def meta(self) -> ReportMeta:
+        return self.reports[self.targets[0]].meta
+
+
+def read_run(run_dir: str | os.PathLike) -> RunTables:
+    """The reports (and per-query tables where present) of every target of a run directory."""
+    rd = open_run_dir(run_dir)
+    targets = rd.targets()
+    reports = {t: read_report(rd.report(t)) for t in targets}
+    per_query = {t: read_per_query(rd.per_query(t)) for t in targets if rd.per_query(t).is_file()}
+    conds = [c for c in reports[targets[0]].condition_ids if all(c in r.conditions for r in reports.values())]
+    return RunTables(rd.root, targets, reports, per_query, conds, report_digests(rd.root))
