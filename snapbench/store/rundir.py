@@ -1,5 +1,7 @@
-"""Reading a run directory (its layout is :class:`snapbench.store.RunDir`): every input of the report
-is optional except at least one report.
+"""Reading a run directory (its layout is :class:`snapbench.store.RunDir`), for every reader: the report
+(:func:`load_run_dir`), the traffic view (:func:`read_run`) and comparisons (:class:`snapbench.store.compare.ModelSource`
+reads through :func:`read_report` and :func:`read_target_values`).  For the report every input is
+optional except at least one report.
 
 A missing or unreadable optional piece becomes a line in :attr:`RunData.missing`, shown by the
 report in the section that needed it; only a directory without any readable report is an error.
