@@ -43,7 +43,7 @@ Per model and target: C = the target's conditions (its report).  Its plan P is k
 
 * every kind of condition (clean, image, text, joint) when run.json records ``conditions_left_out``:
   P = C + the conditions left out;
-* otherwise (an image+text run, a run of an older snapbench, an evaluate report file) for the kinds
+* otherwise (an image+text run, an evaluate report file) for the kinds
   its modes can read -- image when one of its targets reads the query image, text likewise, joint
   when both -- and the kinds C holds: P = C there.
 

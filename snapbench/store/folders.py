@@ -380,13 +380,7 @@ def write_run_json(folder: str | os.PathLike, kind: str, body: Mapping[str, Any]
 def run_json_kind(cfg: Mapping[str, Any]) -> str | None:
     """The command that wrote a parsed run.json (``None``: not snapbench's)."""
     kind = cfg.get("kind")
-    if kind in RUN_KINDS:
-        return str(kind)
-    if kind is None and "fingerprint" in cfg and "schema" in cfg:
-        return "run"
-    if kind is None and "grid" in cfg and "seed" in cfg:
-        return "corrupt"
-    return None
+    return str(kind) if kind in RUN_KINDS else None
 
 
 def read_run_json(folder: str | os.PathLike, *, kind: str | None = None) -> dict[str, Any] | None:
@@ -466,13 +460,13 @@ def _describe(key: str, before: Any, now: Any) -> str:
 
 
 def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str, Any], *,
-                 force: bool = False, assume: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+                 force: bool = False) -> dict[str, Any] | None:
     """The previous run.json of ``folder`` if this invocation may resume (or, forced, replace) it.
 
     ``None`` when there is none.  A different ``fingerprint`` is a :class:`ConfigError` listing every
     differing entry unless ``force``; a folder of another kind is refused even when forced.
-    Values are compared as JSON (what the file holds).  ``assume`` gives the value of an entry that a
-    folder written before that entry existed lacks (e.g. an operator revision: 1).
+    Values are compared as JSON (what the file holds); an entry one side lacks counts as none.  A
+    run.json without a fingerprint is refused like one made with other settings.
     """
     previous = read_run_json(folder, kind=kind)
     if previous is None:
@@ -480,9 +474,8 @@ def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str,
     recorded = previous.get("fingerprint")
     now = json.loads(json.dumps(fingerprint, default=str))
     if not isinstance(recorded, dict):
-        why = "made by an older snapbench (its run.json has no fingerprint)"
+        why = "made with other settings (its run.json records no fingerprint)"
     else:
-        recorded = {**json.loads(json.dumps(dict(assume or {}), default=str)), **recorded}
         keys = list(now) + [k for k in recorded if k not in now]
         diffs = [_describe(k, recorded.get(k), now.get(k)) for k in keys if recorded.get(k) != now.get(k)]
         why = f"made with a different {', '.join(diffs)}" if diffs else ""

@@ -123,15 +123,13 @@ def _contact_sheet(dataset: Any, seed: int, severity_target: Any = None) -> dict
 
 def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: RunPlan, options: RunOptions) -> RunState:
     """The :class:`RunState` of ``out`` for this run (see the module docstring); writes run.json."""
-    from ..corrupt import assumed_revisions
-
     rundir = RunDir(out)
     sources = {"image": list(plan.image_sources), "text": list(plan.text_sources)}
     # the folder was claimed before the dataset was loaded (pipeline.run._claim: another command's folder,
     # or a run of several encoders, is refused there)
     recorded = (read_run_json(out) or {}).get("fingerprint")
     fp = run_fingerprint(dataset, encoder, options, plan.grid_json, sources, recorded if isinstance(recorded, dict) else None)
-    previous = check_resume(out, "run", fp, force=options.force, assume=assumed_revisions(fp))
+    previous = check_resume(out, "run", fp, force=options.force)
     evaluation = _evaluation(options, plan)
     targets = list(plan.modes.targets)
     if (previous is not None and not options.force and previous.get("status") == "complete"
