@@ -68,7 +68,7 @@ from ..core.targets import MODES
 from ..core.userfiles import load_npy, read_json, read_text
 from .atomic import save_npy_atomic, write_json, write_text_atomic
 
-__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'read_run_config', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
 
 QUERY_IDS = "query_ids.txt"
 GALLERY_IDS = "gallery_ids.txt"
@@ -418,11 +418,6 @@ def output_kind(folder: str | os.PathLike) -> str | None:
     return run_json_kind(cfg) if cfg is not None else None
 
 
-def read_run_config(corrupt_dir: str | os.PathLike) -> dict[str, Any] | None:
-    """``corrupt_dir/run.json`` as a dict, whatever wrote it (``None`` when absent)."""
-    return read_run_json(corrupt_dir)
-
-
 #: fingerprint key -> (what it is called in a refusal, words for some of its values).  A key not
 #: listed is named as it is (``revision.<operator>``, ``opencv_major``...); a value without words is
 #: shown as JSON, and a missing one (null) as "none".  Parameter names are :func:`arg` references, so
@@ -671,15 +666,10 @@ DEMO_NAME = "snapbench demo"
 def holds_a_demo(out: Path) -> bool:
     """Whether ``out`` holds the output of an earlier ``snapbench demo`` (which the demo may replace).
 
-    run.json says so (``"command": "demo"``); a demo of a snapbench that did not record it is known by
-    its dataset name, which only the demo gives, and the toy encoder.  Anything else is someone's run."""
+    run.json says so (``"command": "demo"``).  Anything else is someone's run."""
 
     cfg = read_run_json(out)
-    if cfg is None or run_json_kind(cfg) != "run":
-        return False
-    if "command" in cfg:
-        return cfg["command"] == "demo"
-    return cfg.get("encoder") == "toy" and str(cfg.get("dataset", "")).startswith(f"{DEMO_NAME} (")
+    return cfg is not None and run_json_kind(cfg) == "run" and cfg.get("command") == "demo"
 
 
 @dataclass(frozen=True)
