@@ -33,7 +33,7 @@ from .moor import CONST_RTOL, DEFAULT_EPS, DEFAULT_FUSION_EPS, MOORResult, MOORT
 from .search import ANNIndex, GallerySource, NpyRowReader
 from .whitening import RunningMoments, Whitener
 
-__all__ = ['MOORIndex', 'moor', 'moor_topk', 'CacheWriter', 'check_foldable', 'fit_standardisers', 'whiten_gallery']
+__all__ = ['MOORIndex', 'moor', 'CacheWriter', 'check_foldable', 'fit_standardisers', 'whiten_gallery']
 
 # ---------------------------------------------------------------------------------------------------
 # the fitted index
@@ -424,28 +424,6 @@ def moor(
     """
     index = MOORIndex(whiten=whiten, gate=gate, eps=eps, fusion_eps=fusion_eps, dtype=dtype)
     return index.fit(g_image, g_text).query(q_image, q_text)
-
-
-def moor_topk(
-    q_image: Any,
-    q_text: Any,
-    g_image: Any,
-    g_text: Any = None,
-    k: int = 10,
-    *,
-    whiten: bool = True,
-    gate: GateLike = "bell",
-    eps: float = DEFAULT_EPS,
-    fusion_eps: float = DEFAULT_FUSION_EPS,
-    dtype: Any = np.float32,
-    chunk_size: int = 8192,
-) -> MOORTopK:
-    """Streaming MOOR top-k for galleries larger than memory (``.npy`` paths, memmaps, arrays, or a
-    chunk callable): fit (two passes) + one search pass; memory O(chunk·(d + Q) + Q·k)."""
-    index = MOORIndex(
-        whiten=whiten, gate=gate, eps=eps, fusion_eps=fusion_eps, dtype=dtype, chunk_size=chunk_size, keep_gallery=False
-    )
-    return index.fit(g_image, g_text).topk(q_image, q_text, k)
 
 
 def fit_standardisers(src: GallerySource, chunk_size: int, *, eps: float, whiten: bool) -> tuple[Whitener, Whitener, int, int]:

@@ -32,7 +32,6 @@ from typing import Any
 from ..compare.groups import GROUP_ALL
 from ..compare.records import Comparison
 from ..core.errors import EvaluationInputError
-from ..core.jsonable import dumps
 from ..core.records import Report
 from ..store.atomic import open_text_atomic
 from ..store.rundir import read_report, write_report
@@ -40,7 +39,7 @@ from .compare import MetricView, finite
 from .fmt import DASH, DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, p_text, pct, points
 from .tables import metric_label
 
-__all__ = ['CSV_HEADER', 'additivity_rows', 'check_table_path', 'csv_rows', 'print_additivity', 'print_report', 'read_report', 'report_to_json', 'write_report', 'write_table', 'headline_table', 'limit_line', 'ranking_table', 'told_apart_lines', 'print_comparison']
+__all__ = ['CSV_HEADER', 'additivity_rows', 'check_table_path', 'csv_rows', 'print_additivity', 'print_report', 'read_report', 'write_report', 'write_table', 'headline_table', 'limit_line', 'ranking_table', 'told_apart_lines', 'print_comparison']
 
 #: What a table file may end in (:func:`write_table`).
 TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
@@ -48,11 +47,6 @@ TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
 PIPE_WIDTH = 120
 _PREFERRED = ("hit@1", "hit@5", "recall@10", "ndcg@10", "mrr")
 _LIMITED = "† depth-limited (the runs are shallower than the metric; values are lower bounds)"
-
-
-def report_to_json(report: Report, indent: int | None = 2) -> str:
-    """Strict JSON (no NaN tokens): undefined values are ``null``."""
-    return dumps(report.to_json(), indent=indent)
 
 
 def _shown(report: Report, show: Sequence[str] | None) -> list[str]:
