@@ -47,7 +47,7 @@ depends on the task alone, so any worker, engine or retry writes the same bytes.
 
 Resuming a corruption run: what a folder's outputs depend on, and which outputs are kept.
 
-* :func:`corrupt_fingerprint` -- everything the bytes of a corrupt folder depend on: the seed, the
+* :func:`_corrupt_fingerprint` -- everything the bytes of a corrupt folder depend on: the seed, the
   resolved grid, the image format, the OpenCV and NumPy majors (warps, resizes, JPEG and the
   Generator streams behind every sampled parameter may change there), the text renderer (font
   file, Pillow, FreeType: watermark and ui_elements pixels), the algorithm revision of each image
@@ -57,7 +57,7 @@ Resuming a corruption run: what a folder's outputs depend on, and which outputs 
   defaults, so folders written before they existed resume.  ``run.json`` records it, and
   :func:`snapbench.store.check_resume` (the one resume check of every command) refuses a rerun
   whose fingerprint differs, naming each differing entry.
-* :func:`kept_outputs` -- the manifest lines a rerun keeps: their file still has the recorded sha256
+* :func:`_kept_outputs` -- the manifest lines a rerun keeps: their file still has the recorded sha256
   and the query's inputs are unchanged (``input_sha256``); a line cut by a kill is dropped.
 
 Why a corrupt run produced nothing: every skipped query counted by cause, with the first of each.
@@ -113,7 +113,7 @@ from ..store import CorruptDir, check_resume, claim_output_dir, read_run_json, w
 from ..store.atomic import write_bytes_atomic
 from ..store.jsonl import read_jsonl_records, read_skips
 
-__all__ = ['MANIFEST_FIELDS', 'CorruptOptions', 'RunSummary', 'run_corruption', 'QueryTask', 'QueryResult', 'process_query', 'manifest_line', 'revision_fingerprint', 'corrupt_fingerprint', 'measure_fingerprint', 'kept_outputs', 'clear_previous', 'remove_stale_temps', 'input_fingerprint', 'dumps_line', 'nothing_written_error']
+__all__ = ['MANIFEST_FIELDS', 'CorruptOptions', 'RunSummary', 'run_corruption', 'QueryTask', 'QueryResult', 'process_query', 'revision_fingerprint', 'measure_fingerprint', 'nothing_written_error']
 
 
 
@@ -225,7 +225,7 @@ def _resume(folder: CorruptDir, opts: CorruptOptions, plan: ConditionPlan) -> li
     table = grid_json(plan.grid)
 
     def fingerprint(ids: Iterable[str], recorded: Any) -> dict[str, Any]:
-        return corrupt_fingerprint(opts.seed, table, opts.image_format, ids, recorded, measure=opts.measure,
+        return _corrupt_fingerprint(opts.seed, table, opts.image_format, ids, recorded, measure=opts.measure,
                                    target=opts.severity_target)
 
     try:
@@ -238,7 +238,7 @@ def _resume(folder: CorruptDir, opts: CorruptOptions, plan: ConditionPlan) -> li
     except ConfigError as exc:
         raise RunConfigError(exc.problem, path=exc.path, param=exc.param) from None
     if opts.force:
-        clear_previous(folder)
+        _clear_previous(folder)
         before, recorded = {}, {}
     ids = list(dict.fromkeys([*before.get("conditions", []), *(c.id for c in plan.conditions)]))
     write_run_json(folder.root, "corrupt", {
@@ -319,11 +319,11 @@ def _write(folder: CorruptDir, tasks: list[QueryTask], n_records: int, opts: Cor
             bar.advance(task, n_records - len(tasks))
             for res in _execute(tasks, opts, payload):
                 if res.lines:
-                    mf.write("".join(dumps_line(x) + "\n" for x in res.lines))
+                    mf.write("".join(_dumps_line(x) + "\n" for x in res.lines))
                     mf.flush()
                     os.fsync(mf.fileno())
                 if res.skips:
-                    sf.write("".join(dumps_line(x) + "\n" for x in res.skips))
+                    sf.write("".join(_dumps_line(x) + "\n" for x in res.skips))
                     sf.flush()
                 counts.written += len(res.lines)
                 counts.skipped += len(res.skips)
@@ -409,9 +409,9 @@ def run_corruption(
                                         {c.text_operator for c in conds if c.text_operator})
     folder = CorruptDir(out_dir)
     _resume(folder, opts, plan)
-    remove_stale_temps(folder)
-    fingerprints = {rec.id: input_fingerprint(rec) for rec in records}
-    kept = kept_outputs(folder, opts.seed, fingerprints)
+    _remove_stale_temps(folder)
+    fingerprints = {rec.id: _input_fingerprint(rec) for rec in records}
+    kept = _kept_outputs(folder, opts.seed, fingerprints)
     tasks, reused = _tasks(records, cond_ids, kept, folder, opts, dict(plan.grid), fingerprints)
     counts = _write(folder, tasks, len(records), opts, payload)
     outcome = _outcome([*kept.values(), *counts.targeted])  # the folder's total, not only this call's
@@ -458,7 +458,7 @@ class QueryResult:
 
 
 
-def manifest_line(task: QueryTask, item: Variant, image: ImageRef | None) -> dict[str, Any]:
+def _manifest_line(task: QueryTask, item: Variant, image: ImageRef | None) -> dict[str, Any]:
     """The ``manifest.jsonl`` record of one variant (keys: :data:`~.run.MANIFEST_FIELDS`, in order)."""
     path, sha, width, height = image if image is not None else (None, None, None, None)
     return {
@@ -551,7 +551,7 @@ def process_query(task: QueryTask) -> QueryResult:
         if isinstance(item, Skip):
             skips.append({"id": rec.id, "condition": item.condition, "reason": item.reason})
         else:
-            lines.append(manifest_line(task, item, writer.write(item) if item.image is not None else None))
+            lines.append(_manifest_line(task, item, writer.write(item) if item.image is not None else None))
         writer.used(item.condition)
     return QueryResult(rec.id, lines, skips)
 
@@ -593,7 +593,7 @@ def _grid_sha256(grid: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def corrupt_fingerprint(seed: int, grid: Mapping[str, Any], image_format: str, condition_ids: Iterable[str],
+def _corrupt_fingerprint(seed: int, grid: Mapping[str, Any], image_format: str, condition_ids: Iterable[str],
                         recorded: Mapping[str, Any] | None = None, *, measure: bool = True,
                         target: Any = None) -> dict[str, Any]:
     """The fingerprint of a corrupt folder holding ``condition_ids`` (see the module docstring);
@@ -624,7 +624,7 @@ def measure_fingerprint(measure: bool, target: Any) -> dict[str, Any]:
     return out
 
 
-def dumps_line(obj: Any) -> str:
+def _dumps_line(obj: Any) -> str:
     """One JSONL line of the manifest or skips (strict JSON, UTF-8 kept)."""
     return dumps(obj, indent=None)
 
@@ -637,7 +637,7 @@ def _sha256_file(path: Path) -> str | None:
         return None
 
 
-def input_fingerprint(rec: QueryRecord) -> str:
+def _input_fingerprint(rec: QueryRecord) -> str:
     """sha256 over what a query's outputs depend on besides seed and grid: the image file's bytes,
     the question and the entity (not the path, so a moved data set stays valid)."""
     image_sha = _sha256_file(rec.image) if rec.image is not None else None
@@ -645,7 +645,7 @@ def input_fingerprint(rec: QueryRecord) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def kept_outputs(folder: CorruptDir, seed: int, fingerprints: Mapping[str, str]) -> dict[tuple[str, str], dict[str, Any]]:
+def _kept_outputs(folder: CorruptDir, seed: int, fingerprints: Mapping[str, str]) -> dict[tuple[str, str], dict[str, Any]]:
     """The verified lines of ``manifest.jsonl`` by (query id, condition); the manifest is rewritten
     with exactly those (without a possibly cut last line)."""
     kept: dict[tuple[str, str], dict[str, Any]] = {}
@@ -664,12 +664,12 @@ def kept_outputs(folder: CorruptDir, seed: int, fingerprints: Mapping[str, str])
             if sha_cache[rel] is None or sha_cache[rel] != line.get("sha256"):
                 continue
         kept[(qid, str(line["condition"]))] = line
-    data = "".join(dumps_line(v) + "\n" for v in kept.values()).encode("utf-8")
+    data = "".join(_dumps_line(v) + "\n" for v in kept.values()).encode("utf-8")
     write_bytes_atomic(folder.manifest, data, fsync=True)
     return kept
 
 
-def clear_previous(folder: CorruptDir) -> None:
+def _clear_previous(folder: CorruptDir) -> None:
     """``force``: remove what an earlier run wrote (only our files and condition folders)."""
     for path in (folder.manifest, folder.skips, folder.run_json):
         path.unlink(missing_ok=True)
@@ -688,7 +688,7 @@ def clear_previous(folder: CorruptDir) -> None:
         pass
 
 
-def remove_stale_temps(folder: CorruptDir) -> None:
+def _remove_stale_temps(folder: CorruptDir) -> None:
     """Delete temp files a killed run left behind (write_bytes_atomic names them ``.<name>.*.tmp``)."""
     images = folder.images
     dirs = [folder.root] + ([p for p in images.iterdir() if p.is_dir()] if images.is_dir() else [])
