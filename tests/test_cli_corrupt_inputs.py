@@ -104,21 +104,27 @@ def test_library_messages_name_parameters_and_the_cli_names_flags(queries: Path,
     assert res.exit_code == 2 and res.output.startswith("error: --conditions: unknown condition 'img/nope/s1'")
 
 
-def test_a_folder_of_an_older_snapbench_still_resumes(queries: Path, tmp_path: Path) -> None:
-    # run.json as snapbench wrote it before it had a kind and a fingerprint (the same keys otherwise)
+def test_a_folder_whose_run_json_lacks_the_fingerprint_is_refused_unless_forced(queries: Path, tmp_path: Path) -> None:
+    # a run.json without what this version writes is one made with other settings; one without a kind is
+    # not snapbench's
     out = tmp_path / "o"
     conds = ["img/cropping/s1", "txt/char_swap"]
     first = run_corruption(queries, out, conditions=conds, progress=False)
     cfg = json.loads((out / "run.json").read_text())
-    legacy = {k: v for k, v in cfg.items() if k not in ("kind", "schema_version", "fingerprint")}
-    (out / "run.json").write_text(json.dumps(legacy, indent=2))
-    again = run_corruption(queries, out, conditions=conds, progress=False)
-    assert (again.written, again.reused) == (0, first.written)
-    upgraded = json.loads((out / "run.json").read_text())
-    assert upgraded["kind"] == "corrupt" and upgraded["fingerprint"] == cfg["fingerprint"]
-    (out / "run.json").write_text(json.dumps({**legacy, "seed": 4}, indent=2))
-    with pytest.raises(RunConfigError, match=r"seed 4 \(this run: 0\)"):
-        run_corruption(queries, out, conditions=conds, progress=False)
+    (out / "run.json").write_text(json.dumps({k: v for k, v in cfg.items() if k != "fingerprint"}, indent=2))
+    res = runner.invoke(app, ["corrupt", str(queries), "--out", str(out), "--conditions", ",".join(conds),
+                              "--no-progress"])
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith(f"error: {out} holds the output of a 'snapbench corrupt' made with other settings "
+                                 "(its run.json records no fingerprint); use a new output folder, or --force to "
+                                 "discard it"), res.output
+    again = run_corruption(queries, out, conditions=conds, force=True, progress=False)
+    assert again.written == first.written
+    assert json.loads((out / "run.json").read_text())["fingerprint"] == cfg["fingerprint"]
+    bare = {k: v for k, v in cfg.items() if k not in ("kind", "schema_version", "fingerprint")}
+    (out / "run.json").write_text(json.dumps(bare, indent=2))
+    with pytest.raises(RunConfigError, match="holds the output of something other than snapbench"):
+        run_corruption(queries, out, conditions=conds, force=True, progress=False)
 
 
 def test_conditions_into_a_pipe_closed_early_is_quiet() -> None:

@@ -63,19 +63,6 @@ def test_run_and_evaluate_record_a_mode_the_same_way(made):
     assert json.loads((made / "run" / "IT2IT" / "report.json").read_text())["meta"]["mode"] == "IT2IT"
 
 
-def test_a_report_that_records_the_mode_label_is_compared_as_that_mode(made, tmp_path):
-    # reports of older versions of evaluate hold the label (IT→IT): still read as the mode IT2IT
-    old = json.loads((made / "it2it.json").read_text())
-    old["meta"]["mode"] = "IT→IT"
-    (tmp_path / "old.json").write_text(json.dumps(old))
-    for report in (made / "it2it.json", tmp_path / "old.json"):
-        out = tmp_path / report.stem
-        r = runner.invoke(app, ["compare", str(made / "run"), str(report), "--out", str(out), "--formats", "md",
-                                "--no-progress"])
-        assert r.exit_code == 0, r.output
-        assert json.loads((out / "compare.json").read_text())["settings"]["targets"] == ["IT2IT"]
-
-
 def test_a_report_of_moor_output_is_compared_as_moor(made, tmp_path):
     r = _compare(made, tmp_path, made / "moor.json")
     assert r.exit_code == 0, r.output

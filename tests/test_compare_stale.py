@@ -67,18 +67,6 @@ def test_an_interrupted_compare_is_cleaned_up_by_the_next(run, tmp_path, monkeyp
     _same_as_fresh(tmp_path / "o", tmp_path / "fresh")
 
 
-@pytest.mark.slow
-def test_a_folder_of_an_older_compare_is_cleaned_by_its_targets_and_metrics(run, tmp_path):
-    _compare(run, tmp_path / "o", "--metrics", "all")
-    rj = tmp_path / "o" / "run.json"
-    body = json.loads(rj.read_text())
-    del body["files"], body["status"]  # as main wrote it
-    rj.write_text(json.dumps(body))
-    _compare(run, tmp_path / "o", "--modes", "I2I", "--metrics", "hit@1")
-    _compare(run, tmp_path / "fresh", "--modes", "I2I", "--metrics", "hit@1")
-    _same_as_fresh(tmp_path / "o", tmp_path / "fresh")
-
-
 def test_a_hand_edited_file_list_removes_nothing_outside_the_folder(run, tmp_path):
     _compare(run, tmp_path / "o", "--modes", "T2T")
     (tmp_path / "keep.txt").write_text("not compare's")

@@ -58,11 +58,9 @@ def test_which_folders_hold_a_demo(tmp_path):
     assert not holds_a_demo(tmp_path / "absent")
     assert not holds_a_demo(_run_json(tmp_path / "empty", {}))
     assert holds_a_demo(_run_json(tmp_path / "new", {"kind": "run", "command": "demo", "encoder": "toy"}))
-    # a demo written before run.json recorded the command (as /work/golden's): known by the demo's dataset name
-    legacy = {"fingerprint": {}, "schema": 1, "dataset": "snapbench demo (jsonl)", "encoder": "toy"}
-    assert holds_a_demo(_run_json(tmp_path / "legacy", legacy))
-    assert not holds_a_demo(_run_json(tmp_path / "run_on_demo_data", {**legacy, "dataset": "queries (jsonl)"}))
-    assert not holds_a_demo(_run_json(tmp_path / "other_encoder", {**legacy, "encoder": "hf:x"}))
+    # a run of the demo's data and encoder that run.json does not record as the demo's is someone's run
+    assert not holds_a_demo(_run_json(tmp_path / "run_on_demo_data", {"kind": "run", "dataset": "snapbench demo (jsonl)",
+                                                                       "encoder": "toy", "fingerprint": {}}))
     assert not holds_a_demo(_run_json(tmp_path / "run", {"kind": "run", "dataset": "snapbench demo (jsonl)",
                                                           "encoder": "hf:x", "fingerprint": {}}))
 

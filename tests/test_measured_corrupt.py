@@ -140,23 +140,6 @@ def test_resume_with_the_other_measure_setting_is_refused_naming_it(tmp_path: Pa
     assert "measuring: on, the default (this run: off (--no-measure))" in res.output, res.output
 
 
-def test_lines_from_before_measuring_are_redone_measured_with_the_same_bytes(tmp_path: Path) -> None:
-    src = make_set(tmp_path / "in", sizes=((120, 160), (100, 100)))
-    out = tmp_path / "o"
-    run_corruption(src, out, conditions=CONDS[:3], progress=False)
-    before = read_lines(out)
-    # what a folder written before measuring existed holds: no "measured" / "target" keys
-    (out / "manifest.jsonl").write_text("".join(
-        json.dumps({k: v for k, v in ln.items() if k not in ("measured", "target")}) + "\n" for ln in before))
-    cfg = json.loads((out / "run.json").read_text())
-    for key in ("measure", "severity_target"):
-        cfg.pop(key)
-    (out / "run.json").write_text(json.dumps(cfg))
-    again = run_corruption(src, out, conditions=CONDS[:3], progress=False)
-    assert again.reused == 0 and again.written == len(before)
-    assert read_lines(out) == before
-
-
 def test_cli_reports_measured_values_and_rejects_nothing_by_default(tmp_path: Path) -> None:
     src = make_set(tmp_path / "in", sizes=((120, 160), (100, 100)))
     res = runner.invoke(app, ["corrupt", str(src), "--out", str(tmp_path / "o"), "--conditions", "img/defocus_blur/s1",

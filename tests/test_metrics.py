@@ -300,21 +300,6 @@ def test_evaluate_matrix_blocks_threads_and_first_rank(workers, block_rows):
         np.testing.assert_allclose(ev.stats[m].num, ref[m].num, atol=1e-12)
 
 
-def test_answer_set_metrics_from_lists():
-    from snapbench.evaluate import answer_set_metrics
-
-    pred = [["a", "b"], [], ["x"], [], ["c"]]
-    gold = [["a"], ["d"], [], [], ["c", "e"]]
-    r = answer_set_metrics(pred, gold)
-    # normal queries 0, 1, 4: P = (1/2, 0, 1), R = (1, 0, 1/2), F1 = (2/3, 0, 2/3)
-    assert r["set_precision"] == pytest.approx(0.5)
-    assert r["set_recall"] == pytest.approx(0.5)
-    assert r["set_f1"] == pytest.approx(4 / 9)
-    # A: q3 (both empty); B: q1 (gold d, rejected); C: q2 (gold empty, answered x); D: q0, q4
-    assert (r["A"], r["B"], r["C"], r["D"]) == (1, 1, 1, 2)
-    assert r["reject_precision"] == 0.5 and r["reject_recall"] == 0.5 and r["reject_f1"] == 0.5
-
-
 def test_modes_by_hand():
     from snapbench.evaluate import MODES, mode_scores
 

@@ -3,6 +3,7 @@ across two revisions of one operator refused with a message naming it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -72,32 +73,18 @@ def test_corrupt_records_revisions_and_refuses_a_resume_across_them(tint_op, tmp
     assert res.written > 0 and _revisions(out) == {"rev_test_tint": 2}
 
 
-def _before_fingerprints(run: dict) -> None:
-    """What a run.json made before fingerprints (and revisions) existed holds."""
-    del run["fingerprint"], run["kind"], run["schema_version"]
-
-
-def _before_revisions(run: dict) -> None:
-    """A fingerprinted run.json without revision entries (written after fingerprints, before revisions):
-    it used to be refused as 'revision.rotation none (this run: 1)'."""
+def test_a_corrupt_run_json_without_revisions_is_refused_unless_forced(tmp_path):
+    """A fingerprint without the revision entries this version records is one made with other settings."""
+    out = tmp_path / "c"
+    _corrupt(out, ["clean", "img/low_light/s1", "img/rotation/s1"])
+    run = json.loads((out / "run.json").read_text())
     run["fingerprint"] = {k: v for k, v in run["fingerprint"].items() if not k.startswith("revision.")}
-
-
-@pytest.mark.parametrize("older", [_before_fingerprints, _before_revisions])
-def test_a_corrupt_run_json_from_before_revisions_counts_as_revision_1(tmp_path, older):
-    def aged(out: Path, conditions: list[str]) -> None:
-        _corrupt(out, conditions)
-        run = json.loads((out / "run.json").read_text())
-        older(run)
-        (out / "run.json").write_text(json.dumps(run))
-
-    aged(tmp_path / "c", ["clean", "img/low_light/s1", "img/rotation/s1"])
-    with pytest.raises(RunConfigError, match=r"revision\.low_light 1 \(this run: 2\)"):
-        _corrupt(tmp_path / "c", ["clean", "img/low_light/s1"])
-    # without low_light among its conditions, such a folder resumes (rotation is still revision 1)
-    aged(tmp_path / "c2", ["clean", "img/rotation/s1"])
-    assert _corrupt(tmp_path / "c2", ["clean", "img/rotation/s1"]).reused > 0
-    assert _revisions(tmp_path / "c2") == {"rotation": 1}  # the resumed run records its revisions
+    (out / "run.json").write_text(json.dumps(run))
+    with pytest.raises(RunConfigError, match=r"revision\.low_light none \(this run: 2\), revision\.rotation none "
+                                             r"\(this run: 1\); use a new output folder, or force to discard it"):
+        _corrupt(out, ["clean", "img/low_light/s1"])
+    assert _corrupt(out, ["clean", "img/rotation/s1"], force=True).written > 0
+    assert _revisions(out) == {"rotation": 1}
 
 
 def test_run_fingerprint_holds_revisions_and_refuses_a_resume_across_them(tint_op, tmp_path):
@@ -111,27 +98,28 @@ def test_run_fingerprint_holds_revisions_and_refuses_a_resume_across_them(tint_o
     tint_op(2)
     with pytest.raises(ConfigError, match=r"revision\.rev_test_tint 1 \(this run: 2\)"):
         run_benchmark(ds, "toy", out, opts)
-    # an older run.json without the entries: every operator was revision 1
+    # a run.json without the entries is one made with other settings
     meta = json.loads((out / "run.json").read_text())
     meta["fingerprint"] = {k: v for k, v in meta["fingerprint"].items() if not k.startswith("revision.")}
     (out / "run.json").write_text(json.dumps(meta))
-    with pytest.raises(ConfigError, match=r"revision\.rev_test_tint 1 \(this run: 2\)"):
-        run_benchmark(ds, "toy", out, opts)
     tint_op(1)
-    run_benchmark(ds, "toy", out, opts)
+    with pytest.raises(ConfigError, match=r"revision\.rev_test_tint none \(this run: 1\)"):
+        run_benchmark(ds, "toy", out, opts)
+    run_benchmark(ds, "toy", out, dataclasses.replace(opts, force=True))
+    assert _revisions(out) == {"overexposure": 1, "rev_test_tint": 1}
 
 
 def test_one_revision_rule_for_corrupt_and_run(tint_op):
     """corrupt and run build their revision entries with revision_fingerprint: a registered operator's
     revision; for one not registered now the recorded revision stands (run used to drop the entry),
-    else revision 1."""
+    else none."""
     from snapbench.app.corrupt import revision_fingerprint
     from snapbench.app.stages.resume import run_fingerprint
 
     tint_op(3)
     assert revision_fingerprint(["rotation", "gone", "rev_test_tint", "low_light", "rotation"], {"revision.gone": 4}) == {
         "revision.gone": 4, "revision.low_light": 2, "revision.rev_test_tint": 3, "revision.rotation": 1}
-    assert revision_fingerprint(["gone"]) == {"revision.gone": 1}
+    assert revision_fingerprint(["gone"]) == {}
     ds = load_dataset(DEFAULT_DATA)
     opts = RunOptions(conditions=["clean", "img/rev_test_tint/s1"], joint=False, modes=["I2I"])
     sources = {"image": ["clean", "img/rev_test_tint/s1", "img/gone/s2"], "text": ["clean"]}

@@ -43,7 +43,7 @@ Per model and target: C = the target's conditions (its report).  Its plan P is k
 
 * every kind of condition (clean, image, text, joint) when run.json records ``conditions_left_out``:
   P = C + the conditions left out;
-* otherwise (an image+text run, a run of an older snapbench, an evaluate report file) for the kinds
+* otherwise (an image+text run, an evaluate report file) for the kinds
   its modes can read -- image when one of its targets reads the query image, text likewise, joint
   when both -- and the kinds C holds: P = C there.
 
@@ -135,7 +135,7 @@ from ..store.compare import (
     write_compare_json,
 )
 
-__all__ = ['CompareOptions', 'resolve_settings', 'compare_runs', 'write_outputs', 'TargetConditions', 'compared_conditions', 'targets_query_sides', 'check_setups', 'check_queries']
+__all__ = ['CompareOptions', 'compare_runs', 'TargetConditions']
 
 
 
@@ -252,7 +252,7 @@ def _runs_value(sources, targets, get, default, what: str, notes: list[str]):
     return default
 
 
-def resolve_settings(sources: Sequence[ModelSource], options: CompareOptions) -> Settings:
+def _resolve_settings(sources: Sequence[ModelSource], options: CompareOptions) -> Settings:
     """The targets, metrics and statistics settings of the comparison (see the module docstring)."""
     notes: list[str] = []
     targets = _targets(sources, options.modes, notes)
@@ -282,7 +282,7 @@ def model_values(sources: Sequence[ModelSource], targets: Sequence[str], metrics
     for t in targets:
         say(f"reading per-query values of {t}")
         tables = [s.per_query(t) for s in sources]
-        check_queries(sources, t, tables, metrics)
+        _check_queries(sources, t, tables, metrics)
         for i, (q, v) in enumerate(tables):
             rows = _rows_in(qids[i] or q, q, sources[i], t, targets[0])
             qids[i] = qids[i] or q
@@ -347,8 +347,8 @@ def compare_runs(
     outdir = Path(out)
     before = claim_output_dir(outdir, "compare")  # a folder another command wrote is refused before any work
     sources = open_sources(paths, opts.names)
-    st = resolve_settings(sources, opts)
-    compared = check_setups(sources, st.targets)
+    st = _resolve_settings(sources, opts)
+    compared = _check_setups(sources, st.targets)
     warnings = [c.warning for c in compared.values() if c.warning]
     models = model_values(sources, st.targets, st.metrics, say, {t: c.conditions for t, c in compared.items()})
     t_read = time.perf_counter()
@@ -364,7 +364,7 @@ def compare_runs(
     # first on record: the files the folder may hold once this compare stops, finished or not
     candidates = previous_files(cdir, before) | possible_files(cdir, st.targets, st.metrics)
     write_run_json(outdir, "compare", {**body, "status": "writing", "files": relative_names(cdir, candidates)})
-    write_outputs(res, opts)
+    _write_outputs(res, opts)
     res.files.append(cdir.run_json)
     res.removed = remove_stale(cdir, candidates, res.files)
     write_run_json(outdir, "compare", {**body, "status": "complete", "files": relative_names(cdir, res.files)})
@@ -473,7 +473,7 @@ def _write_figures(views: dict, res: CompareResult, out: CompareDir, fmts: set[s
             figs.append(HtmlFigure(stem, caption(v) if callable(caption) else caption, png))
 
 
-def write_outputs(res: CompareResult, opts: CompareOptions) -> Written:
+def _write_outputs(res: CompareResult, opts: CompareOptions) -> Written:
     """Write every output of ``res`` into ``res.out`` (appending to ``res.files`` and ``res.notes``)."""
     from ..render.compare import render_page
 
@@ -509,7 +509,7 @@ class TargetConditions:
     warning: str | None = None
 
 
-def targets_query_sides(targets: Sequence[str]) -> frozenset[str]:
+def _targets_query_sides(targets: Sequence[str]) -> frozenset[str]:
     """The sides of the query (``image``, ``text``) the targets read: a mode its paths' query sides;
     MOOR, a fusion baseline or an unknown target every path."""
     return query_sides({p for t in targets for p in MODES.get(t, PATHS)})
@@ -529,7 +529,7 @@ class _Plan:
 
 def _plan(source: ModelSource, target: str) -> _Plan:
     conds = list(source.report(target).conditions)
-    sides = targets_query_sides(source.targets)
+    sides = _targets_query_sides(source.targets)
     left = source.run.get("conditions_left_out")
     if isinstance(left, list):
         ids, known = conds + [str(c) for c in left], set(KINDS)
@@ -591,7 +591,7 @@ def _warning(target: str, common: list[str], plans: list[_Plan], left: dict[str,
             f"left out: {'; '.join(parts)} -- {'; '.join(why)}")
 
 
-def compared_conditions(sources: Sequence[ModelSource], target: str) -> tuple[TargetConditions, list[str]]:
+def _compared_conditions(sources: Sequence[ModelSource], target: str) -> tuple[TargetConditions, list[str]]:
     """The conditions of ``target`` the models are compared on, and the differences of their
     condition plans (texts for the refusal; empty when the plans agree)."""
     plans = [_plan(s, target) for s in sources]
@@ -691,15 +691,15 @@ def _report_diffs(a: ModelSource, b: ModelSource, targets: Sequence[str], known:
     return out
 
 
-def check_setups(sources: Sequence[ModelSource], targets: Sequence[str]) -> dict[str, TargetConditions]:
+def _check_setups(sources: Sequence[ModelSource], targets: Sequence[str]) -> dict[str, TargetConditions]:
     """Refuse (one :class:`ConfigError` naming every difference) runs whose set-ups differ: run.json
     and the reports of ``targets``; see the module docstring.  Return the conditions each target is
-    compared on (:func:`~snapbench.app.compare.compared_conditions`)."""
+    compared on (:func:`~snapbench.app.compare._compared_conditions`)."""
     first = sources[0]
     diffs: list[str] = []
     compared: dict[str, TargetConditions] = {}
     for t in targets:
-        compared[t], d = compared_conditions(sources, t)
+        compared[t], d = _compared_conditions(sources, t)
         diffs += d
     for other in sources[1:]:
         run = _run_diffs(first, other, targets)
@@ -722,7 +722,7 @@ def _uncounted(arrays: PerQueryArrays, metrics: Sequence[str]) -> set[str] | Non
     return None
 
 
-def check_queries(sources: Sequence[ModelSource], target: str, tables: Sequence[PerQueryArrays],
+def _check_queries(sources: Sequence[ModelSource], target: str, tables: Sequence[PerQueryArrays],
                   metrics: Sequence[str]) -> None:
     """Refuse per-query tables of ``target`` over different queries, or with different queries
     without a relevant item (different qrels)."""

@@ -47,7 +47,7 @@ depends on the task alone, so any worker, engine or retry writes the same bytes.
 
 Resuming a corruption run: what a folder's outputs depend on, and which outputs are kept.
 
-* :func:`corrupt_fingerprint` -- everything the bytes of a corrupt folder depend on: the seed, the
+* :func:`_corrupt_fingerprint` -- everything the bytes of a corrupt folder depend on: the seed, the
   resolved grid, the image format, the OpenCV and NumPy majors (warps, resizes, JPEG and the
   Generator streams behind every sampled parameter may change there), the text renderer (font
   file, Pillow, FreeType: watermark and ui_elements pixels), the algorithm revision of each image
@@ -57,13 +57,8 @@ Resuming a corruption run: what a folder's outputs depend on, and which outputs 
   defaults, so folders written before they existed resume.  ``run.json`` records it, and
   :func:`snapbench.store.check_resume` (the one resume check of every command) refuses a rerun
   whose fingerprint differs, naming each differing entry.
-* A ``run.json`` written before fingerprints existed (no ``kind``) is upgraded in place by
-  :func:`upgrade_legacy_run_json`: its recorded seed, grid, format and versions become a
-  fingerprint, so such folders still resume (and are refused for the same reasons as before).
-* :func:`kept_outputs` -- the manifest lines a rerun keeps: their file still has the recorded sha256
-  and the query's inputs are unchanged (``input_sha256``); a line cut by a kill is dropped, and so
-  is, when measuring, a line written before measuring existed (no ``measured`` key: redone, the
-  same bytes, now measured).
+* :func:`_kept_outputs` -- the manifest lines a rerun keeps: their file still has the recorded sha256
+  and the query's inputs are unchanged (``input_sha256``); a line cut by a kill is dropped.
 
 Why a corrupt run produced nothing: every skipped query counted by cause, with the first of each.
 
@@ -118,7 +113,7 @@ from ..store import CorruptDir, check_resume, claim_output_dir, read_run_json, w
 from ..store.atomic import write_bytes_atomic
 from ..store.jsonl import read_jsonl_records, read_skips
 
-__all__ = ['MANIFEST_FIELDS', 'CorruptOptions', 'RunSummary', 'run_corruption', 'QueryTask', 'QueryResult', 'process_query', 'manifest_line', 'LEGACY_REVISION', 'revision_fingerprint', 'assumed_revisions', 'corrupt_fingerprint', 'measure_fingerprint', 'upgrade_legacy_run_json', 'kept_outputs', 'clear_previous', 'remove_stale_temps', 'input_fingerprint', 'dumps_line', 'nothing_written_error']
+__all__ = ['MANIFEST_FIELDS', 'CorruptOptions', 'RunSummary', 'run_corruption', 'QueryTask', 'QueryResult', 'process_query', 'revision_fingerprint', 'measure_fingerprint', 'nothing_written_error']
 
 
 
@@ -230,21 +225,20 @@ def _resume(folder: CorruptDir, opts: CorruptOptions, plan: ConditionPlan) -> li
     table = grid_json(plan.grid)
 
     def fingerprint(ids: Iterable[str], recorded: Any) -> dict[str, Any]:
-        return corrupt_fingerprint(opts.seed, table, opts.image_format, ids, recorded, measure=opts.measure,
+        return _corrupt_fingerprint(opts.seed, table, opts.image_format, ids, recorded, measure=opts.measure,
                                    target=opts.severity_target)
 
     try:
         claim_output_dir(folder.root, "corrupt")
-        upgrade_legacy_run_json(folder.root)
         before = read_run_json(folder.root, kind="corrupt") or {}
         recorded = before.get("fingerprint") or {}
         # compared over the conditions the folder holds: those are what its outputs depend on
         now = fingerprint(before.get("conditions", []), recorded)
-        check_resume(folder.root, "corrupt", now, force=opts.force, assume=assumed_revisions(now))
+        check_resume(folder.root, "corrupt", now, force=opts.force)
     except ConfigError as exc:
         raise RunConfigError(exc.problem, path=exc.path, param=exc.param) from None
     if opts.force:
-        clear_previous(folder)
+        _clear_previous(folder)
         before, recorded = {}, {}
     ids = list(dict.fromkeys([*before.get("conditions", []), *(c.id for c in plan.conditions)]))
     write_run_json(folder.root, "corrupt", {
@@ -325,11 +319,11 @@ def _write(folder: CorruptDir, tasks: list[QueryTask], n_records: int, opts: Cor
             bar.advance(task, n_records - len(tasks))
             for res in _execute(tasks, opts, payload):
                 if res.lines:
-                    mf.write("".join(dumps_line(x) + "\n" for x in res.lines))
+                    mf.write("".join(_dumps_line(x) + "\n" for x in res.lines))
                     mf.flush()
                     os.fsync(mf.fileno())
                 if res.skips:
-                    sf.write("".join(dumps_line(x) + "\n" for x in res.skips))
+                    sf.write("".join(_dumps_line(x) + "\n" for x in res.skips))
                     sf.flush()
                 counts.written += len(res.lines)
                 counts.skipped += len(res.skips)
@@ -415,9 +409,9 @@ def run_corruption(
                                         {c.text_operator for c in conds if c.text_operator})
     folder = CorruptDir(out_dir)
     _resume(folder, opts, plan)
-    remove_stale_temps(folder)
-    fingerprints = {rec.id: input_fingerprint(rec) for rec in records}
-    kept = kept_outputs(folder, opts.seed, fingerprints, measure=opts.measure)
+    _remove_stale_temps(folder)
+    fingerprints = {rec.id: _input_fingerprint(rec) for rec in records}
+    kept = _kept_outputs(folder, opts.seed, fingerprints)
     tasks, reused = _tasks(records, cond_ids, kept, folder, opts, dict(plan.grid), fingerprints)
     counts = _write(folder, tasks, len(records), opts, payload)
     outcome = _outcome([*kept.values(), *counts.targeted])  # the folder's total, not only this call's
@@ -464,7 +458,7 @@ class QueryResult:
 
 
 
-def manifest_line(task: QueryTask, item: Variant, image: ImageRef | None) -> dict[str, Any]:
+def _manifest_line(task: QueryTask, item: Variant, image: ImageRef | None) -> dict[str, Any]:
     """The ``manifest.jsonl`` record of one variant (keys: :data:`~.run.MANIFEST_FIELDS`, in order)."""
     path, sha, width, height = image if image is not None else (None, None, None, None)
     return {
@@ -557,7 +551,7 @@ def process_query(task: QueryTask) -> QueryResult:
         if isinstance(item, Skip):
             skips.append({"id": rec.id, "condition": item.condition, "reason": item.reason})
         else:
-            lines.append(manifest_line(task, item, writer.write(item) if item.image is not None else None))
+            lines.append(_manifest_line(task, item, writer.write(item) if item.image is not None else None))
         writer.used(item.condition)
     return QueryResult(rec.id, lines, skips)
 
@@ -577,28 +571,16 @@ def _library_versions() -> dict[str, Any]:
             **{f"text_renderer.{k}": v for k, v in renderer_versions().items()}}
 
 
-#: The revision of every image operator before revisions were recorded: a folder whose fingerprint
-#: holds no ``revision.<op>`` entry was made with it.
-LEGACY_REVISION = 1
-
-
 def revision_fingerprint(ops: Iterable[str], recorded: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``{"revision.<op>": n}`` for the image operators ``ops`` (sorted by name), the entries ``corrupt``
     and ``run`` add to their fingerprints: a registered operator's revision; for one not registered now
-    (it produces nothing in this run) the revision ``recorded`` (the folder's fingerprint) holds, or
-    :data:`LEGACY_REVISION` when it holds none."""
+    (it produces nothing in this run) the revision ``recorded`` (the folder's fingerprint) holds; none
+    for an operator neither registered nor recorded."""
     names = sorted({op for op in ops if op})
     now = image_operator_revisions(names)
     recorded = recorded or {}
-    return {f"revision.{op}": now[op] if op in now else recorded.get(f"revision.{op}", LEGACY_REVISION)
-            for op in names}
-
-
-def assumed_revisions(fingerprint: Mapping[str, Any]) -> dict[str, Any]:
-    """What a folder written before operator revisions existed stands for, as
-    :func:`snapbench.store.check_resume`'s ``assume``: :data:`LEGACY_REVISION` for every
-    ``revision.<op>`` entry of ``fingerprint``."""
-    return {k: LEGACY_REVISION for k in fingerprint if k.startswith("revision.")}
+    return {f"revision.{op}": now[op] if op in now else recorded[f"revision.{op}"]
+            for op in names if op in now or f"revision.{op}" in recorded}
 
 
 def _revisions(condition_ids: Iterable[str], recorded: Mapping[str, Any]) -> dict[str, Any]:
@@ -611,7 +593,7 @@ def _grid_sha256(grid: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def corrupt_fingerprint(seed: int, grid: Mapping[str, Any], image_format: str, condition_ids: Iterable[str],
+def _corrupt_fingerprint(seed: int, grid: Mapping[str, Any], image_format: str, condition_ids: Iterable[str],
                         recorded: Mapping[str, Any] | None = None, *, measure: bool = True,
                         target: Any = None) -> dict[str, Any]:
     """The fingerprint of a corrupt folder holding ``condition_ids`` (see the module docstring);
@@ -642,32 +624,7 @@ def measure_fingerprint(measure: bool, target: Any) -> dict[str, Any]:
     return out
 
 
-def _legacy_fingerprint(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The fingerprint an old run.json stands for.  Versions it did not record were not checked then
-    and are taken as today's; operator revisions did not exist (all were 1)."""
-    now = _library_versions()
-    fp: dict[str, Any] = {"seed": cfg.get("seed"), "grid": _grid_sha256(cfg.get("grid")),
-                          "image_format": cfg.get("image_format", "png")}
-    for key, recorded in (("opencv_major", "opencv_version"), ("numpy_major", "numpy_version")):
-        fp[key] = _major(cfg[recorded]) if cfg.get(recorded) else now[key]
-    renderer = cfg.get("text_renderer")
-    fp.update({k: (renderer.get(k.split(".", 1)[1]) if isinstance(renderer, dict) else v)
-               for k, v in now.items() if k.startswith("text_renderer.")})
-    ops = sorted({c.image_operator for c in map(parse_condition, cfg.get("conditions", [])) if c.image_operator})
-    return {**fp, **{f"revision.{op}": LEGACY_REVISION for op in ops}}
-
-
-def upgrade_legacy_run_json(folder: Path) -> None:
-    """Give a corrupt folder's run.json from before fingerprints its ``kind`` and fingerprint (in place,
-    every recorded field kept), so :func:`snapbench.store.check_resume` can compare it."""
-    cfg = read_run_json(folder, kind="corrupt")
-    if cfg is None or isinstance(cfg.get("fingerprint"), dict):
-        return
-    body = {k: v for k, v in cfg.items() if k not in ("kind", "schema_version")}
-    write_run_json(folder, "corrupt", {**body, "fingerprint": _legacy_fingerprint(cfg)})
-
-
-def dumps_line(obj: Any) -> str:
+def _dumps_line(obj: Any) -> str:
     """One JSONL line of the manifest or skips (strict JSON, UTF-8 kept)."""
     return dumps(obj, indent=None)
 
@@ -680,7 +637,7 @@ def _sha256_file(path: Path) -> str | None:
         return None
 
 
-def input_fingerprint(rec: QueryRecord) -> str:
+def _input_fingerprint(rec: QueryRecord) -> str:
     """sha256 over what a query's outputs depend on besides seed and grid: the image file's bytes,
     the question and the entity (not the path, so a moved data set stays valid)."""
     image_sha = _sha256_file(rec.image) if rec.image is not None else None
@@ -688,11 +645,9 @@ def input_fingerprint(rec: QueryRecord) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def kept_outputs(folder: CorruptDir, seed: int, fingerprints: Mapping[str, str], *,
-                 measure: bool = True) -> dict[tuple[str, str], dict[str, Any]]:
+def _kept_outputs(folder: CorruptDir, seed: int, fingerprints: Mapping[str, str]) -> dict[tuple[str, str], dict[str, Any]]:
     """The verified lines of ``manifest.jsonl`` by (query id, condition); the manifest is rewritten
-    with exactly those (without a possibly cut last line).  With ``measure``, a line without the
-    ``measured`` key (written before measuring existed) is not kept."""
+    with exactly those (without a possibly cut last line)."""
     kept: dict[tuple[str, str], dict[str, Any]] = {}
     sha_cache: dict[str, str | None] = {}
     for line in read_jsonl_records(folder.manifest, required=("id", "condition"), what="manifest record"):
@@ -702,8 +657,6 @@ def kept_outputs(folder: CorruptDir, seed: int, fingerprints: Mapping[str, str],
         qid = str(line["id"])
         if qid in fingerprints and line.get("input_sha256") != fingerprints[qid]:
             continue  # the image file, question or entity changed since: redo the query
-        if measure and "measured" not in line:
-            continue  # from before measuring: redone (same bytes), measured
         rel = line.get("path")
         if rel is not None:
             if rel not in sha_cache:
@@ -711,12 +664,12 @@ def kept_outputs(folder: CorruptDir, seed: int, fingerprints: Mapping[str, str],
             if sha_cache[rel] is None or sha_cache[rel] != line.get("sha256"):
                 continue
         kept[(qid, str(line["condition"]))] = line
-    data = "".join(dumps_line(v) + "\n" for v in kept.values()).encode("utf-8")
+    data = "".join(_dumps_line(v) + "\n" for v in kept.values()).encode("utf-8")
     write_bytes_atomic(folder.manifest, data, fsync=True)
     return kept
 
 
-def clear_previous(folder: CorruptDir) -> None:
+def _clear_previous(folder: CorruptDir) -> None:
     """``force``: remove what an earlier run wrote (only our files and condition folders)."""
     for path in (folder.manifest, folder.skips, folder.run_json):
         path.unlink(missing_ok=True)
@@ -735,7 +688,7 @@ def clear_previous(folder: CorruptDir) -> None:
         pass
 
 
-def remove_stale_temps(folder: CorruptDir) -> None:
+def _remove_stale_temps(folder: CorruptDir) -> None:
     """Delete temp files a killed run left behind (write_bytes_atomic names them ``.<name>.*.tmp``)."""
     images = folder.images
     dirs = [folder.root] + ([p for p in images.iterdir() if p.is_dir()] if images.is_dir() else [])

@@ -56,7 +56,7 @@ from ..store import MANIFEST, RUN_CONFIG, claim_output_dir, write_run_json
 from ..store.atomic import open_text_atomic, removing_empty_output_dirs, write_json, write_text_atomic
 from ..store.jsonl import read_manifest
 
-__all__ = ['CSV_NAME', 'HTML_NAME', 'SUMMARY_NAME', 'DiagnoseResult', 'run_diagnose', 'write_csv', 'INPUT_KINDS', 'QuerySet', 'load_queries']
+__all__ = ['CSV_NAME', 'HTML_NAME', 'SUMMARY_NAME', 'DiagnoseResult', 'run_diagnose', 'INPUT_KINDS', 'QuerySet', 'load_queries']
 
 
 
@@ -91,7 +91,7 @@ def _csv_rows(results: Iterable[QueryResult]) -> Iterable[tuple[str, str, str, s
                 yield r.id, side, d, "" if s != s else f"{s:.6g}", int(r.flags.get(d, False))
 
 
-def write_csv(path: str | os.PathLike, results: Iterable[QueryResult]) -> None:
+def _write_csv(path: str | os.PathLike, results: Iterable[QueryResult]) -> None:
     """Write the long-format ``diagnose.csv`` atomically."""
     with open_text_atomic(path, newline="") as fh:
         w = csv.writer(fh)
@@ -156,7 +156,7 @@ def _diagnose_into(out_dir: Path, qs: QuerySet, th: Thresholds, extra: list[str]
                          "sides": [s for s, n in (("image", summary["n_images"]), ("text", summary["n_questions"])) if n]}
     summary["thresholds"] = th
     summary["detectors"] = {d: {"side": det.side, "flagged": det.flagged} for d, det in DETECTORS.items()}
-    write_csv(out_dir / CSV_NAME, results)
+    _write_csv(out_dir / CSV_NAME, results)
     write_json(out_dir / SUMMARY_NAME, summary)
     page = render_diagnose_html(summary, results, examples=examples, source=f"{qs.path} ({qs.kind})")
     write_text_atomic(out_dir / HTML_NAME, page)

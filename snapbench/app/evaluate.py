@@ -27,7 +27,7 @@ from ..evaluate.summarize import evaluate_conditions
 from ..store import output_kind
 from ..store.scores import ComposedScores, ScoresDir, write_run
 
-__all__ = ['ConditionEval', 'EvaluationConfig', 'evaluate_conditions', 'evaluate_directory', 'evaluate_matrix', 'evaluate_ranking', 'depth_limited_metrics', 'nothing_measured']
+__all__ = ['ConditionEval', 'EvaluationConfig', 'evaluate_conditions', 'evaluate_directory', 'evaluate_matrix', 'evaluate_ranking', 'depth_limited_metrics']
 
 
 from ..evaluate.stability import is_stability_metric
@@ -104,7 +104,7 @@ def evaluate_directory(
         reason = sd.why_missing(j, set(evals))
         report.additivity_skipped[j] = reason  # type: ignore[index]
         notes.append(f"{j}: no additivity: {reason}")
-    why = nothing_measured(report, labels, qrels) if qrels is not None else None
+    why = _nothing_measured(report, labels, qrels) if qrels is not None else None
     if why:
         notes.append(why)
     report.warnings = notes
@@ -195,7 +195,7 @@ def _depth_notes(sd: ScoresDir, limited: dict[str, DepthLimit]) -> list[str]:
     return notes
 
 
-def nothing_measured(report: Report, labels: Labels, qrels: str | Path | None = None) -> str | None:
+def _nothing_measured(report: Report, labels: Labels, qrels: str | Path | None = None) -> str | None:
     """A warning when no query has a relevant item: ranking metrics then measure nothing (``None``
     when at least one query has a positive)."""
     if labels.n_queries == 0 or int(labels.n_pos.sum()) > 0:

@@ -27,7 +27,7 @@ from ..evaluate.metrics import counted_rows, parse_metrics
 from ..store.folders import StressDir, check_resume, claim_output_dir, write_run_json
 from ..store.perquery import write_combined_per_query
 
-__all__ = ["MODE", "StressOptions", "StressOutcome", "field_availability", "record_rows", "run_stress"]
+__all__ = ["MODE", "StressOptions", "StressOutcome", "field_availability", "run_stress"]
 
 #: The one retrieval mode a record stress moves: the query text against the record text (T→T).
 MODE = "T2T"
@@ -69,7 +69,7 @@ class StressOutcome:
     elapsed_s: float = 0.0
 
 
-def record_rows(records: Sequence[AlbumRecord], texts: Sequence[str], donors: dict[str, str] | None = None):
+def _record_rows(records: Sequence[AlbumRecord], texts: Sequence[str], donors: dict[str, str] | None = None):
     """The records file rows: id, album, every field after the stress (absent = null), the text encoded."""
     for r, t in zip(records, texts):
         row = {"id": r.id, "album": r.album, **r.fields()}
@@ -145,7 +145,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
 
     # -- clean: queries and records
     clean_texts = template.render_all(ds.records)
-    sd.write_records(CLEAN, record_rows(ds.records, clean_texts))
+    sd.write_records(CLEAN, _record_rows(ds.records, clean_texts))
     q_saved = sd.load_vectors("queries")
     if q_saved is None or q_saved[0].shape[0] != len(ds.queries):
         say(f"encoding {len(ds.queries)} queries")
@@ -186,7 +186,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
         g = g_clean.copy()
         if changed.size:
             g[changed] = vecs
-        sd.write_records(cond.id, record_rows(res.records, texts,
+        sd.write_records(cond.id, _record_rows(res.records, texts,
                                               res.donors if any(n == "caption_swap" for n, _ in cond.steps) else None))
         stats[cond.id] = album_stats(q_vecs, g, index, gold, metrics, set_threshold=opts.set_threshold)
         per_cond[cond.id] = {"result": res, "changed": int(changed.size), "condition": cond}

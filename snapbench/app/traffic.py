@@ -45,7 +45,7 @@ from ..store.rundir import RunTables, read_run
 from .diagnose import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
 
 __all__ = ["TRAFFIC_SCHEMA_VERSION", "TrafficSample", "check_traffic_dir", "compute_traffic",
-           "read_traffic", "traffic_body", "write_traffic"]
+           "read_traffic", "write_traffic"]
 
 TRAFFIC_SCHEMA_VERSION = SCHEMA_VERSIONS["traffic.json"]
 MOOR_AGAINST = "IT2IT"
@@ -319,11 +319,11 @@ def compute_traffic(
     """The traffic.json body for ``run_dir`` under the mix of ``diagnose_dir`` (module docstring).
 
     ``resamples``, ``seed`` and ``level`` default to the run's (its reports' meta)."""
-    return traffic_body(read_run(run_dir), read_traffic(diagnose_dir), mapping=mapping, resamples=resamples,
+    return _traffic_body(read_run(run_dir), read_traffic(diagnose_dir), mapping=mapping, resamples=resamples,
                         seed=seed, level=level)
 
 
-def traffic_body(
+def _traffic_body(
     run: RunTables,
     sample: TrafficSample,
     *,

@@ -20,12 +20,12 @@ from .groups import exact_group_means, group_means
 from .records import AdditivityPairRecord, AdditivityRecord
 from .stats import MetricBlock, row_intervals
 
-__all__ = ["additivity_records", "summary_groups"]
+__all__ = ["additivity_records"]
 
 _PAIRS_PER_BLOCK = 8
 
 
-def summary_groups(joints: list[str]) -> dict[str, list[int]]:
+def _summary_groups(joints: list[str]) -> dict[str, list[int]]:
     """``{row id: positions in joints}`` for the summary rows, in the order a run reports them."""
     by_pair: dict[str, list[int]] = {}
     by_sev: dict[str, list[int]] = {}
@@ -58,7 +58,7 @@ def additivity_records(
     pos = {c: i for i, c in enumerate(block.conditions)}
     idx = {k: [pos[j] if k == "joint" else pos[p[0] if k == "img" else p[1]] for j, p in joints.items()]
            for k in ("img", "txt", "joint")}
-    summaries = summary_groups(list(joints))
+    summaries = _summary_groups(list(joints))
     # δ = R(i) + R(t) − R(J) − R(clean) is linear in the values: one (C, J + S) weight matrix gives
     # every joint's and summary's δ of all models and resamples in one product
     lin = np.zeros((len(block.conditions), len(joints)))

@@ -52,7 +52,7 @@ from .groups import group_means
 from .records import PairRecord
 from .stats import MetricBlock, adjust_pvalues, row_intervals
 
-__all__ = ['PairStats', 'model_pairs', 'pair_statistics', 'pair_records', 'discordance', 'signflip_exact_pvalues', 'cohens_g']
+__all__ = ['PairStats', 'pair_statistics', 'pair_records', 'discordance', 'signflip_exact_pvalues', 'cohens_g']
 
 _REL_TOL, _ABS_TOL = 1e-9, 1e-12  # a permuted statistic equal to the observed one counts as extreme
 _PAIRS_PER_TASK = 4  # pairs handled together: bounds the (pairs x columns x resamples) temporaries
@@ -73,7 +73,7 @@ class PairStats:
     test: np.ndarray
 
 
-def model_pairs(n_models: int) -> list[tuple[int, int]]:
+def _model_pairs(n_models: int) -> list[tuple[int, int]]:
     """Every unordered pair (a, b), a < b, in input order."""
     return [(a, b) for a in range(n_models) for b in range(a + 1, n_models)]
 
@@ -182,7 +182,7 @@ def _exact_tests(block: MetricBlock, mask: np.ndarray, pairs: list[tuple[int, in
 
 def pair_statistics(block: MetricBlock, swaps: np.ndarray, ci: float, workers: int = 1) -> PairStats:
     """Diffs, joint-bootstrap CIs, raw p-values and effect sizes of every pair of ``block``'s models."""
-    pairs = model_pairs(len(block.models))
+    pairs = _model_pairs(len(block.models))
     n_cond = len(block.conditions) - 1
     deltas = block.col_deltas
     diff = np.stack([deltas[a] - deltas[b] for a, b in pairs])

@@ -37,12 +37,12 @@ from .groups import exact_group_means, group_means
 from .inputs import ModelValues
 from .records import ModelRecord
 
-__all__ = ['MetricBlock', 'counted_query_rows', 'metric_block', 'model_records', 'resampled_values', 'row_intervals', 'sorted_quantiles', 'CORRECTIONS', 'CORRECTION_NAMES', 'adjust_pvalues', 'alpha_of']
+__all__ = ['MetricBlock', 'counted_query_rows', 'metric_block', 'model_records', 'resampled_values', 'row_intervals', 'CORRECTIONS', 'CORRECTION_NAMES', 'adjust_pvalues', 'alpha_of']
 
 _ROWS_PER_TASK = 256
 
 
-def sorted_quantiles(s: np.ndarray, q: float) -> np.ndarray:
+def _sorted_quantiles(s: np.ndarray, q: float) -> np.ndarray:
     """The ``q`` quantile of each row of ``s`` (R, B), rows sorted ascending without NaN: numpy's
     "linear" method (virtual index (B-1) q, its lerp), bit-identical to ``np.quantile`` -- which
     the tests check -- but without a second selection pass over the data."""
@@ -70,7 +70,7 @@ def _block_intervals(block: np.ndarray, level: float, overwrite: bool = False) -
     else:
         s = np.sort(block[~bad] if bad.any() else block, axis=1)
     a = (1.0 - level) / 2.0
-    lo[~bad], hi[~bad] = sorted_quantiles(s, a), sorted_quantiles(s, 1.0 - a)
+    lo[~bad], hi[~bad] = _sorted_quantiles(s, a), _sorted_quantiles(s, 1.0 - a)
     if bad.any():  # rows with undefined resamples: percentile_ci drops the NaNs
         lo[bad], hi[bad] = percentile_ci(block[bad], level, axis=1)
     return lo, hi

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["DEFAULT_IMAGE_FORMAT", "IMAGE_FORMATS", "ImageFormat", "formats_needing"]
+__all__ = ["DEFAULT_IMAGE_FORMAT", "IMAGE_FORMATS", "formats_needing"]
 
 
-class ImageFormat(NamedTuple):
+class _ImageFormat(NamedTuple):
     """One lossless format: its file extension (with the dot) and the ``snapbench[extra]`` it needs
     (``None``: nothing beyond snapbench's own dependencies)."""
 
@@ -21,12 +21,12 @@ class ImageFormat(NamedTuple):
 
 
 #: Format name -> :class:`ImageFormat`.
-IMAGE_FORMATS: dict[str, ImageFormat] = {
-    "png": ImageFormat(".png", None),       # OpenCV
-    "qoi": ImageFormat(".qoi", "codecs"),   # imagecodecs
-    "jxl": ImageFormat(".jxl", "codecs"),
-    "webp": ImageFormat(".webp", "codecs"),
-    "npz": ImageFormat(".npz", None),       # numpy
+IMAGE_FORMATS: dict[str, _ImageFormat] = {
+    "png": _ImageFormat(".png", None),       # OpenCV
+    "qoi": _ImageFormat(".qoi", "codecs"),   # imagecodecs
+    "jxl": _ImageFormat(".jxl", "codecs"),
+    "webp": _ImageFormat(".webp", "codecs"),
+    "npz": _ImageFormat(".npz", None),       # numpy
 }
 
 #: The format of ``corrupt`` and :class:`snapbench.app.corrupt.CorruptOptions` unless told otherwise.

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from .errors import InputError
 
-__all__ = ['CI', 'MISSING', 'Reader', 'Value', 'ci_json', 'metric_values', 'per_metric', 'Paired', 'GroupPaired', 'Additivity', 'AdditivitySummary', 'SeverityCurve', 'Stability', 'FirstRank', 'Displacement', 'GroupReport', 'CoarseTextDrag', 'DepthLimit', 'PerQuery', 'REPORT_SCHEMA_VERSION', 'ReportMeta', 'Report']
+__all__ = ['CI', 'MISSING', 'Reader', 'Value', 'per_metric', 'Paired', 'GroupPaired', 'Additivity', 'AdditivitySummary', 'SeverityCurve', 'Stability', 'FirstRank', 'Displacement', 'GroupReport', 'CoarseTextDrag', 'DepthLimit', 'PerQuery', 'REPORT_SCHEMA_VERSION', 'ReportMeta', 'Report']
 
 Value = float | None
 CI = tuple[Value, Value]
@@ -101,7 +101,7 @@ class Reader:
         return {str(k): build(outer.sub(k), str(k)) for k in outer.obj}
 
 
-def ci_json(ci: CI) -> list[Value]:
+def _ci_json(ci: CI) -> list[Value]:
     return [ci[0], ci[1]]
 
 
@@ -110,7 +110,7 @@ def per_metric(build: Callable[[Reader, str], T]) -> Callable[[Reader, str], dic
     return lambda r, _name: {str(m): build(r.sub(m), str(m)) for m in r.obj}
 
 
-def metric_values(r: Reader, _name: str) -> dict[str, Value]:
+def _metric_values(r: Reader, _name: str) -> dict[str, Value]:
     return {str(m): r.value(m) for m in r.obj}
 
 
@@ -128,7 +128,7 @@ class Paired:
         return cls(r.value("delta"), r.ci(), r.value("p"), r.value("p_raw"))
 
     def to_json(self) -> dict:
-        return {"delta": self.delta, "ci": ci_json(self.ci), "p": self.p, "p_raw": self.p_raw}
+        return {"delta": self.delta, "ci": _ci_json(self.ci), "p": self.p, "p_raw": self.p_raw}
 
 
 @dataclass
@@ -143,7 +143,7 @@ class GroupPaired:
         return cls(r.value("delta"), r.ci())
 
     def to_json(self) -> dict:
-        return {"delta": self.delta, "ci": ci_json(self.ci)}
+        return {"delta": self.delta, "ci": _ci_json(self.ci)}
 
 
 @dataclass
@@ -167,7 +167,7 @@ class Additivity:
 
     def to_json(self) -> dict:
         d: dict[str, Any] = {"delta_image": self.delta_image, "delta_text": self.delta_text, "exp": self.exp,
-                             "obs": self.obs, "delta": self.delta, "ci": ci_json(self.ci)}
+                             "obs": self.obs, "delta": self.delta, "ci": _ci_json(self.ci)}
         if self.n is not None:
             d["n"] = self.n
         return d
@@ -269,7 +269,7 @@ class Displacement:
         return cls(r.value("mean"), r.value("median"), r.ci(), int(r.need("n")))
 
     def to_json(self) -> dict:
-        return {"mean": self.mean, "median": self.median, "ci": ci_json(self.ci), "n": self.n}
+        return {"mean": self.mean, "median": self.median, "ci": _ci_json(self.ci), "n": self.n}
 
 
 @dataclass
@@ -283,7 +283,7 @@ class GroupReport:
 
     @classmethod
     def read(cls, r: Reader, _: str = "") -> GroupReport:
-        return cls(int(r.need("n_queries")), int(r.need("n_excluded_zero_gt")), r.table("conditions", metric_values),
+        return cls(int(r.need("n_queries")), int(r.need("n_excluded_zero_gt")), r.table("conditions", _metric_values),
                    r.table("paired", per_metric(GroupPaired.read)))
 
     def to_json(self) -> dict:
@@ -309,7 +309,7 @@ class CoarseTextDrag:
                    r.value("image_value"))
 
     def to_json(self) -> dict:
-        return {"metric": self.metric, "value": self.value, "ci": ci_json(self.ci), "joint": self.joint,
+        return {"metric": self.metric, "value": self.value, "ci": _ci_json(self.ci), "joint": self.joint,
                 "joint_value": self.joint_value, "image_value": self.image_value}
 
 
@@ -494,7 +494,7 @@ class Report:
     def from_json(cls, obj: Any, *, path: str | os.PathLike | None = None) -> Report:
         """Check and type a parsed report; :class:`InputError` naming ``path`` and the key otherwise."""
         r = Reader(obj, "", path)
-        conds = r.table("conditions", metric_values)
+        conds = r.table("conditions", _metric_values)
         if "clean" not in conds:
             r.fail("has no 'clean' condition")
         rep = cls(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "ModePlan", "compose", "modes_for_paths",
-           "needs_paths", "normalize_mode", "paths_for_sides", "target_id", "plan_modes", "query_sides"]
+           "needs_paths", "normalize_mode", "paths_for_sides", "plan_modes", "query_sides"]
 
 #: The four similarity paths, in the order files, tables and weight columns use.
 PATHS: tuple[str, str, str, str] = ("II", "TT", "IT", "TI")
@@ -41,8 +41,7 @@ MODES: dict[str, dict[str, float]] = {
 }
 
 #: The SnapBench names of the modes, for display only (tables, figures, sentences): files record a mode
-#: by its id, the key of :data:`MODES` (``meta.mode``, run.json, folder names), and read any spelling
-#: with :func:`target_id`.
+#: by its id, the key of :data:`MODES` (``meta.mode``, run.json, folder names).
 MODE_LABELS: dict[str, str] = {"I2I": "I→I", "T2T": "T→T", "IT2IT": "IT→IT", "I2IT": "I→IT", "T2IT": "T→IT"}
 
 
@@ -64,19 +63,6 @@ def normalize_mode(mode: str, *, param: str = "mode") -> str:
         # the close names of the spelling compared (upper case): 'it2itt' -> 'IT2IT'
         raise ConfigError(f"unknown retrieval mode {mode!r}{hint_and_known(key, MODES)} (any case)", param=param)
     return key
-
-
-def target_id(name: str) -> str:
-    """The canonical id of a target as files record it (``meta.mode``, folder names): a mode written
-    any way :func:`normalize_mode` accepts becomes its id (``IT→IT`` -> ``IT2IT``, the spelling reports
-    of older versions of ``snapbench evaluate`` hold); anything else (``MOOR``, ``fusion/<name>``) is
-    returned as it is."""
-    from .errors import ConfigError
-
-    try:
-        return normalize_mode(name)
-    except ConfigError:
-        return name
 
 
 def paths_for_sides(query_sides: Collection[str], gallery_sides: Collection[str]) -> tuple[str, ...]:

@@ -76,7 +76,6 @@ __all__ = [
     "luma",
     "measure_image",
     "measure_text",
-    "question_words",
 ]
 
 #: Both lumas are compared at a long side of at most this many pixels.
@@ -363,7 +362,7 @@ def levenshtein(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
     return prev[-1]
 
 
-def question_words(text: str) -> list[str]:
+def _question_words(text: str) -> list[str]:
     """The words of ``text`` (NFC-normalised) as :data:`~snapbench.corruptions.entity.WORD_RE` finds them."""
     return WORD_RE.findall(unicodedata.normalize("NFC", text))
 
@@ -401,6 +400,6 @@ def measure_text(clean: str, corrupted: str, entity: str | None = None) -> TextS
             raise InputError(f"measure: the {what} question must be a str, got {type(value).__name__}")
     return TextStrength(
         char_edits=levenshtein(clean, corrupted),
-        word_edits=levenshtein(question_words(clean), question_words(corrupted)),
+        word_edits=levenshtein(_question_words(clean), _question_words(corrupted)),
         entity_intact=entity_intact(clean, corrupted, entity),
     )

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core.errors import InputError
 
-__all__ = ["ContactSheet", "contact_sheet", "measured_label"]
+__all__ = ["ContactSheet", "contact_sheet"]
 
 _BG = (255, 255, 255)
 _CELL_BG = (225, 225, 225)
@@ -106,7 +106,7 @@ class _Layout:
         return self.box_h + self.strip + 2 * self.pad
 
 
-def measured_label(measured: Mapping[str, Any] | None, target: Mapping[str, Any] | None) -> str:
+def _measured_label(measured: Mapping[str, Any] | None, target: Mapping[str, Any] | None) -> str:
     """``SSIM 0.573  PSNR 19.9`` (and ``target not reached`` under a missed severity target)."""
     if not measured:
         return ""
@@ -281,7 +281,7 @@ def contact_sheet(
         for c_idx, sev in enumerate(sev_cols):
             cid = Condition.image(op, sev).id
             if cid in cells:
-                _draw_cell(sheet, lay, r, c_idx, cid, cells[cid], measured_label(measured.get(cid), targets.get(cid)))
+                _draw_cell(sheet, lay, r, c_idx, cid, cells[cid], _measured_label(measured.get(cid), targets.get(cid)))
     y = nrows * lay.ch + 8
     for line in wrapped:
         y += line_h

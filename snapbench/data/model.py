@@ -24,7 +24,7 @@ from typing import Any
 from ..core.records import QueryRecord
 from ..core.targets import MODE_LABELS, MODES, PATHS, paths_for_sides, plan_modes
 
-__all__ = ['MODE_PATHS', 'PATHS', 'Dataset', 'GalleryItem', 'ReleasedVariants', 'limit_note', 'limit_queries']
+__all__ = ['MODE_PATHS', 'PATHS', 'Dataset', 'GalleryItem', 'ReleasedVariants', 'limit_queries']
 
 #: The retrieval modes (SnapBench names) and the paths each one needs, from :mod:`snapbench.core.targets`;
 #: used to tell users which modes a dataset supports.
@@ -132,14 +132,14 @@ class Dataset:
         return [g.id for g in self.gallery]
 
 
-def limit_note(kept: int, total: int, limit: int) -> str:
+def _limit_note(kept: int, total: int, limit: int) -> str:
     """The one sentence that says a run saw only part of its dataset (recorded in run.json, so it
     names the flag as the command line spells it)."""
     return f"only the first {kept} of {total} queries (--limit {limit}): a quick look, not the dataset's result"
 
 
 def limit_queries(dataset: Any, limit: int | None) -> Any:
-    """``dataset`` cut to its first ``limit`` queries (their qrels only), with :func:`limit_note` among
+    """``dataset`` cut to its first ``limit`` queries (their qrels only), with :func:`_limit_note` among
     its notes and :attr:`~snapbench.data.Dataset.limited_from` set; unchanged when ``limit`` is None.
     A limit at or above the number of queries keeps them all and says so too (the user asked for a
     cut and must see that none was needed)."""
@@ -149,6 +149,6 @@ def limit_queries(dataset: Any, limit: int | None) -> Any:
     kept = dataset.queries[: int(limit)]
     ids = {q.id for q in kept}
     qrels = {q: rel for q, rel in dataset.qrels.items() if q in ids} if dataset.qrels else dataset.qrels
-    note = limit_note(len(kept), total, int(limit))
+    note = _limit_note(len(kept), total, int(limit))
     return dataclasses.replace(dataset, queries=list(kept), qrels=qrels, notes=[*dataset.notes, note],
                                limited_from=total)

@@ -48,7 +48,6 @@ __all__ = [
     "KNOWN_FIELDS",
     "RELEASE_SEVERITIES",
     "TEXT_OPERATOR_ALIASES",
-    "find_image_root",
     "load_snapbench_json",
 ]
 
@@ -107,7 +106,7 @@ def _norm(name: str) -> str:
     return re.sub(r"[\s\-]+", "_", name.strip().lower())
 
 
-def find_image_root(json_path: Path, images: Path | None) -> Path | None:
+def _find_image_root(json_path: Path, images: Path | None) -> Path | None:
     """The ``bench_images`` folder: ``images`` if given (it must exist), else the release layout's."""
     if images is not None:
         images = Path(images)
@@ -352,7 +351,7 @@ def load_snapbench_json(path: Path, *, images: Path | None = None) -> Dataset:
         raise InputError(f"expected a JSON list of query records, got a JSON {type(data).__name__}", path=path)
     if not data:
         raise InputError("holds no query records", path=path)
-    root = find_image_root(path, images)
+    root = _find_image_root(path, images)
     rd = _Reader(path, root)
     parsed = _Parsed()
     for i, rec in enumerate(data):

@@ -26,7 +26,7 @@ from ..core.errors import EntityNotFoundError
 from ..corruptions.entity import find_entity
 from .detect import QueryResult
 
-__all__ = ["entity_problem", "hash_groups", "near_duplicate_pairs", "run_checks"]
+__all__ = ["entity_problem", "run_checks"]
 
 
 def entity_problem(question: str, entity: str | None) -> str | None:
@@ -38,7 +38,7 @@ def entity_problem(question: str, entity: str | None) -> str | None:
     return None
 
 
-def near_duplicate_pairs(hashes: Sequence[int], max_bits: int, *, block: int = 2048) -> list[tuple[int, int]]:
+def _near_duplicate_pairs(hashes: Sequence[int], max_bits: int, *, block: int = 2048) -> list[tuple[int, int]]:
     """Index pairs ``(i, j)``, ``i < j``, of 64-bit hashes at most ``max_bits`` bits apart.
 
     Exact all-pairs comparison in blocks (XOR + popcount on uint64): ~n²/2 comparisons, a few seconds
@@ -54,7 +54,7 @@ def near_duplicate_pairs(hashes: Sequence[int], max_bits: int, *, block: int = 2
     return pairs
 
 
-def hash_groups(n: int, pairs: Sequence[tuple[int, int]]) -> list[list[int]]:
+def _hash_groups(n: int, pairs: Sequence[tuple[int, int]]) -> list[list[int]]:
     """Connected groups (size >= 2) of ``n`` items linked by ``pairs`` (union-find), each sorted,
     ordered by their first item."""
     parent = list(range(n))
@@ -111,8 +111,8 @@ def run_checks(results: Sequence["QueryResult"], thresholds: dict[str, dict[str,
         by_digest.setdefault(results[i].digest or "", []).append(i)
     # variants of one query (corrupt's output) sharing or resembling its image are not duplicates
     dups = [_ids(results, a) for g in by_digest.values() if len(g) > 1 and (a := _across_queries(results, g))]
-    pairs = near_duplicate_pairs([results[i].phash or 0 for i in with_img], bits)
-    near = [[with_img[k] for k in g] for g in hash_groups(len(with_img), pairs)]
+    pairs = _near_duplicate_pairs([results[i].phash or 0 for i in with_img], bits)
+    near = [[with_img[k] for k in g] for g in _hash_groups(len(with_img), pairs)]
     near = [_ids(results, a) for g in near if len({results[i].digest for i in g}) > 1
             and (a := _across_queries(results, g)) and len({results[i].digest for i in a}) > 1]
     unreadable = [{"id": r.id, "problem": r.image_problem or "cannot be decoded", "reason": r.image_skip}

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..corruptions.io import DEFAULT_MAX_PIXELS, as_rgb_uint8, load_image, read_image_bytes
 
-__all__ = ['ANALYSIS_SIDE', 'BLOCKINESS_QUALITY', 'ImageView', 'blockiness', 'blur_score', 'compression_score', 'decode_for_diagnosis', 'image_scores', 'low_light_score', 'low_resolution_score', 'overexposure_score', 'perceptual_hash', 'view_of', 'JpegHeader', 'parse_jpeg_header', 'ijg_table', 'ijg_quality']
+__all__ = ['ANALYSIS_SIDE', 'BLOCKINESS_QUALITY', 'ImageView', 'blockiness', 'blur_score', 'decode_for_diagnosis', 'image_scores', 'low_light_score', 'low_resolution_score', 'overexposure_score', 'perceptual_hash', 'view_of', 'JpegHeader', 'parse_jpeg_header', 'ijg_table', 'ijg_quality']
 
 #: Long side (px) of the analysis size; larger images are area-averaged down to it.
 ANALYSIS_SIDE = 512
@@ -180,7 +180,7 @@ def blockiness(luma_full: np.ndarray) -> float:
     return float(np.mean(out)) if out else float("nan")
 
 
-def compression_score(view: ImageView) -> float:
+def _compression_score(view: ImageView) -> float:
     """Estimated JPEG quality 1-100: the file's tables when it is a JPEG, else from :func:`blockiness`."""
     if view.jpeg_quality is not None:
         return float(view.jpeg_quality)
@@ -221,7 +221,7 @@ def image_scores(view: ImageView, thresholds: dict[str, dict[str, float]]) -> di
         "blur": blur_score(view.luma),
         "low_light": low_light_score(view.luma),
         "overexposure": overexposure_score(view.maxc, thresholds["overexposure"]["clip_level"]),
-        "compression": compression_score(view),
+        "compression": _compression_score(view),
         "low_resolution": low_resolution_score(view),
     }
 

@@ -38,7 +38,7 @@ from ..core.validate import unknown_name
 from ..corruptions.image import builtin_image_operators
 from .thresholds import DETECTORS
 
-__all__ = ["FLAG_CONDITIONS", "FlagConditions", "Mix", "Signature", "build_mix", "check_mapping", "signature_kind"]
+__all__ = ["FLAG_CONDITIONS", "FlagConditions", "Mix", "Signature", "build_mix", "signature_kind"]
 
 _CHAR_OPS = ("txt/char_add", "txt/char_delete", "txt/char_change", "txt/char_swap")
 
@@ -96,7 +96,7 @@ def signature_kind(sig: Signature) -> str:
     return "both" if i and t else "image_only" if i else "text_only" if t else "clean"
 
 
-def check_mapping(mapping: Mapping[str, FlagConditions]) -> dict[str, FlagConditions]:
+def _check_mapping(mapping: Mapping[str, FlagConditions]) -> dict[str, FlagConditions]:
     """``mapping`` checked: known detectors, condition ids of the detector's side, known ``explained_by``."""
     out: dict[str, FlagConditions] = {}
     for flag, entry in mapping.items():
@@ -126,7 +126,7 @@ def _operator(c: Condition) -> str:
     return str(c.image_operator if c.kind == "image" else c.text_operator)
 
 
-def split_evenly(conditions: Sequence[str]) -> dict[str, float]:
+def _split_evenly(conditions: Sequence[str]) -> dict[str, float]:
     """Weights over ``conditions``: 1/operators per operator, shared evenly by its severities."""
     by_op: dict[str, list[str]] = {}
     for cid in dict.fromkeys(conditions):
@@ -182,7 +182,7 @@ class _Builder:
             elif len(have) < len(want):
                 self.notes[f] = (f"{f}: the run lacks {', '.join(c for c in want if c not in self.present_set)}; "
                                  f"using {', '.join(have)}")
-            self._cache[f] = split_evenly(have) if have else {"clean": 1.0}
+            self._cache[f] = _split_evenly(have) if have else {"clean": 1.0}
         return self._cache[f]
 
     def side(self, flags: list[str]) -> dict[str, float]:
@@ -193,8 +193,8 @@ class _Builder:
         return out
 
     def measured_joints(self, fi: str, ft: str) -> dict[str, float]:
-        wi = split_evenly(self.mapping[fi].conditions) if self.mapping[fi].conditions else {}
-        wt = split_evenly(self.mapping[ft].conditions) if self.mapping[ft].conditions else {}
+        wi = _split_evenly(self.mapping[fi].conditions) if self.mapping[fi].conditions else {}
+        wt = _split_evenly(self.mapping[ft].conditions) if self.mapping[ft].conditions else {}
         out = {}
         for c in self.present:
             p = parse_condition(c)
@@ -251,7 +251,7 @@ def build_mix(signatures: Sequence[Signature], run_conditions: Sequence[str],
     joint conditions.  Flags absent from ``mapping`` are ignored (the caller reports them)."""
     if "clean" not in run_conditions:
         raise ConfigError("the run has no 'clean' condition (a traffic mix weighs conditions against clean)")
-    b = _Builder(check_mapping(mapping), run_conditions)
+    b = _Builder(_check_mapping(mapping), run_conditions)
     per_sig = [b.signature(s) for s in signatures]
     used = {c for d in per_sig for c, w in d.items() if w > 0}
     cols = ["clean"] + [c for c in run_conditions if c in used and c != "clean"]

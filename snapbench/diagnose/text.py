@@ -34,7 +34,6 @@ __all__ = [
     "Vocabulary",
     "content_tokens",
     "entity_score",
-    "few_content_tokens_score",
     "oov_score",
     "text_scores",
     "words",
@@ -127,7 +126,7 @@ def oov_score(question: str, vocabulary: Vocabulary) -> float:
     return sum(1 for w in ws if w not in vocabulary) / len(ws)
 
 
-def few_content_tokens_score(question: str) -> float:
+def _few_content_tokens_score(question: str) -> float:
     """Number of content tokens (:func:`content_tokens`)."""
     return float(len(content_tokens(question)))
 
@@ -150,6 +149,6 @@ def text_scores(question: str, entity: str | None, vocabulary: Vocabulary) -> di
     """Every text detector's score for one question."""
     return {
         "oov": oov_score(question, vocabulary),
-        "few_content_tokens": few_content_tokens_score(question),
+        "few_content_tokens": _few_content_tokens_score(question),
         "no_entity": entity_score(question, entity),
     }

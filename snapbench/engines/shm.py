@@ -18,7 +18,7 @@ are ~108 MB; pickling them cost more than corrupting them).  See
   shared-memory pages cost a page fault per 4 KiB on both sides (a fresh mapping of a 1024x768
   query's block faulted for ~35 ms, as long as writing its images).
 
-**Cleanup.**  Every block is named ``snapbench<parent pid>_<12 hex>`` (:func:`block_name`).  Blocks
+**Cleanup.**  Every block is named ``snapbench<parent pid>_<12 hex>`` (:func:`_block_name`).  Blocks
 the parent never took (a Ctrl-C while workers finish their tasks, a ``kill -9``) would stay in
 ``/dev/shm`` until reboot, so:
 
@@ -47,8 +47,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["SHM_PREFIX", "BlockWriter", "Handoff", "Offer", "SharedBlocks", "block_name", "cleanup_shared",
-           "named_semaphores", "remove_own_shared", "remove_stale_shared"]
+__all__ = ["SHM_PREFIX", "BlockWriter", "Handoff", "Offer", "SharedBlocks", "cleanup_shared",
+           "named_semaphores", "remove_stale_shared"]
 
 SHM_PREFIX = "snapbench"
 _SHM_RE = re.compile(rf"^{SHM_PREFIX}(\d+)_[0-9a-f]{{12}}$")
@@ -56,7 +56,7 @@ _SHM_DIR = Path("/dev/shm")
 _atexit_registered = False
 
 
-def block_name(parent_pid: int, token: str) -> str:
+def _block_name(parent_pid: int, token: str) -> str:
     """The name of a block written for the process ``parent_pid`` (``token``: 12 hex digits)."""
     return f"{SHM_PREFIX}{int(parent_pid)}_{token}"
 
@@ -125,7 +125,7 @@ class BlockWriter:
             self.block = _attach(self.offer.name)
         else:
             # named after the parent, so blocks a killed parent never freed can be found (remove_stale_shared)
-            self.block = _attach(block_name(os.getppid(), secrets.token_hex(6)), max(need, 1))
+            self.block = _attach(_block_name(os.getppid(), secrets.token_hex(6)), max(need, 1))
 
     def put(self, img: np.ndarray) -> Span | np.ndarray:
         """Copy ``img`` (uint8) into the block: its (offset, shape); the array itself if it does not fit,
@@ -300,7 +300,7 @@ def remove_stale_shared() -> int:
     return sum(_unlink(entry) for entry, pid in found if pid != os.getpid() and not _alive(pid))
 
 
-def remove_own_shared() -> int:
+def _remove_own_shared() -> int:
     """Free every block named after this process (its workers have stopped); returns how many."""
     me = os.getpid()
     return sum(_unlink(entry) for entry, pid in _blocks() if pid == me)
@@ -318,13 +318,13 @@ def cleanup_shared() -> Iterator[None]:
 
     remove_stale_shared()
     if not _atexit_registered:
-        atexit.register(remove_own_shared)  # a safety net: e.g. an exit while the pool still ran
+        atexit.register(_remove_own_shared)  # a safety net: e.g. an exit while the pool still ran
         _atexit_registered = True
     try:
         with stop_on_termination():
             yield
     finally:
-        remove_own_shared()
+        _remove_own_shared()
 
 
 # the semaphores of a worker pool, named after the process so a kill -9 leaves none for good

@@ -29,14 +29,14 @@ and which queries *count* for it (:func:`counted_rows`) -- the queries the boots
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from ..core.defaults import DEFAULT_KS
-from ..core.errors import ConfigError, InputError
+from ..core.errors import ConfigError
 from ..core.registry import Table
 from ..core.validate import hint_and_known
 from .labels import Labels
@@ -67,7 +67,6 @@ __all__ = [
     "reject_scores",
     "safe_ratio",
     "query_stats",
-    "answer_set_metrics",
 ]
 
 SET_METRICS: tuple[str, ...] = ("set_precision", "set_recall", "set_f1")
@@ -380,28 +379,3 @@ def query_stats(
         raise ValueError(f"reference ranking of {reference.shape[0]} queries for {topk_idx.shape[0]}")  # a caller's bug
     x = _Inputs(topk_idx, first_rank, labels, include_zero_gt, kmax, pred_size, tp, reference, rbo_p, rbo_depth)
     return {m: fam.stat(x, k) for m, (fam, k) in parsed.items()}
-
-
-def answer_set_metrics(predicted: Sequence[Iterable], gold: Sequence[Iterable]) -> dict[str, float]:
-    """Set and reject metrics for variable-length answers given directly as id collections.
-
-    ``predicted[i]`` / ``gold[i]`` are the returned and the relevant ids of query i (an empty
-    prediction is a rejection, an empty gold set a zero-GT query).  Set precision/recall/F1 are
-    averaged over queries with gold; reject metrics count over all queries (NaN for 0/0).  Also
-    returns the counts ``A``, ``B``, ``C``, ``D``.
-    """
-    if len(predicted) != len(gold):
-        raise InputError(f"{len(predicted)} predictions for {len(gold)} gold sets", param="predicted")
-    p_sets = [set(p) for p in predicted]
-    g_sets = [set(g) for g in gold]
-    tp = np.array([len(p & g) for p, g in zip(p_sets, g_sets)], dtype=np.float64)
-    ps = np.array([len(p) for p in p_sets], dtype=np.float64)
-    gs = np.array([len(g) for g in g_sets], dtype=np.float64)
-    per = set_scores(tp, ps, gs)
-    normal = gs > 0
-    out = {m: float(v[normal].mean()) if normal.any() else float("nan") for m, v in per.items()}
-    c = reject_counts(ps == 0, gs == 0)
-    sums = {k: float(v.sum()) for k, v in c.items()}
-    out.update(reject_scores(sums["a"], sums["b"], sums["c"]))
-    out.update({"A": sums["a"], "B": sums["b"], "C": sums["c"], "D": sums["d"]})
-    return out

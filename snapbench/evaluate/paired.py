@@ -54,7 +54,6 @@ __all__ = [
     "cliff_label",
     "rank_displacement",
     "paired_analysis",
-    "binary_or_permutation_pvalues",
 ]
 
 _CHUNK = 1024  # rows of resample indices drawn per call; fixed so results never depend on memory
@@ -365,7 +364,7 @@ def paired_analysis(
         v0 = base.value
         b = boot[m] if boot is not None else rs.values([base] + others, counted[m])
         lo, hi = percentile_ci(b[:, 1:] - b[:, :1], ci)
-        p_raw = perm_p[m] if m in perm_p else binary_or_permutation_pvalues(m, base, others, None)
+        p_raw = perm_p[m] if m in perm_p else _binary_or_permutation_pvalues(m, base, others, None)
         p_adj = holm(list(p_raw))
         for j, c in enumerate(conds):
             delta = others[j].value - v0
@@ -399,7 +398,7 @@ def _permutation_tests(stats, clean: str, conds: list[str], metrics: list[str],
     return out
 
 
-def binary_or_permutation_pvalues(
+def _binary_or_permutation_pvalues(
     metric: str, clean: QueryStat, others: Sequence[QueryStat], swaps: np.ndarray | None
 ) -> np.ndarray:
     """Raw p-values for ``others`` vs ``clean``: exact McNemar for hit@k, permutation otherwise."""

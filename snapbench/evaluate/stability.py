@@ -36,7 +36,6 @@ __all__ = [
     "STABILITY_FAMILIES",
     "STABILITY_RULE",
     "check_rbo",
-    "cumulative_overlap",
     "flip_at_k",
     "is_stability_metric",
     "overlap_at_k",
@@ -78,7 +77,7 @@ def _pair(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def cumulative_overlap(a: np.ndarray, b: np.ndarray, depth: int) -> np.ndarray:
+def _cumulative_overlap(a: np.ndarray, b: np.ndarray, depth: int) -> np.ndarray:
     """(Q, depth) ``X[:, i-1] = |a_{1:i} ∩ b_{1:i}|``, the agreement at every depth i = 1..depth.
 
     An item shared by both lists at ranks r_a and r_b joins the intersection at depth max(r_a, r_b);
@@ -120,7 +119,7 @@ def overlap_at_k(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
     a, b = _pair(a, b)
     if k < 1 or k > min(a.shape[1], b.shape[1]):
         raise ConfigError(f"k={k} must be in 1..{min(a.shape[1], b.shape[1])} (the rankings' depth)", param="k")
-    x = cumulative_overlap(a, b, k)[:, k - 1]
+    x = _cumulative_overlap(a, b, k)[:, k - 1]
     n = _filled(a, k)
     return np.divide(x, n, out=np.ones(x.shape), where=n > 0)
 
@@ -144,7 +143,7 @@ def rbo_ext(a: np.ndarray, b: np.ndarray, p: float = DEFAULT_RBO_P, depth: int =
     d_max = min(depth, a.shape[1], b.shape[1])
     if d_max < 1:
         raise ConfigError("the rankings are empty: rbo needs at least one ranked item", param="rbo_depth")
-    x = cumulative_overlap(a, b, d_max)
+    x = _cumulative_overlap(a, b, d_max)
     d = np.maximum(_filled(a, d_max), 1)  # per query: the depth its clean ranking fills
     i = np.arange(1, d_max + 1, dtype=np.float64)
     w = (x / i) * p ** i

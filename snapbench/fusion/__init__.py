@@ -32,7 +32,7 @@ from .baselines import (
     wh_uniform,
 )
 from .gates import GATES, get_gate
-from .index import MOORIndex, moor, moor_topk
+from .index import MOORIndex, moor
 from .learned import LearnedResult, MetaFusion, learned_fusion
 from .moor import PATHS, MOORResult, MOORTopK, PathScores, moor_from_scores, path_scores
 from .search import ANNIndex, GallerySource
@@ -63,7 +63,6 @@ __all__ = [
     "minmax",
     "moor",
     "moor_from_scores",
-    "moor_topk",
     "oracle_alpha",
     "path_scores",
     "relevance_matrix",

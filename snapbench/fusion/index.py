@@ -33,7 +33,7 @@ from .moor import CONST_RTOL, DEFAULT_EPS, DEFAULT_FUSION_EPS, MOORResult, MOORT
 from .search import ANNIndex, GallerySource, NpyRowReader
 from .whitening import RunningMoments, Whitener
 
-__all__ = ['MOORIndex', 'moor', 'moor_topk', 'CacheWriter', 'check_foldable', 'fit_standardisers', 'whiten_gallery']
+__all__ = ['MOORIndex', 'moor']
 
 # ---------------------------------------------------------------------------------------------------
 # the fitted index
@@ -120,7 +120,7 @@ class MOORIndex:
         """Fit on the gallery: arrays, memmaps, two ``.npy`` paths, or one callable returning an
         iterator of ``(image_chunk, text_chunk)`` pairs (called once per pass)."""
         src = GallerySource.from_any(g_image, g_text)
-        wI, wT, N, d = fit_standardisers(src, self.chunk_size, eps=self.eps, whiten=self.whiten)
+        wI, wT, N, d = _fit_standardisers(src, self.chunk_size, eps=self.eps, whiten=self.whiten)
         keep = src.in_memory if self.keep_gallery is None else bool(self.keep_gallery)
         gallery = np.empty((N, 2 * d), dtype=self.dtype) if keep else None
         # without a kept gallery or cache, searches fold the whitening into raw chunks (see score_chunks)
@@ -128,11 +128,11 @@ class MOORIndex:
         cache = None
         try:
             if self.cache_path is not None:
-                cache = CacheWriter(self.cache_path, self.dtype, (N, 2 * d))
-            moments, norms_i, norms_t = whiten_gallery(src, wI, wT, N, chunk_size=self.chunk_size, dtype=self.dtype,
+                cache = _CacheWriter(self.cache_path, self.dtype, (N, 2 * d))
+            moments, norms_i, norms_t = _whiten_gallery(src, wI, wT, N, chunk_size=self.chunk_size, dtype=self.dtype,
                                                        folded=folded, gallery=gallery, cache=cache)
             if folded:
-                check_foldable(norms_i, norms_t, src.names, self.dtype)
+                _check_foldable(norms_i, norms_t, src.names, self.dtype)
         except BaseException:
             if cache is not None:
                 cache.discard()
@@ -426,29 +426,7 @@ def moor(
     return index.fit(g_image, g_text).query(q_image, q_text)
 
 
-def moor_topk(
-    q_image: Any,
-    q_text: Any,
-    g_image: Any,
-    g_text: Any = None,
-    k: int = 10,
-    *,
-    whiten: bool = True,
-    gate: GateLike = "bell",
-    eps: float = DEFAULT_EPS,
-    fusion_eps: float = DEFAULT_FUSION_EPS,
-    dtype: Any = np.float32,
-    chunk_size: int = 8192,
-) -> MOORTopK:
-    """Streaming MOOR top-k for galleries larger than memory (``.npy`` paths, memmaps, arrays, or a
-    chunk callable): fit (two passes) + one search pass; memory O(chunk·(d + Q) + Q·k)."""
-    index = MOORIndex(
-        whiten=whiten, gate=gate, eps=eps, fusion_eps=fusion_eps, dtype=dtype, chunk_size=chunk_size, keep_gallery=False
-    )
-    return index.fit(g_image, g_text).topk(q_image, q_text, k)
-
-
-def fit_standardisers(src: GallerySource, chunk_size: int, *, eps: float, whiten: bool) -> tuple[Whitener, Whitener, int, int]:
+def _fit_standardisers(src: GallerySource, chunk_size: int, *, eps: float, whiten: bool) -> tuple[Whitener, Whitener, int, int]:
     """Pass 1: per-dimension μ, σ of each modality (float64 chunk merge); returns the two whiteners,
     the row count N and the dimension d."""
     name_i, name_t = src.names
@@ -467,7 +445,7 @@ def fit_standardisers(src: GallerySource, chunk_size: int, *, eps: float, whiten
     return wI, wT, N, d
 
 
-class CacheWriter:
+class _CacheWriter:
     """The whitened gallery as a ``.npy`` file (N x 2d, ``dtype``), filled row chunk by row chunk.
 
     Written under a temporary name next to ``path`` and renamed by :meth:`commit` once the fit
@@ -513,7 +491,7 @@ class CacheWriter:
             self.tmp.unlink(missing_ok=True)
 
 
-def whiten_gallery(
+def _whiten_gallery(
     src: GallerySource,
     wI: Whitener,
     wT: Whitener,
@@ -523,7 +501,7 @@ def whiten_gallery(
     dtype: np.dtype,
     folded: bool,
     gallery: np.ndarray | None = None,
-    cache: CacheWriter | None = None,
+    cache: _CacheWriter | None = None,
 ) -> tuple[RunningMoments, np.ndarray, np.ndarray]:
     """Pass 2: whitened rows -> mean and centred co-moment of ``[x | y]`` (float64 chunk merge), and
     the norms of the standardised rows of each modality; the whitened rows also go into ``gallery``
@@ -563,7 +541,7 @@ def whiten_gallery(
     return moments, norms_i, norms_t
 
 
-def check_foldable(norms_i: np.ndarray, norms_t: np.ndarray, names: tuple[str, str], dtype: np.dtype) -> None:
+def _check_foldable(norms_i: np.ndarray, norms_t: np.ndarray, names: tuple[str, str], dtype: np.dtype) -> None:
     """ρ = 1/norm must be representable in the dtype the folded search runs in."""
     lo, hi = (1e-30, 1e30) if dtype == np.float32 else (1 / np.finfo(np.float64).max, np.finfo(np.float64).max)
     for norms, nm in ((norms_i, names[0]), (norms_t, names[1])):

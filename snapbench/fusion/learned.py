@@ -31,7 +31,7 @@ from ..core.seeding import derive_generator
 from .baselines import relevance_matrix
 from .moor import CONST_RTOL, PATHS, PathScores
 
-__all__ = ["LearnedResult", "MetaFusion", "best_path_labels", "learned_fusion", "meta_features"]
+__all__ = ["LearnedResult", "MetaFusion", "learned_fusion"]
 
 
 def _import_sklearn():
@@ -41,7 +41,7 @@ def _import_sklearn():
         raise ImportError(f"the learned baselines need scikit-learn: {install_hint('learned')}") from exc
 
 
-def meta_features(paths: PathScores) -> np.ndarray:
+def _meta_features(paths: PathScores) -> np.ndarray:
     """(Q x 15) per-query features described in the module docstring."""
     feats = []
     S = paths.as_list()
@@ -70,7 +70,7 @@ def meta_features(paths: PathScores) -> np.ndarray:
     return np.stack(feats, axis=1)
 
 
-def best_path_labels(paths: PathScores, relevance: Any) -> np.ndarray:
+def _best_path_labels(paths: PathScores, relevance: Any) -> np.ndarray:
     """Index (0..3 for II, TT, IT, TI) of the single path ranking the first positive highest; -1 for
     queries without positives."""
     R = relevance_matrix(relevance, paths.shape)
@@ -114,11 +114,11 @@ class MetaFusion:
         """Fit on training queries (their path scores, relevance and ids)."""
         _import_sklearn()
         ids = _ids(query_ids, paths.shape[0], "train query_ids")
-        y = best_path_labels(paths, relevance)
+        y = _best_path_labels(paths, relevance)
         keep = y >= 0
         if not keep.any():
             raise InputError("no training query has a positive: cannot learn fusion weights")
-        X = meta_features(paths)[keep]
+        X = _meta_features(paths)[keep]
         y = y[keep]
         self.train_ids_ = set(ids)
         classes = np.unique(y)
@@ -155,7 +155,7 @@ class MetaFusion:
         if self._clf is None:
             W[:, int(self._classes[0])] = 1.0
             return W
-        proba = self._clf.predict_proba(meta_features(paths))
+        proba = self._clf.predict_proba(_meta_features(paths))
         W[:, self._clf.classes_.astype(int)] = proba
         return W
 

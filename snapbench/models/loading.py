@@ -31,7 +31,7 @@ from typing import Any
 
 from ..core.errors import ConfigError, SnapbenchError
 
-__all__ = ["ModelSource", "hub_offline", "load_or_explain", "model_source", "one_line", "quiet_loading"]
+__all__ = ["ModelSource", "load_or_explain", "model_source", "one_line", "quiet_loading"]
 
 _QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("snapbench_quiet_loading", default=False)
 _PROBE_TIMEOUT_S = 10.0
@@ -63,7 +63,7 @@ def one_line(exc: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
-def hub_offline() -> bool:
+def _hub_offline() -> bool:
     """Whether the environment tells the Hugging Face libraries not to use the network."""
     return any(os.environ.get(v, "") not in ("", "0") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
@@ -89,7 +89,7 @@ def _cached_snapshot(names: tuple[str, ...]) -> Path | None:
 
 def _probe_hub(what: str, source: str, names: tuple[str, ...]) -> None:
     """One request per name, no retries: refuse a name the Hub does not have, or a Hub that cannot be reached."""
-    if hub_offline():
+    if _hub_offline():
         return
     try:
         import huggingface_hub
@@ -174,7 +174,7 @@ def _load_error(what: str, src: ModelSource, exc: BaseException) -> ConfigError:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return ConfigError(
             f"{what}: model {src.name!r} is not a local folder, not in the local model cache, and cannot be "
-            f"downloaded{' (HF_HUB_OFFLINE is set)' if hub_offline() else ''} [{detail}]; give the path of a local "
+            f"downloaded{' (HF_HUB_OFFLINE is set)' if _hub_offline() else ''} [{detail}]; give the path of a local "
             "copy, or pre-download it where there is internet access (e.g. `hf download NAME`) and copy the cache "
             "(~/.cache/huggingface) here")
     return ConfigError(f"{what}: cannot load model {src.name!r} ({one_line(exc)})")

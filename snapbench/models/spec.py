@@ -38,22 +38,22 @@ from ..core.registry import Table
 from ..core.validate import did_you_mean, listing
 from .loading import one_line
 
-__all__ = ["ADAPTERS", "ADAPTER_PREFIXES", "ENCODERS", "ENTRY_POINT_GROUP", "DescribedEncoder", "describe",
-           "known_names", "plugin_names", "resolve"]
+__all__ = ["ADAPTERS", "ADAPTER_PREFIXES", "ENCODERS", "ENTRY_POINT_GROUP", "describe",
+           "known_names", "resolve"]
 
 ENTRY_POINT_GROUP = "snapbench.encoders"
 _MODULE_ATTR = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _MODALITIES = ("image", "text")
 
 
-def plugin_names() -> list[str]:
+def _plugin_names() -> list[str]:
     """Names of the encoders installed packages declare under ``snapbench.encoders``."""
     return sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)})
 
 
 def known_names() -> list[str]:
     """Encoder names usable as a spec as they are: registered names and installed plugins."""
-    return sorted(set(ENCODERS.names()) | set(plugin_names()))
+    return sorted(set(ENCODERS.names()) | set(_plugin_names()))
 
 
 def _call_with_accepted(factory: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
@@ -71,7 +71,7 @@ def _is_encoder_instance(obj: Any) -> bool:
     return not isinstance(obj, type) and any(callable(getattr(obj, f"encode_{m}s", None)) for m in _MODALITIES)
 
 
-class DescribedEncoder:
+class _DescribedEncoder:
     """A user or plugin encoder, given ``name`` / ``fingerprint`` / ``modalities`` when it lacks them
     and checked on every call (an (n, d) finite float array for n inputs)."""
 
@@ -220,7 +220,7 @@ def resolve(spec: str, kwargs: dict[str, Any]) -> Any:
         raise ConfigError(f"encoder spec must be a non-empty string, got {spec!r}")
     spec = spec.strip()
     if spec in ENCODERS:
-        return DescribedEncoder(_instantiate(ENCODERS.get(spec), spec, kwargs), spec)
+        return _DescribedEncoder(_instantiate(ENCODERS.get(spec), spec, kwargs), spec)
     prefix, colon, rest = spec.partition(":")
     if colon and prefix in ADAPTERS:
         if not rest:
@@ -233,9 +233,9 @@ def resolve(spec: str, kwargs: dict[str, Any]) -> Any:
             raise ConfigError(f"encoder {spec!r}: {one_line(exc)}") from exc
     eps = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec]
     if eps:
-        return DescribedEncoder(_instantiate(eps[0].load(), spec, kwargs), spec)
+        return _DescribedEncoder(_instantiate(eps[0].load(), spec, kwargs), spec)
     if _MODULE_ATTR.match(spec):
-        return DescribedEncoder(_instantiate(_import_attribute(spec), spec, kwargs), spec)
+        return _DescribedEncoder(_instantiate(_import_attribute(spec), spec, kwargs), spec)
     raise ConfigError(
         f"unknown encoder {spec!r}{_did_you_mean(spec)}; known: {', '.join(known_names())} (registered and plugin "
         "names), or 'sentence-transformers:NAME', 'open_clip:ARCH[:PRETRAINED]', 'hf:NAME_OR_PATH' or "

@@ -47,7 +47,7 @@ from ..store.atomic import write_json
 from ..store.rundir import RunData, load_run_dir
 from .tables import image_id
 
-__all__ = ['MAX_RESAMPLES', 'boot_params', 'image_vs_text', 'mode_drags', 'moor_gain', 'moor_mean_gain_ci', 'paired_mean_ci', 'primitive_severity', 'severity_means', 'text_share_curve', 'HEADLINE_KIND', 'CLEAN_METRICS', 'run_headline', 'write_headline', 'read_headline']
+__all__ = ['MAX_RESAMPLES', 'boot_params', 'image_vs_text', 'mode_drags', 'moor_gain', 'moor_mean_gain_ci', 'primitive_severity', 'severity_means', 'text_share_curve', 'HEADLINE_KIND', 'CLEAN_METRICS', 'write_headline', 'read_headline']
 
 MAX_RESAMPLES = 2000
 
@@ -57,7 +57,7 @@ def _delta(report: Report, cond: str, metric: str) -> float | None:
     return None if pr is None else pr.delta
 
 
-def paired_mean_ci(
+def _paired_mean_ci(
     a: Sequence[np.ndarray], b: Sequence[np.ndarray], *, seed: int, resamples: int, level: float = 0.95, key: str = "",
 ) -> tuple[float, float] | None:
     """CI of mean_q(mean_i a_i[q] − mean_j b_j[q]): the per-query difference of two averages of
@@ -103,7 +103,7 @@ def primitive_severity(report: Report, metric: str, pq: PerQuery | None = None) 
             clean = _pq_values(pq, "clean", metric)
             vals = [_pq_values(pq, image_id(op, s), metric) for op in deltas]
             if clean is not None and all(v is not None for v in vals):
-                ci = paired_mean_ci(vals, [clean], seed=seed, resamples=resamples, level=level, key=f"{prim}.s{s}")
+                ci = _paired_mean_ci(vals, [clean], seed=seed, resamples=resamples, level=level, key=f"{prim}.s{s}")
             out.setdefault(prim, {})[s] = {"mean": float(np.mean(list(deltas.values()))), "ops": deltas, "ci": ci}
     return out
 
@@ -142,7 +142,7 @@ def severity_steps(report: Report, metric: str, pq: PerQuery | None = None) -> l
         vb = [_pq_values(pq, by[b][op], metric) for op in ops]
         ci = None
         if all(v is not None for v in va + vb):
-            ci = paired_mean_ci(vb, va, seed=seed, resamples=resamples, level=level, key=f"severity.s{a}.s{b}")
+            ci = _paired_mean_ci(vb, va, seed=seed, resamples=resamples, level=level, key=f"severity.s{a}.s{b}")
         steps.append({"from": a, "to": b, "difference": db - da, "ci": ci})
     return steps
 
@@ -157,7 +157,7 @@ def primitive_difference_ci(report: Report, metric: str, pq: PerQuery | None, se
     if not vals[first] or not vals[second] or any(v is None for v in vals[first] + vals[second]):
         return None
     seed, resamples, level = boot_params(report)
-    return paired_mean_ci(vals[first], vals[second], seed=seed, resamples=resamples, level=level,
+    return _paired_mean_ci(vals[first], vals[second], seed=seed, resamples=resamples, level=level,
                           key=f"primitives.s{severity}.{first}.{second}")
 
 
@@ -172,7 +172,7 @@ def image_vs_text(report: Report, metric: str, pq: PerQuery | None = None) -> tu
     if not img or not txt or any(v is None for v in img + txt):
         return None
     seed, resamples, level = boot_params(report)
-    return paired_mean_ci(img, txt, seed=seed, resamples=resamples, level=level, key="image_vs_text")
+    return _paired_mean_ci(img, txt, seed=seed, resamples=resamples, level=level, key="image_vs_text")
 
 
 def mode_drags(data: RunData, metric: str = "hit@1") -> dict[str, dict]:
@@ -197,7 +197,7 @@ def mode_drags(data: RunData, metric: str = "hit@1") -> dict[str, dict]:
         a, b = _pq_values(pa, "clean", metric), _pq_values(pb, "clean", metric)
         if a is not None and b is not None and pa.query_ids == pb.query_ids:  # type: ignore[union-attr]
             seed, resamples, level = boot_params(rep)
-            ci = paired_mean_ci([a], [b], seed=seed, resamples=resamples, level=level, key=f"drag.{mode}")
+            ci = _paired_mean_ci([a], [b], seed=seed, resamples=resamples, level=level, key=f"drag.{mode}")
         out[mode] = {"value": v - base_v, "ci": ci, "source": "clean values"}
     return out
 
@@ -220,7 +220,7 @@ def moor_gain(data: RunData, metric: str = "hit@1", against: str = "IT2IT") -> d
         if same_q:
             x, y = _pq_values(pm, cond, metric), _pq_values(po, cond, metric)
             if x is not None and y is not None:
-                ci = paired_mean_ci([x], [y], seed=seed, resamples=resamples, level=level, key=f"moor.{cond}")
+                ci = _paired_mean_ci([x], [y], seed=seed, resamples=resamples, level=level, key=f"moor.{cond}")
         out[cond] = {"value": a - b, "ci": ci}
     return out
 
@@ -236,7 +236,7 @@ def moor_mean_gain_ci(data: RunData, metric: str = "hit@1", against: str = "IT2I
     if not conds or any(v is None for v in a + b):
         return None
     seed, resamples, level = boot_params(moor)
-    return paired_mean_ci(a, b, seed=seed, resamples=resamples, level=level, key="moor.mean")
+    return _paired_mean_ci(a, b, seed=seed, resamples=resamples, level=level, key="moor.mean")
 
 
 def text_share_curve(share: Mapping[str, float]) -> dict:
@@ -305,7 +305,7 @@ def _mean_delta(data: RunData, target: str, report: Report, metric: str) -> dict
     ci = None
     if clean is not None and all(v is not None for v in vals):
         seed, resamples, level = boot_params(report)
-        ci = paired_mean_ci(vals, [clean], seed=seed, resamples=resamples, level=level, key=f"headline.{target}")
+        ci = _paired_mean_ci(vals, [clean], seed=seed, resamples=resamples, level=level, key=f"headline.{target}")
     return {"value": float(np.mean(list(deltas.values()))), "ci": _ci(ci), "n_conditions": len(deltas)}
 
 
@@ -363,7 +363,7 @@ def _moor_vs_fixed(data: RunData, metric: str) -> dict[str, Any] | None:
     return {"baseline": best, "gain": moor_mean - best_mean, "ci": _ci(ci), "n_conditions": len(best_conds)}
 
 
-def run_headline(data: RunData, metric: str = "hit@1") -> dict[str, Any]:
+def _run_headline(data: RunData, metric: str = "hit@1") -> dict[str, Any]:
     """The headline record of a loaded run (see the module docstring)."""
     targets = [*data.modes, *(FUSION_PREFIX + n for n in sorted(data.fusion))]
     rows = []
@@ -391,7 +391,7 @@ def run_headline(data: RunData, metric: str = "hit@1") -> dict[str, Any]:
 def write_headline(run_dir: str | os.PathLike, metric: str = "hit@1") -> Path:
     """Compute the headline of the run in ``run_dir`` and write ``run_dir/headline.json`` (atomically)."""
     rd = RunDir(run_dir)
-    write_json(rd.headline, run_headline(load_run_dir(rd.root), metric))
+    write_json(rd.headline, _run_headline(load_run_dir(rd.root), metric))
     return rd.headline
 
 

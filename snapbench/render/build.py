@@ -40,7 +40,7 @@ from .scope import RunScope, run_scope
 from .tables import Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
 from .terminal import queries_line
 
-__all__ = ['FORMATS', 'ReportResult', 'build_report', 'traffic_fragment', 'render_traffic', 'stale_note']
+__all__ = ['FORMATS', 'ReportResult', 'build_report', 'traffic_fragment']
 
 FORMATS: tuple[str, ...] = ("html", "md", "tex", "csv", "parquet", "png", "pdf")
 
@@ -549,12 +549,12 @@ def _mix_table(body: Mapping[str, Any]) -> str:
                   ["condition", "weight", ""], rows)
 
 
-def render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: str | None = None,
+def _render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: str | None = None,
                    names: Mapping[str, str] | None = None, stale: bool = False) -> str:
     """The fragment for a traffic.json body: the mix, the expected ``metric`` per target, MOOR's gain
-    (``stale``: only :func:`stale_note`)."""
+    (``stale``: only :func:`_stale_note`)."""
     if stale:
-        return stale_note(body)
+        return _stale_note(body)
     label = label or metric
     names = {**MODE_LABELS, **(names or {})}
     q = body.get("queries", {})
@@ -576,7 +576,7 @@ def render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: str
     return "\n".join(parts)
 
 
-def stale_note(body: Mapping[str, Any], run_dir: str | os.PathLike | None = None) -> str:
+def _stale_note(body: Mapping[str, Any], run_dir: str | os.PathLike | None = None) -> str:
     """What the view shows when traffic.json no longer matches the run's reports: no numbers (they
     would be read as this run's), only that it is stale and the command that refreshes it."""
     where = html.escape(str(run_dir if run_dir is not None else body.get("run_dir") or "RUN_DIR"))
@@ -604,5 +604,5 @@ def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1", label
     except (SnapbenchError, OSError) as exc:
         return f'<p class="missing">{html.escape(str(exc))}</p>'
     if stale:
-        return stale_note(body, run_dir)
-    return render_traffic(body, metric=metric, label=label, names=names)
+        return _stale_note(body, run_dir)
+    return _render_traffic(body, metric=metric, label=label, names=names)

@@ -83,7 +83,7 @@ from .fmt import PAIRED_SIGN, ci_excludes_zero, ci_label, ci_level_text, p_text,
 from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from .tables import Cell, Table, metric_label
 
-__all__ = ['render_page', 'MetricView', 'told_apart', 'paper_columns', 'finite', 'display_names', 'value_table', 'delta_table', 'ranking_table', 'pairs_table', 'pairs_adjustment', 'target_label', 'compare_findings', 'FIGURES', 'effective_figure', 'heatmap_figure', 'primitive_bars_figure', 'primitives_caption', 'rank_figure']
+__all__ = ['render_page', 'MetricView', 'told_apart', 'finite', 'display_names', 'value_table', 'delta_table', 'ranking_table', 'pairs_table', 'compare_findings', 'FIGURES', 'heatmap_figure', 'primitive_bars_figure']
 
 
 
@@ -91,7 +91,7 @@ def _summary(res: CompareResult) -> list[tuple[str, str]]:
     st, meta = res.settings, res.comparison.meta
     return [
         ("models", ", ".join(display_names([s.name for s in res.sources]).values())),
-        ("targets", ", ".join(target_label(t) for t in st.targets)),
+        ("targets", ", ".join(_target_label(t) for t in st.targets)),
         ("metrics", ", ".join(st.metrics) + f"; headline {metric_label(st.metric)} ({st.metric}); values in %, "
                                             "differences in points"),
         ("queries", f"{meta.get('n_queries')} (the same in every run; a ranking metric resamples only those with a "
@@ -134,7 +134,7 @@ def _full_names(res: CompareResult) -> dict[str, str]:
 
 
 def _target_section(res: CompareResult, written: Written, target: str) -> HtmlSection:
-    sec = HtmlSection(f"target-{target.replace('/', '-')}", f"{target_label(target)}")
+    sec = HtmlSection(f"target-{target.replace('/', '-')}", f"{_target_label(target)}")
     tables = written.tables.get(target, [])
     if tables:
         value, delta, ranking, pairs = tables
@@ -217,7 +217,7 @@ def told_apart(p_adj: float | None, ci: Sequence[float | None], level: float) ->
     return bool(sure) and p is not None and p < alpha_of(level)
 
 
-def paper_columns(columns: Sequence[str]) -> list[tuple[str, str]]:
+def _paper_columns(columns: Sequence[str]) -> list[tuple[str, str]]:
     """``[(header, condition or group id)]`` of the paper's layout among ``columns``: clean, each
     image primitive at s1/s2/s3, text, joint, then all corrupted conditions."""
     out = [("clean", "clean")] if "clean" in columns else []
@@ -320,7 +320,7 @@ class MetricView:
         return sorted(self.models, key=lambda m: (self.ranking[m].rank, self.models.index(m)))
 
 
-def pairs_adjustment(n_pairs: int, correction: str) -> str:
+def _pairs_adjustment(n_pairs: int, correction: str) -> str:
     """How the overall p of a pair of models is adjusted, in words: over the ``n_pairs`` pairs, or
     not at all when there is one pair (an adjustment over one p-value leaves it as it is)."""
     if n_pairs == 1:
@@ -328,7 +328,7 @@ def pairs_adjustment(n_pairs: int, correction: str) -> str:
     return f"{correction}-adjusted over the {n_pairs} pairs of models"
 
 
-def target_label(target: str) -> str:
+def _target_label(target: str) -> str:
     """``IT→IT`` for ``IT2IT``; MOOR and fusion baselines as they are."""
     return TARGET_NAMES.get(target, target)
 
@@ -336,8 +336,8 @@ def target_label(target: str) -> str:
 def value_table(v: MetricView, stem: str) -> Table:
     """The metric (%) of every model per paper column."""
     lab = metric_label(v.metric)
-    cols = paper_columns(v.columns)
-    t = Table(stem, f"{target_label(v.target)}: {lab} (%) per model — clean, image primitives by severity (mean over "
+    cols = _paper_columns(v.columns)
+    t = Table(stem, f"{_target_label(v.target)}: {lab} (%) per model — clean, image primitives by severity (mean over "
                     "their operators), text, joint and all corrupted conditions (means)",
               ["Model"] + [h for h, _ in cols])
     t.groups.append(("", [(v.label(m), [Cell(finite(v.values[(m, c)].value)) if (m, c) in v.values else Cell()
@@ -348,8 +348,8 @@ def value_table(v: MetricView, stem: str) -> Table:
 def delta_table(v: MetricView, stem: str) -> Table:
     """Δ = column − clean (points) with the CI, per model and paper column."""
     lab = metric_label(v.metric)
-    cols = [(h, c) for h, c in paper_columns(v.columns) if c != "clean"]
-    t = Table(f"{stem}_delta", f"{target_label(v.target)}: Δ{lab} in points ({PAIRED_SIGN}) with {ci_label(v.level)}, "
+    cols = [(h, c) for h, c in _paper_columns(v.columns) if c != "clean"]
+    t = Table(f"{stem}_delta", f"{_target_label(v.target)}: Δ{lab} in points ({PAIRED_SIGN}) with {ci_label(v.level)}, "
                                "per model", ["Model"] + [h for h, _ in cols])
     rows = []
     for m in v.models:
@@ -383,7 +383,7 @@ def ranking_table(v: MetricView, stem: str, reference: str) -> Table:
     has_er = any(k[1] == GROUP_ALL for k in v.effective)
     cols = ["Model", "rank", f"rank {ci_label(v.level)}", "tier", f"mean Δ{lab} (points)", "retention",
             "mCE", "relative mCE"] + (["eff. robustness (points)"] if has_er else [])
-    t = Table(f"{stem}_ranking", f"{target_label(v.target)}: ranking by mean Δ{lab} over all corrupted conditions "
+    t = Table(f"{stem}_ranking", f"{_target_label(v.target)}: ranking by mean Δ{lab} over all corrupted conditions "
                                  f"(rank 1 = smallest drop); CE against {reference}", cols)
     rows = []
     for m in v.ranked():
@@ -416,7 +416,7 @@ def _wins(v: MetricView, a: str, b: str) -> tuple[int, int, int]:
 def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
     """Each pair on all corrupted conditions, and its condition-by-condition tally."""
     lab = metric_label(v.metric)
-    t = Table(f"{stem}_pairs", f"{target_label(v.target)}: pairs of models, ΔA − ΔB of {lab} over all corrupted "
+    t = Table(f"{stem}_pairs", f"{_target_label(v.target)}: pairs of models, ΔA − ΔB of {lab} over all corrupted "
                                f"conditions (> 0: A drops less), {ci_label(v.level)}, {correction}-adjusted p",
               ["A vs B", "ΔA − ΔB (points)", "p (adj. over pairs)", "effect", "verdict", "A better in", "B better in",
                "neither"])
@@ -432,7 +432,7 @@ def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
             Cell(text=p_text(finite(v.overall_p.get((a, b))))), _num(r.effect_size), Cell(text=verdict),
             Cell(text=str(better)), Cell(text=str(worse)), Cell(text=str(neither))]))
     t.groups.append(("", rows))
-    t.notes.append(f"The overall p (the test of the ranking's tiers) is {pairs_adjustment(len(v.overall_p), correction)}"
+    t.notes.append(f"The overall p (the test of the ranking's tiers) is {_pairs_adjustment(len(v.overall_p), correction)}"
                    f"; per condition, a difference counts when its {correction}-adjusted p (family: the conditions of the pair) "
                    f"is below {1 - v.level:.2g} and its CI excludes 0. Effect size: d_z of the per-query differences.")
     return t
@@ -523,7 +523,7 @@ def _ranking(v: MetricView, correction: str) -> Finding | None:
     else:
         verdict = "tiers (a model of a tier is not told apart from the tier's first): " + "; ".join(
             f"{t}: {', '.join(ms)}" for t, ms in sorted(tiers.items()))
-    text = (f"In {target_label(v.target)}, by mean Δ{lab} over {len(v.conditions)} corrupted conditions, "
+    text = (f"In {_target_label(v.target)}, by mean Δ{lab} over {len(v.conditions)} corrupted conditions, "
             f"{_extremes(rec, order, v.level)}; {verdict}.{_clean_context(v, rec, order)}")
     return Finding(f"ranking:{v.target}", text, {
         "target": v.target, "metric": v.metric, "order": order, "tiers": {str(k): m for k, m in tiers.items()},
@@ -535,7 +535,7 @@ def _pair_sentence(v: MetricView, a: str, b: str, correction: str) -> tuple[str,
     apart = v.overall_apart(a, b)
     p_all = v.overall_p.get((a, b))
     nums = (f"{_pts(r.diff)} points, {_ci(r.ci_low, r.ci_high, v.level)}, p = {p_text(finite(p_all))} "
-            f"{pairs_adjustment(len(v.overall_p), correction)}, effect size {finite(r.effect_size) or 0:.2f}")
+            f"{_pairs_adjustment(len(v.overall_p), correction)}, effect size {finite(r.effect_size) or 0:.2f}")
     if apart:
         more, less = (a, b) if r.diff > 0 else (b, a)
         head = f"{more} is more robust than {less}: it drops {_pts(abs(r.diff), False)} points less on average ({nums})"
@@ -560,11 +560,11 @@ def _pairs(v: MetricView, correction: str) -> list[Finding]:
         out = []
         for a, b in keys:
             text, vals = _pair_sentence(v, a, b, correction)
-            out.append(Finding(f"pair:{v.target}:{a}:{b}", f"{target_label(v.target)}, {metric_label(v.metric)}: {text}",
+            out.append(Finding(f"pair:{v.target}:{a}:{b}", f"{_target_label(v.target)}, {metric_label(v.metric)}: {text}",
                                {"target": v.target, "metric": v.metric, **vals}))
         return out
     apart = [(a, b) for a, b in keys if v.overall_apart(a, b)]
-    text = (f"{target_label(v.target)}, {metric_label(v.metric)}: of {len(keys)} pairs of models, {len(apart)} are told "
+    text = (f"{_target_label(v.target)}, {metric_label(v.metric)}: of {len(keys)} pairs of models, {len(apart)} are told "
             f"apart on the mean over all corrupted conditions" + (": " + ", ".join(f"{a} vs {b}" for a, b in apart)
                                                                   if apart else "") + " (see the pairs table).")
     return [Finding(f"pairs:{v.target}", text, {"target": v.target, "metric": v.metric, "told_apart": apart})]
@@ -627,7 +627,7 @@ def _normalised(v: MetricView, reference: str) -> Finding | None:
              if finite(n.ce) is not None else f"{m} {r.retention:.3f} (mCE undefined)" for m, r, n in rows]
     undefined = [m for m, _, n in rows if finite(n.ce) is None]
     no_relative = [m for m, _, n in rows if finite(n.ce) is not None and finite(n.relative_ce) is None]
-    text = (f"{target_label(v.target)}, {metric_label(v.metric)}: retention (corrupted / clean, mean over the "
+    text = (f"{_target_label(v.target)}, {metric_label(v.metric)}: retention (corrupted / clean, mean over the "
             f"corrupted conditions) and mean corruption error against {reference}: " + "; ".join(parts)
             + (f"; {_undefined_mce(v, reference, undefined)}" if undefined else "")
             + (f"; {_undefined_relative_mce(v, reference, no_relative)}" if no_relative else "") + ".")
@@ -651,7 +651,7 @@ def _effective(v: MetricView) -> Finding | None:
     else:
         said = (f"highest {_join([m for m in recs if written[m] == hi])} ({hi} points), "
                 f"lowest {_join([m for m in recs if written[m] == lo])} ({lo})")
-    text = (f"{target_label(v.target)}, {metric_label(v.metric)}: effective robustness (corrupted value above the "
+    text = (f"{_target_label(v.target)}, {metric_label(v.metric)}: effective robustness (corrupted value above the "
             f"logit-space fit across these {fit.n} models; descriptive, relative to this set): {said}.")
     return Finding(f"effective:{v.target}", text, {"target": v.target, "metric": v.metric, "slope": fit.slope,
                                                   "intercept": fit.intercept,
@@ -669,7 +669,7 @@ def _additivity(v: MetricView) -> Finding | None:
                 if sure else "not distinguishable")
         parts.append(f"{a} vs {b} δA − δB = {_pts(r.diff)} points ({_ci(r.ci_low, r.ci_high, v.level)}): {word}")
     more = f" (and {len(pairs) - _MAX_PAIR_SENTENCES} more pairs in compare.json)" if len(pairs) > _MAX_PAIR_SENTENCES else ""
-    text = (f"{target_label(v.target)}, {metric_label(v.metric)}: super-additivity δ (Obs − Exp, mean over the joint "
+    text = (f"{_target_label(v.target)}, {metric_label(v.metric)}: super-additivity δ (Obs − Exp, mean over the joint "
             f"conditions) between models: " + "; ".join(parts) + more + ".")
     return Finding(f"additivity:{v.target}", text, {"target": v.target, "metric": v.metric,
                                                    "diffs": {f"{a} vs {b}": r.diff for a, b, r in pairs}})
@@ -733,7 +733,7 @@ def fitted(v: MetricView) -> bool:
 
 
 def effective_caption(v: MetricView) -> str:
-    """The caption of :func:`effective_figure`: the fit is named only when it is drawn."""
+    """The caption of :func:`_effective_figure`: the fit is named only when it is drawn."""
     if fitted(v):
         return ("Clean vs corrupted value per model; the curve is the logit-space fit across the models (effective "
                 "robustness = a model's height above it).")
@@ -741,7 +741,7 @@ def effective_caption(v: MetricView) -> str:
             "differ); the dotted line is no drop.")
 
 
-def effective_figure(v: MetricView):
+def _effective_figure(v: MetricView):
     """Clean vs corrupted (group:all) per model; the logit-space fit across models when there is one."""
     Figure = require_matplotlib()
     pts = [(v.label(m), v.values.get((m, "clean")), v.values.get((m, GROUP_ALL))) for m in v.models]
@@ -777,7 +777,7 @@ def effective_figure(v: MetricView):
     tidy_axes(ax)
     what = ("effective robustness = height above the fit" if fitted(v) else "no fit: it needs three or more models"
             if fit is None else "no fit: the clean values do not differ")
-    ax.set_title(f"{target_label(v.target)}: clean vs corrupted {lab} per model ({what})", fontsize=10)
+    ax.set_title(f"{_target_label(v.target)}: clean vs corrupted {lab} per model ({what})", fontsize=10)
     return fig
 
 
@@ -853,7 +853,7 @@ def heatmap_figure(v: MetricView):
     ax.set_xlabel("condition: operator (severity 1–3 under its columns where it has them)")
     cb = fig.colorbar(im, ax=ax, shrink=0.9)
     cb.set_label(f"Δ{lab} (points, condition − clean)")
-    ax.set_title(f"{target_label(v.target)}: Δ{lab} per model and condition (red = drop)", fontsize=11)
+    ax.set_title(f"{_target_label(v.target)}: Δ{lab} per model and condition (red = drop)", fontsize=11)
     return fig
 
 
@@ -862,7 +862,7 @@ _COLUMN_KINDS = (("group:img/", "image primitive × severity"), ("group:txt", "t
 
 
 def _bar_columns(v: MetricView) -> list[tuple[str, str]]:
-    return [(h, c) for h, c in paper_columns(v.columns) if c != "clean"]
+    return [(h, c) for h, c in _paper_columns(v.columns) if c != "clean"]
 
 
 def _columns_shown(cols: list[tuple[str, str]]) -> list[str]:
@@ -870,7 +870,7 @@ def _columns_shown(cols: list[tuple[str, str]]) -> list[str]:
     return [words for prefix, words in _COLUMN_KINDS if any(c.startswith(prefix) for _, c in cols)]
 
 
-def primitives_caption(v: MetricView) -> str:
+def _primitives_caption(v: MetricView) -> str:
     """The caption of :func:`primitive_bars_figure`: the kinds of column it shows."""
     shown = _columns_shown(_bar_columns(v))
     return f"Δ per {', '.join(shown)}, one bar per model (each the mean over its conditions); whiskers: its CI."
@@ -906,11 +906,11 @@ def primitive_bars_figure(v: MetricView):
     ax.grid(axis="y", alpha=0.3)
     tidy_axes(ax)
     what = "primitive and severity" if any(c.startswith("group:img/") for _, c in cols) else "condition group"
-    ax.set_title(f"{target_label(v.target)}: Δ{lab} by {what} per model (whiskers: {ci_label(v.level)})", fontsize=10)
+    ax.set_title(f"{_target_label(v.target)}: Δ{lab} by {what} per model (whiskers: {ci_label(v.level)})", fontsize=10)
     return fig
 
 
-def rank_figure(v: MetricView):
+def _rank_figure(v: MetricView):
     """Rank (dot) and bootstrap rank interval (bar) per model, coloured by tier."""
     Figure = require_matplotlib()
     if not v.ranking:
@@ -935,17 +935,17 @@ def rank_figure(v: MetricView):
     ax.set_xlabel(f"rank by mean Δ{metric_label(v.metric)} over all corrupted conditions (1 = smallest drop)")
     legend_outside(ax, fontsize=8, title="not told apart\nwithin a tier", title_fontsize=8)
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(f"{target_label(v.target)}: rank and its bootstrap {ci_label(v.level)} per model", fontsize=10)
+    ax.set_title(f"{_target_label(v.target)}: rank and its bootstrap {ci_label(v.level)} per model", fontsize=10)
     return fig
 
 
 #: name (:data:`snapbench.store.compare.COMPARE_FIGURES`, the file names) -> (function, caption or a function
 #: of the view giving it); the order of the report.
 FIGURES = dict(zip(COMPARE_FIGURES, (
-    (effective_figure, effective_caption),
+    (_effective_figure, effective_caption),
     (heatmap_figure, "Δ per model and condition (points; red = drop)."),
-    (primitive_bars_figure, primitives_caption),
-    (rank_figure, "Rank (dot) and bootstrap rank interval (bar) per model; colours: tiers of models not told apart."),
+    (primitive_bars_figure, _primitives_caption),
+    (_rank_figure, "Rank (dot) and bootstrap rank interval (bar) per model; colours: tiers of models not told apart."),
 ), strict=True))
 
 

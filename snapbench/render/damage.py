@@ -54,7 +54,7 @@ from .figures import require_matplotlib
 from .fmt import ci_label, points
 from .tables import Cell, Table, metric_label
 
-__all__ = ['DRIFT_BINS', 'PER_DAMAGE', 'SSIM_BINS', 'DamageAnalysis', 'Sensitivity', 'damage_analysis', 'damage_tables', 'sensitivity_slopes', 'TARGET_FLAGGED', 'MIN_BIN_COUNT', 'damage_figure']
+__all__ = ['DRIFT_BINS', 'PER_DAMAGE', 'SSIM_BINS', 'DamageAnalysis', 'Sensitivity', 'damage_analysis', 'damage_tables', 'TARGET_FLAGGED', 'MIN_BIN_COUNT', 'damage_figure']
 
 #: SSIM bin edges, high to low: a bin holds lo <= SSIM < hi (the first one up to 1 inclusive), so an
 #: SSIM exactly on an edge counts in the bin above it.  The documented severity targets 0.9, 0.75 and
@@ -136,7 +136,7 @@ def _observations(pq: PerQuery, metric: str, damage: str) -> dict[str, tuple[str
     return out
 
 
-def sensitivity_slopes(x: Sequence[np.ndarray], d: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _sensitivity_slopes(x: Sequence[np.ndarray], d: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Per query, ``(Σ_s x·d, Σ_s x²)`` over an operator's severities (pairs with a non-finite value
     count 0): the slope over any multiset of queries is the ratio of the two sums."""
     xs, ds = np.stack([np.asarray(v, float) for v in x]), np.stack([np.asarray(v, float) for v in d])
@@ -161,7 +161,7 @@ def _analyse(pq: PerQuery, metric: str, damage: str, res: DamageAnalysis, counts
     sums: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     res.bins[damage], res.slopes[damage] = {}, {}
     for op, (kind, pairs) in obs.items():
-        a, b = sensitivity_slopes([x for x, _ in pairs], [d for _, d in pairs])
+        a, b = _sensitivity_slopes([x for x, _ in pairs], [d for _, d in pairs])
         n = int(sum((np.isfinite(x) & np.isfinite(d)).sum() for x, d in pairs))
         if n == 0 or b.sum() <= 0:
             continue  # no measured damage at all: no slope to read
@@ -212,7 +212,7 @@ def _recorded_target(run: dict) -> TargetOutcome | None:
     return TargetOutcome.from_json(run["severity_target_outcome"])
 
 
-def operator_order(ops: Sequence[str]) -> list[tuple[str, list[str]]]:
+def _operator_order(ops: Sequence[str]) -> list[tuple[str, list[str]]]:
     """Operators grouped as the paper's tables group them (primitives, then text levels, then others)."""
     groups, known = [], set()
     for name, members in [*((p.capitalize(), o) for p, o in IMAGE_PRIMITIVES.items()),
@@ -227,11 +227,11 @@ def operator_order(ops: Sequence[str]) -> list[tuple[str, list[str]]]:
     return groups
 
 
-def mode_label(res: DamageAnalysis) -> str:
+def _mode_label(res: DamageAnalysis) -> str:
     return TARGET_NAMES.get(res.mode, res.mode)
 
 
-def bin_labels(damage: str) -> list[str]:
+def _bin_labels(damage: str) -> list[str]:
     """Column labels of the bins of ``damage`` ("ssim" or "drift")."""
     if damage == "ssim":
         e = SSIM_BINS
@@ -255,7 +255,7 @@ def _bin_cell(mean: float | None, n: int) -> Cell:
 
 def damage_tables(res: DamageAnalysis) -> list[Table]:
     """One table per damage measure: the metric per damage bin and the slope per 0.1 of damage."""
-    lab, name = metric_label(res.metric), mode_label(res)
+    lab, name = metric_label(res.metric), _mode_label(res)
     level = ci_label(res.level)
     out = []
     for damage, what in DAMAGES.items():
@@ -266,8 +266,8 @@ def damage_tables(res: DamageAnalysis) -> list[Table]:
         t = Table(f"damage_{damage}",
                   f"{name}: {lab} (%) by measured {'SSIM of the image variant' if damage == 'ssim' else what}, per "
                   f"operator; last column: Δ{lab} per {PER_DAMAGE:g} {per} (points, {level})",
-                  ["operator", *bin_labels(damage), f"Δ per {PER_DAMAGE:g} {per}"])
-        for group, ops in operator_order(list(slopes)):
+                  ["operator", *_bin_labels(damage), f"Δ per {PER_DAMAGE:g} {per}"])
+        for group, ops in _operator_order(list(slopes)):
             t.groups.append((group, [(op, [_bin_cell(m, n) for m, n in bins[op]] + [_slope_cell(slopes[op])])
                                      for op in ops]))
         edge = "a value on an edge counts in the bin above it" if damage == "ssim" else \
@@ -289,8 +289,8 @@ def damage_tables(res: DamageAnalysis) -> list[Table]:
 def _bins_panels(sub, res: DamageAnalysis, damage: str) -> None:
     """Small multiples: one panel per operator group (the tables' groups), a handful of lines each in
     colours of their own; bins of fewer than :data:`MIN_BIN_COUNT` pairs hollow and not joined."""
-    labels = bin_labels(damage)
-    groups = operator_order(list(res.slopes[damage]))
+    labels = _bin_labels(damage)
+    groups = _operator_order(list(res.slopes[damage]))
     ncol = min(4, len(groups))
     nrow = -(-len(groups) // ncol)
     axes = np.atleast_1d(sub.subplots(nrow, ncol, sharey=True)).ravel()
@@ -356,7 +356,7 @@ def damage_figure(res: DamageAnalysis):
     rows = [d for d in DAMAGES if res.slopes.get(d)]
     if not rows:
         return None
-    heights = [1 + (len(operator_order(list(res.slopes[d]))) - 1) // 4 for d in rows]
+    heights = [1 + (len(_operator_order(list(res.slopes[d]))) - 1) // 4 for d in rows]
     fig = Figure(figsize=(13, sum(4.6 * h for h in heights)), layout="constrained")
     subs = np.atleast_1d(fig.subfigures(len(rows), 1, height_ratios=heights))
     for sub, damage in zip(subs, rows):
@@ -365,7 +365,7 @@ def damage_figure(res: DamageAnalysis):
         _slopes_panel(right.subplots(), res, damage)
         what = "SSIM loss" if damage == "ssim" else "embedding drift"
         binned = "measured SSIM of the image variant" if damage == "ssim" else "embedding drift (1 − cos)"
-        left.suptitle(f"{mode_label(res)}: {metric_label(res.metric)} by {binned} bin, per operator\n"
+        left.suptitle(f"{_mode_label(res)}: {metric_label(res.metric)} by {binned} bin, per operator\n"
                       f"hollow: a bin of fewer than {MIN_BIN_COUNT} (query, severity) pairs, not joined to the line",
                       fontsize=9)
         right.suptitle(f"sensitivity at equal {what}", fontsize=10)

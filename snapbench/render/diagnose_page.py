@@ -22,7 +22,7 @@ from ..diagnose.summary import FOUR_WAY
 from ..diagnose.thresholds import DETECTORS
 from .htmlpage import HtmlSection, render_html
 
-__all__ = ["THUMB_SIDE", "render_diagnose_html", "thumbnail_jpeg"]
+__all__ = ["THUMB_SIDE", "render_diagnose_html"]
 
 #: Long side (px) of the example thumbnails.
 THUMB_SIDE = 160
@@ -32,7 +32,7 @@ _STYLE = ("<style>div.ex{display:flex;flex-wrap:wrap;gap:.8em}div.ex figure{marg
           "div.ex img{max-width:160px;max-height:160px;border:1px solid #ddd}div.ex .q{color:#333}</style>")
 
 
-def thumbnail_jpeg(path: str | Path, side: int = THUMB_SIDE) -> bytes | None:
+def _thumbnail_jpeg(path: str | Path, side: int = THUMB_SIDE) -> bytes | None:
     """A JPEG thumbnail (long side ``side``) of an image file, ``None`` when it cannot be read."""
     try:
         rgb = load_image(path)
@@ -128,7 +128,7 @@ def _examples(results: Sequence[QueryResult], detector: str, k: int) -> list[Que
 def _example_html(r: QueryResult, detector: str) -> str:
     side = DETECTORS[detector].side
     score = (r.image_scores if side == "image" else r.text_scores)[detector]  # type: ignore[index]
-    thumb = thumbnail_jpeg(r.record.image) if r.record.image is not None else None
+    thumb = _thumbnail_jpeg(r.record.image) if r.record.image is not None else None
     img = (f'<img alt="{html.escape(r.id)}" src="data:image/jpeg;base64,{base64.b64encode(thumb).decode("ascii")}">'
            if thumb else "")
     q = f'<div class="q">{html.escape(r.record.question)}</div>' if r.record.question else ""

@@ -20,7 +20,7 @@ from ..evaluate.paired import TRACKING_RULE, bootstrap_counts, stability_tracks_
 from ..evaluate.stability import is_stability_metric
 from ..store.rundir import TARGET_NAMES, RunData
 
-__all__ = ["FAMILY_COLOURS", "condition_family", "labelled", "overlap_metric", "stability_finding",
+__all__ = ["FAMILY_COLOURS", "labelled", "overlap_metric", "stability_finding",
            "stability_vs_loss"]
 
 #: Operator family of a condition -> its colour in the scatter figure.
@@ -28,7 +28,7 @@ FAMILY_COLOURS: dict[str, str] = {"degrade": "#2b7bba", "transform": "#1a9850", 
                                   "add": "#984ea3", "image": "#2b7bba", "text": "#e08214", "joint": "#666666"}
 
 
-def condition_family(cid: str) -> str:
+def _condition_family(cid: str) -> str:
     """The operator family a condition belongs to: its image primitive (degrade, transform, remove,
     add), ``text`` or ``joint``."""
     c = parse_condition(cid)
@@ -78,7 +78,7 @@ def stability_vs_loss(data: RunData, metric: str = "hit@1") -> dict[str, Any] | 
             per_mode[s] = {
                 "rho": _num(r["rho"]), "ci": [_num(r["ci"][0]), _num(r["ci"][1])], "n_conditions": r["n_conditions"],
                 "points": {c: {"stability": _num(r["stability"][j]), "drop": _num(r["drop"][j]),
-                               "family": condition_family(c)} for j, c in enumerate(conds)},
+                               "family": _condition_family(c)} for j, c in enumerate(conds)},
             }
         if per_mode:
             out["modes"][mode] = per_mode

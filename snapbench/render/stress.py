@@ -18,13 +18,12 @@ from ..core.errors import ConfigError
 from .fmt import ci_excludes_zero, ci_label, points
 from .htmlpage import HtmlFigure, HtmlSection, render_html, ul
 
-__all__ = ["availability_points", "availability_figure", "primary_metric", "render_stress_report", "stress_findings",
-           "swap_verdict"]
+__all__ = ["availability_points", "render_stress_report", "stress_findings"]
 
 _SOURCES = ("V", "M", "F", "VM", "VF", "MF", "VMF")
 
 
-def primary_metric(metrics: list[str]) -> str:
+def _primary_metric(metrics: list[str]) -> str:
     """The metric the page speaks of: recall@10 (PhotoBench's) when evaluated, else the first recall@k."""
     for m in ("recall@10", *[m for m in metrics if m.startswith("recall@")], *metrics):
         if m in metrics:
@@ -60,21 +59,21 @@ def _verdict(entry: dict, level: float, metric: str, what: str) -> str:
 
 def stress_findings(summary: dict) -> list[tuple[str, str]]:
     """``(id, sentence)`` per condition on all queries, then the caption-swap verdict."""
-    metric = primary_metric(summary["metrics"])
+    metric = _primary_metric(summary["metrics"])
     level = summary["ci_level"]
     out = []
     for cid, body in summary["conditions"].items():
         e = body["groups"]["all"][metric]
         out.append((f"finding-{cid}", _verdict(e, level, metric, f"Stress {cid}")))
-    swap = swap_verdict(summary)
+    swap = _swap_verdict(summary)
     if swap:
         out.append(("finding-caption-swap", swap))
     return out
 
 
-def swap_verdict(summary: dict) -> str | None:
+def _swap_verdict(summary: dict) -> str | None:
     """The caption-swap probe in plain words, or ``None`` when it was not run."""
-    metric = primary_metric(summary["metrics"])
+    metric = _primary_metric(summary["metrics"])
     for cid, body in summary["conditions"].items():
         if [n for n, _ in body["operators"]] != ["caption_swap"]:
             continue
@@ -116,7 +115,7 @@ def availability_points(summary: dict, metric: str) -> dict[str, list[tuple[floa
     return {f: sorted(p, key=lambda t: -t[0]) for f, p in out.items()}
 
 
-def availability_figure(summary: dict, metric: str, dpi: int = 100) -> bytes | None:
+def _availability_figure(summary: dict, metric: str, dpi: int = 100) -> bytes | None:
     """PNG of :func:`availability_points` (one line per field), or ``None`` without points."""
     from .figures import fig_to_bytes, require_matplotlib, tidy_axes
 
@@ -156,7 +155,7 @@ def _cell(e: dict | None, key: str = "delta", ci_key: str = "ci") -> str:
 
 def render_stress_report(summary: dict) -> str:
     """The whole page (see the module docstring)."""
-    metric = primary_metric(summary["metrics"])
+    metric = _primary_metric(summary["metrics"])
     level = summary["ci_level"]
     conds = summary["conditions"]
     sources = [s for s in _SOURCES if any(f"source={s}" in b["groups"] for b in conds.values())]
@@ -195,7 +194,7 @@ def render_stress_report(summary: dict) -> str:
         missing=[] if crows else ["no single-field condition was run (e.g. ocr_dropout=0.25 or drop=ocr)"])
     if crows:
         try:
-            png = availability_figure(summary, metric)
+            png = _availability_figure(summary, metric)
         except ConfigError as exc:  # no matplotlib: the table stands alone, and the page says why
             curve.missing.append(f"no figure: {exc}")
         else:
@@ -203,7 +202,7 @@ def render_stress_report(summary: dict) -> str:
                 curve.figures.append(HtmlFigure("availability", f"{metric} against the share of records holding "
                                                 "each field (clean, each single-field stress, drop=FIELD)", png))
     sections.append(curve)
-    swap = swap_verdict(summary)
+    swap = _swap_verdict(summary)
     sections.append(HtmlSection("swap", "Caption-swap probe", [f"<p>{html.escape(swap)}</p>"] if swap else [],
                                 missing=[] if swap else ["caption_swap was not run (add it to --stress)"]))
     sections.append(HtmlSection("notes", "Notes", [ul([("", n) for n in summary["notes"]])] if summary["notes"] else []))

@@ -37,7 +37,6 @@ __all__ = [
     "severities",
     "summary_table",
     "tex_escape",
-    "text_id",
     "text_operators",
 ]
 
@@ -191,7 +190,7 @@ def image_id(op: str, severity: int) -> str:
     return Condition("image", image_operator=op, severity=severity).id
 
 
-def text_id(op: str) -> str:
+def _text_id(op: str) -> str:
     return Condition("text", text_operator=op).id
 
 
@@ -266,7 +265,7 @@ def mode_delta_table(report: Report, mode_name: str, metric: str = "hit@1", key:
             rows.append((op, cells))
         t.groups.append((prim, rows))
     for level, ops in text_operators(report):
-        t.groups.append((level, [(op, [_delta_cell(_paired(report, text_id(op), metric), len(sevs)), Cell(text="")])
+        t.groups.append((level, [(op, [_delta_cell(_paired(report, _text_id(op), metric), len(sevs)), Cell(text="")])
                                  for op in ops]))
     t.notes.append("Text operators have one level: their value spans the severity columns (under s1 in Markdown).")
     if report.meta.cliff_rule:
@@ -284,7 +283,7 @@ def mode_value_table(report: Report, mode_name: str, metric: str = "hit@1", key:
     for prim, ops in image_operators(report):
         t.groups.append((prim, [(op, [Cell(report.value(image_id(op, s), metric)) for s in sevs]) for op in ops]))
     for level, ops in text_operators(report):
-        t.groups.append((level, [(op, [Cell(report.value(text_id(op), metric), span=len(sevs))]) for op in ops]))
+        t.groups.append((level, [(op, [Cell(report.value(_text_id(op), metric), span=len(sevs))]) for op in ops]))
     return t
 
 

@@ -32,7 +32,6 @@ from typing import Any
 from ..compare.groups import GROUP_ALL
 from ..compare.records import Comparison
 from ..core.errors import EvaluationInputError
-from ..core.jsonable import dumps
 from ..core.records import Report
 from ..store.atomic import open_text_atomic
 from ..store.rundir import read_report, write_report
@@ -40,7 +39,7 @@ from .compare import MetricView, finite
 from .fmt import DASH, DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, p_text, pct, points
 from .tables import metric_label
 
-__all__ = ['CSV_HEADER', 'additivity_rows', 'check_table_path', 'csv_rows', 'print_additivity', 'print_report', 'read_report', 'report_to_json', 'write_report', 'write_table', 'headline_table', 'limit_line', 'ranking_table', 'told_apart_lines', 'print_comparison']
+__all__ = ['CSV_HEADER', 'check_table_path', 'print_additivity', 'print_report', 'read_report', 'write_report', 'write_table', 'headline_table', 'ranking_table', 'print_comparison']
 
 #: What a table file may end in (:func:`write_table`).
 TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
@@ -48,11 +47,6 @@ TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
 PIPE_WIDTH = 120
 _PREFERRED = ("hit@1", "hit@5", "recall@10", "ndcg@10", "mrr")
 _LIMITED = "† depth-limited (the runs are shallower than the metric; values are lower bounds)"
-
-
-def report_to_json(report: Report, indent: int | None = 2) -> str:
-    """Strict JSON (no NaN tokens): undefined values are ``null``."""
-    return dumps(report.to_json(), indent=indent)
 
 
 def _shown(report: Report, show: Sequence[str] | None) -> list[str]:
@@ -190,7 +184,7 @@ def _groups_table(report: Report, primary: str):
     return t
 
 
-def additivity_rows(report: Report, metric: str = "hit@1") -> list[dict]:
+def _additivity_rows(report: Report, metric: str = "hit@1") -> list[dict]:
     """Rows (joint, exp, obs, delta, ci) then per-pair, per-severity and overall means (drops)."""
     def row(label: str, x) -> dict:
         return {"joint": label, "exp": x.exp, "obs": x.obs, "delta": x.delta, "ci": x.ci}
@@ -204,7 +198,7 @@ def additivity_rows(report: Report, metric: str = "hit@1") -> list[dict]:
     return rows
 
 
-def additivity_title(metric: str) -> str:
+def _additivity_title(metric: str) -> str:
     return (f"additivity of joint corruptions — {metric} {DROP_SIGN} (points); Exp = Δ_I + Δ_T, "
             "Obs = the joint drop, δ = Obs − Exp (> 0 super-additive)")
 
@@ -214,13 +208,13 @@ def print_additivity(report: Report, *, metric: str = "hit@1", console=None) -> 
     from rich.table import Table
 
     con = _console(console)
-    rows = additivity_rows(report, metric)
+    rows = _additivity_rows(report, metric)
     skipped = report.additivity_skipped or {}
     if not rows:
         con.print("no joint condition with both parts present"
                   + (": " + "; ".join(f"{k} ({v})" for k, v in skipped.items()) if skipped else ""))
         return
-    t = Table(title=additivity_title(metric))
+    t = Table(title=_additivity_title(metric))
     for name in ("joint condition", "Exp drop", "Obs drop", "δ", "CI(δ)"):
         t.add_column(name, justify="left" if name == "joint condition" else "right", no_wrap=True)
     for r in rows:
@@ -233,7 +227,7 @@ def print_additivity(report: Report, *, metric: str = "hit@1", console=None) -> 
 CSV_HEADER = ["condition", "metric", "value", "delta", "ci_lo", "ci_hi", "p", "p_raw", "group", "depth_limited"]
 
 
-def csv_rows(report: Report) -> list[list]:
+def _csv_rows(report: Report) -> list[list]:
     """The long table: every condition x metric (value, Δ vs clean, CI, Holm p, raw p), then per group
     the same (column ``group``), then per condition the stability classes (metric
     ``stability:<class>``, value = number of queries), the rank displacement (metric
@@ -266,16 +260,16 @@ def csv_rows(report: Report) -> list[list]:
 
 
 def write_table(report: Report, path: str | Path, *, primary: str = "hit@1") -> None:
-    """``.csv``: long format, complete (see :func:`csv_rows`).  ``.md``: a readable wide table (values in
+    """``.csv``: long format, complete (see :func:`_csv_rows`).  ``.md``: a readable wide table (values in
     %, Δ of ``primary`` with CI and p, stability classes, rank displacement; † marks depth-limited
     metrics), per-group Δ, additivity.  Written atomically."""
     p = check_table_path(path)
     if p.suffix.lower() == ".csv":
         with open_text_atomic(p, newline="") as fh:
-            csv.writer(fh).writerows(csv_rows(report))
+            csv.writer(fh).writerows(_csv_rows(report))
         return
     with open_text_atomic(p) as fh:
-        fh.write("\n".join(markdown_lines(report, primary)) + "\n")
+        fh.write("\n".join(_markdown_lines(report, primary)) + "\n")
 
 
 def check_table_path(path: str | Path) -> Path:
@@ -294,7 +288,7 @@ def _one_line(header: str) -> str:
     return header.replace("/\n", "/").replace("\n", " ")
 
 
-def markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
+def _markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
     """The Markdown table file (see :func:`write_table`)."""
     metrics = report.metrics
     if primary not in metrics:
@@ -322,7 +316,7 @@ def markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
                   "|---|" + "---:|" * len(groups)]
         lines += ["| " + " | ".join([c] + [_group_cell(report, g, c, primary) for g in groups]) + " |"
                   for c in report.conditions]
-    rows = additivity_rows(report, primary)
+    rows = _additivity_rows(report, primary)
     if rows:
         lines += ["", f"Additivity ({primary} {DROP_SIGN}, in points; Exp = Δ_I + Δ_T, δ = Obs − Exp, "
                       "> 0 super-additive)", "",
@@ -332,7 +326,7 @@ def markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
     return lines
 
 
-def limit_line(limit: dict[str, Any] | None) -> str | None:
+def _limit_line(limit: dict[str, Any] | None) -> str | None:
     """``"--limit: the first 5 of 12 queries only ..."`` when the run saw part of its dataset."""
     if not limit:
         return None
@@ -378,7 +372,7 @@ def headline_table(headline: dict[str, Any], *, title: str = "snapbench run") ->
                + ("δ = super-additivity gap of the joint conditions (> 0: worse than the sum); " if joint else "")
                + (f"MOOR − best fixed fusion: mean {lab} gain over the shared conditions; " if moor else "")
                + f"primary target: {headline.get('primary_target')}"]
-    limit = limit_line(headline.get("limit"))
+    limit = _limit_line(headline.get("limit"))
     if limit:
         caption.insert(0, limit)
     t = Table(title=f"{title} — {lab}" + (f" ({limit.split(' — ')[0]})" if limit else ""),
@@ -442,7 +436,7 @@ def ranking_table(views: Sequence[MetricView]) -> Any:
     return t
 
 
-def told_apart_lines(v: MetricView) -> list[str]:
+def _told_apart_lines(v: MetricView) -> list[str]:
     """For one target: one line per pair told apart on the mean over all corrupted conditions (the more
     robust model first, with ΔA − ΔB and its CI), or one line saying none of its pairs is."""
     apart, total = [], 0
@@ -472,5 +466,5 @@ def print_comparison(comparison: Comparison, targets: Sequence[str], metric: str
                   f"conditions, {correction}-adjusted p < {1 - level:.2g} over the pairs and CI excluding 0):",
                   markup=False, highlight=False)
     for v in views:
-        for line in told_apart_lines(v):
+        for line in _told_apart_lines(v):
             console.print(line, markup=False, highlight=False)

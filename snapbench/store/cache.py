@@ -27,22 +27,22 @@ import numpy as np
 from ..core.errors import ConfigError, arg
 from .atomic import nearest_existing, save_npy_atomic, write_json
 
-__all__ = ["CachedEncoder", "check_cache_dir", "default_cache_dir", "image_key", "text_key"]
+__all__ = ["CachedEncoder", "check_cache_dir"]
 
 
-def default_cache_dir() -> Path:
+def _default_cache_dir() -> Path:
     """``$SNAPBENCH_CACHE`` if set, else ``~/.cache/snapbench``."""
     env = os.environ.get("SNAPBENCH_CACHE")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "snapbench"
 
 
 def check_cache_dir(cache_dir: str | os.PathLike | None) -> Path:
-    """The cache folder (``None``: :func:`default_cache_dir`), refused with a :class:`ConfigError`
+    """The cache folder (``None``: :func:`_default_cache_dir`), refused with a :class:`ConfigError`
     naming it when it cannot be one: a file is there, or above it.  The folder itself need not exist
     yet (entries create it).  Commands call this before any work, so a wrong ``cache_dir`` fails
     before a model is loaded, not on the first batch."""
     given = cache_dir is not None
-    folder = Path(cache_dir).expanduser() if given else default_cache_dir()
+    folder = Path(cache_dir).expanduser() if given else _default_cache_dir()
     what = arg("cache_dir") if given else "the embedding cache ($SNAPBENCH_CACHE or ~/.cache/snapbench)"
     param = "cache_dir" if given else None
     probe = nearest_existing(folder)
@@ -52,7 +52,7 @@ def check_cache_dir(cache_dir: str | os.PathLike | None) -> Path:
     return folder
 
 
-def image_key(image: np.ndarray) -> str:
+def _image_key(image: np.ndarray) -> str:
     """sha256 over the array's shape, dtype and bytes."""
     a = np.ascontiguousarray(image)
     h = hashlib.sha256(f"image {a.dtype.str} {a.shape}\n".encode())
@@ -60,7 +60,7 @@ def image_key(image: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def text_key(text: str) -> str:
+def _text_key(text: str) -> str:
     """sha256 of the UTF-8 text."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -99,7 +99,7 @@ class CachedEncoder:
     def _encode_queries(self, images: Sequence[np.ndarray], texts: Sequence[str]) -> np.ndarray:
         """Native joint embeddings of (image, text) pairs, cached under the pair's two keys."""
         pairs = list(zip(images, texts, strict=True))
-        keys = [hashlib.sha256(f"{image_key(im)} {text_key(t)}".encode()).hexdigest() for im, t in pairs]
+        keys = [hashlib.sha256(f"{_image_key(im)} {_text_key(t)}".encode()).hexdigest() for im, t in pairs]
         return self._cached("joint", pairs, keys,
                             lambda ps: self.encoder.encode_queries([p[0] for p in ps], [p[1] for p in ps]))
 
@@ -162,8 +162,8 @@ class CachedEncoder:
 
     def encode_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
         images = list(images)
-        return self._cached("image", images, [image_key(im) for im in images], self.encoder.encode_images)
+        return self._cached("image", images, [_image_key(im) for im in images], self.encoder.encode_images)
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
-        return self._cached("text", texts, [text_key(t) for t in texts], self.encoder.encode_texts)
+        return self._cached("text", texts, [_text_key(t) for t in texts], self.encoder.encode_texts)

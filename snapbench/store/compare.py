@@ -45,9 +45,6 @@ are removed, never a file it does not name.  run.json records them:
 * while a compare writes (``status: "writing"``), ``files`` holds the previous compare's files and
   every file this one may write (:func:`possible_files`), so a compare interrupted half-way is
   cleaned up by the next one too.
-
-A run.json of an older snapbench (no ``files``) names its targets and metrics: the files a compare of
-those writes in any format are taken as its files.
 """
 
 from __future__ import annotations
@@ -75,7 +72,6 @@ from ..compare.records import (
 )
 from ..core.errors import ConfigError, InputError, arg
 from ..core.records import Report
-from ..core.targets import target_id
 from ..core.userfiles import read_json
 from . import CompareDir, RunDir, read_run_json, run_json_kind
 from .atomic import write_json
@@ -214,7 +210,7 @@ def _report_file(path: Path) -> ModelSource:
         raise InputError("is a report without per-query values; write it with 'snapbench evaluate --per-query' "
                          "to compare it", path=path)
     mode = rep.meta.get("mode")
-    target = target_id(str(mode)) if mode else UNNAMED
+    target = str(mode) if mode else UNNAMED
     return ModelSource(path.stem, path, "report", _targets=[target], _reports={target: rep})
 
 
@@ -313,12 +309,9 @@ def previous_files(out: CompareDir, run_json: Mapping[str, Any] | None) -> set[P
     if run_json is None:
         return set()
     names = run_json.get("files")
-    if isinstance(names, list):
-        return {p for p in (_inside(out, n) for n in names) if p is not None}
-    targets, metrics = run_json.get("targets"), run_json.get("metrics")
-    if isinstance(targets, list) and isinstance(metrics, list):
-        return possible_files(out, [str(t) for t in targets], [str(m) for m in metrics])
-    return set()
+    if not isinstance(names, list):
+        return set()
+    return {p for p in (_inside(out, n) for n in names) if p is not None}
 
 
 def relative_names(out: CompareDir, files: Iterable[Path]) -> list[str]:

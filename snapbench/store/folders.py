@@ -69,7 +69,7 @@ from ..core.targets import MODES
 from ..core.userfiles import load_npy, read_json, read_text
 from .atomic import save_npy_atomic, write_json, write_text_atomic
 
-__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'read_run_config', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
 
 QUERY_IDS = "query_ids.txt"
 GALLERY_IDS = "gallery_ids.txt"
@@ -396,13 +396,7 @@ def write_run_json(folder: str | os.PathLike, kind: str, body: Mapping[str, Any]
 def run_json_kind(cfg: Mapping[str, Any]) -> str | None:
     """The command that wrote a parsed run.json (``None``: not snapbench's)."""
     kind = cfg.get("kind")
-    if kind in RUN_KINDS:
-        return str(kind)
-    if kind is None and "fingerprint" in cfg and "schema" in cfg:
-        return "run"
-    if kind is None and "grid" in cfg and "seed" in cfg:
-        return "corrupt"
-    return None
+    return str(kind) if kind in RUN_KINDS else None
 
 
 def read_run_json(folder: str | os.PathLike, *, kind: str | None = None) -> dict[str, Any] | None:
@@ -442,11 +436,6 @@ def output_kind(folder: str | os.PathLike) -> str | None:
     return run_json_kind(cfg) if cfg is not None else None
 
 
-def read_run_config(corrupt_dir: str | os.PathLike) -> dict[str, Any] | None:
-    """``corrupt_dir/run.json`` as a dict, whatever wrote it (``None`` when absent)."""
-    return read_run_json(corrupt_dir)
-
-
 #: fingerprint key -> (what it is called in a refusal, words for some of its values).  A key not
 #: listed is named as it is (``revision.<operator>``, ``opencv_major``...); a value without words is
 #: shown as JSON, and a missing one (null) as "none".  Parameter names are :func:`arg` references, so
@@ -484,13 +473,13 @@ def _describe(key: str, before: Any, now: Any) -> str:
 
 
 def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str, Any], *,
-                 force: bool = False, assume: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+                 force: bool = False) -> dict[str, Any] | None:
     """The previous run.json of ``folder`` if this invocation may resume (or, forced, replace) it.
 
     ``None`` when there is none.  A different ``fingerprint`` is a :class:`ConfigError` listing every
     differing entry unless ``force``; a folder of another kind is refused even when forced.
-    Values are compared as JSON (what the file holds).  ``assume`` gives the value of an entry that a
-    folder written before that entry existed lacks (e.g. an operator revision: 1).
+    Values are compared as JSON (what the file holds); an entry one side lacks counts as none.  A
+    run.json without a fingerprint is refused like one made with other settings.
     """
     previous = read_run_json(folder, kind=kind)
     if previous is None:
@@ -498,9 +487,8 @@ def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str,
     recorded = previous.get("fingerprint")
     now = json.loads(json.dumps(fingerprint, default=str))
     if not isinstance(recorded, dict):
-        why = "made by an older snapbench (its run.json has no fingerprint)"
+        why = "made with other settings (its run.json records no fingerprint)"
     else:
-        recorded = {**json.loads(json.dumps(dict(assume or {}), default=str)), **recorded}
         keys = list(now) + [k for k in recorded if k not in now]
         diffs = [_describe(k, recorded.get(k), now.get(k)) for k in keys if recorded.get(k) != now.get(k)]
         why = f"made with a different {', '.join(diffs)}" if diffs else ""
@@ -696,15 +684,10 @@ DEMO_NAME = "snapbench demo"
 def holds_a_demo(out: Path) -> bool:
     """Whether ``out`` holds the output of an earlier ``snapbench demo`` (which the demo may replace).
 
-    run.json says so (``"command": "demo"``); a demo of a snapbench that did not record it is known by
-    its dataset name, which only the demo gives, and the toy encoder.  Anything else is someone's run."""
+    run.json says so (``"command": "demo"``).  Anything else is someone's run."""
 
     cfg = read_run_json(out)
-    if cfg is None or run_json_kind(cfg) != "run":
-        return False
-    if "command" in cfg:
-        return cfg["command"] == "demo"
-    return cfg.get("encoder") == "toy" and str(cfg.get("dataset", "")).startswith(f"{DEMO_NAME} (")
+    return cfg is not None and run_json_kind(cfg) == "run" and cfg.get("command") == "demo"
 
 
 @dataclass(frozen=True)

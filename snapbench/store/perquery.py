@@ -28,7 +28,7 @@ from ..core.install_hint import install_hint
 from ..core.userfiles import decode, read_bytes
 from .atomic import atomic_path, write_text_atomic
 
-__all__ = ["PER_QUERY_COLUMNS", "per_query_rows", "read_per_query", "write_combined_per_query", "write_per_query"]
+__all__ = ["PER_QUERY_COLUMNS", "read_per_query", "write_combined_per_query", "write_per_query"]
 
 PER_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "condition", "metric", "value")
 
@@ -164,7 +164,7 @@ def _scatter(idx: list[np.ndarray], names: list[list[str]], values: np.ndarray):
     return [names[0][q] for q in q_order], out
 
 
-def per_query_rows(per_query: Mapping[str, tuple[list[str], Mapping[str, Mapping[str, np.ndarray]]]]):
+def _per_query_rows(per_query: Mapping[str, tuple[list[str], Mapping[str, Mapping[str, np.ndarray]]]]):
     """Yield ``(mode, query_id, condition, metric, value)`` for every stored value."""
     for mode, (qids, values) in per_query.items():
         for cond, per_metric in values.items():
@@ -180,7 +180,7 @@ def write_combined_per_query(
 ) -> tuple[int, str | None]:
     """All modes in one long table with a ``mode`` column: CSV always, Parquet when pyarrow is
     installed.  Returns ``(number of rows, note)``: the note says why no Parquet was written."""
-    rows = list(per_query_rows(per_query))
+    rows = list(_per_query_rows(per_query))
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(("mode",) + PER_QUERY_COLUMNS)

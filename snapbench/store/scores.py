@@ -10,7 +10,7 @@ SCORES_DIR layouts
   matrices are accepted; bool, complex, string and object arrays are not.  Per-path files
   ``<condition>.II.npy`` / ``.TT`` / ``.IT`` / ``.TI`` (or ``II/<condition>.npy`` ...) are used by
   retrieval modes (see ``modes``).  Operator names in file names are checked against the built-in
-  ones (:func:`check_operator_names`): a case/underscore variant is an error with a did-you-mean, a
+  ones (:func:`_check_operator_names`): a case/underscore variant is an error with a did-you-mean, a
   name far from all of them is a user operator (warning).
 * TREC runs: one ``<condition>.run`` or ``<condition>.trec`` per condition, lines
   ``qid Q0 docid rank score [tag]``.  Like trec_eval, the order comes from the score column (not the
@@ -71,12 +71,12 @@ from . import (
     write_trec_run,
 )
 
-__all__ = ['ComposedScores', 'ScoresDir', 'check_operator_names', 'load_score_matrix', 'read_run', 'write_run']
+__all__ = ['ComposedScores', 'ScoresDir', 'read_run', 'write_run']
 
 _NPY_MAGIC = b"\x93NUMPY"
 
 
-def load_score_matrix(path: str | Path) -> np.ndarray:
+def _load_score_matrix(path: str | Path) -> np.ndarray:
     """Open a ``.npy`` score matrix as a read-only memmap, with clear errors for non-numeric data."""
     p = Path(path)
     try:
@@ -148,7 +148,7 @@ def _operator_key(name: str) -> str:
 _KNOWN_OPERATORS = {"image": IMAGE_OPERATORS, "text": TEXT_OPERATORS}
 
 
-def check_operator_names(cid: str, source: str | Path) -> str | None:
+def _check_operator_names(cid: str, source: str | Path) -> str | None:
     """Check the operator names of condition ``cid`` (read from ``source``) against the built-in ones
     of :mod:`snapbench.core.conditions`.
 
@@ -286,7 +286,7 @@ class ScoresDir:
             cid = parse_condition(stem).id
         except ValueError as e:
             raise EvaluationInputError(f"{f}: file name is not a condition id ({e})") from None
-        warning = check_operator_names(cid, f)
+        warning = _check_operator_names(cid, f)
         if warning is not None:
             self.warnings.append(warning)
         return cid
@@ -335,13 +335,13 @@ class ScoresDir:
             raise EvaluationInputError(f"{self.path}: TREC runs have no score matrix; use run()")
         if self.mode is None:
             f = self._files[cid]
-            arr = load_score_matrix(f)
+            arr = _load_score_matrix(f)
             self._check_shape(arr, f)
             return arr
         mats = {}
         for p in mode_paths(self.mode):
             f = self._paths[cid][p]
-            arr = load_score_matrix(f)
+            arr = _load_score_matrix(f)
             self._check_shape(arr, f)
             mats[p] = arr
         return ComposedScores(self.mode, mats)
@@ -351,7 +351,7 @@ class ScoresDir:
         f = self._paths.get(cid, {}).get(path)
         if f is None:
             return None
-        arr = load_score_matrix(f)
+        arr = _load_score_matrix(f)
         self._check_shape(arr, f)
         return arr
 

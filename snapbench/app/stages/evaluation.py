@@ -52,13 +52,13 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
     cfg = EvaluationConfig(ks=tuple(opts.ks), resamples=opts.resamples, seed=opts.seed,
                            labelled=bool(ds.has_ground_truth))
     metrics = cfg.metric_list()
-    groups = tag_groups(ds, keep, opts.group_by)
+    groups = _tag_groups(ds, keep, opts.group_by)
     N = len(gids)
 
     scores = score_targets(gallery, q_emb, keep, modes, moor_ok, say)
     targets, sharded, shares = scores.targets, scores.sharded, scores.shares
     run_dir = RunDir(out)
-    gone = remove_other_targets(run_dir, [name for name, _ in targets])
+    gone = _remove_other_targets(run_dir, [name for name, _ in targets])
     if gone:
         say(f"removed {', '.join(gone)}: an earlier run's targets this run does not evaluate")
     written: dict[str, Path] = {}
@@ -106,7 +106,7 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
     return written
 
 
-def remove_other_targets(run_dir: RunDir, targets: list[str]) -> list[str]:
+def _remove_other_targets(run_dir: RunDir, targets: list[str]) -> list[str]:
     """Remove the target folders (a mode, MOOR, ``fusion/<name>``) an earlier run left in ``run_dir`` that
     this run does not write (another ``--modes``): they are the run's own outputs, and the folder must
     hold exactly the targets its run.json lists.  Returns the targets removed."""
@@ -127,7 +127,7 @@ def check_group_by(ds: Any, group_by: str | None) -> None:
                           param="group_by")
 
 
-def tag_groups(ds: Any, keep: np.ndarray, group_by: str | None) -> dict[str, np.ndarray] | None:
+def _tag_groups(ds: Any, keep: np.ndarray, group_by: str | None) -> dict[str, np.ndarray] | None:
     if group_by is None:
         return None
     rows: dict[str, list[int]] = {}

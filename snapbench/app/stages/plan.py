@@ -90,7 +90,7 @@ def _missing_files(paths: list[Path | None]) -> tuple[int, int, Path | None]:
     return len(named), sum(found), first
 
 
-def available_sides(dataset: Any, encoder: Any) -> Sides:
+def _available_sides(dataset: Any, encoder: Any) -> Sides:
     """Which query sides and gallery sides can be encoded, and why the others cannot.
 
     The query image side exists when some query image file exists (a query whose file is missing is
@@ -187,7 +187,7 @@ def _mode_notes(modes: ModePlan, requested: Any) -> list[str]:
             for why, ms in groups.items()))
         said = {r for why in groups for r in why}
     if not modes.moor:
-        fused = [t for t in run_targets(ModePlan((), (), True)) if t != "MOOR"]
+        fused = [t for t in _run_targets(ModePlan((), (), True)) if t != "MOOR"]
         rest = [r for r in modes.reasons["MOOR"] if r not in said]
         notes.append(f"MOOR and the fusion baselines ({', '.join(fused)}) skipped: they need all four paths (query and "
                      f"gallery images and texts, and an encoder for both); missing: {', '.join(modes.lacking['MOOR'])}"
@@ -199,7 +199,7 @@ def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
     """The :class:`RunPlan` of ``encoder`` on ``dataset`` (ConfigError when no mode can run)."""
     from ...corruptions import resolve_grid
 
-    sides = available_sides(dataset, encoder)
+    sides = _available_sides(dataset, encoder)
     modes = plan_modes(sides.query, sides.gallery, options.modes, why=sides.why)
     if not modes.targets:
         raise ConfigError("no retrieval mode can run: " + "; ".join(dict.fromkeys(sides.why.values()) or
@@ -226,7 +226,7 @@ def shared_space_modes(plan: RunPlan, dims: Mapping[str, int], requested: Any) -
     if len(set(dims.values())) <= 1:
         return plan.modes, None
     modes = plan_modes(plan.sides.query, plan.sides.gallery, requested, why=plan.sides.why, shared_space=False)
-    gone = [t for t in run_targets(plan.modes) if t not in run_targets(modes)]
+    gone = [t for t in _run_targets(plan.modes) if t not in _run_targets(modes)]
     note = (f"the encoder's image and text embeddings differ in size ({dims.get('image')} vs {dims.get('text')}): "
             f"{', '.join(gone)} need a shared space and are skipped")
     if not modes.targets:
@@ -234,7 +234,7 @@ def shared_space_modes(plan: RunPlan, dims: Mapping[str, int], requested: Any) -
     return modes, note
 
 
-def run_targets(modes: ModePlan) -> tuple[str, ...]:
+def _run_targets(modes: ModePlan) -> tuple[str, ...]:
     """Every target a run of ``modes`` evaluates: the modes, then MOOR and the fixed-fusion baselines
     (``fusion/<name>``, :data:`~snapbench.fusion.baselines.DEFAULT_RUN_BASELINES`) when MOOR can run:
     the baselines need the same four paths.  What a note about skipped targets names."""

@@ -64,7 +64,7 @@ class QueryEmbeddings:
         return {side: int(a.shape[1]) for (side, _), a in self.embeddings.items()}
 
 
-class QueryStore:
+class _QueryStore:
     """Per-source query embedding files (Q x d, float32) opened as memmaps, created on first use."""
 
     def __init__(self, rundir: RunDir, n_queries: int, modality: str):
@@ -101,7 +101,7 @@ class _Feeder:
 
     def __init__(self, job: QueryJob, n_queries: int, batch_size: int, log: IO[str]) -> None:
         self.job, self.log = job, log
-        self.stores = {m: QueryStore(job.dir, n_queries, m) for m in ("image", "text")}
+        self.stores = {m: _QueryStore(job.dir, n_queries, m) for m in ("image", "text")}
         self.zeros = ZeroRows()  # said once, when the stream is done (pipeline.encoding)
         self.batchers = {m: Batcher(getattr(job.encoder, f"encode_{m}s"), batch_size, self.stores[m].put,
                                     what="query images" if m == "image" else "questions", hint=RESUME_HINT, zeros=self.zeros) for m in ("image", "text")}
@@ -203,7 +203,7 @@ def _collect(dataset: Any, job: QueryJob, timings: dict[str, float]) -> QueryEmb
         raise InputError(f"no query could be produced under every condition (see {job.dir.dropped_queries})")
     write_json(job.dir.dropped_queries, dropped, indent=2)
     n_q = len(dataset.queries)
-    stores = {m: QueryStore(job.dir, n_q, m) for m in ("image", "text")}
+    stores = {m: _QueryStore(job.dir, n_q, m) for m in ("image", "text")}
     emb = {("image", s): stores["image"].load(s) for s in job.image_sources}
     emb.update({("text", s): stores["text"].load(s) for s in job.text_sources})
     return QueryEmbeddings(emb, keep, dropped, timings, read_block_measures(job.dir.blocks_log))

@@ -57,14 +57,11 @@ def _write_traffic(state: RunState, options: RunOptions, say: Callable[[str], No
     return True
 
 
-def _write_headline(state: RunState, *, missing_only: bool = False) -> None:
+def _write_headline(state: RunState) -> None:
     """DIR/headline.json: the numbers the command prints, written once from the finished reports.  A
-    run read back keeps its file (its reports did not change: the folder stays untouched) and gets one
-    only when it has none (an older snapbench did not write it)."""
+    run read back keeps its file (its reports did not change: the folder stays untouched)."""
     from ...render.aggregate import write_headline
 
-    if missing_only and state.dir.headline.is_file():
-        return
     write_headline(state.dir.root)
 
 
@@ -124,7 +121,6 @@ def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable
 
     meta, rundir = state.meta, state.dir
     dropped = read_json(rundir.dropped_queries, what="dropped queries") if rundir.dropped_queries.is_file() else {}
-    _write_headline(state, missing_only=True)
     traffic = _write_traffic(state, options, say)
     if options.report and not rundir.report_html.is_file():
         say("the report was not finished (no report.html): writing it")

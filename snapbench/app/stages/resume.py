@@ -24,7 +24,7 @@ from ...store import RunDir, check_resume, read_run_json, write_run_json
 from .options import RunOptions
 from .plan import RunPlan
 
-__all__ = ["RunState", "open_run", "read_block_measures", "read_blocks", "run_fingerprint", "save_run_json",
+__all__ = ["RunState", "open_run", "read_block_measures", "run_fingerprint", "save_run_json",
            "shared_fingerprint"]
 
 
@@ -123,21 +123,19 @@ def _contact_sheet(dataset: Any, seed: int, severity_target: Any = None) -> dict
 
 def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: RunPlan, options: RunOptions) -> RunState:
     """The :class:`RunState` of ``out`` for this run (see the module docstring); writes run.json."""
-    from ..corrupt import assumed_revisions
-
     rundir = RunDir(out)
     sources = {"image": list(plan.image_sources), "text": list(plan.text_sources)}
     # the folder was claimed before the dataset was loaded (pipeline.run._claim: another command's folder,
     # or a run of several encoders, is refused there)
     recorded = (read_run_json(out) or {}).get("fingerprint")
     fp = run_fingerprint(dataset, encoder, options, plan.grid_json, sources, recorded if isinstance(recorded, dict) else None)
-    previous = check_resume(out, "run", fp, force=options.force, assume=assumed_revisions(fp))
+    previous = check_resume(out, "run", fp, force=options.force)
     evaluation = _evaluation(options, plan)
     targets = list(plan.modes.targets)
     if (previous is not None and not options.force and previous.get("status") == "complete"
             and previous.get("evaluation") == evaluation and previous.get("conditions") == plan.condition_ids
             and all(rundir.report(t).is_file() for t in previous.get("modes", targets))):
-        return RunState(rundir, previous, read_blocks(rundir.blocks_log), complete=True)
+        return RunState(rundir, previous, _read_blocks(rundir.blocks_log), complete=True)
     if options.force and previous is not None:
         _discard(rundir)
     rundir.query_embeddings.mkdir(parents=True, exist_ok=True)
@@ -165,7 +163,7 @@ def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: Ru
     }
     if options.command != "run":
         meta["command"] = options.command
-    state = RunState(rundir, meta, read_blocks(rundir.blocks_log))
+    state = RunState(rundir, meta, _read_blocks(rundir.blocks_log))
     save_run_json(state)
     return state
 
@@ -175,7 +173,7 @@ def save_run_json(state: RunState) -> None:
     write_run_json(state.dir.root, "run", state.meta)
 
 
-def read_blocks(path: Path) -> dict[int, list[dict[str, Any]]]:
+def _read_blocks(path: Path) -> dict[int, list[dict[str, Any]]]:
     """Finished blocks of the resume log (a line cut by a kill is ignored: that block is redone)."""
     done: dict[int, list[dict[str, Any]]] = {}
     if not path.exists():
@@ -191,7 +189,7 @@ def read_blocks(path: Path) -> dict[int, list[dict[str, Any]]]:
 
 def read_block_measures(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """The measured strength the resume log recorded with its blocks: query id -> image source ->
-    {"psnr", "ssim"} (the last line of a block wins, as in :func:`read_blocks`)."""
+    {"psnr", "ssim"} (the last line of a block wins, as in :func:`_read_blocks`)."""
     by_block: dict[int, dict[str, Any]] = {}
     if not path.exists():
         return {}

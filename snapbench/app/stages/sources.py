@@ -119,7 +119,7 @@ def generate_sources(task: SourceTask, sink: BlockWriter | None = None) -> Sourc
                         measured=measured)
 
 
-def released_sources(task: SourceTask, released: Any) -> SourceResult:
+def _released_sources(task: SourceTask, released: Any) -> SourceResult:
     from ...corruptions import ImageLoadError, load_image
 
     images: dict[str, np.ndarray] = {}
@@ -220,7 +220,7 @@ def iter_sources(
     :func:`snapbench.engines.ordered_map`); before the first task where they run in this process.
     """
     if released is not None:  # files read here
-        yield from ordered_map(functools.partial(released_sources, released=released), tasks, meanwhile=meanwhile)
+        yield from ordered_map(functools.partial(_released_sources, released=released), tasks, meanwhile=meanwhile)
         return
     if not any(t.image_sources for t in tasks) or runs_inline(engine, workers, len(tasks)):
         # in this process: text sources are cheap next to starting workers, and a resumed run with

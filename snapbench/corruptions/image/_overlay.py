@@ -39,7 +39,7 @@ __all__ = [
 FONT_FILE = "DejaVuSans-Bold.ttf"
 
 
-def font_path() -> str:
+def _font_path() -> str:
     """Path of the bundled font file."""
     return str(resources.files("snapbench") / "assets" / "fonts" / FONT_FILE)
 
@@ -48,14 +48,14 @@ def font_path() -> str:
 def font(size: int) -> ImageFont.FreeTypeFont:
     """The bundled font at em ``size`` pixels, basic layout (cached)."""
     try:
-        return ImageFont.truetype(font_path(), int(size), layout_engine=ImageFont.Layout.BASIC)
+        return ImageFont.truetype(_font_path(), int(size), layout_engine=ImageFont.Layout.BASIC)
     except OSError as exc:
-        raise OSError(f"{font_path()}: cannot load the bundled font ({exc}); reinstall snapbench") from exc
+        raise OSError(f"{_font_path()}: cannot load the bundled font ({exc}); reinstall snapbench") from exc
 
 
 @lru_cache(maxsize=1)
 def font_sha256() -> str:
-    with open(font_path(), "rb") as fh:
+    with open(_font_path(), "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()
 
 

@@ -41,13 +41,9 @@ __all__ = [
     "FONT_FILE",
     "SCRIBBLE_COLORS",
     "renderer_versions",
-    "sample_watermark",
     "watermark",
-    "sample_mosaic",
     "mosaic",
-    "sample_scribble",
     "scribble",
-    "sample_ui_elements",
     "ui_elements",
 ]
 
@@ -58,7 +54,7 @@ _WM_LAYOUTS = ("single", "tiled_center", "tiled_full")
 _WM_MAX_WORDS = 10_000  # a tiny step_frac would otherwise write millions of origins into the manifest
 
 
-def sample_watermark(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
+def _sample_watermark(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """The word's em size and the text origins of every copy (no randomness: the release's layout is
     fixed by the image size).  ``origins`` are Pillow text origins [x, y] (left edge, ascender line).
     """
@@ -126,7 +122,7 @@ _WATERMARK_LEVELS = {
 }
 
 
-@builtin_operator("watermark", "add", levels=_WATERMARK_LEVELS, sample=sample_watermark,
+@builtin_operator("watermark", "add", levels=_WATERMARK_LEVELS, sample=_sample_watermark,
                   knob=Knob("opacity", 0, 255, integer=True))
 def watermark(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Composite the text at every origin of ``origins`` as one semi-transparent layer.
@@ -175,7 +171,7 @@ def watermark(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 # --- mosaic ---------------------------------------------------------------------------------------
 
 
-def sample_mosaic(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
+def _sample_mosaic(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """Draw the boxes [top, left, height, width] of ``regions`` mosaic regions.
 
     Each region is max(min_side, frac * side) on each side (at most the image).  Its top-left corner
@@ -229,7 +225,7 @@ _MOSAIC_LEVELS = {
 }
 
 
-@builtin_operator("mosaic", "add", levels=_MOSAIC_LEVELS, sample=sample_mosaic,
+@builtin_operator("mosaic", "add", levels=_MOSAIC_LEVELS, sample=_sample_mosaic,
                   knob=Knob("frac", 0.01, 1.0, update=_mosaic_at))
 def mosaic(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Pixelate each box [top, left, height, width] of ``boxes`` in order (a later box works on the
@@ -261,7 +257,7 @@ _STEPS = (4, 10)  # steps per stroke, inclusive
 _STEP_FRAC = 0.2  # each step moves up to +-w/5 and +-h/5
 
 
-def sample_scribble(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
+def _sample_scribble(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """Draw ``strokes`` random walks (points in (x, y) pixels) and a pen colour for each.
 
     A stroke starts at a uniform pixel and takes 4-10 steps of up to +-w/5, +-h/5 pixels, each new
@@ -299,7 +295,7 @@ _SCRIBBLE_LEVELS = {
 }
 
 
-@builtin_operator("scribble", "add", levels=_SCRIBBLE_LEVELS, sample=sample_scribble,
+@builtin_operator("scribble", "add", levels=_SCRIBBLE_LEVELS, sample=_sample_scribble,
                   knob=Knob("thickness", 1, 255, integer=True))
 def scribble(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Draw each path of ``paths`` as an anti-aliased open polyline ``thickness`` pixels wide."""
@@ -334,7 +330,7 @@ def _bar_height(op: str, level: Mapping[str, Any], name: str, H: int) -> int | N
     return None if frac == 0 else int(frac * H)
 
 
-def sample_ui_elements(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
+def _sample_ui_elements(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """The drawing list of the enabled elements (no randomness), in drawing order: ``rect`` and
     ``ellipse`` boxes [x0, y0, x1, y1] (inclusive, as ``ImageDraw`` takes them) and ``text`` items
     with origin ``xy``, Pillow ``anchor`` and em ``size``; each with an RGBA ``fill``."""
@@ -489,7 +485,7 @@ _UI_LEVELS = {
 }
 
 
-@builtin_operator("ui_elements", "add", levels=_UI_LEVELS, sample=sample_ui_elements,
+@builtin_operator("ui_elements", "add", levels=_UI_LEVELS, sample=_sample_ui_elements,
                   knob=Knob("bar_height", 0.0, 0.3, update=_ui_elements_at, resample=True))
 def ui_elements(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Composite phone-interface overlays: the items of ``params["draw"]`` drawn in order on one

@@ -32,7 +32,6 @@ __all__ = [
     "motion_blur",
     "compression",
     "low_resolution",
-    "nearest_indices",
     "noise_bytes",
     "normal_atoms",
 ]
@@ -361,7 +360,7 @@ def _sample_low_resolution(rng: np.random.Generator, level: Mapping[str, Any], s
     return {"scale": number("low_resolution", level, "scale", lo=0.0, lo_open=True, hi=1.0)}
 
 
-def nearest_indices(src: int, dst: int) -> np.ndarray:
+def _nearest_indices(src: int, dst: int) -> np.ndarray:
     """Source index of each of ``dst`` samples resampling ``src`` pixels by nearest neighbour.
 
     Pixel centres are aligned: ``floor((i + 0.5) * src / dst)``, computed in integers so it is
@@ -373,7 +372,7 @@ def nearest_indices(src: int, dst: int) -> np.ndarray:
 @lru_cache(maxsize=32)
 def _low_res_indices(h: int, w: int, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     sh, sw = max(1, round(h * scale)), max(1, round(w * scale))
-    out = (nearest_indices(h, sh), nearest_indices(w, sw), nearest_indices(sh, h), nearest_indices(sw, w))
+    out = (_nearest_indices(h, sh), _nearest_indices(w, sw), _nearest_indices(sh, h), _nearest_indices(sw, w))
     for a in out:
         a.setflags(write=False)
     return out
@@ -385,7 +384,7 @@ def _low_res_indices(h: int, w: int, scale: float) -> tuple[np.ndarray, np.ndarr
 def low_resolution(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Nearest-neighbour downsample to ``round(side * scale)`` pixels, nearest back up to full size.
 
-    Index arithmetic: :func:`nearest_indices` (pixel-centre aligned, exact integers).
+    Index arithmetic: :func:`_nearest_indices` (pixel-centre aligned, exact integers).
     """
     scale = number("low_resolution", params, "scale", lo=0.0, lo_open=True, hi=1.0)
     h, w = image.shape[:2]

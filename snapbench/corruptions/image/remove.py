@@ -17,7 +17,7 @@ import numpy as np
 from ...core.errors import ConfigError
 from .base import DiagnoseFlag, Knob, builtin_operator, fraction, known_keys, scaled_side
 
-__all__ = ["sample_cropping", "cropping", "sample_downscale", "downscale"]
+__all__ = ["cropping", "downscale"]
 
 
 # --- cropping -------------------------------------------------------------------------------------
@@ -26,7 +26,7 @@ __all__ = ["sample_cropping", "cropping", "sample_downscale", "downscale"]
 _CROPPING_LEVELS = {1: {"keep": 0.90}, 2: {"keep": 0.65}, 3: {"keep": 0.40}}
 
 
-def sample_cropping(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
+def _sample_cropping(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """Draw the crop window: ``keep`` of each side at a uniformly random (seeded) offset."""
     known_keys("cropping", level, "keep")
     keep = fraction("cropping", level, "keep")
@@ -54,7 +54,7 @@ def _cropping_at(params: Mapping[str, Any], value: float, shape: tuple[int, int]
             "top": offset(int(params["top"]), h - ch0, h - ch), "left": offset(int(params["left"]), w - cw0, w - cw)}
 
 
-@builtin_operator("cropping", "remove", levels=_CROPPING_LEVELS, sample=sample_cropping,
+@builtin_operator("cropping", "remove", levels=_CROPPING_LEVELS, sample=_sample_cropping,
                   knob=Knob("keep", 0.05, 1.0, update=_cropping_at), changes_size=True)
 def cropping(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Keep the ``height`` x ``width`` window at (``top``, ``left``); the output is the smaller crop."""
@@ -75,7 +75,7 @@ def cropping(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 _DOWNSCALE_LEVELS = {1: {"scale": 0.20}, 2: {"scale": 0.10}, 3: {"scale": 0.04}}
 
 
-def sample_downscale(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
+def _sample_downscale(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
     """No randomness: record the scale and the resulting output size."""
     known_keys("downscale", level, "scale")
     scale = fraction("downscale", level, "scale")
@@ -88,7 +88,7 @@ def _downscale_at(params: Mapping[str, Any], value: float, shape: tuple[int, int
     return {**params, "scale": value, "height": scaled_side(shape[0], value), "width": scaled_side(shape[1], value)}
 
 
-@builtin_operator("downscale", "remove", levels=_DOWNSCALE_LEVELS, sample=sample_downscale,
+@builtin_operator("downscale", "remove", levels=_DOWNSCALE_LEVELS, sample=_sample_downscale,
                   knob=Knob("scale", 0.01, 1.0, log=True, update=_downscale_at), changes_size=True,
                   diagnose=DiagnoseFlag("low_resolution", (1, 2, 3), why="recall 1.00 at every severity"))
 def downscale(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:

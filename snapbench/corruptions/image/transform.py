@@ -27,8 +27,6 @@ __all__ = [
     "rotation",
     "perspective",
     "lens_distortion",
-    "rotation_cover_scale",
-    "perspective_geometry",
     "lens_crop_scale",
 ]
 
@@ -74,7 +72,7 @@ def _cos_sin(angle_deg: float) -> tuple[float, float]:
     return math.cos(rad), math.sin(rad)
 
 
-def rotation_cover_scale(height: int, width: int, angle: float) -> float:
+def _rotation_cover_scale(height: int, width: int, angle: float) -> float:
     """Smallest zoom at which the image rotated by ``angle`` degrees covers its own frame.
 
     The frame rotated back by ``angle`` has the bounding box W|cos|+H|sin| by W|sin|+H|cos|; the
@@ -94,7 +92,7 @@ def rotation(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
     180 degrees is an exact flip of both axes, and 90/270 on a square image an exact quarter turn
     (byte-identical, no interpolation).  Every other angle is one bilinear ``cv2.warpAffine``
-    with the zoom of :func:`rotation_cover_scale` folded into the matrix, so there are no empty
+    with the zoom of :func:`_rotation_cover_scale` folded into the matrix, so there are no empty
     corners (the SPEC's "below ~85 degrees: enlarge and centre-crop" applied at every angle; 90/270
     on a non-square frame then need a 4:3 -> 3:4 zoom, and still no interpolation of the rotation
     itself, because the matrix holds exact 0 and +-1).
@@ -109,7 +107,7 @@ def rotation(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     if angle in (90.0, 270.0) and h == w:
         return cv2.rotate(image, cv2.ROTATE_90_COUNTERCLOCKWISE if angle == 90.0 else cv2.ROTATE_90_CLOCKWISE)
     c, s = _cos_sin(angle)
-    zoom = rotation_cover_scale(h, w, angle)
+    zoom = _rotation_cover_scale(h, w, angle)
     a, b = zoom * c, zoom * s
     cx, cy = w / 2.0, h / 2.0
     # Counter-clockwise on screen (y points down), about the centre: same as cv2.getRotationMatrix2D.
@@ -131,7 +129,7 @@ def _sample_perspective(rng: np.random.Generator, level: Mapping[str, Any], shap
     return {"d": number("perspective", level, "d", lo=0.0)}
 
 
-def perspective_geometry(height: int, width: int, d: float) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+def _perspective_geometry(height: int, width: int, d: float) -> tuple[np.ndarray, tuple[float, float, float, float]]:
     """The keystone homography and the crop that removes its empty border.
 
     Returns ``(P, (x0, y0, x1, y1))``: ``P`` maps the input plane to the keystoned plane (top
@@ -159,7 +157,7 @@ def perspective_geometry(height: int, width: int, d: float) -> tuple[np.ndarray,
 def perspective(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Keystone (camera tilted up): top corners in by ``d`` and down by ``d/2`` of the short side.
 
-    The empty border is cropped (:func:`perspective_geometry`) and the crop resized back to the
+    The empty border is cropped (:func:`_perspective_geometry`) and the crop resized back to the
     input size; keystone, crop and resize are composed into one homography and applied with a
     single bilinear ``cv2.warpPerspective``.
     """
@@ -167,7 +165,7 @@ def perspective(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     h, w = image.shape[:2]
     if d == 0.0:
         return image.copy()
-    p, (x0, y0, x1, y1) = perspective_geometry(h, w, d)
+    p, (x0, y0, x1, y1) = _perspective_geometry(h, w, d)
     crop_to_frame = np.array([[w / (x1 - x0), 0.0, -x0 * w / (x1 - x0)],
                               [0.0, h / (y1 - y0), -y0 * h / (y1 - y0)],
                               [0.0, 0.0, 1.0]])
