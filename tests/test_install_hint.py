@@ -137,3 +137,32 @@ def test_the_cli_prints_the_hint_of_this_installation(monkeypatch, tmp_path):
         text._spellchecker_words.cache_clear()
     assert res.exit_code == 2 and f"pip install -e '{REPO}[diagnose]'" in res.output, res.output
     assert "Traceback" not in res.output
+
+
+def _without_torch(monkeypatch) -> None:
+    """This interpreter as one where torch is not installed (find_spec is how the hint asks)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+
+
+def test_an_extra_that_needs_torch_installs_the_tested_cpu_build_first(monkeypatch):
+    """An unpinned torch is a multi-GB CUDA build: where torch is missing, the hint of an extra that
+    requires it (read from the distribution's own requirements) installs the pinned build first."""
+    how = Installation("checkout", "/src/snapbench", {"models": ["torch>=2.2", "transformers>=4.41"],
+                                                      "report": ["matplotlib>=3.7"], "torchlike": ["torchx>=1"]})
+    _without_torch(monkeypatch)
+    assert install_hint("models", how=how) == "pip install torch==2.13.0 && pip install -e '/src/snapbench[models]'"
+    assert install_hint(["report", "models"], how=how).startswith("pip install torch==2.13.0 && ")
+    assert install_hint("report", how=how) == "pip install -e '/src/snapbench[report]'"
+    assert install_hint("torchlike", how=how) == "pip install -e '/src/snapbench[torchlike]'"  # not torch itself
+    # without metadata (a source tree on PYTHONPATH) the extras known to pull torch
+    bare = Installation("checkout", "/src/snapbench", {})
+    assert install_hint("openclip", how=bare).startswith("pip install torch==2.13.0 && ")
+
+
+def test_where_torch_is_installed_the_hint_adds_only_the_extra():
+    pytest.importorskip("torch")
+    how = Installation("checkout", "/src/snapbench", {"models": ["torch>=2.2"]})
+    assert install_hint("models", how=how) == "pip install -e '/src/snapbench[models]'"

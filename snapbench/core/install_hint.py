@@ -23,6 +23,7 @@ extra's own requirements (from the distribution's metadata), which install into 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import re
 import shlex
@@ -31,7 +32,14 @@ from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 from urllib.parse import unquote, urlparse
 
-__all__ = ["Installation", "install_hint", "installation"]
+__all__ = ["TORCH_PIN", "Installation", "install_hint", "installation"]
+
+#: The torch build this project is tested with (the CPU wheel; scripts/test.sh and CI install it first).
+#: An extra that needs torch, asked for where torch is not installed, would let pip choose a build:
+#: an unpinned torch is a multi-GB CUDA build, so the hint installs this one first.
+TORCH_PIN = "torch==2.13.0"
+#: The extras that install torch when the distribution's metadata cannot say (a source tree on PYTHONPATH).
+_TORCH_EXTRAS = frozenset({"models", "torch", "openclip", "test"})
 
 #: The source tree this module was imported from (the parent of the ``snapbench`` package).
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]  # snapbench/core/install_hint.py -> the checkout
@@ -117,9 +125,26 @@ def _cached() -> Installation:
 def install_hint(extras: str | Iterable[str], *, how: Installation | None = None) -> str:
     """The shell command that installs the extra(s) ``extras`` (``"report"`` or ``["models",
     "report"]``) for the running snapbench, e.g. ``pip install -e '/home/me/snapbench[report]'``.
+    An extra that needs torch, where torch is not installed, first installs :data:`TORCH_PIN` (the CPU
+    build this project is tested with; an unpinned torch is a multi-GB CUDA build: on a GPU machine
+    install the torch build for your hardware first, and the hint's second command adds nothing more).
     ``how`` (default: :func:`installation` of the running copy) is for tests."""
     names = [extras] if isinstance(extras, str) else list(extras)
     how = how or _cached()
+    first = f"pip install {shlex.quote(TORCH_PIN)} && " if _pulls_torch(names, how) else ""
+    return first + _extras_command(names, how)
+
+
+def _pulls_torch(names: list[str], how: Installation) -> bool:
+    """Whether installing ``names`` would let pip pick a torch build (torch is required and absent)."""
+    if importlib.util.find_spec("torch") is not None:
+        return False
+    if how.requirements:
+        return any(re.match(r"^torch(?![\w-])", r) for n in names for r in how.requirements.get(n, []))
+    return any(n in _TORCH_EXTRAS for n in names)
+
+
+def _extras_command(names: list[str], how: Installation) -> str:
     tag = f"[{','.join(names)}]"
     if how.kind == "checkout":
         return f"pip install -e {shlex.quote(how.location + tag)}"
