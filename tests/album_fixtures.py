@@ -62,8 +62,8 @@ def photo_fields(album_no: int, i: int) -> dict:
     }
 
 
-def _queries(album_no: int) -> list[dict]:
-    photos = [photo_fields(album_no, i) for i in range(N_PHOTOS)]
+def _queries(album_no: int, n_photos: int = N_PHOTOS) -> list[dict]:
+    photos = [photo_fields(album_no, i) for i in range(n_photos)]
     out = []
 
     def add(word: str, kind: str, source: str, pred) -> None:
@@ -102,20 +102,22 @@ def write_photobench(root: Path) -> Path:
     return root
 
 
-def write_jsonl(root: Path) -> Path:
+def write_jsonl(root: Path, n_photos: int = N_PHOTOS, caption: str | None = None) -> Path:
     """The same albums as JSONL: queries.jsonl (with album and source), gallery.jsonl (fields, people as
-    names, the owner ``me``), qrels.json."""
+    names, the owner ``me``), qrels.json.  ``n_photos`` per album (small albums: k >= their size);
+    ``caption``: one caption for every photo (a caption swap then changes nothing)."""
     root.mkdir(parents=True, exist_ok=True)
     q_lines, g_lines, qrels = [], [], {}
     for n, album in enumerate(ALBUMS, 1):
-        for j, q in enumerate(_queries(n)):
+        for j, q in enumerate(_queries(n, n_photos)):
             qid = f"{album}_q{j:04d}"
             q_lines.append({"id": qid, "question": q["query_en"], "album": album, "source": q["Source"],
                             "tags": {"kind": q["kind"]}})
             qrels[qid] = [f"{album}/{f}" for f in q["ground_truth"]]
-        for i in range(N_PHOTOS):
+        for i in range(n_photos):
             p = photo_fields(n, i)
-            g_lines.append({"id": f"{album}/{p['file']}", "album": album, "caption": p["caption"], "ocr": p["ocr"],
+            g_lines.append({"id": f"{album}/{p['file']}", "album": album, "caption": caption or p["caption"],
+                            "ocr": p["ocr"],
                             "time": p["time"], "latitude": p["latitude"], "longitude": p["longitude"],
                             "people": [PEOPLE[f][0] for f in p["faces"]]})
     (root / "queries.jsonl").write_text("".join(json.dumps(x) + "\n" for x in q_lines))

@@ -317,7 +317,8 @@ def test_micro_and_macro_deltas_equal_a_recomputation_from_per_query_csv(run, da
                 assert e["delta_macro"] == pytest.approx(macro(cond) - macro("clean"), abs=1e-12)
                 assert e["clean"] == pytest.approx(micro("clean"), abs=1e-12)
     e = summary["conditions"]["combined-mild"]["groups"]["all"]["recall@10"]
-    assert summary["resample_by"] == "album" and e["resampled"] == "query" and e["ci_macro"] is None
+    assert summary["resample_by"] == "query" and summary["resample_by_requested"] == "album"
+    assert e["resample_by"] == "album" and e["resampled"] == "query" and e["ci_macro"] is None
     assert "too few" in e["note"] and any("3 album(s) are too few" in n for n in summary["notes"])
     assert e["ci"][0] <= e["delta"] <= e["ci"][1]
 
@@ -439,8 +440,12 @@ def test_the_missing_geocoder_names_the_extra(monkeypatch):
     template._geocoder.cache_clear()
     template.reverse_geocode.cache_clear()
     monkeypatch.setitem(sys.modules, "reverse_geocode", None)
-    with pytest.raises(ConfigError, match=r"pip install 'snapbench\[albums\]'"):
+    from snapbench.core.install_hint import install_hint
+
+    with pytest.raises(ConfigError) as exc:
         template.RecordTemplate().render(AlbumRecord("a/x.jpg", "a", latitude=1.0, longitude=2.0))
+    # the hint of the running installation (core/install_hint), and no flag blamed: none was given
+    assert install_hint("albums") in str(exc.value) and exc.value.param is None
     template._geocoder.cache_clear()
 
 
@@ -574,3 +579,58 @@ def test_chinese_queries_with_language_cn(data):
     assert ds.queries[0].question == f"{fx.OBJECTS[0]}的照片" and ds.queries[0].id == "album1_q0000"
     with pytest.raises(InputError, match="unknown language 'fr'"):
         load_albums(data[0], language="fr")
+
+
+# ------------------------------------------------------------------------------ small albums, no-op swap
+def test_small_albums_headline_a_metric_that_can_move_and_name_the_fixed_ones(tmp_path):
+    """3 albums of 5 photos: hit@10 and recall@10 retrieve every record of an album, so they cannot
+    fall; the findings speak of hit@1 and a note names every fixed metric@k (k >= 5)."""
+    root = fx.write_jsonl(tmp_path / "small", n_photos=5)
+    out = tmp_path / "st"
+    r = runner.invoke(app, ["stress", str(root), "-e", ENC, "--out", str(out), "--stress",
+                            "location_sparsify=0.3,combined-mild,caption_swap", "--resamples", "200", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    s = json.loads((out / "stress.json").read_text())
+    assert s["album_records"] == {a: 5 for a in fx.ALBUMS}
+    assert s["metric"] == "hit@1"
+    assert s["fixed_metrics"] == ["hit@5", "hit@10", "hit@20", "recall@5", "recall@10", "recall@20"]
+    note = next(n for n in s["notes"] if "fixed by construction" in n)
+    assert all(m in note for m in s["fixed_metrics"]) and "5 record(s)" in note
+    assert "note: " + note[:40] in r.output
+    for cid in ("location_sparsify=0.3", "combined-mild", "caption_swap"):
+        line = next(x for x in r.output.splitlines() if f"Stress {cid}" in x)
+        assert "hit@1" in line and "recall@10" not in line
+        assert s["conditions"][cid]["groups"]["all"]["recall@10"]["delta"] == 0  # why it cannot headline
+
+
+def test_a_caption_swap_that_changed_no_caption_gives_no_verdict(tmp_path):
+    root = fx.write_jsonl(tmp_path / "same", n_photos=12, caption="a photo")
+    out = tmp_path / "st"
+    res = run_stress(root, ENC, out, StressOptions(stress="caption_swap", resamples=50))
+    sw = res.summary["conditions"]["caption_swap"]["caption_swap"]
+    assert sw["swapped"] == 0 and sw["captions"] == 36
+    from snapbench.render.stress import stress_findings
+
+    text = dict(stress_findings(res.summary))["finding-caption-swap"]
+    assert "0 of 36 captions swapped" in text and "changed no captions" in text
+    assert "does not depend" not in text and "depends on" not in text
+    page = (out / "report.html").read_text()
+    assert "changed no captions" in page
+
+
+def test_a_caption_swap_reports_how_many_captions_it_changed(run):
+    s = json.loads((run / "stress.json").read_text())
+    sw = s["conditions"]["caption_swap"]["caption_swap"]
+    clean = _records(run, "clean")
+    swapped = _records(run, "caption_swap")
+    assert sw["captions"] == sum(1 for r in clean if r["caption"])
+    assert sw["swapped"] == sum(1 for a, b in zip(clean, swapped) if a["caption"] != b["caption"]) > 0
+    assert f"{sw['swapped']} of {sw['captions']} captions swapped" in (run / "report.html").read_text()
+
+
+def test_too_few_albums_records_the_unit_resampled_and_the_one_asked(run):
+    s = json.loads((run / "stress.json").read_text())
+    assert s["n_albums"] == 3 and s["resample_by"] == "query" and s["resample_by_requested"] == "album"
+    page = (run / "report.html").read_text()
+    assert "queries resampled (album resampling asked; 3 albums are too few)" in page
+    assert "resamples of albums requested" not in page

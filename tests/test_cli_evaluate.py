@@ -453,3 +453,33 @@ def test_evaluate_of_an_encode_or_corrupt_folder_says_what_to_give(tmp_path):
     (tmp_path / "empty").mkdir()
     r = runner.invoke(app, ["evaluate", str(tmp_path / "empty"), "--qrels", qrels])
     assert " ".join(r.output.split()) == f"error: {tmp_path / 'empty'}: {no_scores}"
+
+
+def test_score_files_in_undocumented_sub_folders_are_named_not_silently_ignored(tmp_path):
+    """scores/img/low_light/s1.npy (the condition id as a path) is no SCORES_DIR layout: a warning names
+    each ignored file and the documented name (img__low_light__s1.npy); clean is still evaluated."""
+    d = tmp_path / "scores"
+    (d / "img" / "low_light").mkdir(parents=True)
+    (d / "query_ids.txt").write_text("\n".join(QIDS) + "\n")
+    (d / "gallery_ids.txt").write_text("\n".join(GIDS) + "\n")
+    rng = np.random.default_rng(0)
+    np.save(d / "clean.npy", rng.standard_normal((Q, N)).astype(np.float32))
+    for s in ("s1", "s2"):
+        np.save(d / "img" / "low_light" / f"{s}.npy", rng.standard_normal((Q, N)).astype(np.float32))
+    qp = tmp_path / "qrels.json"
+    qp.write_text(json.dumps({q: [GIDS[i % N]] for i, q in enumerate(QIDS)}))
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "20", "-q",
+                            "--out", str(tmp_path / "r.json")])
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())
+    assert "warning:" in out and "ignored" in out
+    for s in ("s1", "s2"):
+        assert f"img/low_light/{s}.npy" in out and f"img__low_light__{s}.npy" in out
+    from snapbench.store.scores import ScoresDir
+
+    sd = ScoresDir(d)
+    assert sd.conditions == ["clean"] and any("img__low_light__s1.npy" in w for w in sd.warnings)
+    # the documented sub-folder layout of path files is not warned about
+    (d / "II").mkdir()
+    np.save(d / "II" / "clean.npy", np.zeros((Q, N), dtype=np.float32))
+    assert not any("II/clean.npy" in w for w in ScoresDir(d).warnings)

@@ -833,3 +833,44 @@ def test_every_legend_of_the_report_figures_lies_off_the_data(run_dir):
             assert box.x0 >= area.x1 - 1, (name, ax.get_title())  # right of the axes, not on them
             checked += 1
     assert checked >= 5
+
+
+def _report_app():
+    import typer
+
+    from snapbench.cli import guarded, report
+
+    app = typer.Typer()
+    app.command("report")(guarded(report))  # as cli.py registers it
+    app.command("other")(lambda: None)
+    return app
+
+
+@pytest.mark.slow
+def test_an_invalid_run_json_is_refused_like_run_and_compare(run_dir, tmp_path):
+    """run.json that exists but is not JSON: an error naming the file (exit 2), not a page saying
+    "dataset not recorded (no run.json)"."""
+    from typer.testing import CliRunner
+
+    d = tmp_path / "bad"
+    shutil.copytree(run_dir["dir"], d, ignore=shutil.ignore_patterns("*.png", "*.pdf", "report.html"))
+    (d / "run.json").write_text("garbage{")
+    r = CliRunner().invoke(_report_app(), ["report", str(d), "--formats", "md"])
+    assert r.exit_code == 2 and "run.json: not valid JSON" in r.output, r.output
+    (d / "run.json").write_text("[1, 2]")
+    r = CliRunner().invoke(_report_app(), ["report", str(d), "--formats", "md"])
+    assert r.exit_code == 2 and "run.json" in r.output and "object" in r.output, r.output
+
+
+@pytest.mark.slow
+def test_a_listed_mode_without_its_report_is_said_on_the_page_and_the_terminal(run_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    d = tmp_path / "gone"
+    shutil.copytree(run_dir["dir"], d, ignore=shutil.ignore_patterns("*.png", "*.pdf", "report.html"))
+    (d / "I2I" / "report.json").unlink()
+    r = CliRunner().invoke(_report_app(), ["report", str(d), "--formats", "html", "--dpi", "50"])
+    assert r.exit_code == 0, r.output
+    words = "run.json lists mode 'I2I' but"
+    assert words in r.output and "I2I/report.json is missing" in r.output.replace("\n", "")
+    assert html.escape(words) in (d / "report.html").read_text(encoding="utf-8")

@@ -28,7 +28,8 @@ from ..evaluate.labels import Labels
 from ..evaluate.metrics import QueryStat, safe_ratio
 from ..evaluate.paired import bootstrap_counts, bootstrap_values, percentile_ci
 
-__all__ = ["MIN_ALBUMS", "RESAMPLE_UNITS", "AlbumIndex", "album_stats", "paired_delta", "too_few_albums"]
+__all__ = ["MIN_ALBUMS", "RESAMPLE_UNITS", "AlbumIndex", "album_stats", "fixed_by_construction", "headline_metric",
+           "paired_delta", "too_few_albums"]
 
 #: Fewest albums an album-level bootstrap is computed for (below it the CI resamples queries).
 MIN_ALBUMS = 10
@@ -42,6 +43,28 @@ def too_few_albums(n_albums: int) -> str | None:
     return (f"{n_albums} album(s) are too few to resample albums (an album bootstrap needs at least {MIN_ALBUMS}; "
             f"{n_albums} albums give only {_multisets(n_albums)} distinct resamples): the CIs resample queries "
             "instead, and no CI is given for the macro delta")
+
+
+def fixed_by_construction(metrics: Sequence[str], min_records: int) -> list[str]:
+    """The hit@k and recall@k of ``metrics`` that cannot move in the smallest album: with k at least
+    its number of records every record is retrieved, so every query with ground truth scores 1 there
+    whatever the stress (ndcg@k still moves: the order within the k counts)."""
+    out = []
+    for m in metrics:
+        fam, _, k = m.partition("@")
+        if fam in ("hit", "recall") and k.isdigit() and int(k) >= min_records:
+            out.append(m)
+    return out
+
+
+def headline_metric(metrics: Sequence[str], fixed: Sequence[str] = ()) -> str:
+    """The metric findings speak of: recall@10 (PhotoBench's) when evaluated and able to move, else
+    hit@1, else the first recall@k, else the first metric that can move (``fixed``: those that cannot)."""
+    free = [m for m in metrics if m not in set(fixed)] or list(metrics)
+    for m in ("recall@10", "hit@1", *[m for m in free if m.startswith("recall@")], *free):
+        if m in free:
+            return m
+    return free[0]
 
 
 def _multisets(n: int) -> int:

@@ -196,8 +196,12 @@ def _geocoder():
     try:
         import reverse_geocode
     except ImportError:
+        from ..core.install_hint import install_hint
+
+        # no param: the geocoder is needed by any template naming a place (the default one too), so no
+        # flag the user gave (or did not give) is to blame
         raise ConfigError("turning latitude/longitude into place names needs the offline geocoder: "
-                          "pip install 'snapbench[albums]'  (installs reverse-geocode)", param="record_template") from None
+                          f"{install_hint('albums')}  (installs reverse-geocode)") from None
     return reverse_geocode
 
 

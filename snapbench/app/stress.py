@@ -16,7 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from ..albums.evaluate import RESAMPLE_UNITS, AlbumIndex, album_stats, group_rows, paired_delta, too_few_albums
+from ..albums.evaluate import (
+    RESAMPLE_UNITS,
+    AlbumIndex,
+    album_stats,
+    fixed_by_construction,
+    group_rows,
+    headline_metric,
+    paired_delta,
+    too_few_albums,
+)
 from ..albums.load import AlbumDataset, load_albums
 from ..albums.records import DEFAULT_TEMPLATE, AlbumRecord, RecordTemplate
 from ..albums.stress import CLEAN, FIELDS, Condition, StressResult, apply_condition, parse_conditions
@@ -235,12 +244,26 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
                        "record text); the photos' image embeddings are untouched, so image modes (T→I, I→I) "
                        "cannot move and are not run"),
         "record_template": template.source, "seed": int(opts.seed), "resamples": int(opts.resamples),
-        "resample_by": opts.resample_by, "ci_level": float(opts.ci), "metrics": metrics,
+        "resample_by": opts.resample_by, "resample_by_requested": opts.resample_by, "ci_level": float(opts.ci),
+        "metrics": metrics,
         "albums": list(index.albums), "n_albums": len(index.albums), "n_queries": len(ds.queries),
         "n_records": len(ds.records), "n_excluded_zero_gt": n_zero,
         "set_threshold": opts.set_threshold, "field_availability": {CLEAN: clean_avail},
         "notes": list(ds.notes), "conditions": {},
     }
+    sizes = {a: int(c.size) for a, c in zip(index.albums, index.record_cols)}
+    out["album_records"] = sizes
+    smallest = min(sizes.values(), default=0)
+    fixed = fixed_by_construction(metrics, smallest) if smallest else []
+    out["fixed_metrics"] = fixed
+    out["metric"] = headline_metric(metrics, fixed)
+    if fixed:
+        small = sorted(a for a, n in sizes.items() if n == smallest)
+        out["notes"].append(
+            f"{', '.join(fixed)} cannot fall in album(s) {', '.join(small)} of {smallest} record(s): k is at least "
+            f"the album's size, so every record is retrieved and the metric is fixed by construction there"
+            + (" (in every album)" if max(sizes.values()) <= min(int(m.partition('@')[2]) for m in fixed) else "")
+            + f"; the findings speak of {out['metric']}")
     # per group: the query rows of each of its albums, as positions within the group's rows
     group_albums = {g: [a for a in (np.flatnonzero(np.isin(rows, ar)) for ar in index.query_rows) if a.size]
                     for g, rows in groups.items()}
@@ -250,6 +273,7 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
     few = too_few_albums(len(index.albums)) if opts.resample_by == "album" else None
     if few:
         out["notes"].append(few)
+        out["resample_by"] = "query"  # what was done; resample_by_requested keeps what was asked
     for cond in conds:
         info = per_cond[cond.id]
         res: StressResult = info["result"]
@@ -262,7 +286,12 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
         if clean_chars:  # truncation keeps every caption present: its availability is the characters kept
             body["caption_chars_kept"] = sum(len(r.caption or "") for r in res.records) / clean_chars
         if res.swap_levels:
-            body["caption_swap"] = {"donor_match": dict(res.swap_levels)}
+            # swapped: captions the swap really changed (a donor's caption can equal the record's own)
+            body["caption_swap"] = {
+                "donor_match": dict(res.swap_levels),
+                "captions": sum(1 for r in ds.records if r.caption),
+                "swapped": sum(1 for a, b in zip(ds.records, res.records) if a.caption and a.caption != b.caption),
+            }
         for gname, rows in groups.items():
             album_rows = group_albums[gname]
             unit = opts.resample_by if gname in ("all",) or gname.startswith("source=") else "query"

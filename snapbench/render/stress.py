@@ -21,14 +21,29 @@ from .htmlpage import HtmlFigure, HtmlSection, render_html, ul
 __all__ = ["availability_points", "render_stress_report", "stress_findings"]
 
 _SOURCES = ("V", "M", "F", "VM", "VF", "MF", "VMF")
+#: Below this share of captions really changed by caption_swap the probe gives no verdict.
+MIN_SWAPPED_SHARE = 0.5
+_PLURAL = {"query": "queries", "album": "albums"}
 
 
-def _primary_metric(metrics: list[str]) -> str:
-    """The metric the page speaks of: recall@10 (PhotoBench's) when evaluated, else the first recall@k."""
+def _primary_metric(summary: dict) -> str:
+    """The metric the page speaks of: stress.json's ``metric`` (one that can move in every album), else
+    (a stress.json of an older snapbench) recall@10 or the first recall@k."""
+    if summary.get("metric"):
+        return summary["metric"]
+    metrics = summary["metrics"]
     for m in ("recall@10", *[m for m in metrics if m.startswith("recall@")], *metrics):
         if m in metrics:
             return m
     return metrics[0]
+
+
+def _others_moved(groups: dict, summary: dict, metric: str) -> str:
+    """The other metrics (not fixed by construction) whose CI excludes 0: a change the headline misses."""
+    fixed = set(summary.get("fixed_metrics", ()))
+    moved = [f"{m} {_pts(e['delta'])} ({_ci_text(e.get('ci'), summary['ci_level'])})"
+             for m, e in groups.items() if m != metric and m not in fixed and ci_excludes_zero(e.get("ci"))]
+    return f" Other metrics whose CI excludes 0: {'; '.join(moved)}." if moved else ""
 
 
 def _pts(x: Any) -> str:
@@ -59,12 +74,13 @@ def _verdict(entry: dict, level: float, metric: str, what: str) -> str:
 
 def stress_findings(summary: dict) -> list[tuple[str, str]]:
     """``(id, sentence)`` per condition on all queries, then the caption-swap verdict."""
-    metric = _primary_metric(summary["metrics"])
+    metric = _primary_metric(summary)
     level = summary["ci_level"]
     out = []
     for cid, body in summary["conditions"].items():
         e = body["groups"]["all"][metric]
-        out.append((f"finding-{cid}", _verdict(e, level, metric, f"Stress {cid}")))
+        out.append((f"finding-{cid}", _verdict(e, level, metric, f"Stress {cid}")
+                    + _others_moved(body["groups"]["all"], summary, metric)))
     swap = _swap_verdict(summary)
     if swap:
         out.append(("finding-caption-swap", swap))
@@ -73,15 +89,26 @@ def stress_findings(summary: dict) -> list[tuple[str, str]]:
 
 def _swap_verdict(summary: dict) -> str | None:
     """The caption-swap probe in plain words, or ``None`` when it was not run."""
-    metric = _primary_metric(summary["metrics"])
+    metric = _primary_metric(summary)
     for cid, body in summary["conditions"].items():
         if [n for n, _ in body["operators"]] != ["caption_swap"]:
             continue
         e = body["groups"]["all"][metric]
         ex = ci_excludes_zero(e.get("ci"))
         ci_w = _ci_text(e.get("ci"), summary["ci_level"])
+        sw = body.get("caption_swap", {})
+        n_sw, n_cap = sw.get("swapped"), sw.get("captions")
+        count = f"; {n_sw} of {n_cap} captions swapped" if n_sw is not None else ""
         head = (f"Caption swap (each caption replaced by one from another album, matched by month, length and "
-                f"faces): {metric} {_pts(e['delta'])} points" + (f" ({ci_w})" if ci_w else "") + ". ")
+                f"faces{count}): {metric} {_pts(e['delta'])} points" + (f" ({ci_w})" if ci_w else "") + ". ")
+        if n_sw == 0:
+            donors = sum(v for k, v in sw.get("donor_match", {}).items() if not k.startswith("no donor"))
+            why = ("every donor caption from another album was the same text as the record's own" if donors else
+                   "no donor from another album was found (month, length bin and face count, then looser)")
+            return head + f"The swap changed no captions: {why}. No verdict on the captions' content."
+        if n_sw is not None and n_cap and n_sw < MIN_SWAPPED_SHARE * n_cap:
+            return head + (f"Too few captions changed ({n_sw} of {n_cap}, under {MIN_SWAPPED_SHARE:.0%}) for a verdict "
+                           "on the captions' content.")
         if ex and e["delta"] < 0:
             return head + ("Retrieval depends on what each caption says about its own photo: the captions carry "
                            "album-specific content, not only generic statistics a donor shares.")
@@ -153,9 +180,20 @@ def _cell(e: dict | None, key: str = "delta", ci_key: str = "ci") -> str:
     return f"{_pts(d)}{star}"
 
 
+def _intervals(summary: dict) -> str:
+    """The header line on the CIs: the unit resampled, and the one asked when it was not possible."""
+    done = summary["resample_by"]
+    asked = summary.get("resample_by_requested", done)
+    head = f"{ci_label(summary['ci_level'])}, {summary['resamples']} resamples; {_PLURAL.get(done, done + 's')} resampled"
+    if asked != done:
+        n = summary["n_albums"]
+        head += f" ({asked} resampling asked; {n} album{'s are' if n != 1 else ' is'} too few)"
+    return head
+
+
 def render_stress_report(summary: dict) -> str:
     """The whole page (see the module docstring)."""
-    metric = _primary_metric(summary["metrics"])
+    metric = _primary_metric(summary)
     level = summary["ci_level"]
     conds = summary["conditions"]
     sources = [s for s in _SOURCES if any(f"source={s}" in b["groups"] for b in conds.values())]
@@ -163,7 +201,7 @@ def render_stress_report(summary: dict) -> str:
             ("albums", f"{summary['n_albums']} ({', '.join(summary['albums'])})"),
             ("queries", f"{summary['n_queries']} ({summary['n_excluded_zero_gt']} zero-GT, excluded from ranking metrics)"),
             ("records", str(summary["n_records"])), ("mode", f"{summary['mode']}: {summary['modes_note']}"),
-            ("intervals", f"{ci_label(level)}, {summary['resamples']} resamples of {summary['resample_by']}s requested"),
+            ("intervals", _intervals(summary)),
             ("metric", f"{metric}; micro = over queries, macro = mean over albums")]
     sections = [HtmlSection("findings", "Findings", [ul(stress_findings(summary), "findings")],
                             missing=[n for n in summary["notes"] if "too few" in n])]

@@ -140,12 +140,17 @@ def _load_target(rd: RunDir, target: str, data: RunData, topic: str) -> Report |
 
 def load_run_dir(path: str | Path) -> RunData:
     """Read ``path`` (see the module docstring).  Raises :class:`InputError` when it is not a run
-    directory (:func:`snapbench.store.open_run_dir` says what it is instead) or holds no readable
-    ``<MODE>/report.json``."""
+    directory (:func:`snapbench.store.open_run_dir` says what it is instead), holds no readable
+    ``<MODE>/report.json``, or holds a ``run.json`` that is not a JSON object (named with its problem)."""
     rd = open_run_dir(path)
     data = RunData(path=rd.root)
     if rd.run_json.is_file():
-        data.run = _read_json_object(rd.run_json, data, "run") or {}
+        # optional, but not when present and damaged: what it says (the modes, the dataset) decides what is
+        # shown, so a run.json that is not a JSON object is an error naming it, as run and compare refuse it
+        data.run = read_json(rd.run_json)
+        if not isinstance(data.run, dict):
+            raise InputError("not a JSON object (run.json records the run: dataset, encoder, modes...)",
+                             path=rd.run_json)
     else:
         data.note("run", f"{rd.run_json} not found: dataset, encoder and seed come from the reports where they can")
     listed = data.run.get("modes") if isinstance(data.run.get("modes"), list) else None

@@ -9,7 +9,8 @@ SCORES_DIR layouts
   opened with ``np.load(allow_pickle=False, mmap_mode="r")`` and read in row blocks.  Integer
   matrices are accepted; bool, complex, string and object arrays are not.  Per-path files
   ``<condition>.II.npy`` / ``.TT`` / ``.IT`` / ``.TI`` (or ``II/<condition>.npy`` ...) are used by
-  retrieval modes (see ``modes``).  Operator names in file names are checked against the built-in
+  retrieval modes (see ``modes``).  Other ``.npy`` files in sub-folders (``img/low_light/s1.npy``)
+  are not read; a warning names them with the documented name (:func:`_stray_warning`).  Operator names in file names are checked against the built-in
   ones (:func:`_check_operator_names`): a case/underscore variant is an error with a did-you-mean, a
   name far from all of them is a user operator (warning).
 * TREC runs: one ``<condition>.run`` or ``<condition>.trec`` per condition, lines
@@ -200,6 +201,35 @@ def _no_score_files(path: Path) -> str:
     return f"{msg}; {how.format(path=path, paths=EncodeDir(path).paths, kind=kind)}"
 
 
+def _stray_npy(path: Path) -> list[Path]:
+    """``.npy`` files in sub-folders that are no SCORES_DIR layout (only ``II/``, ``TT/``, ``IT/``,
+    ``TI/`` hold score files), relative to ``path``: evaluation does not read them."""
+    out = []
+    for f in sorted(path.rglob("*.npy")):
+        rel = f.relative_to(path)
+        if len(rel.parts) == 1 or (len(rel.parts) == 2 and rel.parts[0] in PATH_NAMES):
+            continue
+        out.append(rel)
+    return out
+
+
+def _stray_warning(path: Path, stray: list[Path], shown: int = 5) -> str:
+    """The warning naming ignored ``.npy`` files and, where the path reads as a condition id
+    (``img/low_light/s1.npy``), the file name the layout documents (``img__low_light__s1.npy``)."""
+    items = []
+    for rel in stray[:shown]:
+        flat = "__".join(rel.with_suffix("").parts)
+        try:
+            name = condition_to_filename(parse_condition(flat).id) + ".npy"
+        except ValueError:
+            name = None
+        items.append(f"{rel.as_posix()}" + (f" (as {name} in {path})" if name else ""))
+    more = f" and {len(stray) - shown} more" if len(stray) > shown else ""
+    return (f"{len(stray)} .npy file(s) in sub-folders of {path} were ignored: {', '.join(items)}{more}; score files "
+            "are <condition>.npy in the folder itself, the condition id's '/' written '__' (sub-folders: only "
+            f"{'/, '.join(PATH_NAMES)}/ for per-path files)")
+
+
 class ScoresDir:
     """A SCORES_DIR: discovers conditions and opens their scores one at a time.
 
@@ -244,6 +274,9 @@ class ScoresDir:
                 )
             self.query_ids = read_ids(qf, "query ids")
             self.gallery_ids = read_ids(gf, "gallery ids")
+            stray = _stray_npy(self.path)
+            if stray:
+                self.warnings.append(_stray_warning(self.path, stray))
         else:
             for f in runs:
                 self._add(self._files, self._cid(f.stem, f), f)
