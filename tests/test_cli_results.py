@@ -79,6 +79,17 @@ def one_run(tmp_path_factory):
     return out, r.stdout
 
 
+#: The query sides each target reads (the test's own table: I→IT = II + IT and T→IT = TI + TT read one side).
+READS = {"I2I": {"img"}, "I2IT": {"img"}, "T2T": {"txt"}, "T2IT": {"txt"}}
+
+
+def _counts(target: str, cond: str) -> bool:
+    """Whether ``cond`` corrupts a side ``target`` reads (joint: either part)."""
+    kind = cond.split("/")[0]
+    sides = READS.get(target, {"img", "txt"})
+    return kind == "joint" or kind in sides
+
+
 def _reports(out):
     found = {}
     for p in sorted(out.glob("*/report.json")) + sorted(out.glob("fusion/*/report.json")):
@@ -97,7 +108,7 @@ def test_run_prints_the_reports_numbers(one_run):
         rep = reports[row[0]]
         assert row[col["clean R@1"]] == _pct(rep["conditions"]["clean"]["hit@1"])
         assert row[col["clean ndcg@10"]] == _pct(rep["conditions"]["clean"]["ndcg@10"])
-        deltas = {c: v["hit@1"]["delta"] for c, v in rep["paired"].items() if c != "clean"}
+        deltas = {c: v["hit@1"]["delta"] for c, v in rep["paired"].items() if c != "clean" and _counts(row[0], c)}
         assert row[col["mean ΔR@1 [CI]"]].split(" [")[0] == _signed(np.mean(list(deltas.values())))
         by_op: dict[str, list[float]] = {}
         for c, d in deltas.items():
@@ -142,7 +153,7 @@ def test_run_table_equals_headline_json_and_ci_is_the_files(one_run):
     for row in rows:
         md = by[row[0]]["mean_delta"]
         assert row[header.index("mean ΔR@1 [CI]")] == f"{_signed(md['value'])} [{_signed(md['ci'][0])}, {_signed(md['ci'][1])}]"
-        assert md["n_conditions"] == 6
+        assert md["n_conditions"] == {"I2I": 4, "I2IT": 4, "T2T": 3, "T2IT": 3}.get(row[0], 6)  # 3 image, 2 text, 1 joint condition
 
 
 def test_limit_is_stated_on_every_output(one_run):
@@ -295,3 +306,62 @@ def test_the_table_shows_and_explains_only_the_columns_that_apply():
     assert header == ["target", "clean R@1", "mean ΔR@1 [CI]", "worst operator", "mildest operator"]
     assert rows == [["T2T", "50.0", "-25.0 [-50.0, +0.0]", "txt/char_swap -50.0", "txt/word_swap +0.0"]]
     assert "δ =" not in text and "MOOR" not in text and "[90% CI]" in text and "--limit" not in text
+
+
+def test_run_headline_and_compare_agree_on_mean_delta_and_ci(compared):
+    """The same mean Δ over the same conditions (those the mode reads) with the same CI (the run's draw)."""
+    root, out, _, _ = compared
+    cj = read_compare_json(out / "compare.json")
+    for name in ("toy", "mirror"):
+        head = json.loads((root / "multi" / name / "headline.json").read_text())
+        compared_targets = {r["mode"] for r in cj["models"]}
+        assert compared_targets
+        for t in head["targets"]:
+            if t["target"] not in compared_targets:  # compare ranks the modes and MOOR, not fusion baselines
+                continue
+            md = t["mean_delta"]
+            (rec,) = [r for r in cj["models"] if (r["mode"], r["model"], r["metric"], r["condition"])
+                      == (t["target"], name, "hit@1", "group:all")]
+            assert rec["delta"] == pytest.approx(md["value"], abs=1e-12)
+            assert [rec["ci_low"], rec["ci_high"]] == pytest.approx(md["ci"], abs=1e-12), t["target"]
+
+
+def test_a_mode_mean_counts_only_the_conditions_it_reads():
+    from snapbench.core.targets import target_reads
+
+    assert not target_reads("T2T", "img/compression/s1") and target_reads("T2T", "txt/char_swap")
+    assert target_reads("T2T", "joint/compression+char_add/s3") and target_reads("I2I", "joint/compression+char_add/s3")
+    assert not target_reads("I2I", "txt/char_swap") and not target_reads("T2IT", "img/rotation/s2")
+    assert target_reads("MOOR", "img/rotation/s2") and target_reads("fusion/x", "txt/char_swap")
+    assert not target_reads("IT2IT", "clean")
+
+
+def _wide_headline(**kw):
+    def row(target, worst, mild):
+        return {"target": target, "clean": {"hit@1": 0.909, "ndcg@10": 0.9},
+                "mean_delta": {"value": -0.276, "ci": [-0.388, -0.178], "n_conditions": 26},
+                "worst": {"operator": worst, "delta": -0.818}, "mildest": {"operator": mild, "delta": 0.0},
+                "additivity": {"delta": 0.01, "ci": [-0.081, 0.116]},
+                "moor_vs_fixed": {"baseline": "IT2IT", "gain": -0.049, "ci": [-0.077, -0.02], "n_conditions": 71}
+                if target == "MOOR" else None}
+    rows = [row(t, "txt/sent_replace", "img/lens_distortion")
+            for t in ("I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR", "fusion/comb_sum", "fusion/rrf")]
+    return {"metric": "hit@1", "ci_level": 0.95, "n_queries": 12, "n_counted": 11, "primary_target": "IT2IT",
+            "limit": None, "targets": rows, **kw}
+
+
+def test_operator_names_are_never_split_at_120_columns():
+    from rich.console import Console
+
+    from snapbench.render.terminal import headline_table
+
+    con = Console(width=120, record=True)
+    con.print(headline_table(_wide_headline()))
+    text = con.export_text()
+    header, rows = _table_rows(text)
+    for r in rows:
+        cells = dict(zip(header, r))
+        assert cells["worst operator"] == "txt/sent_replace -81.8", text
+        assert cells["mildest operator"] == "img/lens_distortion +0.0", text
+    # the footer says how many queries count for R@1
+    assert "12 queries (11 count for R@1; 1 has no relevant item)" in " ".join(text.split())
