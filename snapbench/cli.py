@@ -1194,9 +1194,10 @@ def run(
     fixed-fusion baselines under OUT/fusion/, and OUT/report.html. A killed run resumes where it stopped.
     With several --encoder, OUT/<name>/ holds each encoder's run (the same files).
 
-    When it is done it prints, per target, the clean R@1 and nDCG@10, the mean ΔR@1 over every corrupted
-    condition with its CI, the worst and mildest operators, δ (joint conditions) and MOOR against the best
-    fixed fusion: the numbers of OUT/headline.json.
+    When it is done it prints, per target, the clean R@1 and nDCG@10, the mean ΔR@1 over the corrupted
+    conditions the target reads with its CI, the worst and mildest operators, δ (joint conditions) and MOOR
+    against the best fixed fusion: the numbers of OUT/headline.json.  Without labels: the label-free
+    overlap@10, rbo and flip@1 instead.
     """
     from .app.stages import run_benchmark, run_encoders
     from .core.errors import ConfigError
@@ -1211,7 +1212,7 @@ def run(
         variants=variants, seed=seed, grid=grid, device=device, batch_size=batch_size, workers=workers, engine=engine,
         address=address, encoder_actors=actors, resamples=resamples, ks=int_list(k, "ks"), group_by=group_by,
         cache_dir=cache_dir, use_cache=False if no_cache else None, dataset_format=format, images=images, qrels=qrels,
-        gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries,
+        gallery=gallery, force=force, report=not no_report, progress=not (no_progress or quiet), block_queries=block_queries,
         gallery_shard_rows=gallery_shard_rows, traffic=traffic, measure=not no_measure,
         severity_target=parse_severity_target(severity_target), limit=limit,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -365,3 +366,65 @@ def test_operator_names_are_never_split_at_120_columns():
         assert cells["mildest operator"] == "img/lens_distortion +0.0", text
     # the footer says how many queries count for R@1
     assert "12 queries (11 count for R@1; 1 has no relevant item)" in " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def nolab_run(tmp_path_factory):
+    """The demo without its qrels (queries.jsonl + gallery.jsonl and their images): a label-free run;
+    --k 40 reaches past the demo's 33 gallery items."""
+    import shutil
+
+    data = tmp_path_factory.mktemp("nolab") / "my_nolab"
+    data.mkdir()
+    for f in ("queries.jsonl", "gallery.jsonl"):
+        shutil.copy(DEFAULT_DATA / f, data / f)
+    for d in ("queries", "gallery"):
+        shutil.copytree(DEFAULT_DATA / d, data / d)
+    out = data.parent / "runs" / "nolab"
+    r = runner.invoke(app, ["run", str(data / "queries.jsonl"), "-e", "toy", "--out", str(out), "--conditions", CONDS,
+                            "--k", "1,10,40", "--no-report", *FAST])
+    assert r.exit_code == 0, r.output
+    return data, out, r.stdout, r.stderr
+
+
+def test_a_run_without_labels_prints_the_label_free_measures(nolab_run):
+    _, out, stdout, _ = nolab_run
+    head = json.loads((out / "headline.json").read_text())
+    assert head["metric"] == "overlap@10" and head["labelled"] is False and head["extra"] == ["rbo", "flip@1"]
+    title = next(line for line in stdout.splitlines() if "snapbench run —" in line)
+    assert "overlap@10" in title and "no labels" in title and "R@1" not in title
+    assert "values in %" not in stdout and "R@1" not in stdout
+    header, rows = _table_rows(stdout)
+    assert header[:4] == ["target", "mean Δ overlap@10 [CI]", "mean Δrbo [CI]", "mean Δ flip@1 [CI]"]
+    reports = _reports(out)
+    by = {t["target"]: t for t in head["targets"]}
+    assert {r[0] for r in rows} == set(reports) == set(by)
+    for row in rows:
+        cells = dict(zip(header, row))
+        rep = reports[row[0]]
+        for metric, col in (("overlap@10", "mean Δ overlap@10 [CI]"), ("rbo", "mean Δrbo [CI]"),
+                            ("flip@1", "mean Δ flip@1 [CI]")):
+            deltas = [v[metric]["delta"] for c, v in rep["paired"].items() if c != "clean" and _counts(row[0], c)]
+            md = by[row[0]]["mean_delta"] if metric == "overlap@10" else by[row[0]]["extra"][metric]
+            assert md["value"] == pytest.approx(np.mean(deltas)) and md["ci"] is not None
+            assert cells[col] == f"{_signed(md['value'])} [{_signed(md['ci'][0])}, {_signed(md['ci'][1])}]"
+
+
+def test_a_run_without_labels_says_which_measures_it_has(nolab_run):
+    _, out, _, stderr = nolab_run
+    notes = json.loads((out / "run.json").read_text())["notes"]
+    for text in (stderr, "\n".join(notes)):
+        assert "metrics need them" not in text
+        assert "the label-free measures overlap@k, rbo, flip@1 are reported" in text
+        # the demo gallery has 33 items: overlap@40 cannot move
+        assert "the gallery has 33 items: overlap@40 is 1 by construction" in text
+
+
+def test_run_quiet_shows_no_progress_when_stderr_is_not_a_terminal(nolab_run, tmp_path):
+    data, _, _, _ = nolab_run
+    out = tmp_path / "q"
+    r = runner.invoke(app, ["run", str(data / "queries.jsonl"), "-e", "toy", "--out", str(out), "--conditions",
+                            "clean,txt/char_swap", "--no-report", "--resamples", "200", "--no-cache", "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""
+    assert all(Path(p).is_file() for p in r.stdout.splitlines())

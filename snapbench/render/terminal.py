@@ -411,9 +411,10 @@ def headline_table(headline: dict[str, Any], *, title: str = "snapbench run") ->
     t.add_column("target", no_wrap=True)
     for m in clean:
         t.add_column(f"clean\n{metric_label(m)}", justify="right", overflow="fold")
-    t.add_column(f"mean Δ{lab}\n[CI]", justify="right", overflow="fold")
-    for m in extra:
-        t.add_column(f"mean Δ{metric_label(m)}\n[CI]", justify="right", overflow="fold")
+    for m in (metric, *extra):  # a long name (overlap@10) on a line of its own
+        name = metric_label(m)
+        t.add_column(f"mean Δ{name}\n[CI]" if len(name) <= 4 else f"mean Δ\n{name}\n[CI]", justify="right",
+                     overflow="fold")
     for name in ("worst\noperator", "mildest\noperator"):
         t.add_column(name, justify="right", no_wrap=True)
     if joint:
