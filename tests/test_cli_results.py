@@ -166,6 +166,8 @@ def test_limit_is_stated_on_every_output(one_run):
     assert json.loads((out / "headline.json").read_text())["limit"] == {"queries": 10, "of": 12}
     rep = json.loads((out / "IT2IT" / "report.json").read_text())
     assert rep["n_queries"] == 10
+    for t, rep in _reports(out).items():  # each target's report.json says it in its meta notes
+        assert any("only the first 10 of the dataset's 12 queries" in n for n in rep["meta"]["notes"]), t
 
 
 def test_limit_reaches_the_report_page(tmp_path):
@@ -175,10 +177,18 @@ def test_limit_reaches_the_report_page(tmp_path):
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(out), "--conditions", "clean,txt/char_swap",
                             "--limit", "3", "--no-report", *FAST])
     assert r.exit_code == 0, r.output
-    build_report(out, formats=["html"])
+    build_report(out, formats=["html", "md", "tex"])
     page = (out / "report.html").read_text()
     assert "only the first 3 of 12 queries (--limit 3)" in page  # the run's note
     assert "only the first 3 of the dataset&#x27;s 12 (run --limit)" in page  # beside the number of queries
+    words = "only the first 3 of the dataset's 12 queries (run --limit 3)"
+    tables = sorted((out / "tables").glob("*.md")) + sorted((out / "tables").glob("*.tex"))
+    assert tables and {p.suffix for p in tables} == {".md", ".tex"}
+    for p in tables:  # every table's caption
+        assert words in p.read_text().splitlines()[0], p.name
+    finds = json.loads((out / "findings.json").read_text())
+    assert finds[0]["id"] == "limit" and finds[0]["values"] == {"queries": 3, "of": 12}
+    assert "first 3 of the dataset's 12 queries" in finds[0]["text"]
 
 
 @pytest.mark.parametrize("value", ["0", "-2"])
