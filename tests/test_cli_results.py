@@ -438,3 +438,10 @@ def test_run_quiet_shows_no_progress_when_stderr_is_not_a_terminal(nolab_run, tm
     assert r.exit_code == 0, r.output
     assert r.stderr == ""
     assert all(Path(p).is_file() for p in r.stdout.splitlines())
+
+
+def test_additivity_of_a_label_free_run_uses_overlap(nolab_run):
+    _, out, _, _ = nolab_run
+    r = runner.invoke(app, ["additivity", str(out / "IT2IT" / "report.json")])
+    assert r.exit_code == 0, r.output
+    assert "overlap@10 drops" in " ".join(r.stdout.split()) and "joint/compression+char_add/s3" in r.stdout

@@ -127,6 +127,12 @@ def _values_table(report: Report, metrics: list[str]):
     return t
 
 
+def _has_displacement(report: Report) -> bool:
+    """Rank displacement needs a first positive (labels): shown only when some condition has a mean."""
+    return bool(report.rank_displacement) and report.meta.get("labelled", True) is not False and any(
+        d.mean is not None for d in report.rank_displacement.values())  # type: ignore[union-attr]
+
+
 def _extra_columns(report: Report) -> dict[str, dict[str, str]]:
     """Stability classes and rank displacement per condition, as printable cells (column -> cells)."""
     cols: dict[str, dict[str, str]] = {}
@@ -135,7 +141,7 @@ def _extra_columns(report: Report) -> dict[str, dict[str, str]]:
         cols[f"stable/drag/\nwrong/boost\n({m})"] = {
             c: f"{s.stably_correct}/{s.drag}/{s.persistently_wrong}/{s.boost}" for c, s in report.stability.items()
         }
-    if report.rank_displacement:
+    if _has_displacement(report):
         cols["rank\ndisplacement\n(mean, CI)"] = {
             c: "" if d.mean is None else f"{points(d.mean, signed=True, scale=1)} {ci_text(d.ci, scale=1)}"
             for c, d in report.rank_displacement.items()
@@ -143,13 +149,24 @@ def _extra_columns(report: Report) -> dict[str, dict[str, str]]:
     return cols
 
 
+def _paired_title(report: Report, primary: str) -> str:
+    """The paired table's title: the columns it has, no others (a report without labels has no
+    stability classes or first-positive ranks, which need them)."""
+    parts = [f"paired against clean — {primary}: {PAIRED_SIGN} (points), CI, Holm-adjusted p"]
+    if report.stability:
+        parts.append("stability: stably correct / drag / persistently wrong / boost (queries)")
+    if _has_displacement(report):
+        parts.append("rank displacement: corrupted − clean rank of the first positive")
+    if report.meta.get("labelled", True) is False:
+        parts.append("no relevance labels: label-free measures of the corrupted ranking against the clean one")
+    return "; ".join(parts)
+
+
 def _paired_table(report: Report, primary: str):
     from rich.table import Table
 
     extra = _extra_columns(report)
-    t = Table(title=f"paired against clean — {primary}: {PAIRED_SIGN} (points), CI, Holm-adjusted p; "
-                    "stability: stably correct / drag / persistently wrong / boost (queries); rank displacement: "
-                    "corrupted − clean rank of the first positive")
+    t = Table(title=_paired_title(report, primary))
     t.add_column("condition", no_wrap=True)
     for name in (f"Δ{primary}", "CI", "p\n(Holm)"):
         t.add_column(name, justify="right", no_wrap=True)
