@@ -880,7 +880,9 @@ def evaluate(
 def additivity(
     source: Path = typer.Argument(..., help="A report written by 'snapbench evaluate --out' or 'snapbench run' (RUN/IT2IT/report.json, one per mode), or a SCORES_DIR (then --qrels is needed)."),
     qrels: Path | None = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR."),
-    metric: str = typer.Option("hit@1", "--metric", help="Metric of the table (SnapBench's R@1 = hit@1)."),
+    metric: Optional[str] = typer.Option(
+        None, "--metric",
+        help="Metric of the table (default: the report's primary: hit@1, SnapBench's R@1, when the report has it, else the label-free overlap@10)."),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Bootstrap seed (SCORES_DIR only)."),
     resamples: int | None = typer.Option(None, "--resamples", help=f"Bootstrap resamples (SCORES_DIR only; default {DEFAULT_RESAMPLES})."),
     ci: float | None = typer.Option(None, "--ci", help=f"CI level (SCORES_DIR only; default {DEFAULT_CI})."),
@@ -904,6 +906,10 @@ def additivity(
             raise ConfigError(f"{', '.join(given)} {verb} only when recomputing from a SCORES_DIR; {source} is a "
                               "finished report (its CIs were computed with its own settings)")
         report = read_report(source)
+        if metric is None:  # the report's primary: a label-free report has no hit@1
+            from .render.aggregate import headline_metric
+
+            metric = headline_metric(report.metrics)[0]
         if metric not in report.metrics:
             raise InputError(f"metric {metric!r} is not in the report {source}{hint_and_known(metric, report.metrics)}",
                              param="metric")
@@ -911,6 +917,7 @@ def additivity(
         _refuse_a_run_folder(source)
         if qrels is None:
             raise ConfigError("a SCORES_DIR needs --qrels", path=source)
+        metric = metric or "hit@1"
         report = _additivity_report(source, qrels, metric, seed, resamples, ci, mode)
         for w in report.warnings or []:
             typer.echo(f"warning: {w}", err=True)
@@ -1194,9 +1201,10 @@ def run(
     fixed-fusion baselines under OUT/fusion/, and OUT/report.html. A killed run resumes where it stopped.
     With several --encoder, OUT/<name>/ holds each encoder's run (the same files).
 
-    When it is done it prints, per target, the clean R@1 and nDCG@10, the mean ΔR@1 over every corrupted
-    condition with its CI, the worst and mildest operators, δ (joint conditions) and MOOR against the best
-    fixed fusion: the numbers of OUT/headline.json.
+    When it is done it prints, per target, the clean R@1 and nDCG@10, the mean ΔR@1 over the corrupted
+    conditions the target reads with its CI, the worst and mildest operators, δ (joint conditions) and MOOR
+    against the best fixed fusion: the numbers of OUT/headline.json.  Without labels: the label-free
+    overlap@10, rbo and flip@1 instead.
     """
     from .app.stages import run_benchmark, run_encoders
     from .core.errors import ConfigError
@@ -1211,7 +1219,7 @@ def run(
         variants=variants, seed=seed, grid=grid, device=device, batch_size=batch_size, workers=workers, engine=engine,
         address=address, encoder_actors=actors, resamples=resamples, ks=int_list(k, "ks"), group_by=group_by,
         cache_dir=cache_dir, use_cache=False if no_cache else None, dataset_format=format, images=images, qrels=qrels,
-        gallery=gallery, force=force, report=not no_report, progress=not no_progress, block_queries=block_queries,
+        gallery=gallery, force=force, report=not no_report, progress=not (no_progress or quiet), block_queries=block_queries,
         gallery_shard_rows=gallery_shard_rows, traffic=traffic, measure=not no_measure,
         severity_target=parse_severity_target(severity_target), limit=limit,
     )

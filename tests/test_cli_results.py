@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -79,6 +80,17 @@ def one_run(tmp_path_factory):
     return out, r.stdout
 
 
+#: The query sides each target reads (the test's own table: I→IT = II + IT and T→IT = TI + TT read one side).
+READS = {"I2I": {"img"}, "I2IT": {"img"}, "T2T": {"txt"}, "T2IT": {"txt"}}
+
+
+def _counts(target: str, cond: str) -> bool:
+    """Whether ``cond`` corrupts a side ``target`` reads (joint: either part)."""
+    kind = cond.split("/")[0]
+    sides = READS.get(target, {"img", "txt"})
+    return kind == "joint" or kind in sides
+
+
 def _reports(out):
     found = {}
     for p in sorted(out.glob("*/report.json")) + sorted(out.glob("fusion/*/report.json")):
@@ -97,7 +109,7 @@ def test_run_prints_the_reports_numbers(one_run):
         rep = reports[row[0]]
         assert row[col["clean R@1"]] == _pct(rep["conditions"]["clean"]["hit@1"])
         assert row[col["clean ndcg@10"]] == _pct(rep["conditions"]["clean"]["ndcg@10"])
-        deltas = {c: v["hit@1"]["delta"] for c, v in rep["paired"].items() if c != "clean"}
+        deltas = {c: v["hit@1"]["delta"] for c, v in rep["paired"].items() if c != "clean" and _counts(row[0], c)}
         assert row[col["mean ΔR@1 [CI]"]].split(" [")[0] == _signed(np.mean(list(deltas.values())))
         by_op: dict[str, list[float]] = {}
         for c, d in deltas.items():
@@ -142,7 +154,7 @@ def test_run_table_equals_headline_json_and_ci_is_the_files(one_run):
     for row in rows:
         md = by[row[0]]["mean_delta"]
         assert row[header.index("mean ΔR@1 [CI]")] == f"{_signed(md['value'])} [{_signed(md['ci'][0])}, {_signed(md['ci'][1])}]"
-        assert md["n_conditions"] == 6
+        assert md["n_conditions"] == {"I2I": 4, "I2IT": 4, "T2T": 3, "T2IT": 3}.get(row[0], 6)  # 3 image, 2 text, 1 joint condition
 
 
 def test_limit_is_stated_on_every_output(one_run):
@@ -154,6 +166,8 @@ def test_limit_is_stated_on_every_output(one_run):
     assert json.loads((out / "headline.json").read_text())["limit"] == {"queries": 10, "of": 12}
     rep = json.loads((out / "IT2IT" / "report.json").read_text())
     assert rep["n_queries"] == 10
+    for t, rep in _reports(out).items():  # each target's report.json says it in its meta notes
+        assert any("only the first 10 of the dataset's 12 queries" in n for n in rep["meta"]["notes"]), t
 
 
 def test_limit_reaches_the_report_page(tmp_path):
@@ -163,10 +177,18 @@ def test_limit_reaches_the_report_page(tmp_path):
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(out), "--conditions", "clean,txt/char_swap",
                             "--limit", "3", "--no-report", *FAST])
     assert r.exit_code == 0, r.output
-    build_report(out, formats=["html"])
+    build_report(out, formats=["html", "md", "tex"])
     page = (out / "report.html").read_text()
     assert "only the first 3 of 12 queries (--limit 3)" in page  # the run's note
     assert "only the first 3 of the dataset&#x27;s 12 (run --limit)" in page  # beside the number of queries
+    words = "only the first 3 of the dataset's 12 queries (run --limit 3)"
+    tables = sorted((out / "tables").glob("*.md")) + sorted((out / "tables").glob("*.tex"))
+    assert tables and {p.suffix for p in tables} == {".md", ".tex"}
+    for p in tables:  # every table's caption
+        assert words in p.read_text().splitlines()[0], p.name
+    finds = json.loads((out / "findings.json").read_text())
+    assert finds[0]["id"] == "limit" and finds[0]["values"] == {"queries": 3, "of": 12}
+    assert "first 3 of the dataset's 12 queries" in finds[0]["text"]
 
 
 @pytest.mark.parametrize("value", ["0", "-2"])
@@ -295,3 +317,131 @@ def test_the_table_shows_and_explains_only_the_columns_that_apply():
     assert header == ["target", "clean R@1", "mean ΔR@1 [CI]", "worst operator", "mildest operator"]
     assert rows == [["T2T", "50.0", "-25.0 [-50.0, +0.0]", "txt/char_swap -50.0", "txt/word_swap +0.0"]]
     assert "δ =" not in text and "MOOR" not in text and "[90% CI]" in text and "--limit" not in text
+
+
+def test_run_headline_and_compare_agree_on_mean_delta_and_ci(compared):
+    """The same mean Δ over the same conditions (those the mode reads) with the same CI (the run's draw)."""
+    root, out, _, _ = compared
+    cj = read_compare_json(out / "compare.json")
+    for name in ("toy", "mirror"):
+        head = json.loads((root / "multi" / name / "headline.json").read_text())
+        compared_targets = {r["mode"] for r in cj["models"]}
+        assert compared_targets
+        for t in head["targets"]:
+            if t["target"] not in compared_targets:  # compare ranks the modes and MOOR, not fusion baselines
+                continue
+            md = t["mean_delta"]
+            (rec,) = [r for r in cj["models"] if (r["mode"], r["model"], r["metric"], r["condition"])
+                      == (t["target"], name, "hit@1", "group:all")]
+            assert rec["delta"] == pytest.approx(md["value"], abs=1e-12)
+            assert [rec["ci_low"], rec["ci_high"]] == pytest.approx(md["ci"], abs=1e-12), t["target"]
+
+
+def test_a_mode_mean_counts_only_the_conditions_it_reads():
+    from snapbench.core.targets import target_reads
+
+    assert not target_reads("T2T", "img/compression/s1") and target_reads("T2T", "txt/char_swap")
+    assert target_reads("T2T", "joint/compression+char_add/s3") and target_reads("I2I", "joint/compression+char_add/s3")
+    assert not target_reads("I2I", "txt/char_swap") and not target_reads("T2IT", "img/rotation/s2")
+    assert target_reads("MOOR", "img/rotation/s2") and target_reads("fusion/x", "txt/char_swap")
+    assert not target_reads("IT2IT", "clean")
+
+
+def _wide_headline(**kw):
+    def row(target, worst, mild):
+        return {"target": target, "clean": {"hit@1": 0.909, "ndcg@10": 0.9},
+                "mean_delta": {"value": -0.276, "ci": [-0.388, -0.178], "n_conditions": 26},
+                "worst": {"operator": worst, "delta": -0.818}, "mildest": {"operator": mild, "delta": 0.0},
+                "additivity": {"delta": 0.01, "ci": [-0.081, 0.116]},
+                "moor_vs_fixed": {"baseline": "IT2IT", "gain": -0.049, "ci": [-0.077, -0.02], "n_conditions": 71}
+                if target == "MOOR" else None}
+    rows = [row(t, "txt/sent_replace", "img/lens_distortion")
+            for t in ("I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR", "fusion/comb_sum", "fusion/rrf")]
+    return {"metric": "hit@1", "ci_level": 0.95, "n_queries": 12, "n_counted": 11, "primary_target": "IT2IT",
+            "limit": None, "targets": rows, **kw}
+
+
+def test_operator_names_are_never_split_at_120_columns():
+    from rich.console import Console
+
+    from snapbench.render.terminal import headline_table
+
+    con = Console(width=120, record=True)
+    con.print(headline_table(_wide_headline()))
+    text = con.export_text()
+    header, rows = _table_rows(text)
+    for r in rows:
+        cells = dict(zip(header, r))
+        assert cells["worst operator"] == "txt/sent_replace -81.8", text
+        assert cells["mildest operator"] == "img/lens_distortion +0.0", text
+    # the footer says how many queries count for R@1
+    assert "12 queries (11 count for R@1; 1 has no relevant item)" in " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def nolab_run(tmp_path_factory):
+    """The demo without its qrels (queries.jsonl + gallery.jsonl and their images): a label-free run;
+    --k 40 reaches past the demo's 33 gallery items."""
+    import shutil
+
+    data = tmp_path_factory.mktemp("nolab") / "my_nolab"
+    data.mkdir()
+    for f in ("queries.jsonl", "gallery.jsonl"):
+        shutil.copy(DEFAULT_DATA / f, data / f)
+    for d in ("queries", "gallery"):
+        shutil.copytree(DEFAULT_DATA / d, data / d)
+    out = data.parent / "runs" / "nolab"
+    r = runner.invoke(app, ["run", str(data / "queries.jsonl"), "-e", "toy", "--out", str(out), "--conditions", CONDS,
+                            "--k", "1,10,40", "--no-report", *FAST])
+    assert r.exit_code == 0, r.output
+    return data, out, r.stdout, r.stderr
+
+
+def test_a_run_without_labels_prints_the_label_free_measures(nolab_run):
+    _, out, stdout, _ = nolab_run
+    head = json.loads((out / "headline.json").read_text())
+    assert head["metric"] == "overlap@10" and head["labelled"] is False and head["extra"] == ["rbo", "flip@1"]
+    title = next(line for line in stdout.splitlines() if "snapbench run —" in line)
+    assert "overlap@10" in title and "no labels" in title and "R@1" not in title
+    assert "values in %" not in stdout and "R@1" not in stdout
+    header, rows = _table_rows(stdout)
+    assert header[:4] == ["target", "mean Δ overlap@10 [CI]", "mean Δrbo [CI]", "mean Δ flip@1 [CI]"]
+    reports = _reports(out)
+    by = {t["target"]: t for t in head["targets"]}
+    assert {r[0] for r in rows} == set(reports) == set(by)
+    for row in rows:
+        cells = dict(zip(header, row))
+        rep = reports[row[0]]
+        for metric, col in (("overlap@10", "mean Δ overlap@10 [CI]"), ("rbo", "mean Δrbo [CI]"),
+                            ("flip@1", "mean Δ flip@1 [CI]")):
+            deltas = [v[metric]["delta"] for c, v in rep["paired"].items() if c != "clean" and _counts(row[0], c)]
+            md = by[row[0]]["mean_delta"] if metric == "overlap@10" else by[row[0]]["extra"][metric]
+            assert md["value"] == pytest.approx(np.mean(deltas)) and md["ci"] is not None
+            assert cells[col] == f"{_signed(md['value'])} [{_signed(md['ci'][0])}, {_signed(md['ci'][1])}]"
+
+
+def test_a_run_without_labels_says_which_measures_it_has(nolab_run):
+    _, out, _, stderr = nolab_run
+    notes = json.loads((out / "run.json").read_text())["notes"]
+    for text in (stderr, "\n".join(notes)):
+        assert "metrics need them" not in text
+        assert "the label-free measures overlap@k, rbo, flip@1 are reported" in text
+        # the demo gallery has 33 items: overlap@40 cannot move
+        assert "the gallery has 33 items: overlap@40 is 1 by construction" in text
+
+
+def test_run_quiet_shows_no_progress_when_stderr_is_not_a_terminal(nolab_run, tmp_path):
+    data, _, _, _ = nolab_run
+    out = tmp_path / "q"
+    r = runner.invoke(app, ["run", str(data / "queries.jsonl"), "-e", "toy", "--out", str(out), "--conditions",
+                            "clean,txt/char_swap", "--no-report", "--resamples", "200", "--no-cache", "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""
+    assert all(Path(p).is_file() for p in r.stdout.splitlines())
+
+
+def test_additivity_of_a_label_free_run_uses_overlap(nolab_run):
+    _, out, _, _ = nolab_run
+    r = runner.invoke(app, ["additivity", str(out / "IT2IT" / "report.json")])
+    assert r.exit_code == 0, r.output
+    assert "overlap@10 drops" in " ".join(r.stdout.split()) and "joint/compression+char_add/s3" in r.stdout

@@ -215,3 +215,32 @@ def test_compare_gives_model_vs_model_differences_of_stability(tmp_path):
         sign = 1 if (r["model_a"], r["model_b"]) == ("A", "B") else -1
         assert r["diff"] == pytest.approx(sign * (wa[c]["overlap@10"] - wb[c]["overlap@10"]), abs=5e-5)
         assert r["ci_low"] <= r["diff"] <= r["ci_high"] and r["p_raw"] is not None
+
+
+def test_cli_evaluate_without_qrels_says_only_what_applies(tmp_path):
+    """The printed tables of a label-free evaluation: no stably correct / drag / boost, no first positive."""
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+
+    d, _ = _folder(tmp_path, n_q=15, n=80)
+    r = CliRunner().invoke(app, ["evaluate", str(d), "--resamples", "100"])
+    assert r.exit_code == 0, r.output
+    words = " ".join(r.stdout.split())
+    assert "paired against clean — overlap@10" in words and "no relevance labels" in words
+    for label_word in ("stably correct", "drag", "boost", "first positive"):
+        assert label_word not in words, label_word
+
+
+def test_additivity_of_a_label_free_report_defaults_to_overlap(tmp_path):
+    from typer.testing import CliRunner
+
+    from snapbench.cli import app
+
+    d, _ = _folder(tmp_path, n_q=15, n=80)  # no joint condition: the table says so
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(app, ["evaluate", str(d), "--out", str(out), "--resamples", "100", "-q"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["additivity", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "no joint condition" in r.stdout and "not in the report" not in r.output

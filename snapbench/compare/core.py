@@ -85,7 +85,7 @@ def compare_models(models: Sequence[ModelValues], config: CompareConfig | None =
     out = Comparison(meta=_meta(cfg, names, ref, n_q, n_perm))
     for mode, conds_of in aligned[0].stats.items():
         conds = ["clean"] + [c for c in conds_of if c != "clean"]
-        groups = condition_groups(conds[1:])
+        groups = condition_groups(conds[1:], mode)
         for metric in conds_of["clean"]:
             if progress is not None:
                 progress(mode, metric)
@@ -161,7 +161,8 @@ def _meta(cfg: CompareConfig, names: list[str], ref: int, n_q: int, n_perm: int)
             "permutation": "d_z = mean(d_q) / SD(d_q)",
         },
         "families": "p_adj over the conditions of one (mode, metric, model_a, model_b); its groups form a second family",
-        "ranking_score": "group:all delta (mean drop over all corrupted conditions); rank 1 = smallest drop",
+        "ranking_score": ("group:all delta (mean drop over the corrupted conditions that corrupt a side of the query "
+                          "the mode reads); rank 1 = smallest drop"),
         "ranking_group": ("tiers, best first: walking down by score, a model joins the current tier unless it is told apart "
                           "from the tier's first model (group:all test adjusted over all pairs has p_adj < 1 - ci "
                           "and its CI excludes 0), else it opens the next tier"),

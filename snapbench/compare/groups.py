@@ -1,6 +1,9 @@
 """Condition groups: the columns of the paper's table, each the mean over its conditions.
 
-* ``group:all``                   every corrupted condition (everything but ``clean``)
+* ``group:all``                   every corrupted condition the target reads (everything but ``clean``
+                                  and the conditions that corrupt only a side of the query the mode
+                                  does not read: :func:`snapbench.core.targets.target_reads`; T→T's
+                                  mean leaves the image conditions out, a joint condition counts)
 * ``group:img/<primitive>/s<N>``  the image conditions at severity N whose operator belongs to the
                                   primitive (degrade, transform, remove, add:
                                   :data:`snapbench.core.conditions.IMAGE_PRIMITIVES`)
@@ -20,14 +23,17 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
+from ..core.targets import target_reads
 
 __all__ = ["GROUP_ALL", "condition_groups", "exact_group_means", "group_means"]
 
 GROUP_ALL = "group:all"
 
 
-def condition_groups(conditions: Sequence[str]) -> dict[str, list[int]]:
-    """``{group id: positions in conditions}`` for the corrupted ``conditions`` (``clean`` is skipped).
+def condition_groups(conditions: Sequence[str], target: str | None = None) -> dict[str, list[int]]:
+    """``{group id: positions in conditions}`` for the corrupted ``conditions`` (``clean`` is skipped);
+    with ``target``, ``group:all`` holds only the conditions it reads (:func:`target_reads`), the
+    rule of a run's headline mean Δ.
 
     Order: ``group:all``, then the image groups by primitive (taxonomy order) and severity, then
     ``group:txt`` and ``group:joint``."""
@@ -40,7 +46,8 @@ def condition_groups(conditions: Sequence[str]) -> dict[str, list[int]]:
         c = parse_condition(cid)
         if c.kind == "clean":
             continue
-        groups[GROUP_ALL].append(i)
+        if target is None or target_reads(target, cid):
+            groups[GROUP_ALL].append(i)
         if c.kind == "image" and c.image_operator in PRIMITIVE_OF:
             img.setdefault((prims.index(PRIMITIVE_OF[c.image_operator]), int(c.severity)), []).append(i)
         elif c.kind == "text":

@@ -1,6 +1,6 @@
 """Ranking with uncertainty: ranks under resampling, rank intervals, tiers of models not told apart.
 
-* **Score** of a model = its robustness: the mean delta over all corrupted conditions (the
+* **Score** of a model = its robustness: the mean delta over all corrupted conditions the mode reads (the
   ``group:all`` delta, value − clean averaged over conditions; higher = smaller drop = better).
 * **rank** = the model's rank by the observed score (1 = best; ties share the average rank).
 * **rank_low, rank_high**: the model's rank in each bootstrap resample (the shared resamples, so all

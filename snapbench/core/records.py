@@ -387,7 +387,7 @@ _META_CORE = ("snapbench_version", "schema_version", "seed", "resamples", "permu
               "stability_metric")
 # where the scores came from: evaluate (scores_dir ... depth_limited_metrics) or run (mode, dataset, ...)
 _META_CONTEXT = ("scores_dir", "qrels", "input_format", "mode", "qrels_without_scores", "depth_limited_metrics",
-                 "dataset", "n_dropped_queries", "labelled", "stability_measures")
+                 "dataset", "n_dropped_queries", "labelled", "stability_measures", "notes")
 
 
 @dataclass
@@ -427,6 +427,7 @@ class ReportMeta:
     n_dropped_queries: Any = MISSING
     labelled: Any = MISSING  # False: evaluated without relevance labels (only stability measures)
     stability_measures: Any = MISSING  # {"rule", "rbo_p", "rbo_depth"} when overlap@k / rbo / flip@k were evaluated
+    notes: Any = MISSING  # list of sentences about the whole report (run --limit: the first N of M queries only)
 
     @classmethod
     def read(cls, r: Reader) -> ReportMeta:

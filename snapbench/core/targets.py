@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "ModePlan", "compose", "modes_for_paths",
-           "needs_paths", "normalize_mode", "paths_for_sides", "plan_modes", "query_sides"]
+           "needs_paths", "normalize_mode", "paths_for_sides", "plan_modes", "query_sides", "target_reads",
+           "target_sides"]
 
 #: The four similarity paths, in the order files, tables and weight columns use.
 PATHS: tuple[str, str, str, str] = ("II", "TT", "IT", "TI")
@@ -153,3 +154,20 @@ def compose(mode: str, paths: Mapping[str, Any]) -> Any:
 def query_sides(paths: Collection[str]) -> frozenset[str]:
     """The sides of the query (``image``, ``text``) the paths read."""
     return frozenset(PATH_SIDES[p][0] for p in paths)
+
+
+def target_sides(target: str) -> frozenset[str]:
+    """The sides of the query a target reads: a mode's (:func:`query_sides` of its paths); MOOR and the
+    fixed-fusion baselines (``fusion/<name>``) read all four paths, so both sides."""
+    return query_sides(MODES[target]) if target in MODES else frozenset(SIDES)
+
+
+def target_reads(target: str, condition: str) -> bool:
+    """Whether ``condition`` corrupts a side of the query that ``target`` reads: the sides of its kind
+    (:data:`~snapbench.core.conditions.KIND_SIDES`) meet :func:`target_sides`.  A joint condition
+    counts when either of its parts is read (T→T reads the text part of ``joint/…``); an image
+    condition cannot move T→T, nor a text condition I→I, so they do not count in that target's
+    means over corrupted conditions.  ``clean`` corrupts nothing: never."""
+    from .conditions import KIND_SIDES, parse_condition
+
+    return bool(KIND_SIDES[parse_condition(condition).kind] & target_sides(target))

@@ -62,7 +62,8 @@ def load_jsonl(path: Path, *, gallery: Path | None = None, qrels: Path | None = 
                                   path=qrels, id_lists=("the query set", "the gallery"))
         notes += more
     else:
-        notes.append(f"{path}: no qrels (relevance labels): metrics need them")
+        notes.append(f"{path}: no qrels (relevance labels): the labelled metrics (hit@k, ndcg@k, ...) need them; "
+                     "the label-free measures overlap@k, rbo, flip@1 are reported")
     ds = Dataset(name=path.stem, format="jsonl", root=path.parent, queries=queries, gallery=items,
                  qrels=gt, released=None, notes=notes)
     ds.notes.extend(image_notes(ds))

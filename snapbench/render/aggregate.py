@@ -13,14 +13,24 @@ One record per target (each mode, MOOR, each fixed-fusion baseline), computed on
 folder's reports and per-query values and written to ``DIR/headline.json``
 (:attr:`snapbench.store.RunDir.headline`); the table on the terminal is read from that file, so
 what a user sees is what a script reads.  Every number is either a value of a report.json or a mean
-of such values; the only new intervals (mean Δ over all corrupted conditions, MOOR − best fixed
-fusion) are the report's paired bootstrap over queries (:mod:`.aggregate`, the run's seed).
+of such values.  A target's mean Δ, worst and mildest operator are over the corrupted conditions it
+reads (:func:`snapbench.core.targets.target_reads`: the condition corrupts a side of the query the
+mode reads; a joint condition counts when either part is read; MOOR and fusion read both sides),
+``n_conditions`` of them: an image condition cannot move T→T and would only dilute its mean.  The CI
+of that mean is the run's own paired bootstrap (the draw of its report.json, key "", all its
+resamples, over the queries that count) of the mean of the per-condition resampled Δ -- the number
+``compare`` gives the same run for ``group:all``, same draws, same conditions.  MOOR − best fixed
+fusion uses :mod:`.aggregate`'s capped bootstrap (the run's seed).
+
+``metric`` is hit@1 when the run has labels, else the label-free primary overlap@10 (the first
+``overlap@k`` of the reports), with ``extra`` = rbo and flip@1 (label-free runs only): the same
+mean / CI per target under ``targets[].extra[metric]``.
 
 ``headline.json``::
 
-    kind "snapbench headline", metric, primary_target, n_queries, ci_level,
+    kind "snapbench headline", metric, labelled, extra [metrics], primary_target, n_queries, ci_level,
     limit        {"queries", "of"} when the run saw only the first queries (run --limit), else null
-    targets      [{target, clean {metric: value}, mean_delta {value, ci, n_conditions},
+    targets      [{target, clean {metric: value}, mean_delta {value, ci, n_conditions}, extra {metric: mean_delta},
                    worst {operator, delta}, mildest {operator, delta} (operator null: all equal), additivity {delta, ci} | null,
                    moor_vs_fixed {baseline, gain, ci, n_conditions} | null (MOOR only)}]
 
@@ -40,6 +50,7 @@ import numpy as np
 
 from ..core.conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
 from ..core.records import PerQuery, Report
+from ..core.targets import target_reads
 from ..core.userfiles import read_json
 from ..evaluate import bootstrap_counts, percentile_ci
 from ..store import FUSION_PREFIX, RunDir
@@ -47,7 +58,7 @@ from ..store.atomic import write_json
 from ..store.rundir import RunData, load_run_dir
 from .tables import image_id
 
-__all__ = ['MAX_RESAMPLES', 'boot_params', 'image_vs_text', 'mode_drags', 'moor_gain', 'moor_mean_gain_ci', 'primitive_severity', 'severity_means', 'text_share_curve', 'HEADLINE_KIND', 'CLEAN_METRICS', 'write_headline', 'read_headline']
+__all__ = ['MAX_RESAMPLES', 'boot_params', 'image_vs_text', 'mode_drags', 'moor_gain', 'moor_mean_gain_ci', 'primitive_severity', 'severity_means', 'text_share_curve', 'HEADLINE_KIND', 'CLEAN_METRICS', 'headline_metric', 'write_headline', 'read_headline']
 
 MAX_RESAMPLES = 2000
 
@@ -279,13 +290,15 @@ def _operator(cond: str) -> str | None:
     return None
 
 
-def _corrupted(report: Report, metric: str) -> dict[str, float]:
-    """Condition -> its paired Δ of ``metric`` (report.json), every corrupted condition that has one."""
+def _corrupted(report: Report, metric: str, target: str | None = None) -> dict[str, float]:
+    """Condition -> its paired Δ of ``metric`` (report.json), every corrupted condition that has one
+    (with ``target``: and that corrupts a side of the query the target reads, :func:`target_reads`)."""
     out = {}
     for c, per in report.paired.items():
         pr = per.get(metric)
         if c != "clean" and pr is not None and pr.delta is not None and np.isfinite(pr.delta):
-            out[c] = float(pr.delta)
+            if target is None or target_reads(target, c):
+                out[c] = float(pr.delta)
     return out
 
 
@@ -295,8 +308,29 @@ def _ci(ci: Any) -> list[float] | None:
     return [float(ci[0]), float(ci[1])]
 
 
+def _run_draw_mean_ci(clean: np.ndarray, vals: Sequence[np.ndarray], report: Report) -> list[float] | None:
+    """CI of mean_c(value(c) − value(clean)) with the run's own draw: the counts of the report's paired
+    bootstrap (key "", all its resamples) over the queries that count (finite everywhere); each
+    condition's resampled value is Σ w·x / n and the resampled Δ are averaged in the conditions'
+    order -- the arithmetic of ``compare``'s ``group:all``, so both print the same interval."""
+    x = np.stack([np.asarray(clean, float), *(np.asarray(v, float) for v in vals)])
+    x = x[:, np.isfinite(x).all(axis=0)]
+    n = x.shape[1]
+    if n < 2:
+        return None
+    seed, resamples, level = boot_params(report)
+    counts = bootstrap_counts(n, int(resamples), int(seed))
+    boot = x @ counts.T / n  # (1 + C, B)
+    acc = boot[1] - boot[0]
+    for row in boot[2:]:
+        acc += row - boot[0]
+    acc /= len(vals)
+    lo, hi = percentile_ci(acc, level)
+    return _ci((float(lo), float(hi)))
+
+
 def _mean_delta(data: RunData, target: str, report: Report, metric: str) -> dict[str, Any] | None:
-    deltas = _corrupted(report, metric)
+    deltas = _corrupted(report, metric, target)
     if not deltas:
         return None
     pq = data.per_query.get(target)
@@ -304,15 +338,15 @@ def _mean_delta(data: RunData, target: str, report: Report, metric: str) -> dict
     vals = [_pq_values(pq, c, metric) for c in deltas]
     ci = None
     if clean is not None and all(v is not None for v in vals):
-        seed, resamples, level = boot_params(report)
-        ci = _paired_mean_ci(vals, [clean], seed=seed, resamples=resamples, level=level, key=f"headline.{target}")
-    return {"value": float(np.mean(list(deltas.values()))), "ci": _ci(ci), "n_conditions": len(deltas)}
+        ci = _run_draw_mean_ci(clean, vals, report)  # type: ignore[arg-type]
+    return {"value": float(np.mean(list(deltas.values()))), "ci": ci, "n_conditions": len(deltas)}
 
 
-def _extremes(report: Report, metric: str) -> tuple[dict | None, dict | None]:
-    """The operator with the lowest mean Δ (worst) and the highest (mildest); ties: the first listed."""
+def _extremes(report: Report, metric: str, target: str | None = None) -> tuple[dict | None, dict | None]:
+    """The operator with the lowest mean Δ (worst) and the highest (mildest) among the conditions
+    ``target`` reads; ties: the first listed."""
     by: dict[str, list[float]] = {}
-    for c, d in _corrupted(report, metric).items():
+    for c, d in _corrupted(report, metric, target).items():
         op = _operator(c)
         if op is not None:
             by.setdefault(op, []).append(d)
@@ -363,33 +397,51 @@ def _moor_vs_fixed(data: RunData, metric: str) -> dict[str, Any] | None:
     return {"baseline": best, "gain": moor_mean - best_mean, "ci": _ci(ci), "n_conditions": len(best_conds)}
 
 
-def _run_headline(data: RunData, metric: str = "hit@1") -> dict[str, Any]:
+def headline_metric(metrics: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """``(primary, extra)`` of a run whose reports hold ``metrics``: hit@1 when present (labels), else the
+    label-free primary overlap@10 (or the first ``overlap@k``) with rbo and flip@1 as extras."""
+    if "hit@1" in metrics or not metrics:
+        return "hit@1", ()
+    overlaps = [m for m in metrics if m.startswith("overlap@")]
+    primary = "overlap@10" if "overlap@10" in metrics else (overlaps[0] if overlaps else metrics[0])
+    return primary, tuple(m for m in ("rbo", "flip@1") if m in metrics and m != primary)
+
+
+def _run_headline(data: RunData, metric: str | None = None) -> dict[str, Any]:
     """The headline record of a loaded run (see the module docstring)."""
     targets = [*data.modes, *(FUSION_PREFIX + n for n in sorted(data.fusion))]
+    first = data.first_report
+    labelled = first.meta.get("labelled", True) is not False
+    extra: tuple[str, ...] = ()
+    if metric is None:
+        metric, extra = headline_metric(first.metrics)
     rows = []
     for t in targets:
         rep = data.target_report(t)
         if rep is None:
             continue
-        worst, mild = _extremes(rep, metric)
+        worst, mild = _extremes(rep, metric, t)
         rows.append({
             "target": t,
             "clean": {m: rep.value("clean", m) for m in dict.fromkeys((metric, *CLEAN_METRICS)) if m in rep.metrics},
             "mean_delta": _mean_delta(data, t, rep, metric),
+            "extra": {m: _mean_delta(data, t, rep, m) for m in extra if m in rep.metrics},
             "worst": worst,
             "mildest": mild,
             "additivity": _additivity(rep, metric),
             "moor_vs_fixed": _moor_vs_fixed(data, metric) if t == "MOOR" else None,
         })
-    first = data.first_report
     limit = data.run.get("limit")
-    return {"kind": HEADLINE_KIND, "metric": metric, "primary_target": data.primary_mode,
-            "n_queries": first.n_queries, "ci_level": float(first.meta.ci_level),
+    return {"kind": HEADLINE_KIND, "metric": metric, "labelled": labelled, "extra": list(extra),
+            "primary_target": data.primary_mode,
+            "n_queries": first.n_queries, "n_counted": first.n_queries - first.n_excluded_zero_gt,
+            "ci_level": float(first.meta.ci_level),
             "limit": limit if isinstance(limit, dict) else None, "targets": rows}
 
 
-def write_headline(run_dir: str | os.PathLike, metric: str = "hit@1") -> Path:
-    """Compute the headline of the run in ``run_dir`` and write ``run_dir/headline.json`` (atomically)."""
+def write_headline(run_dir: str | os.PathLike, metric: str | None = None) -> Path:
+    """Compute the headline of the run in ``run_dir`` and write ``run_dir/headline.json`` (atomically);
+    ``metric`` defaults to :func:`headline_metric` of the reports."""
     rd = RunDir(run_dir)
     write_json(rd.headline, _run_headline(load_run_dir(rd.root), metric))
     return rd.headline

@@ -33,7 +33,7 @@ from ..store.folders import FUSION_PREFIX, check_schema_version
 from ..store.perquery import write_combined_per_query
 from ..store.rundir import TARGET_NAMES, RunData, load_run_dir
 from .figures import check_dpi
-from .findings import compute_findings
+from .findings import Finding, compute_findings
 from .fmt import ci_label, ci_level_text
 from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from .scope import RunScope, run_scope
@@ -64,6 +64,7 @@ class _Writer:
     res: ReportResult
     dpi: int
     plot: Any = None  # the figures module, None without matplotlib
+    limit: str = ""  # run --limit: words added to every table's caption (" — only the first N of ...")
 
     def write(self, path: Path, payload: bytes | str) -> Path:
         if isinstance(payload, str):
@@ -77,6 +78,8 @@ class _Writer:
         """Write ``t`` as .md / .tex (as asked); its HTML for the page."""
         if t is None:
             return ""
+        if self.limit and not t.title.endswith(self.limit):
+            t.title += self.limit
         if "md" in self.formats:
             self.write(self.out.tables / f"{t.name}.md", t.to_markdown())
         if "tex" in self.formats:
@@ -153,6 +156,24 @@ def _limit_words(run: dict) -> str:
     return f" — only the first {lim.get('queries')} of the dataset's {lim.get('of')} (run --limit)"
 
 
+def _limit_caption(run: dict) -> str:
+    """``run --limit``: what every table caption of the report ends with."""
+    lim = run.get("limit")
+    if not isinstance(lim, dict):
+        return ""
+    return f" — only the first {lim.get('queries')} of the dataset's {lim.get('of')} queries (run --limit {lim.get('queries')})"
+
+
+def _limit_finding(run: dict) -> list[Finding]:
+    """``run --limit``: findings.json says first that the numbers are those of the first N queries."""
+    lim = run.get("limit")
+    if not isinstance(lim, dict):
+        return []
+    n, of = lim.get("queries"), lim.get("of")
+    return [Finding("limit", f"Only the first {n} of the dataset's {of} queries were evaluated (run --limit {n}): "
+                             "a quick look, not the dataset's result.", {"queries": n, "of": of})]
+
+
 def _summary(data: RunData, metric: str, scope: RunScope) -> list[tuple[str, str]]:
     rep = data.first_report
     meta = rep.meta
@@ -217,7 +238,7 @@ def build_report(
     if separate:  # a folder of its own: never another command's (a run, a corrupt output...) nor inside one
         ours = claim_output_dir(outdir, "report") is not None or ours
     res = ReportResult(out=outdir, notes={k: list(v) for k, v in data.missing.items()})
-    w = _Writer(RunDir(outdir), set(formats), res, dpi)
+    w = _Writer(RunDir(outdir), set(formats), res, dpi, limit=_limit_caption(data.run))
     _load_plot(w)
     scope = run_scope(data)
     say = progress or (lambda msg: None)
@@ -352,7 +373,7 @@ def _extra_findings(w: _Writer, f) -> None:
 
 
 def _findings_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
-    finds = compute_findings(data, metric)
+    finds = _limit_finding(data.run) + compute_findings(data, metric)
     w.write(w.out.findings, dumps([{"id": f.id, "text": f.text, "values": f.values} for f in finds]) + "\n")
     return HtmlSection("findings", "Findings", raw=[ul([(f"finding-{f.id}", f.text) for f in finds], "findings")])
 

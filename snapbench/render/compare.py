@@ -23,7 +23,7 @@ corrupted conditions (the ``group:*`` records).  Per (target, metric):
 * ``<stem>_ranking``  models by rank: rank and its bootstrap interval, tier, mean Δ over all
   corrupted conditions (the ranking score) with CI, retention, mean CE and relative CE against the
   reference, effective robustness (three or more models);
-* ``<stem>_pairs``    each pair on all corrupted conditions: ΔA − ΔB with CI, its p-value adjusted
+* ``<stem>_pairs``    each pair on all corrupted conditions the mode reads: ΔA − ΔB with CI, its p-value adjusted
   over all pairs (the family of the ranking's tiers), effect size, the verdict, and in how many
   conditions each model is told apart as better (per-condition p adjusted over the pair's conditions).
 
@@ -41,7 +41,7 @@ named by :func:`snapbench.render.compare.display_names` (a long spec path by its
 
 Per (target, metric):
 
-* ``effective``   clean vs corrupted value (mean over all corrupted conditions) per model, with the
+* ``effective``   clean vs corrupted value (mean over all corrupted conditions the mode reads) per model, with the
   effective-robustness fit (logit space, three or more models) and the line of no drop;
 * ``heatmap``     models x conditions, Δ (points) coloured from red (drop) to blue (gain);
 * ``primitives``  Δ per paper column (primitive x severity, text, joint, all) as grouped bars, one bar
@@ -219,7 +219,7 @@ def told_apart(p_adj: float | None, ci: Sequence[float | None], level: float) ->
 
 def _paper_columns(columns: Sequence[str]) -> list[tuple[str, str]]:
     """``[(header, condition or group id)]`` of the paper's layout among ``columns``: clean, each
-    image primitive at s1/s2/s3, text, joint, then all corrupted conditions."""
+    image primitive at s1/s2/s3, text, joint, then all corrupted conditions the mode reads."""
     out = [("clean", "clean")] if "clean" in columns else []
     for prim in IMAGE_PRIMITIVES:
         sev = sorted((c for c in columns if c.startswith(f"group:img/{prim}/s")), key=lambda c: int(c.rsplit("s", 1)[1]))
@@ -293,7 +293,7 @@ class MetricView:
         return {k: float(p) for k, p in zip(keys, adj)}
 
     def overall_apart(self, a: str, b: str) -> bool | None:
-        """Whether ``a`` and ``b`` are told apart on all corrupted conditions (all-pairs family)."""
+        """Whether ``a`` and ``b`` are told apart on all corrupted conditions the mode reads (all-pairs family)."""
         rec = self.pairs.get((a, b, GROUP_ALL))
         if rec is None:
             return None
@@ -338,7 +338,7 @@ def value_table(v: MetricView, stem: str) -> Table:
     lab = metric_label(v.metric)
     cols = _paper_columns(v.columns)
     t = Table(stem, f"{_target_label(v.target)}: {lab} (%) per model — clean, image primitives by severity (mean over "
-                    "their operators), text, joint and all corrupted conditions (means)",
+                    "their operators), text, joint and all corrupted conditions the mode reads (means)",
               ["Model"] + [h for h, _ in cols])
     t.groups.append(("", [(v.label(m), [Cell(finite(v.values[(m, c)].value)) if (m, c) in v.values else Cell()
                                         for _, c in cols]) for m in v.models]))
@@ -383,7 +383,7 @@ def ranking_table(v: MetricView, stem: str, reference: str) -> Table:
     has_er = any(k[1] == GROUP_ALL for k in v.effective)
     cols = ["Model", "rank", f"rank {ci_label(v.level)}", "tier", f"mean Δ{lab} (points)", "retention",
             "mCE", "relative mCE"] + (["eff. robustness (points)"] if has_er else [])
-    t = Table(f"{stem}_ranking", f"{_target_label(v.target)}: ranking by mean Δ{lab} over all corrupted conditions "
+    t = Table(f"{stem}_ranking", f"{_target_label(v.target)}: ranking by mean Δ{lab} over all corrupted conditions the mode reads "
                                  f"(rank 1 = smallest drop); CE against {reference}", cols)
     rows = []
     for m in v.ranked():
@@ -414,10 +414,10 @@ def _wins(v: MetricView, a: str, b: str) -> tuple[int, int, int]:
 
 
 def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
-    """Each pair on all corrupted conditions, and its condition-by-condition tally."""
+    """Each pair on all corrupted conditions the mode reads, and its condition-by-condition tally."""
     lab = metric_label(v.metric)
-    t = Table(f"{stem}_pairs", f"{_target_label(v.target)}: pairs of models, ΔA − ΔB of {lab} over all corrupted "
-                               f"conditions (> 0: A drops less), {ci_label(v.level)}, {correction}-adjusted p",
+    t = Table(f"{stem}_pairs", f"{_target_label(v.target)}: pairs of models, ΔA − ΔB of {lab} over all corrupted conditions the mode reads "
+                               f"(> 0: A drops less), {ci_label(v.level)}, {correction}-adjusted p",
               ["A vs B", "ΔA − ΔB (points)", "p (adj. over pairs)", "effect", "verdict", "A better in", "B better in",
                "neither"])
     rows = []
@@ -565,7 +565,7 @@ def _pairs(v: MetricView, correction: str) -> list[Finding]:
         return out
     apart = [(a, b) for a, b in keys if v.overall_apart(a, b)]
     text = (f"{_target_label(v.target)}, {metric_label(v.metric)}: of {len(keys)} pairs of models, {len(apart)} are told "
-            f"apart on the mean over all corrupted conditions" + (": " + ", ".join(f"{a} vs {b}" for a, b in apart)
+            f"apart on the mean over all corrupted conditions the mode reads" + (": " + ", ".join(f"{a} vs {b}" for a, b in apart)
                                                                   if apart else "") + " (see the pairs table).")
     return [Finding(f"pairs:{v.target}", text, {"target": v.target, "metric": v.metric, "told_apart": apart})]
 
@@ -771,7 +771,7 @@ def _effective_figure(v: MetricView):
     ax.set_xlim(lo - pad, hi + pad)
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel(f"clean {lab} (%)")
-    ax.set_ylabel(f"corrupted {lab} (%), mean over all corrupted conditions")
+    ax.set_ylabel(f"corrupted {lab} (%), mean over all corrupted conditions the mode reads")
     legend_outside(ax, below=True, fontsize=8)
     ax.grid(alpha=0.3)
     tidy_axes(ax)
@@ -858,7 +858,7 @@ def heatmap_figure(v: MetricView):
 
 
 _COLUMN_KINDS = (("group:img/", "image primitive × severity"), ("group:txt", "text conditions"),
-                 ("group:joint", "joint conditions"), (GROUP_ALL, "all corrupted conditions"))
+                 ("group:joint", "joint conditions"), (GROUP_ALL, "all corrupted conditions the mode reads"))
 
 
 def _bar_columns(v: MetricView) -> list[tuple[str, str]]:
@@ -932,7 +932,7 @@ def _rank_figure(v: MetricView):
     n = len(order)
     ax.set_xticks(range(1, n + 1))
     ax.set_xlim(0.5, n + 0.5)
-    ax.set_xlabel(f"rank by mean Δ{metric_label(v.metric)} over all corrupted conditions (1 = smallest drop)")
+    ax.set_xlabel(f"rank by mean Δ{metric_label(v.metric)} over all corrupted conditions the mode reads (1 = smallest drop)")
     legend_outside(ax, fontsize=8, title="not told apart\nwithin a tier", title_fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(f"{_target_label(v.target)}: rank and its bootstrap {ci_label(v.level)} per model", fontsize=10)

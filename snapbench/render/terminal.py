@@ -127,6 +127,12 @@ def _values_table(report: Report, metrics: list[str]):
     return t
 
 
+def _has_displacement(report: Report) -> bool:
+    """Rank displacement needs a first positive (labels): shown only when some condition has a mean."""
+    return bool(report.rank_displacement) and report.meta.get("labelled", True) is not False and any(
+        d.mean is not None for d in report.rank_displacement.values())  # type: ignore[union-attr]
+
+
 def _extra_columns(report: Report) -> dict[str, dict[str, str]]:
     """Stability classes and rank displacement per condition, as printable cells (column -> cells)."""
     cols: dict[str, dict[str, str]] = {}
@@ -135,7 +141,7 @@ def _extra_columns(report: Report) -> dict[str, dict[str, str]]:
         cols[f"stable/drag/\nwrong/boost\n({m})"] = {
             c: f"{s.stably_correct}/{s.drag}/{s.persistently_wrong}/{s.boost}" for c, s in report.stability.items()
         }
-    if report.rank_displacement:
+    if _has_displacement(report):
         cols["rank\ndisplacement\n(mean, CI)"] = {
             c: "" if d.mean is None else f"{points(d.mean, signed=True, scale=1)} {ci_text(d.ci, scale=1)}"
             for c, d in report.rank_displacement.items()
@@ -143,13 +149,24 @@ def _extra_columns(report: Report) -> dict[str, dict[str, str]]:
     return cols
 
 
+def _paired_title(report: Report, primary: str) -> str:
+    """The paired table's title: the columns it has, no others (a report without labels has no
+    stability classes or first-positive ranks, which need them)."""
+    parts = [f"paired against clean — {primary}: {PAIRED_SIGN} (points), CI, Holm-adjusted p"]
+    if report.stability:
+        parts.append("stability: stably correct / drag / persistently wrong / boost (queries)")
+    if _has_displacement(report):
+        parts.append("rank displacement: corrupted − clean rank of the first positive")
+    if report.meta.get("labelled", True) is False:
+        parts.append("no relevance labels: label-free measures of the corrupted ranking against the clean one")
+    return "; ".join(parts)
+
+
 def _paired_table(report: Report, primary: str):
     from rich.table import Table
 
     extra = _extra_columns(report)
-    t = Table(title=f"paired against clean — {primary}: {PAIRED_SIGN} (points), CI, Holm-adjusted p; "
-                    "stability: stably correct / drag / persistently wrong / boost (queries); rank displacement: "
-                    "corrupted − clean rank of the first positive")
+    t = Table(title=_paired_title(report, primary))
     t.add_column("condition", no_wrap=True)
     for name in (f"Δ{primary}", "CI", "p\n(Holm)"):
         t.add_column(name, justify="right", no_wrap=True)
@@ -352,44 +369,79 @@ def _moor(x: dict[str, Any] | None) -> str:
     return f"{pct(x.get('gain'), True)}\n{ci_text(x.get('ci'))}\nvs {x['baseline']}"
 
 
+def _n_conditions(rows: Sequence[dict[str, Any]]) -> str:
+    """``"6 each"`` or ``"IT2IT 6, T2T 3, …"``: how many conditions each target's mean is over."""
+    ns = {r["target"]: (r.get("mean_delta") or {}).get("n_conditions") for r in rows}
+    if len(set(ns.values())) == 1:
+        return f"{next(iter(ns.values()))} each"
+    return ", ".join(f"{t} {n}" for t, n in ns.items())
+
+
+def _queries(headline: dict[str, Any], lab: str) -> str:
+    """``"12 queries (11 count for R@1)"``; every query counts in a label-free measure."""
+    n, counted = headline.get("n_queries"), headline.get("n_counted")
+    if headline.get("labelled", True) and counted is not None and counted != n:
+        k = n - counted
+        return f"{n} queries ({counted} count for {lab}; {k} ha{'s' if k == 1 else 've'} no relevant item)"
+    return f"{n} queries"
+
+
 def headline_table(headline: dict[str, Any], *, title: str = "snapbench run") -> Any:
-    """A ``rich.table.Table``: one row per target (see the module docstring)."""
+    """A ``rich.table.Table``: one row per target (see the module docstring).  A run without labels
+    shows the label-free measures (overlap@10, then rbo and flip@1 when headline.json has them)."""
     from rich import box
     from rich.table import Table
 
     metric = headline.get("metric", "hit@1")
+    labelled = headline.get("labelled", True) is not False
+    extra = list(headline.get("extra") or [])
     lab = metric_label(metric)
     level = ci_label(float(headline.get("ci_level", 0.95)))
     rows = headline.get("targets", [])
-    clean = list(dict.fromkeys(m for r in rows for m in r.get("clean", {})))
-    n = headline.get("n_queries")
+    # a label-free measure of the clean ranking against itself is 100 (flip 0) by definition: not shown
+    clean = list(dict.fromkeys(m for r in rows for m in r.get("clean", {}))) if labelled else []
     joint = any(r.get("additivity") for r in rows)
     moor = any(r.get("moor_vs_fixed") for r in rows)
+    reads = ("mean Δ over the corrupted conditions that corrupt a side of the query the target reads (an image "
+             f"condition cannot move T→T; joint conditions count): {_n_conditions(rows)}; ")
+    ops = "worst/mildest: operator with the lowest/highest mean Δ over its severities; "
     # the caption explains the columns shown, no others
-    caption = [f"{n} queries; values in %, Δ in points (condition − clean, negative = worse), [{level}]; "
-               f"mean Δ over every corrupted condition; worst/mildest: operator with the lowest/highest mean Δ "
-               f"over its severities; "
+    if labelled:
+        head = f"{_queries(headline, lab)}; values in %, Δ in points (condition − clean, negative = worse), [{level}]; "
+    else:
+        head = (f"{_queries(headline, lab)}, no relevance labels: the label-free measures ({', '.join([metric, *extra])}) "
+                "of each corrupted ranking against the clean ranking of the same query (clean = 100 overlap and rbo, "
+                f"0 flips); Δ in points (corrupted − clean; overlap/rbo: negative = the ranking moved, flip@1: the "
+                f"share of top-1 items that changed), [{level}]; ")
+    caption = [head + reads + ops
                + ("δ = super-additivity gap of the joint conditions (> 0: worse than the sum); " if joint else "")
                + (f"MOOR − best fixed fusion: mean {lab} gain over the shared conditions; " if moor else "")
                + f"primary target: {headline.get('primary_target')}"]
     limit = _limit_line(headline.get("limit"))
     if limit:
         caption.insert(0, limit)
-    t = Table(title=f"{title} — {lab}" + (f" ({limit.split(' — ')[0]})" if limit else ""),
+    what = lab if labelled else f"{lab} (no labels: label-free measures)"
+    t = Table(title=f"{title} — {what}" + (f" ({limit.split(' — ')[0]})" if limit else ""),
               caption="\n".join(caption), caption_justify="left", box=box.MINIMAL, show_lines=True)
-    # numbers may wrap on a narrow terminal (fold), never be cut to "…"; a target name stays whole
+    # numbers may wrap on a narrow terminal (fold), never be cut to "…"; a target name and an
+    # operator name stay whole (an operator's name and its Δ are two lines of one cell)
     t.add_column("target", no_wrap=True)
     for m in clean:
         t.add_column(f"clean\n{metric_label(m)}", justify="right", overflow="fold")
-    for name in (f"mean Δ{lab}\n[CI]", "worst\noperator", "mildest\noperator"):
-        t.add_column(name, justify="right", overflow="fold")
+    for m in (metric, *extra):  # a long name (overlap@10) on a line of its own
+        name = metric_label(m)
+        t.add_column(f"mean Δ{name}\n[CI]" if len(name) <= 4 else f"mean Δ\n{name}\n[CI]", justify="right",
+                     overflow="fold")
+    for name in ("worst\noperator", "mildest\noperator"):
+        t.add_column(name, justify="right", no_wrap=True)
     if joint:
         t.add_column("δ\n[CI]", justify="right", overflow="fold")
     if moor:
         t.add_column("MOOR − best\nfixed fusion", justify="right", overflow="fold")
     for r in rows:
-        cells = [r["target"], *(pct(r.get("clean", {}).get(m)) for m in clean),
-                 _with_ci(r.get("mean_delta"), "value"), _operator(r.get("worst")), _operator(r.get("mildest"))]
+        cells = [r["target"], *(pct(r.get("clean", {}).get(m)) for m in clean), _with_ci(r.get("mean_delta"), "value"),
+                 *(_with_ci((r.get("extra") or {}).get(m), "value") for m in extra),
+                 _operator(r.get("worst")), _operator(r.get("mildest"))]
         if joint:
             cells.append(_with_ci(r.get("additivity"), "delta"))
         if moor:
@@ -405,14 +457,14 @@ def _rank(x: float | None) -> str:
 
 def ranking_table(views: Sequence[MetricView]) -> Any:
     """A ``rich.table.Table``: per target (a section each), the models from the best rank down, with the
-    clean value, the mean Δ over all corrupted conditions (the ranking's score) and its CI, the rank,
+    clean value, the mean Δ over the corrupted conditions the target reads (the ranking's score) and its CI, the rank,
     its interval and the tier."""
     from rich import box
     from rich.table import Table
 
     lab = metric_label(views[0].metric)
     level = ci_label(views[0].level)
-    t = Table(title=f"snapbench compare — ranking by mean Δ{lab} over all corrupted conditions (rank 1 = smallest drop)",
+    t = Table(title=f"snapbench compare — ranking by mean Δ{lab} over the corrupted conditions each target reads (rank 1 = smallest drop)",
               caption=f"values in %, Δ in points (condition − clean, negative = worse); CI and rank interval: {level}; "
                       "a tier holds the models not told apart from its first model",
               caption_justify="left", box=box.MINIMAL)
@@ -437,7 +489,7 @@ def ranking_table(views: Sequence[MetricView]) -> Any:
 
 
 def _told_apart_lines(v: MetricView) -> list[str]:
-    """For one target: one line per pair told apart on the mean over all corrupted conditions (the more
+    """For one target: one line per pair told apart on the mean over the corrupted conditions it reads (the more
     robust model first, with ΔA − ΔB and its CI), or one line saying none of its pairs is."""
     apart, total = [], 0
     for (a, b, c), r in v.pairs.items():
@@ -462,8 +514,8 @@ def print_comparison(comparison: Comparison, targets: Sequence[str], metric: str
     if not views:
         return
     console.print(ranking_table(views))
-    console.print(f"pairs told apart on {metric_label(metric)} (more robust > less robust; mean over all corrupted "
-                  f"conditions, {correction}-adjusted p < {1 - level:.2g} over the pairs and CI excluding 0):",
+    console.print(f"pairs told apart on {metric_label(metric)} (more robust > less robust; mean over the corrupted "
+                  f"conditions each target reads, {correction}-adjusted p < {1 - level:.2g} over the pairs and CI excluding 0):",
                   markup=False, highlight=False)
     for v in views:
         for line in _told_apart_lines(v):

@@ -83,6 +83,10 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
         report.meta.mode = name
         report.meta.dataset = ds.name
         report.meta.n_dropped_queries = int(len(ds.queries) - keep.size)
+        limited_from = getattr(ds, "limited_from", None)
+        if limited_from is not None:  # run --limit: said in every report, not only in run.json
+            report.meta.notes = [f"--limit {len(ds.queries)}: only the first {len(ds.queries)} of the dataset's "
+                                 f"{int(limited_from)} queries were evaluated; a quick look, not the dataset's result"]
         run_dir.target_dir(name).mkdir(parents=True, exist_ok=True)
         if name == "MOOR":
             write_json(run_dir.text_share, shares)
