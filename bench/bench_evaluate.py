@@ -4,7 +4,7 @@
 
 Workload (brief, target < 10 s on 2 cores): 1,145 queries x 9,085 gallery items, the 54 states plus
 the 18 joint conditions (72 float32 .npy files, ~3 GB, written to a temp dir first -- not timed),
-all default metrics (hit/recall/ndcg @1,5,10,20 + mrr), 10,000 bootstrap resamples and 10,000
+all default metrics (hit/recall/ndcg @1,5,10,20 + mrr + overlap@1,5,10,20, rbo, flip@1), 10,000 bootstrap resamples and 10,000
 permutations, Holm, additivity of the 18 joint conditions, severity curves, stability classes,
 rank displacement.  Timed through :func:`snapbench.evaluate.evaluate_directory` (what the CLI
 calls) plus writing the JSON report, and once more as a ``snapbench evaluate`` subprocess (import
@@ -221,7 +221,7 @@ def main() -> None:
         f"- machine: {machine()}; 1-min load average at the end {load:.2f} (other jobs on the box inflate every number)",
         f"- workload: {Q:,} queries x {N:,} gallery items, float32, ~{POS_PER_QUERY} positives/query; "
         f"{rep['n_conditions']} conditions (54 states + {rep['n_joint']} joint) x {rep['metrics']} metrics "
-        "(hit/recall/ndcg @1,5,10,20 + mrr); 10,000 bootstrap resamples, 10,000 permutations, McNemar for hit@k, "
+        "(hit/recall/ndcg @1,5,10,20 + mrr + overlap@1,5,10,20, rbo, flip@1); 10,000 bootstrap resamples, 10,000 permutations, McNemar for hit@k, "
         "Holm, additivity of the joint conditions, severity curves, stability, rank displacement; "
         f"{args.workers} worker threads; page cache warm; best of {args.repeats} runs",
         "",
