@@ -49,7 +49,7 @@ STAGES = (  # (owner, attribute, label)
     (q_mod._Feeder, "add", "feed the encoders (batching, encoder calls, row writes)"),
     (q_mod._Feeder, "finish_block", "block checkpoints (last batches, msync, blocks.jsonl line)"),
     (enc_mod, "call_encoder", "  within those: the encoder calls"),
-    (q_mod.QueryStore, "put", "  within those: embedding rows into the memmaps"),
+    (q_mod._QueryStore, "put", "  within those: embedding rows into the memmaps"),
 )
 
 

@@ -23,7 +23,7 @@ from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a
 
 from snapbench.core.conditions import TEXT_OPERATORS
 from snapbench.core.seeding import text_rng
-from snapbench.corruptions import text as text_mod
+from snapbench.corruptions import entity as entity_mod
 from snapbench.corruptions.text import corrupt_text, find_entity, get_text_operator
 
 QUESTIONS = [
@@ -75,7 +75,7 @@ def main() -> None:
 
         rows.append((op, per_call_us(call, args.n), per_call_us(edit, args.n)))
     rng_us = per_call_us(lambda i: text_rng(0, f"q{i}", "char_add", 0), args.n)
-    uncached = text_mod._locate_cached.__wrapped__  # the lookup without the per-query span cache
+    uncached = entity_mod._locate_cached.__wrapped__  # the lookup without the per-query span cache
     find_us = per_call_us(lambda i: uncached(*QUESTIONS[i % nq]), args.n)
 
     lines = [

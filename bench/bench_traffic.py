@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 from _machine import machine  # bench/ is on sys.path
 
-from snapbench.store.rundir import read_run
 from snapbench.app.traffic import read_traffic, traffic_body
 from snapbench.core.conditions import list_conditions
 from snapbench.diagnose import IMAGE_DETECTORS, TEXT_DETECTORS
 from snapbench.evaluate.metrics import parse_metrics
 from snapbench.store.perquery import write_per_query
+from snapbench.store.rundir import read_run
 
 TARGETS = ("I2I", "T2T", "IT2IT", "I2IT", "T2IT", "MOOR", "fusion/comb_sum", "fusion/rrf")
 META = {"snapbench_version": "bench", "schema_version": 1, "seed": 0, "resamples": 0, "permutations": 0,

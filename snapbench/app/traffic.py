@@ -44,7 +44,7 @@ from ..store.folders import SCHEMA_VERSIONS, RunDir
 from ..store.rundir import RunTables, read_run
 from .diagnose import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
 
-__all__ = ["TRAFFIC_SCHEMA_VERSION", "TrafficSample", "check_traffic_dir", "compute_traffic",
+__all__ = ["TRAFFIC_SCHEMA_VERSION", "TrafficSample", "check_traffic_dir", "compute_traffic", "traffic_body",
            "read_traffic", "write_traffic"]
 
 TRAFFIC_SCHEMA_VERSION = SCHEMA_VERSIONS["traffic.json"]
@@ -319,11 +319,11 @@ def compute_traffic(
     """The traffic.json body for ``run_dir`` under the mix of ``diagnose_dir`` (module docstring).
 
     ``resamples``, ``seed`` and ``level`` default to the run's (its reports' meta)."""
-    return _traffic_body(read_run(run_dir), read_traffic(diagnose_dir), mapping=mapping, resamples=resamples,
+    return traffic_body(read_run(run_dir), read_traffic(diagnose_dir), mapping=mapping, resamples=resamples,
                         seed=seed, level=level)
 
 
-def _traffic_body(
+def traffic_body(
     run: RunTables,
     sample: TrafficSample,
     *,
