@@ -66,7 +66,15 @@ from .core.validate import hint_and_known, positive_int
 from .engines import ENGINES, check_engine
 from .engines.signals import Terminated, exit_status, stop_on_termination
 from .store.atomic import removing_empty_output_dirs
-from .store.folders import DEMO_NAME, claim_output_dir, holds_a_demo, output_kind, refuse_output_folder
+from .store.folders import (
+    DEMO_NAME,
+    CompareDir,
+    RunDir,
+    claim_output_dir,
+    holds_a_demo,
+    output_kind,
+    refuse_output_folder,
+)
 
 #: parameter name -> flag, where the flag is not simply ``--`` + name with "_" as "-".
 FLAGS: dict[str, str] = {
@@ -357,7 +365,6 @@ def compare(
         typer.echo(f"warning: {warning}", err=True)  # one line, as every command's warnings
     st = res.settings
     if quiet:
-        from .store import CompareDir
 
         cd = CompareDir(out)
         for path in (cd.compare_json, cd.html):
@@ -370,7 +377,7 @@ def compare(
     print_comparison(res.comparison, ordered_targets(st.targets), st.metric, st.ci, opts.correction, _console())
     typer.echo(f"compared {len(res.sources)} models ({', '.join(s.name for s in res.sources)}) on "
                f"{', '.join(st.targets)} x {', '.join(st.metrics)} in {res.timings['total_s']:.1f} s")
-    html = out / "compare.html"
+    html = CompareDir(out).html
     removed = f" (removed {len(res.removed)} files of the previous compare it did not write again)" if res.removed else ""
     typer.echo(f"wrote {len(res.files)} files under {out}{removed}" + (f"; open {html}" if html in res.files else ""))
 
@@ -952,7 +959,6 @@ def _additivity_report(source: Path, qrels: Path, metric: str, seed: int, resamp
 def _refuse_a_run_folder(source: Path) -> None:
     """A folder 'snapbench run' wrote holds finished reports, one per mode: name them instead of asking
     for the --qrels of a SCORES_DIR it is not."""
-    from .store import RunDir
 
     if output_kind(source) != "run":
         return  # the SCORES_DIR reader says what is wrong (and what another command's folder is)
@@ -1132,7 +1138,7 @@ def report(
     for topic, msgs in res.notes.items():
         for m in msgs:
             err.print(f"note ({topic}): {m}", highlight=False, markup=False)
-    html = res.out / "report.html"
+    html = RunDir(res.out).report_html
     typer.echo(f"wrote {len(res.files)} files under {res.out}" + (f"; open {html}" if html in res.files else ""))
 
 
@@ -1252,7 +1258,6 @@ def _logger(quiet: bool = False):
 
 def _paths(result) -> None:
     """--quiet: the result files, one path per line (what a script reads next)."""
-    from .store import RunDir
 
     for path in result.reports.values():
         typer.echo(str(path))
@@ -1265,7 +1270,6 @@ def _table(result, title: str) -> None:
     """The headline table of the run (OUT/headline.json, read back: the numbers the file holds)."""
     from .render.aggregate import read_headline
     from .render.terminal import _console, headline_table
-    from .store import RunDir
 
     if RunDir(result.out_dir).headline.is_file():
         _console().print(headline_table(read_headline(result.out_dir), title=title))

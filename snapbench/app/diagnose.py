@@ -54,15 +54,14 @@ from ..render.diagnose_page import render_diagnose_html
 from ..render.progress import ProgressDisplay
 from ..store import MANIFEST, RUN_CONFIG, claim_output_dir, write_run_json
 from ..store.atomic import open_text_atomic, removing_empty_output_dirs, write_json, write_text_atomic
+from ..store.folders import DIAGNOSE_CSV, DIAGNOSE_HTML, DIAGNOSE_SUMMARY
 from ..store.jsonl import read_manifest
 
 __all__ = ['CSV_NAME', 'HTML_NAME', 'SUMMARY_NAME', 'DiagnoseResult', 'run_diagnose', 'INPUT_KINDS', 'QuerySet', 'load_queries']
 
 
 
-CSV_NAME = "diagnose.csv"
-SUMMARY_NAME = "summary.json"
-HTML_NAME = "diagnose.html"
+CSV_NAME, SUMMARY_NAME, HTML_NAME = DIAGNOSE_CSV, DIAGNOSE_SUMMARY, DIAGNOSE_HTML  # store.folders spells them
 CSV_COLUMNS = ("query_id", "side", "detector", "score", "flag")
 
 

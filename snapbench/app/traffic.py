@@ -40,14 +40,14 @@ from ..diagnose.mix import FLAG_CONDITIONS, FlagConditions, Mix, Signature, buil
 from ..evaluate.metrics import QueryStat
 from ..evaluate.paired import bootstrap_counts, bootstrap_values, percentile_ci
 from ..store.atomic import write_json
-from ..store.folders import SCHEMA_VERSIONS, RunDir
+from ..store.folders import SCHEMA_VERSIONS, TRAFFIC_JSON, RunDir
 from ..store.rundir import RunTables, read_run
 from .diagnose import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
 
 __all__ = ["TRAFFIC_SCHEMA_VERSION", "TrafficSample", "check_traffic_dir", "compute_traffic", "traffic_body",
            "read_traffic", "write_traffic"]
 
-TRAFFIC_SCHEMA_VERSION = SCHEMA_VERSIONS["traffic.json"]
+TRAFFIC_SCHEMA_VERSION = SCHEMA_VERSIONS[TRAFFIC_JSON]
 MOOR_AGAINST = "IT2IT"
 
 

@@ -29,7 +29,7 @@ from ..core.userfiles import read_json
 from ..core.validate import choice, hint_and_known
 from ..store import RunDir, claim_output_dir, write_run_json
 from ..store.atomic import write_bytes_atomic, write_text_atomic
-from ..store.folders import FUSION_PREFIX, check_schema_version
+from ..store.folders import FUSION_PREFIX, TRAFFIC_JSON, check_schema_version
 from ..store.perquery import write_combined_per_query
 from ..store.rundir import TARGET_NAMES, RunData, load_run_dir
 from .figures import check_dpi
@@ -620,7 +620,7 @@ def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1", label
         body = read_json(path, what="traffic view")
         if not isinstance(body, dict) or body.get("kind") != "traffic":
             raise SnapbenchError("not a traffic.json written by snapbench", path=path)
-        check_schema_version(body, "traffic.json", path)
+        check_schema_version(body, TRAFFIC_JSON, path)
         stale = body.get("reports") != report_digests(run_dir)
     except (SnapbenchError, OSError) as exc:
         return f'<p class="missing">{html.escape(str(exc))}</p>'

@@ -76,6 +76,7 @@ from ..compare.records import (
 from ..compare.stats import adjust_pvalues, alpha_of
 from ..core.conditions import IMAGE_PRIMITIVES
 from ..store.compare import COMPARE_FIGURES, ModelSource
+from ..store.folders import CompareDir
 from ..store.rundir import TARGET_NAMES
 from .figures import legend_outside, require_matplotlib, tidy_axes, to_points
 from .findings import Finding
@@ -157,8 +158,9 @@ def render_page(res: CompareResult, written: Written, targets: list[str]) -> str
     if res.notes:
         sections.append(HtmlSection("notes", "Notes", missing=list(res.notes)))
     files = [str(p.relative_to(res.out)) for p in res.files if p.is_relative_to(res.out)]
+    res_dir = CompareDir(res.out)
     sections.append(HtmlSection("files", "Files of this comparison",
-                                raw=[ul([("", f) for f in files + ["compare.html", "run.json"]], code=True)]))
+                                raw=[ul([("", f) for f in files + [res_dir.html.name, res_dir.run_json.name]], code=True)]))
     names = ", ".join(display_names([s.name for s in res.sources]).values())
     return render_html(f"snapbench compare — {names}", _summary(res), sections)
 

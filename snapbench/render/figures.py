@@ -21,6 +21,7 @@ from ..core.errors import ConfigError
 from ..core.install_hint import install_hint
 from ..core.records import Report
 from ..core.validate import positive_int
+from ..store.folders import PER_QUERY_CSV
 from ..store.rundir import TARGET_NAMES, RunData
 from .aggregate import mode_drags, moor_gain, primitive_severity, text_share_curve
 from .fmt import DROP_SIGN, ci_text, points
@@ -380,8 +381,8 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
     axes[0].set_ylabel(f"{lab}(MOOR) − {lab}(IT→IT) (points)")
     mean = float(np.mean([e["value"] for e in gain.values()]))
     fig.suptitle(f"MOOR's gain over fixed fusion IT→IT (α = 0.5) per condition; > 0 = MOOR higher; mean "
-                 f"{points(mean, signed=True)} points" + (f"; whiskers: {level}" if with_ci else "; no CI without "
-                                                          "per_query.csv"), fontsize=10)
+                 f"{points(mean, signed=True)} points"
+                 + (f"; whiskers: {level}" if with_ci else f"; no CI without {PER_QUERY_CSV}"), fontsize=10)
     return fig
 
 

@@ -75,7 +75,7 @@ from ..core.records import Report
 from ..core.userfiles import read_json
 from . import CompareDir, RunDir, read_run_json, run_json_kind
 from .atomic import write_json
-from .folders import SCHEMA_VERSIONS, check_schema_version
+from .folders import COMPARE_JSON, RUN_CONFIG, SCHEMA_VERSIONS, check_schema_version
 from .rundir import read_report, read_target_values
 
 __all__ = ['COMPARE_KIND', 'COMPARE_SCHEMA_VERSION', 'RECORD_TYPES', 'compare_json', 'read_compare_json', 'write_compare_json', 'UNNAMED', 'ModelSource', 'open_sources', 'possible_files', 'previous_files', 'relative_names', 'remove_stale']
@@ -83,7 +83,7 @@ __all__ = ['COMPARE_KIND', 'COMPARE_SCHEMA_VERSION', 'RECORD_TYPES', 'compare_js
 COMPARE_KIND = "snapbench compare"
 #: The figures a compare writes per target and metric (``figures/<stem>_<name>.png|pdf``), in report order.
 COMPARE_FIGURES = ("effective", "heatmap", "primitives", "ranks")
-COMPARE_SCHEMA_VERSION = SCHEMA_VERSIONS["compare.json"]
+COMPARE_SCHEMA_VERSION = SCHEMA_VERSIONS[COMPARE_JSON]
 #: The record lists of compare.json and the type of their records, in file order.
 RECORD_TYPES: dict[str, type] = {
     "models": ModelRecord, "pairs": PairRecord, "normalised": NormalisedRecord, "ranking": RankingRecord,
@@ -140,10 +140,10 @@ def _check_record(rec: Any, kinds: dict[str, str], where: str, path) -> dict[str
 def read_compare_json(path: str | os.PathLike) -> dict[str, Any]:
     """A compare.json, checked (:class:`InputError` naming the file and the key), with every
     undefined number of the record lists as NaN."""
-    obj = read_json(path, what="compare.json")
+    obj = read_json(path, what=COMPARE_JSON)
     if not isinstance(obj, dict) or obj.get("kind") != COMPARE_KIND:
         raise InputError(f"is not a compare.json (no \"kind\": \"{COMPARE_KIND}\")", path=path)
-    check_schema_version(obj, "compare.json", path)
+    check_schema_version(obj, COMPARE_JSON, path)
     missing = [k for k in (*_HEAD, *RECORD_TYPES) if k not in obj]
     if missing:
         raise InputError(f"lacks {', '.join(missing)}", path=path)
@@ -170,7 +170,7 @@ _ACCEPTED = ("compare takes run folders ('snapbench run' output), folders of a s
 def _run_of_report(path: Path) -> Path | None:
     """The run folder a ``<target>/report.json`` (or ``fusion/<name>/report.json``) lies in."""
     for folder in (path.parent.parent, path.parent.parent.parent):
-        if (folder / "run.json").is_file() and path.parent.name and RunDir(folder).targets():
+        if (folder / RUN_CONFIG).is_file() and path.parent.name and RunDir(folder).targets():
             return folder
     return None
 

@@ -69,13 +69,20 @@ from ..core.targets import MODES
 from ..core.userfiles import load_npy, read_json, read_text
 from .atomic import save_npy_atomic, write_json, write_text_atomic
 
-__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
 
 QUERY_IDS = "query_ids.txt"
 GALLERY_IDS = "gallery_ids.txt"
 MANIFEST = "manifest.jsonl"
 SKIPS = "skips.jsonl"
 RUN_CONFIG = "run.json"
+REPORT_JSON = "report.json"  # each target's report (run: DIR/<target>/, evaluate --out)
+PER_QUERY_CSV = "per_query.csv"
+COMPARE_JSON = "compare.json"
+TRAFFIC_JSON = "traffic.json"
+DIAGNOSE_CSV = "diagnose.csv"  # diagnose's OUT: one row per (query, side, detector)
+DIAGNOSE_SUMMARY = "summary.json"  # diagnose's OUT: the traffic mix
+DIAGNOSE_HTML = "diagnose.html"
 EMBEDDINGS_DIR = "embeddings"  # encode's OUT/embeddings, run's DIR/embeddings
 PATHS_DIR = "paths"  # encode's OUT/paths
 DROPPED_QUERIES = "dropped_queries.json"  # encode's and run's queries left out of every state
@@ -232,10 +239,10 @@ class RunDir:
         return self.root / target
 
     def report(self, target: str) -> Path:
-        return self.root / target / "report.json"
+        return self.root / target / REPORT_JSON
 
     def per_query(self, target: str) -> Path:
-        return self.root / target / "per_query.csv"
+        return self.root / target / PER_QUERY_CSV
 
     @property
     def text_share(self) -> Path:
@@ -249,7 +256,7 @@ class RunDir:
         """The targets whose report.json exists, modes and MOOR in :data:`TARGET_ORDER`, then baselines."""
         found = [t for t in TARGET_ORDER if self.report(t).is_file()]
         if self.fusion.is_dir():
-            found += [FUSION_PREFIX + d.name for d in sorted(self.fusion.iterdir()) if (d / "report.json").is_file()]
+            found += [FUSION_PREFIX + d.name for d in sorted(self.fusion.iterdir()) if (d / REPORT_JSON).is_file()]
         return found
 
     # the report of a run (snapbench report)
@@ -272,7 +279,7 @@ class RunDir:
 
     @property
     def combined_per_query(self) -> Path:
-        return self.root / "per_query.csv"
+        return self.root / PER_QUERY_CSV
 
     # the report's own folders (snapbench report writes them into DIR or its --out)
     @property
@@ -297,7 +304,7 @@ class RunDir:
     # the traffic-weighted view (snapbench report --traffic)
     @property
     def traffic(self) -> Path:
-        return self.root / "traffic.json"
+        return self.root / TRAFFIC_JSON
 
     # the headline numbers per target that snapbench run prints when it is done (snapbench.render.aggregate)
     @property
@@ -328,7 +335,7 @@ class CompareDir:
 
     @property
     def compare_json(self) -> Path:
-        return self.root / "compare.json"
+        return self.root / COMPARE_JSON
 
     @property
     def html(self) -> Path:
@@ -369,8 +376,8 @@ RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose",
 RUN_JSON_SCHEMA = 2
 #: The schema version of every versioned JSON artifact, the one this snapbench writes and reads;
 #: readers check it with :func:`check_schema_version` (one rule, one wording).
-SCHEMA_VERSIONS: dict[str, int] = {"run.json": RUN_JSON_SCHEMA, "report.json": REPORT_SCHEMA_VERSION,
-                                   "compare.json": 1, "traffic.json": 1}
+SCHEMA_VERSIONS: dict[str, int] = {RUN_CONFIG: RUN_JSON_SCHEMA, REPORT_JSON: REPORT_SCHEMA_VERSION,
+                                   COMPARE_JSON: 1, TRAFFIC_JSON: 1}
 
 
 def check_schema_version(obj: Mapping[str, Any], artifact: str, path: str | os.PathLike) -> None:
@@ -415,7 +422,7 @@ def read_run_json(folder: str | os.PathLike, *, kind: str | None = None) -> dict
     if kind is not None and found != kind:
         raise _not_ours(Path(folder), found, kind)
     if kind is not None:  # its contents are about to be used (resume, reading a run): this version's only
-        check_schema_version(cfg, "run.json", path)
+        check_schema_version(cfg, RUN_CONFIG, path)
     return cfg
 
 
@@ -714,7 +721,7 @@ class StressDir:
 
     @property
     def per_query(self) -> Path:
-        return self.root / "per_query.csv"
+        return self.root / PER_QUERY_CSV
 
     @property
     def stress_json(self) -> Path:

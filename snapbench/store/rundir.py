@@ -22,7 +22,7 @@ from ..core.records import PerQuery, Report, ReportMeta
 from ..core.targets import MODE_LABELS
 from ..core.userfiles import read_json
 from . import FUSION_PREFIX, TARGET_ORDER, RunDir, open_run_dir, primary_target
-from .folders import check_schema_version
+from .folders import REPORT_JSON, check_schema_version
 from .perquery import read_per_query
 
 __all__ = ["TARGET_NAMES", "RunData", "load_run_dir", "read_target_per_query", "read_target_values"]
@@ -194,7 +194,7 @@ def read_report(path: str | os.PathLike) -> Report:
 
     obj = read_json(path, what="report")
     if isinstance(obj, dict) and isinstance(obj.get("meta"), dict):
-        check_schema_version(obj["meta"], "report.json", path)
+        check_schema_version(obj["meta"], REPORT_JSON, path)
     return Report.from_json(obj, path=path)
 
 

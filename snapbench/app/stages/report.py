@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ...core.targets import ModePlan
 from ...core.userfiles import read_json
+from ...store.folders import RunDir
 from .measured import run_target_outcome
 from .options import RunOptions, RunResult
 from .queries import QueryEmbeddings
@@ -38,12 +39,12 @@ def _build_html(out: Path, say: Callable[[str], None]) -> Path | None:
     the run was made with ``--no-report``) gets its report then."""
     from ...render import build_report
 
-    (out / "report.html").unlink(missing_ok=True)
+    RunDir(out).report_html.unlink(missing_ok=True)
     rep = build_report(out)
     for topic, lines in rep.notes.items():
         for line in lines:
             say(f"report ({topic}): {line}")
-    html = out / "report.html"
+    html = RunDir(out).report_html
     return html if html.exists() else None
 
 
@@ -97,8 +98,6 @@ def _record_stability(state: RunState, *, built: bool) -> bool:
     (:func:`snapbench.render.stability.stability_vs_loss`, computed from the per-query tables).  The
     report wrote it as stability.json when it was built; without a report it is computed here.  False
     when the run has nothing to record (no labels, too few conditions)."""
-    from ...store import RunDir
-
     path = RunDir(state.dir.root).stability
     if built:
         body = read_json(path, what="stability") if path.is_file() else None
