@@ -716,7 +716,6 @@ def encode(
 def _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progress, items) -> None:
     """The encode command once the encoder is open (in this process or as a Ray actor pool)."""
     from .app.encode import encode_corrupted
-    from .core.targets import modes_for_paths
     from .render.progress import ProgressDisplay
     from .store.cache import CachedEncoder
 
@@ -736,8 +735,7 @@ def _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progres
         f"{summary.n_queries} queries x {len(summary.conditions)} conditions, {summary.n_gallery} gallery items, "
         f"paths {', '.join(summary.paths)} -> {out}"
     )
-    usable = modes_for_paths(summary.paths)
-    typer.echo(f"retrieval modes these paths give: {', '.join(usable) or 'none'} "
+    typer.echo(f"retrieval modes these paths give: {', '.join(summary.modes) or 'none'} "
                f"(snapbench evaluate {out / 'paths'} --mode MODE --qrels ...)")
     if summary.joint:
         typer.echo(f"native joint IT→IT scores of {getattr(enc, 'name', encoder)!r}: {out / 'paths'}/<condition>.npy "

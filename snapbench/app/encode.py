@@ -28,7 +28,7 @@ Decisions:
   :func:`snapbench.app.stages.gallery.encode_gallery` and every batch through
   :func:`snapbench.app.stages.encoders.call_encoder`, so a failing model is the same clean error in
   both, and image and text embeddings of different sizes (two separate models) leave out the
-  cross-modal paths IT and TI in both (:func:`snapbench.core.targets.paths_for_sides`).
+  cross-modal paths IT and TI in both (the one rule of :func:`snapbench.core.targets.plan_targets`).
 * Memory is bounded by the batch, not the gallery: images are decoded, encoded and dropped batch by
   batch; only embeddings are kept.  Each distinct variant image (manifest ``sha256``) and question
   is encoded once per run (text conditions share the clean image, image conditions the clean
@@ -59,7 +59,7 @@ from .._version import __version__
 from ..core.conditions import parse_condition
 from ..core.defaults import DEFAULT_BATCH_SIZE
 from ..core.errors import ConfigError, InputError, SnapbenchError
-from ..core.targets import PATH_SIDES, SIDES, paths_for_sides, query_sides
+from ..core.targets import PATH_SIDES, SIDES, TargetPlan, plan_targets, query_sides
 from ..core.validate import LIST_MAX, positive_int, unknown_name
 from ..corruptions.io import load_image
 from ..data import GalleryItem
@@ -93,6 +93,7 @@ class EncodeSummary:
     paths: list[str] = field(default_factory=list)  # the paths written, e.g. ["II", "TT", "IT", "TI"]
     skipped_paths: dict[str, str] = field(default_factory=dict)  # path -> why it was not written
     joint: bool = False  # paths/<condition>.npy hold the encoder's native joint IT→IT scores
+    modes: list[str] = field(default_factory=list)  # the retrieval modes the written paths give
 
 
 @dataclass
@@ -178,39 +179,32 @@ def _side_reason(side: str, queries: bool, missing: list[str], total: int) -> st
     return f"{len(missing)} of {total} {many} have no {noun} ({ex}); a path needs it for every one"
 
 
-def _side_reasons(inp: _Input, items: Sequence[Any], encoder: Any) -> dict[tuple[str, str], str]:
-    """(``"q"`` / ``"g"``, side) -> why that side cannot be encoded (absent: it can)."""
+def _side_reasons(inp: _Input, items: Sequence[Any], encoder: Any) -> dict[str, str]:
+    """Side (``"query image"``, ``"gallery text"``..., as :func:`~snapbench.core.targets.plan_targets`
+    reads them) -> why that side cannot be encoded (absent: it can)."""
     clean = inp.by_cond["clean"]
     mods = frozenset(getattr(encoder, "modalities", None) or SIDES)
     lacking = {
-        ("q", "image"): [q for q in inp.query_ids if not clean[q].get("path")],
-        ("q", "text"): [q for q in inp.query_ids if clean[q].get("question") is None],
-        ("g", "image"): [g.id for g in items if g.image is None],
-        ("g", "text"): [g.id for g in items if g.caption is None],
+        "query image": [q for q in inp.query_ids if not clean[q].get("path")],
+        "query text": [q for q in inp.query_ids if clean[q].get("question") is None],
+        "gallery image": [g.id for g in items if g.image is None],
+        "gallery text": [g.id for g in items if g.caption is None],
     }
-    why: dict[tuple[str, str], str] = {}
-    for (who, side), miss in lacking.items():
+    why: dict[str, str] = {}
+    for key, miss in lacking.items():
+        who, side = key.split()
         if side not in mods:
-            why[(who, side)] = f"encoder {getattr(encoder, 'name', '?')!r} does not encode {side}s"
+            why[key] = f"encoder {getattr(encoder, 'name', '?')!r} does not encode {side}s"
         elif miss:
-            why[(who, side)] = _side_reason(side, who == "q", miss, len(inp.query_ids) if who == "q" else len(items))
+            why[key] = _side_reason(side, who == "query", miss, len(inp.query_ids) if who == "query" else len(items))
     return why
 
 
-def _plan_paths(why: dict[tuple[str, str], str], dims: dict[str, int] | None = None) -> tuple[list[str], dict[str, str]]:
-    """The paths to write and why the others are not (``dims``: side -> embedding size, once known)."""
-    shared = dims is None or len(set(dims.values())) <= 1
-    have = paths_for_sides([s for s in SIDES if ("q", s) not in why], [s for s in SIDES if ("g", s) not in why])
-    paths, skipped = [], {}
-    for p, (qs, gs) in PATH_SIDES.items():
-        if p not in have:
-            skipped[p] = why.get(("q", qs)) or why[("g", gs)]
-        elif not shared and qs != gs:
-            skipped[p] = (f"the image and text embeddings differ in size ({dims['image']} vs {dims['text']}): "
-                          "no shared space")
-        else:
-            paths.append(p)
-    return paths, skipped
+def _plan(why: dict[str, str], dims: dict[str, int] | None = None) -> TargetPlan:
+    """The :class:`~snapbench.core.targets.TargetPlan` of the sides not in ``why`` (``dims``: side ->
+    embedding size, once known): encode writes its ``available`` paths."""
+    return plan_targets([s for s in SIDES if f"query {s}" not in why], [s for s in SIDES if f"gallery {s}" not in why],
+                        why=why, dims=dims)
 
 
 class _Ticks:
@@ -233,9 +227,10 @@ class _Ticks:
             self.progress(task, done[0], done[1])
 
 
-def _encode_queries(inp: _Input, encoder: Any, need: set[tuple[str, str]], batch_size: int,
+def _encode_queries(inp: _Input, encoder: Any, need: frozenset[str], batch_size: int,
                     out: EncodeDir) -> dict[str, dict[str, np.ndarray]]:
-    """Each condition's query embeddings per side, each distinct image (sha256) and question once."""
+    """Each condition's query embeddings of the sides in ``need``, each distinct image (sha256) and
+    question once."""
     zeros = ZeroRows()  # one warning per side for all conditions (pipeline.encoding)
     image_memo: dict[str, np.ndarray] = {}  # sha256 of the variant file -> embedding
     text_memo: dict[str, np.ndarray] = {}
@@ -243,7 +238,7 @@ def _encode_queries(inp: _Input, encoder: Any, need: set[tuple[str, str]], batch
     for cond in inp.conditions:
         rows = [inp.by_cond[cond][q] for q in inp.query_ids]
         result[cond] = {}
-        if ("q", "image") in need:
+        if "image" in need:
             for r in rows:
                 if not r.get("path") or not r.get("sha256"):
                     raise InputError(f"query {r['id']!r} under {cond} has no image file in manifest.jsonl", path=inp.corrupt_dir)
@@ -254,7 +249,7 @@ def _encode_queries(inp: _Input, encoder: Any, need: set[tuple[str, str]], batch
                                       batch_size=batch_size, load=load_image, zeros=zeros)
                 image_memo.update(zip(todo, embs))
             result[cond]["image"] = np.stack([image_memo[r["sha256"]] for r in rows])
-        if ("q", "text") in need:
+        if "text" in need:
             for r in rows:
                 if r.get("question") is None:
                     raise InputError(f"query {r['id']!r} under {cond} has no question in manifest.jsonl", path=inp.corrupt_dir)
@@ -338,14 +333,14 @@ def encode_corrupted(
     if len(set(gallery_ids)) != len(gallery_ids):
         raise InputError(f"duplicate gallery id {next(i for i in gallery_ids if gallery_ids.count(i) > 1)!r}")
     why = _side_reasons(inp, items, encoder)
-    paths, skipped = _plan_paths(why)
+    plan = _plan(why)
+    paths, skipped = list(plan.available), dict(plan.path_skipped)
     joint = bool(getattr(encoder, "joint", False)) and callable(getattr(encoder, "encode_queries", None))
     if joint and why:
         skipped["joint"] = f"native joint scores need images and texts on both sides: {next(iter(why.values()))}"
         joint = False
     if not paths and not joint:
         raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped.items()))
-    need = {("q", s) for s in query_sides(paths)} | {("g", PATH_SIDES[p][1]) for p in paths}
 
     prepare_out_dir(out.root)
     for d in (out.root, out.paths):  # the id lists of the folder, and of its SCORES_DIR
@@ -353,16 +348,18 @@ def encode_corrupted(
         write_ids(d / GALLERY_IDS, gallery_ids)
     write_json(out.dropped_queries, inp.dropped, indent=1)
     ticks = _Ticks(progress)
-    g_emb = encode_gallery(items, encoder, [s for s in SIDES if ("g", s) in need], batch_size=batch_size, bar=ticks).sides
+    g_need = {PATH_SIDES[p][1] for p in paths}
+    g_emb = encode_gallery(items, encoder, [s for s in SIDES if s in g_need], batch_size=batch_size, bar=ticks).sides
     written = []
     for side, arr in g_emb.items():
         written.append(out.embedding(None, side))
         save_npy_atomic(written[-1], arr)
-    q_emb = _encode_queries(inp, encoder, need, batch_size, out)
+    q_emb = _encode_queries(inp, encoder, query_sides(paths), batch_size, out)
     written += [out.embedding(c, side) for c, per in q_emb.items() for side in per]
     dims = {side: int(a.shape[1]) for side, a in g_emb.items()} | {s: int(a.shape[1]) for per in q_emb.values() for s, a in per.items()}
-    paths, skipped_now = _plan_paths(why, dims)
-    skipped.update(skipped_now)
+    plan = _plan(why, dims)
+    paths = list(plan.available)
+    skipped.update(plan.path_skipped)
     if not paths and not joint:
         raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped.items()))
     written += _write_paths(inp, q_emb, g_emb, paths, out, ticks)
@@ -381,4 +378,5 @@ def encode_corrupted(
         "encoder": str(getattr(encoder, "name", type(encoder).__name__)), "conditions": inp.conditions,
         "paths": paths, "joint": joint, "n_queries": len(inp.query_ids), "n_gallery": len(items)})
     return EncodeSummary(out.root, inp.conditions, len(inp.query_ids), len(items), inp.dropped, paths,
-                         {p: w for p, w in skipped.items() if p not in paths}, joint)
+                         {p: w for p, w in skipped.items() if p not in paths}, joint,
+                         list(plan.modes))

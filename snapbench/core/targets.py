@@ -6,20 +6,26 @@ caption), ``TI`` = sim(question, gallery image).  The modes are fixed combinatio
 SnapBench names in ``MODE_LABELS``): I→I = II; T→T = TT; IT→IT = (II + TT)/2; I→IT = (II + IT)/2;
 T→IT = (TI + TT)/2.
 
-Below the tables: the one rule for what can run (:func:`plan_modes`: the sides a data set and an
-encoder have -> the modes, paths and whether MOOR runs, with a reason for each one left out) and the
-one composition of a mode from its paths (:func:`compose`, with the weights of :data:`MODES`).
+A model with a native joint embedding supplies its own IT→IT matrix instead.
+
+Below the tables: the one rule for what can run (:func:`plan_targets`: the sides a data set and an
+encoder have, and once known the embedding sizes -> the modes, paths and whether MOOR and the
+fixed-fusion baselines run, with a reason for each target and path left out), used by ``snapbench
+run`` and ``snapbench encode`` and by :class:`snapbench.data.Dataset`; and the one composition of a
+mode from its paths (:func:`compose`, with the weights of :data:`MODES`), used by ``snapbench run``
+and by ``snapbench evaluate --mode`` over a folder of path files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "ModePlan", "compose", "modes_for_paths",
-           "needs_paths", "normalize_mode", "paths_for_sides", "plan_modes", "query_sides", "target_reads",
-           "target_sides"]
+import numpy as np
+
+__all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "DEFAULT_RUN_BASELINES", "TargetPlan", "compose",
+           "needs_paths", "normalize_mode", "plan_targets", "query_sides", "target_reads", "target_sides"]
 
 #: The four similarity paths, in the order files, tables and weight columns use.
 PATHS: tuple[str, str, str, str] = ("II", "TT", "IT", "TI")
@@ -51,6 +57,11 @@ MODE_LABELS: dict[str, str] = {"I2I": "I→I", "T2T": "T→T", "IT2IT": "IT→IT
 # ------------------------------------------------------------------------------------------------
 SIDES: tuple[str, str] = ("image", "text")
 
+#: The fixed-fusion baselines ``snapbench run`` evaluates beside MOOR (targets ``fusion/<name>``,
+#: defined in :data:`snapbench.fusion.baselines.ROW_BASELINES`): named here so that the plan lists
+#: them without reaching up to the fusion package.
+DEFAULT_RUN_BASELINES: tuple[str, ...] = ("comb_sum", "rrf")
+
 
 def normalize_mode(mode: str, *, param: str = "mode") -> str:
     """The canonical name of a retrieval mode, case-insensitively (``it2it`` -> ``IT2IT``); the
@@ -66,67 +77,88 @@ def normalize_mode(mode: str, *, param: str = "mode") -> str:
     return key
 
 
-def paths_for_sides(query_sides: Collection[str], gallery_sides: Collection[str]) -> tuple[str, ...]:
-    """The paths (in :data:`PATHS` order) whose query side and gallery side are both available."""
-    return tuple(p for p, (qs, gs) in PATH_SIDES.items() if qs in query_sides and gs in gallery_sides)
-
-
-def modes_for_paths(paths: Collection[str]) -> tuple[str, ...]:
-    """The modes (in :data:`MODES` order) all of whose paths are in ``paths``."""
-    return tuple(m for m, weights in MODES.items() if set(weights) <= set(paths))
-
-
 @dataclass(frozen=True)
-class ModePlan:
-    """What a run or an encode can compute from the sides it has.
+class TargetPlan:
+    """What a run, an encode or an evaluation can compute from the sides it has (:func:`plan_targets`).
 
     ``modes``: the retrieval modes to evaluate; ``paths``: the similarity paths they (and MOOR)
-    need; ``moor``: whether MOOR and the fusion baselines can run (they need all four paths);
-    ``skipped``: mode (or ``"MOOR"``) -> why it cannot run, in one sentence; the same in parts, for
-    notes that name a reason once for several modes: ``lacking`` (the paths it lacks) and ``reasons``
-    (why they are missing, when known).
+    need; ``moor``: whether MOOR and the fixed-fusion baselines can run (they need all four paths);
+    ``available``: every path whose two sides exist (and share a space) -- what ``snapbench encode``
+    writes, which can be more than ``paths`` (IT alone gives no mode); ``skipped``: mode (or
+    ``"MOOR"``, for it and the baselines) -> why it cannot run, in one sentence; the same in parts,
+    for notes that name a reason once for several modes: ``lacking`` (the paths it lacks) and
+    ``reasons`` (why they are missing, when known); ``path_skipped``: path -> why it is not
+    available (encode's skipped paths); ``space_note``: when the image and text embeddings differ in
+    size, the sentence that says which targets need a shared space and are skipped.
     """
 
     modes: tuple[str, ...]
     paths: tuple[str, ...]
     moor: bool
+    available: tuple[str, ...] = ()
     skipped: dict[str, str] = field(default_factory=dict)
     lacking: dict[str, tuple[str, ...]] = field(default_factory=dict)
     reasons: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    path_skipped: dict[str, str] = field(default_factory=dict)
+    space_note: str | None = None
 
     @property
     def targets(self) -> tuple[str, ...]:
-        """The modes, then ``MOOR`` when it runs."""
+        """The modes, then ``MOOR`` when it runs (what run.json records as the run's modes)."""
         return self.modes + (("MOOR",) if self.moor else ())
 
+    @property
+    def run_targets(self) -> tuple[str, ...]:
+        """Every target a run evaluates: :attr:`targets`, then the fixed-fusion baselines
+        (``fusion/<name>``, :data:`DEFAULT_RUN_BASELINES`) when MOOR runs: they need the same four paths."""
+        return self.targets + (tuple(f"fusion/{b}" for b in DEFAULT_RUN_BASELINES) if self.moor else ())
 
-def plan_modes(query_sides: Collection[str], gallery_sides: Collection[str], requested: Sequence[str] | None = None,
-               *, why: Mapping[str, str] | None = None, shared_space: bool = True) -> ModePlan:
-    """The :class:`ModePlan` for the available sides (``"image"`` / ``"text"`` of the query and of the
-    gallery item).  ``requested``: modes asked for (any case; default all); ``why``: side -> reason it
-    is missing, quoted in ``skipped``; ``shared_space=False`` (image and text embeddings of different
-    sizes) rules out the cross-modal paths IT and TI."""
-    reasons = dict(why or {})
-    have = set(paths_for_sides(query_sides, gallery_sides))
-    if not shared_space:
-        have -= {p for p, (qs, gs) in PATH_SIDES.items() if qs != gs}
+
+def plan_targets(query_sides: Collection[str], gallery_sides: Collection[str], requested: Sequence[str] | None = None,
+                 *, why: Mapping[str, str] | None = None, dims: Mapping[str, int] | None = None) -> TargetPlan:
+    """The :class:`TargetPlan` for the available sides (``"image"`` / ``"text"`` of the query and of
+    the gallery item).  ``requested``: modes asked for (any case; default all); ``why``: side
+    (``"query image"``, ``"gallery text"``...) -> reason it is missing, quoted in the skipped
+    reasons; ``dims``: side -> embedding size, once known: image and text embeddings of different
+    sizes have no shared space, which rules out the cross-modal paths IT and TI, their modes and MOOR.
+    """
+    reasons, size = dict(why or {}), dict(dims or {})
+    shared = len(set(size.values())) <= 1
+    differ = "image and text embeddings differ in size"  # the words of the shared-space rule
+    by_sides = [p for p, (qs, gs) in PATH_SIDES.items() if qs in query_sides and gs in gallery_sides]
+    have = {p for p in by_sides if shared or PATH_SIDES[p][0] == PATH_SIDES[p][1]}
     wanted = list(MODES) if requested is None else list(dict.fromkeys(normalize_mode(m) for m in requested))
 
     def why_missing(lacking: tuple[str, ...]) -> tuple[str, ...]:
         sides = [s for p in lacking for s in (f"query {PATH_SIDES[p][0]}", f"gallery {PATH_SIDES[p][1]}")]
         known = list(dict.fromkeys(reasons[s] for s in sides if s in reasons))
-        if not shared_space and any(PATH_SIDES[p][0] != PATH_SIDES[p][1] for p in lacking):
-            known.append("the image and text embeddings differ in size (no shared space)")
+        if not shared and any(PATH_SIDES[p][0] != PATH_SIDES[p][1] for p in lacking):
+            known.append(f"the {differ} (no shared space)")
         return tuple(known)
 
     modes = tuple(m for m in wanted if set(MODES[m]) <= have)
     moor = have == set(PATHS)
     out = [m for m in wanted if m not in modes] + ([] if moor else ["MOOR"])
     lacking = {t: tuple(p for p in PATHS if p in (PATHS if t == "MOOR" else MODES[t]) and p not in have) for t in out}
-    why = {t: why_missing(lacking[t]) for t in out}
-    skipped = {t: needs_paths(lacking[t]) + (f": {'; '.join(why[t])}" if why[t] else "") for t in out}
+    why_out = {t: why_missing(lacking[t]) for t in out}
+    skipped = {t: needs_paths(lacking[t]) + (f": {'; '.join(why_out[t])}" if why_out[t] else "") for t in out}
     needed = {p for m in modes for p in MODES[m]} | (set(PATHS) if moor else set())
-    return ModePlan(modes, tuple(p for p in PATHS if p in needed), moor, skipped, lacking, why)
+    path_skipped = {}
+    for p, (qs, gs) in PATH_SIDES.items():
+        if p not in by_sides:  # the first missing side that has a reason says why
+            missing = [k for k, ok in ((f"query {qs}", qs in query_sides), (f"gallery {gs}", gs in gallery_sides))
+                       if not ok]
+            path_skipped[p] = next((reasons[k] for k in missing if k in reasons), f"no {missing[0]}s")
+        elif p not in have:
+            path_skipped[p] = f"the {differ} ({size.get('image')} vs {size.get('text')}): no shared space"
+    plan = TargetPlan(modes, tuple(p for p in PATHS if p in needed), moor, tuple(p for p in PATHS if p in have),
+                      skipped, lacking, why_out, path_skipped)
+    if shared:
+        return plan
+    gone = [t for t in plan_targets(query_sides, gallery_sides, requested, why=why).run_targets
+            if t not in plan.run_targets]
+    return replace(plan, space_note=f"the encoder's {differ} ({size.get('image')} vs {size.get('text')}): "
+                                    f"{', '.join(gone)} need a shared space and are skipped")
 
 
 def needs_paths(paths: Sequence[str]) -> str:
@@ -138,11 +170,16 @@ def compose(mode: str, paths: Mapping[str, Any]) -> Any:
     """The scores of ``mode``: the weighted sum of its paths (weights from :data:`MODES`).
 
     ``paths`` maps path names to arrays (or row blocks) of one shape; a single-path mode returns its
-    path as it is.  KeyError-free: a missing path is a ConfigError naming it.
+    path as it is.  KeyError-free: a missing path, or paths of different shapes, is a ConfigError
+    naming them.
     """
     from .errors import ConfigError
 
-    weights = MODES[normalize_mode(mode)]
+    key = normalize_mode(mode)
+    weights = MODES[key]
+    shapes = {np.shape(paths[p]) for p in weights if p in paths}
+    if len(shapes) > 1:
+        raise ConfigError(f"mode {key}: path shapes differ {' vs '.join(map(str, sorted(shapes)))}")
     missing = [p for p in weights if p not in paths]
     if missing:
         raise ConfigError(f"mode {mode} {needs_paths(missing)}", param="mode")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.records import QueryRecord
-from ..core.targets import MODE_LABELS, MODES, PATHS, paths_for_sides, plan_modes
+from ..core.targets import MODE_LABELS, MODES, PATHS, plan_targets
 
 __all__ = ['MODE_PATHS', 'PATHS', 'Dataset', 'GalleryItem', 'ReleasedVariants', 'limit_queries']
 
@@ -115,13 +115,13 @@ class Dataset:
 
     @property
     def available_paths(self) -> tuple[str, ...]:
-        """The similarity paths (of :data:`PATHS`) whose inputs are all present (:func:`snapbench.core.targets.paths_for_sides`)."""
-        return paths_for_sides(self.query_sides, self.gallery_sides)
+        """The similarity paths (of :data:`PATHS`) whose inputs are all present (:func:`snapbench.core.targets.plan_targets`)."""
+        return plan_targets(self.query_sides, self.gallery_sides).available
 
     @property
     def runnable_modes(self) -> tuple[str, ...]:
-        """The retrieval modes (keys of :data:`MODE_PATHS`) whose paths are all available (:func:`snapbench.core.targets.plan_modes`)."""
-        return tuple(MODE_LABELS[m] for m in plan_modes(self.query_sides, self.gallery_sides).modes)
+        """The retrieval modes (keys of :data:`MODE_PATHS`) whose paths are all available (:func:`snapbench.core.targets.plan_targets`)."""
+        return tuple(MODE_LABELS[m] for m in plan_targets(self.query_sides, self.gallery_sides).modes)
 
     @property
     def query_ids(self) -> list[str]:

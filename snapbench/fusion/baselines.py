@@ -46,7 +46,6 @@ from ._validate import as_matrix
 from .moor import PathScores, path_scores
 
 __all__ = [
-    "DEFAULT_RUN_BASELINES",
     "OracleResult",
     "ROW_BASELINES",
     "borda",
@@ -248,12 +247,11 @@ def fusion_baselines(paths: PathScores, *, raw_paths: PathScores | None = None, 
     }
 
 
-#: The label-free baselines that fuse the four cosine path matrices of one row block (what ``snapbench
-#: run`` evaluates beside MOOR): name -> ``fuse(list of the four (rows x N) path blocks) -> scores``.
-#: Each normalises per query row only, so a row block gives the rows of the whole matrix.
+#: The label-free baselines that fuse the four cosine path matrices of one row block (``snapbench run``
+#: evaluates those named in :data:`snapbench.core.targets.DEFAULT_RUN_BASELINES` beside MOOR): name ->
+#: ``fuse(list of the four (rows x N) path blocks) -> scores``.  Each normalises per query row only, so a
+#: row block gives the rows of the whole matrix.
 ROW_BASELINES: Table[Callable[[Sequence[np.ndarray]], np.ndarray]] = Table("fusion baseline", param="baselines")
 for _name, _fuse in (("comb_sum", comb_sum), ("comb_mnz", comb_mnz), ("borda", borda), ("rrf", rrf),
                      ("uniform", uniform)):
     ROW_BASELINES.register(_name, _fuse)
-#: The baselines ``snapbench run`` computes unless told otherwise.
-DEFAULT_RUN_BASELINES: tuple[str, ...] = ("comb_sum", "rrf")

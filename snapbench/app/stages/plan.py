@@ -1,9 +1,9 @@
 """Stage 1, plan: which sides, modes, conditions and variant sources a run of one encoder needs.
 
-:func:`plan_run` (dataset + encoder + options -> :class:`RunPlan`) decides before any work; after the
-embeddings exist, :func:`shared_space_modes` re-plans the modes once the embedding sizes are known
-(image and text embeddings of different sizes have no cross-modal paths, hence no MOOR).  Both read
-the one rule of :func:`snapbench.core.targets.plan_modes`.
+:func:`plan_run` (dataset + encoder + options -> :class:`RunPlan`) decides before any work, with the
+one rule of :func:`snapbench.core.targets.plan_targets`; after the embeddings exist, the run stage
+restricts the plan through the same function once the embedding sizes are known (image and text
+embeddings of different sizes have no cross-modal paths, hence no MOOR).
 """
 
 from __future__ import annotations
@@ -16,14 +16,10 @@ from typing import Any, Mapping
 
 from ...core.conditions import Condition
 from ...core.errors import ConfigError, InputError
-from ...core.targets import MODES as MODE_WEIGHTS
-from ...core.targets import ModePlan, needs_paths, plan_modes, query_sides
+from ...core.targets import DEFAULT_RUN_BASELINES, TargetPlan, needs_paths, plan_targets, query_sides
 from .options import RunOptions
 
-__all__ = ["MODES", "RunPlan", "Sides", "DataWarning", "grid_json", "image_source", "plan_run", "shared_space_modes",
-           "text_source"]
-
-MODES: tuple[str, ...] = tuple(MODE_WEIGHTS)
+__all__ = ["RunPlan", "Sides", "DataWarning", "grid_json", "image_source", "plan_run", "text_source"]
 
 
 class DataWarning(UserWarning):
@@ -33,7 +29,7 @@ class DataWarning(UserWarning):
 @dataclass(frozen=True)
 class Sides:
     """The query and gallery sides (``"image"`` / ``"text"``) a run can encode, and why the others cannot
-    (keys ``"query image"``, ``"gallery text"``..., as :func:`snapbench.core.targets.plan_modes` quotes them)."""
+    (keys ``"query image"``, ``"gallery text"``..., as :func:`snapbench.core.targets.plan_targets` quotes them)."""
 
     query: frozenset[str]
     gallery: frozenset[str]
@@ -50,7 +46,7 @@ class RunPlan:
     text-only run of the same plan from a run of other conditions by it."""
 
     sides: Sides
-    modes: ModePlan
+    modes: TargetPlan
     conditions: list[Condition]
     image_sources: tuple[str, ...]
     text_sources: tuple[str, ...]
@@ -171,7 +167,7 @@ def run_conditions(options: RunOptions, dataset: Any, *, use_query_images: bool,
     return kept, notes, left_out
 
 
-def _mode_notes(modes: ModePlan, requested: Any) -> list[str]:
+def _mode_notes(modes: TargetPlan) -> list[str]:
     """What the run leaves out and why, each reason said once: the skipped modes grouped by their
     reasons (a text-only encoder: one "the encoder ... encodes no images" for four modes), then MOOR
     and the fusion baselines with only the reasons not said yet."""
@@ -187,7 +183,7 @@ def _mode_notes(modes: ModePlan, requested: Any) -> list[str]:
             for why, ms in groups.items()))
         said = {r for why in groups for r in why}
     if not modes.moor:
-        fused = [t for t in _run_targets(ModePlan((), (), True)) if t != "MOOR"]
+        fused = [f"fusion/{b}" for b in DEFAULT_RUN_BASELINES]
         rest = [r for r in modes.reasons["MOOR"] if r not in said]
         notes.append(f"MOOR and the fusion baselines ({', '.join(fused)}) skipped: they need all four paths (query and "
                      f"gallery images and texts, and an encoder for both); missing: {', '.join(modes.lacking['MOOR'])}"
@@ -200,7 +196,7 @@ def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
     from ...corruptions import resolve_grid
 
     sides = _available_sides(dataset, encoder)
-    modes = plan_modes(sides.query, sides.gallery, options.modes, why=sides.why)
+    modes = plan_targets(sides.query, sides.gallery, options.modes, why=sides.why)
     if not modes.targets:
         raise ConfigError("no retrieval mode can run: " + "; ".join(dict.fromkeys(sides.why.values()) or
                                                                      modes.skipped.values()))
@@ -215,7 +211,7 @@ def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
         checked_target(options.severity_target, conds, table)  # one target per grid level
     img_sources = tuple(dict.fromkeys(image_source(c) for c in conds)) if use_img else ()
     txt_sources = tuple(dict.fromkeys(text_source(c) for c in conds)) if use_txt else ()
-    notes = (list(getattr(dataset, "notes", [])) + _mode_notes(modes, options.modes) + cnotes
+    notes = (list(getattr(dataset, "notes", [])) + _mode_notes(modes) + cnotes
              + _small_gallery_notes(len(getattr(dataset, "gallery", ()) or ()), options.ks))
     return RunPlan(sides, modes, conds, img_sources, txt_sources, table, notes,
                    None if use_img and use_txt else left_out)
@@ -231,26 +227,3 @@ def _small_gallery_notes(n_gallery: int, ks: Any) -> list[str]:
     return [f"the gallery has {n_gallery} item{'s' if n_gallery != 1 else ''}: {names} "
             f"{'is' if len(small) == 1 else 'are'} 1 by construction (the top-k holds the whole gallery) and say "
             "nothing about how far the ranking moved; use a smaller --k or rbo / flip@1"]
-
-
-def shared_space_modes(plan: RunPlan, dims: Mapping[str, int], requested: Any) -> tuple[ModePlan, str | None]:
-    """The mode plan once the embedding sizes are known (``dims``: side -> size), and a note when image
-    and text embeddings differ in size (no shared space: the cross-modal paths, their modes and MOOR go)."""
-    if len(set(dims.values())) <= 1:
-        return plan.modes, None
-    modes = plan_modes(plan.sides.query, plan.sides.gallery, requested, why=plan.sides.why, shared_space=False)
-    gone = [t for t in _run_targets(plan.modes) if t not in _run_targets(modes)]
-    note = (f"the encoder's image and text embeddings differ in size ({dims.get('image')} vs {dims.get('text')}): "
-            f"{', '.join(gone)} need a shared space and are skipped")
-    if not modes.targets:
-        raise ConfigError(f"no retrieval mode can run: {note}")
-    return modes, note
-
-
-def _run_targets(modes: ModePlan) -> tuple[str, ...]:
-    """Every target a run of ``modes`` evaluates: the modes, then MOOR and the fixed-fusion baselines
-    (``fusion/<name>``, :data:`~snapbench.fusion.baselines.DEFAULT_RUN_BASELINES`) when MOOR can run:
-    the baselines need the same four paths.  What a note about skipped targets names."""
-    from ...fusion.baselines import DEFAULT_RUN_BASELINES
-
-    return modes.targets + (tuple(f"fusion/{b}" for b in DEFAULT_RUN_BASELINES) if modes.moor else ())

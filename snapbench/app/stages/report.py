@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ...core.targets import ModePlan
+from ...core.targets import TargetPlan
 from ...core.userfiles import read_json
 from ...store.folders import RunDir
 from .measured import run_target_outcome
@@ -28,7 +28,7 @@ class Evaluated:
     """What the score + evaluate stage hands over: the modes evaluated (after the shared-space check),
     a note about modes it had to skip, and the report of each target."""
 
-    modes: ModePlan
+    modes: TargetPlan
     note: str | None
     reports: dict[str, Path]
 

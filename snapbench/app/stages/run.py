@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import ConfigError
+from ...core.targets import plan_targets
 from ...data.model import limit_queries
 from ...render.progress import ProgressDisplay
 from ...store import check_resume, claim_output_dir, refuse_output_folder, write_run_json
@@ -25,7 +26,7 @@ from .evaluation import check_group_by, evaluate_all
 from .gallery import encode_gallery
 from .measured import measured_rows
 from .options import RunOptions, RunResult, RunSetResult, check_options
-from .plan import RunPlan, grid_json, plan_run, shared_space_modes
+from .plan import RunPlan, grid_json, plan_run
 from .queries import QueryEmbeddings, QueryJob, encode_queries
 from .report import Evaluated, finish_run, reused_run
 from .resume import RunState, open_run, shared_fingerprint
@@ -101,8 +102,13 @@ def _open_encoders(specs: Sequence[str | Any], opts: RunOptions, say: Callable[[
 
 
 def _evaluate(ds: Any, job: _Job, gallery: Any, queries: QueryEmbeddings, opts: RunOptions, bar: Any) -> Evaluated:
-    """Score + evaluate, once the embedding sizes say which modes have a shared space."""
-    modes, note = shared_space_modes(job.plan, {**gallery.dims, **queries.dims}, opts.modes)
+    """Score + evaluate, once the embedding sizes say which modes have a shared space: the plan made
+    up front, restricted by the same rule with the sizes."""
+    sides = job.plan.sides
+    modes = plan_targets(sides.query, sides.gallery, opts.modes, why=sides.why, dims={**gallery.dims, **queries.dims})
+    note = modes.space_note
+    if not modes.targets:
+        raise ConfigError(f"no retrieval mode can run: {note}")
     if note:
         job.say(note)
     measured = None

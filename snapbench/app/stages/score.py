@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ...core.conditions import Condition
+from ...core.targets import DEFAULT_RUN_BASELINES, PATH_SIDES, compose
 from ...core.targets import MODES as MODE_WEIGHTS
-from ...core.targets import PATH_SIDES, compose
 from ...core.vectors import l2_normalize
 from .gallery import ShardedArray
 from .plan import image_source, text_source
@@ -111,9 +111,9 @@ def _moor(paths: _Paths, shares: dict[str, float]) -> Callable[[Condition], Any]
 
 
 def _baselines(paths: _Paths) -> list[tuple[str, Callable[[Condition], Any]]]:
-    """The fixed-fusion baselines a run computes (``fusion.baselines.DEFAULT_RUN_BASELINES``, looked up
+    """The fixed-fusion baselines a run computes (:data:`snapbench.core.targets.DEFAULT_RUN_BASELINES`, looked up
     in ``ROW_BASELINES``) over the four paths (row-wise: whole gallery rows)."""
-    from ...fusion.baselines import DEFAULT_RUN_BASELINES, ROW_BASELINES
+    from ...fusion.baselines import ROW_BASELINES
 
     out = []
     for name in DEFAULT_RUN_BASELINES:
@@ -136,8 +136,6 @@ def score_targets(gallery: Mapping[str, Any], q_emb: Mapping[tuple[str, str], np
     if moor_ok:
         scores.targets.append(("MOOR", _moor(paths, scores.shares)))
         if paths.sharded:
-            from ...fusion.baselines import DEFAULT_RUN_BASELINES
-
             say(f"fixed-fusion baselines ({', '.join(DEFAULT_RUN_BASELINES)}) are not computed on a sharded gallery: "
                 "they normalise whole rows")
         else:
