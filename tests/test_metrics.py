@@ -301,21 +301,23 @@ def test_evaluate_matrix_blocks_threads_and_first_rank(workers, block_rows):
 
 
 def test_modes_by_hand():
-    from snapbench.evaluate import MODES, mode_scores
+    from snapbench.core.targets import MODES, compose
 
     ii = np.array([[0.9, 0.1], [0.2, 0.8]])
     tt = np.array([[0.0, 1.0], [0.9, 0.1]])
     it = np.array([[0.5, 0.4], [0.1, 0.3]])
     ti = np.array([[0.3, 0.2], [0.6, 0.0]])
     paths = {"II": ii, "TT": tt, "IT": it, "TI": ti}
-    np.testing.assert_allclose(mode_scores("IT2IT", paths), [[0.45, 0.55], [0.55, 0.45]])
-    np.testing.assert_allclose(mode_scores("I2IT", paths), [[0.7, 0.25], [0.15, 0.55]])
-    np.testing.assert_allclose(mode_scores("T2IT", paths), [[0.15, 0.6], [0.75, 0.05]])
-    np.testing.assert_array_equal(mode_scores("T2T", {"TT": tt}), tt)
-    np.testing.assert_array_equal(mode_scores("I2I", {"II": ii}), ii)
+    np.testing.assert_allclose(compose("IT2IT", paths), [[0.45, 0.55], [0.55, 0.45]])
+    np.testing.assert_allclose(compose("I2IT", paths), [[0.7, 0.25], [0.15, 0.55]])
+    np.testing.assert_allclose(compose("T2IT", paths), [[0.15, 0.6], [0.75, 0.05]])
+    np.testing.assert_array_equal(compose("T2T", {"TT": tt}), tt)
+    np.testing.assert_array_equal(compose("I2I", {"II": ii}), ii)
     assert set(MODES) == {"I2I", "T2T", "IT2IT", "I2IT", "T2IT"}
     with pytest.raises(ValueError, match="needs path"):
-        mode_scores("I2IT", {"II": ii})
+        compose("I2IT", {"II": ii})
+    with pytest.raises(ValueError, match=r"mode I2IT: path shapes differ \(2, 1\) vs \(2, 2\)"):
+        compose("i2it", {"II": ii, "IT": it[:, :1]})
 
 
 @pytest.mark.parametrize("n", [4, 200])

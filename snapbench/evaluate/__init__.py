@@ -1,5 +1,6 @@
 """Paired evaluation: metrics, exact tie-aware rankings, paired bootstrap and tests, additivity,
-retrieval modes, input/output and the typed report (SPEC §6-§8, §11).
+input/output and the typed report (SPEC §6-§8, §11); the retrieval modes and their composition from
+the paths are :mod:`snapbench.core.targets`.
 
 Modules, in the order data flows: :mod:`.io` (SCORES_DIR, qrels, tags: :mod:`.files`,
 :mod:`.qrels`, :mod:`.scoresdir`), :mod:`.metrics` (the metric-family table), :mod:`.condition`
@@ -34,7 +35,6 @@ from .metrics import (
     reject_scores,
     set_scores,
 )
-from .modes import MODES, PATHS, mode_scores
 from .paired import (
     CLIFF_RULE,
     QueryResamples,
@@ -55,8 +55,6 @@ from .summarize import evaluate_conditions
 __all__ = [
     "CLIFF_RULE",
     "DEFAULT_KS",
-    "MODES",
-    "PATHS",
     "REJECT_METRICS",
     "SET_METRICS",
     "TIE_RULE",
@@ -86,7 +84,6 @@ __all__ = [
     "holm",
     "joint_parts",
     "mcnemar_exact",
-    "mode_scores",
     "ndcg_at_k",
     "paired_analysis",
     "parse_metrics",

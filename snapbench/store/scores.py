@@ -9,7 +9,8 @@ SCORES_DIR layouts
   opened with ``np.load(allow_pickle=False, mmap_mode="r")`` and read in row blocks.  Integer
   matrices are accepted; bool, complex, string and object arrays are not.  Per-path files
   ``<condition>.II.npy`` / ``.TT`` / ``.IT`` / ``.TI`` (or ``II/<condition>.npy`` ...) are used by
-  retrieval modes (see ``modes``).  Other ``.npy`` files in sub-folders (``img/low_light/s1.npy``)
+  retrieval modes: a mode's matrix is their weighted sum (:func:`snapbench.core.targets.compose`),
+  composed one row block at a time.  Other ``.npy`` files in sub-folders (``img/low_light/s1.npy``)
   are not read; a warning names them with the documented name (:func:`_stray_warning`).  Operator names in file names are checked against the built-in
   ones (:func:`_check_operator_names`): a case/underscore variant is an error with a did-you-mean, a
   name far from all of them is a user operator (warning).
@@ -53,10 +54,10 @@ import numpy as np
 
 from ..core.conditions import IMAGE_OPERATORS, TEXT_OPERATORS, condition_sort_key, condition_to_filename, parse_condition
 from ..core.errors import EvaluationInputError, arg
+from ..core.targets import MODES, compose, normalize_mode
 from ..core.validate import did_you_mean, suggestion
 from ..data.qrels import read_qrels_file
 from ..evaluate.condition import RunRanking
-from ..evaluate.modes import mode_paths, normalize_mode
 from . import (
     GALLERY_IDS,
     PATH_NAMES,
@@ -137,9 +138,7 @@ class ComposedScores:
         self.dtype = np.result_type(*[a.dtype for a in self.paths.values()], np.float32)
 
     def __getitem__(self, key):
-        from ..evaluate.modes import mode_scores
-
-        return mode_scores(self.mode, {p: np.asarray(a[key]) for p, a in self.paths.items()})
+        return compose(self.mode, {p: np.asarray(a[key]) for p, a in self.paths.items()})
 
 
 def _operator_key(name: str) -> str:
@@ -233,7 +232,7 @@ def _stray_warning(path: Path, stray: list[Path], shown: int = 5) -> str:
 class ScoresDir:
     """A SCORES_DIR: discovers conditions and opens their scores one at a time.
 
-    ``kind`` is ``"npy"`` or ``"trec"``.  With ``mode`` (one of :data:`~snapbench.evaluate.modes.MODES`,
+    ``kind`` is ``"npy"`` or ``"trec"``.  With ``mode`` (one of :data:`~snapbench.core.targets.MODES`,
     any case) the conditions are those with all the mode's path files, in either PATHS_DIR layout
     (``<cond>.II.npy`` or ``II/<cond>.npy``; see :mod:`snapbench.store`).  ``warnings`` lists what
     was accepted with a doubt (operator names that are not built in).  :attr:`conditions` are in
@@ -245,6 +244,7 @@ class ScoresDir:
         if not self.path.is_dir():
             raise EvaluationInputError(f"{self.path}: not a directory")
         self.mode = normalize_mode(mode) if mode is not None else None
+        self._need = tuple(MODES[self.mode]) if self.mode is not None else ()  # the mode's path files
         self.warnings: list[str] = []
         npy = sorted(self.path.glob("*.npy"))
         path_files = find_path_scores(self.path)
@@ -285,7 +285,7 @@ class ScoresDir:
             if self.kind != "npy":
                 raise EvaluationInputError(f"{arg('mode')} needs .npy path files (<cond>.II.npy ...), not TREC runs",
                                            path=self.path)
-            need = mode_paths(self.mode)
+            need = self._need
             self.conditions = sorted(
                 (c for c, ps in self._paths.items() if all(p in ps for p in need)), key=condition_sort_key
             )
@@ -345,12 +345,12 @@ class ScoresDir:
     def file(self, cid: str) -> Path:
         """The file (or, in a mode, the first path file) that holds condition ``cid``."""
         if self.mode is not None:
-            return self._paths[cid][mode_paths(self.mode)[0]]
+            return self._paths[cid][self._need[0]]
         return self._files[cid]
 
     def describe(self, cid: str) -> str:
         if self.mode is not None:
-            return " + ".join(str(self._paths[cid][p]) for p in mode_paths(self.mode))
+            return " + ".join(str(self._paths[cid][p]) for p in self._need)
         return str(self._files[cid])
 
     def _check_shape(self, arr: np.ndarray, f: Path) -> None:
@@ -372,7 +372,7 @@ class ScoresDir:
             self._check_shape(arr, f)
             return arr
         mats = {}
-        for p in mode_paths(self.mode):
+        for p in self._need:
             f = self._paths[cid][p]
             arr = _load_score_matrix(f)
             self._check_shape(arr, f)
@@ -406,7 +406,7 @@ class ScoresDir:
             if self.kind == "trec":
                 files = [f"{stem}.run"]
             elif self.mode is not None:
-                files = [f"{stem}.{path}.npy" for path in mode_paths(self.mode)]
+                files = [f"{stem}.{path}.npy" for path in self._need]
             else:
                 files = [f"{stem}.npy"]
             reasons.append(f"{part} has no score file ({' / '.join(files)} not in {self.path})")
