@@ -20,9 +20,6 @@ then its own fields, among them ``"fingerprint"``: everything the folder's outpu
 resume; different -> refuse, naming what differs, unless forced; a folder another command (or
 something else) wrote is never reused, even when forced.
 
-Files written before ``kind`` existed are recognised by their keys (``corrupt``: ``seed`` and
-``grid``; ``run``: ``schema`` and ``fingerprint``).
-
 The output folder of ``snapbench stress``: every file name it holds, and its writers.
 
 ::
@@ -109,29 +106,37 @@ def primary_target(targets: Iterable[str]) -> str:
 
 
 @dataclass(frozen=True)
-class CorruptDir:
-    """``snapbench corrupt`` OUT: run.json, manifest.jsonl, skips.jsonl, images/<condition>/<id><ext>."""
+class _Folder:
+    """An output folder: its ``root``; its files are class attributes (:class:`_Under`) and methods."""
 
     root: Path
 
-    def __init__(self, root: str | os.PathLike) -> None:
-        object.__setattr__(self, "root", Path(root))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
 
     @property
     def run_json(self) -> Path:
+        """``run.json``: what made the folder (every command writes one)."""
         return self.root / RUN_CONFIG
 
-    @property
-    def manifest(self) -> Path:
-        return self.root / MANIFEST
 
-    @property
-    def skips(self) -> Path:
-        return self.root / SKIPS
+class _Under:
+    """A file or folder at a fixed place under an output folder's root: ``manifest = _Under(MANIFEST)``."""
 
-    @property
-    def images(self) -> Path:
-        return self.root / "images"
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __get__(self, folder: _Folder | None, owner: type | None = None) -> Any:
+        return self if folder is None else folder.root.joinpath(*self.parts)
+
+
+@dataclass(frozen=True)
+class CorruptDir(_Folder):
+    """``snapbench corrupt`` OUT: run.json, manifest.jsonl, skips.jsonl, images/<condition>/<id><ext>."""
+
+    manifest = _Under(MANIFEST)
+    skips = _Under(SKIPS)
+    images = _Under("images")
 
     def image_dir(self, condition_id: str) -> Path:
         """The folder of one condition's variants."""
@@ -144,37 +149,14 @@ class CorruptDir:
 
 
 @dataclass(frozen=True)
-class EncodeDir:
+class EncodeDir(_Folder):
     """``snapbench encode`` OUT: id lists, embeddings/<stem>.<modality>.npy, paths/<stem>.<path>.npy."""
 
-    root: Path
-
-    def __init__(self, root: str | os.PathLike) -> None:
-        object.__setattr__(self, "root", Path(root))
-
-    @property
-    def query_ids(self) -> Path:
-        return self.root / QUERY_IDS
-
-    @property
-    def gallery_ids(self) -> Path:
-        return self.root / GALLERY_IDS
-
-    @property
-    def embeddings(self) -> Path:
-        return self.root / EMBEDDINGS_DIR
-
-    @property
-    def paths(self) -> Path:
-        return self.root / PATHS_DIR
-
-    @property
-    def dropped_queries(self) -> Path:
-        return self.root / DROPPED_QUERIES
-
-    @property
-    def run_json(self) -> Path:
-        return self.root / RUN_CONFIG
+    query_ids = _Under(QUERY_IDS)
+    gallery_ids = _Under(GALLERY_IDS)
+    embeddings = _Under(EMBEDDINGS_DIR)
+    paths = _Under(PATHS_DIR)
+    dropped_queries = _Under(DROPPED_QUERIES)
 
     def embedding(self, condition_id: str | None, modality: str) -> Path:
         """Query embeddings of a condition, or the gallery's (``condition_id=None``); modality
@@ -191,7 +173,7 @@ class EncodeDir:
 
 
 @dataclass(frozen=True)
-class RunDir:
+class RunDir(_Folder):
     """``snapbench run`` DIR::
 
         run.json, dropped_queries.json
@@ -203,34 +185,11 @@ class RunDir:
         headline.json (the numbers run prints: per target clean value, mean Δ, worst/mildest operator, δ, MOOR)
     """
 
-    root: Path
-
-    def __init__(self, root: str | os.PathLike) -> None:
-        object.__setattr__(self, "root", Path(root))
-
-    @property
-    def run_json(self) -> Path:
-        return self.root / RUN_CONFIG
-
-    @property
-    def dropped_queries(self) -> Path:
-        return self.root / DROPPED_QUERIES
-
-    @property
-    def embeddings(self) -> Path:
-        return self.root / EMBEDDINGS_DIR
-
-    @property
-    def gallery_shards(self) -> Path:
-        return self.embeddings / GALLERY_STEM
-
-    @property
-    def query_embeddings(self) -> Path:
-        return self.embeddings / "queries"
-
-    @property
-    def blocks_log(self) -> Path:
-        return self.query_embeddings / "blocks.jsonl"
+    dropped_queries = _Under(DROPPED_QUERIES)
+    embeddings = _Under(EMBEDDINGS_DIR)
+    gallery_shards = _Under(EMBEDDINGS_DIR, GALLERY_STEM)
+    query_embeddings = _Under(EMBEDDINGS_DIR, "queries")
+    blocks_log = _Under(EMBEDDINGS_DIR, "queries", "blocks.jsonl")
 
     def gallery_embedding(self, modality: str) -> Path:
         return self.embeddings / f"{GALLERY_STEM}.{modality}.npy"
@@ -244,13 +203,8 @@ class RunDir:
     def per_query(self, target: str) -> Path:
         return self.root / target / PER_QUERY_CSV
 
-    @property
-    def text_share(self) -> Path:
-        return self.root / "MOOR" / "text_share.json"
-
-    @property
-    def fusion(self) -> Path:
-        return self.root / FUSION_PREFIX.rstrip("/")
+    text_share = _Under("MOOR", "text_share.json")
+    fusion = _Under(FUSION_PREFIX.rstrip("/"))
 
     def targets(self) -> list[str]:
         """The targets whose report.json exists, modes and MOOR in :data:`TARGET_ORDER`, then baselines."""
@@ -260,39 +214,18 @@ class RunDir:
         return found
 
     # the report of a run (snapbench report)
-    @property
-    def report_html(self) -> Path:
-        return self.root / "report.html"
+    report_html = _Under("report.html")
+    findings = _Under("findings.json")
 
-    @property
-    def findings(self) -> Path:
-        return self.root / "findings.json"
-
-    @property
-    def stability(self) -> Path:
-        """Whether label-free stability tracks the labelled loss, per mode (``snapbench.render.stability``)."""
-        return self.root / "stability.json"
-
-    @property
-    def contact_sheet(self) -> Path:
-        return self.root / "contact_sheet.png"
-
-    @property
-    def combined_per_query(self) -> Path:
-        return self.root / PER_QUERY_CSV
+    #: whether label-free stability tracks the labelled loss, per mode (``snapbench.render.stability``)
+    stability = _Under("stability.json")
+    contact_sheet = _Under("contact_sheet.png")
+    combined_per_query = _Under(PER_QUERY_CSV)
 
     # the report's own folders (snapbench report writes them into DIR or its --out)
-    @property
-    def tables(self) -> Path:
-        return self.root / "tables"
-
-    @property
-    def figures(self) -> Path:
-        return self.root / "figures"
-
-    @property
-    def combined_per_query_parquet(self) -> Path:
-        return self.root / "per_query.parquet"
+    tables = _Under("tables")
+    figures = _Under("figures")
+    combined_per_query_parquet = _Under("per_query.parquet")
 
     # the query phase of a run (snapbench run)
     def query_embedding(self, source: str, modality: str) -> Path:
@@ -302,18 +235,14 @@ class RunDir:
         return self.query_embeddings / f"{condition_to_filename(source)}.{modality}.npy"
 
     # the traffic-weighted view (snapbench report --traffic)
-    @property
-    def traffic(self) -> Path:
-        return self.root / TRAFFIC_JSON
+    traffic = _Under(TRAFFIC_JSON)
 
     # the headline numbers per target that snapbench run prints when it is done (snapbench.render.aggregate)
-    @property
-    def headline(self) -> Path:
-        return self.root / "headline.json"
+    headline = _Under("headline.json")
 
 
 @dataclass(frozen=True)
-class CompareDir:
+class CompareDir(_Folder):
     """``snapbench compare`` DIR::
 
         run.json (kind "compare"), compare.json, compare.html, findings.json
@@ -324,38 +253,12 @@ class CompareDir:
     ``<stem>`` = target and metric (:meth:`stem`: ``IT2IT_hit1``, ``fusion-rrf_ndcg10``).
     """
 
-    root: Path
-
-    def __init__(self, root: str | os.PathLike) -> None:
-        object.__setattr__(self, "root", Path(root))
-
-    @property
-    def run_json(self) -> Path:
-        return self.root / RUN_CONFIG
-
-    @property
-    def compare_json(self) -> Path:
-        return self.root / COMPARE_JSON
-
-    @property
-    def html(self) -> Path:
-        return self.root / "compare.html"
-
-    @property
-    def findings(self) -> Path:
-        return self.root / "findings.json"
-
-    @property
-    def tables(self) -> Path:
-        return self.root / "tables"
-
-    @property
-    def records(self) -> Path:
-        return self.root / "records"
-
-    @property
-    def figures(self) -> Path:
-        return self.root / "figures"
+    compare_json = _Under(COMPARE_JSON)
+    html = _Under("compare.html")
+    findings = _Under("findings.json")
+    tables = _Under("tables")
+    records = _Under("records")
+    figures = _Under("figures")
 
     @staticmethod
     def stem(target: str, metric: str) -> str:
@@ -698,17 +601,9 @@ def holds_a_demo(out: Path) -> bool:
 
 
 @dataclass(frozen=True)
-class StressDir:
+class StressDir(_Folder):
     """Paths of one ``snapbench stress`` output folder (condition ids are safe file names already)."""
 
-    root: Path
-
-    def __init__(self, root: str | os.PathLike) -> None:
-        object.__setattr__(self, "root", Path(root))
-
-    @property
-    def run_json(self) -> Path:
-        return self.root / RUN_CONFIG
 
     def records(self, condition: str) -> Path:
         return self.root / "records" / f"{condition_to_filename(condition)}.jsonl"
@@ -719,17 +614,9 @@ class StressDir:
     def vector_rows(self, condition: str) -> Path:
         return self.root / "vectors" / f"{condition_to_filename(condition)}.rows.npy"
 
-    @property
-    def per_query(self) -> Path:
-        return self.root / PER_QUERY_CSV
-
-    @property
-    def stress_json(self) -> Path:
-        return self.root / "stress.json"
-
-    @property
-    def report_html(self) -> Path:
-        return self.root / "report.html"
+    per_query = _Under(PER_QUERY_CSV)
+    stress_json = _Under("stress.json")
+    report_html = _Under("report.html")
 
     # ---------------------------------------------------------------- writers / readers
     def write_records(self, condition: str, rows: Iterable[Mapping[str, Any]]) -> Path:
