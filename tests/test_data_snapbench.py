@@ -182,3 +182,22 @@ def test_bad_json(tmp_path):
     js.write_text('{"queries": []}', encoding="utf-8")
     with pytest.raises(InputError, match="expected a JSON list of query records, got a JSON dict"):
         load_dataset(js, format="snapbench-json")
+
+
+def test_some_query_images_absent_one_rule_with_the_run(tmp_path):
+    """One missing query image: the dataset's notes and the run's plan name the same modes (the image
+    modes run on the other queries; that query is left out of every mode)."""
+    from snapbench.app.stages import RunOptions
+    from snapbench.app.stages.plan import plan_run
+    from snapbench.core.targets import MODE_LABELS
+    from snapbench.models import get_encoder
+
+    make_snapbench_release(tmp_path)
+    (tmp_path / "bench_images" / "query" / "0002.jpg").unlink()
+    ds = load_dataset(tmp_path)
+    assert not ds.has_query_images  # not every query has its image ...
+    assert ds.runnable_modes == ("I→I", "T→T", "IT→IT", "I→IT", "T→IT")  # ... but the image modes run
+    note = next(n for n in ds.notes if n.startswith("query images: 1 of 5 absent"))
+    assert "leaves those queries out of every mode" in note
+    plan = plan_run(ds, get_encoder("toy"), RunOptions(conditions=["clean"]))
+    assert tuple(MODE_LABELS[m] for m in plan.modes.modes) == ds.runnable_modes

@@ -76,7 +76,9 @@ def image_notes(ds: Dataset) -> list[str]:
     notes = []
     nq, ng = _missing([q.image for q in ds.queries]), _missing([g.image for g in ds.gallery])
     if nq:
-        notes.append(f"query images: {nq} of {len(ds.queries)} absent")
+        left_out = ("" if nq == len(ds.queries) else
+                    ": a run that reads query images leaves those queries out of every mode (all modes compare the same queries)")
+        notes.append(f"query images: {nq} of {len(ds.queries)} absent{left_out}")
     if ng:
         notes.append(f"gallery images: {ng} of {len(ds.gallery)} absent")
     modes = ds.runnable_modes

@@ -4,7 +4,8 @@ A :class:`Dataset` is what every loader in :mod:`snapbench.data` returns: querie
 :class:`~snapbench.corruptions.QueryRecord` that ``snapbench corrupt`` reads), a fixed gallery,
 graded qrels, the variants the release ships (if any) and human-readable notes.  Image paths are
 kept even when the file is absent so a user can see where an image was expected; the
-``has_*_images`` properties say whether retrieval modes that need pixels can run.
+:meth:`Dataset.sides` says which query and gallery sides exist, hence which retrieval modes can run
+(the rule ``snapbench run`` plans with).
 
 ``snapbench run --limit N``: a quick look at the first N queries before a long run.
 
@@ -17,14 +18,15 @@ next to the numbers), run.json's ``limit`` and the table printed after the run.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.records import QueryRecord
-from ..core.targets import MODE_LABELS, MODES, PATHS, plan_targets
+from ..core.targets import MODE_LABELS, MODES, PATHS, SIDES, plan_targets
 
-__all__ = ['MODE_PATHS', 'PATHS', 'Dataset', 'GalleryItem', 'ReleasedVariants', 'limit_queries']
+__all__ = ['MODE_PATHS', 'PATHS', 'Dataset', 'GalleryItem', 'ReleasedVariants', 'Sides', 'limit_queries']
 
 #: The retrieval modes (SnapBench names) and the paths each one needs, from :mod:`snapbench.core.targets`;
 #: used to tell users which modes a dataset supports.
@@ -52,6 +54,16 @@ class ReleasedVariants:
 
     texts: dict[str, dict[str, str]] = field(default_factory=dict)
     images: dict[str, dict[tuple[str, int], Path]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The query and gallery sides (``"image"`` / ``"text"``) a run can encode, and why the others cannot
+    (keys ``"query image"``, ``"gallery text"``..., as :func:`snapbench.core.targets.plan_targets` quotes them)."""
+
+    query: frozenset[str]
+    gallery: frozenset[str]
+    why: dict[str, str] = field(default_factory=dict)
 
 
 def _all_exist(paths: list[Path | None]) -> bool:
@@ -91,37 +103,50 @@ class Dataset:
         return _all_exist([g.image for g in self.gallery])
 
     @property
-    def has_questions(self) -> bool:
-        return bool(self.queries) and all(q.question for q in self.queries)
-
-    @property
-    def has_captions(self) -> bool:
-        return bool(self.gallery) and all(g.caption for g in self.gallery)
-
-    @property
     def has_ground_truth(self) -> bool:
         """False only for a dataset loaded without any ground truth (no qrels at all)."""
         return bool(self.qrels)
 
-    @property
-    def query_sides(self) -> frozenset[str]:
-        """The sides every query has (``"image"``: all image files exist; ``"text"``: all have a question)."""
-        return frozenset(s for s, ok in (("image", self.has_query_images), ("text", self.has_questions)) if ok)
+    def sides(self, modalities: Collection[str] = SIDES, encoder: str = "?") -> Sides:
+        """The query and gallery sides a run of an encoder of ``modalities`` can encode, and why the
+        others cannot: the one rule of the dataset's notes and of ``snapbench run``'s plan.
 
-    @property
-    def gallery_sides(self) -> frozenset[str]:
-        """The sides every gallery item has (``"image"`` / ``"text"``: a caption)."""
-        return frozenset(s for s, ok in (("image", self.has_gallery_images), ("text", self.has_captions)) if ok)
+        A query side exists when some query has it (a query whose image file is missing, or that has no
+        question, is left out of every state of a run that reads that side: each mode compares the same
+        queries); the gallery is fixed, so a gallery side exists only when every item has it.
+        """
+        q_images = sum(1 for q in self.queries if q.image is not None and Path(q.image).is_file())
+        g_images = sum(1 for g in self.gallery if g.image is not None and Path(g.image).is_file())
+        n_cap = sum(1 for g in self.gallery if g.caption)
+        have = {"query image": q_images > 0, "gallery image": bool(self.gallery) and g_images == len(self.gallery),
+                "query text": any(q.question for q in self.queries),
+                "gallery text": bool(self.gallery) and n_cap == len(self.gallery)}
+        reasons = {"query image": "the queries have no images", "gallery image": "the gallery has no images",
+                   "query text": "the queries have no questions",
+                   "gallery text": "the gallery has no captions" if n_cap == 0 else
+                   f"{len(self.gallery) - n_cap} gallery items have no caption"}
+        why: dict[str, str] = {}
+        for key, ok in have.items():
+            side = key.split()[1]
+            if not ok:
+                why[key] = reasons[key]
+            elif side not in modalities:
+                why[key] = f"the encoder {encoder} encodes no {side}s"
+        query = frozenset(k.split()[1] for k in have if k.startswith("query") and k not in why)
+        gallery = frozenset(k.split()[1] for k in have if k.startswith("gallery") and k not in why)
+        return Sides(query, gallery, why)
 
     @property
     def available_paths(self) -> tuple[str, ...]:
         """The similarity paths (of :data:`PATHS`) whose inputs are all present (:func:`snapbench.core.targets.plan_targets`)."""
-        return plan_targets(self.query_sides, self.gallery_sides).available
+        sides = self.sides()
+        return plan_targets(sides.query, sides.gallery).available
 
     @property
     def runnable_modes(self) -> tuple[str, ...]:
         """The retrieval modes (keys of :data:`MODE_PATHS`) whose paths are all available (:func:`snapbench.core.targets.plan_targets`)."""
-        return tuple(MODE_LABELS[m] for m in plan_targets(self.query_sides, self.gallery_sides).modes)
+        sides = self.sides()
+        return tuple(MODE_LABELS[m] for m in plan_targets(sides.query, sides.gallery).modes)
 
     @property
     def query_ids(self) -> list[str]:

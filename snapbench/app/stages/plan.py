@@ -17,23 +17,14 @@ from typing import Any, Mapping
 from ...core.conditions import Condition
 from ...core.errors import ConfigError, InputError
 from ...core.targets import DEFAULT_RUN_BASELINES, TargetPlan, needs_paths, plan_targets, query_sides
+from ...data.model import Sides
 from .options import RunOptions
 
-__all__ = ["RunPlan", "Sides", "DataWarning", "grid_json", "image_source", "plan_run", "text_source"]
+__all__ = ["RunPlan", "DataWarning", "grid_json", "image_source", "plan_run", "text_source"]
 
 
 class DataWarning(UserWarning):
     """The data allow less than they seem to (e.g. every query image path is wrong): the run goes on."""
-
-
-@dataclass(frozen=True)
-class Sides:
-    """The query and gallery sides (``"image"`` / ``"text"``) a run can encode, and why the others cannot
-    (keys ``"query image"``, ``"gallery text"``..., as :func:`snapbench.core.targets.plan_targets` quotes them)."""
-
-    query: frozenset[str]
-    gallery: frozenset[str]
-    why: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -87,16 +78,13 @@ def _missing_files(paths: list[Path | None]) -> tuple[int, int, Path | None]:
 
 
 def _available_sides(dataset: Any, encoder: Any) -> Sides:
-    """Which query sides and gallery sides can be encoded, and why the others cannot.
-
-    The query image side exists when some query image file exists (a query whose file is missing is
-    dropped from every state, like any query that cannot be produced); the gallery is fixed, so its
-    images are all or nothing: some missing is an error naming them.  When image paths are named but
-    none of the files exists, the run goes on without that side and a :class:`DataWarning` says so.
+    """Which query sides and gallery sides can be encoded, and why the others cannot: the dataset's
+    rule (:meth:`snapbench.data.Dataset.sides`), after the run's own refusals.  The gallery is fixed, so
+    its images are all or nothing: some missing is an error naming them.  When image paths are named
+    but none of the files exists, the run goes on without that side and a :class:`DataWarning` says so.
     """
     mods = set(getattr(encoder, "modalities", {"image", "text"}))
     who = getattr(encoder, "name", "?")
-    why: dict[str, str] = {}
     q_named, q_found, q_first = _missing_files([q.image for q in dataset.queries])
     g_named, g_found, g_first = _missing_files([g.image for g in dataset.gallery])
     if 0 < g_found < len(dataset.gallery):
@@ -109,23 +97,7 @@ def _available_sides(dataset: Any, encoder: Any) -> Sides:
         if named and not found and "image" in mods:
             warnings.warn(f"none of the {named} {what} image files exists (first: {first}): modes that need "
                           f"{what} images are skipped", DataWarning, stacklevel=3)
-    n_cap = sum(1 for g in dataset.gallery if g.caption)
-    have = {"query image": q_found > 0, "gallery image": bool(dataset.gallery) and g_found == len(dataset.gallery),
-            "query text": any(q.question for q in dataset.queries),
-            "gallery text": bool(dataset.gallery) and n_cap == len(dataset.gallery)}
-    reasons = {"query image": "the queries have no images", "gallery image": "the gallery has no images",
-               "query text": "the queries have no questions",
-               "gallery text": "the gallery has no captions" if n_cap == 0 else
-               f"{len(dataset.gallery) - n_cap} gallery items have no caption"}
-    for key, ok in have.items():
-        side = key.split()[1]
-        if not ok:
-            why[key] = reasons[key]
-        elif side not in mods:
-            why[key] = f"the encoder {who} encodes no {side}s"
-    query = frozenset(k.split()[1] for k, ok in have.items() if ok and k.startswith("query") and k not in why)
-    gallery = frozenset(k.split()[1] for k, ok in have.items() if ok and k.startswith("gallery") and k not in why)
-    return Sides(query, gallery, why)
+    return dataset.sides(mods, who)
 
 
 def _released_space(dataset: Any) -> Any:
