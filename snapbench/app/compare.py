@@ -15,19 +15,19 @@ The settings of ``snapbench compare`` and how its defaults follow from the runs.
 
 ``compare_runs``: from run folders (or evaluate report files) to the comparison report in one folder.
 
-Steps: open the models (:mod:`.sources`), pick targets, metrics and settings (:mod:`.options`),
-refuse set-ups that differ (:mod:`.check`), read each target's per-query values (only the metrics
+Steps: open the models (:func:`snapbench.store.compare.open_sources`), pick targets, metrics and settings (the settings above),
+refuse set-ups that differ (the set-up check below), read each target's per-query values (only the metrics
 compared), compute every record (:func:`~snapbench.compare.compare_models`) and write the
-outputs (:mod:`.write`).  The output folder's run.json (``kind: "compare"``) records the inputs and
+outputs (:func:`_write_outputs`).  The output folder's run.json (``kind: "compare"``) records the inputs and
 settings and the files written (a new compare into the folder removes those of the previous one it
-does not write again: :mod:`.stale`); a folder another command wrote is refused.
+does not write again: :func:`snapbench.store.compare.remove_stale`); a folder another command wrote is refused.
 
 Writing the comparison report into its folder (names: :class:`snapbench.store.CompareDir`).
 
 Always ``compare.json`` and ``findings.json``; per the formats asked (those of ``snapbench
 report``): ``md``/``tex`` tables of every (target, metric), ``csv``/``parquet`` of every record
 list, ``png``/``pdf`` figures of every target for the headline metric (matplotlib: without it a
-note replaces them), ``html`` the self-contained page (:mod:`.page`).
+note replaces them), ``html`` the self-contained page (:func:`snapbench.render.compare.render_page`).
 
 Which conditions each target is compared on: the same plan, read on different sides of the query.
 
@@ -65,7 +65,7 @@ first:
 * **gallery** -- ``fingerprint.dataset_gallery_sha256`` and the reports' ``meta.n_gallery``;
 * **qrels** -- the queries without a relevant item (where a ranking metric is undefined), the
   reports' ``meta.n_zero_gt`` and ``meta.graded_labels``;
-* **conditions** -- each target's planned conditions (:mod:`.planned`: a run that reads one side of
+* **conditions** -- each target's planned conditions (the conditions section above: a run that reads one side of
   the query only, such as a text-only encoder's, is compared with the others on the conditions every
   run has, with a warning naming the rest) and, between two runs that generated their variants, the
   severity grid (``fingerprint.grid``) and the severity target (``fingerprint.severity_target``,

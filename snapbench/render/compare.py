@@ -560,49 +560,39 @@ def _ratio_text(x: float | None) -> str:
     return "undefined" if finite(x) is None else f"{x:.2f}"
 
 
-def _undefined_mce(v: MetricView, reference: str, models: list[str]) -> str:
-    """Why the mean corruption error of ``models`` is undefined: the operators whose CE is (the
-    reference makes no error under them, or the model's value is undefined there)."""
-    def ops(m: str) -> list[str]:
-        return [op for (mm, op), n in v.normalised.items()
-                if mm == m and not op.startswith("mean:") and finite(n.ce) is None]
+def _undefined_ops(v: MetricView, model: str, field: str) -> list[str]:
+    """The operators under which ``model``'s ``field`` (``ce`` or ``relative_ce``) is undefined."""
+    return [op for (m, op), n in v.normalised.items()
+            if m == model and not op.startswith("mean:") and finite(getattr(n, field)) is None]
 
-    ref_ops = set(ops(reference))
-    own = {m: [op for op in ops(m) if op not in ref_ops] for m in models}
+
+def _etc(ops: list[str]) -> str:
+    return f"{', '.join(ops[:3])}{', …' if len(ops) > 3 else ''}"
+
+
+def _undefined_mce(v: MetricView, reference: str, models: list[str], relative: bool = False) -> str:
+    """Why the mean (relative) corruption error of ``models`` is undefined: the operators under which
+    the reference makes no error (loses nothing, for a relative CE: the ratio divides by the
+    reference's errors or drop), or where the model's own value (drop) is undefined."""
+    field = "relative_ce" if relative else "ce"
+    ref_ops = sorted(_undefined_ops(v, reference, field))
     parts = []
-    if ref_ops:
-        named = sorted(ref_ops)
-        parts.append(f"{reference}, the reference, makes no error under {len(named)} operator(s) "
-                     f"({', '.join(named[:3])}{', …' if len(named) > 3 else ''}: {metric_label(v.metric)} 100% at "
-                     "every severity), and a corruption error divides by the reference's errors")
-    for m, o in own.items():
-        if o:
-            parts.append(f"{m}'s value is undefined under {', '.join(o[:3])}{', …' if len(o) > 3 else ''}")
-    why = "; ".join(parts) or "see the per-operator records"
-    return f"mean corruption error undefined for {_join(models)}: {why} (the per-operator CEs are in compare.json)"
-
-
-def _undefined_relative_mce(v: MetricView, reference: str, models: list[str]) -> str:
-    """Why the mean relative corruption error of ``models`` is undefined: the operators under which
-    the reference loses nothing (a relative CE divides by the reference's drop), or where the
-    model's own drop is undefined."""
-    def ops(m: str) -> list[str]:
-        return [op for (mm, op), n in v.normalised.items()
-                if mm == m and not op.startswith("mean:") and finite(n.relative_ce) is None]
-
-    ref_ops = sorted(ops(reference))
-    parts = []
-    if ref_ops:
-        parts.append(f"{reference}, the reference, drops 0 under {len(ref_ops)} operator(s) "
-                     f"({', '.join(ref_ops[:3])}{', …' if len(ref_ops) > 3 else ''}: {metric_label(v.metric)} "
-                     "summed over the severities equals its clean value), and a relative corruption error divides "
-                     "by the reference's drop")
+    if ref_ops and relative:
+        parts.append(f"{reference}, the reference, drops 0 under {len(ref_ops)} operator(s) ({_etc(ref_ops)}: "
+                     f"{metric_label(v.metric)} summed over the severities equals its clean value), and a relative "
+                     "corruption error divides by the reference's drop")
+    elif ref_ops:
+        parts.append(f"{reference}, the reference, makes no error under {len(ref_ops)} operator(s) ({_etc(ref_ops)}: "
+                     f"{metric_label(v.metric)} 100% at every severity), and a corruption error divides by the "
+                     "reference's errors")
     for m in models:
-        own = [op for op in ops(m) if op not in ref_ops]
+        own = [op for op in _undefined_ops(v, m, field) if op not in ref_ops]
         if own:
-            parts.append(f"{m}'s drop is undefined under {', '.join(own[:3])}{', …' if len(own) > 3 else ''}")
+            parts.append(f"{m}'s {'drop' if relative else 'value'} is undefined under {_etc(own)}")
     why = "; ".join(parts) or "see the per-operator records"
-    return f"relative mCE undefined for {_join(models)}: {why} (the per-operator values are in compare.json)"
+    if relative:
+        return f"relative mCE undefined for {_join(models)}: {why} (the per-operator values are in compare.json)"
+    return f"mean corruption error undefined for {_join(models)}: {why} (the per-operator CEs are in compare.json)"
 
 
 def _normalised(v: MetricView, reference: str) -> Finding | None:
@@ -616,7 +606,7 @@ def _normalised(v: MetricView, reference: str) -> Finding | None:
     text = (f"{_target_label(v.target)}, {metric_label(v.metric)}: retention (corrupted / clean, mean over the "
             f"corrupted conditions) and mean corruption error against {reference}: " + "; ".join(parts)
             + (f"; {_undefined_mce(v, reference, undefined)}" if undefined else "")
-            + (f"; {_undefined_relative_mce(v, reference, no_relative)}" if no_relative else "") + ".")
+            + (f"; {_undefined_mce(v, reference, no_relative, relative=True)}" if no_relative else "") + ".")
     return Finding(f"normalised:{v.target}", text, {"target": v.target, "metric": v.metric, "reference": reference,
                                                    "retention": {m: r.retention for m, r, _ in rows},
                                                    "mce": {m: n.ce for m, _, n in rows}})
