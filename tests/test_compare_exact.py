@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from snapbench.compare import cohens_g, discordance, signflip_exact_pvalues
+from snapbench.compare.pairs import cohens_g, discordance, signflip_exact_pvalues
 
 
 def _brute(d) -> float:

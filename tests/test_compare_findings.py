@@ -108,6 +108,6 @@ def test_condition_tallies_use_each_pairs_adjusted_p_and_ci(cmp):
     (float("nan"), (float("nan"), float("nan")), None),
 ])
 def test_the_verdict_rule(p, ci, want):
-    from snapbench.render.compare import told_apart
+    from snapbench.compare.ranking import told_apart
 
     assert told_apart(p, ci, 0.95) is want

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from snapbench.compare import CompareConfig, ModelValues, align_models, compare_models
+from snapbench.compare import CompareConfig, ModelValues, compare_models
+from snapbench.compare.inputs import align_models
 from snapbench.core.errors import ConfigError, InputError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from snapbench.compare import adjust_pvalues
+from snapbench.compare.stats import adjust_pvalues
 from snapbench.core.errors import ConfigError
 
 multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests

@@ -8,7 +8,8 @@ import pytest
 from compare_helpers import CONDITIONS, evaluated, model_values
 from scipy.special import expit, logit
 
-from snapbench.compare import CompareConfig, compare_models, corruption_errors, effective_robustness, logit_fit
+from snapbench.compare import CompareConfig, compare_models
+from snapbench.compare.normalised import corruption_errors, effective_robustness, logit_fit
 
 OPERATORS = {  # operator -> its conditions (severities summed)
     "compression": ["img/compression/s1", "img/compression/s2"],

@@ -9,7 +9,8 @@ import pytest
 from compare_helpers import CONDITIONS, RESAMPLES, SEED, Q, evaluated, model_values, per_query
 from scipy.stats import binom, rankdata
 
-from snapbench.compare import CompareConfig, ModelValues, compare_models, tiers
+from snapbench.compare import CompareConfig, ModelValues, compare_models
+from snapbench.compare.ranking import tiers
 from snapbench.evaluate import bootstrap_counts, swap_matrix
 
 multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests

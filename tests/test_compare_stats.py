@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata
 
-from snapbench.compare import condition_groups, group_means, rank_intervals, ranks
+from snapbench.compare.groups import condition_groups, group_means
+from snapbench.compare.ranking import rank_intervals, ranks
 from snapbench.compare.stats import row_intervals
 from snapbench.evaluate import percentile_ci
 

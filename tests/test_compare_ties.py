@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from snapbench.compare import CompareConfig, ModelValues, compare_models, exact_group_means, group_means
+from snapbench.compare import CompareConfig, ModelValues, compare_models
+from snapbench.compare.groups import exact_group_means, group_means
 from snapbench.core.conditions import list_conditions
 
 # many conditions of every kind: the sums over a group run over dozens of real-valued drops

@@ -298,7 +298,7 @@ def test_reject_metrics_keep_every_query():
 
 def _level_errors():
     from snapbench.app.compare import CompareOptions
-    from snapbench.compare.core import CompareConfig
+    from snapbench.compare import CompareConfig
     from snapbench.compare.stats import row_intervals
     from snapbench.diagnose import wilson_interval
     from snapbench.evaluate import EvaluationConfig

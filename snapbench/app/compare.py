@@ -15,19 +15,19 @@ The settings of ``snapbench compare`` and how its defaults follow from the runs.
 
 ``compare_runs``: from run folders (or evaluate report files) to the comparison report in one folder.
 
-Steps: open the models (:mod:`.sources`), pick targets, metrics and settings (:mod:`.options`),
-refuse set-ups that differ (:mod:`.check`), read each target's per-query values (only the metrics
-compared), compute every record (:func:`~snapbench.compare.core.compare_models`) and write the
-outputs (:mod:`.write`).  The output folder's run.json (``kind: "compare"``) records the inputs and
+Steps: open the models (:func:`snapbench.store.compare.open_sources`), pick targets, metrics and settings (the settings above),
+refuse set-ups that differ (the set-up check below), read each target's per-query values (only the metrics
+compared), compute every record (:func:`~snapbench.compare.compare_models`) and write the
+outputs (:func:`_write_outputs`).  The output folder's run.json (``kind: "compare"``) records the inputs and
 settings and the files written (a new compare into the folder removes those of the previous one it
-does not write again: :mod:`.stale`); a folder another command wrote is refused.
+does not write again: :func:`snapbench.store.compare.remove_stale`); a folder another command wrote is refused.
 
 Writing the comparison report into its folder (names: :class:`snapbench.store.CompareDir`).
 
 Always ``compare.json`` and ``findings.json``; per the formats asked (those of ``snapbench
 report``): ``md``/``tex`` tables of every (target, metric), ``csv``/``parquet`` of every record
 list, ``png``/``pdf`` figures of every target for the headline metric (matplotlib: without it a
-note replaces them), ``html`` the self-contained page (:mod:`.page`).
+note replaces them), ``html`` the self-contained page (:func:`snapbench.render.compare.render_page`).
 
 Which conditions each target is compared on: the same plan, read on different sides of the query.
 
@@ -65,7 +65,7 @@ first:
 * **gallery** -- ``fingerprint.dataset_gallery_sha256`` and the reports' ``meta.n_gallery``;
 * **qrels** -- the queries without a relevant item (where a ranking metric is undefined), the
   reports' ``meta.n_zero_gt`` and ``meta.graded_labels``;
-* **conditions** -- each target's planned conditions (:mod:`.planned`: a run that reads one side of
+* **conditions** -- each target's planned conditions (the conditions section above: a run that reads one side of
   the query only, such as a text-only encoder's, is compared with the others on the conditions every
   run has, with a warning naming the rest) and, between two runs that generated their variants, the
   severity grid (``fingerprint.grid``) and the severity target (``fingerprint.severity_target``,
@@ -95,15 +95,15 @@ from typing import Any
 import numpy as np
 
 from .._version import __version__
-from ..compare.core import CompareConfig, compare_models
+from ..compare import CompareConfig, compare_models
 from ..compare.inputs import ModelValues, set_diff
-from ..compare.stats import CORRECTION_NAMES, CORRECTIONS
+from ..compare.stats import CORRECTION_NAMES
 from ..core.conditions import KIND_SIDES, KINDS, parse_condition
 from ..core.errors import ConfigError, InputError, arg
 from ..core.install_hint import install_hint
 from ..core.jsonable import dumps
 from ..core.targets import MODES, PATHS, query_sides
-from ..core.validate import choice, ci_level, hint_and_known, positive_int
+from ..core.validate import choice, hint_and_known
 from ..evaluate.metrics import metric_family, parse_metrics
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES
 from ..render import FORMATS
@@ -126,7 +126,6 @@ from ..store.compare import (
     RECORD_TYPES,
     ModelSource,
     PerQueryArrays,
-    compare_json,
     open_sources,
     possible_files,
     previous_files,
@@ -135,7 +134,7 @@ from ..store.compare import (
     write_compare_json,
 )
 
-__all__ = ['CompareOptions', 'compare_runs', 'TargetConditions']
+__all__ = ['CompareOptions', 'compare_runs', 'ordered_targets']
 
 
 
@@ -156,11 +155,9 @@ class CompareOptions:
     dpi: int = 120
 
     def check(self) -> None:
-        choice(self.correction, list(CORRECTIONS), "correction", what="correction")
-        if self.resamples is not None:
-            positive_int(self.resamples, "resamples")
-        if self.ci is not None:
-            ci_level(self.ci, "ci")
+        """Refuse a bad setting before any file is read (the statistics' settings by their own check)."""
+        CompareConfig(resamples=DEFAULT_RESAMPLES if self.resamples is None else self.resamples,
+                      ci=DEFAULT_CI if self.ci is None else self.ci, correction=self.correction).check()
         for f in self.formats:
             choice(f, FORMATS, "formats", what="format")
         check_dpi(self.dpi)
@@ -272,7 +269,7 @@ def _resolve_settings(sources: Sequence[ModelSource], options: CompareOptions) -
 
 
 
-def model_values(sources: Sequence[ModelSource], targets: Sequence[str], metrics: Sequence[str],
+def _model_values(sources: Sequence[ModelSource], targets: Sequence[str], metrics: Sequence[str],
                  say: Callable[[str], None] = lambda _m: None,
                  conditions: Mapping[str, Sequence[str]] | None = None) -> list[ModelValues]:
     """Each model's per-query values of ``targets`` x ``metrics`` (checked: the same queries and
@@ -306,10 +303,10 @@ def _rows_in(order: list[str], qids: list[str], source: ModelSource, target: str
 
 
 def _run_json(sources: Sequence[ModelSource], st: Settings, options: CompareOptions, reference: str) -> dict[str, Any]:
+    settings = {k: v for k, v in st.to_json().items() if k != "metric"}
     return {"snapbench_version": __version__,
-            "inputs": [{"name": s.name, "path": str(s.path), "kind": s.kind} for s in sources],
-            "reference": reference, "correction": options.correction, "targets": st.targets, "metrics": st.metrics,
-            "resamples": st.resamples, "seed": st.seed, "ci": st.ci}
+            "inputs": [{k: s.to_json()[k] for k in ("name", "path", "kind")} for s in sources],
+            "reference": reference, "correction": options.correction, **settings}
 
 
 def _limit_notes(sources: Sequence[ModelSource]) -> list[str]:
@@ -348,9 +345,8 @@ def compare_runs(
     before = claim_output_dir(outdir, "compare")  # a folder another command wrote is refused before any work
     sources = open_sources(paths, opts.names)
     st = _resolve_settings(sources, opts)
-    compared = _check_setups(sources, st.targets)
-    warnings = [c.warning for c in compared.values() if c.warning]
-    models = model_values(sources, st.targets, st.metrics, say, {t: c.conditions for t, c in compared.items()})
+    compared, warnings = _check_setups(sources, st.targets)
+    models = _model_values(sources, st.targets, st.metrics, say, compared)
     t_read = time.perf_counter()
     cfg = CompareConfig(resamples=st.resamples, ci=st.ci, seed=st.seed, correction=opts.correction,
                         reference=opts.reference)
@@ -382,18 +378,6 @@ def ordered_targets(targets: Sequence[str]) -> list[str]:
     """``targets`` with the primary one first (:func:`snapbench.store.primary_target`)."""
     first = primary_target(targets)
     return [first] + [t for t in targets if t != first]
-
-
-def _runs(res: CompareResult) -> list[dict[str, Any]]:
-    return [{"name": s.name, "path": str(s.path), "kind": s.kind, "encoder": s.run.get("encoder"),
-             "variants": s.variants, "dataset": s.run.get("dataset"),
-             "parent": None if s.parent is None else str(s.parent)} for s in res.sources]
-
-
-def _settings(res: CompareResult) -> dict[str, Any]:
-    st = res.settings
-    return {"targets": st.targets, "metrics": st.metrics, "metric": st.metric, "resamples": st.resamples,
-            "seed": st.seed, "ci": st.ci}
 
 
 def _cell(v: Any) -> Any:
@@ -490,23 +474,13 @@ def _write_outputs(res: CompareResult, opts: CompareOptions) -> Written:
     write_text_atomic(out.findings, dumps([{"id": f.id, "text": f.text, "values": f.values}
                                            for f in written.findings]) + "\n")
     res.files.append(out.findings)
-    write_compare_json(out.compare_json, compare_json(res.comparison, _runs(res), _settings(res), res.notes, rec))
+    write_compare_json(out.compare_json, res.comparison, [s.to_json() for s in res.sources], st.to_json(), res.notes,
+                       rec)
     res.files.append(out.compare_json)
     if "html" in fmts:
         write_text_atomic(out.html, render_page(res, written, ordered_targets(st.targets)))
         res.files.append(out.html)
     return written
-
-
-@dataclass
-class TargetConditions:
-    """The conditions of one target every model has (the first model's order, clean first), the
-    conditions of each model left out of the comparison, and a warning naming them (or ``None``)."""
-
-    target: str
-    conditions: list[str]
-    left_out: dict[str, list[str]]
-    warning: str | None = None
 
 
 def _targets_query_sides(targets: Sequence[str]) -> frozenset[str]:
@@ -591,24 +565,22 @@ def _warning(target: str, common: list[str], plans: list[_Plan], left: dict[str,
             f"left out: {'; '.join(parts)} -- {'; '.join(why)}")
 
 
-def _compared_conditions(sources: Sequence[ModelSource], target: str) -> tuple[TargetConditions, list[str]]:
-    """The conditions of ``target`` the models are compared on, and the differences of their
-    condition plans (texts for the refusal; empty when the plans agree)."""
+def _compared_conditions(sources: Sequence[ModelSource], target: str) -> tuple[list[str], str | None, list[str]]:
+    """The conditions of ``target`` every model has (the first model's order, clean first), a warning
+    naming those left out (or ``None``), and the differences of the models' condition plans (texts
+    for the refusal; empty when the plans agree)."""
     plans = [_plan(s, target) for s in sources]
     diffs = _plan_diffs(target, plans)
     shared = set(plans[0].conditions).intersection(*(p.conditions for p in plans[1:]))
     common = [c for c in plans[0].conditions if c in shared]
     left = {p.source.name: [c for c in p.conditions if c not in shared] for p in plans}
     left = {n: ids for n, ids in left.items() if ids}
-    out = TargetConditions(target, common, left)
     if diffs:
-        return out, diffs
+        return common, None, diffs
     if len(common) < 2:
-        return out, [f"conditions of {target}: no corrupted condition is in every run ("
-                     + "; ".join(f"{p.source.label} has {len(p.conditions) - 1}" for p in plans) + ")"]
-    if left:
-        out.warning = _warning(target, common, plans, left)
-    return out, []
+        return common, None, [f"conditions of {target}: no corrupted condition is in every run ("
+                              + "; ".join(f"{p.source.label} has {len(p.conditions) - 1}" for p in plans) + ")"]
+    return common, _warning(target, common, plans, left) if left else None, []
 
 
 _ADVICE = ("compare runs of the same queries, gallery, qrels, conditions, seed and metric settings "
@@ -691,21 +663,23 @@ def _report_diffs(a: ModelSource, b: ModelSource, targets: Sequence[str], known:
     return out
 
 
-def _check_setups(sources: Sequence[ModelSource], targets: Sequence[str]) -> dict[str, TargetConditions]:
+def _check_setups(sources: Sequence[ModelSource], targets: Sequence[str]) -> tuple[dict[str, list[str]], list[str]]:
     """Refuse (one :class:`ConfigError` naming every difference) runs whose set-ups differ: run.json
     and the reports of ``targets``; see the module docstring.  Return the conditions each target is
-    compared on (:func:`~snapbench.app.compare._compared_conditions`)."""
+    compared on and the warnings naming those left out (:func:`_compared_conditions`)."""
     first = sources[0]
     diffs: list[str] = []
-    compared: dict[str, TargetConditions] = {}
+    compared: dict[str, list[str]] = {}
+    warnings: list[str] = []
     for t in targets:
-        compared[t], d = _compared_conditions(sources, t)
+        compared[t], warning, d = _compared_conditions(sources, t)
+        warnings += [warning] if warning else []
         diffs += d
     for other in sources[1:]:
         run = _run_diffs(first, other, targets)
         diffs += run + _report_diffs(first, other, targets, {d.split(":")[0] for d in run})
     _fail(diffs)
-    return compared
+    return compared, warnings
 
 
 def _uncounted(arrays: PerQueryArrays, metrics: Sequence[str]) -> set[str] | None:

@@ -18,12 +18,9 @@ from ..core.conditions import parse_condition
 from ..evaluate.additivity import additivity_analysis, additivity_terms, joint_parts
 from .groups import exact_group_means, group_means
 from .records import AdditivityPairRecord, AdditivityRecord
-from .stats import MetricBlock, row_intervals
+from .stats import MetricBlock, pair_intervals
 
 __all__ = ["additivity_records"]
-
-_PAIRS_PER_BLOCK = 8
-
 
 def _summary_groups(joints: list[str]) -> dict[str, list[int]]:
     """``{row id: positions in joints}`` for the summary rows, in the order a run reports them."""
@@ -80,15 +77,8 @@ def additivity_records(
 
     point, boot = deltas(block.values), deltas(block.boot)
     keys = list(joints) + list(summaries)
-    a = np.array([p[0] for p in pairs])
-    b = np.array([p[1] for p in pairs])
-    diff = point[a] - point[b]
-    lo, hi = np.empty(diff.shape), np.empty(diff.shape)
-    for s in range(0, len(pairs), _PAIRS_PER_BLOCK):  # bounds the (pairs x rows x resamples) temporary
-        sl = slice(s, s + _PAIRS_PER_BLOCK)
-        d = boot[a[sl]] - boot[b[sl]]
-        lo_s, hi_s = row_intervals(d.reshape(-1, d.shape[2]), ci, workers, overwrite=True)
-        lo[sl], hi[sl] = lo_s.reshape(d.shape[:2]), hi_s.reshape(d.shape[:2])
+    diff = np.stack([point[a] - point[b] for a, b in pairs])
+    lo, hi = pair_intervals(boot, pairs, ci, workers)
     pair_recs = [AdditivityPairRecord(block.mode, block.metric, key, block.models[pa], block.models[pb],
                                       float(diff[i, j]), float(lo[i, j]), float(hi[i, j]))
                  for i, (pa, pb) in enumerate(pairs) for j, key in enumerate(keys)]

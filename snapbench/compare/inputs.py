@@ -13,8 +13,9 @@ metrics -- and names what differs when they cannot.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -45,36 +46,29 @@ class ModelValues:
         """From ``values[mode][condition][metric]`` = one float per query (NaN = not counted), the
         per-query table of a run.  A counted query has numerator = its value, denominator = 1."""
         qids = _query_ids(name, query_ids)
-        stats: dict[str, dict[str, dict[str, QueryStat]]] = {}
         dens: dict[bytes, np.ndarray] = {}  # one denominator array per distinct mask (most metrics share one)
-        for mode, conds in values.items():
-            stats[str(mode)] = {}
-            for cond, metrics in conds.items():
-                stats[str(mode)][str(cond)] = {}
-                for metric, arr in metrics.items():
-                    v = _vector(arr, len(qids), f"model {name!r}, mode {mode!r}, {cond!r}/{metric!r}", allow_nan=True)
-                    counted = ~np.isnan(v)
-                    den = dens.setdefault(np.packbits(counted).tobytes(), counted.astype(np.float64))
-                    stats[str(mode)][str(cond)][str(metric)] = QueryStat(np.where(counted, v, 0.0), den)
-        return cls(str(name), qids, stats)
+
+        def stat(where: str, arr) -> QueryStat:
+            v = _vector(arr, len(qids), where, allow_nan=True)
+            counted = ~np.isnan(v)
+            den = dens.setdefault(np.packbits(counted).tobytes(), counted.astype(np.float64))
+            return QueryStat(np.where(counted, v, 0.0), den)
+
+        return cls(str(name), qids, _per_metric(name, values, stat))
 
     @classmethod
     def from_stats(cls, name: str, query_ids: Sequence[str], stats: Stats) -> "ModelValues":
         """From per-query (num, den) :class:`QueryStat` (e.g. ``ConditionEval.stats`` of an evaluation)."""
         qids = _query_ids(name, query_ids)
-        out: dict[str, dict[str, dict[str, QueryStat]]] = {}
-        for mode, conds in stats.items():
-            out[str(mode)] = {}
-            for cond, metrics in conds.items():
-                out[str(mode)][str(cond)] = {}
-                for metric, st in metrics.items():
-                    where = f"model {name!r}, mode {mode!r}, {cond!r}/{metric!r}"
-                    num = _vector(st.num, len(qids), where + " (numerator)", allow_nan=False)
-                    den = _vector(st.den, len(qids), where + " (denominator)", allow_nan=False)
-                    if (den < 0).any():
-                        raise InputError(f"{where}: negative denominator")
-                    out[str(mode)][str(cond)][str(metric)] = QueryStat(num, den)
-        return cls(str(name), qids, out)
+
+        def stat(where: str, st: QueryStat) -> QueryStat:
+            num = _vector(st.num, len(qids), where + " (numerator)", allow_nan=False)
+            den = _vector(st.den, len(qids), where + " (denominator)", allow_nan=False)
+            if (den < 0).any():
+                raise InputError(f"{where}: negative denominator")
+            return QueryStat(num, den)
+
+        return cls(str(name), qids, _per_metric(name, stats, stat))
 
     def reordered(self, query_ids: Sequence[str]) -> "ModelValues":
         """The same values with queries in the order of ``query_ids`` (the same set of ids)."""
@@ -85,6 +79,13 @@ class ModelValues:
         stats = {mode: {c: {m: st.subset(rows) for m, st in ms.items()} for c, ms in conds.items()}
                  for mode, conds in self.stats.items()}
         return ModelValues(self.name, tuple(query_ids), stats)
+
+
+def _per_metric(name: str, tree: Mapping[str, Mapping[str, Mapping[str, Any]]], make: Callable[[str, Any], QueryStat]) -> Stats:
+    """``{mode: {condition: {metric: make(where, leaf)}}}`` (names as strings) of ``tree``; ``where``
+    names the leaf in messages."""
+    return {str(mode): {str(c): {str(m): make(f"model {name!r}, mode {mode!r}, {c!r}/{m!r}", x) for m, x in ms.items()}
+                        for c, ms in conds.items()} for mode, conds in tree.items()}
 
 
 def _query_ids(name: str, query_ids: Sequence[str]) -> tuple[str, ...]:

@@ -31,13 +31,13 @@ import numpy as np
 from ..core.conditions import parse_condition
 from .records import EffectiveRecord, FitRecord, NormalisedRecord
 
-__all__ = ["DEFAULT_CLIP", "operator_conditions", "corruption_errors", "logit_fit", "effective_robustness",
+__all__ = ["DEFAULT_CLIP", "corruption_errors", "logit_fit", "effective_robustness",
            "normalised_records", "effective_records"]
 
 DEFAULT_CLIP = 1e-4
 
 
-def operator_conditions(conditions: Sequence[str]) -> dict[str, tuple[str, list[int]]]:
+def _operator_conditions(conditions: Sequence[str]) -> dict[str, tuple[str, list[int]]]:
     """``{operator: (kind, positions in conditions)}``: image operators (kind "img"), text ("txt"),
     joint pairs ``img+txt`` ("joint"), in order of first appearance; ``clean`` is skipped."""
     out: dict[str, tuple[str, list[int]]] = {}
@@ -68,7 +68,7 @@ def corruption_errors(
     corrupted ``conditions``; the operator list ends with the ``mean:*`` rows."""
     e = 1.0 - np.asarray(values, dtype=np.float64)
     e0 = 1.0 - np.asarray(clean, dtype=np.float64)
-    ops = operator_conditions(conditions)
+    ops = _operator_conditions(conditions)
     names = list(ops)
     ce = np.empty((e.shape[0], len(names)))
     rel = np.empty_like(ce)

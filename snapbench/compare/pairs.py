@@ -42,7 +42,6 @@ in A's favour) − 1/2, in [−1/2, 1/2]; with n2 = 0 it is Cohen's (1988) g for
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,16 +49,15 @@ import numpy as np
 from ..evaluate.metrics import is_binary_metric
 from .groups import group_means
 from .records import PairRecord
-from .stats import MetricBlock, adjust_pvalues, row_intervals
+from .stats import MetricBlock, adjust_pvalues, pair_intervals
 
-__all__ = ['PairStats', 'pair_statistics', 'pair_records', 'discordance', 'signflip_exact_pvalues', 'cohens_g']
+__all__ = ['pair_statistics', 'pair_records', 'discordance', 'signflip_exact_pvalues', 'cohens_g']
 
 _REL_TOL, _ABS_TOL = 1e-9, 1e-12  # a permuted statistic equal to the observed one counts as extreme
-_PAIRS_PER_TASK = 4  # pairs handled together: bounds the (pairs x columns x resamples) temporaries
 
 
 @dataclass
-class PairStats:
+class _PairStats:
     """One (mode, metric): per pair and column (conditions, then groups) the diff, its CI, the raw
     p-value, the effect size and the test's name."""
 
@@ -180,7 +178,7 @@ def _exact_tests(block: MetricBlock, mask: np.ndarray, pairs: list[tuple[int, in
     return p, cohens_g(n1, n2, t), np.where(n2 == 0, "mcnemar", "exact_signflip")
 
 
-def pair_statistics(block: MetricBlock, swaps: np.ndarray, ci: float, workers: int = 1) -> PairStats:
+def pair_statistics(block: MetricBlock, swaps: np.ndarray, ci: float, workers: int = 1) -> _PairStats:
     """Diffs, joint-bootstrap CIs, raw p-values and effect sizes of every pair of ``block``'s models."""
     pairs = _model_pairs(len(block.models))
     n_cond = len(block.conditions) - 1
@@ -194,35 +192,19 @@ def pair_statistics(block: MetricBlock, swaps: np.ndarray, ci: float, workers: i
         p_raw[:, :n_cond], effect[:, :n_cond], test[:, :n_cond] = _exact_tests(block, mask, pairs)
     shift = _swapped_shift(block, swaps, groups_only=mask is not None)
     tested = slice(n_cond if mask is not None else 0, diff.shape[1])  # columns the permutation test covers
-    boot = block.col_boot_deltas  # (M, K, B)
-    lo, hi = np.empty(diff.shape), np.empty(diff.shape)
 
-    def chunk(start: int) -> None:
-        sel = range(start, min(start + _PAIRS_PER_TASK, len(pairs)))
-        a = np.array([pairs[i][0] for i in sel])
-        b = np.array([pairs[i][1] for i in sel])
-        d = boot[a] - boot[b]
-        lo_c, hi_c = row_intervals(d.reshape(-1, d.shape[2]), ci, overwrite=True)
-        lo[sel.start : sel.stop] = lo_c.reshape(len(sel), -1)
-        hi[sel.start : sel.stop] = hi_c.reshape(len(sel), -1)
-        for j, i in enumerate(sel):
-            if shift is None:
-                p_raw[i, tested] = _ratio_pvalues(block, swaps, a[j], b[j], diff[i])[tested]
-                continue
-            for cols, x in shift:
-                p_raw[i, cols] = _count_shifted(diff[i, cols], x[a[j]] - x[b[j]])
+    def permutation_test(i: int, a: int, b: int) -> None:
+        if shift is None:
+            p_raw[i, tested] = _ratio_pvalues(block, swaps, a, b, diff[i])[tested]
+            return
+        for cols, x in shift:
+            p_raw[i, cols] = _count_shifted(diff[i, cols], x[a] - x[b])
 
-    starts = range(0, len(pairs), _PAIRS_PER_TASK)
-    if workers > 1 and len(starts) > 1:
-        with ThreadPoolExecutor(max_workers=workers) as ex:
-            list(ex.map(chunk, starts))
-    else:
-        for s in starts:
-            chunk(s)
-    return PairStats(pairs, block.columns, diff, lo, hi, p_raw, effect, test)
+    lo, hi = pair_intervals(block.col_boot_deltas, pairs, ci, workers, permutation_test)
+    return _PairStats(pairs, block.columns, diff, lo, hi, p_raw, effect, test)
 
 
-def pair_records(block: MetricBlock, ps: PairStats, correction: str) -> list[PairRecord]:
+def pair_records(block: MetricBlock, ps: _PairStats, correction: str) -> list[PairRecord]:
     """One record per pair x column; p_adj within (conditions) and within (groups) of each pair."""
     n_cond = len(block.conditions) - 1
     out: list[PairRecord] = []

@@ -9,15 +9,16 @@
   that occurred).  Resamples where a score is undefined are left out.
 * **group** (tier, 1 = best): two models are *told apart* when the paired test of their
   ``group:all`` diff, adjusted over all model pairs of the (mode, metric) with the chosen correction,
-  has p_adj < 1 − level **and** the joint-bootstrap CI of that diff excludes 0.  Walking the models
-  from the best score down, a model joins the current tier when it is not told apart from the tier's
-  first (best) model, and otherwise opens the next tier.  So every model of a tier is statistically
+  has p_adj < 1 − level **and** the joint-bootstrap CI of that diff excludes 0 (:func:`told_apart`).
+  Walking the models from the best score down, a model joins the current tier when it is not told
+  apart from the tier's first (best) model, and otherwise opens the next tier.  So every model of a tier is statistically
   indistinguishable from the tier's leader; a tier number says "not separable from these", not a
   strict order.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -25,7 +26,7 @@ import numpy as np
 from .records import RankingRecord
 from .stats import adjust_pvalues, alpha_of
 
-__all__ = ["ranks", "rank_intervals", "tiers", "ranking_records"]
+__all__ = ["ranks", "rank_intervals", "tiers", "told_apart", "ranking_records"]
 
 
 def ranks(scores: np.ndarray) -> np.ndarray:
@@ -61,6 +62,19 @@ def tiers(scores: Sequence[float], apart: np.ndarray) -> np.ndarray:
     return out
 
 
+def told_apart(p_adj: float | None, ci: Sequence[float | None], level: float) -> bool | None:
+    """The one verdict rule of a comparison (its tiers, and every table and sentence that calls a
+    difference real): ``True`` when the adjusted p-value is below 1 − ``level`` **and** the CI
+    excludes 0; ``False`` when not; ``None`` when neither a p-value nor a CI is defined (``None`` or
+    NaN)."""
+    lo, hi = (None if x is None or not math.isfinite(x) else float(x) for x in ci)
+    p = None if p_adj is None or not math.isfinite(p_adj) else float(p_adj)
+    sure = None if lo is None or hi is None else lo > 0 or hi < 0
+    if sure is None and p is None:
+        return None
+    return bool(sure) and p is not None and p < alpha_of(level)
+
+
 def ranking_records(
     mode: str,
     metric: str,
@@ -79,9 +93,7 @@ def ranking_records(
     p_adj = adjust_pvalues([pair_tests[k][0] for k in keys], correction)
     apart = np.zeros((n, n), dtype=bool)
     for (a, b), p in zip(keys, p_adj):
-        _, lo, hi = pair_tests[(a, b)]
-        sep = bool(p < alpha_of(level)) and (lo > 0 or hi < 0)
-        apart[a, b] = apart[b, a] = sep
+        apart[a, b] = apart[b, a] = bool(told_apart(p, pair_tests[(a, b)][1:], level))
     r = ranks(scores)
     lo_r, hi_r = rank_intervals(boot_scores, level)
     t = tiers(scores, apart)

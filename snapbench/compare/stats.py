@@ -23,7 +23,7 @@ the tests).  NaN entries (an undefined test) are left out of the family and stay
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -37,7 +37,7 @@ from .groups import exact_group_means, group_means
 from .inputs import ModelValues
 from .records import ModelRecord
 
-__all__ = ['MetricBlock', 'counted_query_rows', 'metric_block', 'model_records', 'resampled_values', 'row_intervals', 'CORRECTIONS', 'CORRECTION_NAMES', 'adjust_pvalues', 'alpha_of']
+__all__ = ['MetricBlock', 'counted_query_rows', 'metric_block', 'model_records', 'resampled_values', 'row_intervals', 'pair_intervals', 'CORRECTIONS', 'CORRECTION_NAMES', 'adjust_pvalues', 'alpha_of']
 
 _ROWS_PER_TASK = 256
 
@@ -91,6 +91,38 @@ def row_intervals(rows: np.ndarray, level: float, workers: int = 1, *, overwrite
     else:
         parts = [_block_intervals(b, level, overwrite) for b in blocks]
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+#: Pairs of models handled together: bounds the (pairs x columns x resamples) temporaries.
+_PAIRS_PER_TASK = 4
+
+
+def pair_intervals(boot: np.ndarray, pairs: Sequence[tuple[int, int]], ci: float, workers: int = 1,
+                   each: Callable[[int, int, int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi), each (P, K): the percentile interval of ``boot[a] - boot[b]`` (``boot`` (M, K, B): the
+    shared resamples of every model, so both of a pair come from the same queries) of every pair
+    (a, b), a few pairs at a time in ``workers`` threads; ``each(i, a, b)``, when given, is called for
+    every pair in the thread of its interval (a pair's own work, such as its tests)."""
+    lo, hi = np.empty((len(pairs), boot.shape[1])), np.empty((len(pairs), boot.shape[1]))
+
+    def task(start: int) -> None:
+        sel = slice(start, min(start + _PAIRS_PER_TASK, len(pairs)))
+        a, b = np.array(pairs[sel], dtype=np.int64).reshape(-1, 2).T
+        d = boot[a] - boot[b]
+        lo_c, hi_c = row_intervals(d.reshape(-1, d.shape[2]), ci, overwrite=True)
+        lo[sel], hi[sel] = lo_c.reshape(d.shape[:2]), hi_c.reshape(d.shape[:2])
+        if each is not None:
+            for i in range(sel.start, sel.stop):
+                each(i, *pairs[i])
+
+    starts = range(0, len(pairs), _PAIRS_PER_TASK)
+    if workers > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as ex:
+            list(ex.map(task, starts))
+    else:
+        for s in starts:
+            task(s)
+    return lo, hi
 
 
 @dataclass

@@ -5,11 +5,9 @@ Sections: findings, the models compared, then one section per target (headline m
 table, the Δ table, the ranking, the pairs, the figures; notes on what was left out; the files.
 
 The records of a comparison, indexed for the tables, figures and findings of one (target, metric).
-
-Also the one verdict rule every sentence, table and figure of the comparison report uses
-(:func:`told_apart`): a difference is called real only when its adjusted p-value is below 1 − ci
-**and** its confidence interval excludes 0 (:func:`snapbench.render.fmt.ci_excludes_zero`, the
-rule of the run report's findings).
+Every sentence, table and figure calls a difference real by the rule of the ranking's tiers
+(:func:`snapbench.compare.ranking.told_apart`): its adjusted p-value is below 1 − ci **and** its
+confidence interval excludes 0 (the rule of the run report's findings).
 
 The comparison's tables in the paper's layout, as :class:`snapbench.render.tables.Table` (Markdown,
 LaTeX booktabs, HTML from one model).
@@ -30,7 +28,7 @@ corrupted conditions (the ``group:*`` records).  Per (target, metric):
 The comparison's findings in plain words (``findings.json`` and the report's first section).
 
 Every sentence that calls one model more robust than another rests on the verdict rule of
-:func:`snapbench.render.compare.told_apart`: its adjusted p-value is below 1 − ci **and** its CI
+:func:`snapbench.compare.ranking.told_apart`: its adjusted p-value is below 1 − ci **and** its CI
 excludes 0; otherwise it says the two are not told apart and gives the numbers.  Statements without
 a test (super-additivity differences, effective robustness) use the CI alone (the run report's rule,
 :func:`snapbench.render.fmt.ci_excludes_zero`) or are called descriptive.
@@ -58,10 +56,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..compare.groups import GROUP_ALL
+from ..compare.ranking import told_apart
 from ..compare.records import (
     AdditivityPairRecord,
     AdditivityRecord,
@@ -73,9 +73,9 @@ from ..compare.records import (
     PairRecord,
     RankingRecord,
 )
-from ..compare.stats import adjust_pvalues, alpha_of
+from ..compare.stats import adjust_pvalues
 from ..core.conditions import IMAGE_PRIMITIVES
-from ..store.compare import COMPARE_FIGURES, ModelSource
+from ..store.compare import COMPARE_FIGURES, RECORD_TYPES, ModelSource
 from ..store.folders import CompareDir
 from ..store.rundir import TARGET_NAMES
 from .figures import legend_outside, require_matplotlib, tidy_axes, to_points
@@ -84,14 +84,14 @@ from .fmt import PAIRED_SIGN, ci_excludes_zero, ci_label, ci_level_text, p_text,
 from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from .tables import Cell, Table, metric_label
 
-__all__ = ['render_page', 'MetricView', 'told_apart', 'finite', 'display_names', 'value_table', 'delta_table', 'ranking_table', 'pairs_table', 'compare_findings', 'FIGURES', 'heatmap_figure', 'primitive_bars_figure']
+__all__ = ['render_page', 'MetricView', 'finite', 'display_names', 'value_table', 'delta_table', 'ranking_table', 'pairs_table', 'compare_findings', 'FIGURES', 'heatmap_figure', 'primitive_bars_figure']
 
 
 
-def _summary(res: CompareResult) -> list[tuple[str, str]]:
+def _summary(res: CompareResult, label: dict[str, str]) -> list[tuple[str, str]]:
     st, meta = res.settings, res.comparison.meta
     return [
-        ("models", ", ".join(display_names([s.name for s in res.sources]).values())),
+        ("models", ", ".join(label.values())),
         ("targets", ", ".join(_target_label(t) for t in st.targets)),
         ("metrics", ", ".join(st.metrics) + f"; headline {metric_label(st.metric)} ({st.metric}); values in %, "
                                             "differences in points"),
@@ -107,13 +107,13 @@ def _summary(res: CompareResult) -> list[tuple[str, str]]:
     ]
 
 
-def _models_table(res: CompareResult) -> Table:
-    """Each model as the tables and figures name it, with where it came from and its full encoder spec."""
+def _models_table(res: CompareResult, label: dict[str, str]) -> Table:
+    """Each model as the tables and figures name it, with where it came from and its full encoder spec
+    (compare.json's ``runs``)."""
     t = Table("models", "The models compared", ["Model", "from", "encoder", "variants", "dataset"])
-    label = display_names([s.name for s in res.sources])
-    t.groups.append(("", [(label[s.name], [Cell(text=str(s.path)), Cell(text=str(s.run.get("encoder") or "–")),
-                                    Cell(text=s.variants or "–"), Cell(text=str(s.run.get("dataset") or "–"))])
-                          for s in res.sources]))
+    runs = [s.to_json() for s in res.sources]
+    t.groups.append(("", [(label[r["name"]], [Cell(text=str(r[k] or "–")) for k in ("path", "encoder", "variants", "dataset")])
+                          for r in runs]))
     return t
 
 
@@ -124,22 +124,20 @@ def _scroll(table: Table, hover: dict[str, str] | None = None) -> str:
     return f'<div class="table-scroll" style="overflow-x:auto;max-width:100%">{table.to_html()}</div>'
 
 
-def _full_names(res: CompareResult) -> dict[str, str]:
-    """Shortened model name -> full name, for the models whose page name is shortened; likewise the
-    pairs table's "A vs B" labels."""
-    label = display_names([s.name for s in res.sources])
+def _full_names(label: dict[str, str]) -> dict[str, str]:
+    """Shortened model name -> full name, for the models whose page name is shortened (``label``: full
+    name -> page name); likewise the pairs table's "A vs B" labels."""
     out = {short: full for full, short in label.items() if short != full}
     out.update({f"{label[a]} vs {label[b]}": f"{a} vs {b}" for a in label for b in label
                 if a != b and (a in out.values() or b in out.values())})
     return out
 
 
-def _target_section(res: CompareResult, written: Written, target: str) -> HtmlSection:
+def _target_section(res: CompareResult, written: Written, target: str, full: dict[str, str]) -> HtmlSection:
     sec = HtmlSection(f"target-{target.replace('/', '-')}", f"{_target_label(target)}")
     tables = written.tables.get(target, [])
     if tables:
         value, delta, ranking, pairs = tables
-        full = _full_names(res)
         sec.raw += [_scroll(ranking, full), _scroll(pairs, full), _scroll(value, full),
                     details(f"Δ{metric_label(res.settings.metric)} per model and column, with CIs", _scroll(delta, full))]
     sec.figures += written.figures.get(target, [])
@@ -151,27 +149,28 @@ def _target_section(res: CompareResult, written: Written, target: str) -> HtmlSe
 
 def render_page(res: CompareResult, written: Written, targets: list[str]) -> str:
     """The whole page (UTF-8 text)."""
+    label = display_names([s.name for s in res.sources])
+    full = _full_names(label)
     sections = [HtmlSection("findings", "Findings", raw=[ul([(f"finding-{f.id}", f.text) for f in written.findings],
                                                             "findings")]),
-                HtmlSection("models", "Models", raw=[_scroll(_models_table(res), _full_names(res))])]
-    sections += [_target_section(res, written, t) for t in targets]
+                HtmlSection("models", "Models", raw=[_scroll(_models_table(res, label), full)])]
+    sections += [_target_section(res, written, t, full) for t in targets]
     if res.notes:
         sections.append(HtmlSection("notes", "Notes", missing=list(res.notes)))
     files = [str(p.relative_to(res.out)) for p in res.files if p.is_relative_to(res.out)]
     res_dir = CompareDir(res.out)
     sections.append(HtmlSection("files", "Files of this comparison",
                                 raw=[ul([("", f) for f in files + [res_dir.html.name, res_dir.run_json.name]], code=True)]))
-    names = ", ".join(display_names([s.name for s in res.sources]).values())
-    return render_html(f"snapbench compare — {names}", _summary(res), sections)
+    return render_html(f"snapbench compare — {', '.join(label.values())}", _summary(res, label), sections)
 
 
 #: The longest model name tables and figures show as it is.
-LABEL_MAX = 40
+_LABEL_MAX = 40
 _ADAPTER = re.compile(r"^[A-Za-z][\w.+-]*:")
 
 
 def _short(name: str) -> str:
-    if len(name) <= LABEL_MAX:
+    if len(name) <= _LABEL_MAX:
         return name
     # Shortened from the front only: the end of a spec (the model's folder or hub name) identifies it,
     # so whole trailing parts are kept, as many as fit, and none of the last two is ever cut.
@@ -184,7 +183,7 @@ def _short(name: str) -> str:
         parts[-1], least = parts[-1][:7], 3  # a Hugging Face cache snapshot: the folder above names the model
     kept = parts[-least:]
     for p in reversed(parts[:-least]):
-        if len("…/" + "/".join([p, *kept])) > LABEL_MAX:
+        if len("…/" + "/".join([p, *kept])) > _LABEL_MAX:
             break
         kept.insert(0, p)
     return "…/" + "/".join(kept)
@@ -192,8 +191,8 @@ def _short(name: str) -> str:
 
 def display_names(models: Sequence[str]) -> dict[str, str]:
     """How the comparison's tables and figures name each model (the one rule): the name itself when
-    it has at most :data:`LABEL_MAX` characters (a ``--name``, ``toy``, a hub id); a longer spec that
-    names a path or hub id, by as many of its last parts as fit in :data:`LABEL_MAX`
+    it has at most :data:`_LABEL_MAX` characters (a ``--name``, ``toy``, a hub id); a longer spec that
+    names a path or hub id, by as many of its last parts as fit in :data:`_LABEL_MAX`
     (``sentence-transformers:/home/me/models/minilm/model`` -> ``…/me/models/minilm/model``), the last
     two parts whole however long (a Hugging Face cache snapshot hash in git's 7-character form): a name is shortened from the front, never cut inside the part that
     identifies the model.  A long name without parts is kept whole.  Models whose short forms would
@@ -207,16 +206,6 @@ def display_names(models: Sequence[str]) -> dict[str, str]:
 def finite(x: float | None) -> float | None:
     """``x`` when it is a finite number, else ``None`` (the tables' and sentences' "undefined")."""
     return None if x is None or not math.isfinite(x) else float(x)
-
-
-def told_apart(p_adj: float | None, ci: Sequence[float | None], level: float) -> bool | None:
-    """``True`` when the difference is real by both its adjusted test and its CI; ``False`` when it
-    is not; ``None`` when neither a p-value nor a CI is defined."""
-    sure = ci_excludes_zero([finite(ci[0]), finite(ci[1])])
-    p = finite(p_adj)
-    if sure is None and p is None:
-        return None
-    return bool(sure) and p is not None and p < alpha_of(level)
 
 
 def _paper_columns(columns: Sequence[str]) -> list[tuple[str, str]]:
@@ -259,7 +248,7 @@ class MetricView:
     def all_of(cls, comparison: Comparison, level: float, correction: str = "holm") -> dict[tuple[str, str], MetricView]:
         """A view of every (target, metric) of ``comparison``, keyed so (records grouped in one pass)."""
         by: dict[tuple[str, str], dict[str, list]] = {}
-        for name in ("models", "pairs", "ranking", "normalised", "effective", "fits", "additivity", "additivity_pairs"):
+        for name in RECORD_TYPES:
             for r in getattr(comparison, name):
                 by.setdefault((r.mode, r.metric), {}).setdefault(name, []).append(r)
         labels = display_names(list(dict.fromkeys(r.model for r in comparison.models)))
@@ -543,13 +532,8 @@ def _pair_sentence(v: MetricView, a: str, b: str, correction: str) -> tuple[str,
         head = f"{more} is more robust than {less}: it drops {_pts(abs(r.diff), False)} points less on average ({nums})"
     else:
         head = f"{a} and {b} are not told apart on average (ΔA − ΔB = {nums})"
-    better = worse = 0
-    for c in v.conditions:
-        rec, _ = v.pair(a, b, c)
-        if rec is not None and v.apart(rec):
-            better, worse = (better + 1, worse) if rec.diff > 0 else (better, worse + 1)
-    tally = (f"; condition by condition, {a} is more robust in {better}, {b} in {worse}, neither told apart in "
-             f"{len(v.conditions) - better - worse}")
+    better, worse, neither = _wins(v, a, b)
+    tally = f"; condition by condition, {a} is more robust in {better}, {b} in {worse}, neither told apart in {neither}"
     return head + tally + ".", {"model_a": a, "model_b": b, "diff": r.diff, "ci": [r.ci_low, r.ci_high],
                                 "p_adj_over_pairs": p_all, "told_apart": apart, "a_better": better, "b_better": worse}
 
@@ -576,49 +560,39 @@ def _ratio_text(x: float | None) -> str:
     return "undefined" if finite(x) is None else f"{x:.2f}"
 
 
-def _undefined_mce(v: MetricView, reference: str, models: list[str]) -> str:
-    """Why the mean corruption error of ``models`` is undefined: the operators whose CE is (the
-    reference makes no error under them, or the model's value is undefined there)."""
-    def ops(m: str) -> list[str]:
-        return [op for (mm, op), n in v.normalised.items()
-                if mm == m and not op.startswith("mean:") and finite(n.ce) is None]
+def _undefined_ops(v: MetricView, model: str, field: str) -> list[str]:
+    """The operators under which ``model``'s ``field`` (``ce`` or ``relative_ce``) is undefined."""
+    return [op for (m, op), n in v.normalised.items()
+            if m == model and not op.startswith("mean:") and finite(getattr(n, field)) is None]
 
-    ref_ops = set(ops(reference))
-    own = {m: [op for op in ops(m) if op not in ref_ops] for m in models}
+
+def _etc(ops: list[str]) -> str:
+    return f"{', '.join(ops[:3])}{', …' if len(ops) > 3 else ''}"
+
+
+def _undefined_mce(v: MetricView, reference: str, models: list[str], relative: bool = False) -> str:
+    """Why the mean (relative) corruption error of ``models`` is undefined: the operators under which
+    the reference makes no error (loses nothing, for a relative CE: the ratio divides by the
+    reference's errors or drop), or where the model's own value (drop) is undefined."""
+    field = "relative_ce" if relative else "ce"
+    ref_ops = sorted(_undefined_ops(v, reference, field))
     parts = []
-    if ref_ops:
-        named = sorted(ref_ops)
-        parts.append(f"{reference}, the reference, makes no error under {len(named)} operator(s) "
-                     f"({', '.join(named[:3])}{', …' if len(named) > 3 else ''}: {metric_label(v.metric)} 100% at "
-                     "every severity), and a corruption error divides by the reference's errors")
-    for m, o in own.items():
-        if o:
-            parts.append(f"{m}'s value is undefined under {', '.join(o[:3])}{', …' if len(o) > 3 else ''}")
-    why = "; ".join(parts) or "see the per-operator records"
-    return f"mean corruption error undefined for {_join(models)}: {why} (the per-operator CEs are in compare.json)"
-
-
-def _undefined_relative_mce(v: MetricView, reference: str, models: list[str]) -> str:
-    """Why the mean relative corruption error of ``models`` is undefined: the operators under which
-    the reference loses nothing (a relative CE divides by the reference's drop), or where the
-    model's own drop is undefined."""
-    def ops(m: str) -> list[str]:
-        return [op for (mm, op), n in v.normalised.items()
-                if mm == m and not op.startswith("mean:") and finite(n.relative_ce) is None]
-
-    ref_ops = sorted(ops(reference))
-    parts = []
-    if ref_ops:
-        parts.append(f"{reference}, the reference, drops 0 under {len(ref_ops)} operator(s) "
-                     f"({', '.join(ref_ops[:3])}{', …' if len(ref_ops) > 3 else ''}: {metric_label(v.metric)} "
-                     "summed over the severities equals its clean value), and a relative corruption error divides "
-                     "by the reference's drop")
+    if ref_ops and relative:
+        parts.append(f"{reference}, the reference, drops 0 under {len(ref_ops)} operator(s) ({_etc(ref_ops)}: "
+                     f"{metric_label(v.metric)} summed over the severities equals its clean value), and a relative "
+                     "corruption error divides by the reference's drop")
+    elif ref_ops:
+        parts.append(f"{reference}, the reference, makes no error under {len(ref_ops)} operator(s) ({_etc(ref_ops)}: "
+                     f"{metric_label(v.metric)} 100% at every severity), and a corruption error divides by the "
+                     "reference's errors")
     for m in models:
-        own = [op for op in ops(m) if op not in ref_ops]
+        own = [op for op in _undefined_ops(v, m, field) if op not in ref_ops]
         if own:
-            parts.append(f"{m}'s drop is undefined under {', '.join(own[:3])}{', …' if len(own) > 3 else ''}")
+            parts.append(f"{m}'s {'drop' if relative else 'value'} is undefined under {_etc(own)}")
     why = "; ".join(parts) or "see the per-operator records"
-    return f"relative mCE undefined for {_join(models)}: {why} (the per-operator values are in compare.json)"
+    if relative:
+        return f"relative mCE undefined for {_join(models)}: {why} (the per-operator values are in compare.json)"
+    return f"mean corruption error undefined for {_join(models)}: {why} (the per-operator CEs are in compare.json)"
 
 
 def _normalised(v: MetricView, reference: str) -> Finding | None:
@@ -632,7 +606,7 @@ def _normalised(v: MetricView, reference: str) -> Finding | None:
     text = (f"{_target_label(v.target)}, {metric_label(v.metric)}: retention (corrupted / clean, mean over the "
             f"corrupted conditions) and mean corruption error against {reference}: " + "; ".join(parts)
             + (f"; {_undefined_mce(v, reference, undefined)}" if undefined else "")
-            + (f"; {_undefined_relative_mce(v, reference, no_relative)}" if no_relative else "") + ".")
+            + (f"; {_undefined_mce(v, reference, no_relative, relative=True)}" if no_relative else "") + ".")
     return Finding(f"normalised:{v.target}", text, {"target": v.target, "metric": v.metric, "reference": reference,
                                                    "retention": {m: r.retention for m, r, _ in rows},
                                                    "mce": {m: n.ce for m, _, n in rows}})
@@ -962,6 +936,11 @@ class Settings:
     seed: int
     ci: float
     notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """compare.json ``settings`` (less what the statistics add) and run.json's: every field but the notes."""
+        return {"targets": self.targets, "metrics": self.metrics, "metric": self.metric, "resamples": self.resamples,
+                "seed": self.seed, "ci": self.ci}
 
 
 @dataclass

@@ -54,22 +54,12 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 import numpy as np
 
 from .._version import __version__
-from ..compare.records import (
-    AdditivityPairRecord,
-    AdditivityRecord,
-    Comparison,
-    EffectiveRecord,
-    FitRecord,
-    ModelRecord,
-    NormalisedRecord,
-    PairRecord,
-    RankingRecord,
-)
+from ..compare.records import Comparison
 from ..core.errors import ConfigError, InputError, arg
 from ..core.records import Report
 from ..core.userfiles import read_json
@@ -78,31 +68,28 @@ from .atomic import write_json
 from .folders import COMPARE_JSON, RUN_CONFIG, SCHEMA_VERSIONS, check_schema_version
 from .rundir import read_report, read_target_values
 
-__all__ = ['COMPARE_KIND', 'COMPARE_SCHEMA_VERSION', 'RECORD_TYPES', 'compare_json', 'read_compare_json', 'write_compare_json', 'UNNAMED', 'ModelSource', 'open_sources', 'possible_files', 'previous_files', 'relative_names', 'remove_stale']
+__all__ = ['COMPARE_FIGURES', 'RECORD_TYPES', 'read_compare_json', 'write_compare_json', 'UNNAMED', 'ModelSource', 'open_sources', 'possible_files', 'previous_files', 'relative_names', 'remove_stale']
 
-COMPARE_KIND = "snapbench compare"
+_KIND = "snapbench compare"
 #: The figures a compare writes per target and metric (``figures/<stem>_<name>.png|pdf``), in report order.
 COMPARE_FIGURES = ("effective", "heatmap", "primitives", "ranks")
-COMPARE_SCHEMA_VERSION = SCHEMA_VERSIONS[COMPARE_JSON]
-#: The record lists of compare.json and the type of their records, in file order.
-RECORD_TYPES: dict[str, type] = {
-    "models": ModelRecord, "pairs": PairRecord, "normalised": NormalisedRecord, "ranking": RankingRecord,
-    "effective": EffectiveRecord, "fits": FitRecord, "additivity": AdditivityRecord,
-    "additivity_pairs": AdditivityPairRecord,
-}
+#: The record lists of compare.json and the type of their records, in file order: the lists of
+#: :class:`~snapbench.compare.records.Comparison`.
+RECORD_TYPES: dict[str, type] = {name: get_args(hint)[0] for name, hint in get_type_hints(Comparison).items()
+                                 if name != "meta"}
 _HEAD = ("kind", "schema_version", "snapbench_version", "runs", "reference", "correction", "correction_method",
          "settings", "n_queries", "notes", "definitions")
 _META_OWN = ("models", "reference", "correction", "correction_method", "config", "n_queries")
 
 
-def compare_json(comparison: Comparison, runs: list[dict[str, Any]], settings: dict[str, Any],
-                 notes: list[str], records: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The compare.json object of a comparison (see the module docstring); ``records`` =
-    ``comparison.records()`` when the caller has them already."""
+def write_compare_json(path: str | os.PathLike, comparison: Comparison, runs: list[dict[str, Any]],
+                       settings: dict[str, Any], notes: list[str], records: dict[str, Any] | None = None) -> None:
+    """Write the compare.json of a comparison (see the module docstring; strict JSON, NaN as null,
+    compact), atomically; ``records`` = ``comparison.records()`` when the caller has them already."""
     meta = comparison.meta
     cfg = meta.get("config", {})
     out: dict[str, Any] = {
-        "kind": COMPARE_KIND, "schema_version": COMPARE_SCHEMA_VERSION, "snapbench_version": __version__,
+        "kind": _KIND, "schema_version": SCHEMA_VERSIONS[COMPARE_JSON], "snapbench_version": __version__,
         "runs": runs, "reference": meta.get("reference"), "correction": meta.get("correction"),
         "correction_method": meta.get("correction_method"),
         "settings": {**settings, "permutations": cfg.get("permutations"), "clip": cfg.get("clip")},
@@ -111,12 +98,7 @@ def compare_json(comparison: Comparison, runs: list[dict[str, Any]], settings: d
     }
     rec = records if records is not None else comparison.records()
     out.update({name: rec[name] for name in RECORD_TYPES})
-    return out
-
-
-def write_compare_json(path: str | os.PathLike, obj: dict[str, Any]) -> None:
-    """Write a compare.json object (strict JSON, NaN as null, compact), atomically."""
-    write_json(path, obj, indent=None)
+    write_json(path, out, indent=None)
 
 
 def _check_record(rec: Any, kinds: dict[str, str], where: str, path) -> dict[str, Any]:
@@ -141,8 +123,8 @@ def read_compare_json(path: str | os.PathLike) -> dict[str, Any]:
     """A compare.json, checked (:class:`InputError` naming the file and the key), with every
     undefined number of the record lists as NaN."""
     obj = read_json(path, what=COMPARE_JSON)
-    if not isinstance(obj, dict) or obj.get("kind") != COMPARE_KIND:
-        raise InputError(f"is not a compare.json (no \"kind\": \"{COMPARE_KIND}\")", path=path)
+    if not isinstance(obj, dict) or obj.get("kind") != _KIND:
+        raise InputError(f"is not a compare.json (no \"kind\": \"{_KIND}\")", path=path)
     check_schema_version(obj, COMPARE_JSON, path)
     missing = [k for k in (*_HEAD, *RECORD_TYPES) if k not in obj]
     if missing:
@@ -198,7 +180,7 @@ def _report_file(path: Path) -> ModelSource:
         raise InputError(f"is neither a run folder nor a report file ({_not_json(path, e)}); {_ACCEPTED}",
                          path=path) from None
     if not isinstance(obj, dict) or not {"conditions", "meta"} <= obj.keys():
-        what = ("a compare.json" if isinstance(obj, dict) and obj.get("kind") == "snapbench compare" else
+        what = ("a compare.json" if isinstance(obj, dict) and obj.get("kind") == _KIND else
                 "JSON without a report's 'conditions' and 'meta'")
         raise InputError(f"is neither a run folder nor a report file (it is {what}); {_ACCEPTED}", path=path)
     rep = Report.from_json(obj, path=path)
@@ -357,6 +339,12 @@ class ModelSource:
     def label(self) -> str:
         """``'name' (path)``: how messages name the model."""
         return f"{self.name!r} ({self.path})"
+
+    def to_json(self) -> dict[str, Any]:
+        """The model as compare.json ``runs`` lists it (and the page's table of models shows it)."""
+        return {"name": self.name, "path": str(self.path), "kind": self.kind, "encoder": self.run.get("encoder"),
+                "variants": self.variants, "dataset": self.run.get("dataset"),
+                "parent": None if self.parent is None else str(self.parent)}
 
     @property
     def targets(self) -> list[str]:
