@@ -197,18 +197,11 @@ _Seed = Annotated[int, typer.Option("--seed", help="Seed of the corruptions and 
 _Resamples = Annotated[int, typer.Option("--resamples", help="Bootstrap resamples for the CIs.")]
 _Ks = Annotated[str, typer.Option("--k", help="Cut-offs of hit@k, recall@k, ndcg@k.")]
 _Gallery = Annotated[Optional[Path], typer.Option("--gallery", help="Gallery JSONL for a JSONL query manifest.")]
-_Qrels = Annotated[Optional[Path], typer.Option(
-    "--qrels", help="Relevance labels (TREC or JSON) where the dataset has none of its own.")]
-_Device = Annotated[Optional[str], typer.Option(
-    "--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder "
-                     "(default: cuda when available, else cpu).")]
+_Qrels = Annotated[Optional[Path], typer.Option("--qrels", help="Relevance labels (TREC or JSON) where the dataset has none of its own.")]
+_Device = Annotated[Optional[str], typer.Option("--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder (default: cuda when available, else cpu).")]
 _BatchSize = Annotated[Optional[int], typer.Option("--batch-size", help="Encoder batch size.")]
-_CacheDir = Annotated[Optional[Path], typer.Option(
-    "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches "
-                        "cheap encoders (toy) too.")]
-_NoCache = Annotated[bool, typer.Option(
-    "--no-cache", help="Do not read or write the embedding cache (default: every encoder with a fingerprint but "
-                       "cheap ones such as toy).")]
+_CacheDir = Annotated[Optional[Path], typer.Option("--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too.")]
+_NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the embedding cache (default: every encoder with a fingerprint but cheap ones such as toy).")]
 _Force = Annotated[bool, typer.Option("--force", help="Discard an earlier run in --out made with another configuration.")]
 _NoProgressBar = Annotated[bool, typer.Option("--no-progress", help="Do not show the progress bar.")]
 _NoProgressBars = Annotated[bool, typer.Option("--no-progress", help="Do not show progress bars.")]
