@@ -37,7 +37,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from typer.core import TyperCommand
@@ -126,13 +126,16 @@ ON_INTERRUPT: dict[str, str] = {
 }
 
 
-def interrupted_message(command: str) -> str:
-    """The line ``snapbench <command>`` prints when Ctrl-C stops it."""
-    return ON_INTERRUPT.get(command, _NOTHING)
+# click's MissingParameter, from the click typer raises with (recent typer versions carry their own copy)
+_MISSING: type = importlib.import_module(typer.BadParameter.__module__).MissingParameter
 
 
 class Command(TyperCommand):
-    """:class:`typer.core.TyperCommand` with arguments named ``NAME`` (not ``{name}``)."""
+    """:class:`typer.core.TyperCommand` with arguments named ``NAME`` (not ``{name}``), whose flag values
+    that do not parse (``--topk abc``, ``--ci x``) are said as every other refusal is: ``error: --topk: 'abc'
+    is not a valid integer``, exit 2 -- not click's usage block.  Ranges are the library's checks (no typer
+    ``min=``/``max=``), so ``--topk 0`` reads ``error: --topk: must be an integer >= 1, got 0`` like a library
+    call.  A missing argument keeps click's usage error (it names the argument and shows the usage line)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -151,6 +154,18 @@ class Command(TyperCommand):
                 name += "..."
             pieces.append(name if p.required else f"[{name}]")
         return pieces
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except typer.BadParameter as exc:
+            if isinstance(exc, _MISSING) or exc.param is None:
+                raise
+            p = exc.param
+            name = (next((o for o in p.opts if o.startswith("--")), p.opts[0]) if p.param_type_name == "option"
+                    else p.metavar or (p.name or "").upper())
+            typer.echo(f"error: {name}: {exc.message.rstrip('.')}", err=True)
+            raise typer.Exit(2) from None
 
 
 app = typer.Typer(
@@ -173,6 +188,30 @@ ENCODER_HELP = (
     "Encoder spec: 'toy', 'hf:NAME_OR_PATH' (transformers CLIP/SigLIP), 'sentence-transformers:NAME_OR_PATH', "
     "'open_clip:ARCH[:PRETRAINED_OR_FILE]', 'package.module:attribute' (your own), or a plugin name."
 )
+
+# Options several commands declare with one meaning and one help (each command gives its default);
+# an option whose help says something of its command is declared in that command.
+_Encoder = Annotated[str, typer.Option("--encoder", "-e", metavar="SPEC", help=ENCODER_HELP)]
+_Grid = Annotated[Optional[Path], typer.Option("--grid", help="Severity grid override file (JSON/TOML).")]
+_Seed = Annotated[int, typer.Option("--seed", help="Seed of the corruptions and the bootstrap.")]
+_Resamples = Annotated[int, typer.Option("--resamples", help="Bootstrap resamples for the CIs.")]
+_Ks = Annotated[str, typer.Option("--k", help="Cut-offs of hit@k, recall@k, ndcg@k.")]
+_Gallery = Annotated[Optional[Path], typer.Option("--gallery", help="Gallery JSONL for a JSONL query manifest.")]
+_Qrels = Annotated[Optional[Path], typer.Option("--qrels", help="Relevance labels (TREC or JSON) where the dataset has none of its own.")]
+_Device = Annotated[Optional[str], typer.Option("--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder (default: cuda when available, else cpu).")]
+_BatchSize = Annotated[Optional[int], typer.Option("--batch-size", help="Encoder batch size.")]
+_CacheDir = Annotated[Optional[Path], typer.Option("--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too.")]
+_NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the embedding cache (default: every encoder with a fingerprint but cheap ones such as toy).")]
+_Force = Annotated[bool, typer.Option("--force", help="Discard an earlier run in --out made with another configuration.")]
+_NoProgressBar = Annotated[bool, typer.Option("--no-progress", help="Do not show the progress bar.")]
+_NoProgressBars = Annotated[bool, typer.Option("--no-progress", help="Do not show progress bars.")]
+_Dpi = Annotated[int, typer.Option("--dpi", help="Resolution of the PNG figures (50 to 600).")]
+_FORMATS = "html,md,tex,csv,parquet,png,pdf"  # report's and compare's --formats default: every output
+
+
+def _severity_target(help: str) -> Any:
+    """``--severity-target`` with the help of its command (what the levels are made for there)."""
+    return Annotated[Optional[str], typer.Option("--severity-target", metavar="METRIC=V1,V2,...", help=help)]
 _EPILOG = (
     "Inputs, one of:\n\n"
     "* --q-image --q-text --g-image --g-text: embeddings, .npy or .safetensors (file.safetensors#key; "
@@ -218,21 +257,25 @@ def _root(
     remove_stale_shared()  # shared-memory blocks a killed snapbench left behind (any command cleans them)
 
 
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
-                  line: str | None = None) -> None:
-    """Warnings reach the terminal as one ``warning: ...`` line, not Python's file:line format."""
+def _warn(message: Warning | str) -> None:
+    """A warning as every command prints it: one ``warning: ...`` line on stderr."""
     typer.echo(f"warning: {message}", err=True)
 
 
-def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Callable[..., Any]:
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                  line: str | None = None) -> None:
+    """Python's warnings reach the terminal as :func:`_warn` lines, not in Python's file:line format."""
+    _warn(message)
+
+
+def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
     """Run a command; map snapbench's errors and OS errors to ``error: <file>: <problem>``, exit 2.
 
     A command that fails leaves no output folder it created and wrote nothing into
     (:func:`snapbench.store.atomic.removing_empty_output_dirs`).
 
-    Ctrl-C prints ``on_interrupt`` (default: the command's line in
-    :mod:`snapbench.cli`) and exits 130; SIGTERM and SIGHUP do the same with exit
-    status 143 and 129 (:mod:`snapbench.engines.signals`).
+    Ctrl-C prints the command's line of :data:`ON_INTERRUPT` and exits 130; SIGTERM and SIGHUP do the
+    same with exit status 143 and 129 (:mod:`snapbench.engines.signals`).
 
     This is the one place where library exceptions become CLI messages: commands raise
     :class:`~snapbench.core.errors.SnapbenchError` (or let ``OSError`` through) instead of printing.
@@ -267,34 +310,10 @@ def guarded(command: Callable[..., Any], on_interrupt: str | None = None) -> Cal
             typer.echo(f"error: {where}: {what}" if where else f"error: {what}", err=True)
             raise typer.Exit(2) from None
         except (KeyboardInterrupt, Terminated) as exc:
-            typer.echo(on_interrupt or interrupted_message(command.__name__), err=True)
+            typer.echo(ON_INTERRUPT.get(command.__name__, _NOTHING), err=True)
             raise typer.Exit(exit_status(exc)) from None
 
     return wrapper
-
-
-class _Command(Command):
-    """:class:`~snapbench.cli.Command` whose flag values that do not parse (``--topk abc``,
-    ``--ci x``) are said as every other refusal is: ``error: --topk: 'abc' is not a valid integer``,
-    exit 2 -- not click's usage block.  Ranges are the library's checks (no typer ``min=``/``max=``),
-    so ``--topk 0`` reads ``error: --topk: must be an integer >= 1, got 0`` like a library call.
-    A missing argument keeps click's usage error (it names the argument and shows the usage line)."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except typer.BadParameter as exc:
-            if isinstance(exc, _MISSING) or exc.param is None:
-                raise
-            p = exc.param
-            name = (next((o for o in p.opts if o.startswith("--")), p.opts[0]) if p.param_type_name == "option"
-                    else p.metavar or (p.name or "").upper())
-            typer.echo(f"error: {name}: {exc.message.rstrip('.')}", err=True)
-            raise typer.Exit(2) from None
-
-
-# click's MissingParameter, from the click typer raises with (recent typer versions carry their own copy)
-_MISSING: type = importlib.import_module(typer.BadParameter.__module__).MissingParameter
 
 
 def compare(
@@ -321,10 +340,10 @@ def compare(
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the resamples (default: the runs' seed)."),
     ci: Optional[float] = typer.Option(None, "--ci", help="Confidence level of the intervals (default: the runs' own, e.g. 0.95)."),
     formats: str = typer.Option(
-        "html,md,tex,csv,parquet,png,pdf", "--formats",
+        _FORMATS, "--formats",
         help="Comma-separated outputs besides compare.json and findings.json: html (compare.html), md/tex (tables/), "
              "csv/parquet (records/), png/pdf (figures/; need the 'report' extra)."),
-    dpi: int = typer.Option(120, "--dpi", help="Resolution of the PNG figures (50 to 600)."),
+    dpi: _Dpi = 120,
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress."),
     quiet: bool = typer.Option(
         False, "--quiet", "-q",
@@ -362,7 +381,7 @@ def compare(
         if note not in res.warnings and not quiet:
             err.print(f"note: {note}", highlight=False, markup=False)
     for warning in res.warnings:
-        typer.echo(f"warning: {warning}", err=True)  # one line, as every command's warnings
+        _warn(warning)
     st = res.settings
     if quiet:
 
@@ -428,19 +447,17 @@ def corrupt(
     workers: int = typer.Option(1, "--workers", help="Worker processes, at least 1 (one query per work unit)."),
     engine: str = typer.Option("local", "--engine", help="Where the workers run: local (process pool) or ray (needs snapbench[ray])."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (with --engine ray; default: a local Ray started on demand)."),
-    grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
+    grid: _Grid = None,
     force: bool = typer.Option(
         False, "--force", help="Discard an earlier run in --out made with another seed, grid, format or library versions."),
     max_pixels: int = typer.Option(
         DEFAULT_MAX_PIXELS, "--max-pixels", help="Largest input image (width x height) to load; larger ones are skipped."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
+    no_progress: _NoProgressBar = False,
     image_format: str = typer.Option(DEFAULT_IMAGE_FORMAT, "--format", help=_format_help()),
-    severity_target: Optional[str] = typer.Option(
-        None, "--severity-target", metavar="METRIC=V1,V2,...",
-        help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (one value "
-             "per grid level, s1 first, each lower than the one before): each operator's knob is searched until the "
-             "variant measures the target (within 0.01 SSIM / 0.5 dB).",
-    ),
+    severity_target: _severity_target(
+        "Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (one value per "
+        "grid level, s1 first, each lower than the one before): each operator's knob is searched until the variant "
+        "measures the target (within 0.01 SSIM / 0.5 dB).") = None,
     no_measure: bool = typer.Option(
         False, "--no-measure", help="Do not record each variant's measured strength (manifest \"measured\": PSNR, SSIM, edits)."),
 ) -> None:
@@ -457,7 +474,6 @@ def corrupt(
     from .app.corrupt import CorruptOptions, nothing_written_error, run_corruption
     from .core.validate import comma_list
     from .corruptions.target import parse_severity_target
-    from .engines.signals import Terminated, exit_status
 
     opts = CorruptOptions(
         seed=seed, conditions=comma_list(conditions, "conditions"), joint=joint,
@@ -466,7 +482,7 @@ def corrupt(
         max_pixels=positive_int(max_pixels, "max_pixels"), measure=not no_measure,
         severity_target=parse_severity_target(severity_target))
     try:
-        summary = run_corruption(input, out, opts, log=lambda message: typer.echo(f"warning: {message}", err=True))
+        summary = run_corruption(input, out, opts, log=_warn)
     except (KeyboardInterrupt, Terminated) as exc:  # Ctrl-C, SIGTERM, SIGHUP
         typer.echo(f"interrupted: the outputs finished so far are kept in {out}; to resume, run:\n  "
                    f"{shlex.join(_rerun(input, out, opts, no_progress))}", err=True)
@@ -536,10 +552,10 @@ def demo(
     data: Optional[Path] = typer.Option(
         None, "--data", help="Dataset to use instead of the bundled one (a folder with queries.jsonl, gallery.jsonl, qrels.json)."
     ),
-    seed: int = typer.Option(_DEFAULT.seed, "--seed", help="Seed of the corruptions and the bootstrap."),
+    seed: _Seed = _DEFAULT.seed,
     workers: int = typer.Option(_DEFAULT.workers, "--workers", help="Processes that corrupt queries while the encoder runs."),
-    resamples: int = typer.Option(_DEFAULT.resamples, "--resamples", help="Bootstrap resamples."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
+    resamples: _Resamples = _DEFAULT.resamples,
+    no_progress: _NoProgressBars = False,
     force: bool = typer.Option(
         False, "--force", help="Replace OUT even when it holds a run that is not a demo's (a demo's own earlier output "
                                "is always replaced)."),
@@ -554,8 +570,6 @@ def demo(
     from rich.table import Table
 
     from .app.stages import run_benchmark
-    from .core.conditions import parse_condition
-    from .core.validate import positive_int
     from .data import load_dataset
     from .render.console import stderr_console, stdout_console
     from .render.terminal import read_report
@@ -626,7 +640,7 @@ def diagnose(
     ),
     words: Optional[Path] = typer.Option(None, "--words", help="Extra known words for the oov detector (whitespace-separated)."),
     examples: int = typer.Option(8, "--examples", help="Flagged examples per detector shown in diagnose.html."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
+    no_progress: _NoProgressBar = False,
 ) -> None:
     """Diagnose real queries: blur, low light, overexposure, compression, low resolution; out-of-vocabulary
     words, few content tokens, no entity; plus query-set checks (missing entities, duplicates, small images).
@@ -665,13 +679,13 @@ def encode(
     corrupted: Path = typer.Argument(..., help="Output folder of 'snapbench corrupt' (holds manifest.jsonl)."),
     gallery: Path = typer.Option(..., "--gallery", help="Gallery manifest: JSONL/JSON list of {id, image, caption} (either may be missing)."),
     out: Path = typer.Option(..., "--out", help="Output folder: embeddings/, paths/ (a SCORES_DIR of per-path matrices), dropped_queries.json."),
-    encoder: str = typer.Option("toy", "--encoder", "-e", help=ENCODER_HELP),
-    device: str | None = typer.Option(None, "--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder (default: cuda when available, else cpu)."),
+    encoder: _Encoder = "toy",
+    device: _Device = None,
     conditions: str | None = typer.Option(None, "--conditions", help="Comma-separated condition ids (default: all in the manifest)."),
     batch_size: int = typer.Option(DEFAULT_BATCH_SIZE, "--batch-size", help="Images decoded and encoded at a time (memory grows with it, not with the gallery)."),
-    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache (default: every encoder with a fingerprint but cheap ones such as toy)."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show the progress bar."),
+    cache_dir: _CacheDir = None,
+    no_cache: _NoCache = False,
+    no_progress: _NoProgressBar = False,
     engine: str = typer.Option("local", "--engine", help=f"{' or '.join(ENGINES)}: local encodes in this process, ray on a pool of Ray actors (one model load each; needs snapbench[ray])."),
     actors: int = typer.Option(1, "--actors", help="With --engine ray: encoder actors (a GPU each when the cluster has them)."),
     address: str | None = typer.Option(None, "--address", help="With --engine ray: the Ray cluster (auto, ray://HOST:10001); default: a local Ray."),
@@ -869,7 +883,7 @@ def evaluate(
         export_depth=export_depth, per_query=per_query,
     )
     for w in report.warnings or []:
-        typer.echo(f"warning: {w}", err=True)
+        _warn(w)
     if out is not None:
         write_report(report, out)
     if table_out is not None:
@@ -925,7 +939,7 @@ def additivity(
         metric = metric or "hit@1"
         report = _additivity_report(source, qrels, metric, seed, resamples, ci, mode)
         for w in report.warnings or []:
-            typer.echo(f"warning: {w}", err=True)
+            _warn(w)
         if out is not None:
             write_report(report, out)
     print_additivity(report, metric=metric)
@@ -1038,7 +1052,7 @@ def preview(
     question: Optional[str] = typer.Option(None, "--question", help="Also show the 8 corrupted questions."),
     entity: Optional[str] = typer.Option(None, "--entity", help="Entity word of the question (targets the text operators)."),
     seed: int = typer.Option(0, "--seed", help="Global seed (as in corrupt)."),
-    grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
+    grid: _Grid = None,
     query_id: Optional[str] = typer.Option(
         None,
         "--id",
@@ -1049,15 +1063,12 @@ def preview(
         ),
     ),
     max_pixels: int = typer.Option(DEFAULT_MAX_PIXELS, "--max-pixels", help="Largest image (width x height) to load."),
-    severity_target: Optional[str] = typer.Option(
-        None, "--severity-target", metavar="METRIC=V1,V2,...",
-        help="Show s1, s2, ... at a measured strength, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (as corrupt makes them).",
-    ),
+    severity_target: _severity_target(
+        "Show s1, s2, ... at a measured strength, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (as corrupt makes them).") = None,
     no_measure: bool = typer.Option(False, "--no-measure", help="Do not measure the variants (no SSIM/PSNR in the labels)."),
 ) -> None:
     """Write a contact sheet: clean + 15 operators x 3 severities, labelled with their measured SSIM and PSNR;
     questions and measured values printed too."""
-    from .core.errors import ConfigError
     from .corruptions.io import load_image
     from .corruptions.preview import contact_sheet
     from .corruptions.target import parse_severity_target
@@ -1100,11 +1111,11 @@ def report(
     run_dir: Path = typer.Argument(..., help="Run directory (DIR/<MODE>/report.json, DIR/MOOR/..., DIR/run.json)."),
     out: Path | None = typer.Option(None, "--out", help="Output folder (default: the run directory)."),
     formats: str = typer.Option(
-        "html,md,tex,csv,parquet,png,pdf", "--formats",
+        _FORMATS, "--formats",
         help="Comma-separated outputs: html (report.html), md/tex (tables/), csv/parquet (per_query.*), "
              "png/pdf (figures/; need the 'report' extra)."),
     metric: str = typer.Option("hit@1", "--metric", help="Metric of tables, figures and findings (hit@1 = SnapBench R@1)."),
-    dpi: int = typer.Option(120, "--dpi", help="Resolution of the PNG figures (50 to 600)."),
+    dpi: _Dpi = 120,
     traffic: Path | None = typer.Option(
         None, "--traffic", help="A 'snapbench diagnose' output folder: write traffic.json (expected R@k under that "
                                 "traffic mix) into the run folder, or into --out when given (the run is left "
@@ -1154,8 +1165,8 @@ def run(
     ),
     format: Optional[str] = typer.Option(None, "--format", help="Force the dataset format (snapbench-json, hf-imagefolder, photobench, jsonl); default: detected."),
     images: Optional[Path] = typer.Option(None, "--images", help="Folder holding the dataset's images when they are not next to it."),
-    gallery: Optional[Path] = typer.Option(None, "--gallery", help="Gallery JSONL for a JSONL query manifest."),
-    qrels: Optional[Path] = typer.Option(None, "--qrels", help="Relevance labels (TREC or JSON) where the dataset has none of its own."),
+    gallery: _Gallery = None,
+    qrels: _Qrels = None,
     modes: Optional[str] = typer.Option(None, "--modes", help="Comma-separated modes among I2I, T2T, IT2IT, I2IT, T2IT (default: all the data and model allow)."),
     conditions: Optional[str] = typer.Option(
         None, "--conditions",
@@ -1166,26 +1177,28 @@ def run(
         help="Add the paper's 18 joint image+text conditions (default: yes, unless --conditions lists the conditions to run).",
     ),
     variants: str = typer.Option(_DEFAULT.variants, "--variants", help="generated (snapbench's seeded operators) or released (the variants the dataset ships)."),
-    seed: int = typer.Option(_DEFAULT.seed, "--seed", help="Seed of the corruptions and the bootstrap."),
-    device: Optional[str] = typer.Option(None, "--device", help="Encoder device: a torch device, e.g. cuda, cuda:1, mps, cpu; checked for every encoder (default: cuda when available, else cpu)."),
-    batch_size: int = typer.Option(_DEFAULT.batch_size, "--batch-size", help="Encoder batch size."),
+    seed: _Seed = _DEFAULT.seed,
+    device: _Device = None,
+    batch_size: _BatchSize = _DEFAULT.batch_size,
     workers: int = typer.Option(_DEFAULT.workers, "--workers", help="Parallel corruption tasks while the encoder runs: processes (local), CPUs of a local Ray instance, or tasks at once on a Ray cluster."),
     engine: str = typer.Option(_DEFAULT.engine, "--engine", help=f"Where queries are corrupted: {' or '.join(ENGINES)} (local: a process pool; ray: needs snapbench[ray])."),
     actors: int = typer.Option(_DEFAULT.encoder_actors, "--actors", help="With --engine ray: encode on this many Ray actors (one model load each, a GPU each when the cluster has them); 0 = encode in this process."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster to use with --engine ray (auto, or ray://HOST:10001); default: start a local Ray with --workers CPUs."),
-    resamples: int = typer.Option(_DEFAULT.resamples, "--resamples", help="Bootstrap resamples for the CIs."),
-    k: str = typer.Option(",".join(map(str, _DEFAULT.ks)), "--k", help="Cut-offs of hit@k, recall@k, ndcg@k."),
+    resamples: _Resamples = _DEFAULT.resamples,
+    k: _Ks = ",".join(map(str, _DEFAULT.ks)),
     group_by: Optional[str] = typer.Option(None, "--group-by", help="Also report per value of this query field (e.g. domain, source)."),
-    grid: Optional[Path] = typer.Option(None, "--grid", help="Severity grid override file (JSON/TOML)."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache folder (default: $SNAPBENCH_CACHE or ~/.cache/snapbench); giving it caches cheap encoders (toy) too."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache (default: every encoder with a fingerprint but cheap ones such as toy)."),
-    force: bool = typer.Option(False, "--force", help="Discard an earlier run in --out made with another configuration."),
+    grid: _Grid = None,
+    cache_dir: _CacheDir = None,
+    no_cache: _NoCache = False,
+    force: _Force = False,
     no_report: bool = typer.Option(False, "--no-report", help="Skip the HTML/markdown/LaTeX report."),
-    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
+    no_progress: _NoProgressBars = False,
     block_queries: int = typer.Option(_DEFAULT.block_queries, "--block-queries", hidden=True, help="Queries per resume checkpoint."),
     traffic: Optional[Path] = typer.Option(
         None, "--traffic", help="A 'snapbench diagnose' output folder: also write OUT/traffic.json (expected R@k under that traffic mix), shown in the report."),
-    severity_target: Optional[str] = typer.Option(None, "--severity-target", metavar="METRIC=V1,V2,...", help="Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (one value per grid level, s1 first, each lower than the one before; each operator's knob searched per image, as in corrupt)."),
+    severity_target: _severity_target(
+        "Make s1, s2, ... a measured strength per image, e.g. ssim=0.90,0.75,0.60 or psnr=30,25,20 (one value per grid "
+        "level, s1 first, each lower than the one before; each operator's knob searched per image, as in corrupt).") = None,
     no_measure: bool = typer.Option(False, "--no-measure", help="Leave out the per-query rows psnr, ssim, drift_image, drift_text (measured damage)."),
     gallery_shard_rows: Optional[int] = typer.Option(
         None, "--gallery-shard-rows",
@@ -1211,7 +1224,6 @@ def run(
     overlap@10, rbo and flip@1 instead.
     """
     from .app.stages import run_benchmark, run_encoders
-    from .core.errors import ConfigError
     from .core.validate import comma_list, int_list
     from .corruptions.target import parse_severity_target
 
@@ -1292,23 +1304,23 @@ def _summary(result, title: str = "snapbench run") -> None:
 
 
 def stress(
-    dataset: Path = typer.Argument(..., help="A PhotoBench folder (album*/ folders, one album, or a Hugging Face copy with --split), or a JSONL query manifest / folder holding queries.jsonl, gallery.jsonl, qrels.json."),
-    encoder: str = typer.Option(..., "--encoder", "-e", metavar="SPEC", help=ENCODER_HELP),
+    dataset: Annotated[Path, typer.Argument(help="A PhotoBench folder (album*/ folders, one album, or a Hugging Face copy with --split), or a JSONL query manifest / folder holding queries.jsonl, gallery.jsonl, qrels.json.")],
+    encoder: _Encoder,
     out: Path = typer.Option(..., "--out", help="Output folder: records/<condition>.jsonl, per_query.csv, stress.json, report.html; rerun to resume."),
     stress: str = typer.Option(..., "--stress", help="Comma-separated stress conditions: operators (caption_truncate=F, ocr_dropout=P, location_sparsify=P, time_dropout=P, face_dropout=P, owner_face_dropout=P, drop=FIELD, caption_swap), combined with '+', or presets (combined-mild, faces-mild)."),
-    k: str = typer.Option(",".join(map(str, DEFAULT_KS)), "--k", help="Cut-offs of hit@k, recall@k, ndcg@k."),
+    k: _Ks = ",".join(map(str, DEFAULT_KS)),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the stress operators and the bootstrap."),
-    resamples: int = typer.Option(DEFAULT_RESAMPLES, "--resamples", help="Bootstrap resamples for the CIs."),
+    resamples: _Resamples = DEFAULT_RESAMPLES,
     resample_by: str = typer.Option("album", "--resample-by", help="album (PAL-Bench's user-level bootstrap; needs at least 10 albums, else queries are resampled and the report says so) or query."),
     record_template: Optional[str] = typer.Option(None, "--record-template", help="Template of the text indexed per record, e.g. '[{caption}.] [Place: {place}.]' (default: caption, OCR, time words, place, people; see docs/albums.md)."),
     split: Optional[str] = typer.Option(None, "--split", help="Hugging Face PhotoBench copy: the query file of protected/album*/ (validation, test, query)."),
     language: str = typer.Option("en", "--language", help="PhotoBench: the queries' language, en (query_en) or cn (query_cn)."),
-    gallery: Optional[Path] = typer.Option(None, "--gallery", help="Gallery JSONL for a JSONL query manifest."),
-    qrels: Optional[Path] = typer.Option(None, "--qrels", help="Relevance labels (TREC or JSON) where the dataset has none of its own."),
+    gallery: _Gallery = None,
+    qrels: _Qrels = None,
     set_threshold: Optional[float] = typer.Option(None, "--set-threshold", help="Score that admits a record into a query's answer set: adds the reject metrics (zero-GT queries) under stress."),
     device: Optional[str] = typer.Option(None, "--device", help="Encoder device (default: cuda when available, else cpu)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Encoder batch size."),
-    force: bool = typer.Option(False, "--force", help="Discard an earlier run in --out made with another configuration."),
+    batch_size: _BatchSize = None,
+    force: _Force = False,
     no_report: bool = typer.Option(False, "--no-report", help="Skip report.html."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not print progress lines."),
 ) -> None:
@@ -1358,7 +1370,7 @@ for _name, _command in (
     ("demo", demo),
     ("stress", stress),
 ):
-    app.command(_name, cls=_Command)(guarded(_command, interrupted_message(_name)))
+    app.command(_name, cls=Command)(guarded(_command))
 
 
 def main() -> None:

@@ -21,15 +21,15 @@ Decisions (documented here because they shape every consumer):
   conditions carry both corrupted parts.  A joint condition's image is byte-identical to its
   ``img/<op>/s<N>`` counterpart (same seeded parameters) and its question to ``txt/<op>``; it is
   still written under its own directory so every image condition has the SPEC layout.  A joint
-  condition's parts are always produced with it (see :mod:`.plan`).
+  condition's parts are always produced with it (see :mod:`snapbench.corruptions.plan`).
 * All randomness is keyed by (seed, query id, operator, severity) through
   :mod:`snapbench.core.seeding`; outputs do not depend on worker count, order or process.
-* Workers are spawned processes (see :mod:`.workers`): operators registered at run time are sent
-  to them, and they exit when the parent dies.  Each runs :func:`.query.process_query`.
-* Measured strength (:mod:`.measure`) is computed in the worker, once per image or text part, from
+* Workers are spawned processes (see :mod:`snapbench.corruptions.workers`): operators registered at
+  run time are sent to them, and they exit when the parent dies.  Each runs :func:`process_query`.
+* Measured strength (:mod:`snapbench.corruptions.measure`) is computed in the worker, once per image or text part, from
   the arrays it already holds, and written into each manifest line (``"measured"``); a severity
-  target (:mod:`.target`) searches each image part's knob in the worker too (``"target"``).
-* Resume (:mod:`.resume`): images are written atomically (temp file + ``os.replace``); manifest
+  target (:mod:`snapbench.corruptions.target`) searches each image part's knob in the worker too (``"target"``).
+* Resume (below): images are written atomically (temp file + ``os.replace``); manifest
   lines are appended by the parent only, flushed and fsynced once per completed query.  A rerun
   into a folder with the same fingerprint keeps every manifest line whose file still exists with
   the recorded sha256 and whose query inputs (image file bytes, question, entity:
@@ -40,8 +40,8 @@ Decisions (documented here because they shape every consumer):
 One query of a corruption run, as a worker process does it: load, generate, write, describe.
 
 :func:`process_query` is the task every engine runs (see :mod:`snapbench.engines`): it loads the
-query image through :func:`~.io.load_image`, generates the pending conditions with
-:func:`~.variants.generate_variants`, writes each image file atomically and returns the manifest
+query image and generates the pending conditions with
+:func:`~snapbench.corruptions.variants.record_variants`, writes each image file atomically and returns the manifest
 lines and skips for the parent to append (workers never touch ``manifest.jsonl``).  Its output
 depends on the task alone, so any worker, engine or retry writes the same bytes.
 
@@ -91,7 +91,7 @@ import numpy as np
 from .._version import __version__
 from ..core.conditions import Condition, ConditionPlan, parse_condition
 from ..core.defaults import DEFAULT_MAX_PIXELS, DEFAULT_SEED
-from ..core.errors import ConfigError, ImageLoadError, InputError, RunConfigError, WorkerSetupError, arg, in_words
+from ..core.errors import ConfigError, ImageLoadError, InputError, RunConfigError, WorkerSetupError, arg
 from ..core.image_formats import DEFAULT_IMAGE_FORMAT
 from ..core.jsonable import dumps
 from ..core.records import QueryRecord, TargetOutcome
@@ -105,7 +105,7 @@ from ..corruptions.manifest import ManifestWarning, load_manifest
 from ..corruptions.plan import GridArg, grid_json, plan_conditions, plan_grid
 from ..corruptions.target import SeverityTarget, parse_severity_target, target_outcome
 from ..corruptions.text import text_operators
-from ..corruptions.variants import Skip, Variant, checked_target, generate_variants
+from ..corruptions.variants import Skip, Variant, checked_target, record_variants
 from ..corruptions.workers import registrations_payload, restore_registrations, setup_error
 from ..engines import check_engine, ordered_map, runs_inline
 from ..render.progress import ProgressDisplay
@@ -113,13 +113,8 @@ from ..store import CorruptDir, check_resume, claim_output_dir, read_run_json, w
 from ..store.atomic import write_bytes_atomic
 from ..store.jsonl import read_jsonl_records, read_skips
 
-__all__ = ['MANIFEST_FIELDS', 'CorruptOptions', 'RunSummary', 'run_corruption', 'QueryTask', 'QueryResult', 'process_query', 'revision_fingerprint', 'measure_fingerprint', 'nothing_written_error']
-
-
-
-
-
-
+__all__ = ["MANIFEST_FIELDS", "CorruptOptions", "RunSummary", "run_corruption", "QueryTask", "QueryResult", "process_query",
+           "revision_fingerprint", "measure_fingerprint", "nothing_written_error"]
 
 
 #: Keys of every line of ``DIR/manifest.jsonl`` (values may be null where they do not apply).
@@ -187,14 +182,14 @@ class RunSummary:
     warnings: list[str] = field(default_factory=list)
     #: with a severity target: the image variants (``img/`` lines) the folder's manifest holds after this
     #: call, those kept from earlier calls included; how many missed their target (``"reached": false``);
-    #: and the (query, operator) pairs whose harsher level measures milder (:class:`~.target.TargetOutcome`)
+    #: and the (query, operator) pairs whose harsher level measures milder (:class:`~snapbench.core.records.TargetOutcome`)
     targeted: int = 0
     target_missed: int = 0
     target_inverted: int = 0
 
     @property
     def target_outcome(self) -> TargetOutcome:
-        """:attr:`targeted`, :attr:`target_missed`, :attr:`target_inverted` as a :class:`~.target.TargetOutcome`."""
+        """:attr:`targeted`, :attr:`target_missed`, :attr:`target_inverted` as a :class:`~snapbench.core.records.TargetOutcome`."""
         return TargetOutcome(self.targeted, self.target_missed, self.target_inverted)
 
     @property
@@ -220,8 +215,8 @@ def _checked(opts: CorruptOptions) -> CorruptOptions:
 
 
 def _resume(folder: CorruptDir, opts: CorruptOptions, plan: ConditionPlan) -> list[str]:
-    """Claim the folder and check it against this run (see :mod:`.resume`), write its run.json; the folder's
-    conditions."""
+    """Claim the folder and check it against this run (see the module docstring), write its run.json; the
+    folder's conditions."""
     table = grid_json(plan.grid)
 
     def fingerprint(ids: Iterable[str], recorded: Any) -> dict[str, Any]:
@@ -355,18 +350,19 @@ def run_corruption(
     Rerunning into the same directory resumes: outputs recorded in ``manifest.jsonl`` whose file
     still has the recorded sha256 are kept, everything else is redone; so are all outputs of a query
     whose image file, question or entity changed (``input_sha256``).  A folder whose fingerprint
-    (seed, grid, image format, library versions, operator revisions; see :mod:`.resume`) differs is
+    (seed, grid, image format, library versions, operator revisions; see the module docstring) differs is
     refused with :class:`RunConfigError` naming each difference unless ``force``, which first
     removes the earlier run's manifest, skips, run.json and condition image folders.  A folder
     another command wrote is refused even with ``force``.
 
     ``measure`` (default on) records each variant's measured strength in its manifest line
-    (``"measured"``, :mod:`.measure`), computed in the workers from the arrays they hold; the bytes
-    do not change.  ``severity_target`` (``"ssim=0.90,0.75,0.60"``, ``"psnr=30,25,20"`` or a
-    :class:`~.target.SeverityTarget`) makes each image part's severity a measured target: the
-    operator's knob is searched per image (:func:`~.target.target_variant`) and the outcome recorded
-    (``"target"``); every image severity of the run needs a target value.  Both are part of the
-    fingerprint when not the defaults.
+    (``"measured"``, :mod:`snapbench.corruptions.measure`), computed in the workers from the arrays they
+    hold; the bytes do not change.  ``severity_target`` (``"ssim=0.90,0.75,0.60"``, ``"psnr=30,25,20"``
+    or a :class:`~snapbench.corruptions.target.SeverityTarget`) makes each image part's severity a
+    measured target: the operator's knob is searched per image
+    (:func:`~snapbench.corruptions.target.target_variant`) and the outcome recorded (``"target"``);
+    every image severity of the run needs a target value.  Both are part of the fingerprint when not
+    the defaults.
 
     ``log(message)`` receives warnings about the input as they arise (unknown manifest fields);
     without it they are issued as :class:`~snapbench.corruptions.manifest.ManifestWarning`.  Both
@@ -403,10 +399,7 @@ def run_corruption(
     plan = plan_conditions(opts.conditions, joint=opts.joint, grid=opts.grid)
     conds, cond_ids = plan.conditions, [c.id for c in plan.conditions]
     checked_target(opts.severity_target, conds, plan.grid)  # one target per grid level: fail before any output
-    payload = b""
-    if opts.workers > 1 or opts.engine != "local":
-        payload = registrations_payload({c.image_operator for c in conds if c.image_operator},
-                                        {c.text_operator for c in conds if c.text_operator})
+    payload = registrations_payload(conds) if opts.workers > 1 or opts.engine != "local" else b""
     folder = CorruptDir(out_dir)
     _resume(folder, opts, plan)
     _remove_stale_temps(folder)
@@ -456,27 +449,12 @@ class QueryResult:
     skips: list[dict[str, Any]]
 
 
-
-
 def _manifest_line(task: QueryTask, item: Variant, image: ImageRef | None) -> dict[str, Any]:
-    """The ``manifest.jsonl`` record of one variant (keys: :data:`~.run.MANIFEST_FIELDS`, in order)."""
+    """The ``manifest.jsonl`` record of one variant: the values of :data:`MANIFEST_FIELDS`, in order."""
     path, sha, width, height = image if image is not None else (None, None, None, None)
-    return {
-        "id": task.record.id,
-        "condition": item.condition,
-        "kind": item.kind,
-        "path": path,
-        "sha256": sha,
-        "width": width,
-        "height": height,
-        "question": item.question,
-        "image_params": item.params.get("image"),
-        "text_params": item.params.get("text"),
-        "seed": task.seed,
-        "input_sha256": task.fingerprint,
-        "measured": item.measured,
-        "target": item.target,
-    }
+    values = (task.record.id, item.condition, item.kind, path, sha, width, height, item.question,
+              item.params.get("image"), item.params.get("text"), task.seed, task.fingerprint, item.measured, item.target)
+    return dict(zip(MANIFEST_FIELDS, values, strict=True))
 
 
 def _check_operators(conds: list[Condition]) -> None:
@@ -537,25 +515,17 @@ def process_query(task: QueryTask) -> QueryResult:
     rec = task.record
     conds = [parse_condition(c) for c in task.conditions]
     _check_operators(conds)
-    image: np.ndarray | None = None
-    if rec.image is not None:
-        try:
-            image = load_image(rec.image, max_pixels=task.max_pixels)
-        except ImageLoadError as exc:
-            return QueryResult(rec.id, [], [{"id": rec.id, "condition": None, "reason": exc.render(in_words)}])
     writer = _ImageWriter(task, conds)
     lines: list[dict[str, Any]] = []
     skips: list[dict[str, Any]] = []
-    for item in generate_variants(image, rec.question, key=rec.id, entity=rec.entity, seed=task.seed,
-                                  conditions=conds, grid=task.table, measure=task.measure, target=task.target):
+    for item in record_variants(rec, seed=task.seed, conditions=conds, grid=task.table, max_pixels=task.max_pixels,
+                                measure=task.measure, target=task.target):
         if isinstance(item, Skip):
-            skips.append({"id": rec.id, "condition": item.condition, "reason": item.reason})
+            skips.append(item.record(rec.id))
         else:
             lines.append(_manifest_line(task, item, writer.write(item) if item.image is not None else None))
         writer.used(item.condition)
     return QueryResult(rec.id, lines, skips)
-
-
 
 
 def _major(version: Any) -> int | None:
@@ -564,9 +534,6 @@ def _major(version: Any) -> int | None:
 
 
 def _library_versions() -> dict[str, Any]:
-    import cv2
-    import numpy as np
-
     return {"opencv_major": _major(cv2.__version__), "numpy_major": _major(np.__version__),
             **{f"text_renderer.{k}": v for k, v in renderer_versions().items()}}
 
@@ -583,10 +550,6 @@ def revision_fingerprint(ops: Iterable[str], recorded: Mapping[str, Any] | None 
             for op in names if op in now or f"revision.{op}" in recorded}
 
 
-def _revisions(condition_ids: Iterable[str], recorded: Mapping[str, Any]) -> dict[str, Any]:
-    return revision_fingerprint((parse_condition(c).image_operator for c in condition_ids), recorded)
-
-
 def _grid_sha256(grid: Any) -> str:
     # run.json holds the grid itself; the fingerprint only needs to tell two grids apart
     text = json.dumps(grid, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -597,13 +560,13 @@ def _corrupt_fingerprint(seed: int, grid: Mapping[str, Any], image_format: str, 
                         recorded: Mapping[str, Any] | None = None, *, measure: bool = True,
                         target: Any = None) -> dict[str, Any]:
     """The fingerprint of a corrupt folder holding ``condition_ids`` (see the module docstring);
-    ``grid`` as :func:`~.plan.grid_json` writes it (the fingerprint holds its sha256).  Flat keys, so
+    ``grid`` as :func:`~snapbench.corruptions.plan.grid_json` writes it (the fingerprint holds its sha256).  Flat keys, so
     a refusal names what differs (``revision.motion_blur 1 (this run: 2)``); ``recorded`` is the
     folder's recorded fingerprint (the revision of an operator no longer registered is taken from it);
-    ``measure`` and ``target`` (a :class:`~.target.SeverityTarget`) add their keys only when not the
+    ``measure`` and ``target`` (a :class:`~snapbench.corruptions.target.SeverityTarget`) add their keys only when not the
     defaults (on; none)."""
     fp = {"seed": int(seed), "grid": _grid_sha256(grid), "image_format": image_format, **_library_versions(),
-          **_revisions(condition_ids, recorded or {})}
+          **revision_fingerprint((parse_condition(c).image_operator for c in condition_ids), recorded)}
     return {**fp, **measure_fingerprint(measure, target)}
 
 

@@ -37,7 +37,8 @@ from .plan import plan_conditions, plan_grid, resolve_grid
 from .target import SeverityTarget, parse_severity_target, target_variant
 from .text import corrupt_text_with_params
 
-__all__ = ["Skip", "Variant", "checked_target", "generate_variants", "iter_variants", "stream_corruptions"]
+__all__ = ["Skip", "Variant", "checked_target", "generate_variants", "iter_variants", "record_variants",
+           "stream_corruptions"]
 
 Table = Mapping[str, Mapping[int, Mapping[str, Any]]]
 
@@ -71,10 +72,15 @@ class Variant:
 
 @dataclass(frozen=True)
 class Skip:
-    """A condition of one query that could not be produced, and why (what ``skips.jsonl`` records)."""
+    """A condition of one query that could not be produced, and why (what ``skips.jsonl`` records);
+    ``condition`` None: the whole query (its image could not be read)."""
 
-    condition: str
+    condition: str | None
     reason: str
+
+    def record(self, query_id: str) -> dict[str, Any]:
+        """The skip as ``skips.jsonl`` (and every list of skips) holds it: ``{"id", "condition", "reason"}``."""
+        return {"id": query_id, "condition": self.condition, "reason": self.reason}
 
 
 class _Parts:
@@ -249,6 +255,22 @@ def generate_variants(
         yield parts.variant(cond)
 
 
+def record_variants(rec: QueryRecord, *, seed: int, conditions: Sequence[Condition], grid: Table, max_pixels: int,
+                    measure: bool = False, target: SeverityTarget | None = None) -> Iterator[Variant | Skip]:
+    """:func:`generate_variants` of a manifest record, its image loaded with :func:`~.io.load_image`
+    (``max_pixels``): an image that cannot be read is one :class:`Skip` of the whole query (condition
+    None) and nothing else.  What ``corrupt`` writes and :func:`stream_corruptions` yields."""
+    image = None
+    if rec.image is not None:
+        try:
+            image = load_image(rec.image, max_pixels=max_pixels)
+        except ImageLoadError as exc:
+            yield Skip(None, exc.render(in_words))
+            return
+    yield from generate_variants(image, rec.question, key=rec.id, entity=rec.entity, seed=seed, conditions=conditions,
+                                 grid=grid, measure=measure, target=target)
+
+
 def iter_variants(
     image: np.ndarray | None,
     question: str | None = None,
@@ -312,18 +334,10 @@ def stream_corruptions(
     table, conds = plan.grid, plan.conditions
     target = checked_target(severity_target, conds, table)
     for rec in recs:
-        image = None
-        if rec.image is not None:
-            try:
-                image = load_image(rec.image, max_pixels=max_pixels)
-            except ImageLoadError as exc:
-                if skips is not None:
-                    skips.append({"id": rec.id, "condition": None, "reason": exc.render(in_words)})
-                continue
-        for item in generate_variants(image, rec.question, key=rec.id, entity=rec.entity, seed=seed, conditions=conds,
-                                      grid=table, measure=measure, target=target):
+        for item in record_variants(rec, seed=seed, conditions=conds, grid=table, max_pixels=max_pixels,
+                                    measure=measure, target=target):
             if isinstance(item, Skip):
                 if skips is not None:
-                    skips.append({"id": rec.id, "condition": item.condition, "reason": item.reason})
+                    skips.append(item.record(rec.id))
                 continue
             yield rec, item

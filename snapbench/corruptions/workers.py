@@ -18,6 +18,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterable
 
+from ..core.conditions import Condition
 from ..core.errors import ConfigError, arg
 from .image import restore_image_operators, user_image_operators
 from .text import restore_text_operators, user_text_operators
@@ -27,13 +28,15 @@ __all__ = ["registrations_payload", "restore_registrations", "setup_error"]
 _setup_error: str | None = None
 
 
-def registrations_payload(image_ops: Iterable[str], text_ops: Iterable[str]) -> bytes:
-    """Pickle the user registrations among ``image_ops`` / ``text_ops`` for the workers.
+def registrations_payload(conditions: Iterable[Condition]) -> bytes:
+    """Pickle the user registrations among the operators of ``conditions`` for the workers.
 
     Raises :class:`ConfigError` naming the operators when they cannot be pickled (a lambda, a
     closure, a function defined inside another one).
     """
-    image_ops, text_ops = set(image_ops), set(text_ops)
+    conditions = list(conditions)
+    image_ops = {c.image_operator for c in conditions if c.image_operator}
+    text_ops = {c.text_operator for c in conditions if c.text_operator}
     images = [op for op in user_image_operators() if op.name in image_ops]
     texts = [op for op in user_text_operators() if op.name in text_ops]
     try:

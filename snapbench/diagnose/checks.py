@@ -3,7 +3,7 @@ would fail the paper's construction filters, before any corruption is run.
 
 * ``entity_missing``: the record's entity is not in its question (or, without an entity, the
   question has no candidate word) -- the entity finder of the text operators
-  (:func:`snapbench.corruptions.find_entity`) fails, so all eight text conditions would be skipped;
+  (:func:`snapbench.corruptions.entity.find_entity`) fails, so all eight text conditions would be skipped;
 * ``few_content_tokens``: questions with fewer than two content tokens (the paper's filter);
 * ``duplicate_images``: query images whose files are byte-identical;
 * ``near_duplicate_images``: query images whose 64-bit perceptual hashes are at most

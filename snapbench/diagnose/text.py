@@ -12,7 +12,7 @@ numbers, years) are neither checked against the word list nor counted as content
 * ``few_content_tokens``: the number of words that are not :data:`FUNCTION_WORDS` (closed-class
   words: articles, pronouns, prepositions, conjunctions, auxiliaries, question words).
 * ``no_entity``: with the record's entity: 1 when the text operators' entity finder
-  (:func:`snapbench.corruptions.find_entity`: exact, plural/stem, last-word match) finds it in the
+  (:func:`snapbench.corruptions.entity.find_entity`: exact, plural/stem, last-word match) finds it in the
   question, else 0.  Without one: the number of entity-bearing candidates -- content words that are
   also not generic (:data:`snapbench.corruptions.entity.STOPWORDS`: kind, type, thing, identify,
   taken, ...) nor one of the common question verbs (:data:`QUESTION_VERBS`), and have two letters or

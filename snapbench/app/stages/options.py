@@ -138,7 +138,7 @@ class RunResult:
     timings: dict[str, float] = field(default_factory=dict)
     # True when the folder held this run already complete with the same settings (nothing was recomputed)
     reused: bool = False
-    # with a severity target: how its image variants met it (a snapbench.corruptions.TargetOutcome)
+    # with a severity target: how its image variants met it (a snapbench.core.records.TargetOutcome)
     target_outcome: Any = None
 
 

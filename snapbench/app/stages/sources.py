@@ -93,7 +93,7 @@ def generate_sources(task: SourceTask, sink: BlockWriter | None = None) -> Sourc
                 raise ImageLoadError("the query has no image")
             image = load_image(task.image)
         except ImageLoadError as exc:
-            skips.append({"id": task.query_id, "condition": None, "reason": str(exc)})
+            skips.append(Skip(None, str(exc)).record(task.query_id))
             image_sources = ()
     if sink is not None and image is not None:
         # every built-in variant is at most the input's size (cropping and downscale are smaller)
@@ -104,7 +104,7 @@ def generate_sources(task: SourceTask, sink: BlockWriter | None = None) -> Sourc
     for v in generate_variants(image, question, key=task.query_id, entity=task.entity, seed=task.seed,
                                conditions=conds, grid=task.grid, measure=task.measure, target=task.target):
         if isinstance(v, Skip):
-            skips.append({"id": task.query_id, "condition": v.condition, "reason": v.reason})
+            skips.append(v.record(task.query_id))
             continue
         if v.condition in image_sources and v.image is not None:
             images[v.condition] = v.image if sink is None else sink.put(v.image)
@@ -120,7 +120,7 @@ def generate_sources(task: SourceTask, sink: BlockWriter | None = None) -> Sourc
 
 
 def _released_sources(task: SourceTask, released: Any) -> SourceResult:
-    from ...corruptions import ImageLoadError, load_image
+    from ...corruptions import ImageLoadError, Skip, load_image
 
     images: dict[str, np.ndarray] = {}
     texts: dict[str, str] = {}
@@ -133,17 +133,17 @@ def _released_sources(task: SourceTask, released: Any) -> SourceResult:
             path = released.images.get(task.query_id, {}).get((c.image_operator, c.severity))
         if path is None:
             why = "the query has no image" if src == "clean" else "the dataset ships no file for it"
-            skips.append({"id": task.query_id, "condition": src, "reason": why})
+            skips.append(Skip(src, why).record(task.query_id))
             continue
         try:
             images[src] = load_image(path)
         except ImageLoadError as exc:
-            skips.append({"id": task.query_id, "condition": src, "reason": str(exc)})
+            skips.append(Skip(src, str(exc)).record(task.query_id))
     measured = _measure_released(images) if task.measure else {}
     for src in task.text_sources:
         text = task.question if src == "clean" else released.texts.get(task.query_id, {}).get(parse_condition(src).text_operator)
         if text is None:
-            skips.append({"id": task.query_id, "condition": src, "reason": "the dataset ships no perturbed question for it"})
+            skips.append(Skip(src, "the dataset ships no perturbed question for it").record(task.query_id))
         else:
             texts[src] = text
     return SourceResult(task.index, images, texts, skips, measured=measured)
@@ -196,14 +196,6 @@ def take_shared(blocks: SharedBlocks, res: SourceResult) -> SourceResult:
     return res
 
 
-def _operators(sources: tuple[str, ...]) -> set[str]:
-    out = set()
-    for src in sources:
-        c = parse_condition(src)
-        out |= {op for op in (c.image_operator, c.text_operator) if op}
-    return out
-
-
 def iter_sources(
     tasks: list[SourceTask], workers: int, released: Any, *, engine: str = "local", address: str | None = None,
     meanwhile: Callable[[], None] | None = None,
@@ -230,8 +222,7 @@ def iter_sources(
     from ...corruptions.workers import registrations_payload, restore_registrations
 
     # operators registered at run time (e.g. through the interop modules) are sent to the workers
-    payload = registrations_payload({c for t in tasks for c in _operators(t.image_sources)},
-                                    {c for t in tasks for c in _operators(t.text_sources)})
+    payload = registrations_payload(parse_condition(s) for t in tasks for s in {*t.image_sources, *t.text_sources})
     if engine != "local":
         yield from _engine_sources(tasks, engine, workers, address, payload, meanwhile)
         return
