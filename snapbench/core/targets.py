@@ -18,13 +18,14 @@ and by ``snapbench evaluate --mode`` over a folder of path files.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-__all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "DEFAULT_RUN_BASELINES", "TargetPlan", "compose",
+__all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "DEFAULT_RUN_BASELINES", "FUSION_PREFIX", "TARGET_ORDER", "PRIMARY_ORDER",
+           "baseline_target", "primary_target", "TargetPlan", "compose",
            "needs_paths", "normalize_mode", "plan_targets", "query_sides", "target_reads", "target_sides"]
 
 #: The four similarity paths, in the order files, tables and weight columns use.
@@ -61,6 +62,26 @@ SIDES: tuple[str, str] = ("image", "text")
 #: defined in :data:`snapbench.fusion.baselines.ROW_BASELINES`): named here so that the plan lists
 #: them without reaching up to the fusion package.
 DEFAULT_RUN_BASELINES: tuple[str, ...] = ("comb_sum", "rrf")
+#: A fixed-fusion baseline's target id is its name after this prefix (``fusion/rrf``): :func:`baseline_target`.
+FUSION_PREFIX = "fusion/"
+
+#: Targets in the order reports, tables and figures list them (fusion baselines follow, by name).
+TARGET_ORDER: tuple[str, ...] = (*MODES, "MOOR")
+#: The targets in the order of preference for the one the findings speak of first (the paper's joint
+#: mode IT→IT, then MOOR, ...): of a run's report and of a comparison.
+PRIMARY_ORDER: tuple[str, ...] = ("IT2IT", "MOOR", "I2I", "I2IT", "T2IT", "T2T")
+
+
+def baseline_target(name: str) -> str:
+    """The target id of the fixed-fusion baseline ``name`` (``rrf`` -> ``fusion/rrf``)."""
+    return FUSION_PREFIX + name
+
+
+def primary_target(targets: Iterable[str]) -> str:
+    """The target of ``targets`` the findings speak of first: the first in :data:`PRIMARY_ORDER`, else
+    the first given (a fusion baseline)."""
+    given = list(targets)
+    return next((t for t in PRIMARY_ORDER if t in given), given[0])
 
 
 def normalize_mode(mode: str, *, param: str = "mode") -> str:
@@ -111,7 +132,7 @@ class TargetPlan:
     def run_targets(self) -> tuple[str, ...]:
         """Every target a run evaluates: :attr:`targets`, then the fixed-fusion baselines
         (``fusion/<name>``, :data:`DEFAULT_RUN_BASELINES`) when MOOR runs: they need the same four paths."""
-        return self.targets + (tuple(f"fusion/{b}" for b in DEFAULT_RUN_BASELINES) if self.moor else ())
+        return self.targets + (tuple(map(baseline_target, DEFAULT_RUN_BASELINES)) if self.moor else ())
 
 
 def plan_targets(query_sides: Collection[str], gallery_sides: Collection[str], requested: Sequence[str] | None = None,

@@ -62,7 +62,7 @@ from ..core import targets as modes
 from ..core.conditions import condition_to_filename
 from ..core.errors import ConfigError, InputError, OutputError, arg
 from ..core.records import REPORT_SCHEMA_VERSION
-from ..core.targets import MODES
+from ..core.targets import FUSION_PREFIX, PRIMARY_ORDER, TARGET_ORDER, primary_target
 from ..core.userfiles import load_npy, read_json, read_text
 from .atomic import save_npy_atomic, write_json, write_text_atomic
 
@@ -89,20 +89,6 @@ RUN_SUFFIXES = (".run", ".trec")
 GALLERY_STEM = "gallery"
 MODALITIES = ("image", "text")
 
-
-#: Targets in the order reports, tables and figures list them (fusion baselines follow, by name).
-TARGET_ORDER: tuple[str, ...] = (*MODES, "MOOR")
-#: The targets in the order of preference for the one the findings speak of first (the paper's joint
-#: mode IT→IT, then MOOR, ...): of a run's report and of a comparison.
-PRIMARY_ORDER: tuple[str, ...] = ("IT2IT", "MOOR", "I2I", "I2IT", "T2IT", "T2T")
-FUSION_PREFIX = "fusion/"
-
-
-def primary_target(targets: Iterable[str]) -> str:
-    """The target of ``targets`` the findings speak of first: the first in :data:`PRIMARY_ORDER`, else
-    the first given (a fusion baseline)."""
-    given = list(targets)
-    return next((t for t in PRIMARY_ORDER if t in given), given[0])
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from ...core.conditions import Condition
 from ...core.errors import ConfigError, InputError
-from ...core.targets import DEFAULT_RUN_BASELINES, TargetPlan, needs_paths, plan_targets, query_sides
+from ...core.targets import DEFAULT_RUN_BASELINES, TargetPlan, baseline_target, needs_paths, plan_targets, query_sides
 from ...data.model import Sides
 from .options import RunOptions
 
@@ -155,7 +155,7 @@ def _mode_notes(modes: TargetPlan) -> list[str]:
             for why, ms in groups.items()))
         said = {r for why in groups for r in why}
     if not modes.moor:
-        fused = [f"fusion/{b}" for b in DEFAULT_RUN_BASELINES]
+        fused = list(map(baseline_target, DEFAULT_RUN_BASELINES))
         rest = [r for r in modes.reasons["MOOR"] if r not in said]
         notes.append(f"MOOR and the fusion baselines ({', '.join(fused)}) skipped: they need all four paths (query and "
                      f"gallery images and texts, and an encoder for both); missing: {', '.join(modes.lacking['MOOR'])}"

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...core.conditions import Condition
-from ...core.targets import DEFAULT_RUN_BASELINES, PATH_SIDES, compose
+from ...core.targets import DEFAULT_RUN_BASELINES, PATH_SIDES, baseline_target, compose
 from ...core.targets import MODES as MODE_WEIGHTS
 from ...core.vectors import l2_normalize
 from .gallery import ShardedArray
@@ -120,7 +120,7 @@ def _baselines(paths: _Paths) -> list[tuple[str, Callable[[Condition], Any]]]:
         def base_fn(cond: Condition, fuse=ROW_BASELINES.get(name)) -> Callable[[int, int], np.ndarray]:
             return lambda r0, r1: fuse([paths.block(cond, p, r0, r1) for p in PATH_SIDES])
 
-        out.append((f"fusion/{name}", base_fn))
+        out.append((baseline_target(name), base_fn))
     return out
 
 
