@@ -4,7 +4,8 @@ From a SCORES_DIR (or TREC runs) and qrels to the typed report -- the code path 
 
 Memory: conditions are processed one at a time, each in row blocks read from its memmap; only small
 per-query vectors (one per metric) are kept per condition.  The statistics are in
-:mod:`.summarize`, one condition's ranking in :mod:`.condition`, the settings in :mod:`.config`.
+:mod:`snapbench.evaluate.summarize`, one condition's ranking in :mod:`snapbench.evaluate.condition`, the
+settings in :mod:`snapbench.evaluate.config`.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def evaluate_directory(
     and metric (:attr:`Report.per_query`).  ``report.warnings`` lists what was accepted with a doubt.
 
     ``qrels=None``: no relevance labels; only the label-free stability measures between each
-    condition's ranking and the clean one are evaluated (:mod:`.stability`).
+    condition's ranking and the clean one are evaluated (:mod:`snapbench.evaluate.stability`).
     """
     cfg = config or EvaluationConfig()
     if qrels is None and cfg.labelled:

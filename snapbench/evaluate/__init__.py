@@ -2,11 +2,12 @@
 input/output and the typed report (SPEC §6-§8, §11); the retrieval modes and their composition from
 the paths are :mod:`snapbench.core.targets`.
 
-Modules, in the order data flows: :mod:`.io` (SCORES_DIR, qrels, tags: :mod:`.files`,
-:mod:`.qrels`, :mod:`.scoresdir`), :mod:`.metrics` (the metric-family table), :mod:`.condition`
-(one condition's per-query results), :mod:`.paired` (bootstrap, tests), :mod:`.additivity`,
-:mod:`.summarize` (per-condition results -> :class:`snapbench.core.records.Report`), :mod:`.drag`,
-:mod:`.runner` (``evaluate_directory``), :mod:`.report` (terminal and table output).
+Modules, in the order data flows: :mod:`.labels` (qrels as arrays), :mod:`.metrics` (the metric-family
+table), :mod:`.condition` and :mod:`.streaming` (one condition's per-query results), :mod:`.stability`
+(the label-free measures), :mod:`.paired` and :mod:`.intervals` (bootstrap, tests), :mod:`.additivity`,
+:mod:`.summarize` (per-condition results -> :class:`snapbench.core.records.Report`), :mod:`.drag`.
+Reading the files is :mod:`snapbench.store.scores` (SCORES_DIR) and :mod:`snapbench.data.qrels`;
+the command, ``evaluate_directory``, is :mod:`snapbench.app.evaluate`; its output, :mod:`snapbench.render.terminal`.
 """
 
 from ..core.ranking import TIE_RULE, first_positive_rank, streaming_topk, topk_indices

@@ -6,7 +6,7 @@ disagree (one truncated-line rule, one id-list reader, one TREC float format, bo
 accepted by every reader).
 
 Each output folder is an object naming its files (:class:`CorruptDir`, :class:`EncodeDir`,
-:class:`RunDir`); every command's ``run.json`` starts with its ``kind`` (:mod:`.runjson`, which also
+:class:`RunDir`); every command's ``run.json`` starts with its ``kind`` (:mod:`.folders`, which also
 holds the one resume check).
 
 ``snapbench corrupt`` OUT (:func:`read_manifest`, :func:`read_skips`, :func:`read_run_json`)::

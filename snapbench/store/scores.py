@@ -36,13 +36,8 @@ TREC qrels (``qid 0 docid rel``; rel > 0 = positive, graded when any rel > 1), o
 
 Every problem raises :class:`EvaluationInputError` naming the file and what is wrong.
 
-This module gathers the readers: :mod:`.files` (score matrices, TREC runs, the error type),
-:mod:`.qrels` (qrels, tags, groups) and :mod:`.scoresdir` (the folder).
-
-Low-level evaluation files: score matrices and TREC runs; the error type every evaluation input
-problem raises.
-
-A SCORES_DIR: its conditions, id lists and score files (layouts in :mod:`snapbench.store.scores`).
+This module gathers the readers of score matrices, TREC runs and the folder (:class:`ScoresDir`);
+qrels, tags and groups are read by :mod:`snapbench.data.qrels`.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ The run is a chain of stages, each a module with one entry point and a typed han
 6. evaluate -- :func:`.evaluation.evaluate_all` -> the report of each target (a mode, MOOR, a baseline);
 7. report -- :func:`.report.finish_run` -> :class:`RunResult` (final run.json, report.html).
 
-:mod:`.run` chains them; :mod:`.encoding` is the one encoding loop (shared with ``snapbench encode``),
-:mod:`.sources` the variant stream, :mod:`.encoders` the opening of encoders and the embedding cache.
+:mod:`.run` chains them; :mod:`.sources` is the variant stream; :mod:`.encoders` opens the encoders (the
+embedding cache included) and holds the one encoding loop, ``encode_batches`` (shared with ``snapbench encode``).
 
 Decisions:
 
