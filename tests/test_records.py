@@ -101,3 +101,24 @@ def test_a_target_outcome_round_trips():
     assert TargetOutcome.from_json(t.to_json()) == t
     assert TargetOutcome.from_json({"missed": 2}) == TargetOutcome(0, 2, 0)
     assert TargetOutcome.from_json(None) is None
+
+
+def test_compare_json_records_are_checked_field_by_field(tmp_path):
+    from snapbench.store.compare import _HEAD, COMPARE_KIND, COMPARE_SCHEMA_VERSION, RECORD_TYPES, read_compare_json
+
+    fit = {"mode": "IT2IT", "metric": "hit@1", "condition": "c", "slope": None, "intercept": 0, "n": 3}
+    obj = {**dict.fromkeys(_HEAD), **{name: [] for name in RECORD_TYPES}, "kind": COMPARE_KIND,
+           "schema_version": COMPARE_SCHEMA_VERSION, "fits": [fit]}
+    f = tmp_path / "compare.json"
+    f.write_text(json.dumps(obj))
+    back = read_compare_json(f)["fits"][0]
+    assert list(back) == list(fit) and back["slope"] != back["slope"] and back["intercept"] == 0.0  # null = NaN
+    for change, words in (({"n": 2.5}, "fits[0].n must be an integer, got 2.5"),
+                          ({"slope": "x"}, "fits[0].slope must be a number or null, got 'x'"),
+                          ({"mode": 1}, "fits[0].mode must be a string, got 1"),
+                          ({"extra": 1}, "fits[0] must be an object with the fields mode, metric, condition, slope, "
+                                         "intercept, n")):
+        f.write_text(json.dumps({**obj, "fits": [{**fit, **change}]}))
+        with pytest.raises(InputError, match=re.escape(words) + "$") as e:
+            read_compare_json(f)
+        assert e.value.path == str(f)
