@@ -18,28 +18,37 @@ Conventions, fixed here for every reader:
 * ``additivity``: drops = clean − condition (positive = worse); δ = Obs − Exp (> 0 super-additive);
 * optional sections are ``None`` when the report has none (they are then absent from the file).
 
-Reading is typed: a :class:`Reader` names the file and key path of every problem, so each record's
-``read`` / ``to_json`` pair stays short (a record asks the reader for ``value`` / ``ci`` / ``table``
-and never checks types itself).  Each record of a report (a condition vs clean, an additivity term, a
-severity curve, stability counts, ranks, groups, per-query values, ...) has its ``read`` and
-``to_json`` (same keys, same order).
+Records are declarative: a :class:`Record` dataclass declares its fields, and both directions derive
+from them and their type hints (:func:`read_fields`, :meth:`Record.to_json`): the keys are the field
+names in field order; a field with a default may be absent (it then takes the default); a field whose
+default is ``None`` (or :data:`MISSING`) is left out of the file while it holds that default.  Types:
+:data:`Value` (a number or null), :data:`CI` (written ``[lo, hi]``), ``float`` (null = NaN), ``int``,
+``str``, ``bool``, ``X | None``, nested records, ``list[X]``, ``dict[str, X]`` and ``Any`` (kept as
+read).  :func:`spec` marks the few fields that differ (a renamed key, a field written only when a
+condition holds, a check of the raw value).  A :class:`Reader` names the file and the key path of
+every problem.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING as _NO_DEFAULT
+from dataclasses import dataclass, field, fields, is_dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from .errors import InputError
 
-__all__ = ['CI', 'MISSING', 'Reader', 'Value', 'per_metric', 'Paired', 'GroupPaired', 'Additivity', 'AdditivitySummary', 'SeverityCurve', 'Stability', 'FirstRank', 'Displacement', 'GroupReport', 'CoarseTextDrag', 'DepthLimit', 'PerQuery', 'REPORT_SCHEMA_VERSION', 'ReportMeta', 'Report']
+__all__ = ['CI', 'MISSING', 'Reader', 'Record', 'Value', 'read_fields', 'spec', 'Paired', 'GroupPaired', 'Additivity', 'AdditivitySummary', 'SeverityCurve', 'Stability', 'FirstRank', 'Displacement', 'GroupReport', 'CoarseTextDrag', 'DepthLimit', 'PerQuery', 'REPORT_SCHEMA_VERSION', 'ReportMeta', 'Report']
 
 Value = float | None
 CI = tuple[Value, Value]
-T = TypeVar("T")
+R = TypeVar("R", bound="Record")
 
 
 class _Missing:
@@ -53,69 +62,188 @@ MISSING: Any = _Missing()
 
 
 class Reader:
-    """Typed access to one JSON object; every problem names the file and the key path."""
+    """Where a JSON value lies: every problem names the file and the key path (``where``)."""
 
-    def __init__(self, obj: Any, where: str, path: str | os.PathLike | None) -> None:
-        self.where, self.path = where, path
-        if not isinstance(obj, Mapping):
-            self.fail("must be a JSON object")
-        self.obj = obj
+    __slots__ = ("where", "path", "prefix")
 
-    def fail(self, problem: str) -> None:
-        raise InputError(f"not a snapbench report: {self.where or 'top level'} {problem}", path=self.path)
+    def __init__(self, where: str = "", path: str | os.PathLike | None = None,
+                 prefix: str = "not a snapbench report: ") -> None:
+        self.where, self.path, self.prefix = where, path, prefix
 
-    def sub(self, key: str) -> Reader:
-        return Reader(self.need(key), f"{self.where}.{key}" if self.where else key, self.path)
+    def fail(self, problem: str) -> NoReturn:
+        raise InputError(f"{self.prefix}{self.where or 'top level'} {problem}", path=self.path)
 
-    def need(self, key: str) -> Any:
-        if key not in self.obj:
-            self.fail(f"has no {key!r}")
-        return self.obj[key]
+    def at(self, key: str | int) -> Reader:
+        """The reader of ``key`` (a list index: ``where[i]``) in this object."""
+        where = f"{self.where}[{key}]" if isinstance(key, int) else f"{self.where}.{key}" if self.where else key
+        return Reader(where, self.path, self.prefix)
 
-    def value(self, key: str) -> Value:
-        v = self.need(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            self.fail_at(key, f"must be a number or null, got {v!r}")
-        return None if v is None else float(v)
 
-    def fail_at(self, key: str, problem: str) -> None:
-        """Fail naming the key path of ``key`` in this object."""
-        Reader({}, f"{self.where}.{key}" if self.where else key, self.path).fail(problem)
+# A codec reads a JSON value (``read(value, reader of the parent, key)``) and writes one back
+# (``write(value)``; None = the value as it is).
+_Read = Callable[[Any, Reader, Any], Any]
+_Write = Callable[[Any], Any] | None
 
-    def integer(self, key: str, *, minimum: int | None = None) -> int:
-        v = self.need(key)
-        if isinstance(v, bool) or not isinstance(v, int) or (minimum is not None and v < minimum):
-            self.fail_at(key, f"must be an integer{'' if minimum is None else f' >= {minimum}'}, got {v!r}")
+
+def spec(*, key: str | None = None, when: Callable[[Any], bool] | None = None,
+         check: _Read | None = None, **kw: Any) -> Any:
+    """A record field that differs on disk: its ``key`` (another name than the field's), ``when``
+    (written only when ``when(record)`` holds), ``check`` (``check(raw JSON value, reader of the
+    record, key)``, before the value is read).  ``kw`` goes to :func:`dataclasses.field`."""
+    return field(metadata={"json": (key, when, check)}, **kw)
+
+
+def _as_read(v: Any, r: Reader, key: Any) -> Any:
+    return v
+
+
+def _value(v: Any, r: Reader, key: Any) -> Value:
+    if v is None or type(v) is float:
         return v
-
-    def ci(self, key: str = "ci") -> CI:
-        v = self.need(key)
-        if not isinstance(v, list) or len(v) != 2:
-            self.fail_at(key, f"must be [low, high], got {v!r}")
-        r = Reader({"lo": v[0], "hi": v[1]}, f"{self.where}.{key}", self.path)
-        return (r.value("lo"), r.value("hi"))
-
-    def table(self, key: str, build: Callable[[Reader, str], T]) -> dict[str, T]:
-        """``{name: build(reader of obj[key][name], name)}``."""
-        outer = self.sub(key)
-        return {str(k): build(outer.sub(k), str(k)) for k in outer.obj}
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        r.at(key).fail(f"must be a number or null, got {v!r}")
+    return float(v)
 
 
-def _ci_json(ci: CI) -> list[Value]:
-    return [ci[0], ci[1]]
+def _number(v: Any, r: Reader, key: Any) -> float:
+    return math.nan if v is None else _value(v, r, key)  # type: ignore[return-value]
 
 
+def _integer(v: Any, r: Reader, key: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        r.at(key).fail(f"must be an integer, got {v!r}")
+    return v
 
-def per_metric(build: Callable[[Reader, str], T]) -> Callable[[Reader, str], dict[str, T]]:
-    return lambda r, _name: {str(m): build(r.sub(m), str(m)) for m in r.obj}
+
+def _string(v: Any, r: Reader, key: Any) -> str:
+    if not isinstance(v, str):
+        r.at(key).fail(f"must be a string, got {v!r}")
+    return v
 
 
-def _metric_values(r: Reader, _name: str) -> dict[str, Value]:
-    return {str(m): r.value(m) for m in r.obj}
+def _boolean(v: Any, r: Reader, key: Any) -> bool:
+    if not isinstance(v, bool):
+        r.at(key).fail(f"must be true or false, got {v!r}")
+    return v
+
+
+def _ci(v: Any, r: Reader, key: Any) -> CI:
+    if not isinstance(v, list) or len(v) != 2:
+        r.at(key).fail(f"must be [low, high], got {v!r}")
+    at = r.at(key)
+    return (_value(v[0], at, "lo"), _value(v[1], at, "hi"))
+
+
+_SCALARS: dict[Any, _Read] = {Any: _as_read, Value: _value, float: _number, int: _integer, str: _string,
+                              bool: _boolean, CI: _ci}
+
+
+@cache
+def _codec(tp: Any) -> tuple[_Read, _Write]:
+    """How a value of type ``tp`` is read and written."""
+    if tp in _SCALARS:
+        return _SCALARS[tp], (lambda ci: [ci[0], ci[1]]) if tp == CI else None
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union) and len(args) == 2 and type(None) in args:
+        read, write = _codec(args[0] if args[1] is type(None) else args[1])
+        return ((lambda v, r, key: None if v is None else read(v, r, key)),
+                None if write is None else (lambda v: None if v is None else write(v)))
+    if origin is list:
+        read, write = _codec(args[0])
+
+        def read_list(v: Any, r: Reader, key: Any) -> list:
+            if not isinstance(v, list):
+                r.at(key).fail(f"must be a list, got {v!r}")
+            if read is _value:  # one value per query: the long lists, read without a reader per item
+                return [x if type(x) is float or x is None else _value(x, r.at(key), i) for i, x in enumerate(v)]
+            at = r.at(key)
+            return [read(x, at, i) for i, x in enumerate(v)]
+
+        return read_list, list if write is None else (lambda v: [write(x) for x in v])
+    if origin is dict:
+        read, write = _codec(args[1])
+
+        def read_dict(v: Any, r: Reader, key: Any) -> dict:
+            at = r.at(key)
+            if not isinstance(v, Mapping):
+                at.fail("must be a JSON object")
+            return {k: read(x, at, k) for k, x in v.items()}
+
+        return read_dict, dict if write is None else (lambda v: {k: write(x) for k, x in v.items()})
+    if is_dataclass(tp):
+        return (lambda v, r, key: tp.read(v, r.at(key))), (lambda rec: rec.to_json())
+    raise TypeError(f"no JSON form for {tp!r}")
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    key: str
+    required: bool
+    omit: Any  # the value left out of the file (the default None or MISSING), else a private marker
+    when: Callable[[Any], bool] | None
+    check: _Read | None
+    read: _Read
+    write: _Write
+
+
+_NEVER = object()
+
+
+@cache
+def _fields(cls: type) -> tuple[_Field, ...]:
+    hints = typing.get_type_hints(cls)
+    as_read = cls.__dict__.get("_AS_READ", False)
+    out = []
+    for f in fields(cls):
+        key, when, check = f.metadata.get("json", (None, None, None))
+        read, write = (_as_read, None) if as_read else _codec(hints[f.name])
+        has_default = f.default is not _NO_DEFAULT or f.default_factory is not _NO_DEFAULT
+        omit = f.default if f.default is None or f.default is MISSING else _NEVER
+        out.append(_Field(f.name, key or f.name, not has_default, omit, when, check, read, write))
+    return tuple(out)
+
+
+def read_fields(cls: type, obj: Any, r: Reader) -> dict[str, Any]:
+    """The fields of a ``cls`` record from its JSON object (absent keys of fields with a default
+    left out), each checked and typed; :class:`InputError` naming ``r`` and the key otherwise."""
+    if not isinstance(obj, Mapping):
+        r.fail("must be a JSON object")
+    out = {}
+    for f in _fields(cls):
+        if f.key not in obj:
+            if f.required:
+                r.fail(f"has no {f.key!r}")
+            continue
+        v = obj[f.key]
+        if f.check is not None:
+            f.check(v, r, f.key)
+        out[f.name] = f.read(v, r, f.key)
+    return out
+
+
+class Record:
+    """A declarative JSON record (a dataclass): :meth:`read` and :meth:`to_json` derive from its
+    fields and their type hints (see the module docstring)."""
+
+    @classmethod
+    def read(cls: type[R], obj: Any, r: Reader) -> R:
+        """The record of a JSON object; :class:`InputError` naming ``r`` and the key of a problem."""
+        return cls(**read_fields(cls, obj, r))
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON values, keys in field order."""
+        out = {}
+        for f in _fields(type(self)):
+            v = getattr(self, f.name)
+            if v is f.omit or (f.when is not None and not f.when(self)):
+                continue
+            out[f.key] = v if f.write is None else f.write(v)
+        return out
 
 
 @dataclass
-class Paired:
+class Paired(Record):
     """A condition vs clean for one metric."""
 
     delta: Value
@@ -123,31 +251,17 @@ class Paired:
     p: Value
     p_raw: Value
 
-    @classmethod
-    def read(cls, r: Reader, _: str = "") -> Paired:
-        return cls(r.value("delta"), r.ci(), r.value("p"), r.value("p_raw"))
-
-    def to_json(self) -> dict:
-        return {"delta": self.delta, "ci": _ci_json(self.ci), "p": self.p, "p_raw": self.p_raw}
-
 
 @dataclass
-class GroupPaired:
+class GroupPaired(Record):
     """A condition vs clean for one metric, within a query group (no test)."""
 
     delta: Value
     ci: CI
 
-    @classmethod
-    def read(cls, r: Reader, _: str = "") -> GroupPaired:
-        return cls(r.value("delta"), r.ci())
-
-    def to_json(self) -> dict:
-        return {"delta": self.delta, "ci": _ci_json(self.ci)}
-
 
 @dataclass
-class Additivity:
+class Additivity(Record):
     """Drops of a joint condition's parts and of the joint condition (SPEC §8); ``n`` = joint
     conditions averaged (summaries only)."""
 
@@ -159,68 +273,31 @@ class Additivity:
     ci: CI
     n: int | None = None
 
-    @classmethod
-    def read(cls, r: Reader, _: str = "") -> Additivity:
-        n = r.obj.get("n")
-        return cls(r.value("delta_image"), r.value("delta_text"), r.value("exp"), r.value("obs"), r.value("delta"),
-                   r.ci(), None if n is None else int(n))
 
-    def to_json(self) -> dict:
-        d: dict[str, Any] = {"delta_image": self.delta_image, "delta_text": self.delta_text, "exp": self.exp,
-                             "obs": self.obs, "delta": self.delta, "ci": _ci_json(self.ci)}
-        if self.n is not None:
-            d["n"] = self.n
-        return d
-
+def _summarised(s: AdditivitySummary) -> bool:
+    return bool(s.by_pair) or s.mean is not None
 
 
 @dataclass
-class AdditivitySummary:
-    """Means of the per-joint additivity: per pair (over severities), per severity (over pairs), overall."""
+class AdditivitySummary(Record):
+    """Means of the per-joint additivity: per pair (over severities), per severity (over pairs), overall
+    (the file has all of them or none)."""
 
-    by_pair: dict[str, dict[str, Additivity]] = field(default_factory=dict)
-    by_severity: dict[str, dict[str, Additivity]] = field(default_factory=dict)
+    by_pair: dict[str, dict[str, Additivity]] = spec(when=_summarised, default_factory=dict)
+    by_severity: dict[str, dict[str, Additivity]] = spec(when=_summarised, default_factory=dict)
     mean: dict[str, Additivity] | None = None
 
-    @classmethod
-    def read(cls, r: Reader) -> AdditivitySummary:
-        out = cls()
-        if "by_pair" in r.obj:
-            out.by_pair = r.table("by_pair", per_metric(Additivity.read))
-        if "by_severity" in r.obj:
-            out.by_severity = r.table("by_severity", per_metric(Additivity.read))
-        if "mean" in r.obj:
-            out.mean = per_metric(Additivity.read)(r.sub("mean"), "mean")
-        return out
-
-    def to_json(self) -> dict:
-        d: dict[str, Any] = {}
-        if self.by_pair or self.mean is not None:
-            d["by_pair"] = {k: {m: a.to_json() for m, a in v.items()} for k, v in self.by_pair.items()}
-            d["by_severity"] = {k: {m: a.to_json() for m, a in v.items()} for k, v in self.by_severity.items()}
-        if self.mean is not None:
-            d["mean"] = {m: a.to_json() for m, a in self.mean.items()}
-        return d
-
 
 @dataclass
-class SeverityCurve:
+class SeverityCurve(Record):
     """Drops (clean − s) per severity of one image operator, and its cliff/gradual/flat label."""
 
     drops: dict[str, Value]
     label: str
 
-    @classmethod
-    def read(cls, r: Reader, _: str = "") -> SeverityCurve:
-        d = r.sub("drops")
-        return cls({str(s): d.value(s) for s in d.obj}, str(r.need("label")))
-
-    def to_json(self) -> dict:
-        return {"drops": dict(self.drops), "label": self.label}
-
 
 @dataclass
-class Stability:
+class Stability(Record):
     """Queries by (clean correct?, condition correct?) for a hit@k metric."""
 
     metric: str
@@ -230,33 +307,18 @@ class Stability:
     boost: int
     n: int
 
-    @classmethod
-    def read(cls, r: Reader, _: str = "") -> Stability:
-        return cls(str(r.need("metric")), *(int(r.need(k)) for k in ("stably_correct", "drag", "persistently_wrong",
-                                                                         "boost", "n")))
-
-    def to_json(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
 
 @dataclass
-class FirstRank:
+class FirstRank(Record):
     """Rank of the first positive (queries with positives; not retrieved = beyond the gallery)."""
 
     mean: Value
     median: Value
     n_not_retrieved: int
 
-    @classmethod
-    def read(cls, r: Reader, _: str = "") -> FirstRank:
-        return cls(r.value("mean"), r.value("median"), int(r.need("n_not_retrieved")))
-
-    def to_json(self) -> dict:
-        return {"mean": self.mean, "median": self.median, "n_not_retrieved": self.n_not_retrieved}
-
 
 @dataclass
-class Displacement:
+class Displacement(Record):
     """Corrupted − clean rank of the first positive (positive = moved down), with a bootstrap CI."""
 
     mean: Value
@@ -264,16 +326,9 @@ class Displacement:
     ci: CI
     n: int
 
-    @classmethod
-    def read(cls, r: Reader, _: str = "") -> Displacement:
-        return cls(r.value("mean"), r.value("median"), r.ci(), int(r.need("n")))
-
-    def to_json(self) -> dict:
-        return {"mean": self.mean, "median": self.median, "ci": _ci_json(self.ci), "n": self.n}
-
 
 @dataclass
-class GroupReport:
+class GroupReport(Record):
     """Values and paired deltas within one query group (``--group-by``)."""
 
     n_queries: int
@@ -281,19 +336,9 @@ class GroupReport:
     conditions: dict[str, dict[str, Value]]
     paired: dict[str, dict[str, GroupPaired]]
 
-    @classmethod
-    def read(cls, r: Reader, _: str = "") -> GroupReport:
-        return cls(int(r.need("n_queries")), int(r.need("n_excluded_zero_gt")), r.table("conditions", _metric_values),
-                   r.table("paired", per_metric(GroupPaired.read)))
-
-    def to_json(self) -> dict:
-        return {"n_queries": self.n_queries, "n_excluded_zero_gt": self.n_excluded_zero_gt,
-                "conditions": {c: dict(v) for c, v in self.conditions.items()},
-                "paired": {c: {m: p.to_json() for m, p in v.items()} for c, v in self.paired.items()}}
-
 
 @dataclass
-class CoarseTextDrag:
+class CoarseTextDrag(Record):
     """hit@1 of a fused mode minus hit@1 of image-only I→I on clean queries, with a paired CI."""
 
     metric: str
@@ -303,55 +348,30 @@ class CoarseTextDrag:
     joint_value: Value
     image_value: Value
 
-    @classmethod
-    def read(cls, r: Reader) -> CoarseTextDrag:
-        return cls(str(r.need("metric")), r.value("value"), r.ci(), str(r.need("joint")), r.value("joint_value"),
-                   r.value("image_value"))
-
-    def to_json(self) -> dict:
-        return {"metric": self.metric, "value": self.value, "ci": _ci_json(self.ci), "joint": self.joint,
-                "joint_value": self.joint_value, "image_value": self.image_value}
-
 
 @dataclass
-class DepthLimit:
+class DepthLimit(Record):
     """A condition whose runs list only ``depth`` items: ``metrics`` are lower bounds there."""
 
     depth: int
     metrics: list[str]
 
-    @classmethod
-    def read(cls, r: Reader, _: str = "") -> DepthLimit:
-        return cls(int(r.need("depth")), [str(m) for m in r.need("metrics")])
-
-    def to_json(self) -> dict:
-        return {"depth": self.depth, "metrics": list(self.metrics)}
-
 
 @dataclass
-class PerQuery:
+class PerQuery(Record):
     """Per-query values of every condition and metric (``None`` = the query does not count)."""
 
     query_ids: list[str]
     values: dict[str, dict[str, list[Value]]]
 
     @classmethod
-    def read(cls, r: Reader) -> PerQuery:
-        qids = [str(q) for q in r.need("query_ids")]
-        vals = r.sub("values")
-        out: dict[str, dict[str, list[Value]]] = {}
-        for c in vals.obj:
-            per = vals.sub(c)
-            out[str(c)] = {}
-            for m in per.obj:
-                arr = per.need(m)
-                if not isinstance(arr, list) or len(arr) != len(qids):
-                    per.fail(f"{m!r} must list one value per query ({len(qids)})")
-                out[str(c)][str(m)] = [None if v is None else float(v) for v in arr]
-        return cls(qids, out)
-
-    def to_json(self) -> dict:
-        return {"query_ids": list(self.query_ids), "values": self.values}
+    def read(cls, obj: Any, r: Reader) -> PerQuery:
+        pq = super().read(obj, r)
+        for c, per in pq.values.items():
+            for m, vals in per.items():
+                if len(vals) != len(pq.query_ids):
+                    r.at("values").at(c).fail(f"{m!r} must list one value per query ({len(pq.query_ids)})")
+        return pq
 
     @classmethod
     def from_arrays(cls, query_ids: Sequence[str], values: Mapping[str, Mapping[str, Any]]) -> PerQuery:
@@ -380,26 +400,39 @@ class PerQuery:
 
 REPORT_SCHEMA_VERSION = 1
 
-# meta fields every report has, in file order
-_META_CORE = ("snapbench_version", "schema_version", "seed", "resamples", "permutations", "ci_level", "ci_method",
-              "ks", "metrics", "tie_rule", "tests", "correction", "zero_gt", "n_zero_gt", "n_gallery", "graded_labels",
-              "set_threshold", "paired_delta", "additivity_drops", "cliff_rule", "cliff_tol", "cliff_ratio",
-              "stability_metric")
-# where the scores came from: evaluate (scores_dir ... depth_limited_metrics) or run (mode, dataset, ...)
-_META_CONTEXT = ("scores_dir", "qrels", "input_format", "mode", "qrels_without_scores", "depth_limited_metrics",
-                 "dataset", "n_dropped_queries", "labelled", "stability_measures", "notes")
+
+def _whole(minimum: int | None = None) -> _Read:
+    """A check: an integer (``>= minimum``)."""
+    def check(v: Any, r: Reader, key: str) -> None:
+        if isinstance(v, bool) or not isinstance(v, int) or (minimum is not None and v < minimum):
+            r.at(key).fail(f"must be an integer{'' if minimum is None else f' >= {minimum}'}, got {v!r}")
+    return check
+
+
+def _level(v: Any, r: Reader, key: str) -> None:
+    level = _value(v, r, key)
+    if level is None or not 0 < level < 1:
+        r.at(key).fail(f"must be in (0, 1), e.g. 0.95; got {level!r}")  # validate.ci_level's words
 
 
 @dataclass
-class ReportMeta:
-    """How the report was computed (settings, rules in words) and where its scores came from."""
+class ReportMeta(Record):
+    """How the report was computed (settings, rules in words) and where its scores came from.
+
+    Every report has the fields up to ``stability_metric``; the rest say where the scores came from
+    (evaluate: ``scores_dir`` ... ``depth_limited_metrics``; run: ``mode``, ``dataset``, ...) and are
+    :data:`MISSING` (absent from the file) when the report has none.  The fields are kept as the file
+    has them; only the settings `snapbench report` recomputes the report's intervals with are checked
+    (no default stands in)."""
+
+    _AS_READ = True
 
     snapbench_version: str
     schema_version: int
-    seed: int
-    resamples: int
+    seed: int = spec(check=_whole())
+    resamples: int = spec(check=_whole(1))
     permutations: int
-    ci_level: float
+    ci_level: float = spec(check=_level)
     ci_method: str
     ks: list[int]
     metrics: list[str]
@@ -429,39 +462,32 @@ class ReportMeta:
     stability_measures: Any = MISSING  # {"rule", "rbo_p", "rbo_depth"} when overlap@k / rbo / flip@k were evaluated
     notes: Any = MISSING  # list of sentences about the whole report (run --limit: the first N of M queries only)
 
-    @classmethod
-    def read(cls, r: Reader) -> ReportMeta:
-        core = {k: r.need(k) for k in _META_CORE}
-        # the settings `snapbench report` recomputes the report's intervals with: no default stands in
-        r.integer("seed")
-        r.integer("resamples", minimum=1)
-        level = r.value("ci_level")
-        if level is None or not 0 < level < 1:
-            r.fail_at("ci_level", f"must be in (0, 1), e.g. 0.95; got {level!r}")  # validate.ci_level's words
-        context = {k: r.obj[k] for k in _META_CONTEXT if k in r.obj}
-        return cls(**core, **context)
-
-    def to_json(self) -> dict:
-        d = {k: getattr(self, k) for k in _META_CORE}
-        d.update({k: getattr(self, k) for k in _META_CONTEXT if getattr(self, k) is not MISSING})
-        return d
-
     def get(self, key: str, default: Any = None) -> Any:
         """A context field, ``default`` when the report does not have it."""
         v = getattr(self, key)
         return default if v is MISSING else v
 
 
-@dataclass
-class Report:
-    """One target's paired robustness report (see the module docstring for the conventions)."""
+def _has_clean(v: Any, r: Reader, key: str) -> None:
+    if isinstance(v, Mapping) and "clean" not in v:
+        r.fail("has no 'clean' condition")
 
-    conditions: dict[str, dict[str, Value]]
+
+def _label_free_shape(v: Any, r: Reader, key: str) -> None:
+    if not isinstance(v, dict) or not all(isinstance(e, dict) for e in v.values()):
+        r.at(key).fail("must be an object {condition: {metric: {mean, ci}}}")
+
+
+@dataclass
+class Report(Record):
+    """One target's paired robustness report (see the module docstring for the conventions); the
+    fields in the file's order."""
+
+    conditions: dict[str, dict[str, Value]] = spec(check=_has_clean)
     paired: dict[str, dict[str, Paired]]
     additivity: dict[str, dict[str, Additivity]]
     n_queries: int
     n_excluded_zero_gt: int
-    meta: ReportMeta
     additivity_summary: AdditivitySummary = field(default_factory=AdditivitySummary)
     additivity_skipped: dict[str, str] | None = None
     severity_curves: dict[str, dict[str, SeverityCurve]] = field(default_factory=dict)
@@ -469,14 +495,15 @@ class Report:
     first_positive_rank: dict[str, FirstRank] = field(default_factory=dict)
     rank_displacement: dict[str, Displacement] | None = None
     groups: dict[str, GroupReport] | None = None
+    meta: ReportMeta = field(kw_only=True)
     coarse_text_drag: CoarseTextDrag | None = None
     n_qrels_without_scores: int | None = None
     depth_limited: dict[str, DepthLimit] | None = None
     warnings: list[str] | None = None
-    per_query: PerQuery | None = None
     # {condition: {stability metric: {"mean": v, "ci": [lo, hi]}}}: each label-free measure's own
     # bootstrap interval (the paired one of ``paired`` is against clean's 1, or 0 for flip@k)
-    label_free: dict[str, dict[str, dict[str, Any]]] | None = None
+    label_free: dict[str, dict[str, dict[str, Any]]] | None = spec(check=_label_free_shape, default=None)
+    per_query: PerQuery | None = None
 
     # ---------------------------------------------------------------- reading
     @property
@@ -494,101 +521,19 @@ class Report:
     @classmethod
     def from_json(cls, obj: Any, *, path: str | os.PathLike | None = None) -> Report:
         """Check and type a parsed report; :class:`InputError` naming ``path`` and the key otherwise."""
-        r = Reader(obj, "", path)
-        conds = r.table("conditions", _metric_values)
-        if "clean" not in conds:
-            r.fail("has no 'clean' condition")
-        rep = cls(
-            conditions=conds,
-            paired=r.table("paired", per_metric(Paired.read)),
-            additivity=r.table("additivity", per_metric(Additivity.read)),
-            n_queries=int(r.need("n_queries")),
-            n_excluded_zero_gt=int(r.need("n_excluded_zero_gt")),
-            meta=ReportMeta.read(r.sub("meta")),
-        )
-        o = r.obj
-        if "additivity_summary" in o:
-            rep.additivity_summary = AdditivitySummary.read(r.sub("additivity_summary"))
-        if "additivity_skipped" in o:
-            rep.additivity_skipped = {str(k): str(v) for k, v in r.need("additivity_skipped").items()}
-        if "severity_curves" in o:
-            rep.severity_curves = r.table("severity_curves", per_metric(SeverityCurve.read))
-        if "stability" in o:
-            rep.stability = r.table("stability", Stability.read)
-        if "first_positive_rank" in o:
-            rep.first_positive_rank = r.table("first_positive_rank", FirstRank.read)
-        if "rank_displacement" in o:
-            rep.rank_displacement = r.table("rank_displacement", Displacement.read)
-        if "groups" in o:
-            rep.groups = r.table("groups", GroupReport.read)
-        if "coarse_text_drag" in o:
-            rep.coarse_text_drag = CoarseTextDrag.read(r.sub("coarse_text_drag"))
-        if "n_qrels_without_scores" in o:
-            rep.n_qrels_without_scores = int(o["n_qrels_without_scores"])
-        if "depth_limited" in o:
-            rep.depth_limited = r.table("depth_limited", DepthLimit.read)
-        if "warnings" in o:
-            rep.warnings = [str(w) for w in r.need("warnings")]
-        if "per_query" in o:
-            rep.per_query = PerQuery.read(r.sub("per_query"))
-        if "label_free" in o:
-            lf = r.need("label_free")
-            if not isinstance(lf, dict) or not all(isinstance(v, dict) for v in lf.values()):
-                r.fail_at("label_free", "must be an object {condition: {metric: {mean, ci}}}")
-            rep.label_free = {str(c): {str(m): dict(e) for m, e in v.items()} for c, v in lf.items()}
-        return rep
-
-    # ---------------------------------------------------------------- writing
-    def to_json(self) -> dict:
-        """The report as JSON values, keys in the file's order."""
-        d: dict[str, Any] = {
-            "conditions": {c: dict(v) for c, v in self.conditions.items()},
-            "paired": {c: {m: p.to_json() for m, p in v.items()} for c, v in self.paired.items()},
-            "additivity": {j: {m: a.to_json() for m, a in v.items()} for j, v in self.additivity.items()},
-            "n_queries": self.n_queries,
-            "n_excluded_zero_gt": self.n_excluded_zero_gt,
-            "additivity_summary": self.additivity_summary.to_json(),
-        }
-        if self.additivity_skipped is not None:
-            d["additivity_skipped"] = dict(self.additivity_skipped)
-        d["severity_curves"] = {op: {m: c.to_json() for m, c in v.items()} for op, v in self.severity_curves.items()}
-        if self.stability is not None:
-            d["stability"] = {c: s.to_json() for c, s in self.stability.items()}
-        d["first_positive_rank"] = {c: f.to_json() for c, f in self.first_positive_rank.items()}
-        if self.rank_displacement is not None:
-            d["rank_displacement"] = {c: x.to_json() for c, x in self.rank_displacement.items()}
-        if self.groups is not None:
-            d["groups"] = {g: e.to_json() for g, e in self.groups.items()}
-        d["meta"] = self.meta.to_json()
-        if self.coarse_text_drag is not None:
-            d["coarse_text_drag"] = self.coarse_text_drag.to_json()
-        if self.n_qrels_without_scores is not None:
-            d["n_qrels_without_scores"] = self.n_qrels_without_scores
-        if self.depth_limited is not None:
-            d["depth_limited"] = {c: x.to_json() for c, x in self.depth_limited.items()}
-        if self.warnings is not None:
-            d["warnings"] = list(self.warnings)
-        if self.label_free is not None:
-            d["label_free"] = {c: {m: dict(e) for m, e in v.items()} for c, v in self.label_free.items()}
-        if self.per_query is not None:
-            d["per_query"] = self.per_query.to_json()
-        return d
+        return cls.read(obj, Reader("", path))
 
 
 @dataclass(frozen=True)
-class TargetOutcome:
+class TargetOutcome(Record):
     """How a run's image variants met their severity targets: ``variants`` searched, ``missed`` (not
     within the tolerance: ``"reached": false``) and ``inverted`` -- (query, operator) pairs whose
     achieved measure does not fall from level to level (a harsher level measures milder than the one
-    before it: a missed target, most often)."""
+    before it: a missed target, most often).  :meth:`to_json` is how run.json records it."""
 
     variants: int = 0
     missed: int = 0
     inverted: int = 0
-
-    def to_json(self) -> dict[str, int]:
-        """How run.json records it."""
-        return {"variants": self.variants, "missed": self.missed, "inverted": self.inverted}
 
     @classmethod
     def from_json(cls, obj: Any) -> TargetOutcome | None:
@@ -596,7 +541,7 @@ class TargetOutcome:
         is not such a record (a run without a severity target)."""
         if not isinstance(obj, Mapping):
             return None
-        return cls(int(obj.get("variants", 0)), int(obj.get("missed", 0)), int(obj.get("inverted", 0)))
+        return cls.read(obj, Reader("severity_target_outcome", prefix="run.json: "))
 
 
 @dataclass(frozen=True, eq=True)

@@ -62,6 +62,7 @@ import cv2
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.records import Record
 from .entity import WORD_RE
 
 __all__ = [
@@ -118,16 +119,13 @@ class ImageStrength:
 
 
 @dataclass(frozen=True)
-class TextStrength:
-    """Measured strength of one corrupted question (see the module docstring)."""
+class TextStrength(Record):
+    """Measured strength of one corrupted question (see the module docstring); :meth:`to_json` is the
+    manifest's ``"measured"`` object."""
 
     char_edits: int
     word_edits: int
     entity_intact: bool | None
-
-    def to_json(self) -> dict[str, Any]:
-        """The manifest's ``"measured"`` object: ``char_edits``, ``word_edits``, ``entity_intact``."""
-        return {"char_edits": self.char_edits, "word_edits": self.word_edits, "entity_intact": self.entity_intact}
 
 
 @dataclass(frozen=True, eq=False)

@@ -49,7 +49,6 @@ are removed, never a file it does not name.  run.json records them:
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -61,7 +60,7 @@ import numpy as np
 from .._version import __version__
 from ..compare.records import Comparison
 from ..core.errors import ConfigError, InputError, arg
-from ..core.records import Report
+from ..core.records import Reader, Report, read_fields
 from ..core.userfiles import read_json
 from . import CompareDir, RunDir, read_run_json, run_json_kind
 from .atomic import write_json
@@ -101,22 +100,11 @@ def write_compare_json(path: str | os.PathLike, comparison: Comparison, runs: li
     write_json(path, out, indent=None)
 
 
-def _check_record(rec: Any, kinds: dict[str, str], where: str, path) -> dict[str, Any]:
-    if not isinstance(rec, dict) or set(rec) != set(kinds):
-        raise InputError(f"{where} must be an object with the fields {', '.join(kinds)}", path=path)
-    out = {}
-    for k, kind in kinds.items():
-        v = rec[k]
-        if kind == "float":
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                raise InputError(f"{where}.{k} must be a number or null, got {v!r}", path=path)
-            v = math.nan if v is None else float(v)
-        elif kind == "int" and (isinstance(v, bool) or not isinstance(v, int)):
-            raise InputError(f"{where}.{k} must be an integer, got {v!r}", path=path)
-        elif kind == "str" and not isinstance(v, str):
-            raise InputError(f"{where}.{k} must be a string, got {v!r}", path=path)
-        out[k] = v
-    return out
+def _record(rec: Any, rtype: type, names: list[str], r: Reader) -> dict[str, Any]:
+    """One record of a list: exactly its type's fields, each checked (an undefined number as NaN)."""
+    if not isinstance(rec, dict) or rec.keys() != set(names):
+        r.fail(f"must be an object with the fields {', '.join(names)}")
+    return read_fields(rtype, rec, r)
 
 
 def read_compare_json(path: str | os.PathLike) -> dict[str, Any]:
@@ -133,8 +121,8 @@ def read_compare_json(path: str | os.PathLike) -> dict[str, Any]:
     for name, rtype in RECORD_TYPES.items():
         if not isinstance(obj[name], list):
             raise InputError(f"{name} must be a list of records", path=path)
-        kinds = {f.name: str(f.type) for f in fields(rtype)}
-        out[name] = [_check_record(r, kinds, f"{name}[{i}]", path) for i, r in enumerate(obj[name])]
+        names, r = [f.name for f in fields(rtype)], Reader(name, path, prefix="")
+        out[name] = [_record(rec, rtype, names, r.at(i)) for i, rec in enumerate(obj[name])]
     return out
 
 
