@@ -34,8 +34,8 @@ from ..store.perquery import write_combined_per_query
 from ..store.rundir import TARGET_NAMES, RunData, load_run_dir
 from .figures import check_dpi
 from .findings import Finding, compute_findings
-from .fmt import ci_label, ci_level_text
-from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
+from .fmt import ci_label, ci_level_text, minus, pct
+from .htmlpage import HtmlFigure, HtmlSection, details, html_table, render_html, ul
 from .scope import RunScope, run_scope
 from .tables import Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
 from .terminal import queries_line
@@ -515,31 +515,17 @@ def _missing_section(res: ReportResult) -> list[HtmlSection]:
 _KINDS = (("clean", "clean"), ("image_only", "image only"), ("text_only", "text only"), ("both", "both sides"))
 
 
-def _pct(x: Any, signed: bool = False) -> str:
-    if x is None:
-        return "–"
-    v = round(100 * float(x), 1) + 0.0  # + 0.0: never "-0.0"
-    return (f"{v:+.1f}" if signed else f"{v:.1f}").replace("-", "−")  # the report's minus sign
-
-
 def _with_ci(entry: Mapping[str, Any] | None, signed: bool = False) -> str:
     if not entry or entry.get("value") is None:
         return "–"
-    out = _pct(entry["value"], signed)
+    out = minus(pct(entry["value"], signed))
     if entry.get("ci_low") is not None:
-        out += f' <span class="ci">[{_pct(entry["ci_low"], signed)}, {_pct(entry["ci_high"], signed)}]</span>'
+        out += f' <span class="ci">[{minus(pct(entry["ci_low"], signed))}, {minus(pct(entry["ci_high"], signed))}]</span>'
     return out
 
 
 def _span(ci: Any) -> str:
-    return "–" if not ci else f'<span class="ci">[{_pct(ci[0])}, {_pct(ci[1])}]</span>'
-
-
-def _table(tid: str, caption: str, columns: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join("<tr><th>" + r[0] + "</th>" + "".join(f"<td>{c}</td>" for c in r[1:]) + "</tr>" for r in rows)
-    return (f'<table class="paper" id="table-{tid}"><caption>{html.escape(caption)}</caption>'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    return "–" if not ci else f'<span class="ci">[{minus(pct(ci[0]))}, {minus(pct(ci[1]))}]</span>'
 
 
 def _expected_table(body: Mapping[str, Any], metric: str, label: str, names: Mapping[str, str]) -> str:
@@ -550,13 +536,13 @@ def _expected_table(body: Mapping[str, Any], metric: str, label: str, names: Map
             continue
         d = body.get("delta_vs_clean", {}).get(t, {}).get(metric, {})
         name = names.get(t) or (f"fusion: {t[len(FUSION_PREFIX):]}" if t.startswith(FUSION_PREFIX) else t)
-        rows.append([html.escape(name), _pct(d.get("clean")), _with_ci(e), _with_ci(d, signed=True),
+        rows.append([html.escape(name), minus(pct(d.get("clean"))), _with_ci(e), _with_ci(d, signed=True),
                      _span(e.get("ci_benchmark")), _span(e.get("ci_traffic"))])
     level = (body.get("ci") or {}).get("level")
     ci = "CI" if level is None else ci_label(level)
-    return _table("traffic-expected", f"{label} under your traffic (%): expected value with {ci}",
-                  ["target", f"clean {label}", f"expected {label}", "vs clean (points)",
-                   "CI, benchmark only", "CI, traffic only"], rows)
+    return html_table(["target", f"clean {label}", f"expected {label}", "vs clean (points)", "CI, benchmark only",
+                       "CI, traffic only"], rows, html.escape(f"{label} under your traffic (%): expected value with {ci}"),
+                      "traffic-expected")
 
 
 def _mix_table(body: Mapping[str, Any]) -> str:
@@ -565,9 +551,9 @@ def _mix_table(body: Mapping[str, Any]) -> str:
     for c, w in sorted(body.get("weights", {}).items(), key=lambda kv: (kv[0] != "clean", -kv[1])):
         note = (f"estimated additively from {html.escape(est[c]['image'])} and {html.escape(est[c]['text'])}"
                 if c in est else "")
-        rows.append([f"<code>{html.escape(c)}</code>", _pct(w), note])
-    return _table("traffic-mix", "The mix: share of your traffic at each condition (%)",
-                  ["condition", "weight", ""], rows)
+        rows.append([f"<code>{html.escape(c)}</code>", minus(pct(w)), note])
+    return html_table(["condition", "weight", ""], rows, "The mix: share of your traffic at each condition (%)",
+                      "traffic-mix")
 
 
 def _render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: str | None = None,
@@ -580,7 +566,7 @@ def _render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: st
     names = {**MODE_LABELS, **(names or {})}
     q = body.get("queries", {})
     n = q.get("n") or 0
-    split = ", ".join(f"{name} {_pct(q.get(k, 0) / n)}%" for k, name in _KINDS) if n else ""
+    split = ", ".join(f"{name} {minus(pct(q.get(k, 0) / n))}%" for k, name in _KINDS) if n else ""
     parts = []
     parts.append(f"<p>{n} diagnosed queries from <code>{html.escape(str(body.get('diagnose_dir', '?')))}</code> "
                  f"(sides: {html.escape(', '.join(q.get('sides', [])) or 'none')}): {split}. Each target's "
