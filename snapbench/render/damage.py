@@ -45,14 +45,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.conditions import IMAGE_PRIMITIVES, TEXT_LEVELS, parse_condition
+from ..core.conditions import parse_condition
 from ..core.records import PerQuery, TargetOutcome
 from ..evaluate import bootstrap_counts, percentile_ci
 from ..store.rundir import TARGET_NAMES, RunData
 from .aggregate import MAX_RESAMPLES, boot_params
 from .figures import require_matplotlib
 from .fmt import ci_label, points
-from .tables import Cell, Table, metric_label
+from .tables import Cell, Table, metric_label, operator_groups
 
 __all__ = ['DRIFT_BINS', 'PER_DAMAGE', 'SSIM_BINS', 'DamageAnalysis', 'Sensitivity', 'damage_analysis', 'damage_tables', 'TARGET_FLAGGED', 'MIN_BIN_COUNT', 'damage_figure']
 
@@ -212,21 +212,6 @@ def _recorded_target(run: dict) -> TargetOutcome | None:
     return TargetOutcome.from_json(run["severity_target_outcome"])
 
 
-def _operator_order(ops: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """Operators grouped as the paper's tables group them (primitives, then text levels, then others)."""
-    groups, known = [], set()
-    for name, members in [*((p.capitalize(), o) for p, o in IMAGE_PRIMITIVES.items()),
-                          *((f"Text: {lv}", o) for lv, o in TEXT_LEVELS.items())]:
-        known.update(members)
-        have = [op for op in members if op in ops]
-        if have:
-            groups.append((name, have))
-    other = sorted(op for op in ops if op not in known)
-    if other:
-        groups.append(("Other", other))
-    return groups
-
-
 def _mode_label(res: DamageAnalysis) -> str:
     return TARGET_NAMES.get(res.mode, res.mode)
 
@@ -267,7 +252,7 @@ def damage_tables(res: DamageAnalysis) -> list[Table]:
                   f"{name}: {lab} (%) by measured {'SSIM of the image variant' if damage == 'ssim' else what}, per "
                   f"operator; last column: Δ{lab} per {PER_DAMAGE:g} {per} (points, {level})",
                   ["operator", *_bin_labels(damage), f"Δ per {PER_DAMAGE:g} {per}"])
-        for group, ops in _operator_order(list(slopes)):
+        for group, ops in operator_groups(sorted(slopes)):
             t.groups.append((group, [(op, [_bin_cell(m, n) for m, n in bins[op]] + [_slope_cell(slopes[op])])
                                      for op in ops]))
         edge = "a value on an edge counts in the bin above it" if damage == "ssim" else \
@@ -290,7 +275,7 @@ def _bins_panels(sub, res: DamageAnalysis, damage: str) -> None:
     """Small multiples: one panel per operator group (the tables' groups), a handful of lines each in
     colours of their own; bins of fewer than :data:`MIN_BIN_COUNT` pairs hollow and not joined."""
     labels = _bin_labels(damage)
-    groups = _operator_order(list(res.slopes[damage]))
+    groups = operator_groups(sorted(res.slopes[damage]))
     ncol = min(4, len(groups))
     nrow = -(-len(groups) // ncol)
     axes = np.atleast_1d(sub.subplots(nrow, ncol, sharey=True)).ravel()
@@ -356,7 +341,7 @@ def damage_figure(res: DamageAnalysis):
     rows = [d for d in DAMAGES if res.slopes.get(d)]
     if not rows:
         return None
-    heights = [1 + (len(_operator_order(list(res.slopes[d]))) - 1) // 4 for d in rows]
+    heights = [1 + (len(operator_groups(sorted(res.slopes[d]))) - 1) // 4 for d in rows]
     fig = Figure(figsize=(13, sum(4.6 * h for h in heights)), layout="constrained")
     subs = np.atleast_1d(fig.subfigures(len(rows), 1, height_ratios=heights))
     for sub, damage in zip(subs, rows):

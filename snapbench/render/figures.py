@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..core.conditions import JOINT_PAIRS, parse_condition
+from ..core.conditions import parse_condition
 from ..core.errors import ConfigError
 from ..core.install_hint import install_hint
 from ..core.records import Report
@@ -24,8 +24,8 @@ from ..core.validate import positive_int
 from ..store.folders import PER_QUERY_CSV
 from ..store.rundir import TARGET_NAMES, RunData
 from .aggregate import mode_drags, moor_gain, primitive_severity, text_share_curve
-from .fmt import DROP_SIGN, ci_text, points
-from .tables import PAIR_ABBREV, ci_label, image_id, image_operators, metric_label, severities
+from .fmt import DROP_SIGN, ci_label, ci_text, points
+from .tables import additivity_by_pair, image_id, image_operators, metric_label, pair_label, severities
 
 __all__ = [
     "DPI_RANGE",
@@ -148,7 +148,7 @@ def severity_curves_figure(report: Report, mode: str, metric: str = "hit@1"):
         ax.set_visible(False)
     tidy_axes(axes.flat[0])  # after every panel is drawn: the y axis is shared
     fig.suptitle(f"{TARGET_NAMES.get(mode, mode)}: Δ{lab} vs severity per image operator "
-                 f"(band = {ci_label(report)}, paired bootstrap; dashed = cliff, solid = gradual, dotted = flat)",
+                 f"(band = {ci_label(report.meta.ci_level)}, paired bootstrap; dashed = cliff, solid = gradual, dotted = flat)",
                  fontsize=10)
     return fig
 
@@ -189,7 +189,7 @@ def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=N
     ax.grid(axis="y", alpha=0.3)
     tidy_axes(ax)
     ax.set_title(f"{TARGET_NAMES.get(mode, mode)}: Δ{lab} by primitive and severity"
-                 + (f" (whiskers: {ci_label(report)})" if any_ci else " (no CI: needs per_query.csv)"), fontsize=10)
+                 + (f" (whiskers: {ci_label(report.meta.ci_level)})" if any_ci else " (no CI: needs per_query.csv)"), fontsize=10)
     return fig
 
 
@@ -198,16 +198,11 @@ def additivity_heatmap_figure(report: Report, mode: str, metric: str = "hit@1"):
     Figure = require_matplotlib()
     from matplotlib.colors import TwoSlopeNorm
 
-    cells: dict[str, dict[int, object]] = {}
-    for jid, e in report.additivity.items():
-        if metric in e:
-            c = parse_condition(jid)
-            cells.setdefault(f"{c.image_operator}+{c.text_operator}", {})[c.severity] = e[metric]
+    cells = additivity_by_pair(report, metric)
     if not cells:
         return None
     lab = metric_label(metric)
-    order = [f"{i}+{t}" for i, t in JOINT_PAIRS]
-    pairs = sorted(cells, key=lambda p: (order.index(p) if p in order else len(order), p))
+    pairs = list(cells)
     sevs = sorted({s for d in cells.values() for s in d})
     m = np.array([[to_points(cells[p][s].delta) if s in cells[p] else np.nan for s in sevs] for p in pairs])
     fig = Figure(figsize=(6.5, 0.75 * len(pairs) + 1.8), layout="constrained")
@@ -225,12 +220,12 @@ def additivity_heatmap_figure(report: Report, mode: str, metric: str = "hit@1"):
             ax.text(j, i, txt, ha="center", va="center", fontsize=8,
                     color="white" if abs(m[i, j]) > 0.6 * lim else "black")
     ax.set_xticks(range(len(sevs)), [f"s{s}" for s in sevs])
-    ax.set_yticks(range(len(pairs)), [f"{PAIR_ABBREV.get(p, '')} {p}".strip() for p in pairs])
+    ax.set_yticks(range(len(pairs)), [pair_label(p) for p in pairs])
     ax.set_xlabel("image severity")
     ax.set_ylabel("joint pair (image + text operator)")
     cb = fig.colorbar(im, ax=ax)
     cb.set_label(f"δ = Obs − Exp (points; {lab} {DROP_SIGN})")
-    ax.set_title(f"{TARGET_NAMES.get(mode, mode)}: additivity δ with {ci_label(report)} (> 0 = super-additive)",
+    ax.set_title(f"{TARGET_NAMES.get(mode, mode)}: additivity δ with {ci_label(report.meta.ci_level)} (> 0 = super-additive)",
                  fontsize=10)
     return fig
 
@@ -263,7 +258,7 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
             eb = ax.errorbar(i, vals[i], yerr=[[max(vals[i] - to_points(ci[0]), 0)], [max(to_points(ci[1]) - vals[i], 0)]],
                              color="black", capsize=4)
             if len(handles) == 2:
-                eb.set_label(ci_label(data.reports[m]))
+                eb.set_label(ci_label(data.reports[m].meta.ci_level))
                 handles.append(eb)
     ax.axhline(0, color="grey", linewidth=0.8)
     # room above and below for the value labels, whatever the sign of the bars and their CIs
@@ -330,8 +325,7 @@ def _gain_panels(gain: Mapping[str, dict]) -> list[tuple[str, list[str], list[in
         elif c.kind == "text":
             key, label, sev = "text operators", c.text_operator, None
         else:
-            key, label, sev = "joint pairs", f"{PAIR_ABBREV.get(f'{c.image_operator}+{c.text_operator}', '')} "\
-                f"{c.image_operator}+{c.text_operator}".strip(), c.severity
+            key, label, sev = "joint pairs", pair_label(f"{c.image_operator}+{c.text_operator}"), c.severity
         labels, sevs, cells = panels.setdefault(key, ([], set(), {}))
         if label not in labels:
             labels.append(label)
@@ -350,7 +344,7 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
         return None
     lab = metric_label(metric)
     panels = _gain_panels(gain)
-    level = ci_label(data.reports["MOOR"])
+    level = ci_label(data.reports["MOOR"].meta.ci_level)
     widths = [len(labels) + 1 for _, labels, _, _ in panels]
     fig = Figure(figsize=(max(8.0, 0.3 * sum(widths) + 1.5), 4.8), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False, sharey=True, width_ratios=widths)[0]
