@@ -50,13 +50,12 @@ import numpy as np
 
 from ..core.conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
 from ..core.records import PerQuery, Report
-from ..core.targets import target_reads
 from ..core.userfiles import read_json
 from ..evaluate import bootstrap_counts, percentile_ci
 from ..store import FUSION_PREFIX, RunDir
 from ..store.atomic import write_json
 from ..store.rundir import RunData, load_run_dir
-from .tables import image_id
+from .tables import corrupted_deltas, image_id
 
 __all__ = ['MAX_RESAMPLES', 'boot_params', 'image_vs_text', 'mode_drags', 'moor_gain', 'moor_mean_gain_ci', 'primitive_severity', 'severity_means', 'text_share_curve', 'HEADLINE_KIND', 'CLEAN_METRICS', 'headline_metric', 'write_headline', 'read_headline']
 
@@ -290,18 +289,6 @@ def _operator(cond: str) -> str | None:
     return None
 
 
-def _corrupted(report: Report, metric: str, target: str | None = None) -> dict[str, float]:
-    """Condition -> its paired Δ of ``metric`` (report.json), every corrupted condition that has one
-    (with ``target``: and that corrupts a side of the query the target reads, :func:`target_reads`)."""
-    out = {}
-    for c, per in report.paired.items():
-        pr = per.get(metric)
-        if c != "clean" and pr is not None and pr.delta is not None and np.isfinite(pr.delta):
-            if target is None or target_reads(target, c):
-                out[c] = float(pr.delta)
-    return out
-
-
 def _ci(ci: Any) -> list[float] | None:
     if ci is None or ci[0] is None or ci[1] is None or not (np.isfinite(ci[0]) and np.isfinite(ci[1])):
         return None
@@ -330,7 +317,7 @@ def _run_draw_mean_ci(clean: np.ndarray, vals: Sequence[np.ndarray], report: Rep
 
 
 def _mean_delta(data: RunData, target: str, report: Report, metric: str) -> dict[str, Any] | None:
-    deltas = _corrupted(report, metric, target)
+    deltas = corrupted_deltas(report, metric, target)
     if not deltas:
         return None
     pq = data.per_query.get(target)
@@ -346,7 +333,7 @@ def _extremes(report: Report, metric: str, target: str | None = None) -> tuple[d
     """The operator with the lowest mean Δ (worst) and the highest (mildest) among the conditions
     ``target`` reads; ties: the first listed."""
     by: dict[str, list[float]] = {}
-    for c, d in _corrupted(report, metric, target).items():
+    for c, d in corrupted_deltas(report, metric, target).items():
         op = _operator(c)
         if op is not None:
             by.setdefault(op, []).append(d)

@@ -379,8 +379,8 @@ def _findings_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
 
 
 def _summary_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
-    rows = [(TARGET_NAMES.get(m, m), data.reports[m]) for m in data.modes]
-    rows += [(f"fusion: {name}", rep) for name, rep in sorted(data.fusion.items())]
+    rows = [(TARGET_NAMES.get(m, m), m, data.reports[m]) for m in data.modes]
+    rows += [(f"fusion: {name}", FUSION_PREFIX + name, rep) for name, rep in sorted(data.fusion.items())]
     sec = HtmlSection("summary", "All modes at a glance", raw=[w.table(summary_table(rows, metric))])
     if "MOOR" in data.reports and not data.fusion:
         sec.missing.append("no fixed-fusion baselines (fusion/<name>/report.json): MOOR is compared with IT→IT only")

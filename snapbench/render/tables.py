@@ -13,12 +13,14 @@ additivity tables show drops, clean − condition (positive = worse), as SPEC §
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..core.conditions import IMAGE_PRIMITIVES, JOINT_PAIRS, TEXT_LEVELS, Condition, parse_condition
 from ..core.records import Additivity, Paired, Report
+from ..core.targets import target_reads
 from .fmt import DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, minus, points
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "Table",
     "additivity_by_pair",
     "additivity_table",
+    "corrupted_deltas",
     "image_id",
     "image_operators",
     "kind_means",
@@ -319,17 +322,33 @@ def additivity_table(report: Report, mode_name: str, metric: str = "hit@1", key:
     return t
 
 
-def kind_means(report: Report, metric: str) -> dict[str, float | None]:
-    """Mean metric per condition kind (clean, image, text, joint) and mean paired Δ per kind."""
+def corrupted_deltas(report: Report, metric: str, target: str | None = None) -> dict[str, float]:
+    """Condition -> its paired Δ of ``metric`` (report.json), every corrupted condition that has a
+    finite one; with ``target``, only the conditions that corrupt a side of the query the target
+    reads (:func:`snapbench.core.targets.target_reads`: an image condition cannot move T→T)."""
+    out = {}
+    for c, per in report.paired.items():
+        pr = per.get(metric)
+        if c != "clean" and pr is not None and pr.delta is not None and math.isfinite(pr.delta):
+            if target is None or target_reads(target, c):
+                out[c] = float(pr.delta)
+    return out
+
+
+def kind_means(report: Report, metric: str, target: str | None = None) -> dict[str, float | None]:
+    """Mean metric per condition kind (clean, image, text, joint) and mean paired Δ per kind; with
+    ``target``, over the conditions it reads (:func:`corrupted_deltas`), as the headline's means."""
     vals: dict[str, list[float]] = {}
     deltas: dict[str, list[float]] = {}
+    read = corrupted_deltas(report, metric, target)
     for cid, v in report.conditions.items():
         kind = parse_condition(cid).kind
+        if target is not None and kind != "clean" and not target_reads(target, cid):
+            continue
         if v.get(metric) is not None:
             vals.setdefault(kind, []).append(v[metric])  # type: ignore[arg-type]
-        pr = _paired(report, cid, metric)
-        if pr and pr.delta is not None:
-            deltas.setdefault(kind, []).append(pr.delta)
+        if cid in read:
+            deltas.setdefault(kind, []).append(read[cid])
     out: dict[str, float | None] = {}
     for kind in ("clean", "image", "text", "joint"):
         out[kind] = sum(vals[kind]) / len(vals[kind]) if vals.get(kind) else None
@@ -337,15 +356,17 @@ def kind_means(report: Report, metric: str) -> dict[str, float | None]:
     return out
 
 
-def summary_table(rows: Sequence[tuple[str, Report]], metric: str = "hit@1") -> Table:
-    """One row per mode / fusion method: clean value, mean value per condition kind, mean Δ per kind."""
+def summary_table(rows: Sequence[tuple[str, str, Report]], metric: str = "hit@1") -> Table:
+    """One row per ``(name, target, report)`` (a mode, MOOR, a fusion method): clean value, mean value
+    per condition kind and mean Δ per kind, over the conditions the target reads (:func:`kind_means`)."""
     lab = metric_label(metric)
-    t = Table(name="summary", title=f"Summary: {lab} (%) averaged over the conditions of each kind; Δ in points "
-                                    f"({PAIRED_SIGN})",
+    t = Table(name="summary", title=f"Summary: {lab} (%) averaged over the conditions of each kind that each target "
+                                    "reads (an image condition cannot move T→T, nor a text condition I→I: –); "
+                                    f"Δ in points ({PAIRED_SIGN})",
               columns=["Mode", "clean", "image", "text", "joint", f"Δ{lab} image", f"Δ{lab} text", f"Δ{lab} joint"])
     body = []
-    for name, rep in rows:
-        m = kind_means(rep, metric)
+    for name, target, rep in rows:
+        m = kind_means(rep, metric, target)
         body.append((name, [Cell(m["clean"]), Cell(m["image"]), Cell(m["text"]), Cell(m["joint"]),
                             Cell(m["d_image"], signed=True), Cell(m["d_text"], signed=True),
                             Cell(m["d_joint"], signed=True)]))
