@@ -57,7 +57,7 @@ from ..store.atomic import write_json
 from ..store.rundir import RunData, load_run_dir
 from .tables import corrupted_deltas, image_id
 
-__all__ = ['MAX_RESAMPLES', 'boot_params', 'image_vs_text', 'mode_drags', 'moor_gain', 'moor_mean_gain_ci', 'primitive_severity', 'severity_means', 'text_share_curve', 'HEADLINE_KIND', 'CLEAN_METRICS', 'headline_metric', 'write_headline', 'read_headline']
+__all__ = ['MAX_RESAMPLES', 'boot_params', 'image_vs_text', 'mode_drags', 'moor_gain', 'moor_mean_gain_ci', 'primitive_severity', 'severity_means', 'text_share_curve', 'headline_metric', 'write_headline', 'read_headline']
 
 MAX_RESAMPLES = 2000
 
@@ -275,9 +275,9 @@ def text_share_curve(share: Mapping[str, float]) -> dict:
     return out
 
 
-HEADLINE_KIND = "snapbench headline"
+_HEADLINE_KIND = "snapbench headline"
 #: The clean values shown: SnapBench's R@1 and the retrieval benchmarks' usual main score.
-CLEAN_METRICS: tuple[str, ...] = ("hit@1", "ndcg@10")
+_CLEAN_METRICS: tuple[str, ...] = ("hit@1", "ndcg@10")
 
 
 def _operator(cond: str) -> str | None:
@@ -410,7 +410,7 @@ def _run_headline(data: RunData, metric: str | None = None) -> dict[str, Any]:
         worst, mild = _extremes(rep, metric, t)
         rows.append({
             "target": t,
-            "clean": {m: rep.value("clean", m) for m in dict.fromkeys((metric, *CLEAN_METRICS)) if m in rep.metrics},
+            "clean": {m: rep.value("clean", m) for m in dict.fromkeys((metric, *_CLEAN_METRICS)) if m in rep.metrics},
             "mean_delta": _mean_delta(data, t, rep, metric),
             "extra": {m: _mean_delta(data, t, rep, m) for m in extra if m in rep.metrics},
             "worst": worst,
@@ -419,7 +419,7 @@ def _run_headline(data: RunData, metric: str | None = None) -> dict[str, Any]:
             "moor_vs_fixed": _moor_vs_fixed(data, metric) if t == "MOOR" else None,
         })
     limit = data.run.get("limit")
-    return {"kind": HEADLINE_KIND, "metric": metric, "labelled": labelled, "extra": list(extra),
+    return {"kind": _HEADLINE_KIND, "metric": metric, "labelled": labelled, "extra": list(extra),
             "primary_target": data.primary_mode,
             "n_queries": first.n_queries, "n_counted": first.n_queries - first.n_excluded_zero_gt,
             "ci_level": float(first.meta.ci_level),

@@ -37,7 +37,7 @@ from .findings import Finding, compute_findings
 from .fmt import ci_label, ci_level_text, minus, pct
 from .htmlpage import HtmlFigure, HtmlSection, details, html_table, render_html, ul
 from .scope import RunScope, run_scope
-from .tables import Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
+from .tables import Cell, Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
 from .terminal import queries_line
 
 __all__ = ['FORMATS', 'ReportResult', 'build_report', 'traffic_fragment']
@@ -148,36 +148,25 @@ def _contact_sheet(data: RunData, w: _Writer) -> bytes | None:
     return encode_png(sheet.image)
 
 
-def _limit_words(run: dict) -> str:
-    """``run --limit``: next to the number of queries, that they are the dataset's first N only."""
+def _limit(run: dict) -> tuple[Any, Any] | None:
+    """``(N, of)`` when the run saw only the dataset's first N queries (``run --limit``), else None: the
+    summary says so next to the number of queries, every table caption ends with it, and findings.json
+    says it first."""
     lim = run.get("limit")
-    if not isinstance(lim, dict):
-        return ""
-    return f" — only the first {lim.get('queries')} of the dataset's {lim.get('of')} (run --limit)"
+    return (lim.get("queries"), lim.get("of")) if isinstance(lim, dict) else None
 
 
 def _limit_caption(run: dict) -> str:
     """``run --limit``: what every table caption of the report ends with."""
-    lim = run.get("limit")
-    if not isinstance(lim, dict):
-        return ""
-    return f" — only the first {lim.get('queries')} of the dataset's {lim.get('of')} queries (run --limit {lim.get('queries')})"
-
-
-def _limit_finding(run: dict) -> list[Finding]:
-    """``run --limit``: findings.json says first that the numbers are those of the first N queries."""
-    lim = run.get("limit")
-    if not isinstance(lim, dict):
-        return []
-    n, of = lim.get("queries"), lim.get("of")
-    return [Finding("limit", f"Only the first {n} of the dataset's {of} queries were evaluated (run --limit {n}): "
-                             "a quick look, not the dataset's result.", {"queries": n, "of": of})]
+    n, of = _limit(run) or (None, None)
+    return "" if n is None else f" — only the first {n} of the dataset's {of} queries (run --limit {n})"
 
 
 def _summary(data: RunData, metric: str, scope: RunScope) -> list[tuple[str, str]]:
     rep = data.first_report
     meta = rep.meta
     run = data.run
+    lim = _limit(run)
     ci = ci_level_text(meta.ci_level)
     rows = [
         ("dataset", str(run.get("dataset", "not recorded (no run.json)"))),
@@ -186,7 +175,7 @@ def _summary(data: RunData, metric: str, scope: RunScope) -> list[tuple[str, str
          + (f"; fixed-fusion baselines: {', '.join(sorted(data.fusion))}" if data.fusion else "")),
         ("queries", queries_line(rep) + (f"; percentages of ranking metrics are out of "
                                          f"{rep.n_queries - rep.n_excluded_zero_gt}" if rep.n_excluded_zero_gt else "")
-         + _limit_words(run)),
+         + (f" — only the first {lim[0]} of the dataset's {lim[1]} (run --limit)" if lim else "")),
         ("gallery", f"{meta.n_gallery} items"),
         ("conditions", f"{len(rep.conditions)} (clean included)"),
         ("primary metric", f"{metric_label(metric)} ({metric}); values in %, differences in points"),
@@ -289,8 +278,6 @@ def _remove_stale_files(w: _Writer) -> None:
 def _traffic_section(data: RunData, metric: str, outdir: Path | None = None) -> list[HtmlSection]:
     """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic), or,
     for a report written elsewhere, its own OUT/traffic.json (report --traffic --out: the run untouched)."""
-    from .build import traffic_fragment
-
     own = outdir if outdir is not None and RunDir(outdir).traffic.is_file() else None
     frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES, traffic_dir=own)
     return [] if frag is None else [HtmlSection("traffic", "Under your traffic", raw=[frag])]
@@ -308,9 +295,7 @@ def _label_free_metric(data: RunData, metric: str) -> str:
 def _stability_section(data: RunData, w: _Writer, findings: HtmlSection) -> HtmlSection:
     """Robustness without labels: each label-free measure with its CI for the primary mode, and where
     labels exist whether they track the loss (stability.json, a finding, a scatter figure)."""
-    from .findings import Finding
     from .stability import label_free_rows, labelled, stability_finding, stability_scatter_figure, stability_vs_loss
-    from .tables import Cell, Table
 
     sec = HtmlSection("stability", "Robustness without labels")
     if not data.reports:
@@ -373,7 +358,11 @@ def _extra_findings(w: _Writer, f) -> None:
 
 
 def _findings_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
-    finds = _limit_finding(data.run) + compute_findings(data, metric)
+    finds = compute_findings(data, metric)
+    if (lim := _limit(data.run)) is not None:
+        finds.insert(0, Finding("limit", f"Only the first {lim[0]} of the dataset's {lim[1]} queries were evaluated "
+                                         f"(run --limit {lim[0]}): a quick look, not the dataset's result.",
+                                {"queries": lim[0], "of": lim[1]}))
     w.write(w.out.findings, dumps([{"id": f.id, "text": f.text, "values": f.values} for f in finds]) + "\n")
     return HtmlSection("findings", "Findings", raw=[ul([(f"finding-{f.id}", f.text) for f in finds], "findings")])
 

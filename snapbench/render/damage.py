@@ -69,7 +69,7 @@ TARGET_FLAGGED = "target_reached 0 in per_query.csv"
 #: Damage measures: per-query metric per kind of operator, and how the damage is read from it.
 DAMAGES = {"ssim": "SSIM loss (1 − SSIM)", "drift": "embedding drift (1 − cos)"}
 #: What the bin columns of each damage measure hold (the SSIM table's columns are SSIM, not its loss).
-BINNED = {"ssim": "measured SSIM", "drift": "embedding drift (1 − cos)"}
+_BINNED = {"ssim": "measured SSIM", "drift": "embedding drift (1 − cos)"}
 #: Slopes are shown per this much damage (0.1 SSIM loss, 0.1 drift), in points; an operator whose
 #: measured damage never reaches it has no slope quoted (:attr:`Sensitivity.in_range`).
 PER_DAMAGE = 0.1
@@ -257,7 +257,7 @@ def damage_tables(res: DamageAnalysis) -> list[Table]:
                                      for op in ops]))
         edge = "a value on an edge counts in the bin above it" if damage == "ssim" else \
             "a value on an edge counts in the bin to its right"
-        t.notes.append(f"Cells: mean {lab} (%) over the (query, severity) pairs whose {BINNED[damage]} falls in the "
+        t.notes.append(f"Cells: mean {lab} (%) over the (query, severity) pairs whose {_BINNED[damage]} falls in the "
                        f"bin ({edge}), their number in brackets. Slope: the paired change (condition − clean) against "
                        f"the {what}, through the origin, over all of the operator's pairs; bootstrap over queries. "
                        f"'– (max x)': the operator's {what} never reaches {PER_DAMAGE:g} (largest x), so no slope "

@@ -23,17 +23,17 @@ from ..diagnose.thresholds import DETECTORS
 from .fmt import DASH, points
 from .htmlpage import HtmlSection, html_table, render_html
 
-__all__ = ["THUMB_SIDE", "render_diagnose_html"]
+__all__ = ["render_diagnose_html"]
 
 #: Long side (px) of the example thumbnails.
-THUMB_SIDE = 160
+_THUMB_SIDE = 160
 _LABELS = {"clean": "clean (neither side flagged)", "image_only": "image side only", "text_only": "text side only",
            "both": "both sides", "any": "any issue"}
 _STYLE = ("<style>div.ex{display:flex;flex-wrap:wrap;gap:.8em}div.ex figure{margin:0;width:170px;font-size:.8em}"
           "div.ex img{max-width:160px;max-height:160px;border:1px solid #ddd}div.ex .q{color:#333}</style>")
 
 
-def _thumbnail_jpeg(path: str | Path, side: int = THUMB_SIDE) -> bytes | None:
+def _thumbnail_jpeg(path: str | Path, side: int = _THUMB_SIDE) -> bytes | None:
     """A JPEG thumbnail (long side ``side``) of an image file, ``None`` when it cannot be read."""
     try:
         rgb = load_image(path)

@@ -3,7 +3,7 @@ a legend, so it reads without the surrounding text.  Built on ``matplotlib.figur
 which needs no GUI backend and leaves the caller's pyplot state alone.
 
 Figures say only what the numbers say: values are plotted in points with float noise below
-:data:`NOISE` points shown as 0 (no ``1e-17`` axis offset on an all-zero curve, no axis offsets at
+:data:`_NOISE` points shown as 0 (no ``1e-17`` axis offset on an all-zero curve, no axis offsets at
 all), every annotation goes through :func:`snapbench.render.fmt.points` (never ``-0.0``), and
 per-condition bars are grouped (image operators x severity, text operators, joint pairs x severity)
 so that labels stay readable at the page's width.
@@ -28,7 +28,6 @@ from .fmt import DROP_SIGN, ci_label, ci_text, points
 from .tables import additivity_by_pair, image_id, image_operators, metric_label, pair_label, severities
 
 __all__ = [
-    "DPI_RANGE",
     "check_dpi",
     "additivity_heatmap_figure",
     "drag_figure",
@@ -57,12 +56,12 @@ def require_matplotlib():
 
 
 #: The resolutions (dots per inch) a PNG figure may have (``--dpi`` of report and compare).
-DPI_RANGE: tuple[int, int] = (50, 600)
+_DPI_RANGE: tuple[int, int] = (50, 600)
 
 
 def check_dpi(dpi: int) -> int:
-    """``dpi`` when it is an integer in :data:`DPI_RANGE`; ConfigError (``param="dpi"``) otherwise."""
-    return positive_int(dpi, "dpi", minimum=DPI_RANGE[0], maximum=DPI_RANGE[1])
+    """``dpi`` when it is an integer in :data:`_DPI_RANGE`; ConfigError (``param="dpi"``) otherwise."""
+    return positive_int(dpi, "dpi", minimum=_DPI_RANGE[0], maximum=_DPI_RANGE[1])
 
 
 def fig_to_bytes(fig, fmt: str, dpi: int) -> bytes:
@@ -73,7 +72,7 @@ def fig_to_bytes(fig, fmt: str, dpi: int) -> bytes:
 
 
 #: Differences smaller than this (in points) are float noise, plotted as 0.
-NOISE = 1e-9
+_NOISE = 1e-9
 
 
 def to_points(x: float | None) -> float:
@@ -81,7 +80,7 @@ def to_points(x: float | None) -> float:
     if x is None:
         return np.nan
     v = 100.0 * float(x)
-    return 0.0 if abs(v) < NOISE else v
+    return 0.0 if abs(v) < _NOISE else v
 
 
 def legend_outside(ax, *, below: bool = False, **kw):

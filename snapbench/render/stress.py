@@ -21,7 +21,7 @@ __all__ = ["availability_points", "render_stress_report", "stress_findings"]
 
 _SOURCES = ("V", "M", "F", "VM", "VF", "MF", "VMF")
 #: Below this share of captions really changed by caption_swap the probe gives no verdict.
-MIN_SWAPPED_SHARE = 0.5
+_MIN_SWAPPED_SHARE = 0.5
 _PLURAL = {"query": "queries", "album": "albums"}
 
 
@@ -94,8 +94,8 @@ def _swap_verdict(summary: dict) -> str | None:
             why = ("every donor caption from another album was the same text as the record's own" if donors else
                    "no donor from another album was found (month, length bin and face count, then looser)")
             return head + f"The swap changed no captions: {why}. No verdict on the captions' content."
-        if n_sw is not None and n_cap and n_sw < MIN_SWAPPED_SHARE * n_cap:
-            return head + (f"Too few captions changed ({n_sw} of {n_cap}, under {MIN_SWAPPED_SHARE:.0%}) for a verdict "
+        if n_sw is not None and n_cap and n_sw < _MIN_SWAPPED_SHARE * n_cap:
+            return head + (f"Too few captions changed ({n_sw} of {n_cap}, under {_MIN_SWAPPED_SHARE:.0%}) for a verdict "
                            "on the captions' content.")
         if ex and e["delta"] < 0:
             return head + ("Retrieval depends on what each caption says about its own photo: the captions carry "

@@ -39,12 +39,12 @@ from .compare import MetricView, finite
 from .fmt import DASH, DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, p_text, pct, points
 from .tables import metric_label
 
-__all__ = ['CSV_HEADER', 'check_table_path', 'print_additivity', 'print_report', 'read_report', 'write_report', 'write_table', 'headline_table', 'ranking_table', 'print_comparison']
+__all__ = ['check_table_path', 'print_additivity', 'print_report', 'read_report', 'write_report', 'write_table', 'headline_table', 'ranking_table', 'print_comparison']
 
 #: What a table file may end in (:func:`write_table`).
-TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
+_TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
 #: Width of printed tables when the output is not a terminal (a pipe, a file) and COLUMNS is unset.
-PIPE_WIDTH = 120
+_PIPE_WIDTH = 120
 _PREFERRED = ("hit@1", "hit@5", "recall@10", "ndcg@10", "mrr")
 _LIMITED = "† depth-limited (the runs are shallower than the metric; values are lower bounds)"
 
@@ -65,7 +65,7 @@ def _console(console=None):
     if con.is_terminal or "COLUMNS" in os.environ:
         return con
     # piped output: rich would cut to 80 columns; one fixed, readable width instead
-    return stdout_console(width=PIPE_WIDTH, markup=False, highlight=False)
+    return stdout_console(width=_PIPE_WIDTH, markup=False, highlight=False)
 
 
 def _limited(report: Report) -> set[str]:
@@ -241,7 +241,7 @@ def print_additivity(report: Report, *, metric: str = "hit@1", console=None) -> 
         con.print("skipped: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
 
 
-CSV_HEADER = ["condition", "metric", "value", "delta", "ci_lo", "ci_hi", "p", "p_raw", "group", "depth_limited"]
+_CSV_HEADER = ["condition", "metric", "value", "delta", "ci_lo", "ci_hi", "p", "p_raw", "group", "depth_limited"]
 
 
 def _csv_rows(report: Report) -> list[list]:
@@ -252,7 +252,7 @@ def _csv_rows(report: Report) -> list[list]:
     ``additivity:<metric>``, value = Obs, delta = δ = Obs − Exp, with CI).  ``depth_limited`` is 1
     for a metric the runs were too shallow for."""
     limited = _limited(report)
-    rows: list[list] = [CSV_HEADER]
+    rows: list[list] = [_CSV_HEADER]
 
     def block(conds, paired, group: str) -> None:
         for c, vals in conds.items():
@@ -295,7 +295,7 @@ def check_table_path(path: str | Path) -> Path:
     from ..store.atomic import check_output_file
 
     p = Path(path)
-    if p.suffix.lower() not in TABLE_SUFFIXES:
+    if p.suffix.lower() not in _TABLE_SUFFIXES:
         raise EvaluationInputError("a table file must end in .csv or .md", path=p, param="table_out")
     return check_output_file(p, param="table_out")
 
