@@ -50,7 +50,7 @@ from ..core.records import PerQuery, TargetOutcome
 from ..evaluate import bootstrap_counts, percentile_ci
 from ..store.rundir import TARGET_NAMES, RunData
 from .aggregate import MAX_RESAMPLES, boot_params
-from .figures import require_matplotlib
+from .figures import require_matplotlib, whiskers
 from .fmt import ci_label, points
 from .tables import Cell, Table, metric_label, operator_groups
 
@@ -317,7 +317,7 @@ def _slopes_panel(ax, res: DamageAnalysis, damage: str) -> None:
     v = np.array([100.0 * PER_DAMAGE * s.slope for s in ranked])
     lo = np.array([np.nan if s.ci is None else 100.0 * PER_DAMAGE * s.ci[0] for s in ranked])
     hi = np.array([np.nan if s.ci is None else 100.0 * PER_DAMAGE * s.ci[1] for s in ranked])
-    err = np.nan_to_num(np.clip(np.vstack([v - lo, hi - v]), 0, None))
+    err = np.nan_to_num(whiskers(v, lo, hi))
     ax.errorbar(v, y, xerr=err, fmt="o", color="#2b7bba", ecolor="#7fb3d5", capsize=2, markersize=4)
     ax.axvline(0, color="grey", linewidth=0.8)
     ax.set_yticks(y, [s.operator for s in ranked], fontsize=7)

@@ -33,12 +33,14 @@ __all__ = [
     "drag_figure",
     "fig_to_bytes",
     "legend_outside",
+    "one_axes",
     "modes_severity_figure",
     "moor_gain_figure",
     "primitive_bars_figure",
     "require_matplotlib",
     "severity_curves_figure",
     "text_share_figure",
+    "whiskers",
 ]
 
 _STYLE = {"cliff": ("--", "s"), "gradual": ("-", "o"), "flat": (":", ".")}
@@ -62,6 +64,18 @@ _DPI_RANGE: tuple[int, int] = (50, 600)
 def check_dpi(dpi: int) -> int:
     """``dpi`` when it is an integer in :data:`_DPI_RANGE`; ConfigError (``param="dpi"``) otherwise."""
     return positive_int(dpi, "dpi", minimum=_DPI_RANGE[0], maximum=_DPI_RANGE[1])
+
+
+def one_axes(figsize: tuple[float, float]):
+    """``(fig, ax)``: a figure of ``figsize`` inches (constrained layout) with one axes."""
+    fig = require_matplotlib()(figsize=figsize, layout="constrained")
+    return fig, fig.subplots()
+
+
+def whiskers(y, lo, hi) -> np.ndarray:
+    """``yerr`` of error bars from values ``y`` and their CI bounds (the same units), never negative."""
+    y = np.asarray(y, float)
+    return np.clip(np.vstack([y - np.asarray(lo, float), np.asarray(hi, float) - y]), 0, None)
 
 
 def fig_to_bytes(fig, fmt: str, dpi: int) -> bytes:
@@ -155,15 +169,13 @@ def severity_curves_figure(report: Report, mode: str, metric: str = "hit@1"):
 def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=None):
     """Mean Δ per primitive and severity (bars), each operator as a dot; CI whiskers when per-query
     values allow a bootstrap of the primitive mean."""
-    Figure = require_matplotlib()
     ps = primitive_severity(report, metric, pq)
     if not ps:
         return None
     lab = metric_label(metric)
     prims = list(ps)
     sevs = sorted({s for d in ps.values() for s in d})
-    fig = Figure(figsize=(8, 4.2), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((8, 4.2))
     width = 0.8 / len(sevs)
     any_ci = False
     for j, s in enumerate(sevs):
@@ -173,8 +185,7 @@ def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=N
         cis = [ps[p].get(s, {}).get("ci") for p in prims]
         if all(c is not None for c in cis):
             any_ci = True
-            err = np.clip(np.array([[m - to_points(c[0]) for m, c in zip(means, cis)],
-                                    [to_points(c[1]) - m for m, c in zip(means, cis)]]), 0, None)
+            err = whiskers(means, [to_points(c[0]) for c in cis], [to_points(c[1]) for c in cis])
         ax.bar(x, means, width, yerr=err, capsize=3, color=_SEV_COLOURS[j % len(_SEV_COLOURS)], label=f"s{s}")
         for xi, p in zip(x, prims):
             ops = ps[p].get(s, {}).get("ops", {})
@@ -194,7 +205,7 @@ def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=N
 
 def additivity_heatmap_figure(report: Report, mode: str, metric: str = "hit@1"):
     """Pairs x severities coloured by δ = Obs − Exp (points), each cell annotated with δ and its CI."""
-    Figure = require_matplotlib()
+    require_matplotlib()  # before importing from matplotlib: a missing one is a ConfigError
     from matplotlib.colors import TwoSlopeNorm
 
     cells = additivity_by_pair(report, metric)
@@ -204,8 +215,7 @@ def additivity_heatmap_figure(report: Report, mode: str, metric: str = "hit@1"):
     pairs = list(cells)
     sevs = sorted({s for d in cells.values() for s in d})
     m = np.array([[to_points(cells[p][s].delta) if s in cells[p] else np.nan for s in sevs] for p in pairs])
-    fig = Figure(figsize=(6.5, 0.75 * len(pairs) + 1.8), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((6.5, 0.75 * len(pairs) + 1.8))
     lim = max(float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 0.0, 1.0)
     im = ax.imshow(m, cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -lim, lim), aspect="auto")
     for i, p in enumerate(pairs):
@@ -231,7 +241,7 @@ def additivity_heatmap_figure(report: Report, mode: str, metric: str = "hit@1"):
 
 def drag_figure(data: RunData, metric: str = "hit@1"):
     """Clean metric of each mode minus image-only I→I (IT→IT's is the coarse-text drag)."""
-    Figure = require_matplotlib()
+    require_matplotlib()  # before importing from matplotlib: a missing one is a ConfigError
     from matplotlib.patches import Patch
 
     drags = mode_drags(data, metric)
@@ -240,8 +250,7 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
     lab = metric_label(metric)
     modes = list(drags)
     vals = [to_points(drags[m]["value"]) for m in modes]
-    fig = Figure(figsize=(6.5, 3.8), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((6.5, 3.8))
     drag_colour, other_colour = "#c51b7d", "#7f7f7f"
     colours = [drag_colour if m == "IT2IT" else other_colour for m in modes]
     ax.bar(range(len(modes)), vals, color=colours)
@@ -254,7 +263,7 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
     for i, m in enumerate(modes):
         ci = drags[m]["ci"]
         if ci and ci[0] is not None:
-            eb = ax.errorbar(i, vals[i], yerr=[[max(vals[i] - to_points(ci[0]), 0)], [max(to_points(ci[1]) - vals[i], 0)]],
+            eb = ax.errorbar(i, vals[i], yerr=whiskers([vals[i]], [to_points(ci[0])], [to_points(ci[1])]),
                              color="black", capsize=4)
             if len(handles) == 2:
                 eb.set_label(ci_label(data.reports[m].meta.ci_level))
@@ -277,7 +286,6 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
 def modes_severity_figure(data: RunData, metric: str = "hit@1"):
     """Mean Δ over the image operators per severity, one line per mode; the mean Δ of the text
     conditions as a separate point per mode."""
-    Figure = require_matplotlib()
     from .aggregate import severity_means
     from .tables import kind_means
 
@@ -287,8 +295,7 @@ def modes_severity_figure(data: RunData, metric: str = "hit@1"):
     if not curves:
         return None
     sevs = sorted({s for c in curves.values() for s in c})
-    fig = Figure(figsize=(7, 4), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((7, 4))
     xt = max(sevs) + 1
     for m in data.modes:
         if m not in curves:
@@ -359,7 +366,7 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
             if with_ci:
                 lo = np.array([to_points(e["ci"][0]) if e else np.nan for e in es])
                 hi = np.array([to_points(e["ci"][1]) if e else np.nan for e in es])
-                ax.errorbar(x, ys, yerr=[np.clip(ys - lo, 0, None), np.clip(hi - ys, 0, None)], fmt="none",
+                ax.errorbar(x, ys, yerr=whiskers(ys, lo, hi), fmt="none",
                             ecolor="black", elinewidth=0.6, capsize=1.5)
         ax.axhline(0, color="grey", linewidth=0.8)
         ax.set_xticks(np.arange(len(labels)), labels, rotation=45, ha="right", fontsize=8)
@@ -381,12 +388,10 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
 
 def text_share_figure(share: Mapping[str, float]):
     """Mean text-path share of MOOR's weights vs image severity, per primitive and overall."""
-    Figure = require_matplotlib()
     tc = text_share_curve(share)
     if not tc["by_severity"]:
         return None
-    fig = Figure(figsize=(6.5, 4), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((6.5, 4))
     clean = tc["clean"]
     for prim, d in tc["by_primitive"].items():
         xs = ([0] if clean is not None else []) + list(d)

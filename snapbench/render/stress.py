@@ -132,14 +132,12 @@ def availability_points(summary: dict, metric: str) -> dict[str, list[tuple[floa
 
 def _availability_figure(summary: dict, metric: str, dpi: int = 100) -> bytes | None:
     """PNG of :func:`availability_points` (one line per field), or ``None`` without points."""
-    from .figures import fig_to_bytes, require_matplotlib, tidy_axes
+    from .figures import fig_to_bytes, one_axes, tidy_axes
 
     pts = availability_points(summary, metric)
     if not pts:
         return None
-    Figure = require_matplotlib()
-    fig = Figure(figsize=(6.5, 4), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((6.5, 4))
     for f, p in pts.items():
         ax.plot([100 * x for x, _, _ in p], [100 * y for _, y, _ in p], marker="o", label=f)
     ax.set_xlabel("records holding the field (%)")
