@@ -55,7 +55,7 @@ from ..evaluate import bootstrap_counts, percentile_ci
 from ..store import FUSION_PREFIX, RunDir
 from ..store.atomic import write_json
 from ..store.rundir import RunData, load_run_dir
-from .tables import corrupted_deltas, image_id
+from .tables import corrupted_deltas, image_id, report_labelled
 
 __all__ = ['MAX_RESAMPLES', 'boot_params', 'image_vs_text', 'mode_drags', 'moor_gain', 'moor_mean_gain_ci', 'primitive_severity', 'severity_means', 'text_share_curve', 'headline_metric', 'write_headline', 'read_headline']
 
@@ -375,7 +375,7 @@ def _run_headline(data: RunData, metric: str | None = None) -> dict[str, Any]:
     """The headline record of a loaded run (see the module docstring)."""
     targets = [*data.modes, *(FUSION_PREFIX + n for n in sorted(data.fusion))]
     first = data.first_report
-    labelled = first.meta.get("labelled", True) is not False
+    labelled = report_labelled(first)
     extra: tuple[str, ...] = ()
     if metric is None:
         metric, extra = headline_metric(first.metrics)

@@ -19,6 +19,7 @@ from ..core.conditions import PRIMITIVE_OF, parse_condition
 from ..evaluate.paired import TRACKING_RULE, bootstrap_counts, stability_tracks_loss
 from ..evaluate.stability import is_stability_metric
 from ..store.rundir import TARGET_NAMES, RunData
+from .tables import report_labelled
 
 __all__ = ["labelled", "overlap_metric", "stability_finding",
            "stability_vs_loss"]
@@ -38,9 +39,8 @@ def _condition_family(cid: str) -> str:
 
 
 def labelled(data: RunData) -> bool:
-    """The run was evaluated against relevance labels (its reports say so, or are older than the
-    label-free evaluation)."""
-    return all(r.meta.get("labelled", True) is not False for r in data.reports.values())
+    """Every report of the run was evaluated against relevance labels (:func:`report_labelled`)."""
+    return all(report_labelled(r) for r in data.reports.values())
 
 
 def overlap_metric(metrics: list[str]) -> str | None:

@@ -37,6 +37,7 @@ __all__ = [
     "mode_value_table",
     "operator_groups",
     "pair_label",
+    "report_labelled",
     "severities",
     "summary_table",
     "tex_escape",
@@ -320,6 +321,12 @@ def additivity_table(report: Report, mode_name: str, metric: str = "hit@1", key:
     t.notes.append("Exp = Δ_I + Δ_T (drops of the image and text parts alone), Obs = drop of the joint condition; "
                    "the CI resamples queries jointly across the four states.")
     return t
+
+
+def report_labelled(report: Report) -> bool:
+    """The report was evaluated against relevance labels (it says so, or is older than the label-free
+    evaluation and says nothing)."""
+    return report.meta.get("labelled", True) is not False
 
 
 def corrupted_deltas(report: Report, metric: str, target: str | None = None) -> dict[str, float]:
