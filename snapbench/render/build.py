@@ -32,11 +32,20 @@ from ..store.atomic import write_bytes_atomic, write_text_atomic
 from ..store.folders import FUSION_PREFIX, TRAFFIC_JSON, check_schema_version
 from ..store.perquery import write_combined_per_query
 from ..store.rundir import TARGET_NAMES, RunData, load_run_dir
+from .damage import TARGET_FLAGGED, damage_analysis, damage_figure, damage_tables
 from .figures import check_dpi
 from .findings import Finding, compute_findings
 from .fmt import ci_label, ci_level_text, minus, pct
 from .htmlpage import HtmlFigure, HtmlSection, details, html_table, render_html, ul
 from .scope import RunScope, run_scope
+from .stability import (
+    label_free_rows,
+    labelled,
+    overlap_metric,
+    stability_finding,
+    stability_scatter_figure,
+    stability_vs_loss,
+)
 from .tables import Cell, Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
 from .terminal import queries_line
 
@@ -65,6 +74,7 @@ class _Writer:
     dpi: int
     plot: Any = None  # the figures module, None without matplotlib
     limit: str = ""  # run --limit: words added to every table's caption (" — only the first N of ...")
+    findings: list[Finding] = field(default_factory=list)  # what findings.json holds
 
     def write(self, path: Path, payload: bytes | str) -> Path:
         if isinstance(payload, str):
@@ -285,8 +295,6 @@ def _traffic_section(data: RunData, metric: str, outdir: Path | None = None) -> 
 
 def _label_free_metric(data: RunData, metric: str) -> str:
     """The default hit@1 of a run without labels is its overlap@10 (the report speaks of what exists)."""
-    from .stability import labelled, overlap_metric
-
     if metric != "hit@1" or not data.reports or labelled(data):
         return metric
     return overlap_metric(data.first_report.metrics) or metric
@@ -295,8 +303,6 @@ def _label_free_metric(data: RunData, metric: str) -> str:
 def _stability_section(data: RunData, w: _Writer, findings: HtmlSection) -> HtmlSection:
     """Robustness without labels: each label-free measure with its CI for the primary mode, and where
     labels exist whether they track the loss (stability.json, a finding, a scatter figure)."""
-    from .stability import label_free_rows, labelled, stability_finding, stability_scatter_figure, stability_vs_loss
-
     sec = HtmlSection("stability", "Robustness without labels")
     if not data.reports:
         return sec
@@ -347,14 +353,14 @@ def _stability_section(data: RunData, w: _Writer, findings: HtmlSection) -> Html
     return sec
 
 
-def _extra_findings(w: _Writer, f) -> None:
-    """Append a finding to findings.json (written by the findings section just before)."""
-    import json
+def _extra_findings(w: _Writer, f: Finding) -> None:
+    """Add a finding to findings.json (written by the findings section just before, already listed)."""
+    w.findings.append(f)
+    write_text_atomic(w.out.findings, _findings_json(w.findings))
 
-    p = w.out.findings
-    finds = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else []
-    finds.append({"id": f.id, "text": f.text, "values": f.values})
-    write_text_atomic(p, dumps(finds) + "\n")  # already listed among the report's files
+
+def _findings_json(finds: list[Finding]) -> str:
+    return dumps([{"id": f.id, "text": f.text, "values": f.values} for f in finds]) + "\n"
 
 
 def _findings_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
@@ -363,7 +369,8 @@ def _findings_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
         finds.insert(0, Finding("limit", f"Only the first {lim[0]} of the dataset's {lim[1]} queries were evaluated "
                                          f"(run --limit {lim[0]}): a quick look, not the dataset's result.",
                                 {"queries": lim[0], "of": lim[1]}))
-    w.write(w.out.findings, dumps([{"id": f.id, "text": f.text, "values": f.values} for f in finds]) + "\n")
+    w.findings = finds
+    w.write(w.out.findings, _findings_json(finds))
     return HtmlSection("findings", "Findings", raw=[ul([(f"finding-{f.id}", f.text) for f in finds], "findings")])
 
 
@@ -435,7 +442,6 @@ def _target_missed(run: dict) -> str:
     """How the image variants met the severity target, as run.json records it (empty when it does not)."""
     from ..core.records import TargetOutcome
     from ..corruptions.target import target_summary
-    from .damage import TARGET_FLAGGED
 
     outcome = TargetOutcome.from_json(run.get("severity_target_outcome"))
     if outcome is None or not outcome.variants:
@@ -445,8 +451,6 @@ def _target_missed(run: dict) -> str:
 
 def _damage_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
     """Drops against measured damage (SSIM, embedding drift) for the primary mode (:mod:`.damage`)."""
-    from .damage import damage_analysis, damage_tables
-
     sec = HtmlSection("damage", "Drops against measured damage")
     res = damage_analysis(data, metric)
     if res is None:
@@ -455,8 +459,6 @@ def _damage_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
         return sec
     sec.raw += [w.table(t) for t in damage_tables(res)]
     if w.plot is not None:
-        from .damage import damage_figure
-
         f = w.figure("damage", lambda: damage_figure(res),
                      f"{TARGET_NAMES.get(res.mode, res.mode)}: {metric_label(metric)} per bin of measured damage and "
                      "each operator's change per 0.1 of damage (paired with clean; bootstrap CI over queries).")

@@ -23,9 +23,9 @@ from ..core.records import Report
 from ..core.validate import positive_int
 from ..store.folders import PER_QUERY_CSV
 from ..store.rundir import TARGET_NAMES, RunData
-from .aggregate import mode_drags, moor_gain, primitive_severity, text_share_curve
+from .aggregate import mode_drags, moor_gain, primitive_severity, severity_means, text_share_curve
 from .fmt import DROP_SIGN, ci_label, ci_text, points
-from .tables import additivity_by_pair, image_id, image_operators, metric_label, pair_label, severities
+from .tables import additivity_by_pair, image_id, image_operators, kind_means, metric_label, pair_label, severities
 
 __all__ = [
     "check_dpi",
@@ -286,9 +286,6 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
 def modes_severity_figure(data: RunData, metric: str = "hit@1"):
     """Mean Δ over the image operators per severity, one line per mode; the mean Δ of the text
     conditions as a separate point per mode."""
-    from .aggregate import severity_means
-    from .tables import kind_means
-
     lab = metric_label(metric)
     curves = {m: severity_means(r, metric) for m, r in data.reports.items()}
     curves = {m: c for m, c in curves.items() if c}

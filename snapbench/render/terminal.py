@@ -33,9 +33,10 @@ from ..compare.groups import GROUP_ALL
 from ..compare.records import Comparison
 from ..core.errors import EvaluationInputError
 from ..core.records import Report
-from ..store.atomic import open_text_atomic
+from ..store.atomic import check_output_file, open_text_atomic
 from ..store.rundir import read_report, write_report
 from .compare import MetricView, finite
+from .console import stdout_console
 from .fmt import DASH, DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, p_text, pct, points
 from .tables import metric_label, report_labelled
 
@@ -57,8 +58,6 @@ def _shown(report: Report, show: Sequence[str] | None) -> list[str]:
 
 
 def _console(console=None):
-    from .console import stdout_console
-
     if console is not None:
         return console
     con = stdout_console(markup=False, highlight=False)
@@ -287,8 +286,6 @@ def write_table(report: Report, path: str | Path, *, primary: str = "hit@1") -> 
 def check_table_path(path: str | Path) -> Path:
     """``path`` as a table file :func:`write_table` can write (``.csv`` or ``.md``, not a folder, in a
     writable place); checked before the evaluation, so a wrong name costs nothing."""
-    from ..store.atomic import check_output_file
-
     p = Path(path)
     if p.suffix.lower() not in _TABLE_SUFFIXES:
         raise EvaluationInputError("a table file must end in .csv or .md", path=p, param="table_out")
