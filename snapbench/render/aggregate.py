@@ -55,7 +55,7 @@ from ..evaluate import bootstrap_counts, percentile_ci
 from ..store import FUSION_PREFIX, RunDir
 from ..store.atomic import write_json
 from ..store.rundir import RunData, load_run_dir
-from .tables import corrupted_deltas, image_id, report_labelled
+from .tables import corrupted_deltas, image_id, report_labelled, severities
 
 __all__ = ['MAX_RESAMPLES', 'boot_params', 'image_vs_text', 'mode_drags', 'moor_gain', 'moor_mean_gain_ci', 'primitive_severity', 'severity_means', 'text_share_curve', 'headline_metric', 'write_headline', 'read_headline']
 
@@ -102,9 +102,8 @@ def primitive_severity(report: Report, metric: str, pq: PerQuery | None = None) 
 
     The CI needs per-query values of clean and of every operator of the primitive at that severity."""
     out: dict[str, dict[int, dict]] = {}
-    sevs = sorted({parse_condition(c).severity for c in report.conditions if parse_condition(c).kind == "image"})
     for prim, ops in IMAGE_PRIMITIVES.items():
-        for s in sevs:
+        for s in severities(report):
             deltas = {op: _delta(report, image_id(op, s), metric) for op in ops}
             deltas = {op: d for op, d in deltas.items() if d is not None}
             if not deltas:

@@ -24,7 +24,6 @@ from typing import Any
 
 from ..core.errors import ConfigError, SnapbenchError
 from ..core.jsonable import dumps
-from ..core.targets import MODE_LABELS
 from ..core.userfiles import read_json
 from ..core.validate import choice, hint_and_known
 from ..store import RunDir, claim_output_dir, write_run_json
@@ -289,7 +288,7 @@ def _traffic_section(data: RunData, metric: str, outdir: Path | None = None) -> 
     """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic), or,
     for a report written elsewhere, its own OUT/traffic.json (report --traffic --out: the run untouched)."""
     own = outdir if outdir is not None and RunDir(outdir).traffic.is_file() else None
-    frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES, traffic_dir=own)
+    frag = traffic_fragment(data.path, metric=metric, traffic_dir=own)
     return [] if frag is None else [HtmlSection("traffic", "Under your traffic", raw=[frag])]
 
 
@@ -547,14 +546,9 @@ def _mix_table(body: Mapping[str, Any]) -> str:
                       "traffic-mix")
 
 
-def _render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: str | None = None,
-                   names: Mapping[str, str] | None = None, stale: bool = False) -> str:
-    """The fragment for a traffic.json body: the mix, the expected ``metric`` per target, MOOR's gain
-    (``stale``: only :func:`_stale_note`)."""
-    if stale:
-        return _stale_note(body)
-    label = label or metric
-    names = {**MODE_LABELS, **(names or {})}
+def _render_traffic(body: Mapping[str, Any], metric: str) -> str:
+    """The fragment for a traffic.json body: the mix, the expected ``metric`` per target, MOOR's gain."""
+    label, names = metric_label(metric), TARGET_NAMES
     q = body.get("queries", {})
     n = q.get("n") or 0
     split = ", ".join(f"{name} {minus(pct(q.get(k, 0) / n))}%" for k, name in _KINDS) if n else ""
@@ -574,18 +568,18 @@ def _render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: st
     return "\n".join(parts)
 
 
-def _stale_note(body: Mapping[str, Any], run_dir: str | os.PathLike | None = None) -> str:
+def _stale_note(body: Mapping[str, Any], run_dir: str | os.PathLike) -> str:
     """What the view shows when traffic.json no longer matches the run's reports: no numbers (they
     would be read as this run's), only that it is stale and the command that refreshes it."""
-    where = html.escape(str(run_dir if run_dir is not None else body.get("run_dir") or "RUN_DIR"))
+    where = html.escape(str(run_dir))
     diag = html.escape(str(body.get("diagnose_dir") or "DIAGNOSE_DIR"))
     return ('<p class="missing">The traffic view is out of date: traffic.json was computed from other reports than '
             "the ones in this run directory (the run was redone since), so its numbers are not shown. Refresh it "
             f"with <code>snapbench report {where} --traffic {diag}</code>.</p>")
 
 
-def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1", label: str | None = None,
-                     names: Mapping[str, str] | None = None, traffic_dir: str | os.PathLike | None = None) -> str | None:
+def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1",
+                     traffic_dir: str | os.PathLike | None = None) -> str | None:
     """The traffic view of ``run_dir`` for report.html; ``None`` when it has no traffic.json.  The file is
     ``traffic_dir/traffic.json`` when given (a report written elsewhere keeps its own), else the run's."""
     from ..store.rundir import report_digests
@@ -603,4 +597,4 @@ def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1", label
         return f'<p class="missing">{html.escape(str(exc))}</p>'
     if stale:
         return _stale_note(body, run_dir)
-    return _render_traffic(body, metric=metric, label=label, names=names)
+    return _render_traffic(body, metric)
