@@ -212,10 +212,6 @@ def _recorded_target(run: dict) -> TargetOutcome | None:
     return TargetOutcome.from_json(run["severity_target_outcome"])
 
 
-def _mode_label(res: DamageAnalysis) -> str:
-    return TARGET_NAMES.get(res.mode, res.mode)
-
-
 def _bin_labels(damage: str) -> list[str]:
     """Column labels of the bins of ``damage`` ("ssim" or "drift")."""
     if damage == "ssim":
@@ -240,7 +236,7 @@ def _bin_cell(mean: float | None, n: int) -> Cell:
 
 def damage_tables(res: DamageAnalysis) -> list[Table]:
     """One table per damage measure: the metric per damage bin and the slope per 0.1 of damage."""
-    lab, name = metric_label(res.metric), _mode_label(res)
+    lab, name = metric_label(res.metric), TARGET_NAMES.get(res.mode, res.mode)
     level = ci_label(res.level)
     out = []
     for damage, what in DAMAGES.items():
@@ -350,7 +346,7 @@ def damage_figure(res: DamageAnalysis):
         _slopes_panel(right.subplots(), res, damage)
         what = "SSIM loss" if damage == "ssim" else "embedding drift"
         binned = "measured SSIM of the image variant" if damage == "ssim" else "embedding drift (1 − cos)"
-        left.suptitle(f"{_mode_label(res)}: {metric_label(res.metric)} by {binned} bin, per operator\n"
+        left.suptitle(f"{TARGET_NAMES.get(res.mode, res.mode)}: {metric_label(res.metric)} by {binned} bin, per operator\n"
                       f"hollow: a bin of fewer than {MIN_BIN_COUNT} (query, severity) pairs, not joined to the line",
                       fontsize=9)
         right.suptitle(f"sensitivity at equal {what}", fontsize=10)
