@@ -157,6 +157,30 @@ def test_run_table_equals_headline_json_and_ci_is_the_files(one_run):
         assert md["n_conditions"] == {"I2I": 4, "I2IT": 4, "T2T": 3, "T2IT": 3}.get(row[0], 6)  # 3 image, 2 text, 1 joint condition
 
 
+def test_the_report_summary_averages_only_the_conditions_each_target_reads(one_run):
+    """The page's "all modes at a glance" table follows the headline's rule: T→T has no image means (an
+    image condition cannot move it), I→I no text means, and every mean is over the conditions read."""
+    from snapbench.render.tables import summary_table
+    from snapbench.store.rundir import load_run_dir
+
+    out, _ = one_run
+    reports, data = _reports(out), load_run_dir(out)
+    md = summary_table([(t, t, data.target_report(t)) for t in reports]).to_markdown()
+    rows = {c[0]: c[1:] for c in ([p.strip() for p in line.strip("|").split("|")] for line in md.splitlines()
+                                  if line.startswith("| ") and not line.startswith("| Mode"))}
+    for t, rep in reports.items():
+        conds, clean = rep["conditions"], rep["conditions"]["clean"]["hit@1"]
+        cells = [_pct(clean)]
+        for kind in ("img", "txt", "joint"):
+            read = [c for c in conds if c.startswith(kind + "/") and _counts(t, c)]
+            cells.append(_pct(np.mean([conds[c]["hit@1"] for c in read])) if read else "–")
+        for kind in ("img", "txt", "joint"):
+            read = [c for c in conds if c.startswith(kind + "/") and _counts(t, c)]
+            cells.append(_signed(np.mean([rep["paired"][c]["hit@1"]["delta"] for c in read])) if read else "–")
+        assert rows[t] == cells, t
+    assert rows["T2T"][1] == rows["T2T"][4] == "–" and rows["I2I"][2] == rows["I2I"][5] == "–"
+
+
 def test_limit_is_stated_on_every_output(one_run):
     out, stdout = one_run
     run = json.loads((out / "run.json").read_text())

@@ -6,28 +6,21 @@ extra), the per-query values of all modes (``DIR/per_query.csv``, ``.parquet`` w
 ``DIR/findings.json``.  ``write_per_query``/``read_per_query`` are the per-mode per-query format
 ``snapbench run`` writes; ``read_target_per_query(DIR, target)`` reads one target's table as a
 :class:`snapbench.core.records.PerQuery` (the one way to read a run's per-query values).  Reports are
-read as :class:`snapbench.core.records.Report`.  ``traffic`` / ``traffic_html``: the expected R@k of the
-run under the mix of a ``snapbench diagnose`` folder (``DIR/traffic.json``, its section of the page).
+read as :class:`snapbench.core.records.Report`.  The page's traffic section (the expected R@k of the run
+under the mix of a ``snapbench diagnose`` folder) is :func:`.build.traffic_fragment` of ``DIR/traffic.json``.
 """
 
-from ..store.perquery import read_per_query, write_combined_per_query, write_per_query
-from ..store.rundir import RunData, load_run_dir, read_target_per_query
-from .build import FORMATS, ReportResult, build_report
-from .findings import Finding, compute_findings
-from .tables import Table, metric_label
+from ..store.perquery import read_per_query, write_per_query
+from ..store.rundir import load_run_dir, read_target_per_query
+from .build import FORMATS, build_report
+from .findings import compute_findings
 
 __all__ = [
     "FORMATS",
-    "Finding",
-    "ReportResult",
-    "RunData",
-    "Table",
     "build_report",
     "compute_findings",
     "load_run_dir",
-    "metric_label",
     "read_per_query",
     "read_target_per_query",
-    "write_combined_per_query",
     "write_per_query",
 ]

@@ -50,15 +50,14 @@ import numpy as np
 
 from ..core.conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
 from ..core.records import PerQuery, Report
-from ..core.targets import target_reads
 from ..core.userfiles import read_json
 from ..evaluate import bootstrap_counts, percentile_ci
 from ..store import FUSION_PREFIX, RunDir
 from ..store.atomic import write_json
 from ..store.rundir import RunData, load_run_dir
-from .tables import image_id
+from .tables import corrupted_deltas, image_id, report_labelled, severities
 
-__all__ = ['MAX_RESAMPLES', 'boot_params', 'image_vs_text', 'mode_drags', 'moor_gain', 'moor_mean_gain_ci', 'primitive_severity', 'severity_means', 'text_share_curve', 'HEADLINE_KIND', 'CLEAN_METRICS', 'headline_metric', 'write_headline', 'read_headline']
+__all__ = ['MAX_RESAMPLES', 'boot_params', 'image_vs_text', 'mode_drags', 'moor_gain', 'moor_mean_gain_ci', 'primitive_severity', 'severity_means', 'text_share_curve', 'headline_metric', 'write_headline', 'read_headline']
 
 MAX_RESAMPLES = 2000
 
@@ -68,14 +67,15 @@ def _delta(report: Report, cond: str, metric: str) -> float | None:
     return None if pr is None else pr.delta
 
 
-def _paired_mean_ci(
-    a: Sequence[np.ndarray], b: Sequence[np.ndarray], *, seed: int, resamples: int, level: float = 0.95, key: str = "",
-) -> tuple[float, float] | None:
+def _paired_mean_ci(a: Sequence[np.ndarray | None], b: Sequence[np.ndarray | None], report: Report,
+                    key: str) -> tuple[float, float] | None:
     """CI of mean_q(mean_i a_i[q] − mean_j b_j[q]): the per-query difference of two averages of
-    per-query values (each list averages conditions), bootstrapped over queries.  Queries with a NaN
-    anywhere (zero-GT exclusions) are dropped.  None when fewer than two queries remain."""
-    if not a or not b:
+    per-query values (each list averages conditions), bootstrapped over queries with ``report``'s
+    settings (:func:`boot_params`).  Queries with a NaN anywhere (zero-GT exclusions) are dropped.
+    None when a list is empty or lacks a condition's values (None), or fewer than two queries remain."""
+    if not a or not b or any(v is None for v in [*a, *b]):
         return None
+    seed, resamples, level = boot_params(report)
     x = np.mean(np.stack([np.asarray(v, float) for v in a]), axis=0) - np.mean(np.stack([np.asarray(v, float) for v in b]), axis=0)
     x = x[np.isfinite(x)]
     if x.size < 2:
@@ -101,20 +101,15 @@ def primitive_severity(report: Report, metric: str, pq: PerQuery | None = None) 
     """``{primitive: {severity: {"mean": mean Δ over its operators, "ops": {op: Δ}, "ci": (lo, hi) or None}}}``.
 
     The CI needs per-query values of clean and of every operator of the primitive at that severity."""
-    seed, resamples, level = boot_params(report)
     out: dict[str, dict[int, dict]] = {}
-    sevs = sorted({parse_condition(c).severity for c in report.conditions if parse_condition(c).kind == "image"})
     for prim, ops in IMAGE_PRIMITIVES.items():
-        for s in sevs:
+        for s in severities(report):
             deltas = {op: _delta(report, image_id(op, s), metric) for op in ops}
             deltas = {op: d for op, d in deltas.items() if d is not None}
             if not deltas:
                 continue
-            ci = None
-            clean = _pq_values(pq, "clean", metric)
             vals = [_pq_values(pq, image_id(op, s), metric) for op in deltas]
-            if clean is not None and all(v is not None for v in vals):
-                ci = _paired_mean_ci(vals, [clean], seed=seed, resamples=resamples, level=level, key=f"{prim}.s{s}")
+            ci = _paired_mean_ci(vals, [_pq_values(pq, "clean", metric)], report, f"{prim}.s{s}")
             out.setdefault(prim, {})[s] = {"mean": float(np.mean(list(deltas.values()))), "ops": deltas, "ci": ci}
     return out
 
@@ -135,7 +130,6 @@ def severity_steps(report: Report, metric: str, pq: PerQuery | None = None) -> l
     difference = (mean Δ over image operators at ``to``) − (at ``from``) (negative: the drop grows)
     and ``ci`` its per-query bootstrap interval (None without per-query values of every operator
     present at both severities)."""
-    seed, resamples, level = boot_params(report)
     by: dict[int, dict[str, str]] = {}
     for c in report.paired:
         pc = parse_condition(c)
@@ -151,9 +145,7 @@ def severity_steps(report: Report, metric: str, pq: PerQuery | None = None) -> l
         db = float(np.mean([_delta(report, by[b][op], metric) for op in ops]))
         va = [_pq_values(pq, by[a][op], metric) for op in ops]
         vb = [_pq_values(pq, by[b][op], metric) for op in ops]
-        ci = None
-        if all(v is not None for v in va + vb):
-            ci = _paired_mean_ci(vb, va, seed=seed, resamples=resamples, level=level, key=f"severity.s{a}.s{b}")
+        ci = _paired_mean_ci(vb, va, report, f"severity.s{a}.s{b}")
         steps.append({"from": a, "to": b, "difference": db - da, "ci": ci})
     return steps
 
@@ -165,11 +157,7 @@ def primitive_difference_ci(report: Report, metric: str, pq: PerQuery | None, se
         return None
     vals = {prim: [_pq_values(pq, image_id(op, severity), metric) for op in IMAGE_PRIMITIVES[prim]
                    if _delta(report, image_id(op, severity), metric) is not None] for prim in (first, second)}
-    if not vals[first] or not vals[second] or any(v is None for v in vals[first] + vals[second]):
-        return None
-    seed, resamples, level = boot_params(report)
-    return _paired_mean_ci(vals[first], vals[second], seed=seed, resamples=resamples, level=level,
-                          key=f"primitives.s{severity}.{first}.{second}")
+    return _paired_mean_ci(vals[first], vals[second], report, f"primitives.s{severity}.{first}.{second}")
 
 
 def image_vs_text(report: Report, metric: str, pq: PerQuery | None = None) -> tuple[float, float] | None:
@@ -180,10 +168,7 @@ def image_vs_text(report: Report, metric: str, pq: PerQuery | None = None) -> tu
     kinds = {c: parse_condition(c).kind for c in report.paired}
     img = [_pq_values(pq, c, metric) for c, k in kinds.items() if k == "image"]
     txt = [_pq_values(pq, c, metric) for c, k in kinds.items() if k == "text"]
-    if not img or not txt or any(v is None for v in img + txt):
-        return None
-    seed, resamples, level = boot_params(report)
-    return _paired_mean_ci(img, txt, seed=seed, resamples=resamples, level=level, key="image_vs_text")
+    return _paired_mean_ci(img, txt, report, "image_vs_text")
 
 
 def mode_drags(data: RunData, metric: str = "hit@1") -> dict[str, dict]:
@@ -203,12 +188,10 @@ def mode_drags(data: RunData, metric: str = "hit@1") -> dict[str, dict]:
             continue
         if base_v is None or v is None:
             continue
-        ci = None
         pa, pb = data.per_query.get(mode), data.per_query.get("I2I")
+        same_q = pa is not None and pb is not None and pa.query_ids == pb.query_ids
         a, b = _pq_values(pa, "clean", metric), _pq_values(pb, "clean", metric)
-        if a is not None and b is not None and pa.query_ids == pb.query_ids:  # type: ignore[union-attr]
-            seed, resamples, level = boot_params(rep)
-            ci = _paired_mean_ci([a], [b], seed=seed, resamples=resamples, level=level, key=f"drag.{mode}")
+        ci = _paired_mean_ci([a], [b], rep, f"drag.{mode}") if same_q else None
         out[mode] = {"value": v - base_v, "ci": ci, "source": "clean values"}
     return out
 
@@ -221,17 +204,13 @@ def moor_gain(data: RunData, metric: str = "hit@1", against: str = "IT2IT") -> d
         return {}
     pm, po = data.per_query.get("MOOR"), data.per_query.get(against)
     same_q = pm is not None and po is not None and pm.query_ids == po.query_ids
-    seed, resamples, level = boot_params(moor)
     out = {}
     for cond in moor.conditions:
         a, b = moor.value(cond, metric), other.value(cond, metric)
         if a is None or b is None:
             continue
-        ci = None
-        if same_q:
-            x, y = _pq_values(pm, cond, metric), _pq_values(po, cond, metric)
-            if x is not None and y is not None:
-                ci = _paired_mean_ci([x], [y], seed=seed, resamples=resamples, level=level, key=f"moor.{cond}")
+        x, y = _pq_values(pm, cond, metric), _pq_values(po, cond, metric)
+        ci = _paired_mean_ci([x], [y], moor, f"moor.{cond}") if same_q else None
         out[cond] = {"value": a - b, "ci": ci}
     return out
 
@@ -243,11 +222,7 @@ def moor_mean_gain_ci(data: RunData, metric: str = "hit@1", against: str = "IT2I
     if moor is None or other is None or pm is None or po is None or pm.query_ids != po.query_ids:
         return None
     conds = [c for c in moor.conditions if c in other.conditions]
-    a, b = [pm.array(c, metric) for c in conds], [po.array(c, metric) for c in conds]
-    if not conds or any(v is None for v in a + b):
-        return None
-    seed, resamples, level = boot_params(moor)
-    return _paired_mean_ci(a, b, seed=seed, resamples=resamples, level=level, key="moor.mean")
+    return _paired_mean_ci([pm.array(c, metric) for c in conds], [po.array(c, metric) for c in conds], moor, "moor.mean")
 
 
 def text_share_curve(share: Mapping[str, float]) -> dict:
@@ -276,9 +251,9 @@ def text_share_curve(share: Mapping[str, float]) -> dict:
     return out
 
 
-HEADLINE_KIND = "snapbench headline"
+_HEADLINE_KIND = "snapbench headline"
 #: The clean values shown: SnapBench's R@1 and the retrieval benchmarks' usual main score.
-CLEAN_METRICS: tuple[str, ...] = ("hit@1", "ndcg@10")
+_CLEAN_METRICS: tuple[str, ...] = ("hit@1", "ndcg@10")
 
 
 def _operator(cond: str) -> str | None:
@@ -288,18 +263,6 @@ def _operator(cond: str) -> str | None:
     if pc.kind == "text":
         return f"txt/{pc.text_operator}"
     return None
-
-
-def _corrupted(report: Report, metric: str, target: str | None = None) -> dict[str, float]:
-    """Condition -> its paired Δ of ``metric`` (report.json), every corrupted condition that has one
-    (with ``target``: and that corrupts a side of the query the target reads, :func:`target_reads`)."""
-    out = {}
-    for c, per in report.paired.items():
-        pr = per.get(metric)
-        if c != "clean" and pr is not None and pr.delta is not None and np.isfinite(pr.delta):
-            if target is None or target_reads(target, c):
-                out[c] = float(pr.delta)
-    return out
 
 
 def _ci(ci: Any) -> list[float] | None:
@@ -330,7 +293,7 @@ def _run_draw_mean_ci(clean: np.ndarray, vals: Sequence[np.ndarray], report: Rep
 
 
 def _mean_delta(data: RunData, target: str, report: Report, metric: str) -> dict[str, Any] | None:
-    deltas = _corrupted(report, metric, target)
+    deltas = corrupted_deltas(report, metric, target)
     if not deltas:
         return None
     pq = data.per_query.get(target)
@@ -346,7 +309,7 @@ def _extremes(report: Report, metric: str, target: str | None = None) -> tuple[d
     """The operator with the lowest mean Δ (worst) and the highest (mildest) among the conditions
     ``target`` reads; ties: the first listed."""
     by: dict[str, list[float]] = {}
-    for c, d in _corrupted(report, metric, target).items():
+    for c, d in corrupted_deltas(report, metric, target).items():
         op = _operator(c)
         if op is not None:
             by.setdefault(op, []).append(d)
@@ -411,7 +374,7 @@ def _run_headline(data: RunData, metric: str | None = None) -> dict[str, Any]:
     """The headline record of a loaded run (see the module docstring)."""
     targets = [*data.modes, *(FUSION_PREFIX + n for n in sorted(data.fusion))]
     first = data.first_report
-    labelled = first.meta.get("labelled", True) is not False
+    labelled = report_labelled(first)
     extra: tuple[str, ...] = ()
     if metric is None:
         metric, extra = headline_metric(first.metrics)
@@ -423,7 +386,7 @@ def _run_headline(data: RunData, metric: str | None = None) -> dict[str, Any]:
         worst, mild = _extremes(rep, metric, t)
         rows.append({
             "target": t,
-            "clean": {m: rep.value("clean", m) for m in dict.fromkeys((metric, *CLEAN_METRICS)) if m in rep.metrics},
+            "clean": {m: rep.value("clean", m) for m in dict.fromkeys((metric, *_CLEAN_METRICS)) if m in rep.metrics},
             "mean_delta": _mean_delta(data, t, rep, metric),
             "extra": {m: _mean_delta(data, t, rep, m) for m in extra if m in rep.metrics},
             "worst": worst,
@@ -432,7 +395,7 @@ def _run_headline(data: RunData, metric: str | None = None) -> dict[str, Any]:
             "moor_vs_fixed": _moor_vs_fixed(data, metric) if t == "MOOR" else None,
         })
     limit = data.run.get("limit")
-    return {"kind": HEADLINE_KIND, "metric": metric, "labelled": labelled, "extra": list(extra),
+    return {"kind": _HEADLINE_KIND, "metric": metric, "labelled": labelled, "extra": list(extra),
             "primary_target": data.primary_mode,
             "n_queries": first.n_queries, "n_counted": first.n_queries - first.n_excluded_zero_gt,
             "ci_level": float(first.meta.ci_level),

@@ -24,7 +24,6 @@ from typing import Any
 
 from ..core.errors import ConfigError, SnapbenchError
 from ..core.jsonable import dumps
-from ..core.targets import MODE_LABELS
 from ..core.userfiles import read_json
 from ..core.validate import choice, hint_and_known
 from ..store import RunDir, claim_output_dir, write_run_json
@@ -32,12 +31,21 @@ from ..store.atomic import write_bytes_atomic, write_text_atomic
 from ..store.folders import FUSION_PREFIX, TRAFFIC_JSON, check_schema_version
 from ..store.perquery import write_combined_per_query
 from ..store.rundir import TARGET_NAMES, RunData, load_run_dir
+from .damage import TARGET_FLAGGED, damage_analysis, damage_figure, damage_tables
 from .figures import check_dpi
 from .findings import Finding, compute_findings
-from .fmt import ci_label, ci_level_text
-from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
+from .fmt import ci_label, ci_level_text, minus, pct
+from .htmlpage import HtmlFigure, HtmlSection, details, html_table, render_html, ul
 from .scope import RunScope, run_scope
-from .tables import Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
+from .stability import (
+    label_free_rows,
+    labelled,
+    overlap_metric,
+    stability_finding,
+    stability_scatter_figure,
+    stability_vs_loss,
+)
+from .tables import Cell, Table, additivity_table, metric_label, mode_delta_table, mode_value_table, summary_table
 from .terminal import queries_line
 
 __all__ = ['FORMATS', 'ReportResult', 'build_report', 'traffic_fragment']
@@ -65,6 +73,7 @@ class _Writer:
     dpi: int
     plot: Any = None  # the figures module, None without matplotlib
     limit: str = ""  # run --limit: words added to every table's caption (" — only the first N of ...")
+    findings: list[Finding] = field(default_factory=list)  # what findings.json holds
 
     def write(self, path: Path, payload: bytes | str) -> Path:
         if isinstance(payload, str):
@@ -148,36 +157,25 @@ def _contact_sheet(data: RunData, w: _Writer) -> bytes | None:
     return encode_png(sheet.image)
 
 
-def _limit_words(run: dict) -> str:
-    """``run --limit``: next to the number of queries, that they are the dataset's first N only."""
+def _limit(run: dict) -> tuple[Any, Any] | None:
+    """``(N, of)`` when the run saw only the dataset's first N queries (``run --limit``), else None: the
+    summary says so next to the number of queries, every table caption ends with it, and findings.json
+    says it first."""
     lim = run.get("limit")
-    if not isinstance(lim, dict):
-        return ""
-    return f" — only the first {lim.get('queries')} of the dataset's {lim.get('of')} (run --limit)"
+    return (lim.get("queries"), lim.get("of")) if isinstance(lim, dict) else None
 
 
 def _limit_caption(run: dict) -> str:
     """``run --limit``: what every table caption of the report ends with."""
-    lim = run.get("limit")
-    if not isinstance(lim, dict):
-        return ""
-    return f" — only the first {lim.get('queries')} of the dataset's {lim.get('of')} queries (run --limit {lim.get('queries')})"
-
-
-def _limit_finding(run: dict) -> list[Finding]:
-    """``run --limit``: findings.json says first that the numbers are those of the first N queries."""
-    lim = run.get("limit")
-    if not isinstance(lim, dict):
-        return []
-    n, of = lim.get("queries"), lim.get("of")
-    return [Finding("limit", f"Only the first {n} of the dataset's {of} queries were evaluated (run --limit {n}): "
-                             "a quick look, not the dataset's result.", {"queries": n, "of": of})]
+    n, of = _limit(run) or (None, None)
+    return "" if n is None else f" — only the first {n} of the dataset's {of} queries (run --limit {n})"
 
 
 def _summary(data: RunData, metric: str, scope: RunScope) -> list[tuple[str, str]]:
     rep = data.first_report
     meta = rep.meta
     run = data.run
+    lim = _limit(run)
     ci = ci_level_text(meta.ci_level)
     rows = [
         ("dataset", str(run.get("dataset", "not recorded (no run.json)"))),
@@ -186,7 +184,7 @@ def _summary(data: RunData, metric: str, scope: RunScope) -> list[tuple[str, str
          + (f"; fixed-fusion baselines: {', '.join(sorted(data.fusion))}" if data.fusion else "")),
         ("queries", queries_line(rep) + (f"; percentages of ranking metrics are out of "
                                          f"{rep.n_queries - rep.n_excluded_zero_gt}" if rep.n_excluded_zero_gt else "")
-         + _limit_words(run)),
+         + (f" — only the first {lim[0]} of the dataset's {lim[1]} (run --limit)" if lim else "")),
         ("gallery", f"{meta.n_gallery} items"),
         ("conditions", f"{len(rep.conditions)} (clean included)"),
         ("primary metric", f"{metric_label(metric)} ({metric}); values in %, differences in points"),
@@ -289,17 +287,13 @@ def _remove_stale_files(w: _Writer) -> None:
 def _traffic_section(data: RunData, metric: str, outdir: Path | None = None) -> list[HtmlSection]:
     """The traffic-weighted view, when RUN_DIR/traffic.json exists (snapbench report/run --traffic), or,
     for a report written elsewhere, its own OUT/traffic.json (report --traffic --out: the run untouched)."""
-    from .build import traffic_fragment
-
     own = outdir if outdir is not None and RunDir(outdir).traffic.is_file() else None
-    frag = traffic_fragment(data.path, metric=metric, label=metric_label(metric), names=TARGET_NAMES, traffic_dir=own)
+    frag = traffic_fragment(data.path, metric=metric, traffic_dir=own)
     return [] if frag is None else [HtmlSection("traffic", "Under your traffic", raw=[frag])]
 
 
 def _label_free_metric(data: RunData, metric: str) -> str:
     """The default hit@1 of a run without labels is its overlap@10 (the report speaks of what exists)."""
-    from .stability import labelled, overlap_metric
-
     if metric != "hit@1" or not data.reports or labelled(data):
         return metric
     return overlap_metric(data.first_report.metrics) or metric
@@ -308,10 +302,6 @@ def _label_free_metric(data: RunData, metric: str) -> str:
 def _stability_section(data: RunData, w: _Writer, findings: HtmlSection) -> HtmlSection:
     """Robustness without labels: each label-free measure with its CI for the primary mode, and where
     labels exist whether they track the loss (stability.json, a finding, a scatter figure)."""
-    from .findings import Finding
-    from .stability import label_free_rows, labelled, stability_finding, stability_scatter_figure, stability_vs_loss
-    from .tables import Cell, Table
-
     sec = HtmlSection("stability", "Robustness without labels")
     if not data.reports:
         return sec
@@ -362,25 +352,30 @@ def _stability_section(data: RunData, w: _Writer, findings: HtmlSection) -> Html
     return sec
 
 
-def _extra_findings(w: _Writer, f) -> None:
-    """Append a finding to findings.json (written by the findings section just before)."""
-    import json
+def _extra_findings(w: _Writer, f: Finding) -> None:
+    """Add a finding to findings.json (written by the findings section just before, already listed)."""
+    w.findings.append(f)
+    write_text_atomic(w.out.findings, _findings_json(w.findings))
 
-    p = w.out.findings
-    finds = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else []
-    finds.append({"id": f.id, "text": f.text, "values": f.values})
-    write_text_atomic(p, dumps(finds) + "\n")  # already listed among the report's files
+
+def _findings_json(finds: list[Finding]) -> str:
+    return dumps([{"id": f.id, "text": f.text, "values": f.values} for f in finds]) + "\n"
 
 
 def _findings_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
-    finds = _limit_finding(data.run) + compute_findings(data, metric)
-    w.write(w.out.findings, dumps([{"id": f.id, "text": f.text, "values": f.values} for f in finds]) + "\n")
+    finds = compute_findings(data, metric)
+    if (lim := _limit(data.run)) is not None:
+        finds.insert(0, Finding("limit", f"Only the first {lim[0]} of the dataset's {lim[1]} queries were evaluated "
+                                         f"(run --limit {lim[0]}): a quick look, not the dataset's result.",
+                                {"queries": lim[0], "of": lim[1]}))
+    w.findings = finds
+    w.write(w.out.findings, _findings_json(finds))
     return HtmlSection("findings", "Findings", raw=[ul([(f"finding-{f.id}", f.text) for f in finds], "findings")])
 
 
 def _summary_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
-    rows = [(TARGET_NAMES.get(m, m), data.reports[m]) for m in data.modes]
-    rows += [(f"fusion: {name}", rep) for name, rep in sorted(data.fusion.items())]
+    rows = [(TARGET_NAMES.get(m, m), m, data.reports[m]) for m in data.modes]
+    rows += [(f"fusion: {name}", FUSION_PREFIX + name, rep) for name, rep in sorted(data.fusion.items())]
     sec = HtmlSection("summary", "All modes at a glance", raw=[w.table(summary_table(rows, metric))])
     if "MOOR" in data.reports and not data.fusion:
         sec.missing.append("no fixed-fusion baselines (fusion/<name>/report.json): MOOR is compared with IT→IT only")
@@ -446,7 +441,6 @@ def _target_missed(run: dict) -> str:
     """How the image variants met the severity target, as run.json records it (empty when it does not)."""
     from ..core.records import TargetOutcome
     from ..corruptions.target import target_summary
-    from .damage import TARGET_FLAGGED
 
     outcome = TargetOutcome.from_json(run.get("severity_target_outcome"))
     if outcome is None or not outcome.variants:
@@ -456,8 +450,6 @@ def _target_missed(run: dict) -> str:
 
 def _damage_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
     """Drops against measured damage (SSIM, embedding drift) for the primary mode (:mod:`.damage`)."""
-    from .damage import damage_analysis, damage_tables
-
     sec = HtmlSection("damage", "Drops against measured damage")
     res = damage_analysis(data, metric)
     if res is None:
@@ -466,8 +458,6 @@ def _damage_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
         return sec
     sec.raw += [w.table(t) for t in damage_tables(res)]
     if w.plot is not None:
-        from .damage import damage_figure
-
         f = w.figure("damage", lambda: damage_figure(res),
                      f"{TARGET_NAMES.get(res.mode, res.mode)}: {metric_label(metric)} per bin of measured damage and "
                      "each operator's change per 0.1 of damage (paired with clean; bootstrap CI over queries).")
@@ -515,31 +505,17 @@ def _missing_section(res: ReportResult) -> list[HtmlSection]:
 _KINDS = (("clean", "clean"), ("image_only", "image only"), ("text_only", "text only"), ("both", "both sides"))
 
 
-def _pct(x: Any, signed: bool = False) -> str:
-    if x is None:
-        return "–"
-    v = round(100 * float(x), 1) + 0.0  # + 0.0: never "-0.0"
-    return (f"{v:+.1f}" if signed else f"{v:.1f}").replace("-", "−")  # the report's minus sign
-
-
 def _with_ci(entry: Mapping[str, Any] | None, signed: bool = False) -> str:
     if not entry or entry.get("value") is None:
         return "–"
-    out = _pct(entry["value"], signed)
+    out = minus(pct(entry["value"], signed))
     if entry.get("ci_low") is not None:
-        out += f' <span class="ci">[{_pct(entry["ci_low"], signed)}, {_pct(entry["ci_high"], signed)}]</span>'
+        out += f' <span class="ci">[{minus(pct(entry["ci_low"], signed))}, {minus(pct(entry["ci_high"], signed))}]</span>'
     return out
 
 
 def _span(ci: Any) -> str:
-    return "–" if not ci else f'<span class="ci">[{_pct(ci[0])}, {_pct(ci[1])}]</span>'
-
-
-def _table(tid: str, caption: str, columns: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join("<tr><th>" + r[0] + "</th>" + "".join(f"<td>{c}</td>" for c in r[1:]) + "</tr>" for r in rows)
-    return (f'<table class="paper" id="table-{tid}"><caption>{html.escape(caption)}</caption>'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    return "–" if not ci else f'<span class="ci">[{minus(pct(ci[0]))}, {minus(pct(ci[1]))}]</span>'
 
 
 def _expected_table(body: Mapping[str, Any], metric: str, label: str, names: Mapping[str, str]) -> str:
@@ -550,13 +526,13 @@ def _expected_table(body: Mapping[str, Any], metric: str, label: str, names: Map
             continue
         d = body.get("delta_vs_clean", {}).get(t, {}).get(metric, {})
         name = names.get(t) or (f"fusion: {t[len(FUSION_PREFIX):]}" if t.startswith(FUSION_PREFIX) else t)
-        rows.append([html.escape(name), _pct(d.get("clean")), _with_ci(e), _with_ci(d, signed=True),
+        rows.append([html.escape(name), minus(pct(d.get("clean"))), _with_ci(e), _with_ci(d, signed=True),
                      _span(e.get("ci_benchmark")), _span(e.get("ci_traffic"))])
     level = (body.get("ci") or {}).get("level")
     ci = "CI" if level is None else ci_label(level)
-    return _table("traffic-expected", f"{label} under your traffic (%): expected value with {ci}",
-                  ["target", f"clean {label}", f"expected {label}", "vs clean (points)",
-                   "CI, benchmark only", "CI, traffic only"], rows)
+    return html_table(["target", f"clean {label}", f"expected {label}", "vs clean (points)", "CI, benchmark only",
+                       "CI, traffic only"], rows, html.escape(f"{label} under your traffic (%): expected value with {ci}"),
+                      "traffic-expected")
 
 
 def _mix_table(body: Mapping[str, Any]) -> str:
@@ -565,22 +541,17 @@ def _mix_table(body: Mapping[str, Any]) -> str:
     for c, w in sorted(body.get("weights", {}).items(), key=lambda kv: (kv[0] != "clean", -kv[1])):
         note = (f"estimated additively from {html.escape(est[c]['image'])} and {html.escape(est[c]['text'])}"
                 if c in est else "")
-        rows.append([f"<code>{html.escape(c)}</code>", _pct(w), note])
-    return _table("traffic-mix", "The mix: share of your traffic at each condition (%)",
-                  ["condition", "weight", ""], rows)
+        rows.append([f"<code>{html.escape(c)}</code>", minus(pct(w)), note])
+    return html_table(["condition", "weight", ""], rows, "The mix: share of your traffic at each condition (%)",
+                      "traffic-mix")
 
 
-def _render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: str | None = None,
-                   names: Mapping[str, str] | None = None, stale: bool = False) -> str:
-    """The fragment for a traffic.json body: the mix, the expected ``metric`` per target, MOOR's gain
-    (``stale``: only :func:`_stale_note`)."""
-    if stale:
-        return _stale_note(body)
-    label = label or metric
-    names = {**MODE_LABELS, **(names or {})}
+def _render_traffic(body: Mapping[str, Any], metric: str) -> str:
+    """The fragment for a traffic.json body: the mix, the expected ``metric`` per target, MOOR's gain."""
+    label, names = metric_label(metric), TARGET_NAMES
     q = body.get("queries", {})
     n = q.get("n") or 0
-    split = ", ".join(f"{name} {_pct(q.get(k, 0) / n)}%" for k, name in _KINDS) if n else ""
+    split = ", ".join(f"{name} {minus(pct(q.get(k, 0) / n))}%" for k, name in _KINDS) if n else ""
     parts = []
     parts.append(f"<p>{n} diagnosed queries from <code>{html.escape(str(body.get('diagnose_dir', '?')))}</code> "
                  f"(sides: {html.escape(', '.join(q.get('sides', [])) or 'none')}): {split}. Each target's "
@@ -597,18 +568,18 @@ def _render_traffic(body: Mapping[str, Any], *, metric: str = "hit@1", label: st
     return "\n".join(parts)
 
 
-def _stale_note(body: Mapping[str, Any], run_dir: str | os.PathLike | None = None) -> str:
+def _stale_note(body: Mapping[str, Any], run_dir: str | os.PathLike) -> str:
     """What the view shows when traffic.json no longer matches the run's reports: no numbers (they
     would be read as this run's), only that it is stale and the command that refreshes it."""
-    where = html.escape(str(run_dir if run_dir is not None else body.get("run_dir") or "RUN_DIR"))
+    where = html.escape(str(run_dir))
     diag = html.escape(str(body.get("diagnose_dir") or "DIAGNOSE_DIR"))
     return ('<p class="missing">The traffic view is out of date: traffic.json was computed from other reports than '
             "the ones in this run directory (the run was redone since), so its numbers are not shown. Refresh it "
             f"with <code>snapbench report {where} --traffic {diag}</code>.</p>")
 
 
-def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1", label: str | None = None,
-                     names: Mapping[str, str] | None = None, traffic_dir: str | os.PathLike | None = None) -> str | None:
+def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1",
+                     traffic_dir: str | os.PathLike | None = None) -> str | None:
     """The traffic view of ``run_dir`` for report.html; ``None`` when it has no traffic.json.  The file is
     ``traffic_dir/traffic.json`` when given (a report written elsewhere keeps its own), else the run's."""
     from ..store.rundir import report_digests
@@ -626,4 +597,4 @@ def traffic_fragment(run_dir: str | os.PathLike, *, metric: str = "hit@1", label
         return f'<p class="missing">{html.escape(str(exc))}</p>'
     if stale:
         return _stale_note(body, run_dir)
-    return _render_traffic(body, metric=metric, label=label, names=names)
+    return _render_traffic(body, metric)

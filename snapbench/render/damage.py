@@ -45,14 +45,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.conditions import IMAGE_PRIMITIVES, TEXT_LEVELS, parse_condition
+from ..core.conditions import parse_condition
 from ..core.records import PerQuery, TargetOutcome
 from ..evaluate import bootstrap_counts, percentile_ci
 from ..store.rundir import TARGET_NAMES, RunData
 from .aggregate import MAX_RESAMPLES, boot_params
-from .figures import require_matplotlib
+from .figures import require_matplotlib, whiskers
 from .fmt import ci_label, points
-from .tables import Cell, Table, metric_label
+from .tables import Cell, Table, metric_label, operator_groups
 
 __all__ = ['DRIFT_BINS', 'PER_DAMAGE', 'SSIM_BINS', 'DamageAnalysis', 'Sensitivity', 'damage_analysis', 'damage_tables', 'TARGET_FLAGGED', 'MIN_BIN_COUNT', 'damage_figure']
 
@@ -69,7 +69,7 @@ TARGET_FLAGGED = "target_reached 0 in per_query.csv"
 #: Damage measures: per-query metric per kind of operator, and how the damage is read from it.
 DAMAGES = {"ssim": "SSIM loss (1 − SSIM)", "drift": "embedding drift (1 − cos)"}
 #: What the bin columns of each damage measure hold (the SSIM table's columns are SSIM, not its loss).
-BINNED = {"ssim": "measured SSIM", "drift": "embedding drift (1 − cos)"}
+_BINNED = {"ssim": "measured SSIM", "drift": "embedding drift (1 − cos)"}
 #: Slopes are shown per this much damage (0.1 SSIM loss, 0.1 drift), in points; an operator whose
 #: measured damage never reaches it has no slope quoted (:attr:`Sensitivity.in_range`).
 PER_DAMAGE = 0.1
@@ -212,25 +212,6 @@ def _recorded_target(run: dict) -> TargetOutcome | None:
     return TargetOutcome.from_json(run["severity_target_outcome"])
 
 
-def _operator_order(ops: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """Operators grouped as the paper's tables group them (primitives, then text levels, then others)."""
-    groups, known = [], set()
-    for name, members in [*((p.capitalize(), o) for p, o in IMAGE_PRIMITIVES.items()),
-                          *((f"Text: {lv}", o) for lv, o in TEXT_LEVELS.items())]:
-        known.update(members)
-        have = [op for op in members if op in ops]
-        if have:
-            groups.append((name, have))
-    other = sorted(op for op in ops if op not in known)
-    if other:
-        groups.append(("Other", other))
-    return groups
-
-
-def _mode_label(res: DamageAnalysis) -> str:
-    return TARGET_NAMES.get(res.mode, res.mode)
-
-
 def _bin_labels(damage: str) -> list[str]:
     """Column labels of the bins of ``damage`` ("ssim" or "drift")."""
     if damage == "ssim":
@@ -255,7 +236,7 @@ def _bin_cell(mean: float | None, n: int) -> Cell:
 
 def damage_tables(res: DamageAnalysis) -> list[Table]:
     """One table per damage measure: the metric per damage bin and the slope per 0.1 of damage."""
-    lab, name = metric_label(res.metric), _mode_label(res)
+    lab, name = metric_label(res.metric), TARGET_NAMES.get(res.mode, res.mode)
     level = ci_label(res.level)
     out = []
     for damage, what in DAMAGES.items():
@@ -267,12 +248,12 @@ def damage_tables(res: DamageAnalysis) -> list[Table]:
                   f"{name}: {lab} (%) by measured {'SSIM of the image variant' if damage == 'ssim' else what}, per "
                   f"operator; last column: Δ{lab} per {PER_DAMAGE:g} {per} (points, {level})",
                   ["operator", *_bin_labels(damage), f"Δ per {PER_DAMAGE:g} {per}"])
-        for group, ops in _operator_order(list(slopes)):
+        for group, ops in operator_groups(sorted(slopes)):
             t.groups.append((group, [(op, [_bin_cell(m, n) for m, n in bins[op]] + [_slope_cell(slopes[op])])
                                      for op in ops]))
         edge = "a value on an edge counts in the bin above it" if damage == "ssim" else \
             "a value on an edge counts in the bin to its right"
-        t.notes.append(f"Cells: mean {lab} (%) over the (query, severity) pairs whose {BINNED[damage]} falls in the "
+        t.notes.append(f"Cells: mean {lab} (%) over the (query, severity) pairs whose {_BINNED[damage]} falls in the "
                        f"bin ({edge}), their number in brackets. Slope: the paired change (condition − clean) against "
                        f"the {what}, through the origin, over all of the operator's pairs; bootstrap over queries. "
                        f"'– (max x)': the operator's {what} never reaches {PER_DAMAGE:g} (largest x), so no slope "
@@ -290,7 +271,7 @@ def _bins_panels(sub, res: DamageAnalysis, damage: str) -> None:
     """Small multiples: one panel per operator group (the tables' groups), a handful of lines each in
     colours of their own; bins of fewer than :data:`MIN_BIN_COUNT` pairs hollow and not joined."""
     labels = _bin_labels(damage)
-    groups = _operator_order(list(res.slopes[damage]))
+    groups = operator_groups(sorted(res.slopes[damage]))
     ncol = min(4, len(groups))
     nrow = -(-len(groups) // ncol)
     axes = np.atleast_1d(sub.subplots(nrow, ncol, sharey=True)).ravel()
@@ -332,7 +313,7 @@ def _slopes_panel(ax, res: DamageAnalysis, damage: str) -> None:
     v = np.array([100.0 * PER_DAMAGE * s.slope for s in ranked])
     lo = np.array([np.nan if s.ci is None else 100.0 * PER_DAMAGE * s.ci[0] for s in ranked])
     hi = np.array([np.nan if s.ci is None else 100.0 * PER_DAMAGE * s.ci[1] for s in ranked])
-    err = np.nan_to_num(np.clip(np.vstack([v - lo, hi - v]), 0, None))
+    err = np.nan_to_num(whiskers(v, lo, hi))
     ax.errorbar(v, y, xerr=err, fmt="o", color="#2b7bba", ecolor="#7fb3d5", capsize=2, markersize=4)
     ax.axvline(0, color="grey", linewidth=0.8)
     ax.set_yticks(y, [s.operator for s in ranked], fontsize=7)
@@ -356,7 +337,7 @@ def damage_figure(res: DamageAnalysis):
     rows = [d for d in DAMAGES if res.slopes.get(d)]
     if not rows:
         return None
-    heights = [1 + (len(_operator_order(list(res.slopes[d]))) - 1) // 4 for d in rows]
+    heights = [1 + (len(operator_groups(sorted(res.slopes[d]))) - 1) // 4 for d in rows]
     fig = Figure(figsize=(13, sum(4.6 * h for h in heights)), layout="constrained")
     subs = np.atleast_1d(fig.subfigures(len(rows), 1, height_ratios=heights))
     for sub, damage in zip(subs, rows):
@@ -365,7 +346,7 @@ def damage_figure(res: DamageAnalysis):
         _slopes_panel(right.subplots(), res, damage)
         what = "SSIM loss" if damage == "ssim" else "embedding drift"
         binned = "measured SSIM of the image variant" if damage == "ssim" else "embedding drift (1 − cos)"
-        left.suptitle(f"{_mode_label(res)}: {metric_label(res.metric)} by {binned} bin, per operator\n"
+        left.suptitle(f"{TARGET_NAMES.get(res.mode, res.mode)}: {metric_label(res.metric)} by {binned} bin, per operator\n"
                       f"hollow: a bin of fewer than {MIN_BIN_COUNT} (query, severity) pairs, not joined to the line",
                       fontsize=9)
         right.suptitle(f"sensitivity at equal {what}", fontsize=10)

@@ -20,19 +20,20 @@ from ..corruptions.io import load_image
 from ..diagnose.detect import QueryResult
 from ..diagnose.summary import FOUR_WAY
 from ..diagnose.thresholds import DETECTORS
-from .htmlpage import HtmlSection, render_html
+from .fmt import DASH, points
+from .htmlpage import HtmlSection, html_table, render_html
 
-__all__ = ["THUMB_SIDE", "render_diagnose_html"]
+__all__ = ["render_diagnose_html"]
 
 #: Long side (px) of the example thumbnails.
-THUMB_SIDE = 160
+_THUMB_SIDE = 160
 _LABELS = {"clean": "clean (neither side flagged)", "image_only": "image side only", "text_only": "text side only",
            "both": "both sides", "any": "any issue"}
 _STYLE = ("<style>div.ex{display:flex;flex-wrap:wrap;gap:.8em}div.ex figure{margin:0;width:170px;font-size:.8em}"
           "div.ex img{max-width:160px;max-height:160px;border:1px solid #ddd}div.ex .q{color:#333}</style>")
 
 
-def _thumbnail_jpeg(path: str | Path, side: int = THUMB_SIDE) -> bytes | None:
+def _thumbnail_jpeg(path: str | Path, side: int = _THUMB_SIDE) -> bytes | None:
     """A JPEG thumbnail (long side ``side``) of an image file, ``None`` when it cannot be read."""
     try:
         rgb = load_image(path)
@@ -46,23 +47,24 @@ def _thumbnail_jpeg(path: str | Path, side: int = THUMB_SIDE) -> bytes | None:
 
 
 def _pct(x: float | None) -> str:
-    return "–" if x is None or x != x else f"{100 * x:.1f}%"
+    s = points(x)
+    return DASH if s is None else f"{s}%"
 
 
 def _ci(ci: Sequence[float]) -> str:
     return f'<span class="ci">[{_pct(ci[0])}, {_pct(ci[1])}]</span>'
 
 
-def _mix_cells(x: dict[str, Any]) -> str:
+def _mix_cells(x: dict[str, Any]) -> list[str]:
     if x.get("not_applicable"):
-        return f"<td>n/a ({html.escape(x['not_applicable'])})</td><td>–</td>"
-    return f"<td>{_pct(x['share'])} {_ci(x['ci'])}</td><td>{x['count']} / {x['n']}</td>"
+        return [f"n/a ({html.escape(x['not_applicable'])})", "–"]
+    return [f"{_pct(x['share'])} {_ci(x['ci'])}", f"{x['count']} / {x['n']}"]
 
 
 def _mix_table(summary: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><th>{html.escape(_LABELS[k])}</th>{_mix_cells(summary[k])}</tr>" for k in FOUR_WAY)
-    return (f'<table class="paper"><caption>Queries by side flagged ({100 * summary["level"]:g}% Wilson CIs)</caption>'
-            f"<thead><tr><th>category</th><th>share</th><th>queries</th></tr></thead><tbody>{rows}</tbody></table>")
+    return html_table(["category", "share", "queries"],
+                      [[html.escape(_LABELS[k]), *_mix_cells(summary[k])] for k in FOUR_WAY],
+                      f"Queries by side flagged ({100 * summary['level']:g}% Wilson CIs)")
 
 
 #: what a detector of each side needs: said when the query set has none ("n/a (no questions)")
@@ -75,12 +77,10 @@ def _detector_table(summary: dict[str, Any]) -> str:
         # a detector with nothing to look at has no share: n/a, not 0% or a blank
         share = (f"{_pct(s['share'])} {_ci(s['ci'])}" if s["n"]
                  else f"n/a ({_NEEDS.get(s['side'], 'nothing to check')})")
-        rows.append(f"<tr><th>{html.escape(d)}</th><td>{s['side']}</td><td>{share}</td>"
-                    f"<td>{s['count']} / {s['n']}</td><td>{html.escape(s['score'])}</td>"
-                    f"<td>{html.escape(s['flagged_when'])}</td></tr>")
-    return ('<table class="paper"><caption>Share of queries each detector flags</caption><thead><tr><th>detector</th>'
-            "<th>side</th><th>share</th><th>queries</th><th>score</th><th>flagged when</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
+        rows.append([html.escape(d), s["side"], share, f"{s['count']} / {s['n']}", html.escape(s["score"]),
+                     html.escape(s["flagged_when"])])
+    return html_table(["detector", "side", "share", "queries", "score", "flagged when"], rows,
+                      "Share of queries each detector flags")
 
 
 def _by_condition_table(summary: dict[str, Any]) -> str:
@@ -88,14 +88,10 @@ def _by_condition_table(summary: dict[str, Any]) -> str:
     ``by_condition``): how much each corruption moves each detector."""
     by = summary["by_condition"]
     dets = list(summary["shares"])
-    head = "".join(f"<th>{html.escape(d)}</th>" for d in dets)
-    rows = []
-    for c, row in by.items():
-        cells = "".join(f"<td>{'n/a' if row.get(d) is None else _pct(row[d])}</td>" for d in dets)
-        rows.append(f"<tr><th>{html.escape(c)}</th><td>{row.get('n', '')}</td>{cells}</tr>")
-    return ('<table class="paper"><caption>Share of each condition\'s variants each detector flags (n/a: the '
-            "condition's variants lack that side)</caption><thead><tr><th>condition</th><th>variants</th>"
-            + head + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    rows = [[html.escape(c), row.get("n", ""), *("n/a" if row.get(d) is None else _pct(row[d]) for d in dets)]
+            for c, row in by.items()]
+    return html_table(["condition", "variants", *dets], rows, "Share of each condition's variants each detector "
+                      "flags (n/a: the condition's variants lack that side)")
 
 
 def _checks_html(checks: dict[str, Any], limit: int = 20) -> str:

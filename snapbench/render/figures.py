@@ -3,7 +3,7 @@ a legend, so it reads without the surrounding text.  Built on ``matplotlib.figur
 which needs no GUI backend and leaves the caller's pyplot state alone.
 
 Figures say only what the numbers say: values are plotted in points with float noise below
-:data:`NOISE` points shown as 0 (no ``1e-17`` axis offset on an all-zero curve, no axis offsets at
+:data:`_NOISE` points shown as 0 (no ``1e-17`` axis offset on an all-zero curve, no axis offsets at
 all), every annotation goes through :func:`snapbench.render.fmt.points` (never ``-0.0``), and
 per-condition bars are grouped (image operators x severity, text operators, joint pairs x severity)
 so that labels stay readable at the page's width.
@@ -16,30 +16,31 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..core.conditions import JOINT_PAIRS, parse_condition
+from ..core.conditions import parse_condition
 from ..core.errors import ConfigError
 from ..core.install_hint import install_hint
 from ..core.records import Report
 from ..core.validate import positive_int
 from ..store.folders import PER_QUERY_CSV
 from ..store.rundir import TARGET_NAMES, RunData
-from .aggregate import mode_drags, moor_gain, primitive_severity, text_share_curve
-from .fmt import DROP_SIGN, ci_text, points
-from .tables import PAIR_ABBREV, ci_label, image_id, image_operators, metric_label, severities
+from .aggregate import mode_drags, moor_gain, primitive_severity, severity_means, text_share_curve
+from .fmt import DROP_SIGN, ci_label, ci_text, points
+from .tables import additivity_by_pair, image_id, image_operators, kind_means, metric_label, pair_label, severities
 
 __all__ = [
-    "DPI_RANGE",
     "check_dpi",
     "additivity_heatmap_figure",
     "drag_figure",
     "fig_to_bytes",
     "legend_outside",
+    "one_axes",
     "modes_severity_figure",
     "moor_gain_figure",
     "primitive_bars_figure",
     "require_matplotlib",
     "severity_curves_figure",
     "text_share_figure",
+    "whiskers",
 ]
 
 _STYLE = {"cliff": ("--", "s"), "gradual": ("-", "o"), "flat": (":", ".")}
@@ -57,12 +58,24 @@ def require_matplotlib():
 
 
 #: The resolutions (dots per inch) a PNG figure may have (``--dpi`` of report and compare).
-DPI_RANGE: tuple[int, int] = (50, 600)
+_DPI_RANGE: tuple[int, int] = (50, 600)
 
 
 def check_dpi(dpi: int) -> int:
-    """``dpi`` when it is an integer in :data:`DPI_RANGE`; ConfigError (``param="dpi"``) otherwise."""
-    return positive_int(dpi, "dpi", minimum=DPI_RANGE[0], maximum=DPI_RANGE[1])
+    """``dpi`` when it is an integer in :data:`_DPI_RANGE`; ConfigError (``param="dpi"``) otherwise."""
+    return positive_int(dpi, "dpi", minimum=_DPI_RANGE[0], maximum=_DPI_RANGE[1])
+
+
+def one_axes(figsize: tuple[float, float]):
+    """``(fig, ax)``: a figure of ``figsize`` inches (constrained layout) with one axes."""
+    fig = require_matplotlib()(figsize=figsize, layout="constrained")
+    return fig, fig.subplots()
+
+
+def whiskers(y, lo, hi) -> np.ndarray:
+    """``yerr`` of error bars from values ``y`` and their CI bounds (the same units), never negative."""
+    y = np.asarray(y, float)
+    return np.clip(np.vstack([y - np.asarray(lo, float), np.asarray(hi, float) - y]), 0, None)
 
 
 def fig_to_bytes(fig, fmt: str, dpi: int) -> bytes:
@@ -73,7 +86,7 @@ def fig_to_bytes(fig, fmt: str, dpi: int) -> bytes:
 
 
 #: Differences smaller than this (in points) are float noise, plotted as 0.
-NOISE = 1e-9
+_NOISE = 1e-9
 
 
 def to_points(x: float | None) -> float:
@@ -81,7 +94,7 @@ def to_points(x: float | None) -> float:
     if x is None:
         return np.nan
     v = 100.0 * float(x)
-    return 0.0 if abs(v) < NOISE else v
+    return 0.0 if abs(v) < _NOISE else v
 
 
 def legend_outside(ax, *, below: bool = False, **kw):
@@ -148,7 +161,7 @@ def severity_curves_figure(report: Report, mode: str, metric: str = "hit@1"):
         ax.set_visible(False)
     tidy_axes(axes.flat[0])  # after every panel is drawn: the y axis is shared
     fig.suptitle(f"{TARGET_NAMES.get(mode, mode)}: Δ{lab} vs severity per image operator "
-                 f"(band = {ci_label(report)}, paired bootstrap; dashed = cliff, solid = gradual, dotted = flat)",
+                 f"(band = {ci_label(report.meta.ci_level)}, paired bootstrap; dashed = cliff, solid = gradual, dotted = flat)",
                  fontsize=10)
     return fig
 
@@ -156,15 +169,13 @@ def severity_curves_figure(report: Report, mode: str, metric: str = "hit@1"):
 def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=None):
     """Mean Δ per primitive and severity (bars), each operator as a dot; CI whiskers when per-query
     values allow a bootstrap of the primitive mean."""
-    Figure = require_matplotlib()
     ps = primitive_severity(report, metric, pq)
     if not ps:
         return None
     lab = metric_label(metric)
     prims = list(ps)
     sevs = sorted({s for d in ps.values() for s in d})
-    fig = Figure(figsize=(8, 4.2), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((8, 4.2))
     width = 0.8 / len(sevs)
     any_ci = False
     for j, s in enumerate(sevs):
@@ -174,8 +185,7 @@ def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=N
         cis = [ps[p].get(s, {}).get("ci") for p in prims]
         if all(c is not None for c in cis):
             any_ci = True
-            err = np.clip(np.array([[m - to_points(c[0]) for m, c in zip(means, cis)],
-                                    [to_points(c[1]) - m for m, c in zip(means, cis)]]), 0, None)
+            err = whiskers(means, [to_points(c[0]) for c in cis], [to_points(c[1]) for c in cis])
         ax.bar(x, means, width, yerr=err, capsize=3, color=_SEV_COLOURS[j % len(_SEV_COLOURS)], label=f"s{s}")
         for xi, p in zip(x, prims):
             ops = ps[p].get(s, {}).get("ops", {})
@@ -189,29 +199,23 @@ def primitive_bars_figure(report: Report, mode: str, metric: str = "hit@1", pq=N
     ax.grid(axis="y", alpha=0.3)
     tidy_axes(ax)
     ax.set_title(f"{TARGET_NAMES.get(mode, mode)}: Δ{lab} by primitive and severity"
-                 + (f" (whiskers: {ci_label(report)})" if any_ci else " (no CI: needs per_query.csv)"), fontsize=10)
+                 + (f" (whiskers: {ci_label(report.meta.ci_level)})" if any_ci else " (no CI: needs per_query.csv)"), fontsize=10)
     return fig
 
 
 def additivity_heatmap_figure(report: Report, mode: str, metric: str = "hit@1"):
     """Pairs x severities coloured by δ = Obs − Exp (points), each cell annotated with δ and its CI."""
-    Figure = require_matplotlib()
+    require_matplotlib()  # before importing from matplotlib: a missing one is a ConfigError
     from matplotlib.colors import TwoSlopeNorm
 
-    cells: dict[str, dict[int, object]] = {}
-    for jid, e in report.additivity.items():
-        if metric in e:
-            c = parse_condition(jid)
-            cells.setdefault(f"{c.image_operator}+{c.text_operator}", {})[c.severity] = e[metric]
+    cells = additivity_by_pair(report, metric)
     if not cells:
         return None
     lab = metric_label(metric)
-    order = [f"{i}+{t}" for i, t in JOINT_PAIRS]
-    pairs = sorted(cells, key=lambda p: (order.index(p) if p in order else len(order), p))
+    pairs = list(cells)
     sevs = sorted({s for d in cells.values() for s in d})
     m = np.array([[to_points(cells[p][s].delta) if s in cells[p] else np.nan for s in sevs] for p in pairs])
-    fig = Figure(figsize=(6.5, 0.75 * len(pairs) + 1.8), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((6.5, 0.75 * len(pairs) + 1.8))
     lim = max(float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 0.0, 1.0)
     im = ax.imshow(m, cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -lim, lim), aspect="auto")
     for i, p in enumerate(pairs):
@@ -225,19 +229,19 @@ def additivity_heatmap_figure(report: Report, mode: str, metric: str = "hit@1"):
             ax.text(j, i, txt, ha="center", va="center", fontsize=8,
                     color="white" if abs(m[i, j]) > 0.6 * lim else "black")
     ax.set_xticks(range(len(sevs)), [f"s{s}" for s in sevs])
-    ax.set_yticks(range(len(pairs)), [f"{PAIR_ABBREV.get(p, '')} {p}".strip() for p in pairs])
+    ax.set_yticks(range(len(pairs)), [pair_label(p) for p in pairs])
     ax.set_xlabel("image severity")
     ax.set_ylabel("joint pair (image + text operator)")
     cb = fig.colorbar(im, ax=ax)
     cb.set_label(f"δ = Obs − Exp (points; {lab} {DROP_SIGN})")
-    ax.set_title(f"{TARGET_NAMES.get(mode, mode)}: additivity δ with {ci_label(report)} (> 0 = super-additive)",
+    ax.set_title(f"{TARGET_NAMES.get(mode, mode)}: additivity δ with {ci_label(report.meta.ci_level)} (> 0 = super-additive)",
                  fontsize=10)
     return fig
 
 
 def drag_figure(data: RunData, metric: str = "hit@1"):
     """Clean metric of each mode minus image-only I→I (IT→IT's is the coarse-text drag)."""
-    Figure = require_matplotlib()
+    require_matplotlib()  # before importing from matplotlib: a missing one is a ConfigError
     from matplotlib.patches import Patch
 
     drags = mode_drags(data, metric)
@@ -246,8 +250,7 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
     lab = metric_label(metric)
     modes = list(drags)
     vals = [to_points(drags[m]["value"]) for m in modes]
-    fig = Figure(figsize=(6.5, 3.8), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((6.5, 3.8))
     drag_colour, other_colour = "#c51b7d", "#7f7f7f"
     colours = [drag_colour if m == "IT2IT" else other_colour for m in modes]
     ax.bar(range(len(modes)), vals, color=colours)
@@ -260,10 +263,10 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
     for i, m in enumerate(modes):
         ci = drags[m]["ci"]
         if ci and ci[0] is not None:
-            eb = ax.errorbar(i, vals[i], yerr=[[max(vals[i] - to_points(ci[0]), 0)], [max(to_points(ci[1]) - vals[i], 0)]],
+            eb = ax.errorbar(i, vals[i], yerr=whiskers([vals[i]], [to_points(ci[0])], [to_points(ci[1])]),
                              color="black", capsize=4)
             if len(handles) == 2:
-                eb.set_label(ci_label(data.reports[m]))
+                eb.set_label(ci_label(data.reports[m].meta.ci_level))
                 handles.append(eb)
     ax.axhline(0, color="grey", linewidth=0.8)
     # room above and below for the value labels, whatever the sign of the bars and their CIs
@@ -283,18 +286,13 @@ def drag_figure(data: RunData, metric: str = "hit@1"):
 def modes_severity_figure(data: RunData, metric: str = "hit@1"):
     """Mean Δ over the image operators per severity, one line per mode; the mean Δ of the text
     conditions as a separate point per mode."""
-    Figure = require_matplotlib()
-    from .aggregate import severity_means
-    from .tables import kind_means
-
     lab = metric_label(metric)
     curves = {m: severity_means(r, metric) for m, r in data.reports.items()}
     curves = {m: c for m, c in curves.items() if c}
     if not curves:
         return None
     sevs = sorted({s for c in curves.values() for s in c})
-    fig = Figure(figsize=(7, 4), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((7, 4))
     xt = max(sevs) + 1
     for m in data.modes:
         if m not in curves:
@@ -330,8 +328,7 @@ def _gain_panels(gain: Mapping[str, dict]) -> list[tuple[str, list[str], list[in
         elif c.kind == "text":
             key, label, sev = "text operators", c.text_operator, None
         else:
-            key, label, sev = "joint pairs", f"{PAIR_ABBREV.get(f'{c.image_operator}+{c.text_operator}', '')} "\
-                f"{c.image_operator}+{c.text_operator}".strip(), c.severity
+            key, label, sev = "joint pairs", pair_label(f"{c.image_operator}+{c.text_operator}"), c.severity
         labels, sevs, cells = panels.setdefault(key, ([], set(), {}))
         if label not in labels:
             labels.append(label)
@@ -350,7 +347,7 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
         return None
     lab = metric_label(metric)
     panels = _gain_panels(gain)
-    level = ci_label(data.reports["MOOR"])
+    level = ci_label(data.reports["MOOR"].meta.ci_level)
     widths = [len(labels) + 1 for _, labels, _, _ in panels]
     fig = Figure(figsize=(max(8.0, 0.3 * sum(widths) + 1.5), 4.8), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False, sharey=True, width_ratios=widths)[0]
@@ -366,7 +363,7 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
             if with_ci:
                 lo = np.array([to_points(e["ci"][0]) if e else np.nan for e in es])
                 hi = np.array([to_points(e["ci"][1]) if e else np.nan for e in es])
-                ax.errorbar(x, ys, yerr=[np.clip(ys - lo, 0, None), np.clip(hi - ys, 0, None)], fmt="none",
+                ax.errorbar(x, ys, yerr=whiskers(ys, lo, hi), fmt="none",
                             ecolor="black", elinewidth=0.6, capsize=1.5)
         ax.axhline(0, color="grey", linewidth=0.8)
         ax.set_xticks(np.arange(len(labels)), labels, rotation=45, ha="right", fontsize=8)
@@ -388,12 +385,10 @@ def moor_gain_figure(data: RunData, metric: str = "hit@1"):
 
 def text_share_figure(share: Mapping[str, float]):
     """Mean text-path share of MOOR's weights vs image severity, per primitive and overall."""
-    Figure = require_matplotlib()
     tc = text_share_curve(share)
     if not tc["by_severity"]:
         return None
-    fig = Figure(figsize=(6.5, 4), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((6.5, 4))
     clean = tc["clean"]
     for prim, d in tc["by_primitive"].items():
         xs = ([0] if clean is not None else []) + list(d)

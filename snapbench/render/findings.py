@@ -33,7 +33,7 @@ from .aggregate import (
     text_share_curve,
 )
 from .damage import DAMAGES, PER_DAMAGE, damage_analysis
-from .fmt import ci_excludes_zero, ci_label, points
+from .fmt import ci_excludes_zero, ci_label, ci_verdict, ci_words, pct
 from .tables import kind_means, metric_label
 
 __all__ = ["Finding", "compute_findings"]
@@ -44,29 +44,6 @@ class Finding:
     id: str
     text: str
     values: dict = field(default_factory=dict)
-
-
-def _pts(x: float | None, signed: bool = True) -> str:
-    s = points(x, signed=signed)
-    return "–" if s is None else s
-
-
-def _ci_words(ci, level: float) -> str:
-    if not ci or ci[0] is None or ci[1] is None:
-        return ""
-    return f"{ci_label(level)} {_pts(ci[0])} to {_pts(ci[1])}"
-
-
-def _ci(ci, level: float) -> str:
-    """`` (95% CI a to b)`` (at ``level``) or nothing."""
-    w = _ci_words(ci, level)
-    return f" ({w})" if w else ""
-
-
-def _ci_tail(ci, level: float) -> str:
-    """``, 95% CI a to b`` (at ``level``) or nothing (inside an existing parenthesis)."""
-    w = _ci_words(ci, level)
-    return f", {w}" if w else ""
 
 
 def compute_findings(data: RunData, metric: str = "hit@1") -> list[Finding]:
@@ -88,24 +65,20 @@ def _image_vs_text(data: RunData, metric: str) -> list[Finding]:
     if km["d_image"] is not None and km["d_text"] is not None:
         ci = image_vs_text(rep, metric, data.per_query.get(mode))
         diff = km["d_image"] - km["d_text"]
-        sure = ci_excludes_zero(ci)
-        if sure:
-            verdict = (f"{'image' if diff < 0 else 'text'} corruptions hurt more (difference {_pts(diff)} points"
-                       f"{_ci_tail(ci, rep.meta.ci_level)})")
-        elif sure is False:
-            verdict = f"the two are not distinguishable (difference {_pts(diff)} points{_ci_tail(ci, rep.meta.ci_level)})"
-        else:
-            verdict = f"difference {_pts(diff)} points (no CI: needs per_query.csv)"
-        text = (f"In {mname}, image corruptions change {lab} by {_pts(km['d_image'])} points on average and text "
-                f"corruptions by {_pts(km['d_text'])} (clean {_pts(km['clean'], False)}%): {verdict}.")
+        said = f"difference {pct(diff, True)} points{ci_words(ci, rep.meta.ci_level, ', ')}"
+        verdict = ci_verdict(ci, f"{'image' if diff < 0 else 'text'} corruptions hurt more ({said})",
+                             f"the two are not distinguishable ({said})",
+                             f"difference {pct(diff, True)} points (no CI: needs per_query.csv)")
+        text = (f"In {mname}, image corruptions change {lab} by {pct(km['d_image'], True)} points on average and text "
+                f"corruptions by {pct(km['d_text'], True)} (clean {pct(km['clean'])}%): {verdict}.")
         return [Finding("image_vs_text", text, {"mode": mode, "mean_delta_image": km["d_image"],
                                                 "mean_delta_text": km["d_text"], "clean": km["clean"],
                                                 "difference": diff, "ci": ci})]
     if km["d_text"] is not None or km["d_image"] is not None:  # a run with one kind of corruption only
         kind, d = ("text", km["d_text"]) if km["d_text"] is not None else ("image", km["d_image"])
         return [Finding("image_vs_text",
-            f"In {mname}, {kind} corruptions change {lab} by {_pts(d)} points on average (clean "
-            f"{_pts(km['clean'], False)}%); this run has no {'image' if kind == 'text' else 'text'} conditions "
+            f"In {mname}, {kind} corruptions change {lab} by {pct(d, True)} points on average (clean "
+            f"{pct(km['clean'])}%); this run has no {'image' if kind == 'text' else 'text'} conditions "
             f"(see the run's notes for why).",
             {"mode": mode, f"mean_delta_{kind}": d, "clean": km["clean"]})]
     return []
@@ -117,7 +90,7 @@ def _severity(data: RunData, metric: str) -> list[Finding]:
     if not sm:
         return []
     steps = severity_steps(rep, metric, data.per_query.get(mode))
-    step_words = "; ".join(f"s{st['from']}→s{st['to']} {_pts(st['difference'])}{_ci_tail(st['ci'], rep.meta.ci_level)}"
+    step_words = "; ".join(f"s{st['from']}→s{st['to']} {pct(st['difference'], True)}{ci_words(st['ci'], rep.meta.ci_level, ', ')}"
                            for st in steps)
     verdicts = [ci_excludes_zero(st["ci"]) for st in steps]
     if not steps:
@@ -130,7 +103,7 @@ def _severity(data: RunData, metric: str) -> list[Finding]:
         grows, verdict = False, f" — the drop is not shown to grow at every step ({step_words})."
     return [Finding("severity",
         f"Mean Δ{metric_label(metric)} over image operators by severity: "
-        + ", ".join(f"s{s} {_pts(v)}" for s, v in sm.items()) + verdict,
+        + ", ".join(f"s{s} {pct(v, True)}" for s, v in sm.items()) + verdict,
         {"mode": mode, "by_severity": {f"s{s}": v for s, v in sm.items()}, "monotone": grows,
          "steps": [{**st, "ci": list(st["ci"]) if st["ci"] else None} for st in steps]})]
 
@@ -146,9 +119,9 @@ def _primitives(data: RunData, metric: str) -> list[Finding]:
     at = {p: d[top]["mean"] for p, d in ps.items() if top in d}
     values = {"mode": mode, "severity": top, "by_primitive": at}
     lowest, highest = min(at.values()), max(at.values())
-    if _pts(lowest) == _pts(highest):  # equal as written: no order to state
+    if pct(lowest, True) == pct(highest, True):  # equal as written: no order to state
         return [Finding("primitive_top_severity",
-            f"At s{top}, every primitive has the same mean Δ{lab} ({_pts(lowest)} points).",
+            f"At s{top}, every primitive has the same mean Δ{lab} ({pct(lowest, True)} points).",
             {**values, "worst": None, "mildest": None})]
     worst = [p for p, v in at.items() if v == lowest]
     mild = [p for p, v in at.items() if v == highest]
@@ -157,18 +130,13 @@ def _primitives(data: RunData, metric: str) -> list[Finding]:
         return " and ".join(p.upper() for p in ps_)
 
     ci = primitive_difference_ci(rep, metric, pq, top, worst[0], mild[0])
-    sure = ci_excludes_zero(ci)
     level = rep.meta.ci_level
-    diff = f"difference {_pts(lowest - highest)} points{_ci_tail(ci, level)}"
-    if sure:
-        verdict = f": a {diff}"
-    elif sure is False:
-        verdict = f"; the two are not distinguishable ({diff})"
-    else:
-        verdict = " (no CI for their difference: needs per_query.csv)"
+    diff = f"difference {pct(lowest - highest, True)} points{ci_words(ci, level, ', ')}"
+    verdict = ci_verdict(ci, f": a {diff}", f"; the two are not distinguishable ({diff})",
+                         " (no CI for their difference: needs per_query.csv)")
     text = (f"At s{top}, {names(worst)} {'has' if len(worst) == 1 else 'have'} the lowest mean Δ{lab} "
-            f"({_pts(lowest)} points{_ci_tail(ps[worst[0]][top]['ci'], level)}) and {names(mild)} the highest "
-            f"({_pts(highest)}{_ci_tail(ps[mild[0]][top]['ci'], level)}){verdict}.")
+            f"({pct(lowest, True)} points{ci_words(ps[worst[0]][top]['ci'], level, ', ')}) and {names(mild)} the highest "
+            f"({pct(highest, True)}{ci_words(ps[mild[0]][top]['ci'], level, ', ')}){verdict}.")
     return [Finding("primitive_top_severity", text,
                     {**values, "worst": worst[0], "mildest": mild[0], "difference_ci": list(ci) if ci else None})]
 
@@ -196,12 +164,12 @@ def _drag(data: RunData, metric: str) -> list[Finding]:
     d, level = drags["IT2IT"], data.reports["IT2IT"].meta.ci_level  # its CI is at the IT2IT report's level
     sure = ci_excludes_zero(d["ci"])
     if sure:
-        rel = (f"is {'below' if d['value'] < 0 else 'above'} image-only I→I by {_pts(abs(d['value']), False)} "
-               f"points (drag {_pts(d['value'])}{_ci_tail(d['ci'], level)})")
+        rel = (f"is {'below' if d['value'] < 0 else 'above'} image-only I→I by {pct(abs(d['value']))} "
+               f"points (drag {pct(d['value'], True)}{ci_words(d['ci'], level, ', ')})")
     elif sure is False or d["value"] == 0:
-        rel = f"is not distinguishable from image-only I→I's (drag {_pts(d['value'])}{_ci_tail(d['ci'], level)})"
+        rel = f"is not distinguishable from image-only I→I's (drag {pct(d['value'], True)}{ci_words(d['ci'], level, ', ')})"
     else:
-        rel = f"minus image-only I→I's is {_pts(d['value'])} points (no CI)"
+        rel = f"minus image-only I→I's is {pct(d['value'], True)} points (no CI)"
     return [Finding("drag", f"Coarse-text drag: clean IT→IT {lab} {rel}.", {"value": d["value"], "ci": d["ci"]})]
 
 
@@ -211,19 +179,14 @@ def _additivity(data: RunData, metric: str) -> list[Finding]:
     if summ is None or summ.delta is None:
         return [Finding("additivity", f"No additivity in the {mname} report (no joint condition with both parts).",
                         {})]
-    sure = ci_excludes_zero(summ.ci)
-    if sure:
-        kind = "super-additive" if summ.delta > 0 else "sub-additive"
-    elif sure is False:
-        kind = "not distinguishable from additive"
-    else:
-        kind = "of unknown additivity (no CI)"
+    kind = ci_verdict(summ.ci, "super-additive" if summ.delta > 0 else "sub-additive",
+                      "not distinguishable from additive", "of unknown additivity (no CI)")
     entries = [e[metric] for e in rep.additivity.values() if metric in e]
     n_sup = sum(1 for e in entries if e.ci[0] is not None and e.ci[0] > 0)
     n_sub = sum(1 for e in entries if e.ci[1] is not None and e.ci[1] < 0)
     return [Finding("additivity",
-        f"Joint corruptions in {mname} are {kind} on average: mean δ = {_pts(summ.delta)} points{_ci(summ.ci, rep.meta.ci_level)} "
-        f"(Exp drop {_pts(summ.exp)}, Obs drop {_pts(summ.obs)}); of {len(entries)} joint conditions, {n_sup} are "
+        f"Joint corruptions in {mname} are {kind} on average: mean δ = {pct(summ.delta, True)} points{ci_words(summ.ci, rep.meta.ci_level, ' (', ')')} "
+        f"(Exp drop {pct(summ.exp, True)}, Obs drop {pct(summ.obs, True)}); of {len(entries)} joint conditions, {n_sup} are "
         f"super-additive and {n_sub} sub-additive (CI excluding 0), the rest not distinguishable from additive.",
         {"mode": mode, "delta": summ.delta, "ci": list(summ.ci), "n_super": n_sup, "n_sub": n_sub})]
 
@@ -247,8 +210,8 @@ def _moor(data: RunData, metric: str) -> list[Finding]:
     else:
         better, worse = int((g > 0).sum()), int((g < 0).sum())
         counts = f"higher in {better}, lower in {worse} (point estimates; no CIs without per_query.csv)"
-    txt = (f"MOOR vs fixed fusion IT→IT: {verdict} on average, mean {lab} gain {_pts(float(g.mean()))} points"
-           f"{_ci(ci, level)} over {len(g)} conditions ({counts}).")
+    txt = (f"MOOR vs fixed fusion IT→IT: {verdict} on average, mean {lab} gain {pct(float(g.mean()), True)} points"
+           f"{ci_words(ci, level, ' (', ')')} over {len(g)} conditions ({counts}).")
     vals = {"mean_gain": float(g.mean()), "ci": ci, "better": better, "worse": worse}
     moor = data.reports["MOOR"]
     for name, frep in sorted(data.fusion.items()):
@@ -256,7 +219,7 @@ def _moor(data: RunData, metric: str) -> list[Finding]:
                  if c in frep.conditions and frep.value(c, metric) is not None and moor.value(c, metric) is not None]
         if diffs:
             vals[f"vs_{name}"] = float(np.mean(diffs))
-            txt += f" Against {name}: {_pts(vals[f'vs_{name}'])}."
+            txt += f" Against {name}: {pct(vals[f'vs_{name}'], True)}."
     vals["moor_clean"] = kind_means(moor, metric)["clean"]
     return [Finding("moor", txt, vals)]
 
@@ -288,17 +251,12 @@ def _damage_sentence(res, damage: str, lab: str) -> str:
         tied = sorted(o for o, t in slopes.items()
                       if o != s.operator and t.in_range and abs(t.slope - s.slope) <= 1e-12)
         also = f"; tied with {', '.join(tied)}" if tied else ""
-        return f"{s.operator} ({_pts(s.slope * PER_DAMAGE)} points{_ci_tail(sci, res.level)}{also})"
+        return f"{s.operator} ({pct(s.slope * PER_DAMAGE, True)} points{ci_words(sci, res.level, ', ')}{also})"
 
-    sure = ci_excludes_zero(ci)
-    if sure:
-        verdict = f"the model is more sensitive to {most.operator} than to {least.operator}"
-    elif sure is False:
-        verdict = "the two are not distinguishable"
-    else:
-        verdict = "no verdict (no CI)"
+    verdict = ci_verdict(ci, f"the model is more sensitive to {most.operator} than to {least.operator}",
+                         "the two are not distinguishable", "no verdict (no CI)")
     return (f"per {per}, Δ{lab} falls most steeply under {one(most)} and least under {one(least)}: {verdict} "
-            f"(difference {_pts(diff)} points{_ci_tail(ci, res.level)})")
+            f"(difference {pct(diff, True)} points{ci_words(ci, res.level, ', ')})")
 
 
 def _damage(data: RunData, metric: str) -> list[Finding]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["DASH", "PAIRED_SIGN", "DROP_SIGN", "ci_excludes_zero", "ci_label", "ci_level_text", "ci_text", "p_text",
-           "points", "pct"]
+__all__ = ["DASH", "PAIRED_SIGN", "DROP_SIGN", "ci_excludes_zero", "ci_label", "ci_level_text", "ci_text", "ci_verdict",
+           "ci_words", "minus", "p_text", "points", "pct"]
 
 DASH = "–"
 #: Caption fragments: the sign convention of paired deltas and of additivity drops.
@@ -42,6 +42,19 @@ def ci_text(ci: Sequence[float | None] | None, *, scale: float = 100.0) -> str:
     return f"[{points(ci[0], signed=True, scale=scale)}, {points(ci[1], signed=True, scale=scale)}]"
 
 
+def ci_words(ci: Sequence[float | None] | None, level: float, before: str = "", after: str = "") -> str:
+    """``95% CI -1.2 to +0.4`` (signed points, at ``level``) between ``before`` and ``after``, as a sentence
+    says it; empty when there is no finite CI."""
+    if not ci or ci[0] is None or ci[1] is None or not all(math.isfinite(v) for v in ci):  # type: ignore[arg-type]
+        return ""
+    return f"{before}{ci_label(level)} {pct(ci[0], True)} to {pct(ci[1], True)}{after}"
+
+
+def minus(text: str) -> str:
+    """``text`` with the typographic minus sign (−) for every hyphen: how the HTML pages write numbers."""
+    return text.replace("-", "−")
+
+
 def ci_level_text(level: float) -> str:
     """A CI level as a percentage with at most one decimal: ``95%`` for 0.95, ``97.5%`` for 0.975."""
     return f"{round(100 * float(level), 1):g}%"
@@ -63,3 +76,10 @@ def ci_excludes_zero(ci: Sequence[float | None] | None) -> bool | None:
     if not ci or ci[0] is None or ci[1] is None:
         return None
     return ci[0] > 0 or ci[1] < 0
+
+
+def ci_verdict(ci: Sequence[float | None] | None, excludes: str, includes: str, no_ci: str) -> str:
+    """The verdict rule of every sentence: ``excludes`` when the CI excludes 0, ``includes`` when it
+    holds 0 (not distinguishable from none), ``no_ci`` without a CI (the numbers, no verdict)."""
+    sure = ci_excludes_zero(ci)
+    return excludes if sure else includes if sure is False else no_ci

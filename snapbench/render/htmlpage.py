@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["HtmlFigure", "HtmlSection", "details", "render_html", "ul"]
+__all__ = ["HtmlFigure", "HtmlSection", "details", "html_table", "render_html", "ul"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1180px;
@@ -77,6 +78,17 @@ def ul(items: list[tuple[str, str]], cls: str = "", *, code: bool = False) -> st
     wrap = (lambda t: f"<code>{html.escape(t)}</code>") if code else html.escape
     lis = "".join((f'<li id="{html.escape(i)}">' if i else "<li>") + f"{wrap(t)}</li>" for i, t in items)
     return f'<ul class="{html.escape(cls)}">{lis}</ul>' if cls else f"<ul>{lis}</ul>"
+
+
+def html_table(columns: Sequence[str], rows: Iterable[Sequence[str]], caption_html: str, table_id: str = "") -> str:
+    """A ``table.paper`` on one line: ``columns`` are text (escaped here), the cells of ``rows`` and the
+    caption already HTML; each row's first cell is its header (``<th>``).  The paper tables of
+    :class:`snapbench.render.tables.Table` are the report's other kind (groups, notes, LaTeX)."""
+    tid = f' id="table-{table_id}"' if table_id else ""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(f"<tr><th>{r[0]}</th>" + "".join(f"<td>{c}</td>" for c in r[1:]) + "</tr>" for r in rows)
+    return (f'<table class="paper"{tid}><caption>{caption_html}</caption><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
 
 
 def details(summary: str, body_html: str) -> str:

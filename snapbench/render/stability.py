@@ -19,12 +19,13 @@ from ..core.conditions import PRIMITIVE_OF, parse_condition
 from ..evaluate.paired import TRACKING_RULE, bootstrap_counts, stability_tracks_loss
 from ..evaluate.stability import is_stability_metric
 from ..store.rundir import TARGET_NAMES, RunData
+from .tables import report_labelled
 
-__all__ = ["FAMILY_COLOURS", "labelled", "overlap_metric", "stability_finding",
+__all__ = ["labelled", "overlap_metric", "stability_finding",
            "stability_vs_loss"]
 
 #: Operator family of a condition -> its colour in the scatter figure.
-FAMILY_COLOURS: dict[str, str] = {"degrade": "#2b7bba", "transform": "#1a9850", "remove": "#d73027",
+_FAMILY_COLOURS: dict[str, str] = {"degrade": "#2b7bba", "transform": "#1a9850", "remove": "#d73027",
                                   "add": "#984ea3", "image": "#2b7bba", "text": "#e08214", "joint": "#666666"}
 
 
@@ -38,9 +39,8 @@ def _condition_family(cid: str) -> str:
 
 
 def labelled(data: RunData) -> bool:
-    """The run was evaluated against relevance labels (its reports say so, or are older than the
-    label-free evaluation)."""
-    return all(r.meta.get("labelled", True) is not False for r in data.reports.values())
+    """Every report of the run was evaluated against relevance labels (:func:`report_labelled`)."""
+    return all(report_labelled(r) for r in data.reports.values())
 
 
 def overlap_metric(metrics: list[str]) -> str | None:
@@ -143,7 +143,7 @@ def stability_scatter_figure(body: dict[str, Any], mode: str):
             if pt["stability"] is None or pt["drop"] is None:
                 continue
             fam = pt["family"]
-            ax.scatter(100 * pt["stability"], 100 * pt["drop"], s=18, color=FAMILY_COLOURS.get(fam, "#444444"),
+            ax.scatter(100 * pt["stability"], 100 * pt["drop"], s=18, color=_FAMILY_COLOURS.get(fam, "#444444"),
                        label=None if fam in seen else fam)
             seen.add(fam)
         rho = "undefined" if e["rho"] is None else f"{e['rho']:+.2f}"

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
 
 from ..core.errors import ConfigError
-from .fmt import ci_excludes_zero, ci_label, points
-from .htmlpage import HtmlFigure, HtmlSection, render_html, ul
+from .fmt import ci_excludes_zero, ci_label, ci_words, pct, points
+from .htmlpage import HtmlFigure, HtmlSection, html_table, render_html, ul
 
 __all__ = ["availability_points", "render_stress_report", "stress_findings"]
 
 _SOURCES = ("V", "M", "F", "VM", "VF", "MF", "VMF")
 #: Below this share of captions really changed by caption_swap the probe gives no verdict.
-MIN_SWAPPED_SHARE = 0.5
+_MIN_SWAPPED_SHARE = 0.5
 _PLURAL = {"query": "queries", "album": "albums"}
 
 
@@ -41,35 +40,24 @@ def _primary_metric(summary: dict) -> str:
 def _others_moved(groups: dict, summary: dict, metric: str) -> str:
     """The other metrics (not fixed by construction) whose CI excludes 0: a change the headline misses."""
     fixed = set(summary.get("fixed_metrics", ()))
-    moved = [f"{m} {_pts(e['delta'])} ({_ci_text(e.get('ci'), summary['ci_level'])})"
+    moved = [f"{m} {pct(e['delta'], True)} ({ci_words(e.get('ci'), summary['ci_level'])})"
              for m, e in groups.items() if m != metric and m not in fixed and ci_excludes_zero(e.get("ci"))]
     return f" Other metrics whose CI excludes 0: {'; '.join(moved)}." if moved else ""
-
-
-def _pts(x: Any) -> str:
-    s = points(x, signed=True)
-    return "–" if s is None else s
-
-
-def _ci_text(ci: Any, level: float) -> str:
-    if not ci or ci[0] is None or ci[1] is None or not all(math.isfinite(v) for v in ci):
-        return ""
-    return f"{ci_label(level)} {_pts(ci[0])} to {_pts(ci[1])}"
 
 
 def _verdict(entry: dict, level: float, metric: str, what: str) -> str:
     d, ci = entry.get("delta"), entry.get("ci")
     ex = ci_excludes_zero(ci)
-    ci_w = _ci_text(ci, level)
+    ci_w = ci_words(ci, level)
     unit = f"{metric} ({entry.get('resampled', 'query')} resampling)"
     if d is None or not math.isfinite(d):
         return f"{what}: {metric} is undefined (no query with ground truth)."
     if ex is None:
-        return f"{what}: {metric} changed by {_pts(d)} points (no CI)."
+        return f"{what}: {metric} changed by {pct(d, True)} points (no CI)."
     if ex:
         word = "lowered" if d < 0 else "raised"
-        return f"{what} {word} {unit} by {_pts(abs(d))[1:]} points ({ci_w})."
-    return f"{what}: the change in {unit}, {_pts(d)} points ({ci_w}), is not distinguishable from none."
+        return f"{what} {word} {unit} by {pct(abs(d), True)[1:]} points ({ci_w})."
+    return f"{what}: the change in {unit}, {pct(d, True)} points ({ci_w}), is not distinguishable from none."
 
 
 def stress_findings(summary: dict) -> list[tuple[str, str]]:
@@ -95,19 +83,19 @@ def _swap_verdict(summary: dict) -> str | None:
             continue
         e = body["groups"]["all"][metric]
         ex = ci_excludes_zero(e.get("ci"))
-        ci_w = _ci_text(e.get("ci"), summary["ci_level"])
+        ci_w = ci_words(e.get("ci"), summary["ci_level"])
         sw = body.get("caption_swap", {})
         n_sw, n_cap = sw.get("swapped"), sw.get("captions")
         count = f"; {n_sw} of {n_cap} captions swapped" if n_sw is not None else ""
         head = (f"Caption swap (each caption replaced by one from another album, matched by month, length and "
-                f"faces{count}): {metric} {_pts(e['delta'])} points" + (f" ({ci_w})" if ci_w else "") + ". ")
+                f"faces{count}): {metric} {pct(e['delta'], True)} points" + (f" ({ci_w})" if ci_w else "") + ". ")
         if n_sw == 0:
             donors = sum(v for k, v in sw.get("donor_match", {}).items() if not k.startswith("no donor"))
             why = ("every donor caption from another album was the same text as the record's own" if donors else
                    "no donor from another album was found (month, length bin and face count, then looser)")
             return head + f"The swap changed no captions: {why}. No verdict on the captions' content."
-        if n_sw is not None and n_cap and n_sw < MIN_SWAPPED_SHARE * n_cap:
-            return head + (f"Too few captions changed ({n_sw} of {n_cap}, under {MIN_SWAPPED_SHARE:.0%}) for a verdict "
+        if n_sw is not None and n_cap and n_sw < _MIN_SWAPPED_SHARE * n_cap:
+            return head + (f"Too few captions changed ({n_sw} of {n_cap}, under {_MIN_SWAPPED_SHARE:.0%}) for a verdict "
                            "on the captions' content.")
         if ex and e["delta"] < 0:
             return head + ("Retrieval depends on what each caption says about its own photo: the captions carry "
@@ -144,14 +132,12 @@ def availability_points(summary: dict, metric: str) -> dict[str, list[tuple[floa
 
 def _availability_figure(summary: dict, metric: str, dpi: int = 100) -> bytes | None:
     """PNG of :func:`availability_points` (one line per field), or ``None`` without points."""
-    from .figures import fig_to_bytes, require_matplotlib, tidy_axes
+    from .figures import fig_to_bytes, one_axes, tidy_axes
 
     pts = availability_points(summary, metric)
     if not pts:
         return None
-    Figure = require_matplotlib()
-    fig = Figure(figsize=(6.5, 4), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = one_axes((6.5, 4))
     for f, p in pts.items():
         ax.plot([100 * x for x, _, _ in p], [100 * y for _, y, _ in p], marker="o", label=f)
     ax.set_xlabel("records holding the field (%)")
@@ -165,11 +151,7 @@ def _availability_figure(summary: dict, metric: str, dpi: int = 100) -> bytes | 
 
 
 def _table(head: list[str], rows: list[list[str]], caption: str) -> str:
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" if i else f"<th>{html.escape(c)}</th>"
-                                    for i, c in enumerate(r)) + "</tr>" for r in rows)
-    return (f'<table class="paper"><caption>{html.escape(caption)}</caption><thead><tr>{th}</tr></thead>'
-            f"<tbody>{body}</tbody></table>")
+    return html_table(head, [[html.escape(c) for c in r] for r in rows], html.escape(caption))
 
 
 def _cell(e: dict | None, key: str = "delta", ci_key: str = "ci") -> str:
@@ -177,7 +159,7 @@ def _cell(e: dict | None, key: str = "delta", ci_key: str = "ci") -> str:
         return "–"
     d = e.get(key)
     star = "*" if ci_excludes_zero(e.get(ci_key)) else ""
-    return f"{_pts(d)}{star}"
+    return f"{pct(d, True)}{star}"
 
 
 def _intervals(summary: dict) -> str:

@@ -13,34 +13,38 @@ additivity tables show drops, clean − condition (positive = worse), as SPEC §
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..core.conditions import IMAGE_PRIMITIVES, JOINT_PAIRS, TEXT_LEVELS, Condition, parse_condition
 from ..core.records import Additivity, Paired, Report
-from . import fmt
-from .fmt import DROP_SIGN, PAIRED_SIGN, points
+from ..core.targets import target_reads
+from .fmt import DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, minus, points
 
 __all__ = [
-    "PAIR_ABBREV",
     "Cell",
     "Table",
+    "additivity_by_pair",
     "additivity_table",
-    "ci_label",
+    "corrupted_deltas",
     "image_id",
     "image_operators",
     "kind_means",
     "metric_label",
     "mode_delta_table",
     "mode_value_table",
+    "operator_groups",
+    "pair_label",
+    "report_labelled",
     "severities",
     "summary_table",
     "tex_escape",
     "text_operators",
 ]
 
-PAIR_ABBREV: dict[str, str] = {
+_PAIR_ABBREV: dict[str, str] = {
     "compression+char_add": "C+C", "downscale+char_delete": "D+D", "low_light+word_swap": "L+W",
     "mosaic+sent_add": "M+S", "overexposure+word_repeat": "E+W", "rotation+sent_replace": "R+S",
 }
@@ -62,17 +66,11 @@ class Cell:
     text: str | None = None
     span: int = 1
 
-    def _num(self, x: float | None, signed: bool) -> str | None:
-        return points(x, signed=signed)
-
     def parts(self) -> tuple[str | None, str | None]:
         if self.text is not None:
             return self.text, None
-        v = self._num(self.value, self.signed)
-        ci = None
-        if self.ci and self.ci[0] is not None and self.ci[1] is not None:
-            ci = f"[{self._num(self.ci[0], True)}, {self._num(self.ci[1], True)}]"
-        return v, ci
+        has_ci = self.ci and self.ci[0] is not None and self.ci[1] is not None
+        return points(self.value, signed=self.signed), ci_text(self.ci) if has_ci else None
 
     def md(self) -> str:
         v, ci = self.parts()
@@ -97,9 +95,9 @@ class Cell:
             return "–"
         if self.text is not None:
             return html.escape(v)
-        out = html.escape(v.replace("-", "−"))
+        out = html.escape(minus(v))
         if ci:
-            out += f' <span class="ci">{html.escape(ci.replace("-", "−"))}</span>'
+            out += f' <span class="ci">{html.escape(minus(ci))}</span>'
         return out
 
 
@@ -194,44 +192,36 @@ def _text_id(op: str) -> str:
     return Condition("text", text_operator=op).id
 
 
-def ci_label(report: Report) -> str:
-    """``95% CI`` at the report's own level (:func:`snapbench.render.fmt.ci_label`)."""
-    return fmt.ci_label(report.meta.ci_level)
+#: The paper's operator groups, in its order: image primitives, then text levels.
+_OPERATOR_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    *((prim.capitalize(), tuple(ops)) for prim, ops in IMAGE_PRIMITIVES.items()),
+    *((f"Text: {level}", tuple(ops)) for level, ops in TEXT_LEVELS.items()))
+
+
+def operator_groups(present: Sequence[str], other: str = "Other") -> list[tuple[str, list[str]]]:
+    """``[(group title, [operator, ...]), ...]``: the operators in ``present`` grouped as the paper's
+    tables group them, in its order; operators outside the taxonomy (a custom grid) form a group
+    ``other`` at the end, in the order of ``present``."""
+    groups, known = [], set()
+    for title, ops in _OPERATOR_GROUPS:
+        known.update(ops)
+        have = [op for op in ops if op in present]
+        if have:
+            groups.append((title, have))
+    rest = [op for op in present if op not in known]
+    return groups + ([(other, rest)] if rest else [])
 
 
 def image_operators(report: Report) -> list[tuple[str, list[str]]]:
-    """``[(primitive title, [operator, ...]), ...]`` for the image operators in the report, in the
-    paper's order; operators outside the taxonomy (a custom grid) form an "Other" group."""
-    present: dict[str, None] = {}
-    for cid in report.conditions:
-        c = parse_condition(cid)
-        if c.kind == "image":
-            present[c.image_operator] = None
-    groups = []
-    known = set()
-    for prim, ops in IMAGE_PRIMITIVES.items():
-        known.update(ops)
-        have = [op for op in ops if op in present]
-        if have:
-            groups.append((prim.capitalize(), have))
-    other = [op for op in present if op not in known]
-    if other:
-        groups.append(("Other", other))
-    return groups
+    """The image operators in the report by primitive (:func:`operator_groups`)."""
+    present = dict.fromkeys(c.image_operator for c in map(parse_condition, report.conditions) if c.kind == "image")
+    return operator_groups(list(present))
 
 
 def text_operators(report: Report) -> list[tuple[str, list[str]]]:
-    present = {parse_condition(c).text_operator for c in report.conditions if parse_condition(c).kind == "text"}
-    groups, known = [], set()
-    for level, ops in TEXT_LEVELS.items():
-        known.update(ops)
-        have = [op for op in ops if op in present]
-        if have:
-            groups.append((f"Text: {level}", have))
-    other = sorted(op for op in present if op not in known)
-    if other:
-        groups.append(("Text: other", other))
-    return groups
+    """The text operators in the report by level (:func:`operator_groups`; others by name)."""
+    return operator_groups(sorted({c.text_operator for c in map(parse_condition, report.conditions)
+                                   if c.kind == "text"}), other="Text: other")
 
 
 def severities(report: Report) -> list[int]:
@@ -253,7 +243,7 @@ def mode_delta_table(report: Report, mode_name: str, metric: str = "hit@1", key:
     sevs = severities(report)
     clean = report.value("clean", metric)
     t = Table(name=f"{key or mode_name}_delta",
-              title=f"{mode_name}: Δ{lab} in points ({PAIRED_SIGN}) with {ci_label(report)}; clean {lab} = "
+              title=f"{mode_name}: Δ{lab} in points ({PAIRED_SIGN}) with {ci_label(report.meta.ci_level)}; clean {lab} = "
                     + ("–" if clean is None else f"{points(clean)}%"),
               columns=["Operator"] + [f"s{s}" for s in sevs] + ["Response"])
     for prim, ops in image_operators(report):
@@ -287,9 +277,22 @@ def mode_value_table(report: Report, mode_name: str, metric: str = "hit@1", key:
     return t
 
 
-def _pair_name(pair: str) -> str:
-    ab = PAIR_ABBREV.get(pair)
+def pair_label(pair: str) -> str:
+    """A joint pair (``image_op+text_op``) as tables and figures name it: its abbreviation first."""
+    ab = _PAIR_ABBREV.get(pair)
     return f"{ab} {pair}" if ab else pair
+
+
+def additivity_by_pair(report: Report, metric: str) -> dict[str, dict[int, Additivity]]:
+    """``{pair: {severity: additivity entry}}`` of the joint conditions with ``metric``, the paper's
+    pairs in its order (:data:`~snapbench.core.conditions.JOINT_PAIRS`), then others by name."""
+    cells: dict[str, dict[int, Additivity]] = {}
+    for jid, entry in report.additivity.items():
+        if metric in entry:
+            c = parse_condition(jid)
+            cells.setdefault(f"{c.image_operator}+{c.text_operator}", {})[c.severity] = entry[metric]
+    order = [f"{i}+{j}" for i, j in JOINT_PAIRS]
+    return {p: cells[p] for p in sorted(cells, key=lambda p: (order.index(p) if p in order else len(order), p))}
 
 
 def _additivity_cells(x: Additivity) -> list[Cell]:
@@ -300,20 +303,15 @@ def additivity_table(report: Report, mode_name: str, metric: str = "hit@1", key:
     """Pair x severity: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with its CI (drops in points); None when
     the report has no additivity entry for ``metric``."""
     lab = metric_label(metric)
-    by_pair: dict[str, list[tuple[int, Additivity]]] = {}
-    for jid, entry in report.additivity.items():
-        if metric in entry:
-            c = parse_condition(jid)
-            by_pair.setdefault(f"{c.image_operator}+{c.text_operator}", []).append((c.severity, entry[metric]))
+    by_pair = additivity_by_pair(report, metric)
     if not by_pair:
         return None
     t = Table(name=f"{key or mode_name}_additivity",
               title=f"{mode_name}: additivity of joint corruptions — {lab} {DROP_SIGN}, in points (the Δ tables "
                     "show condition − clean); δ = Obs − Exp, > 0 super-additive",
-              columns=["Pair / severity", "Exp drop", "Obs drop", f"δ [{ci_label(report)}]"])
-    order = [f"{i}+{j}" for i, j in JOINT_PAIRS]
-    for pair in sorted(by_pair, key=lambda p: (order.index(p) if p in order else len(order), p)):
-        t.groups.append((_pair_name(pair), [(f"s{s}", _additivity_cells(e)) for s, e in sorted(by_pair[pair])]))
+              columns=["Pair / severity", "Exp drop", "Obs drop", f"δ [{ci_label(report.meta.ci_level)}]"])
+    for pair, by_sev in by_pair.items():
+        t.groups.append((pair_label(pair), [(f"s{s}", _additivity_cells(e)) for s, e in sorted(by_sev.items())]))
     summ = report.additivity_summary
     rows = [(f"mean {sev}", _additivity_cells(e[metric])) for sev, e in summ.by_severity.items() if metric in e]
     if summ.mean and metric in summ.mean:
@@ -325,17 +323,39 @@ def additivity_table(report: Report, mode_name: str, metric: str = "hit@1", key:
     return t
 
 
-def kind_means(report: Report, metric: str) -> dict[str, float | None]:
-    """Mean metric per condition kind (clean, image, text, joint) and mean paired Δ per kind."""
+def report_labelled(report: Report) -> bool:
+    """The report was evaluated against relevance labels (it says so, or is older than the label-free
+    evaluation and says nothing)."""
+    return report.meta.get("labelled", True) is not False
+
+
+def corrupted_deltas(report: Report, metric: str, target: str | None = None) -> dict[str, float]:
+    """Condition -> its paired Δ of ``metric`` (report.json), every corrupted condition that has a
+    finite one; with ``target``, only the conditions that corrupt a side of the query the target
+    reads (:func:`snapbench.core.targets.target_reads`: an image condition cannot move T→T)."""
+    out = {}
+    for c, per in report.paired.items():
+        pr = per.get(metric)
+        if c != "clean" and pr is not None and pr.delta is not None and math.isfinite(pr.delta):
+            if target is None or target_reads(target, c):
+                out[c] = float(pr.delta)
+    return out
+
+
+def kind_means(report: Report, metric: str, target: str | None = None) -> dict[str, float | None]:
+    """Mean metric per condition kind (clean, image, text, joint) and mean paired Δ per kind; with
+    ``target``, over the conditions it reads (:func:`corrupted_deltas`), as the headline's means."""
     vals: dict[str, list[float]] = {}
     deltas: dict[str, list[float]] = {}
+    read = corrupted_deltas(report, metric, target)
     for cid, v in report.conditions.items():
         kind = parse_condition(cid).kind
+        if target is not None and kind != "clean" and not target_reads(target, cid):
+            continue
         if v.get(metric) is not None:
             vals.setdefault(kind, []).append(v[metric])  # type: ignore[arg-type]
-        pr = _paired(report, cid, metric)
-        if pr and pr.delta is not None:
-            deltas.setdefault(kind, []).append(pr.delta)
+        if cid in read:
+            deltas.setdefault(kind, []).append(read[cid])
     out: dict[str, float | None] = {}
     for kind in ("clean", "image", "text", "joint"):
         out[kind] = sum(vals[kind]) / len(vals[kind]) if vals.get(kind) else None
@@ -343,15 +363,17 @@ def kind_means(report: Report, metric: str) -> dict[str, float | None]:
     return out
 
 
-def summary_table(rows: Sequence[tuple[str, Report]], metric: str = "hit@1") -> Table:
-    """One row per mode / fusion method: clean value, mean value per condition kind, mean Δ per kind."""
+def summary_table(rows: Sequence[tuple[str, str, Report]], metric: str = "hit@1") -> Table:
+    """One row per ``(name, target, report)`` (a mode, MOOR, a fusion method): clean value, mean value
+    per condition kind and mean Δ per kind, over the conditions the target reads (:func:`kind_means`)."""
     lab = metric_label(metric)
-    t = Table(name="summary", title=f"Summary: {lab} (%) averaged over the conditions of each kind; Δ in points "
-                                    f"({PAIRED_SIGN})",
+    t = Table(name="summary", title=f"Summary: {lab} (%) averaged over the conditions of each kind that each target "
+                                    "reads (an image condition cannot move T→T, nor a text condition I→I: –); "
+                                    f"Δ in points ({PAIRED_SIGN})",
               columns=["Mode", "clean", "image", "text", "joint", f"Δ{lab} image", f"Δ{lab} text", f"Δ{lab} joint"])
     body = []
-    for name, rep in rows:
-        m = kind_means(rep, metric)
+    for name, target, rep in rows:
+        m = kind_means(rep, metric, target)
         body.append((name, [Cell(m["clean"]), Cell(m["image"]), Cell(m["text"]), Cell(m["joint"]),
                             Cell(m["d_image"], signed=True), Cell(m["d_text"], signed=True),
                             Cell(m["d_joint"], signed=True)]))

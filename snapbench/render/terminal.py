@@ -33,18 +33,19 @@ from ..compare.groups import GROUP_ALL
 from ..compare.records import Comparison
 from ..core.errors import EvaluationInputError
 from ..core.records import Report
-from ..store.atomic import open_text_atomic
+from ..store.atomic import check_output_file, open_text_atomic
 from ..store.rundir import read_report, write_report
 from .compare import MetricView, finite
+from .console import stdout_console
 from .fmt import DASH, DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, p_text, pct, points
-from .tables import metric_label
+from .tables import metric_label, report_labelled
 
-__all__ = ['CSV_HEADER', 'check_table_path', 'print_additivity', 'print_report', 'read_report', 'write_report', 'write_table', 'headline_table', 'ranking_table', 'print_comparison']
+__all__ = ['check_table_path', 'print_additivity', 'print_report', 'read_report', 'write_report', 'write_table', 'headline_table', 'ranking_table', 'print_comparison']
 
 #: What a table file may end in (:func:`write_table`).
-TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
+_TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
 #: Width of printed tables when the output is not a terminal (a pipe, a file) and COLUMNS is unset.
-PIPE_WIDTH = 120
+_PIPE_WIDTH = 120
 _PREFERRED = ("hit@1", "hit@5", "recall@10", "ndcg@10", "mrr")
 _LIMITED = "† depth-limited (the runs are shallower than the metric; values are lower bounds)"
 
@@ -57,15 +58,13 @@ def _shown(report: Report, show: Sequence[str] | None) -> list[str]:
 
 
 def _console(console=None):
-    from .console import stdout_console
-
     if console is not None:
         return console
     con = stdout_console(markup=False, highlight=False)
     if con.is_terminal or "COLUMNS" in os.environ:
         return con
     # piped output: rich would cut to 80 columns; one fixed, readable width instead
-    return stdout_console(width=PIPE_WIDTH, markup=False, highlight=False)
+    return stdout_console(width=_PIPE_WIDTH, markup=False, highlight=False)
 
 
 def _limited(report: Report) -> set[str]:
@@ -86,7 +85,8 @@ def print_report(report: Report, *, primary: str = "hit@1", show: Sequence[str] 
     if limited:
         con.print(f"{_LIMITED}: {', '.join(sorted(limited))}")
     if report.groups:
-        con.print(_groups_table(report, primary))
+        con.print(_rich(f"per group — {primary} in %, {PAIRED_SIGN}, with CI", *_groups_grid(report, primary),
+                        no_wrap=False))
     con.print(queries_line(report))
     labels: dict[str, list[str]] = {}
     for op, per in report.severity_curves.items():
@@ -104,7 +104,7 @@ def print_report(report: Report, *, primary: str = "hit@1", show: Sequence[str] 
 def queries_line(report: Report) -> str:
     """``"11 of 12 queries count (1 has no relevant item)"``: the denominator of the ranking metrics."""
     n, ex, zero = report.n_queries, report.n_excluded_zero_gt, report.meta.n_zero_gt
-    if report.meta.get("labelled", True) is False:
+    if not report_labelled(report):
         return (f"no relevance labels: all {n} queries count in the label-free measures (how far each ranking "
                 "moved from the clean one: overlap@k, rbo, flip@1), which say nothing about correctness")
     if ex:
@@ -114,22 +114,35 @@ def queries_line(report: Report) -> str:
     return f"all {n} queries count"
 
 
-def _values_table(report: Report, metrics: list[str]):
+def _rich(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], *, no_wrap: bool = True):
+    """A ``rich.table.Table``: the first column (row names, never wrapped) left, the numbers right."""
     from rich.table import Table
 
-    limited = _limited(report)
-    t = Table(title="snapbench evaluate — metric values in %")
-    t.add_column("condition", no_wrap=True)
-    for m in metrics:
-        t.add_column(m + (" †" if m in limited else ""), justify="right")
-    for c, vals in report.conditions.items():
-        t.add_row(c, *[pct(vals.get(m)) for m in metrics])
+    t = Table(title=title)
+    t.add_column(columns[0], no_wrap=True)
+    for name in columns[1:]:
+        t.add_column(name, justify="right", no_wrap=no_wrap)
+    for r in rows:
+        t.add_row(*r)
     return t
+
+
+def _markdown(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """The same table as Markdown lines (numbers right-aligned)."""
+    return ["| " + " | ".join(columns) + " |", "|---|" + "---:|" * (len(columns) - 1),
+            *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def _values_table(report: Report, metrics: list[str]):
+    limited = _limited(report)
+    return _rich("snapbench evaluate — metric values in %", ["condition", *(m + (" †" if m in limited else "")
+                                                                          for m in metrics)],
+                 [[c, *(pct(vals.get(m)) for m in metrics)] for c, vals in report.conditions.items()], no_wrap=False)
 
 
 def _has_displacement(report: Report) -> bool:
     """Rank displacement needs a first positive (labels): shown only when some condition has a mean."""
-    return bool(report.rank_displacement) and report.meta.get("labelled", True) is not False and any(
+    return bool(report.rank_displacement) and report_labelled(report) and any(
         d.mean is not None for d in report.rank_displacement.values())  # type: ignore[union-attr]
 
 
@@ -157,26 +170,21 @@ def _paired_title(report: Report, primary: str) -> str:
         parts.append("stability: stably correct / drag / persistently wrong / boost (queries)")
     if _has_displacement(report):
         parts.append("rank displacement: corrupted − clean rank of the first positive")
-    if report.meta.get("labelled", True) is False:
+    if not report_labelled(report):
         parts.append("no relevance labels: label-free measures of the corrupted ranking against the clean one")
     return "; ".join(parts)
 
 
-def _paired_table(report: Report, primary: str):
-    from rich.table import Table
+def _paired_cells(report: Report, c: str, primary: str) -> list[str]:
+    pr = report.paired.get(c, {}).get(primary)
+    return [pct(pr.delta, True), ci_text(pr.ci), p_text(pr.p)] if pr else ["", "", ""]
 
+
+def _paired_table(report: Report, primary: str):
     extra = _extra_columns(report)
-    t = Table(title=_paired_title(report, primary))
-    t.add_column("condition", no_wrap=True)
-    for name in (f"Δ{primary}", "CI", "p\n(Holm)"):
-        t.add_column(name, justify="right", no_wrap=True)
-    for name in extra:
-        t.add_column(name, justify="right", no_wrap=True)
-    for c, per in report.paired.items():
-        pr = per.get(primary)
-        cells = [pct(pr.delta, True), ci_text(pr.ci), p_text(pr.p)] if pr else ["", "", ""]
-        t.add_row(c, *cells, *[e.get(c, "") for e in extra.values()])
-    return t
+    return _rich(_paired_title(report, primary), ["condition", f"Δ{primary}", "CI", "p\n(Holm)", *extra],
+                 [[c, *_paired_cells(report, c, primary), *(e.get(c, "") for e in extra.values())]
+                  for c in report.paired])
 
 
 def _group_cell(report: Report, group: str, c: str, primary: str) -> str:
@@ -187,24 +195,17 @@ def _group_cell(report: Report, group: str, c: str, primary: str) -> str:
     return f"{pct(pr.delta, True)} {ci_text(pr.ci)}" if pr else ""
 
 
-def _groups_table(report: Report, primary: str):
+def _groups_grid(report: Report, primary: str) -> tuple[list[str], list[list[str]]]:
     """Per group: the primary metric on clean and its Δ (with CI) under each condition."""
-    from rich.table import Table
-
     groups = report.groups or {}
-    t = Table(title=f"per group — {primary} in %, {PAIRED_SIGN}, with CI")
-    t.add_column("condition", no_wrap=True)
-    for g, e in groups.items():
-        t.add_column(f"{g} (n={e.n_queries})", justify="right")
-    for c in report.conditions:
-        t.add_row(c, *[_group_cell(report, g, c, primary) for g in groups])
-    return t
+    return (["condition", *(f"{g} (n={e.n_queries})" for g, e in groups.items())],
+            [[c, *(_group_cell(report, g, c, primary) for g in groups)] for c in report.conditions])
 
 
-def _additivity_rows(report: Report, metric: str = "hit@1") -> list[dict]:
-    """Rows (joint, exp, obs, delta, ci) then per-pair, per-severity and overall means (drops)."""
-    def row(label: str, x) -> dict:
-        return {"joint": label, "exp": x.exp, "obs": x.obs, "delta": x.delta, "ci": x.ci}
+def _additivity_grid(report: Report, metric: str = "hit@1") -> tuple[list[str], list[list[str]]]:
+    """Rows (joint, Exp, Obs, δ, CI(δ)) then per-pair, per-severity and overall means (drops)."""
+    def row(label: str, x) -> list[str]:
+        return [label, pct(x.exp, True), pct(x.obs, True), pct(x.delta, True), ci_text(x.ci)]
 
     rows = [row(j, e[metric]) for j, e in report.additivity.items() if metric in e]
     summ = report.additivity_summary
@@ -212,7 +213,7 @@ def _additivity_rows(report: Report, metric: str = "hit@1") -> list[dict]:
         rows += [row(label.format(key), e[metric]) for key, e in section.items() if metric in e]
     if summ.mean and metric in summ.mean:
         rows.append(row("mean (all joint conditions)", summ.mean[metric]))
-    return rows
+    return ["joint condition", "Exp drop", "Obs drop", "δ", "CI(δ)"], rows
 
 
 def _additivity_title(metric: str) -> str:
@@ -222,26 +223,19 @@ def _additivity_title(metric: str) -> str:
 
 def print_additivity(report: Report, *, metric: str = "hit@1", console=None) -> None:
     """The additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI (drops in points)."""
-    from rich.table import Table
-
     con = _console(console)
-    rows = _additivity_rows(report, metric)
+    columns, rows = _additivity_grid(report, metric)
     skipped = report.additivity_skipped or {}
     if not rows:
         con.print("no joint condition with both parts present"
                   + (": " + "; ".join(f"{k} ({v})" for k, v in skipped.items()) if skipped else ""))
         return
-    t = Table(title=_additivity_title(metric))
-    for name in ("joint condition", "Exp drop", "Obs drop", "δ", "CI(δ)"):
-        t.add_column(name, justify="left" if name == "joint condition" else "right", no_wrap=True)
-    for r in rows:
-        t.add_row(r["joint"], pct(r["exp"], True), pct(r["obs"], True), pct(r["delta"], True), ci_text(r["ci"]))
-    con.print(t)
+    con.print(_rich(_additivity_title(metric), columns, rows))
     if skipped:
         con.print("skipped: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
 
 
-CSV_HEADER = ["condition", "metric", "value", "delta", "ci_lo", "ci_hi", "p", "p_raw", "group", "depth_limited"]
+_CSV_HEADER = ["condition", "metric", "value", "delta", "ci_lo", "ci_hi", "p", "p_raw", "group", "depth_limited"]
 
 
 def _csv_rows(report: Report) -> list[list]:
@@ -252,7 +246,7 @@ def _csv_rows(report: Report) -> list[list]:
     ``additivity:<metric>``, value = Obs, delta = δ = Obs − Exp, with CI).  ``depth_limited`` is 1
     for a metric the runs were too shallow for."""
     limited = _limited(report)
-    rows: list[list] = [CSV_HEADER]
+    rows: list[list] = [_CSV_HEADER]
 
     def block(conds, paired, group: str) -> None:
         for c, vals in conds.items():
@@ -292,10 +286,8 @@ def write_table(report: Report, path: str | Path, *, primary: str = "hit@1") -> 
 def check_table_path(path: str | Path) -> Path:
     """``path`` as a table file :func:`write_table` can write (``.csv`` or ``.md``, not a folder, in a
     writable place); checked before the evaluation, so a wrong name costs nothing."""
-    from ..store.atomic import check_output_file
-
     p = Path(path)
-    if p.suffix.lower() not in TABLE_SUFFIXES:
+    if p.suffix.lower() not in _TABLE_SUFFIXES:
         raise EvaluationInputError("a table file must end in .csv or .md", path=p, param="table_out")
     return check_output_file(p, param="table_out")
 
@@ -312,16 +304,10 @@ def _markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
         primary = metrics[0]
     limited = _limited(report)
     extra = _extra_columns(report)
-    lines = [
-        "| condition | " + " | ".join(m + (" †" if m in limited else "") for m in metrics)
-        + f" | Δ{primary} | CI | p (Holm) |" + "".join(f" {_one_line(n)} |" for n in extra),
-        "|---|" + "---:|" * (len(metrics) + 3 + len(extra)),
-    ]
-    for c, vals in report.conditions.items():
-        pr = report.paired.get(c, {}).get(primary)
-        tail = [pct(pr.delta, True), ci_text(pr.ci), p_text(pr.p)] if pr else ["", "", ""]
-        lines.append("| " + " | ".join([c] + [pct(vals.get(m)) for m in metrics] + tail
-                                       + [e.get(c, "") for e in extra.values()]) + " |")
+    lines = _markdown(["condition", *(m + (" †" if m in limited else "") for m in metrics), f"Δ{primary}", "CI",
+                       "p (Holm)", *(_one_line(n) for n in extra)],
+                      [[c, *(pct(vals.get(m)) for m in metrics), *_paired_cells(report, c, primary),
+                        *(e.get(c, "") for e in extra.values())] for c, vals in report.conditions.items()])
     lines += ["", f"Values in %; Δ{primary} = condition − clean in points (negative = worse) with its paired "
                   f"bootstrap CI; {queries_line(report)}."]
     if limited:
@@ -329,17 +315,11 @@ def _markdown_lines(report: Report, primary: str = "hit@1") -> list[str]:
     groups = report.groups or {}
     if groups:
         lines += ["", f"Per group ({primary} in %, {PAIRED_SIGN}, with CI)", "",
-                  "| condition | " + " | ".join(f"{g} (n={e.n_queries})" for g, e in groups.items()) + " |",
-                  "|---|" + "---:|" * len(groups)]
-        lines += ["| " + " | ".join([c] + [_group_cell(report, g, c, primary) for g in groups]) + " |"
-                  for c in report.conditions]
-    rows = _additivity_rows(report, primary)
+                  *_markdown(*_groups_grid(report, primary))]
+    columns, rows = _additivity_grid(report, primary)
     if rows:
         lines += ["", f"Additivity ({primary} {DROP_SIGN}, in points; Exp = Δ_I + Δ_T, δ = Obs − Exp, "
-                      "> 0 super-additive)", "",
-                  "| joint condition | Exp drop | Obs drop | δ | CI(δ) |", "|---|---:|---:|---:|---:|"]
-        lines += [f"| {r['joint']} | {pct(r['exp'], True)} | {pct(r['obs'], True)} | {pct(r['delta'], True)} | "
-                  f"{ci_text(r['ci'])} |" for r in rows]
+                      "> 0 super-additive)", "", *_markdown(columns, rows)]
     return lines
 
 
