@@ -16,7 +16,7 @@ Also one metric alone (hit@1) to give the per-metric cost.
 End to end (``snapbench compare`` from run folders, :func:`snapbench.compare.compare_runs`): a
 several-encoder run folder of the same 10 models x 6 targets (I2I, T2T, IT2IT, I2IT, T2IT, MOOR),
 each target with its report.json and per_query.csv of 72 conditions x 13 metrics x 1,145 queries
-(~1M rows, written by the one writer, :func:`snapbench.render.write_per_query`; built once under
+(~1M rows, written by the one writer, :func:`snapbench.store.perquery.write_per_query`; built once under
 ``--runs`` and reused).  Timed: the default comparison (every target, the runs' hit@k) with every
 output (HTML, tables, records as CSV and Parquet, figures as PNG), and all 13 metrics of one target;
 split into reading, statistics and writing.  Also reading one per-query table with the reader used

@@ -37,7 +37,7 @@ from _machine import machine  # noqa: E402  (bench/ is on sys.path when run as a
 from snapbench.app.evaluate import evaluate_directory
 from snapbench.core.conditions import list_conditions
 from snapbench.evaluate import EvaluationConfig, Labels, evaluate_matrix
-from snapbench.render.terminal import write_report
+from snapbench.store.rundir import write_report
 
 Q, N = 1145, 9085
 POS_PER_QUERY = 4.8

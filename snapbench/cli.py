@@ -391,9 +391,9 @@ def compare(
                 typer.echo(str(path))
         return
     from .app.compare import ordered_targets
-    from .render.terminal import _console, print_comparison
+    from .render.terminal import print_comparison, results_console
 
-    print_comparison(res.comparison, ordered_targets(st.targets), st.metric, st.ci, opts.correction, _console())
+    print_comparison(res.comparison, ordered_targets(st.targets), st.metric, st.ci, opts.correction, results_console())
     typer.echo(f"compared {len(res.sources)} models ({', '.join(s.name for s in res.sources)}) on "
                f"{', '.join(st.targets)} x {', '.join(st.metrics)} in {res.timings['total_s']:.1f} s")
     html = CompareDir(out).html
@@ -572,7 +572,7 @@ def demo(
     from .app.stages import run_benchmark
     from .data import load_dataset
     from .render.console import stderr_console, stdout_console
-    from .render.terminal import read_report
+    from .store.rundir import read_report
 
     positive_int(workers, "workers")
     positive_int(resamples, "resamples", minimum=100)
@@ -863,8 +863,9 @@ def evaluate(
     Exit status: 0 when something was measured, 1 when nothing was (no query has a relevant item:
     every value is null; the report is still written), 2 for an error."""
     from .app.evaluate import evaluate_directory
-    from .render.terminal import check_table_path, print_report, write_report, write_table
+    from .render.terminal import check_table_path, print_report, write_table
     from .store.atomic import check_output_file
+    from .store.rundir import write_report
 
     # outputs first: a wrong --out or --table-out must not cost a whole evaluation
     if out is not None:
@@ -910,7 +911,8 @@ def additivity(
 ) -> None:
     """Print the additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI per joint pair x
     severity, then the means per pair, per severity and overall (drops = clean − corrupted)."""
-    from .render.terminal import print_additivity, read_report, write_report
+    from .render.terminal import print_additivity
+    from .store.rundir import read_report, write_report
 
     if not source.exists():
         raise InputError("no such file or folder (give a report written by 'snapbench evaluate --out' "
@@ -1279,10 +1281,10 @@ def _paths(result) -> None:
 def _table(result, title: str) -> None:
     """The headline table of the run (OUT/headline.json, read back: the numbers the file holds)."""
     from .render.aggregate import read_headline
-    from .render.terminal import _console, headline_table
+    from .render.terminal import headline_table, results_console
 
     if RunDir(result.out_dir).headline.is_file():
-        _console().print(headline_table(read_headline(result.out_dir), title=title))
+        results_console().print(headline_table(read_headline(result.out_dir), title=title))
 
 
 def _summary(result, title: str = "snapbench run") -> None:

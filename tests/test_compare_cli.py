@@ -21,8 +21,8 @@ from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.cli import app
 from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.records import PerQuery
-from snapbench.render import read_per_query
 from snapbench.store.compare import read_compare_json
+from snapbench.store.perquery import read_per_query
 from snapbench.store.rundir import read_report, write_report
 
 runner = CliRunner()

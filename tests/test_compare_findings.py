@@ -13,9 +13,9 @@ from compare_helpers import CONDITIONS, RESAMPLES, evaluated, per_query
 
 from snapbench.app.compare import CompareOptions, compare_runs
 from snapbench.core.records import Report
-from snapbench.render import write_per_query
 from snapbench.store import RunDir
 from snapbench.store.compare import read_compare_json
+from snapbench.store.perquery import write_per_query
 from snapbench.store.rundir import write_report
 
 multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests

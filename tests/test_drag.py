@@ -11,7 +11,7 @@ import pytest
 from snapbench.app.stages import RunOptions, run_benchmark
 from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.evaluate import EvaluationConfig, Labels, bootstrap_counts, coarse_text_drag_ci, evaluate_matrix
-from snapbench.render import read_target_per_query
+from snapbench.store.rundir import read_target_per_query
 
 
 @pytest.fixture(scope="module")

@@ -38,8 +38,8 @@ def run_dir(tmp_path_factory):
     from snapbench.evaluate import EvaluationConfig
     from snapbench.fusion import MOORIndex, comb_sum
     from snapbench.models import get_encoder
-    from snapbench.render import write_per_query
-    from snapbench.render.terminal import write_report
+    from snapbench.store.perquery import write_per_query
+    from snapbench.store.rundir import write_report
 
     base = tmp_path_factory.mktemp("report")
     demo_out = base / "demo"
@@ -275,7 +275,7 @@ def test_findings_numbers(run_dir, built):
 
 def test_per_query_roundtrip_exact(tmp_path):
     from snapbench.core.errors import InputError
-    from snapbench.render import read_per_query, write_per_query
+    from snapbench.store.perquery import read_per_query, write_per_query
 
     rng = np.random.default_rng(7)
     vals = {"clean": {"hit@1": np.array([1.0, 0.0, np.nan]), "ndcg@10": rng.random(3)},
@@ -531,7 +531,7 @@ def test_sparse_hand_written_report(tmp_path):
 # ---------------------------------------------------------------- the report says only what the data supports
 
 def _run_data(run_dir):
-    from snapbench.render import load_run_dir
+    from snapbench.store.rundir import load_run_dir
 
     return load_run_dir(run_dir["dir"])
 
@@ -657,8 +657,7 @@ def test_tables_state_their_sign_convention(run_dir, built):
 
 @pytest.mark.slow
 def test_reading_a_runs_per_query_table_is_one_function(run_dir):
-    from snapbench.render import read_target_per_query
-    from snapbench.store.rundir import read_report
+    from snapbench.store.rundir import read_report, read_target_per_query
 
     pq = read_target_per_query(run_dir["dir"], "IT2IT")
     rep = read_report(run_dir["dir"] / "IT2IT" / "report.json")
@@ -764,7 +763,8 @@ def test_every_ci_is_named_at_the_reports_own_level(run_dir, tmp_path):
     """Reports evaluated at a 90% level: tables, the summary, the findings and the traffic-free page say
     "90% CI" (the findings used to say 95% whatever the level), and the findings' own intervals are
     drawn at 90%: narrower than at 95%."""
-    from snapbench.render import build_report, compute_findings, load_run_dir
+    from snapbench.render import build_report, compute_findings
+    from snapbench.store.rundir import load_run_dir
 
     d = tmp_path / "run90"
     shutil.copytree(run_dir["dir"], d, ignore=shutil.ignore_patterns("*.png", "*.pdf", "tables", "figures"))

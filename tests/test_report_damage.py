@@ -20,9 +20,9 @@ from snapbench.core.defaults import DEFAULT_DATA
 from snapbench.core.records import PerQuery
 from snapbench.data import load_dataset
 from snapbench.evaluate import bootstrap_counts
-from snapbench.render import build_report, compute_findings, load_run_dir
+from snapbench.render import build_report, compute_findings
 from snapbench.render.damage import DRIFT_BINS, SSIM_BINS, damage_analysis
-from snapbench.store.rundir import RunData
+from snapbench.store.rundir import RunData, load_run_dir
 
 CONDS = ["clean", *(f"img/{op}/s{s}" for op in ("low_light", "defocus_blur", "rotation") for s in (1, 2, 3)),
          "txt/char_swap", "txt/sent_add"]

@@ -202,4 +202,3 @@ def group_rows(query_tags: Sequence[Mapping], index: AlbumIndex, sources: Sequen
     return out
 
 
-

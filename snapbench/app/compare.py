@@ -102,7 +102,7 @@ from ..core.conditions import KIND_SIDES, KINDS, parse_condition
 from ..core.errors import ConfigError, InputError, arg
 from ..core.install_hint import install_hint
 from ..core.jsonable import dumps
-from ..core.targets import MODES, PATHS, query_sides
+from ..core.targets import FUSION_PREFIX, MODES, PATHS, TARGET_ORDER, primary_target, query_sides
 from ..core.validate import choice, hint_and_known
 from ..evaluate.metrics import metric_family, parse_metrics
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES
@@ -120,7 +120,7 @@ from ..render.compare import (
 )
 from ..render.figures import check_dpi
 from ..render.htmlpage import HtmlFigure
-from ..store import FUSION_PREFIX, TARGET_ORDER, CompareDir, claim_output_dir, primary_target, write_run_json
+from ..store import CompareDir, claim_output_dir, write_run_json
 from ..store.atomic import atomic_path, write_bytes_atomic, write_text_atomic
 from ..store.compare import (
     RECORD_TYPES,
@@ -135,7 +135,6 @@ from ..store.compare import (
 )
 
 __all__ = ['CompareOptions', 'compare_runs', 'ordered_targets']
-
 
 
 @dataclass
@@ -161,8 +160,6 @@ class CompareOptions:
         for f in self.formats:
             choice(f, FORMATS, "formats", what="format")
         check_dpi(self.dpi)
-
-
 
 
 def _shared(values: Sequence[list[str]]) -> list[str]:
@@ -267,8 +264,6 @@ def _resolve_settings(sources: Sequence[ModelSource], options: CompareOptions) -
     return Settings(targets, metrics, metric, int(resamples), int(seed), float(ci), notes)
 
 
-
-
 def _model_values(sources: Sequence[ModelSource], targets: Sequence[str], metrics: Sequence[str],
                  say: Callable[[str], None] = lambda _m: None,
                  conditions: Mapping[str, Sequence[str]] | None = None) -> list[ModelValues]:
@@ -370,12 +365,8 @@ def compare_runs(
     return res
 
 
-
-
-
-
 def ordered_targets(targets: Sequence[str]) -> list[str]:
-    """``targets`` with the primary one first (:func:`snapbench.store.primary_target`)."""
+    """``targets`` with the primary one first (:func:`snapbench.core.targets.primary_target`)."""
     first = primary_target(targets)
     return [first] + [t for t in targets if t != first]
 

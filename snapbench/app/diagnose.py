@@ -60,7 +60,6 @@ from ..store.jsonl import read_manifest
 __all__ = ['CSV_NAME', 'HTML_NAME', 'SUMMARY_NAME', 'DiagnoseResult', 'run_diagnose', 'INPUT_KINDS', 'QuerySet', 'load_queries']
 
 
-
 CSV_NAME, SUMMARY_NAME, HTML_NAME = DIAGNOSE_CSV, DIAGNOSE_SUMMARY, DIAGNOSE_HTML  # store.folders spells them
 CSV_COLUMNS = ("query_id", "side", "detector", "score", "flag")
 

@@ -68,12 +68,6 @@ from ..store.atomic import save_npy_atomic, write_json
 __all__ = ['ANN_RECALL_FILE', 'WEIGHTS_DIR', 'FuseOptions', 'FusionSummary', 'ann_topk_overlap', 'fuse_directory']
 
 
-
-
-
-
-
-
 ANN_RECALL_FILE = "ann_recall.json"
 WEIGHTS_DIR = "moor_weights"
 DEFAULT_ANN_CHECK = 256

@@ -132,12 +132,6 @@ def read_traffic(diagnose_dir: str | os.PathLike) -> TrafficSample:
                          [s for s in ("image", "text") if s in sides], len(flags) - sum(masks.values()))
 
 
-
-
-
-
-
-
 def _columns(get: Any, mix: Mix) -> np.ndarray:
     """R over the mix's columns from ``get(condition)`` (scalar or array); estimated joints additively."""
     out = []

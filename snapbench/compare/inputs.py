@@ -179,5 +179,3 @@ def _check_one(model: ModelValues) -> None:
                 raise ConfigError(f"model {model.name!r}, mode {mode!r}: conditions differ in their metrics: {msg}")
 
 
-
-

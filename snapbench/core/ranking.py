@@ -178,7 +178,6 @@ def _topk_via_chunk_maxima(s: np.ndarray, kk: int) -> np.ndarray | None:
     return np.take_along_axis(cols, topk_indices(cand, kk)[:, :kk], axis=1)
 
 
-
 def _pad(idx: np.ndarray, val: np.ndarray, k: int) -> TopK:
     """``TopK`` of exactly ``k`` columns: slots beyond ``idx.shape[1]`` become ``-1`` / ``NaN``."""
     n_q, w = idx.shape

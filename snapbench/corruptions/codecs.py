@@ -59,8 +59,6 @@ _NPZ_KEY = "image"
 _QOI_END = b"\x00" * 7 + b"\x01"
 
 
-
-
 def check_format(fmt: str) -> str:
     """The canonical name of ``fmt`` (case and a leading dot ignored); ConfigError for an unknown one."""
     return choice(str(fmt).lower().lstrip("."), FORMATS, "image_format", what="image format")

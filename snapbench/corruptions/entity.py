@@ -66,8 +66,6 @@ IRREGULAR_PLURALS: dict[str, str] = {
 Span = tuple[int, int]
 
 
-
-
 # --------------------------------------------------------------------------------------------
 # Character classes
 

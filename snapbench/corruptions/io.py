@@ -46,15 +46,6 @@ __all__ = ["image_problem",
            "read_image_bytes", "as_rgb_uint8", "load_image", "encode_png", "DEFAULT_MAX_PIXELS", "PNG_COMPRESSION"]
 
 
-
-
-
-
-
-
-
-
-
 def image_problem(exc: ImageLoadError) -> str:
     """What kind of problem a load error is, in the words reports use: ``"file not found"``,
     ``"cannot be read"``, ``"too large"`` or ``"cannot be decoded"`` (an empty, truncated, corrupt

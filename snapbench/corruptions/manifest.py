@@ -32,12 +32,8 @@ __all__ = [
 ]
 
 
-
-
 class ManifestWarning(UserWarning):
     """A query manifest has fields the loader does not know (likely typos)."""
-
-
 
 
 # The first alias present wins.  The SnapBench release's names: query_id, query_text, query_entity,

@@ -361,8 +361,6 @@ def target_variant(operator: Any, image: np.ndarray, params: Mapping[str, Any], 
 # what a run's targets came to
 
 
-
-
 def target_outcome(entries: Iterable[tuple[str, str, int, Mapping[str, Any]]]) -> TargetOutcome:
     """The :class:`TargetOutcome` of ``(query id, image operator, severity, outcome)`` entries, one per
     image variant (``outcome`` holds ``reached`` and ``achieved``, as the manifest's ``"target"``)."""

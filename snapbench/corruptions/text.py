@@ -257,8 +257,6 @@ def restore_text_operators(snapshot: list[TextOperator]) -> None:
 MAX_ATTEMPTS = 10
 
 
-
-
 @dataclass(frozen=True)
 class CorruptedText:
     """A corrupted question, the operator that made it and the JSON-serialisable edit description.

@@ -29,7 +29,7 @@ from ..core.errors import ConfigError, InputError, arg
 from ..core.registry import Table
 from .hf_imagefolder import METADATA_NAMES, find_metadata, load_hf_imagefolder
 from .jsonl import MANIFEST_NAMES, load_jsonl
-from .model import MODE_PATHS, PATHS, Dataset, GalleryItem, ReleasedVariants
+from .model import Dataset, GalleryItem, ReleasedVariants
 from .photobench import (
     is_album,
     load_faiss_embeddings,
@@ -42,8 +42,6 @@ __all__ = [
     "LOADERS",
     "DatasetFormat",
     "FORMATS",
-    "MODE_PATHS",
-    "PATHS",
     "Dataset",
     "GalleryItem",
     "ReleasedVariants",

@@ -9,7 +9,8 @@ from typing import Any
 
 from ..core import userfiles as textio
 from ..core.errors import InputError
-from .model import MODE_PATHS, Dataset, GalleryItem
+from ..core.targets import MODE_LABELS
+from .model import Dataset, GalleryItem
 
 __all__ = [
     "IMAGE_SUFFIXES",
@@ -82,12 +83,12 @@ def image_notes(ds: Dataset) -> list[str]:
     if ng:
         notes.append(f"gallery images: {ng} of {len(ds.gallery)} absent")
     modes = ds.runnable_modes
-    if nq or ng or len(modes) < len(MODE_PATHS):
+    if nq or ng or len(modes) < len(MODE_LABELS):
         extra = ""
         if "TI" in ds.available_paths and "T→IT" not in modes:
             extra = "; question→image (T→I, path TI) can run"
         notes.append(
             "retrieval modes that can run: " + (", ".join(modes) if modes else "none") + extra
-            + (f" (not: {', '.join(m for m in MODE_PATHS if m not in modes)})" if len(modes) < len(MODE_PATHS) else "")
+            + (f" (not: {', '.join(m for m in MODE_LABELS.values() if m not in modes)})" if len(modes) < len(MODE_LABELS) else "")
         )
     return notes

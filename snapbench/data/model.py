@@ -24,14 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.records import QueryRecord
-from ..core.targets import MODE_LABELS, MODES, PATHS, SIDES, plan_targets
+from ..core.targets import MODE_LABELS, SIDES, plan_targets
 
-__all__ = ['MODE_PATHS', 'PATHS', 'Dataset', 'GalleryItem', 'ReleasedVariants', 'Sides', 'limit_queries']
-
-#: The retrieval modes (SnapBench names) and the paths each one needs, from :mod:`snapbench.core.targets`;
-#: used to tell users which modes a dataset supports.
-MODE_PATHS: dict[str, tuple[str, ...]] = {MODE_LABELS[m]: tuple(w) for m, w in MODES.items()}
-
+__all__ = ['Dataset', 'GalleryItem', 'ReleasedVariants', 'Sides', 'limit_queries']
 
 @dataclass(frozen=True)
 class GalleryItem:
@@ -138,13 +133,13 @@ class Dataset:
 
     @property
     def available_paths(self) -> tuple[str, ...]:
-        """The similarity paths (of :data:`PATHS`) whose inputs are all present (:func:`snapbench.core.targets.plan_targets`)."""
+        """The similarity paths (of :data:`snapbench.core.targets.PATHS`) whose inputs are all present (:func:`snapbench.core.targets.plan_targets`)."""
         sides = self.sides()
         return plan_targets(sides.query, sides.gallery).available
 
     @property
     def runnable_modes(self) -> tuple[str, ...]:
-        """The retrieval modes (keys of :data:`MODE_PATHS`) whose paths are all available (:func:`snapbench.core.targets.plan_targets`)."""
+        """The retrieval modes (their SnapBench labels, :data:`snapbench.core.targets.MODE_LABELS`) whose paths are all available (:func:`snapbench.core.targets.plan_targets`)."""
         sides = self.sides()
         return tuple(MODE_LABELS[m] for m in plan_targets(sides.query, sides.gallery).modes)
 

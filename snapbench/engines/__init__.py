@@ -60,8 +60,6 @@ def _ray_map(fn: Callable[[Any], Any], tasks: Iterable[Any], *, workers: int, ad
                            initargs=initargs, meanwhile=meanwhile)
 
 
-
-
 def runs_inline(engine: str, workers: int, n_tasks: int) -> bool:
     """Whether a caller should map ``n_tasks`` tasks in its own process (``workers=1`` on the local
     engine) rather than on ``engine``: one worker on the local engine, or a single task (starting

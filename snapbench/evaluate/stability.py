@@ -152,7 +152,3 @@ def rbo_ext(a: np.ndarray, b: np.ndarray, p: float = DEFAULT_RBO_P, depth: int =
     return (x_d / d) * p ** d + ((1.0 - p) / p) * w.sum(axis=1)
 
 
-
-
-
-

@@ -9,7 +9,7 @@ Quick use::
 
 See ``moor.py`` for the algebra, ``index.py`` for the fitted (streaming) index, ``gates.py`` for the gate
 ablation, ``baselines.py`` / ``learned.py`` for the fusion baselines, ``search.py`` for gallery sources
-and approximate (FAISS) top-k, ``run.py`` for :func:`fuse_directory` (what ``snapbench moor`` runs).
+and approximate (FAISS) top-k, :mod:`snapbench.app.moor` for :func:`~snapbench.app.moor.fuse_directory` (what ``snapbench moor`` runs).
 Top-k results, the tie rule, streaming exact top-k, first-positive ranks and :func:`topk_overlap`
 live one layer below, in :mod:`snapbench.core.ranking` (shared with ``snapbench.evaluate``).
 """
@@ -34,13 +34,12 @@ from .baselines import (
 from .gates import GATES, get_gate
 from .index import MOORIndex, moor
 from .learned import LearnedResult, MetaFusion, learned_fusion
-from .moor import PATHS, MOORResult, MOORTopK, PathScores, moor_from_scores, path_scores
+from .moor import MOORResult, MOORTopK, PathScores, moor_from_scores, path_scores
 from .search import ANNIndex, GallerySource
-from .whitening import Whitener, l2_normalize
+from .whitening import Whitener
 
 __all__ = [
     "GATES",
-    "PATHS",
     "ANNIndex",
     "GallerySource",
     "LearnedResult",
@@ -58,7 +57,6 @@ __all__ = [
     "get_gate",
     "joint",
     "joint_alpha",
-    "l2_normalize",
     "learned_fusion",
     "minmax",
     "moor",

@@ -28,8 +28,9 @@ from ..core.errors import InputError
 from ..core.install_hint import install_hint
 from ..core.ranking import first_positive_rank
 from ..core.seeding import derive_generator
+from ..core.targets import PATHS
 from .baselines import relevance_matrix
-from .moor import CONST_RTOL, PATHS, PathScores
+from .moor import CONST_RTOL, PathScores
 
 __all__ = ["LearnedResult", "MetaFusion", "learned_fusion"]
 

@@ -95,7 +95,6 @@ __all__ = [
     "CONST_RTOL",
     "DEFAULT_EPS",
     "DEFAULT_FUSION_EPS",
-    "PATHS",
     "MOORResult",
     "MOORTopK",
     "PathScores",

@@ -45,7 +45,6 @@ __all__ = [
     "cosine_path_scores",
     "encoders",
     "get_encoder",
-    "l2_normalize",
     "load_encoder",
     "register_encoder",
 ]

@@ -3,15 +3,13 @@
 ``build_report(DIR)`` writes ``DIR/report.html`` (one self-contained page), paper tables
 (``DIR/tables/*.md``, ``*.tex``), figures (``DIR/figures/*.png``, ``*.pdf``; needs the ``report``
 extra), the per-query values of all modes (``DIR/per_query.csv``, ``.parquet`` with pyarrow) and
-``DIR/findings.json``.  ``write_per_query``/``read_per_query`` are the per-mode per-query format
-``snapbench run`` writes; ``read_target_per_query(DIR, target)`` reads one target's table as a
-:class:`snapbench.core.records.PerQuery` (the one way to read a run's per-query values).  Reports are
+``DIR/findings.json``.  The per-mode per-query format ``snapbench run`` writes is
+:mod:`snapbench.store.perquery`'s; ``snapbench.store.rundir.read_target_per_query(DIR, target)`` reads one
+target's table as a :class:`snapbench.core.records.PerQuery` (the one way to read a run's per-query values).  Reports are
 read as :class:`snapbench.core.records.Report`.  The page's traffic section (the expected R@k of the run
 under the mix of a ``snapbench diagnose`` folder) is :func:`.build.traffic_fragment` of ``DIR/traffic.json``.
 """
 
-from ..store.perquery import read_per_query, write_per_query
-from ..store.rundir import load_run_dir, read_target_per_query
 from .build import FORMATS, build_report
 from .findings import compute_findings
 
@@ -19,8 +17,4 @@ __all__ = [
     "FORMATS",
     "build_report",
     "compute_findings",
-    "load_run_dir",
-    "read_per_query",
-    "read_target_per_query",
-    "write_per_query",
 ]

@@ -50,9 +50,10 @@ import numpy as np
 
 from ..core.conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
 from ..core.records import PerQuery, Report
+from ..core.targets import FUSION_PREFIX
 from ..core.userfiles import read_json
 from ..evaluate import bootstrap_counts, percentile_ci
-from ..store import FUSION_PREFIX, RunDir
+from ..store import RunDir
 from ..store.atomic import write_json
 from ..store.rundir import RunData, load_run_dir
 from .tables import corrupted_deltas, image_id, report_labelled, severities

@@ -24,11 +24,12 @@ from typing import Any
 
 from ..core.errors import ConfigError, SnapbenchError
 from ..core.jsonable import dumps
+from ..core.targets import FUSION_PREFIX
 from ..core.userfiles import read_json
 from ..core.validate import choice, hint_and_known
 from ..store import RunDir, claim_output_dir, write_run_json
 from ..store.atomic import write_bytes_atomic, write_text_atomic
-from ..store.folders import FUSION_PREFIX, TRAFFIC_JSON, check_schema_version
+from ..store.folders import TRAFFIC_JSON, check_schema_version
 from ..store.perquery import write_combined_per_query
 from ..store.rundir import TARGET_NAMES, RunData, load_run_dir
 from .damage import TARGET_FLAGGED, damage_analysis, damage_figure, damage_tables

@@ -80,12 +80,11 @@ from ..store.folders import CompareDir
 from ..store.rundir import TARGET_NAMES
 from .figures import legend_outside, require_matplotlib, tidy_axes, to_points
 from .findings import Finding
-from .fmt import PAIRED_SIGN, ci_excludes_zero, ci_label, ci_level_text, p_text, points
+from .fmt import PAIRED_SIGN, ci_excludes_zero, ci_label, ci_level_text, ci_words, p_text, pct
 from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from .tables import Cell, Table, metric_label
 
 __all__ = ['render_page', 'MetricView', 'finite', 'display_names', 'value_table', 'delta_table', 'ranking_table', 'pairs_table', 'compare_findings', 'FIGURES', 'heatmap_figure', 'primitive_bars_figure']
-
 
 
 def _summary(res: CompareResult, label: dict[str, str]) -> list[tuple[str, str]]:
@@ -432,15 +431,8 @@ def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
 _MAX_PAIR_SENTENCES = 10
 
 
-def _pts(x: float | None, signed: bool = True) -> str:
-    s = points(finite(x), signed=signed)
-    return "–" if s is None else s
-
-
 def _ci(lo: float | None, hi: float | None, level: float) -> str:
-    if finite(lo) is None or finite(hi) is None:
-        return "no CI"
-    return f"{ci_label(level)} {_pts(lo)} to {_pts(hi)}"
+    return ci_words((lo, hi), level) or "no CI"
 
 
 def _extremes(rec: dict, order: list[str], level: float) -> str:
@@ -448,7 +440,7 @@ def _extremes(rec: dict, order: list[str], level: float) -> str:
     values read as equal (a run compared with itself)."""
     def said(ms: list[str]) -> str:
         r = rec[ms[0]]
-        return f"{_pts(r.delta)} points, {_ci(r.ci_low, r.ci_high, level)}"
+        return f"{pct(r.delta, True)} points, {_ci(r.ci_low, r.ci_high, level)}"
 
     least = [m for m in order if rec[m].delta == rec[order[0]].delta]
     most = [m for m in order if rec[m].delta == rec[order[-1]].delta]
@@ -456,10 +448,10 @@ def _extremes(rec: dict, order: list[str], level: float) -> str:
         if _same_ci(rec, order):
             return f"{_join(order)} drop the same ({said(order)})"
         cis = ", ".join(f"{m}: {_ci(rec[m].ci_low, rec[m].ci_high, level)}" for m in order)
-        return f"{_join(order)} drop the same ({_pts(rec[order[0]].delta)} points; {cis})"
+        return f"{_join(order)} drop the same ({pct(rec[order[0]].delta, True)} points; {cis})"
     verb = "drops" if len(least) == 1 else "drop"
     text = f"{_join(least)} {verb} least ({said(least)}) and {_join(most)} most ({said(most)})"
-    if _pts(rec[least[0]].delta) == _pts(rec[most[0]].delta):
+    if pct(rec[least[0]].delta, True) == pct(rec[most[0]].delta, True):
         text += ", apart by less than the precision shown"
     return text
 
@@ -475,15 +467,15 @@ def _clean_context(v: MetricView, rec: dict, order: list[str]) -> str:
     least, most = order[0], order[-1]
     ca, cb = clean(least), clean(most)
     da, db = finite(rec[least].delta), finite(rec[most].delta)
-    if None in (ca, cb, da, db) or _pts(da) == _pts(db) or _pts(ca, False) == _pts(cb, False):
+    if None in (ca, cb, da, db) or pct(da, True) == pct(db, True) or pct(ca) == pct(cb):
         return ""
     if not (ca < cb and cb - ca > abs(da - db)):
         return ""
     # the models named together as dropping most, when they start from the same clean value too
-    alike = [m for m in order if rec[m].delta == rec[most].delta and _pts(clean(m), False) == _pts(cb, False)]
+    alike = [m for m in order if rec[m].delta == rec[most].delta and pct(clean(m)) == pct(cb)]
     lab = metric_label(v.metric)
-    return (f" {least} starts from a lower clean {lab} than {_join(alike)} ({_pts(ca, False)}% against "
-            f"{_pts(cb, False)}%, "
+    return (f" {least} starts from a lower clean {lab} than {_join(alike)} ({pct(ca)}% against "
+            f"{pct(cb)}%, "
             f"a gap larger than the one between their drops): it has less to lose, so dropping less does not by "
             "itself make it more robust (retention and effective robustness take the clean value into account).")
 
@@ -525,11 +517,11 @@ def _pair_sentence(v: MetricView, a: str, b: str, correction: str) -> tuple[str,
     r = v.pairs[(a, b, GROUP_ALL)]
     apart = v.overall_apart(a, b)
     p_all = v.overall_p.get((a, b))
-    nums = (f"{_pts(r.diff)} points, {_ci(r.ci_low, r.ci_high, v.level)}, p = {p_text(finite(p_all))} "
+    nums = (f"{pct(r.diff, True)} points, {_ci(r.ci_low, r.ci_high, v.level)}, p = {p_text(finite(p_all))} "
             f"{_pairs_adjustment(len(v.overall_p), correction)}, effect size {finite(r.effect_size) or 0:.2f}")
     if apart:
         more, less = (a, b) if r.diff > 0 else (b, a)
-        head = f"{more} is more robust than {less}: it drops {_pts(abs(r.diff), False)} points less on average ({nums})"
+        head = f"{more} is more robust than {less}: it drops {pct(abs(r.diff))} points less on average ({nums})"
     else:
         head = f"{a} and {b} are not told apart on average (ΔA − ΔB = {nums})"
     better, worse, neither = _wins(v, a, b)
@@ -618,7 +610,7 @@ def _effective(v: MetricView) -> Finding | None:
     if not recs or fit is None or finite(fit.slope) is None:
         return None
     # values equal as written read as equal: float noise (0.0 against -1e-16) ranks no model
-    written = {m: _pts(r.effective_robustness) for m, r in recs.items()}
+    written = {m: pct(r.effective_robustness, True) for m, r in recs.items()}
     hi = written[max(recs, key=lambda m: recs[m].effective_robustness)]
     lo = written[min(recs, key=lambda m: recs[m].effective_robustness)]
     if hi == lo:
@@ -643,7 +635,7 @@ def _additivity(v: MetricView) -> Finding | None:
         sure = ci_excludes_zero([finite(r.ci_low), finite(r.ci_high)])
         word = ((f"{a}'s joint corruptions compound more" if r.diff > 0 else f"{b}'s joint corruptions compound more")
                 if sure else "not distinguishable")
-        parts.append(f"{a} vs {b} δA − δB = {_pts(r.diff)} points ({_ci(r.ci_low, r.ci_high, v.level)}): {word}")
+        parts.append(f"{a} vs {b} δA − δB = {pct(r.diff, True)} points ({_ci(r.ci_low, r.ci_high, v.level)}): {word}")
     more = f" (and {len(pairs) - _MAX_PAIR_SENTENCES} more pairs in compare.json)" if len(pairs) > _MAX_PAIR_SENTENCES else ""
     text = (f"{_target_label(v.target)}, {metric_label(v.metric)}: super-additivity δ (Obs − Exp, mean over the joint "
             f"conditions) between models: " + "; ".join(parts) + more + ".")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..store import TARGET_ORDER
+from ..core.targets import TARGET_ORDER
 from ..store.rundir import TARGET_NAMES, RunData
 
 __all__ = ["RunScope", "run_scope"]

@@ -1,11 +1,11 @@
 """A report on the terminal (rich tables that fit the width) and as a table file (CSV / Markdown).
 
-Reports are :class:`snapbench.core.records.Report` objects; :func:`read_report` / :func:`write_report`
-are the schema's (strict JSON, undefined values as null, atomic).  Sign conventions are said in
+Reports are :class:`snapbench.core.records.Report` objects, read and written by
+:func:`snapbench.store.rundir.read_report` / :func:`~snapbench.store.rundir.write_report` (strict JSON, undefined values as null, atomic).  Sign conventions are said in
 every table title: paired Δ = condition − clean (negative = worse); additivity drops = clean −
 condition (positive = worse).
 
-The table ``snapbench run`` prints when it is done: a run's headline (:mod:`.headline`) on the terminal.
+The table ``snapbench run`` prints when it is done: a run's headline (:func:`snapbench.render.aggregate.write_headline`) on the terminal.
 
 Read from ``headline.json`` (never recomputed), so the printed numbers are the file's: values in %,
 differences in points, one decimal (:func:`snapbench.render.fmt.pct`).  A number and its CI are two
@@ -34,13 +34,12 @@ from ..compare.records import Comparison
 from ..core.errors import EvaluationInputError
 from ..core.records import Report
 from ..store.atomic import check_output_file, open_text_atomic
-from ..store.rundir import read_report, write_report
 from .compare import MetricView, finite
 from .console import stdout_console
 from .fmt import DASH, DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, p_text, pct, points
 from .tables import metric_label, report_labelled
 
-__all__ = ['check_table_path', 'print_additivity', 'print_report', 'read_report', 'write_report', 'write_table', 'headline_table', 'ranking_table', 'print_comparison']
+__all__ = ['check_table_path', 'print_additivity', 'print_report', 'write_table', 'headline_table', 'ranking_table', 'print_comparison', 'results_console']
 
 #: What a table file may end in (:func:`write_table`).
 _TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
@@ -57,7 +56,8 @@ def _shown(report: Report, show: Sequence[str] | None) -> list[str]:
     return [m for m in _PREFERRED if m in ms] or ms[:6]
 
 
-def _console(console=None):
+def results_console(console=None):
+    """``console``, else a console on stdout for result tables (a fixed width when piped)."""
     if console is not None:
         return console
     con = stdout_console(markup=False, highlight=False)
@@ -74,7 +74,7 @@ def _limited(report: Report) -> set[str]:
 def print_report(report: Report, *, primary: str = "hit@1", show: Sequence[str] | None = None, console=None) -> None:
     """The metric values per condition (percent), then per condition the Δ of ``primary`` with its CI,
     the Holm-adjusted p, the stability classes and the rank displacement; groups; additivity."""
-    con = _console(console)
+    con = results_console(console)
     metrics = _shown(report, show)
     if primary not in report.metrics:
         primary = metrics[0]
@@ -223,7 +223,7 @@ def _additivity_title(metric: str) -> str:
 
 def print_additivity(report: Report, *, metric: str = "hit@1", console=None) -> None:
     """The additivity table: Exp = Δ_I + Δ_T, Obs, δ = Obs − Exp with CI (drops in points)."""
-    con = _console(console)
+    con = results_console(console)
     columns, rows = _additivity_grid(report, metric)
     skipped = report.additivity_skipped or {}
     if not rows:

@@ -130,9 +130,6 @@ def read_compare_json(path: str | os.PathLike) -> dict[str, Any]:
 UNNAMED = "evaluate"
 
 
-
-
-
 _ACCEPTED = ("compare takes run folders ('snapbench run' output), folders of a several-encoder run and report files "
              "of 'snapbench evaluate --per-query'")
 

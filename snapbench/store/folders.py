@@ -62,11 +62,11 @@ from ..core import targets as modes
 from ..core.conditions import condition_to_filename
 from ..core.errors import ConfigError, InputError, OutputError, arg
 from ..core.records import REPORT_SCHEMA_VERSION
-from ..core.targets import FUSION_PREFIX, PRIMARY_ORDER, TARGET_ORDER, primary_target
+from ..core.targets import FUSION_PREFIX, TARGET_ORDER
 from ..core.userfiles import load_npy, read_json, read_text
 from .atomic import save_npy_atomic, write_json, write_text_atomic
 
-__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'TARGET_ORDER', 'PRIMARY_ORDER', 'FUSION_PREFIX', 'CompareDir', 'primary_target', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'CompareDir', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
 
 QUERY_IDS = "query_ids.txt"
 GALLERY_IDS = "gallery_ids.txt"
@@ -88,7 +88,6 @@ PATH_NAMES: tuple[str, str, str, str] = modes.PATHS  # snapbench.core.targets: t
 RUN_SUFFIXES = (".run", ".trec")
 GALLERY_STEM = "gallery"
 MODALITIES = ("image", "text")
-
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.records import PerQuery, Report, ReportMeta
-from ..core.targets import MODE_LABELS
+from ..core.targets import FUSION_PREFIX, MODE_LABELS, TARGET_ORDER, primary_target
 from ..core.userfiles import read_json
-from . import FUSION_PREFIX, TARGET_ORDER, RunDir, open_run_dir, primary_target
+from . import RunDir, open_run_dir
 from .folders import REPORT_JSON, check_schema_version
 from .perquery import read_per_query
 
@@ -54,12 +54,12 @@ class RunData:
 
     @property
     def modes(self) -> list[str]:
-        """The evaluated modes and MOOR in :data:`~snapbench.store.TARGET_ORDER` (MOOR last)."""
+        """The evaluated modes and MOOR in :data:`~snapbench.core.targets.TARGET_ORDER` (MOOR last)."""
         return [m for m in TARGET_ORDER if m in self.reports]
 
     @property
     def primary_mode(self) -> str:
-        """The mode the findings speak of first (:func:`~snapbench.store.primary_target`: IT→IT, the
+        """The mode the findings speak of first (:func:`~snapbench.core.targets.primary_target`: IT→IT, the
         paper's joint mode, if present)."""
         return primary_target(self.reports)
 

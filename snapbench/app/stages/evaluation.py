@@ -34,8 +34,8 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
     from ...evaluate.drag import DRAG_METRIC
     from ...evaluate.metrics import Labels
     from ...evaluate.streaming import evaluate_column_chunks
-    from ...render import write_per_query
-    from ...render.terminal import write_report
+    from ...store.perquery import write_per_query
+    from ...store.rundir import write_report
 
     qids = [ds.queries[i].id for i in keep]
     gids = [g.id for g in ds.gallery]
