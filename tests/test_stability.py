@@ -244,3 +244,17 @@ def test_additivity_of_a_label_free_report_defaults_to_overlap(tmp_path):
     r = CliRunner().invoke(app, ["additivity", str(out)])
     assert r.exit_code == 0, r.output
     assert "no joint condition" in r.stdout and "not in the report" not in r.output
+
+
+@pytest.mark.parametrize("metrics, expected", [
+    (["overlap@5", "overlap@10", "overlap@20", "rbo"], "overlap@10"),
+    (["overlap@5", "overlap@20", "rbo", "flip@1"], "overlap@20"),  # no overlap@10: the deepest
+    (["rbo", "flip@1"], "rbo"),
+])
+def test_one_overlap_measure_speaks_for_a_run_without_labels(metrics, expected):
+    """The headline (what run prints) and the report's stability section name the same measure."""
+    from snapbench.evaluate.stability import overlap_metric
+    from snapbench.render.aggregate import headline_metric
+
+    assert headline_metric(metrics)[0] == expected
+    assert (overlap_metric(metrics) or metrics[0]) == expected

@@ -31,6 +31,7 @@ from ..core.defaults import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P
 from ..core.errors import ConfigError, InputError
 
 __all__ = [
+    "overlap_metric",
     "DEFAULT_RBO_DEPTH",
     "DEFAULT_RBO_P",
     "STABILITY_FAMILIES",
@@ -49,6 +50,15 @@ STABILITY_RULE = (
     "rbo = RBO_ext (Webber, Moffat & Zobel 2010) at depth d with persistence p; flip@k = 1 when the first k items "
     "differ (flip@1: the top-1 item changed); both rankings follow the one tie rule (equal scores in gallery order)"
 )
+
+
+def overlap_metric(metrics: list[str]) -> str | None:
+    """The overlap measure that speaks for a run without labels (the headline, the report's stability
+    section): ``overlap@10`` when evaluated, else the deepest ``overlap@k`` (``None`` without one)."""
+    ov = [m for m in metrics if m.startswith("overlap@")]
+    if "overlap@10" in ov:
+        return "overlap@10"
+    return max(ov, key=lambda m: int(m.split("@")[1])) if ov else None
 
 
 def is_stability_metric(name: str) -> bool:

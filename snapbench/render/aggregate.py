@@ -53,6 +53,7 @@ from ..core.records import PerQuery, Report
 from ..core.targets import FUSION_PREFIX
 from ..core.userfiles import read_json
 from ..evaluate import bootstrap_counts, percentile_ci
+from ..evaluate.stability import overlap_metric
 from ..store import RunDir
 from ..store.atomic import write_json
 from ..store.rundir import RunData, load_run_dir
@@ -363,11 +364,10 @@ def _moor_vs_fixed(data: RunData, metric: str) -> dict[str, Any] | None:
 
 def headline_metric(metrics: Sequence[str]) -> tuple[str, tuple[str, ...]]:
     """``(primary, extra)`` of a run whose reports hold ``metrics``: hit@1 when present (labels), else the
-    label-free primary overlap@10 (or the first ``overlap@k``) with rbo and flip@1 as extras."""
+    label-free overlap measure (:func:`snapbench.evaluate.stability.overlap_metric`) with rbo and flip@1 as extras."""
     if "hit@1" in metrics or not metrics:
         return "hit@1", ()
-    overlaps = [m for m in metrics if m.startswith("overlap@")]
-    primary = "overlap@10" if "overlap@10" in metrics else (overlaps[0] if overlaps else metrics[0])
+    primary = overlap_metric(list(metrics)) or metrics[0]
     return primary, tuple(m for m in ("rbo", "flip@1") if m in metrics and m != primary)
 
 

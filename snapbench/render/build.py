@@ -27,6 +27,7 @@ from ..core.jsonable import dumps
 from ..core.targets import FUSION_PREFIX
 from ..core.userfiles import read_json
 from ..core.validate import choice, hint_and_known
+from ..evaluate.stability import overlap_metric
 from ..store import RunDir, claim_output_dir, write_run_json
 from ..store.atomic import write_bytes_atomic, write_text_atomic
 from ..store.folders import TRAFFIC_JSON, check_schema_version
@@ -41,7 +42,6 @@ from .scope import RunScope, run_scope
 from .stability import (
     label_free_rows,
     labelled,
-    overlap_metric,
     stability_finding,
     stability_scatter_figure,
     stability_vs_loss,

@@ -17,11 +17,11 @@ import numpy as np
 
 from ..core.conditions import PRIMITIVE_OF, parse_condition
 from ..evaluate.paired import TRACKING_RULE, bootstrap_counts, stability_tracks_loss
-from ..evaluate.stability import is_stability_metric
+from ..evaluate.stability import is_stability_metric, overlap_metric
 from ..store.rundir import TARGET_NAMES, RunData
 from .tables import report_labelled
 
-__all__ = ["labelled", "overlap_metric", "stability_finding",
+__all__ = ["labelled", "stability_finding",
            "stability_vs_loss"]
 
 #: Operator family of a condition -> its colour in the scatter figure.
@@ -41,14 +41,6 @@ def _condition_family(cid: str) -> str:
 def labelled(data: RunData) -> bool:
     """Every report of the run was evaluated against relevance labels (:func:`report_labelled`)."""
     return all(report_labelled(r) for r in data.reports.values())
-
-
-def overlap_metric(metrics: list[str]) -> str | None:
-    """``overlap@10`` when evaluated, else the deepest ``overlap@k`` (``None`` without one)."""
-    ov = [m for m in metrics if m.startswith("overlap@")]
-    if "overlap@10" in ov:
-        return "overlap@10"
-    return max(ov, key=lambda m: int(m.split("@")[1])) if ov else None
 
 
 def stability_vs_loss(data: RunData, metric: str = "hit@1") -> dict[str, Any] | None:
