@@ -42,6 +42,21 @@ def test_a_missing_gallery_image_is_an_error_naming_it(tmp_path):
     (data / first["image"]).unlink()
     with pytest.raises(InputError, match=r"1 of \d+ gallery image files are missing.*" + first["image"].split("/")[-1]):
         run_benchmark(load_dataset(data), "toy", tmp_path / "o", RunOptions(progress=False, report=False))
+    # a run that reads no gallery image goes on (the loader lists T→T as runnable: the same rule)
+    ds = load_dataset(data)
+    assert ds.runnable_modes == ("T→T",)
+    assert ds.sides().why["gallery image"].startswith("1 of ")
+    res = run_benchmark(ds, "toy", tmp_path / "t", RunOptions(progress=False, report=False, modes=["T2T"],
+                                                               conditions=["clean", "txt/char_swap"]))
+    assert list(res.modes) == ["T2T"]
+    # likewise an encoder of texts only, with every mode asked for
+    from snapbench.models import get_encoder
+
+    text_only = get_encoder("toy")
+    text_only.modalities = frozenset({"text"})
+    res = run_benchmark(ds, text_only, tmp_path / "e", RunOptions(progress=False, report=False,
+                                                                   conditions=["clean", "txt/char_swap"]))
+    assert list(res.modes) == ["T2T"]
 
 
 def test_explicit_conditions_run_exactly(tmp_path):

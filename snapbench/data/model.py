@@ -116,7 +116,9 @@ class Dataset:
         have = {"query image": q_images > 0, "gallery image": bool(self.gallery) and g_images == len(self.gallery),
                 "query text": any(q.question for q in self.queries),
                 "gallery text": bool(self.gallery) and n_cap == len(self.gallery)}
-        reasons = {"query image": "the queries have no images", "gallery image": "the gallery has no images",
+        reasons = {"query image": "the queries have no images",
+                   "gallery image": "the gallery has no images" if g_images == 0 else
+                   f"{len(self.gallery) - g_images} of {len(self.gallery)} gallery image files are missing",
                    "query text": "the queries have no questions",
                    "gallery text": "the gallery has no captions" if n_cap == 0 else
                    f"{len(self.gallery) - n_cap} gallery items have no caption"}

@@ -12,11 +12,21 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ...core.conditions import Condition
-from ...core.errors import ConfigError, InputError
-from ...core.targets import DEFAULT_RUN_BASELINES, TargetPlan, baseline_target, needs_paths, plan_targets, query_sides
+from ...core.errors import ConfigError, InputError, arg
+from ...core.targets import (
+    DEFAULT_RUN_BASELINES,
+    MODES,
+    PATH_SIDES,
+    TargetPlan,
+    baseline_target,
+    needs_paths,
+    normalize_mode,
+    plan_targets,
+    query_sides,
+)
 from ...data.model import Sides
 from .options import RunOptions
 
@@ -77,22 +87,27 @@ def _missing_files(paths: list[Path | None]) -> tuple[int, int, Path | None]:
     return len(named), sum(found), first
 
 
-def _available_sides(dataset: Any, encoder: Any) -> Sides:
+def _available_sides(dataset: Any, encoder: Any, requested: Sequence[str] | None = None) -> Sides:
     """Which query sides and gallery sides can be encoded, and why the others cannot: the dataset's
     rule (:meth:`snapbench.data.Dataset.sides`), after the run's own refusals.  The gallery is fixed, so
-    its images are all or nothing: some missing is an error naming them.  When image paths are named
-    but none of the files exists, the run goes on without that side and a :class:`DataWarning` says so.
+    its images are all or nothing: some missing is an error naming them when the run would read them
+    (an encoder of images and a requested mode -- ``requested``, default all -- that compares gallery
+    images); a text-only run goes on without them.  When image paths are named but none of the files
+    exists, the run goes on without that side and a :class:`DataWarning` says so.
     """
     mods = set(getattr(encoder, "modalities", {"image", "text"}))
     who = getattr(encoder, "name", "?")
     q_named, q_found, q_first = _missing_files([q.image for q in dataset.queries])
     g_named, g_found, g_first = _missing_files([g.image for g in dataset.gallery])
-    if 0 < g_found < len(dataset.gallery):
+    modes = list(MODES) if requested is None else [normalize_mode(m, param="modes") for m in requested]
+    reads_gallery_images = "image" in mods and any(PATH_SIDES[p][1] == "image" for m in modes for p in MODES[m])
+    if 0 < g_found < len(dataset.gallery) and reads_gallery_images:
         missing = [str(g.image) if g.image is not None else f"(item {g.id!r} names no image)"
                    for g in dataset.gallery if g.image is None or not Path(g.image).is_file()]
         raise InputError(
             f"{len(missing)} of {len(dataset.gallery)} gallery image files are missing (the gallery is fixed: every item "
-            f"needs its image, or none for a text-only run): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+            f"needs its image for the image modes; {arg('modes')} T2T runs without them): {', '.join(missing[:5])}"
+            f"{' ...' if len(missing) > 5 else ''}")
     for what, named, found, first in (("query", q_named, q_found, q_first), ("gallery", g_named, g_found, g_first)):
         if named and not found and "image" in mods:
             warnings.warn(f"none of the {named} {what} image files exists (first: {first}): modes that need "
@@ -167,7 +182,7 @@ def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
     """The :class:`RunPlan` of ``encoder`` on ``dataset`` (ConfigError when no mode can run)."""
     from ...corruptions import resolve_grid
 
-    sides = _available_sides(dataset, encoder)
+    sides = _available_sides(dataset, encoder, options.modes)
     modes = plan_targets(sides.query, sides.gallery, options.modes, why=sides.why)
     if not modes.targets:
         raise ConfigError("no retrieval mode can run: " + "; ".join(dict.fromkeys(sides.why.values()) or
