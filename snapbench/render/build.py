@@ -323,7 +323,7 @@ def _stability_section(data: RunData, w: _Writer, findings: HtmlSection) -> Html
                                 "without using the labels: overlap@k, rbo (RBO_ext) and flip@1 (top-1 changed).")]))
     rows = label_free_rows(rep)
     if not rows:
-        sec.missing.append(f"the {mode} report has no label-free measures (evaluated before they existed)")
+        sec.missing.append(f"the {mode} report has no label-free measures (its metrics include no overlap@k, rbo or flip@1)")
         return sec
     measures = list(rows[0][1])
     t = Table(f"{mode}_label_free", f"{TARGET_NAMES.get(mode, mode)}: label-free stability per condition (%, CI)",

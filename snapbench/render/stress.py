@@ -25,18 +25,6 @@ _MIN_SWAPPED_SHARE = 0.5
 _PLURAL = {"query": "queries", "album": "albums"}
 
 
-def _primary_metric(summary: dict) -> str:
-    """The metric the page speaks of: stress.json's ``metric`` (one that can move in every album), else
-    (a stress.json of an older snapbench) recall@10 or the first recall@k."""
-    if summary.get("metric"):
-        return summary["metric"]
-    metrics = summary["metrics"]
-    for m in ("recall@10", *[m for m in metrics if m.startswith("recall@")], *metrics):
-        if m in metrics:
-            return m
-    return metrics[0]
-
-
 def _others_moved(groups: dict, summary: dict, metric: str) -> str:
     """The other metrics (not fixed by construction) whose CI excludes 0: a change the headline misses."""
     fixed = set(summary.get("fixed_metrics", ()))
@@ -62,7 +50,7 @@ def _verdict(entry: dict, level: float, metric: str, what: str) -> str:
 
 def stress_findings(summary: dict) -> list[tuple[str, str]]:
     """``(id, sentence)`` per condition on all queries, then the caption-swap verdict."""
-    metric = _primary_metric(summary)
+    metric = summary["metric"]
     level = summary["ci_level"]
     out = []
     for cid, body in summary["conditions"].items():
@@ -77,7 +65,7 @@ def stress_findings(summary: dict) -> list[tuple[str, str]]:
 
 def _swap_verdict(summary: dict) -> str | None:
     """The caption-swap probe in plain words, or ``None`` when it was not run."""
-    metric = _primary_metric(summary)
+    metric = summary["metric"]
     for cid, body in summary["conditions"].items():
         if [n for n, _ in body["operators"]] != ["caption_swap"]:
             continue
@@ -175,7 +163,7 @@ def _intervals(summary: dict) -> str:
 
 def render_stress_report(summary: dict) -> str:
     """The whole page (see the module docstring)."""
-    metric = _primary_metric(summary)
+    metric = summary["metric"]
     level = summary["ci_level"]
     conds = summary["conditions"]
     sources = [s for s in _SOURCES if any(f"source={s}" in b["groups"] for b in conds.values())]
