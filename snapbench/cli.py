@@ -65,7 +65,7 @@ from .core.jsonable import dumps
 from .core.validate import hint_and_known, positive_int
 from .engines import ENGINES, check_engine
 from .engines.signals import Terminated, exit_status, stop_on_termination
-from .store.atomic import removing_empty_output_dirs
+from .store.atomic import owning_output_dirs
 from .store.folders import (
     DEMO_NAME,
     CompareDir,
@@ -271,8 +271,8 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
     """Run a command; map snapbench's errors and OS errors to ``error: <file>: <problem>``, exit 2.
 
-    A command that fails leaves no output folder it created and wrote nothing into
-    (:func:`snapbench.store.atomic.removing_empty_output_dirs`).
+    A command's output folders are locked while it runs, and one that fails leaves no output folder it
+    created and wrote nothing into (:func:`snapbench.store.atomic.owning_output_dirs`).
 
     Ctrl-C prints the command's line of :data:`ON_INTERRUPT` and exits 130; SIGTERM and SIGHUP do the
     same with exit status 143 and 129 (:mod:`snapbench.engines.signals`).
@@ -284,7 +284,7 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            with warnings.catch_warnings(), removing_empty_output_dirs(), stop_on_termination():
+            with warnings.catch_warnings(), owning_output_dirs(), stop_on_termination():
                 warnings.showwarning = _show_warning
                 return command(*args, **kwargs)
         except SnapbenchError as exc:

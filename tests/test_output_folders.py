@@ -177,9 +177,9 @@ def test_a_failed_command_keeps_a_folder_that_existed_or_holds_files(tmp_path):
     existing.mkdir()
     r = runner.invoke(app, ["run", str(DEMO / "queries.jsonl"), "-e", "toyy", "--out", str(existing)])
     assert r.exit_code == 2 and existing.is_dir()
-    from snapbench.store.atomic import prepare_output_dir, removing_empty_output_dirs
+    from snapbench.store.atomic import owning_output_dirs, prepare_output_dir
 
-    with pytest.raises(RuntimeError), removing_empty_output_dirs():
+    with pytest.raises(RuntimeError), owning_output_dirs():
         (prepare_output_dir(tmp_path / "made") / "a.txt").write_text("x")
         prepare_output_dir(tmp_path / "empty", "sub")
         raise RuntimeError
@@ -195,3 +195,41 @@ def test_nearest_existing_walks_up_to_the_first_existing_path(tmp_path):
     assert nearest_existing(tmp_path / "d") == tmp_path / "d"
     assert nearest_existing(tmp_path / "d" / "x" / "y") == tmp_path / "d"
     assert nearest_existing(tmp_path / "f" / "sub") == tmp_path / "f"  # a file above: found, not walked past
+
+
+_HOLDER = """
+import sys
+from snapbench.store.atomic import owning_output_dirs
+from snapbench.store.folders import claim_output_dir
+with owning_output_dirs():
+    claim_output_dir(sys.argv[1], "corrupt")
+    print("held", flush=True)
+    sys.stdin.read()  # until the test closes the pipe or kills this process
+"""
+
+
+def test_a_folder_another_command_is_writing_is_refused_until_it_ends(tmp_path):
+    """Two processes, one output folder: the second command is refused before any work; once the first
+    is gone (here killed -9: the lock goes with the process) the folder is usable again."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        args = ["corrupt", str(DEMO / "queries.jsonl"), "--out", str(out), "--conditions", "clean", "--no-progress"]
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2, r.output
+        assert f"error: {out} is in use by another snapbench command" in r.output
+        assert not (out / "manifest.jsonl").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert (out / "manifest.jsonl").is_file()
+    r = runner.invoke(app, args)  # the same process again, after its own command ended: resumes
+    assert r.exit_code == 0, r.output

@@ -53,7 +53,7 @@ from ..diagnose.thresholds import DETECTORS, Thresholds, load_thresholds
 from ..render.diagnose_page import render_diagnose_html
 from ..render.progress import ProgressDisplay
 from ..store import MANIFEST, RUN_CONFIG, claim_output_dir, write_run_json
-from ..store.atomic import open_text_atomic, removing_empty_output_dirs, write_json, write_text_atomic
+from ..store.atomic import open_text_atomic, owning_output_dirs, write_json, write_text_atomic
 from ..store.folders import DIAGNOSE_CSV, DIAGNOSE_HTML, DIAGNOSE_SUMMARY
 from ..store.jsonl import read_manifest
 
@@ -133,7 +133,7 @@ def run_diagnose(
     extra = _read_words(words)
     qs = queries if isinstance(queries, QuerySet) else load_queries(queries, questions=questions, format=format)
     # every file is written at the end: a run stopped early (an error, Ctrl-C) leaves no folder it created
-    with removing_empty_output_dirs():
+    with owning_output_dirs():
         out_dir = Path(out)
         claim_output_dir(out_dir, "diagnose")
         summary, results = _diagnose_into(out_dir, qs, th, extra, examples, level, progress, log)

@@ -20,14 +20,16 @@ from typing import Any, Iterator, TextIO
 
 import numpy as np
 
-from ..core.errors import OutputError
+from ..core.errors import ConfigError, OutputError
 from ..core.jsonable import dumps
 
 __all__ = ["atomic_path", "open_text_atomic", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic",
-           "prepare_output_dir", "check_output_file", "nearest_existing", "removing_empty_output_dirs"]
+           "prepare_output_dir", "check_output_file", "nearest_existing", "lock_output_dir", "owning_output_dirs"]
 
-# folders prepare_output_dir created (outermost first) inside removing_empty_output_dirs; None outside it
+# folders prepare_output_dir created (outermost first) inside owning_output_dirs; None outside it
 _CREATED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("snapbench_created_dirs", default=None)
+# output folders locked inside owning_output_dirs (real path -> the descriptor holding the lock); None outside it
+_LOCKED: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("snapbench_locked_dirs", default=None)
 
 
 @contextlib.contextmanager
@@ -156,15 +158,48 @@ def _holds_no_file(folder: Path) -> bool:
     return True
 
 
+def lock_output_dir(folder: str | os.PathLike) -> None:
+    """Hold an exclusive lock on the output folder ``folder`` until the enclosing :func:`owning_output_dirs`
+    ends (every command of the CLI runs in one), so that two commands never write into one folder at
+    the same time: a folder another process holds is a :class:`~snapbench.core.errors.ConfigError`.
+
+    The lock is an advisory ``flock`` on the folder itself (no lock file among the outputs); the system
+    drops it when the process ends, however it ends, so a killed command leaves nothing stale.  Outside
+    :func:`owning_output_dirs`, without ``fcntl`` (Windows) or on a file system without locks (some
+    network mounts) nothing is locked."""
+    held = _LOCKED.get()
+    key = os.path.realpath(folder)
+    if held is None or key in held:
+        return
+    try:
+        import fcntl
+    except ImportError:
+        return
+    fd = os.open(key, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ConfigError(f"{folder} is in use by another snapbench command, still running; wait for it to end "
+                          "(then rerun this one to resume) or use another output folder") from None
+    except OSError:
+        os.close(fd)
+        return
+    held[key] = fd
+
+
 @contextlib.contextmanager
-def removing_empty_output_dirs() -> Iterator[None]:
-    """Run the body; if it fails (any exception, Ctrl-C included), remove the output folders that
-    :func:`prepare_output_dir` created inside it and that still hold no file (only, perhaps, empty
-    folders).  A folder that existed before, or that holds any file, is kept: a failed command leaves
-    the file system as it found it unless it wrote something (an interrupted run keeps what it
-    finished, to resume)."""
+def owning_output_dirs() -> Iterator[None]:
+    """The output folders of one command: locked while it runs (:func:`lock_output_dir`, called when a
+    folder is claimed), and removed if it fails having written nothing.
+
+    On failure (any exception, Ctrl-C included) the output folders that :func:`prepare_output_dir`
+    created inside the block and that still hold no file (only, perhaps, empty folders) are removed.  A
+    folder that existed before, or that holds any file, is kept: a failed command leaves the file system
+    as it found it unless it wrote something (an interrupted run keeps what it finished, to resume)."""
     created: list[Path] = []
-    token = _CREATED.set(created)
+    locked: dict[str, int] = {}
+    tokens = _CREATED.set(created), _LOCKED.set(locked)
     try:
         yield
     except BaseException as exc:
@@ -174,10 +209,16 @@ def removing_empty_output_dirs() -> Iterator[None]:
                     shutil.rmtree(folder, ignore_errors=True)
         raise
     finally:
-        _CREATED.reset(token)
-        outer = _CREATED.get()
+        _CREATED.reset(tokens[0])
+        _LOCKED.reset(tokens[1])
+        outer, outer_locks = _CREATED.get(), _LOCKED.get()
         if outer is not None:  # an enclosing block removes them too if it fails later
             outer.extend(created)
+        for key, fd in locked.items():  # an enclosing block keeps holding them; else they are released
+            if outer_locks is not None and key not in outer_locks:
+                outer_locks[key] = fd
+            else:
+                os.close(fd)
 
 
 def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 2, max_array_items: int | None = None) -> None:

@@ -416,10 +416,12 @@ def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str, comman
 
     ``within`` is the one exception: the output folder the caller itself owns (a run of several
     encoders claims ``OUT/<name>`` within ``OUT``).  ``command`` names the command in the refusals when
-    it is not ``kind`` (``snapbench demo`` writes a run).  A folder that cannot hold outputs is an
+    it is not ``kind`` (``snapbench demo`` writes a run).  Inside a command
+    (:func:`snapbench.store.atomic.owning_output_dirs`) the folder is locked until the command ends: one
+    that another snapbench command is writing is refused.  A folder that cannot hold outputs is an
     :class:`~snapbench.core.errors.OutputError` (:func:`snapbench.store.atomic.prepare_output_dir`).  Call it
     first, before any work: before a dataset is loaded or a model opened."""
-    from .atomic import prepare_output_dir
+    from .atomic import lock_output_dir, prepare_output_dir
 
     name = command or kind
     try:
@@ -431,9 +433,10 @@ def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str, comman
         raise _not_ours(Path(folder), found, name)
     _refuse_nested(Path(folder), name, within)
     prepare_output_dir(folder)
+    lock_output_dir(folder)
     if subdirs:
         prepare_output_dir(folder, *subdirs)
-    return previous
+    return read_run_json(folder) if previous is not None else previous  # as it is now that the folder is ours
 
 
 def _refuse_nested(folder: Path, command: str, within: str | os.PathLike | None) -> None:
