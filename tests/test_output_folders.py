@@ -233,3 +233,23 @@ def test_a_folder_another_command_is_writing_is_refused_until_it_ends(tmp_path):
     assert (out / "manifest.jsonl").is_file()
     r = runner.invoke(app, args)  # the same process again, after its own command ended: resumes
     assert r.exit_code == 0, r.output
+
+
+def test_remove_stale_removes_what_this_run_did_not_write(tmp_path):
+    """The one stale-file step of every command: files and folders among the candidates that were not
+    written go, the written ones and anything not a candidate stay, emptied folders go when named."""
+    from snapbench.store.folders import remove_stale
+
+    (tmp_path / "tables").mkdir()
+    old, new, other = tmp_path / "tables" / "old.md", tmp_path / "tables" / "new.md", tmp_path / "tables" / "x.tex"
+    for f in (old, new, other):
+        f.write_text("x")
+    target = tmp_path / "I2I"
+    target.mkdir()
+    (target / "report.json").write_text("{}")
+    (tmp_path / "records").mkdir()
+    gone = remove_stale([old, new, target, tmp_path / "never.md"], [new],
+                        empty_dirs=[tmp_path / "records", tmp_path / "tables"])
+    assert gone == sorted([old, target])
+    assert new.exists() and other.exists() and not old.exists() and not target.exists()
+    assert not (tmp_path / "records").exists() and (tmp_path / "tables").is_dir()  # not empty: kept

@@ -20,7 +20,7 @@ refuse set-ups that differ (the set-up check below), read each target's per-quer
 compared), compute every record (:func:`~snapbench.compare.compare_models`) and write the
 outputs (:func:`_write_outputs`).  The output folder's run.json (``kind: "compare"``) records the inputs and
 settings and the files written (a new compare into the folder removes those of the previous one it
-does not write again: :func:`snapbench.store.compare.remove_stale`); a folder another command wrote is refused.
+does not write again: :func:`snapbench.store.folders.remove_stale`); a folder another command wrote is refused.
 
 Writing the comparison report into its folder (names: :class:`snapbench.store.CompareDir`).
 
@@ -130,9 +130,9 @@ from ..store.compare import (
     possible_files,
     previous_files,
     relative_names,
-    remove_stale,
     write_compare_json,
 )
+from ..store.folders import remove_stale
 
 __all__ = ['CompareOptions', 'compare_runs', 'ordered_targets']
 
@@ -357,7 +357,7 @@ def compare_runs(
     write_run_json(outdir, "compare", {**body, "status": "writing", "files": relative_names(cdir, candidates)})
     _write_outputs(res, opts)
     res.files.append(cdir.run_json)
-    res.removed = remove_stale(cdir, candidates, res.files)
+    res.removed = remove_stale(candidates, res.files, empty_dirs=(cdir.tables, cdir.records, cdir.figures))
     write_run_json(outdir, "compare", {**body, "status": "complete", "files": relative_names(cdir, res.files)})
     t_end = time.perf_counter()
     res.timings = {"read_s": t_read - t0, "statistics_s": t_stats - t_read, "write_s": t_end - t_stats,

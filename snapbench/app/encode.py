@@ -76,6 +76,7 @@ from ..store import (
     write_run_json,
 )
 from ..store.atomic import save_npy_atomic, write_json
+from ..store.folders import remove_stale
 from ..store.jsonl import read_manifest, read_skips
 from .stages.encoders import ZeroRows, encode_batches
 from .stages.gallery import encode_gallery
@@ -367,11 +368,7 @@ def encode_corrupted(
         written += _joint_scores(inp, items, encoder, batch_size, out, ticks)
     # Files an earlier run left (other conditions, paths or sides, other query rows) would be read
     # with this run's id lists: remove them.
-    keep = set(written)
-    for d in (out.embeddings, out.paths):
-        for f in d.glob("*.npy"):
-            if f not in keep:
-                f.unlink()
+    remove_stale([f for d in (out.embeddings, out.paths) for f in d.glob("*.npy")], written)
     write_run_json(out.root, "encode", {
         "snapbench_version": __version__, "corrupt_dir": str(corrupt_dir.resolve()),
         "gallery": str(Path(gallery).resolve()) if isinstance(gallery, (str, os.PathLike)) else None,

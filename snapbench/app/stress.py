@@ -33,7 +33,7 @@ from ..core.defaults import DEFAULT_CI, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_S
 from ..core.errors import ConfigError
 from ..core.validate import ci_level, positive_int
 from ..evaluate.metrics import counted_rows, parse_metrics
-from ..store.folders import StressDir, check_resume, claim_output_dir, write_run_json
+from ..store.folders import StressDir, check_resume, claim_output_dir, remove_stale, write_run_json
 from ..store.perquery import write_combined_per_query
 
 __all__ = ["MODE", "StressOptions", "StressOutcome", "field_availability", "run_stress"]
@@ -137,8 +137,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
     previous = check_resume(out, "stress", fingerprint, force=opts.force)
     sd = StressDir(out)
     if previous is not None and opts.force and previous.get("fingerprint") != fingerprint:
-        for p in (out / "vectors").glob("*.npy"):
-            p.unlink()
+        remove_stale((out / "vectors").glob("*.npy"), [])  # vectors of another set-up
     ds = load_albums(dataset, split=opts.split, gallery=opts.gallery, qrels=opts.qrels, language=opts.language)
     if isinstance(encoder, str):
         from ..models import load_encoder

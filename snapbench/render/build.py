@@ -30,7 +30,7 @@ from ..core.validate import choice, hint_and_known
 from ..evaluate.stability import overlap_metric
 from ..store import RunDir, claim_output_dir, write_run_json
 from ..store.atomic import write_bytes_atomic, write_text_atomic
-from ..store.folders import TRAFFIC_JSON, check_schema_version
+from ..store.folders import TRAFFIC_JSON, check_schema_version, remove_stale
 from ..store.perquery import write_combined_per_query
 from ..store.rundir import TARGET_NAMES, RunData, load_run_dir
 from .damage import TARGET_FLAGGED, damage_analysis, damage_figure, damage_tables
@@ -274,15 +274,10 @@ def _remove_stale_files(w: _Writer) -> None:
     """``tables/`` and ``figures/`` hold this report's files only: a table or figure an earlier report
     wrote (of a mode the run no longer has) is removed, in the formats written now (files of other
     formats are left alone; figures only when matplotlib drew this report's)."""
-    written = set(w.res.files)
     kinds = [(w.out.tables, s) for s in ("md", "tex") if s in w.formats]
     if w.plot is not None:
         kinds += [(w.out.figures, s) for s, wanted in (("png", {"png", "html"}), ("pdf", {"pdf"})) if w.formats & wanted]
-    for folder, suffix in kinds:
-        if folder.is_dir():
-            for f in folder.glob(f"*.{suffix}"):
-                if f not in written:
-                    f.unlink()
+    remove_stale([f for folder, suffix in kinds for f in folder.glob(f"*.{suffix}")], w.res.files)
 
 
 def _traffic_section(data: RunData, metric: str, outdir: Path | None = None) -> list[HtmlSection]:

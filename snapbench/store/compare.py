@@ -67,7 +67,7 @@ from .atomic import write_json
 from .folders import COMPARE_JSON, RUN_CONFIG, SCHEMA_VERSIONS, check_schema_version
 from .rundir import read_report, read_target_values
 
-__all__ = ['COMPARE_FIGURES', 'RECORD_TYPES', 'read_compare_json', 'write_compare_json', 'UNNAMED', 'ModelSource', 'open_sources', 'possible_files', 'previous_files', 'relative_names', 'remove_stale']
+__all__ = ['COMPARE_FIGURES', 'RECORD_TYPES', 'read_compare_json', 'write_compare_json', 'UNNAMED', 'ModelSource', 'open_sources', 'possible_files', 'previous_files', 'relative_names']
 
 _KIND = "snapbench compare"
 #: The figures a compare writes per target and metric (``figures/<stem>_<name>.png|pdf``), in report order.
@@ -284,21 +284,6 @@ def previous_files(out: CompareDir, run_json: Mapping[str, Any] | None) -> set[P
 def relative_names(out: CompareDir, files: Iterable[Path]) -> list[str]:
     """``files`` as sorted paths relative to the folder, ``/``-separated (run.json ``files``)."""
     return sorted({p.relative_to(out.root).as_posix() for p in files})
-
-
-def remove_stale(out: CompareDir, candidates: Iterable[Path], written: Iterable[Path]) -> list[Path]:
-    """Remove the ``candidates`` not ``written`` (files only) and compare's sub-folders left empty;
-    return the files removed."""
-    keep = set(written)
-    removed = []
-    for p in sorted(set(candidates) - keep):
-        if p.is_file() or p.is_symlink():
-            p.unlink()
-            removed.append(p)
-    for d in (out.tables, out.records, out.figures):
-        if d.is_dir() and not any(d.iterdir()):
-            d.rmdir()
-    return removed
 
 
 PerQueryArrays = tuple[list[str], dict[str, dict[str, np.ndarray]]]

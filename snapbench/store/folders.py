@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +67,7 @@ from ..core.targets import FUSION_PREFIX, TARGET_ORDER
 from ..core.userfiles import load_npy, read_json, read_text
 from .atomic import save_npy_atomic, write_json, write_text_atomic
 
-__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'CompareDir', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'CompareDir', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'remove_stale', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
 
 QUERY_IDS = "query_ids.txt"
 GALLERY_IDS = "gallery_ids.txt"
@@ -439,6 +440,27 @@ def claim_output_dir(folder: str | os.PathLike, kind: str, *subdirs: str, comman
     return read_run_json(folder) if previous is not None else previous  # as it is now that the folder is ours
 
 
+def remove_stale(candidates: Iterable[Path], written: Iterable[Path], *, empty_dirs: Iterable[Path] = ()) -> list[Path]:
+    """The last step of every command that rewrites a folder: remove the ``candidates`` (what an earlier
+    run may have left: a glob of the folder's own kinds of files, or folders such as a run's targets)
+    that this run did not write, then the ``empty_dirs`` left empty; return what was removed, sorted.
+    An output left from an earlier run would otherwise be read with this run's (other conditions,
+    paths, targets, formats)."""
+    keep = set(written)
+    removed = []
+    for p in sorted(set(candidates) - keep):
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+            removed.append(p)
+        elif p.is_file() or p.is_symlink():
+            p.unlink()
+            removed.append(p)
+    for d in empty_dirs:
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
+    return removed
+
+
 def _refuse_nested(folder: Path, command: str, within: str | os.PathLike | None) -> None:
     """The part of :func:`claim_output_dir`'s rule about the folders above ``folder``, and about
     ``folder`` being a run's target folder."""
@@ -617,13 +639,8 @@ class StressDir(_Folder):
     def remove_other_records(self, conditions: Iterable[str]) -> list[str]:
         """Delete ``records/*.jsonl`` of conditions not in ``conditions`` (an earlier run's, now absent from
         per_query.csv and stress.json); returns their names."""
-        keep = {self.records(c).name for c in conditions}
-        gone = []
-        for p in sorted((self.root / "records").glob("*.jsonl")):
-            if p.name not in keep:
-                p.unlink()
-                gone.append(p.stem)
-        return gone
+        records = (self.root / "records").glob("*.jsonl")
+        return [p.stem for p in remove_stale(records, [self.records(c) for c in conditions])]
 
     def write_summary(self, summary: Mapping[str, Any]) -> Path:
         """``stress.json``, strict JSON, atomically."""

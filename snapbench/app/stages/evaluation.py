@@ -13,6 +13,7 @@ from ...core.conditions import Condition
 from ...core.errors import ConfigError, InputError
 from ...store import RunDir
 from ...store.atomic import write_json
+from ...store.folders import remove_stale
 from .options import RunOptions
 from .score import BlockScores, score_targets
 
@@ -114,11 +115,8 @@ def _remove_other_targets(run_dir: RunDir, targets: list[str]) -> list[str]:
     """Remove the target folders (a mode, MOOR, ``fusion/<name>``) an earlier run left in ``run_dir`` that
     this run does not write (another ``--modes``): they are the run's own outputs, and the folder must
     hold exactly the targets its run.json lists.  Returns the targets removed."""
-    import shutil
-
     gone = [t for t in run_dir.targets() if t not in targets]
-    for t in gone:
-        shutil.rmtree(run_dir.target_dir(t))
+    remove_stale([run_dir.target_dir(t) for t in gone], [])
     return gone
 
 
