@@ -567,11 +567,10 @@ def demo(
     the numbers show the pipeline, not a model.  OUT may hold an earlier demo (it is replaced); any
     other run there is refused as 'snapbench run' refuses it, unless --force.
     """
-    from rich.table import Table
-
     from .app.stages import run_benchmark
     from .data import load_dataset
     from .render.console import stderr_console, stdout_console
+    from .render.terminal import demo_table
     from .store.rundir import read_report
 
     positive_int(workers, "workers")
@@ -593,27 +592,7 @@ def demo(
         log=lambda msg: console.print(msg, markup=False, highlight=False),
     )
 
-    table = Table(title="demo: mean hit@1 (SnapBench R@1, %) by condition kind; δ = super-additivity gap; drag vs I→I")
-    for col in ("mode", "clean", "img (45)", "txt (8)", "joint (18)", "mean δ", "drag"):
-        table.add_column(col, justify="right")
-
-    def pct(v: float | None) -> str:
-        return "—" if v is None else f"{100 * v + 0.0:.1f}"  # + 0.0: no "-0.0"
-
-    for name, path in result.reports.items():
-        rep = read_report(path)
-        by_kind: dict[str, list[float]] = {}
-        for cid, vals in rep.conditions.items():
-            if vals.get("hit@1") is not None:
-                by_kind.setdefault(parse_condition(cid).kind, []).append(vals["hit@1"])
-        add = (rep.additivity_summary.mean or {}).get("hit@1")
-        table.add_row(
-            name,
-            *(pct(sum(by_kind[k]) / len(by_kind[k])) if by_kind.get(k) else "—" for k in ("clean", "image", "text", "joint")),
-            pct(add.delta if add else None),
-            pct(rep.coarse_text_drag.value if rep.coarse_text_drag else None),
-        )
-    stdout_console().print(table)
+    stdout_console().print(demo_table({name: read_report(path) for name, path in result.reports.items()}))
     typer.echo(f"{result.n_queries} queries x {len(result.conditions)} conditions in {result.elapsed_s:.1f} s -> {out}")
     if result.html is not None:
         typer.echo(f"report: {result.html}")

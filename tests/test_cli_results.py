@@ -181,6 +181,36 @@ def test_the_report_summary_averages_only_the_conditions_each_target_reads(one_r
     assert rows["T2T"][1] == rows["T2T"][4] == "–" and rows["I2I"][2] == rows["I2I"][5] == "–"
 
 
+def test_the_demo_table_averages_only_the_conditions_each_target_reads(one_run):
+    """Trial: `snapbench demo`'s table averaged every image condition for T→T (its img cell was the
+    clean value) and every text condition for I→I (100.0) while the page's summary showed –.  It now
+    takes the summary's means (kind_means): "–" where the target reads no condition of that kind."""
+    import io
+
+    from rich.console import Console
+
+    from snapbench.render.terminal import demo_table
+    from snapbench.store.rundir import load_run_dir
+
+    out, _ = one_run
+    reports, data = _reports(out), load_run_dir(out)
+    con = Console(file=io.StringIO(), width=200)
+    con.print(demo_table({t: data.target_report(t) for t in reports}))
+    lines = con.file.getvalue().splitlines()
+    header = next([p.strip() for p in line.strip().strip("┃").split("┃")] for line in lines if "┃" in line)
+    assert header == ["mode", "clean", "img (3)", "txt (2)", "joint (1)", "mean δ", "drag"]
+    rows = {c[0]: c[1:] for c in ([p.strip() for p in line.strip().strip("│").split("│")] for line in lines
+                                  if line.startswith("│"))}
+    assert set(rows) == set(reports)
+    for t, rep in reports.items():
+        conds = rep["conditions"]
+        cells = [_pct(conds["clean"]["hit@1"])]
+        for kind in ("img", "txt", "joint"):
+            read = [c for c in conds if c.startswith(kind + "/") and _counts(t, c)]
+            cells.append(_pct(np.mean([conds[c]["hit@1"] for c in read])) if read else "–")
+        assert rows[t][:4] == cells, t
+    assert rows["T2T"][1] == "–" and rows["I2I"][2] == "–" and rows["I2IT"][2] == rows["T2IT"][1] == "–"
+
 def test_limit_is_stated_on_every_output(one_run):
     out, stdout = one_run
     run = json.loads((out / "run.json").read_text())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -258,3 +259,64 @@ def test_one_overlap_measure_speaks_for_a_run_without_labels(metrics, expected):
 
     assert headline_metric(metrics)[0] == expected
     assert (overlap_metric(metrics) or metrics[0]) == expected
+
+
+
+def _spearman(pq, measure: str, conds: list[str]) -> float | None:
+    """scipy's Spearman ρ across ``conds`` between the mean ``measure`` and the mean hit@1 drop from
+    clean (queries that do not count left out); ``None`` where undefined, as stability.json writes it."""
+    from scipy import stats as scipy_stats
+
+    clean = pq.array("clean", "hit@1")
+    s = [np.nanmean(pq.array(c, measure)) for c in conds]
+    drop = [np.nanmean(clean - pq.array(c, "hit@1")) for c in conds]
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy_stats.ConstantInputWarning)  # a constant side: undefined
+        r = float(scipy_stats.spearmanr(s, drop).statistic)
+    return None if np.isnan(r) else r
+
+
+def test_stability_tracks_the_loss_over_the_conditions_each_mode_reads(smoke_run):
+    """Each mode's ρ (stability.json, the finding, the figure) is scipy's Spearman over exactly the
+    corrupted conditions :func:`target_reads` says the mode reads, and n_conditions says how many."""
+    from snapbench.core.targets import target_reads
+    from snapbench.render.stability import stability_finding, stability_vs_loss
+    from snapbench.store.rundir import load_run_dir
+
+    data = load_run_dir(smoke_run)
+    body = stability_vs_loss(data)
+    assert set(body["modes"]) >= {"I2I", "T2T", "IT2IT", "MOOR"}
+    for mode, per in body["modes"].items():
+        read = [c for c in data.reports[mode].condition_ids if c != "clean" and target_reads(mode, c)]
+        for measure, e in per.items():
+            assert e["n_conditions"] == len(read) and list(e["points"]) == read, (mode, measure)
+            want = _spearman(data.per_query[mode], measure, read)
+            assert e["rho"] is None if want is None else e["rho"] == pytest.approx(want, abs=1e-9), (mode, measure)
+    assert body["modes"]["T2T"]["overlap@10"]["n_conditions"] == 3  # 2 text conditions and the joint one
+    assert "across the 3 corrupted conditions it reads" in stability_finding(body, "T2T")
+
+
+def test_image_conditions_do_not_inflate_text_to_texts_stability_correlation(smoke_run):
+    """Trial: T→T's ρ was taken over every condition, the image ones too.  T→T cannot read them, so each
+    sat at stability 1, drop 0 and pulled ρ (on the demo −0.87 over 71 conditions, −0.61 over the 26 it
+    reads).  Here T→T's per-query table is set so that the conditions it reads give ρ = −0.5."""
+    from snapbench.core.records import PerQuery
+    from snapbench.render.stability import stability_vs_loss
+    from snapbench.store.rundir import load_run_dir
+
+    data = load_run_dir(smoke_run)
+    conds = data.reports["T2T"].condition_ids
+    # (mean stability, hit@1 drop) per condition the same for every query; an image condition: (1, 0)
+    points = {"txt/char_swap": (0.9, 0.1), "txt/char_add": (0.5, 0.0), "joint/compression+char_add/s3": (0.2, 0.3)}
+    assert set(conds) == {"clean", "img/motion_blur/s2", "img/compression/s3", *points}
+    n = len(data.per_query["T2T"].query_ids)
+    values = {}
+    for c in conds:
+        s, d = points.get(c, (1.0, 0.0))
+        values[c] = {"hit@1": np.full(n, 1.0 - d), "overlap@10": np.full(n, s), "rbo": np.full(n, s)}
+    data.per_query["T2T"] = pq = PerQuery.from_arrays(data.per_query["T2T"].query_ids, values)
+    e = stability_vs_loss(data)["modes"]["T2T"]["overlap@10"]
+    assert e["rho"] == pytest.approx(-0.5) == pytest.approx(_spearman(pq, "overlap@10", list(points)))
+    assert e["n_conditions"] == 3 and set(e["points"]) == set(points)
+    every = _spearman(pq, "overlap@10", [c for c in conds if c != "clean"])
+    assert every is not None and every != pytest.approx(-0.5, abs=0.05)  # the old value, over all 5

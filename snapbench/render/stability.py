@@ -4,7 +4,9 @@ exist -- whether they track the labelled loss (SPEC §14).
 :func:`stability_vs_loss` reads every target's ``per_query.csv`` (the one source: a recomputation
 from that file gives the same numbers) and, per retrieval mode, correlates across conditions the
 mean ``overlap@k`` (and ``rbo``) with the mean drop of the primary metric (hit@1), with a bootstrap
-CI over queries (:func:`snapbench.evaluate.paired.stability_tracks_loss`).  The result is the
+CI over queries, over the corrupted conditions the mode reads
+(:func:`snapbench.core.targets.target_reads`: an image condition cannot move T→T, so its point would
+sit at stability 1, drop 0 and inflate the correlation) (:func:`snapbench.evaluate.paired.stability_tracks_loss`).  The result is the
 run's ``stability.json``, a finding and a scatter figure (one point per condition, coloured by
 operator family).
 """
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..core.conditions import PRIMITIVE_OF, parse_condition
+from ..core.targets import target_reads
 from ..evaluate.paired import TRACKING_RULE, bootstrap_counts, stability_tracks_loss
 from ..evaluate.stability import is_stability_metric, overlap_metric
 from ..store.rundir import TARGET_NAMES, RunData
@@ -44,8 +47,9 @@ def labelled(data: RunData) -> bool:
 
 
 def stability_vs_loss(data: RunData, metric: str = "hit@1") -> dict[str, Any] | None:
-    """Per mode: Spearman rho across conditions between each stability measure and the drop of
-    ``metric``, with its CI; ``None`` for a run without labels, stability measures or ``metric``."""
+    """Per mode: Spearman rho across the corrupted conditions the mode reads (:func:`target_reads`)
+    between each stability measure and the drop of ``metric``, with its CI and ``n_conditions``;
+    ``None`` for a run without labels, stability measures or ``metric``."""
     if not data.reports or not labelled(data):
         return None
     out: dict[str, Any] = {"metric": metric, "rule": TRACKING_RULE, "modes": {}}
@@ -55,7 +59,8 @@ def stability_vs_loss(data: RunData, metric: str = "hit@1") -> dict[str, Any] | 
         measures = [m for m in (ov, "rbo") if m is not None and m in rep.metrics]
         if pq is None or metric not in rep.metrics or not measures:
             continue
-        conds = [c for c in rep.condition_ids if c != "clean" and pq.array(c, metric) is not None]
+        conds = [c for c in rep.condition_ids
+                 if c != "clean" and target_reads(mode, c) and pq.array(c, metric) is not None]
         m0 = pq.array("clean", metric)
         if len(conds) < 3 or m0 is None:
             continue
@@ -107,9 +112,9 @@ def stability_finding(body: dict[str, Any] | None, mode: str) -> str | None:
         verdict = "runs against the loss (more movement, less loss): stability alone would mislead here"
     else:
         verdict = "is not shown to track the loss (the CI includes 0): do not read stability alone as damage here"
-    return (f"{name}: across {first['n_conditions']} conditions, the Spearman correlation between how much the "
-            f"ranking stays (mean over queries) and the drop of {body['metric']} is {'; '.join(parts)}. Stability "
-            f"{verdict}.")
+    return (f"{name}: across the {first['n_conditions']} corrupted conditions it reads, the Spearman correlation "
+            f"between how much the ranking stays (mean over queries) and the drop of {body['metric']} is "
+            f"{'; '.join(parts)}. Stability {verdict}.")
 
 
 def label_free_rows(report) -> list[tuple[str, dict[str, Any]]]:

@@ -25,27 +25,30 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..compare.groups import GROUP_ALL
 from ..compare.records import Comparison
+from ..core.conditions import parse_condition
 from ..core.errors import EvaluationInputError
 from ..core.records import Report
 from ..store.atomic import check_output_file, open_text_atomic
 from .compare import MetricView, finite
 from .console import stdout_console
 from .fmt import DASH, DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, p_text, pct, points
-from .tables import metric_label, report_labelled
+from .tables import kind_means, metric_label, report_labelled
 
-__all__ = ['check_table_path', 'print_additivity', 'print_report', 'write_table', 'headline_table', 'ranking_table', 'print_comparison', 'results_console']
+__all__ = ['check_table_path', 'demo_table', 'print_additivity', 'print_report', 'write_table', 'headline_table', 'ranking_table', 'print_comparison', 'results_console']
 
 #: What a table file may end in (:func:`write_table`).
 _TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".md", ".markdown")
 #: Width of printed tables when the output is not a terminal (a pipe, a file) and COLUMNS is unset.
 _PIPE_WIDTH = 120
 _PREFERRED = ("hit@1", "hit@5", "recall@10", "ndcg@10", "mrr")
+#: Condition kind -> its column in :func:`demo_table` (named as condition ids begin).
+_KIND_COLUMNS = {"image": "img", "text": "txt", "joint": "joint"}
 _LIMITED = "† depth-limited (the runs are shallower than the metric; values are lower bounds)"
 
 
@@ -233,6 +236,26 @@ def print_additivity(report: Report, *, metric: str = "hit@1", console=None) -> 
     con.print(_rich(_additivity_title(metric), columns, rows))
     if skipped:
         con.print("skipped: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
+
+
+def demo_table(reports: Mapping[str, Report], metric: str = "hit@1") -> Any:
+    """What ``snapbench demo`` prints when it is done: per target, the clean ``metric`` and its mean per
+    condition kind over the conditions the target reads (:func:`~snapbench.render.tables.kind_means`,
+    the report's summary table: an image condition cannot move T→T, nor a text condition I→I, so
+    those cells are ``–``), the mean super-additivity gap and the coarse-text drag vs I→I."""
+    from rich.table import Table
+
+    kinds = [parse_condition(c).kind for c in dict.fromkeys(c for r in reports.values() for c in r.condition_ids)]
+    table = Table(title=f"demo: mean {metric} (SnapBench {metric_label(metric)}, %) by condition kind, over the "
+                        "conditions each target reads (–: none); δ = super-additivity gap; drag vs I→I")
+    for col in ("mode", "clean", *(f"{name} ({kinds.count(k)})" for k, name in _KIND_COLUMNS.items()), "mean δ", "drag"):
+        table.add_column(col, justify="right")
+    for target, rep in reports.items():
+        means = kind_means(rep, metric, target)
+        add = (rep.additivity_summary.mean or {}).get(metric)
+        table.add_row(target, *(pct(means[k]) for k in ("clean", *_KIND_COLUMNS)), pct(add.delta if add else None),
+                      pct(rep.coarse_text_drag.value if rep.coarse_text_drag else None))
+    return table
 
 
 _CSV_HEADER = ["condition", "metric", "value", "delta", "ci_lo", "ci_hi", "p", "p_raw", "group", "depth_limited"]
