@@ -299,7 +299,7 @@ def modes_severity_figure(data: RunData, metric: str = "hit@1"):
             continue
         c = curves[m]
         line, = ax.plot([0] + list(c), [0.0] + [to_points(v) for v in c.values()], marker="o", label=TARGET_NAMES.get(m, m))
-        dt = kind_means(data.reports[m], metric)["d_text"]
+        dt = kind_means(data.reports[m], metric, m)["d_text"]
         if dt is not None:
             ax.plot([xt], [to_points(dt)], marker="D", linestyle="none", color=line.get_color())
     ax.axhline(0, color="grey", linewidth=0.8)

@@ -61,7 +61,7 @@ def _primary(data: RunData) -> tuple[str, Report, str]:
 def _image_vs_text(data: RunData, metric: str) -> list[Finding]:
     mode, rep, mname = _primary(data)
     lab = metric_label(metric)
-    km = kind_means(rep, metric)
+    km = kind_means(rep, metric, mode)
     if km["d_image"] is not None and km["d_text"] is not None:
         ci = image_vs_text(rep, metric, data.per_query.get(mode))
         diff = km["d_image"] - km["d_text"]
