@@ -1338,7 +1338,8 @@ def stress(
     opts = StressOptions(stress=stress, ks=int_list(k, "ks"), seed=seed, resamples=resamples, resample_by=resample_by,
                          template=record_template if record_template is not None else DEFAULT_TEMPLATE, split=split,
                          language=language, gallery=gallery, qrels=qrels, set_threshold=set_threshold, device=device,
-                         batch_size=batch_size, force=force, report=not no_report)
+                         batch_size=batch_size, force=force, report=not no_report,
+                         progress=not no_progress)
     log = None if no_progress else (lambda m: typer.echo(m, err=True))
     res = run_stress(dataset, encoder, out, opts, log=log)
     s = res.summary
