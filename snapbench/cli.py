@@ -548,7 +548,8 @@ def _report(summary) -> None:
     typer.echo(
         f"{summary.n_queries} queries x {len(summary.conditions)} conditions -> {summary.out_dir}\n"
         f"written: {summary.written}  reused: {summary.reused}  skipped: {summary.skipped}"
-        f" ({summary.skipped_queries} whole queries)  time: {summary.elapsed_s:.1f} s"
+        f" ({summary.skipped_queries} whole quer{'y' if summary.skipped_queries == 1 else 'ies'})"
+        f"  time: {summary.elapsed_s:.1f} s"
     )
     if summary.added_conditions:
         typer.echo(f"added joint parts (for additivity): {', '.join(summary.added_conditions)}")
