@@ -62,7 +62,7 @@ from .core.errors import ConfigError, InputError, SnapbenchError, arg
 from .core.image_formats import DEFAULT_IMAGE_FORMAT, IMAGE_FORMATS
 from .core.install_hint import install_hint
 from .core.jsonable import dumps
-from .core.validate import hint_and_known, positive_int
+from .core.validate import did_you_mean, hint_and_known, positive_int
 from .engines import ENGINES, check_engine
 from .engines.signals import Terminated, exit_status, stop_on_termination
 from .store.atomic import owning_output_dirs
@@ -126,16 +126,34 @@ ON_INTERRUPT: dict[str, str] = {
 }
 
 
-# click's MissingParameter, from the click typer raises with (recent typer versions carry their own copy)
-_MISSING: type = importlib.import_module(typer.BadParameter.__module__).MissingParameter
+# click's MissingParameter and NoSuchOption, from the click typer raises with (recent typer versions carry
+# their own copy)
+_CLICK_ERRORS = importlib.import_module(typer.BadParameter.__module__)
+_MISSING: type = _CLICK_ERRORS.MissingParameter
+_NO_SUCH_OPTION: type = _CLICK_ERRORS.NoSuchOption
+#: the validation error of a flag value that does not parse (typer checks values with pydantic) -> what it must be
+_MUST_BE = {"int_parsing": "an integer", "int_from_float": "an integer", "int_type": "an integer",
+            "float_parsing": "a number", "float_type": "a number"}
+
+
+def _not_parsed(exc: Exception) -> str | None:
+    """``must be an integer, got 'abc'`` for a flag value that does not parse as the flag's number type
+    (the library's wording: :func:`snapbench.core.validate.positive_int`), else ``None``."""
+    errors = getattr(exc.__cause__, "errors", None)
+    first = errors()[0] if callable(errors) and errors() else {}
+    what = _MUST_BE.get(first.get("type", ""))
+    return None if what is None else f"must be {what}, got {first.get('input')!r}"
 
 
 class Command(TyperCommand):
     """:class:`typer.core.TyperCommand` with arguments named ``NAME`` (not ``{name}``), whose flag values
-    that do not parse (``--topk abc``, ``--ci x``) are said as every other refusal is: ``error: --topk: 'abc'
-    is not a valid integer``, exit 2 -- not click's usage block.  Ranges are the library's checks (no typer
+    that do not parse (``--topk abc``, ``--ci x``) are said as every other refusal is: ``error: --topk: must
+    be an integer, got 'abc'``, exit 2 -- not click's usage block.  Ranges are the library's checks (no typer
     ``min=``/``max=``), so ``--topk 0`` reads ``error: --topk: must be an integer >= 1, got 0`` like a library
-    call.  A missing argument keeps click's usage error (it names the argument and shows the usage line)."""
+    call.  An unknown flag is ``error: --quiet: no such option; see 'snapbench stress --help'``, with a
+    did-you-mean only for a flag of the command that is close to it (not click's "Possible options", which
+    counts the shared ``--`` as likeness).  A missing argument keeps click's usage error (it names the
+    argument and shows the usage line)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -158,13 +176,18 @@ class Command(TyperCommand):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, args)
+        except _NO_SUCH_OPTION as exc:
+            flags = [o for p in self.get_params(ctx) for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+            hint = did_you_mean(exc.option_name, flags, key=lambda o: o.lstrip("-"))
+            typer.echo(f"error: {exc.option_name}: no such option{hint}; see '{ctx.command_path} --help'", err=True)
+            raise typer.Exit(2) from None
         except typer.BadParameter as exc:
             if isinstance(exc, _MISSING) or exc.param is None:
                 raise
             p = exc.param
             name = (next((o for o in p.opts if o.startswith("--")), p.opts[0]) if p.param_type_name == "option"
                     else p.metavar or (p.name or "").upper())
-            typer.echo(f"error: {name}: {exc.message.rstrip('.')}", err=True)
+            typer.echo(f"error: {name}: {_not_parsed(exc) or exc.message.rstrip('.')}", err=True)
             raise typer.Exit(2) from None
 
 
@@ -525,7 +548,8 @@ def _report(summary) -> None:
     typer.echo(
         f"{summary.n_queries} queries x {len(summary.conditions)} conditions -> {summary.out_dir}\n"
         f"written: {summary.written}  reused: {summary.reused}  skipped: {summary.skipped}"
-        f" ({summary.skipped_queries} whole queries)  time: {summary.elapsed_s:.1f} s"
+        f" ({summary.skipped_queries} whole quer{'y' if summary.skipped_queries == 1 else 'ies'})"
+        f"  time: {summary.elapsed_s:.1f} s"
     )
     if summary.added_conditions:
         typer.echo(f"added joint parts (for additivity): {', '.join(summary.added_conditions)}")
@@ -1317,7 +1341,8 @@ def stress(
     opts = StressOptions(stress=stress, ks=int_list(k, "ks"), seed=seed, resamples=resamples, resample_by=resample_by,
                          template=record_template if record_template is not None else DEFAULT_TEMPLATE, split=split,
                          language=language, gallery=gallery, qrels=qrels, set_threshold=set_threshold, device=device,
-                         batch_size=batch_size, force=force, report=not no_report)
+                         batch_size=batch_size, force=force, report=not no_report,
+                         progress=not no_progress)
     log = None if no_progress else (lambda m: typer.echo(m, err=True))
     res = run_stress(dataset, encoder, out, opts, log=log)
     s = res.summary

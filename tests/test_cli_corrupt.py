@@ -48,7 +48,7 @@ def full_run(queries: Path, tmp_path_factory) -> Path:
     res = run_cli(["corrupt", str(queries), "--out", str(out), "--seed", "7", "--no-progress"])
     assert res.returncode == 0, res.stderr
     # 11 loadable queries x 54, less q04's 8 text conditions; skips: those 8 + the broken file
-    assert "written: 586" in res.stdout and "skipped: 9 (1 whole queries)" in res.stdout, res.stdout
+    assert "written: 586" in res.stdout and "skipped: 9 (1 whole query)" in res.stdout, res.stdout
     return out
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from snapbench.cli import app
@@ -67,10 +68,11 @@ ROWS = [
     (["preview", str(DEFAULT_DATA / "queries" / "brick.jpg"), "--out", "{root}/p.png", "--max-pixels", "0"],
      "error: --max-pixels: must be an integer >= 1, got 0"),
     (["demo", "--out", "{root}/dm", "--workers", "0"], "error: --workers: must be an integer >= 1, got 0"),
-    # not a number: click cannot parse it; the same format (the words are typer's)
-    (MOOR + ["--topk", "abc"], "error: --topk: "),
-    (EVALUATE + ["--ci", "high"], "error: --ci: "),
-    (RUN + ["--seed", "x"], "error: --seed: "),
+    # not a number: click cannot parse it; the library's words
+    (MOOR + ["--topk", "abc"], "error: --topk: must be an integer, got 'abc'"),
+    (MOOR + ["--topk", "1.5"], "error: --topk: must be an integer, got '1.5'"),
+    (EVALUATE + ["--ci", "high"], "error: --ci: must be a number, got 'high'"),
+    (RUN + ["--seed", "x"], "error: --seed: must be an integer, got 'x'"),
 ]
 
 
@@ -82,7 +84,37 @@ def test_a_bad_number_is_an_error_naming_the_flag(made, args, expected):
     assert "Invalid value" not in res.output and "Usage:" not in res.output, res.output
 
 
-def test_a_missing_argument_keeps_the_usage_line():
-    """click's MissingParameter is a BadParameter too: it keeps click's words, which show the usage."""
-    res = runner.invoke(app, ["report"])
-    assert res.exit_code == 2 and "Missing argument 'RUN_DIR'" in res.output and "Usage:" in res.output, res.output
+COMMANDS = typer.main.get_command(app).commands
+
+
+def _flags(command, kind):
+    """The long flags of ``command`` whose value is of type ``kind`` (int, float; None: every flag)."""
+    return [o for p in COMMANDS[command].params if p.param_type_name == "option"
+            and (kind is None or p.type_descriptor.annotation is kind) for o in p.opts if o.startswith("--")]
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_an_unknown_flag_is_an_error_naming_it_on_every_command(command):
+    """trial finding: `snapbench stress ... --quiet` printed click's usage block and "(Possible options: --out)"."""
+    res = runner.invoke(app, [command, "--quiet-please"])
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith("error: --quiet-please: no such option; see '"), res.output
+    assert res.output.rstrip().endswith(f"{command} --help'"), res.output
+    assert "Usage:" not in res.output and "Possible options" not in res.output, res.output
+    longest = max(_flags(command, None), key=len)  # one letter short: the flag is suggested
+    res = runner.invoke(app, [command, longest[:-1]])
+    assert res.exit_code == 2 and res.output.startswith(f"error: {longest[:-1]}: no such option (did you mean "), res.output
+    assert repr(longest) in res.output.split("?)")[0], res.output
+
+
+NUMBER_FLAGS = [(c, f, must_be) for c in sorted(COMMANDS) for kind, must_be in ((int, "an integer"), (float, "a number"))
+                for f in _flags(c, kind)]
+
+
+@pytest.mark.parametrize("command,flag,must_be", NUMBER_FLAGS, ids=[f"{c} {f}" for c, f, _ in NUMBER_FLAGS])
+def test_a_value_that_is_not_a_number_is_said_in_the_library_words_on_every_command(command, flag, must_be):
+    """`--resamples abc` on any command: ``error: --resamples: must be an integer, got 'abc'`` (not typer's
+    "Input should be a valid integer")."""
+    res = runner.invoke(app, [command, flag, "abc"])
+    assert res.exit_code == 2, res.output
+    assert res.output == f"error: {flag}: must be {must_be}, got 'abc'\n", res.output

@@ -59,8 +59,17 @@ def test_evaluate_records_moor_for_a_moor_folder(made):
 
 
 def test_run_and_evaluate_record_a_mode_the_same_way(made):
-    assert json.loads((made / "it2it.json").read_text())["meta"]["mode"] == "IT2IT"
-    assert json.loads((made / "run" / "IT2IT" / "report.json").read_text())["meta"]["mode"] == "IT2IT"
+    evaluated = json.loads((made / "it2it.json").read_text())
+    run = json.loads((made / "run" / "IT2IT" / "report.json").read_text())
+    assert evaluated["meta"]["mode"] == run["meta"]["mode"] == "IT2IT"
+    # the coarse-text drag of the same scores: the same numbers and the same joint (trial: evaluate wrote
+    # "IT→IT = (clean.II + clean.TT) / 2" where run writes "IT2IT")
+    assert evaluated["coarse_text_drag"]["joint"] == "IT2IT"
+    assert evaluated["coarse_text_drag"] == run["coarse_text_drag"]
+    # every result of the run's report is evaluate's too (meta says where each came from: it differs)
+    results = set(run) - {"meta"}
+    assert results <= set(evaluated) and "coarse_text_drag" in results
+    assert {k: evaluated[k] for k in results} == {k: run[k] for k in results}
 
 
 def test_a_report_of_moor_output_is_compared_as_moor(made, tmp_path):

