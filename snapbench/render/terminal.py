@@ -430,11 +430,11 @@ def headline_table(headline: dict[str, Any], *, title: str = "snapbench run") ->
     # operator name stay whole (an operator's name and its Δ are two lines of one cell)
     t.add_column("target", no_wrap=True)
     for m in clean:
-        t.add_column(f"clean\n{metric_label(m)}", justify="right", overflow="fold")
+        t.add_column(f"clean\n{metric_label(m)}", justify="right", overflow="fold", min_width=len(metric_label(m)))
     for m in (metric, *extra):  # a long name (overlap@10) on a line of its own
         name = metric_label(m)
         t.add_column(f"mean Δ{name}\n[CI]" if len(name) <= 4 else f"mean Δ\n{name}\n[CI]", justify="right",
-                     overflow="fold")
+                     overflow="fold", min_width=len(name))  # a metric's name is never cut in two
     for name in ("worst\noperator", "mildest\noperator"):
         t.add_column(name, justify="right", no_wrap=True)
     if joint:
