@@ -1301,8 +1301,9 @@ def _summary(result, title: str = "snapbench run") -> None:
         from .render.damage import TARGET_FLAGGED
 
         typer.echo(target_summary(result.target_outcome, TARGET_FLAGGED))
+    width = max(map(len, result.reports), default=0)
     for target, path in result.reports.items():
-        typer.echo(f"  {target:14s} {path}")
+        typer.echo(f"  {target:{width}s}  {path}")
     _table(result, title)
     if result.html is not None:
         typer.echo(f"report: {result.html}")
