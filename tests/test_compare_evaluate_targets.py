@@ -42,7 +42,8 @@ def made(tmp_path_factory):
     # the same scores without moor's run.json: score files of unknown origin
     shutil.copytree(root / "fused", root / "plain", ignore=shutil.ignore_patterns("run.json"))
     for scores, out, extra in (("fused", "moor.json", ()), ("plain", "plain.json", ()),
-                               ("enc/paths", "it2it.json", ("--mode", "IT2IT"))):
+                               ("enc/paths", "it2it.json", ("--mode", "IT2IT")),
+                               ("enc/paths", "t2t.json", ("--mode", "T2T")), ("enc/paths", "i2i.json", ("--mode", "I2I"))):
         _ok("evaluate", root / scores, "--qrels", QRELS, "--out", root / out, "--per-query", "-q", "--resamples",
             "100", *extra)
     return root
@@ -58,17 +59,18 @@ def test_evaluate_records_moor_for_a_moor_folder(made):
     assert json.loads((made / "plain.json").read_text())["meta"]["mode"] is None
 
 
-def test_run_and_evaluate_record_a_mode_the_same_way(made):
-    evaluated = json.loads((made / "it2it.json").read_text())
-    run = json.loads((made / "run" / "IT2IT" / "report.json").read_text())
-    assert evaluated["meta"]["mode"] == run["meta"]["mode"] == "IT2IT"
+@pytest.mark.parametrize("mode", ["IT2IT", "T2T", "I2I"])
+def test_run_and_evaluate_record_a_mode_the_same_way(made, mode):
+    evaluated = json.loads((made / f"{mode.lower()}.json").read_text())
+    run = json.loads((made / "run" / mode / "report.json").read_text())
+    assert evaluated["meta"]["mode"] == run["meta"]["mode"] == mode
     # the coarse-text drag of the same scores: the same numbers and the same joint (trial: evaluate wrote
-    # "IT→IT = (clean.II + clean.TT) / 2" where run writes "IT2IT")
-    assert evaluated["coarse_text_drag"]["joint"] == "IT2IT"
-    assert evaluated["coarse_text_drag"] == run["coarse_text_drag"]
+    # "IT→IT = (clean.II + clean.TT) / 2" where run writes "IT2IT", and took IT→IT's drag for --mode T2T)
+    assert evaluated.get("coarse_text_drag") == run.get("coarse_text_drag")
+    assert (run.get("coarse_text_drag") or {}).get("joint") == (None if mode == "I2I" else mode)
     # every result of the run's report is evaluate's too (meta says where each came from: it differs)
     results = set(run) - {"meta"}
-    assert results <= set(evaluated) and "coarse_text_drag" in results
+    assert results <= set(evaluated) and ("coarse_text_drag" in results) == (mode != "I2I")
     assert {k: evaluated[k] for k in results} == {k: run[k] for k in results}
 
 

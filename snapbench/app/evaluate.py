@@ -26,7 +26,7 @@ from ..evaluate.drag import DRAG_METRIC, coarse_text_drag_ci
 from ..evaluate.metrics import Labels, ranking_depth
 from ..evaluate.summarize import evaluate_conditions
 from ..store import output_kind
-from ..store.scores import ComposedScores, ScoresDir, write_run
+from ..store.scores import ScoresDir, write_run
 
 __all__ = ['ConditionEval', 'EvaluationConfig', 'evaluate_conditions', 'evaluate_directory', 'evaluate_matrix', 'evaluate_ranking', 'depth_limited_metrics']
 
@@ -214,10 +214,11 @@ def _nothing_measured(report: Report, labels: Labels, qrels: str | Path | None =
 
 
 def _coarse_text_drag(sd: ScoresDir, labels: Labels, clean_eval: ConditionEval, cfg: EvaluationConfig):
-    """hit@1(joint) − hit@1(I→I) on clean, when clean.II.npy exists (joint = the evaluated clean
-    scores without a mode, or IT→IT composed from clean.II + clean.TT with one: named ``IT2IT``, as
-    ``snapbench run`` names the joint of its IT→IT report, so both write the same report.json)."""
-    if sd.kind != "npy":
+    """hit@1(evaluated) − hit@1(I→I) on clean, when clean.II.npy exists: the evaluated clean scores are
+    the mode's (``--mode``, named by its id as ``snapbench run`` names the drag of its report of that
+    mode, so both write the same report.json) or, without a mode, the scores as given.  I→I itself
+    has no drag against itself."""
+    if sd.kind != "npy" or sd.mode == "I2I":
         return None
     s_ii = sd.path_scores("clean", "II")
     if s_ii is None:
@@ -225,16 +226,7 @@ def _coarse_text_drag(sd: ScoresDir, labels: Labels, clean_eval: ConditionEval, 
     common = dict(name=str(sd.path / "clean.II.npy"), query_ids=sd.query_ids, block_rows=cfg.block_rows,
                   workers=cfg.workers, include_zero_gt=cfg.include_zero_gt)
     img = evaluate_matrix(s_ii, labels, [DRAG_METRIC], **common).stats[DRAG_METRIC]
-    if sd.mode is None:
-        joint_src = "clean.npy (as given)"
-        joint = clean_eval.stats.get(DRAG_METRIC)
-        if joint is None:
-            joint = evaluate_matrix(sd.scores("clean"), labels, [DRAG_METRIC], **common).stats[DRAG_METRIC]
-    else:
-        s_tt = sd.path_scores("clean", "TT")
-        if s_tt is None:
-            return None
-        joint_src = "IT2IT"
-        joint = evaluate_matrix(ComposedScores(joint_src, {"II": s_ii, "TT": s_tt}), labels, [DRAG_METRIC],
-                                **common).stats[DRAG_METRIC]
-    return coarse_text_drag_ci(joint, img, labels, cfg, joint_label=joint_src)
+    joint = clean_eval.stats.get(DRAG_METRIC)
+    if joint is None:  # the evaluated metrics leave hit@1 out
+        joint = evaluate_matrix(sd.scores("clean"), labels, [DRAG_METRIC], **common).stats[DRAG_METRIC]
+    return coarse_text_drag_ci(joint, img, labels, cfg, joint_label=sd.mode or "clean.npy (as given)")
