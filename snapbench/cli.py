@@ -37,10 +37,10 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 from ._version import __version__
 from .app.stages.options import RunOptions
@@ -177,10 +177,7 @@ class Command(TyperCommand):
         try:
             return super().parse_args(ctx, args)
         except _NO_SUCH_OPTION as exc:
-            flags = [o for p in self.get_params(ctx) for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
-            hint = did_you_mean(exc.option_name, flags, key=lambda o: o.lstrip("-"))
-            typer.echo(f"error: {exc.option_name}: no such option{hint}; see '{ctx.command_path} --help'", err=True)
-            raise typer.Exit(2) from None
+            _no_such(exc.option_name, "option", _flags(self, ctx), ctx)
         except typer.BadParameter as exc:
             if isinstance(exc, _MISSING) or exc.param is None:
                 raise
@@ -191,7 +188,36 @@ class Command(TyperCommand):
             raise typer.Exit(2) from None
 
 
+def _flags(command: Any, ctx: Any) -> list[str]:
+    return [o for p in command.get_params(ctx) for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+
+
+def _no_such(name: str, what: str, known: list[str], ctx: Any) -> NoReturn:
+    """``error: --quiet: no such option; see 'snapbench stress --help'`` (a did-you-mean only for a close
+    name, the dashes not counted as likeness), exit 2."""
+    hint = did_you_mean(name, known, key=lambda o: o.lstrip("-"))
+    typer.echo(f"error: {name}: no such {what}{hint}; see '{ctx.command_path} --help'", err=True)
+    raise typer.Exit(2)
+
+
+class Group(TyperGroup):
+    """The ``snapbench`` group: an unknown command or a flag it does not take is said as every other
+    refusal is (``error: rnu: no such command (did you mean 'run'?); see 'snapbench --help'``, exit 2)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except _NO_SUCH_OPTION as exc:
+            _no_such(exc.option_name, "option", _flags(self, ctx), ctx)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
+            _no_such(args[0], "command", self.list_commands(ctx), ctx)
+        return super().resolve_command(ctx, args)
+
+
 app = typer.Typer(
+    cls=Group,
     name="snapbench",
     help=(
         "Paired robustness evaluation of image+text retrieval.\n\n"

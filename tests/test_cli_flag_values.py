@@ -107,6 +107,17 @@ def test_an_unknown_flag_is_an_error_naming_it_on_every_command(command):
     assert repr(longest) in res.output.split("?)")[0], res.output
 
 
+def test_an_unknown_command_or_top_level_flag_is_an_error_naming_it():
+    """`snapbench rnu` and `snapbench --bogus` printed click's usage block and 'Error: No such command'."""
+    for args, words in ((["rnu"], "error: rnu: no such command (did you mean 'run'?); see '"),
+                        (["--bogus"], "error: --bogus: no such option; see '")):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, res.output
+        assert res.output.startswith(words) and res.output.rstrip().endswith(" --help'"), res.output
+        assert "Usage:" not in res.output, res.output
+    assert runner.invoke(app, ["--help"]).exit_code == 0
+
+
 NUMBER_FLAGS = [(c, f, must_be) for c in sorted(COMMANDS) for kind, must_be in ((int, "an integer"), (float, "a number"))
                 for f in _flags(c, kind)]
 
