@@ -29,7 +29,7 @@ from ..core.errors import ConfigError, InputError, arg
 from ..core.registry import Table
 from .hf_imagefolder import METADATA_NAMES, find_metadata, load_hf_imagefolder
 from .jsonl import MANIFEST_NAMES, load_jsonl
-from .model import Dataset, GalleryItem, ReleasedVariants
+from .model import Dataset, GalleryItem
 from .photobench import (
     is_album,
     load_faiss_embeddings,
@@ -44,14 +44,13 @@ __all__ = [
     "FORMATS",
     "Dataset",
     "GalleryItem",
-    "ReleasedVariants",
     "detect_format",
     "load_dataset",
     "load_faiss_embeddings",
     "photobench_albums",
 ]
 
-SNAPBENCH_JSON_NAME = "snap_bench.json"
+_SNAPBENCH_JSON_NAME = "snap_bench.json"
 _SNIFF_BYTES = 1 << 16
 
 
@@ -78,7 +77,7 @@ def _load_snapbench_json(p: Path, *, images: Path | None = None) -> Dataset:
     if p.is_dir():
         found = _snapbench_json_in(p)
         if found is None:
-            raise InputError(f"no {SNAPBENCH_JSON_NAME} here or under benchmark/", path=p)
+            raise InputError(f"no {_SNAPBENCH_JSON_NAME} here or under benchmark/", path=p)
         p = found
     return load_snapbench_json(p, images=images)
 
@@ -103,7 +102,7 @@ FORMATS: tuple[str, ...] = tuple(LOADERS.names())
 
 
 def _snapbench_json_in(folder: Path) -> Path | None:
-    for cand in (folder / SNAPBENCH_JSON_NAME, folder / "benchmark" / SNAPBENCH_JSON_NAME):
+    for cand in (folder / _SNAPBENCH_JSON_NAME, folder / "benchmark" / _SNAPBENCH_JSON_NAME):
         if cand.is_file():
             return cand
     return None
