@@ -17,7 +17,7 @@ Decisions:
 * Gallery: the image files directly in ``images/`` and the file names in
   ``images/metadata/metadata.json`` (union, sorted by name); gallery id = the file name (the same
   names FAISS ``metadata.json`` uses).  Captions come from a ``{file name: caption}`` JSON file
-  (the ``captions`` argument) and are ``None`` otherwise.
+  (the ``gallery`` argument, as :func:`snapbench.data.load_dataset` names it) and are ``None`` otherwise.
 * Ground truth (not in the public copy) comes from a file (the ``qrels`` argument), JSON:
   ``{key: [file name, ...]}`` where key is the 0-based query index, the query id, or the query
   text (English or Chinese), or a JSON list aligned with query.json (element i = the file names of
@@ -181,7 +181,7 @@ def _ground_truth(path: Path, queries: list[QueryRecord], gallery_ids: set[str],
 
 
 def load_photobench(
-    path: Path, *, qrels: Path | None = None, captions: Path | None = None, language: str = "en"
+    path: Path, *, qrels: Path | None = None, gallery: Path | None = None, language: str = "en"
 ) -> Dataset:
     """Load one PhotoBench album (see the module docstring for every decision)."""
     path = Path(path)
@@ -199,10 +199,10 @@ def load_photobench(
             )
         raise InputError("not a PhotoBench album folder (no query.json)", path=path)
     queries, _ = album_queries(path, language)
-    gallery, notes = _gallery(path, captions)
+    items, notes = _gallery(path, gallery)
     gt: dict[str, dict[str, float]] = {}
     if qrels is not None:
-        gt = _ground_truth(Path(qrels), queries, {g.id for g in gallery}, language)
+        gt = _ground_truth(Path(qrels), queries, {g.id for g in items}, language)
         zero = [q for q, v in gt.items() if not v]
         if zero:
             notes.append(f"{len(zero)} zero-GT query(ies) (kept: they count in the reject metrics)")
@@ -212,11 +212,11 @@ def load_photobench(
         )
     notes.append(
         "PhotoBench queries have no image: text-to-image retrieval (question→photo, path TI"
-        + (", and question→caption T→T" if all(g.caption for g in gallery) else "")
+        + (", and question→caption T→T" if all(g.caption for g in items) else "")
         + "); image query modes (I→I, IT→IT, I→IT) and image corruptions are not applicable"
     )
     ds = Dataset(name=f"photobench-{path.name}", format="photobench", root=path, queries=queries,
-                 gallery=gallery, qrels=gt, released=None, notes=notes)
+                 gallery=items, qrels=gt, released=None, notes=notes)
     if not ds.has_gallery_images:
         ds.notes.extend(n for n in image_notes(ds) if n.startswith("gallery images"))
     return ds

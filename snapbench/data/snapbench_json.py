@@ -44,7 +44,9 @@ from ..core.validate import did_you_mean, examples
 from .common import image_notes
 from .model import Dataset, GalleryItem, ReleasedVariants
 
-__all__ = ["KNOWN_FIELDS", "load_snapbench_json"]
+__all__ = ["KNOWN_FIELDS", "find_snapbench_json", "load_snapbench_json"]
+
+_SNAPBENCH_JSON_NAME = "snap_bench.json"
 
 #: Top-level fields of a snap_bench.json record this reader knows.
 KNOWN_FIELDS: tuple[str, ...] = (
@@ -338,9 +340,23 @@ def _notes(path: Path, root: Path | None, rd: _Reader, parsed: _Parsed, qrels: d
     return notes
 
 
+def find_snapbench_json(folder: Path) -> Path | None:
+    """``snap_bench.json`` in ``folder`` or in its ``benchmark/`` (``None`` when neither holds one)."""
+    for cand in (folder / _SNAPBENCH_JSON_NAME, folder / "benchmark" / _SNAPBENCH_JSON_NAME):
+        if cand.is_file():
+            return cand
+    return None
+
+
 def load_snapbench_json(path: Path, *, images: Path | None = None) -> Dataset:
-    """Load ``snap_bench.json`` (see the module docstring for every decision)."""
+    """Load ``snap_bench.json``, or the one :func:`find_snapbench_json` finds in the folder ``path`` (see
+    the module docstring for every decision)."""
     path = Path(path)
+    if path.is_dir():
+        found = find_snapbench_json(path)
+        if found is None:
+            raise InputError(f"no {_SNAPBENCH_JSON_NAME} here or under benchmark/", path=path)
+        path = found
     data = read_json(path, what="SnapBench JSON")
     if not isinstance(data, list):
         raise InputError(f"expected a JSON list of query records, got a JSON {type(data).__name__}", path=path)
