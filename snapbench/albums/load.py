@@ -31,7 +31,7 @@ from ..core.records import QueryRecord
 from ..core.userfiles import read_json, read_text
 from ..core.validate import examples
 from ..data.common import jsonl_lines
-from ..data.jsonl import GALLERY_NAMES, MANIFEST_NAMES, QRELS_NAMES, read_queries, sibling
+from ..data.jsonl import MANIFEST_NAMES, QRELS_NAMES, gallery_next_to, read_queries, sibling
 from ..data.photobench import album_photos, album_queries, photobench_albums
 from ..data.qrels import align_qrels, read_qrels_file
 from .records import OWNER, OWNER_NAMES, AlbumRecord, Face, check_coordinates, parse_time
@@ -249,11 +249,7 @@ def _load_jsonl(path: Path, gallery: Path | None, qrels: Path | None) -> AlbumDa
     extra: list[str] = []
     path, queries = read_queries(path, on_warning=extra.append)
     notes += [w for w in extra if "'album'" not in w and "'source'" not in w]
-    gallery = gallery or sibling(path.parent, GALLERY_NAMES)
-    if gallery is None:
-        raise InputError(f"no gallery: give one with {arg('gallery')} (or put gallery.jsonl next to it)", path=path,
-                         param="gallery")
-    gallery = Path(gallery)
+    gallery = Path(gallery) if gallery is not None else gallery_next_to(path)
     records = []
     seen: dict[str, int] = {}
     for i, obj in jsonl_lines(read_text(gallery, what="gallery JSONL"), gallery):

@@ -19,7 +19,7 @@ from .common import image_notes, read_gallery_manifest
 from .model import Dataset
 from .qrels import align_qrels, read_qrels_file
 
-__all__ = ["GALLERY_NAMES", "MANIFEST_NAMES", "QRELS_NAMES", "load_jsonl", "read_queries", "sibling"]
+__all__ = ["MANIFEST_NAMES", "QRELS_NAMES", "gallery_next_to", "load_jsonl", "read_queries", "sibling"]
 
 MANIFEST_NAMES: tuple[str, ...] = ("queries.jsonl", "queries.json", "manifest.jsonl")
 GALLERY_NAMES: tuple[str, ...] = ("gallery.jsonl", "gallery.json")
@@ -48,17 +48,24 @@ def read_queries(path: Path, *, on_warning: Callable[[str], None] | None = None)
         raise InputError(str(exc)) from None
 
 
+def gallery_next_to(manifest: Path) -> Path:
+    """The gallery file next to the query ``manifest`` (one of :data:`GALLERY_NAMES`); an InputError saying
+    how to give one when there is none."""
+    found = sibling(manifest.parent, GALLERY_NAMES)
+    if found is None:
+        raise InputError(
+            f"no gallery: give one with {arg('gallery')} (or put one of {', '.join(GALLERY_NAMES)} next to it)",
+            path=manifest, param="gallery",
+        )
+    return found
+
+
 def load_jsonl(path: Path, *, gallery: Path | None = None, qrels: Path | None = None) -> Dataset:
     """Load the generic JSONL triple (see the module docstring)."""
     notes: list[str] = []
     path, queries = read_queries(path)
     if gallery is None:
-        gallery = sibling(path.parent, GALLERY_NAMES)
-        if gallery is None:
-            raise InputError(
-                f"no gallery: give one with {arg('gallery')} (or put one of {', '.join(GALLERY_NAMES)} next to it)",
-                path=path, param="gallery",
-            )
+        gallery = gallery_next_to(path)
         notes.append(f"gallery: using {gallery} (found next to the query manifest)")
     if qrels is None:
         qrels = sibling(path.parent, QRELS_NAMES)
