@@ -44,12 +44,12 @@ from ..core.validate import did_you_mean, examples
 from .common import image_notes
 from .model import Dataset, GalleryItem, ReleasedVariants
 
-__all__ = ["KNOWN_FIELDS", "find_snapbench_json", "load_snapbench_json"]
+__all__ = ["find_snapbench_json", "load_snapbench_json"]
 
 _SNAPBENCH_JSON_NAME = "snap_bench.json"
 
 #: Top-level fields of a snap_bench.json record this reader knows.
-KNOWN_FIELDS: tuple[str, ...] = (
+_KNOWN_FIELDS: tuple[str, ...] = (
     "query_id", "query_text", "query_entity", "query_image_local", "domain",
     "gallery", "text_perturbations", "image_perturbations",
 )
@@ -293,7 +293,7 @@ def _record(rd: _Reader, rec: dict, i: int, root: Path | None, out: _Parsed) -> 
     if domain is not None:
         tags["domain"] = domain
     for k, v in rec.items():
-        if k in KNOWN_FIELDS:
+        if k in _KNOWN_FIELDS:
             continue
         rd.unknown_fields.setdefault(k, []).append(where)
         if isinstance(v, (str, int, float, bool)) or v is None:
@@ -322,7 +322,7 @@ def _notes(path: Path, root: Path | None, rd: _Reader, parsed: _Parsed, qrels: d
             f"{path.parent / 'bench_images'}): images are absent; if they are elsewhere, give their folder with --images (images= in Python)"
         )
     for name, wheres in sorted(rd.unknown_fields.items()):
-        hint = did_you_mean(name, KNOWN_FIELDS)
+        hint = did_you_mean(name, _KNOWN_FIELDS)
         notes.append(f"{path}: unknown field {name!r} in {len(wheres)} record(s) (first: {wheres[0]}){hint}; kept as a tag")
     for name, n in sorted(rd.unknown_text_ops.items()):
         notes.append(f"{path}: unknown text operator {name!r} in text_perturbations ({n} record(s)) skipped"
