@@ -1,5 +1,5 @@
 """One rule matches qrels with the ids, for the data loaders and for ``evaluate`` alike
-(snapbench.store.align_qrels): grade > 0 is relevant, grade <= 0 a judged non-relevant item, as in
+(snapbench.data.qrels.align_qrels): grade > 0 is relevant, grade <= 0 a judged non-relevant item, as in
 trec_eval (ir_measures); an unjudged query is zero-GT.  Expected values are written by hand and the
 metrics checked against ir_measures on the raw file, zero and negative grades included."""
 

@@ -22,27 +22,26 @@ Two layouts:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError, SnapbenchError, arg
+from ..core.errors import InputError, arg
 from ..core.records import QueryRecord
-from ..core.userfiles import read_text
+from ..core.userfiles import read_json, read_text
 from ..core.validate import examples
-from ..data.common import IMAGE_SUFFIXES, read_json
-from ..data.jsonl import GALLERY_NAMES, MANIFEST_NAMES, QRELS_NAMES
-from ..data.photobench import _queries, photobench_albums
+from ..data.common import jsonl_lines
+from ..data.jsonl import MANIFEST_NAMES, QRELS_NAMES, gallery_next_to, read_queries, sibling
+from ..data.photobench import album_photos, album_queries, photobench_albums
 from ..data.qrels import align_qrels, read_qrels_file
 from .records import OWNER, OWNER_NAMES, AlbumRecord, Face, check_coordinates, parse_time
 
-__all__ = ["DEFAULT_ALBUM", "SPLITS", "AlbumDataset", "load_albums"]
+__all__ = ["AlbumDataset", "load_albums"]
 
 #: The album of JSONL queries and records that name none.
-DEFAULT_ALBUM = "all"
+_DEFAULT_ALBUM = "all"
 #: The query files of the Hugging Face copies (``protected/album*/<split>.json``).
-SPLITS: tuple[str, ...] = ("validation", "test", "query")
+_SPLITS: tuple[str, ...] = ("validation", "test", "query")
 
 
 @dataclass
@@ -66,15 +65,15 @@ class AlbumDataset:
         return list(seen)
 
     def query_album(self, q: QueryRecord) -> str:
-        return str(q.tags.get("album") or DEFAULT_ALBUM)
+        return str(q.tags.get("album") or _DEFAULT_ALBUM)
 
 
 # ------------------------------------------------------------------------------ PhotoBench
 def _album_dirs(path: Path, split: str | None) -> tuple[list[Path], str, Path | None]:
     """(album folders, query file name, folder of the non-protected copy)."""
     qfile = f"{split}.json" if split else "query.json"
-    if split is not None and split not in SPLITS:
-        raise InputError(f"unknown split {split!r}; known: {', '.join(SPLITS)}", param="split")
+    if split is not None and split not in _SPLITS:
+        raise InputError(f"unknown split {split!r}; known: {', '.join(_SPLITS)}", param="split")
     if (path / qfile).is_file():
         return [path], qfile, None
     root = path
@@ -86,7 +85,7 @@ def _album_dirs(path: Path, split: str | None) -> tuple[list[Path], str, Path | 
         raise InputError(f"no PhotoBench album here: no folder holding {where}"
                          + ("" if split or not (path / "protected").is_dir() else
                             f"; the queries are under protected/: choose a split with {arg('split')} "
-                            f"({', '.join(SPLITS)})"), path=path)
+                            f"({', '.join(_SPLITS)})"), path=path)
     return albums, qfile, (path if root != path else None)
 
 
@@ -100,7 +99,7 @@ def _images_dir(album: Path, public: Path | None) -> Path:
 def _text_map(path: Path, names: set[str], what: str) -> dict[str, str]:
     if not path.is_file():
         return {}
-    data = read_json(path, what)
+    data = read_json(path, what=what)
     if not isinstance(data, dict) or not all(isinstance(v, (str, type(None))) for v in data.values()):
         raise InputError(f"expected a JSON object {{file name: {what}}}", path=path)
     unknown = sorted(set(data) - names)
@@ -112,7 +111,7 @@ def _text_map(path: Path, names: set[str], what: str) -> dict[str, str]:
 def _faces(path: Path, names: set[str]) -> dict[str, tuple[Face, ...]]:
     if not path.is_file():
         return {}
-    data = read_json(path, "PhotoBench face file")
+    data = read_json(path, what="PhotoBench face file")
     if not isinstance(data, dict):
         raise InputError("expected an object with 'face_id_to_nicknames' and 'image_to_face_ids'", path=path)
     nick = data.get("face_id_to_nicknames") or {}
@@ -141,20 +140,9 @@ def _faces(path: Path, names: set[str]) -> dict[str, tuple[Face, ...]]:
 
 def _photobench_album(album: Path, qfile: str, public: Path | None, language: str) -> tuple[list[QueryRecord], list[AlbumRecord], dict[str, dict[str, float]], list[str]]:
     notes: list[str] = []
-    queries = _queries(album, language, qfile=qfile)
+    queries, raw = album_queries(album, language, qfile=qfile)
     images = _images_dir(album, public)
-    names: set[str] = set()
-    if images.is_dir():
-        names.update(p.name for p in images.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
-    meta_path = images / "metadata" / "metadata.json"
-    meta: dict[str, Any] = {}
-    if meta_path.is_file():
-        meta = read_json(meta_path, "PhotoBench metadata")
-        if not isinstance(meta, dict):
-            raise InputError("expected a JSON object {file name: {latitude, longitude, time}}", path=meta_path)
-        names.update(str(k) for k in meta)
-    if not names:
-        raise InputError(f"no photos: neither image files in {images} nor {meta_path}", path=album)
+    names, meta, meta_path = album_photos(album, images)
     faces = _faces(images / "faceid" / "face_info_en.json", names)
     caps = _text_map(images / "captions.json", names, "caption")
     ocr = _text_map(images / "ocr.json", names, "OCR text")
@@ -171,7 +159,6 @@ def _photobench_album(album: Path, qfile: str, public: Path | None, language: st
         records.append(AlbumRecord(f"{album.name}/{n}", album.name, img if img.is_file() else None,
                                    caps.get(n), ocr.get(n), t.strip() if isinstance(t, str) and t.strip() else None,
                                    lat, lon, None, faces.get(n, ())))
-    raw = read_json(album / qfile, "PhotoBench query file")
     qrels: dict[str, dict[str, float]] = {}
     for i, (q, rec) in enumerate(zip(queries, raw)):
         if "ground_truth" not in rec:
@@ -225,21 +212,6 @@ def _load_photobench(path: Path, split: str | None, qrels: Path | None, language
 
 
 # ------------------------------------------------------------------------------ JSONL
-def _jsonl_objects(path: Path, what: str) -> list[tuple[int, dict[str, Any]]]:
-    out = []
-    for i, line in enumerate(read_text(path, what=what).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise InputError(f"line {i}: not valid JSON ({exc})", path=path) from None
-        if not isinstance(obj, dict):
-            raise InputError(f"line {i}: expected a JSON object", path=path)
-        out.append((i, obj))
-    return out
-
-
 def _text_field(obj: dict[str, Any], key: str, where: str, path: Path) -> str | None:
     v = obj.get(key)
     if v is None or (isinstance(v, str) and not v.strip()):
@@ -255,7 +227,7 @@ def _jsonl_record(i: int, obj: dict[str, Any], path: Path) -> AlbumRecord:
         raise InputError(f"line {i}: missing or bad 'id' ({rid!r})", path=path)
     rid = str(rid)
     where = f"line {i} (record {rid!r})"
-    album = obj.get("album", DEFAULT_ALBUM)
+    album = obj.get("album", _DEFAULT_ALBUM)
     if not isinstance(album, (str, int)) or isinstance(album, bool) or not str(album).strip():
         raise InputError(f"{where}: 'album' must be a non-empty string, got {album!r}", path=path)
     lat, lon = check_coordinates(obj.get("latitude"), obj.get("longitude"), where=where, path=path)
@@ -272,35 +244,15 @@ def _jsonl_record(i: int, obj: dict[str, Any], path: Path) -> AlbumRecord:
                        _text_field(obj, "ocr", where, path), t, lat, lon, _text_field(obj, "place", where, path), faces)
 
 
-def _sibling(folder: Path, names: tuple[str, ...]) -> Path | None:
-    return next((folder / n for n in names if (folder / n).is_file()), None)
-
-
 def _load_jsonl(path: Path, gallery: Path | None, qrels: Path | None) -> AlbumDataset:
-    from ..corruptions import load_manifest
-
     notes: list[str] = []
-    if path.is_dir():
-        found = _sibling(path, MANIFEST_NAMES)
-        if found is None:
-            raise InputError(f"no query manifest ({', '.join(MANIFEST_NAMES)}) in this folder", path=path)
-        path = found
     extra: list[str] = []
-    try:
-        queries = load_manifest(path, on_warning=extra.append)
-    except SnapbenchError:
-        raise
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    path, queries = read_queries(path, on_warning=extra.append)
     notes += [w for w in extra if "'album'" not in w and "'source'" not in w]
-    gallery = gallery or _sibling(path.parent, GALLERY_NAMES)
-    if gallery is None:
-        raise InputError(f"no gallery: give one with {arg('gallery')} (or put gallery.jsonl next to it)", path=path,
-                         param="gallery")
-    gallery = Path(gallery)
+    gallery = Path(gallery) if gallery is not None else gallery_next_to(path)
     records = []
     seen: dict[str, int] = {}
-    for i, obj in _jsonl_objects(gallery, "gallery JSONL"):
+    for i, obj in jsonl_lines(read_text(gallery, what="gallery JSONL"), gallery):
         r = _jsonl_record(i, obj, gallery)
         if r.id in seen:
             raise InputError(f"line {i}: duplicate id {r.id!r} (first on line {seen[r.id]})", path=gallery)
@@ -310,12 +262,12 @@ def _load_jsonl(path: Path, gallery: Path | None, qrels: Path | None) -> AlbumDa
         raise InputError("the gallery holds no records", path=gallery)
     albums = {r.album for r in records}
     for q in queries:
-        a = str(q.tags.get("album") or DEFAULT_ALBUM)
+        a = str(q.tags.get("album") or _DEFAULT_ALBUM)
         if a not in albums:
             raise InputError(f"query {q.id!r}: album {a!r} has no gallery records (albums: "
                              f"{', '.join(sorted(albums))})", path=path)
         q.tags["album"] = a
-    qrels = qrels or _sibling(path.parent, QRELS_NAMES)
+    qrels = qrels or sibling(path.parent, QRELS_NAMES)
     gt: dict[str, dict[str, float]] = {}
     if qrels is not None:
         gt, more, _ = align_qrels(read_qrels_file(qrels), [q.id for q in queries], [r.id for r in records],
@@ -340,7 +292,7 @@ def load_albums(path: str | Path, *, split: str | None = None, gallery: Path | N
         raise InputError(f"unknown language {language!r}; known: en, cn", param="language")
     if not path.exists():
         raise InputError("no such file or folder", path=path)
-    jsonl = path.is_file() or (path.is_dir() and _sibling(path, MANIFEST_NAMES) is not None)
+    jsonl = path.is_file() or (path.is_dir() and sibling(path, MANIFEST_NAMES) is not None)
     if path.is_file() and path.name == "query.json":
         path, jsonl = path.parent, False
     if jsonl:

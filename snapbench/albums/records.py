@@ -46,7 +46,7 @@ from typing import Any
 
 from ..core.errors import ConfigError, InputError
 
-__all__ = ['OWNER', 'OWNER_NAMES', 'AlbumRecord', 'Face', 'check_coordinates', 'parse_time', 'DEFAULT_TEMPLATE', 'TEMPLATE_FIELDS', 'RecordTemplate', 'reverse_geocode', 'time_words']
+__all__ = ['OWNER', 'OWNER_NAMES', 'AlbumRecord', 'Face', 'check_coordinates', 'parse_time', 'DEFAULT_TEMPLATE', 'RecordTemplate', 'reverse_geocode', 'time_words']
 
 #: The face id PhotoBench gives the album's owner, and the name snapbench writes for the owner.
 OWNER = "1"
@@ -151,7 +151,7 @@ def check_coordinates(lat: Any, lon: Any, *, where: str, path: Path | None) -> t
 DEFAULT_TEMPLATE = "[{caption}.] [Text: {ocr}.] [Taken {time}.] [Place: {place}.] [People: {people}.]"
 
 #: Every field a template may name.
-TEMPLATE_FIELDS: tuple[str, ...] = (
+_TEMPLATE_FIELDS: tuple[str, ...] = (
     "caption", "ocr", "time", "year", "month", "season", "part_of_day", "weekday", "date",
     "place", "city", "region", "country", "people",
 )
@@ -244,10 +244,10 @@ class RecordTemplate:
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source.strip():
             raise ConfigError("a record template must be a non-empty string", param="record_template")
-        unknown = [f for f in _FIELD.findall(self.source) if f not in TEMPLATE_FIELDS]
+        unknown = [f for f in _FIELD.findall(self.source) if f not in _TEMPLATE_FIELDS]
         if unknown:
             raise ConfigError(f"unknown field {{{unknown[0]}}} in the record template; known: "
-                              f"{', '.join('{' + f + '}' for f in TEMPLATE_FIELDS)}", param="record_template")
+                              f"{', '.join('{' + f + '}' for f in _TEMPLATE_FIELDS)}", param="record_template")
         if not _FIELD.search(self.source):
             raise ConfigError(f"the record template {self.source!r} names no field (e.g. {{caption}})",
                               param="record_template")

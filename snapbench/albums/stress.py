@@ -22,7 +22,7 @@ depend on the order of the records, on other operators in the same condition, on
 ==========================  ===================================================================  ===========
 
 Operators combine into one condition with ``+`` (``face_dropout=0.1+owner_face_dropout=0.02``),
-applied left to right; presets name combinations (:data:`PRESETS`: ``combined-mild`` is PAL-Bench's).
+applied left to right; presets name combinations (``combined-mild`` is PAL-Bench's).
 A condition id is the string as given; it must be a safe file name on every OS.  Unknown names and
 out-of-range values are :class:`~snapbench.core.errors.ConfigError`\\ s listing what is known.
 
@@ -47,13 +47,13 @@ from ..core.seeding import derive_generator
 from ..core.validate import unknown_name
 from .records import AlbumRecord, time_words
 
-__all__ = ["CLEAN", "FIELDS", "OPERATORS", "PRESETS", "Condition", "StressOperator", "StressResult",
+__all__ = ["CLEAN", "FIELDS", "OPERATORS", "Condition", "StressOperator", "StressResult",
            "apply_condition", "parse_conditions"]
 
 CLEAN = "clean"
 #: Fields ``drop=`` accepts (``location`` = latitude, longitude and place together).
 FIELDS: tuple[str, ...] = ("caption", "ocr", "time", "location", "people")
-TRUNCATE_SIGMA = 0.3  # spread of the per-record caption shares around their median (log scale)
+_TRUNCATE_SIGMA = 0.3  # spread of the per-record caption shares around their median (log scale)
 _SAFE = re.compile(r"^[A-Za-z0-9_.=+\-]+$")
 
 
@@ -84,7 +84,7 @@ class StressOperator:
 OPERATORS: Table[StressOperator] = Table("record-field stress operator", param="stress")
 
 #: Named combinations (the ids users give to --stress).
-PRESETS: dict[str, str] = {
+_PRESETS: dict[str, str] = {
     "combined-mild": "caption_truncate=0.51+ocr_dropout=0.25+location_sparsify=0.3+face_dropout=0.1+owner_face_dropout=0.02",
     "faces-mild": "face_dropout=0.1+owner_face_dropout=0.02",
 }
@@ -100,7 +100,7 @@ def _truncate(records, share, seed, _res):
         if not r.caption:
             out.append(r)
             continue
-        s = min(1.0, float(share) * math.exp(TRUNCATE_SIGMA * _rng(seed, r, "caption_truncate").standard_normal()))
+        s = min(1.0, float(share) * math.exp(_TRUNCATE_SIGMA * _rng(seed, r, "caption_truncate").standard_normal()))
         keep = int(round(s * len(r.caption)))
         out.append(r.without(caption=r.caption[:keep].rstrip() or None))
     return out
@@ -255,7 +255,7 @@ def parse_conditions(spec: str | Sequence[str]) -> list[Condition]:
     parts = [p.strip() for p in (spec.split(",") if isinstance(spec, str) else spec) if p.strip()]
     if not parts:
         raise ConfigError("give at least one stress condition, e.g. location_sparsify=0.3 or combined-mild; "
-                          f"operators: {', '.join(OPERATORS.names())}; presets: {', '.join(PRESETS)}",
+                          f"operators: {', '.join(OPERATORS.names())}; presets: {', '.join(_PRESETS)}",
                           param="stress")
     out: list[Condition] = []
     for cid in parts:
@@ -269,11 +269,11 @@ def parse_conditions(spec: str | Sequence[str]) -> list[Condition]:
             raise ConfigError(f"stress condition {cid!r} is given twice", param="stress")
         steps: list[tuple[str, object]] = []
         for part in cid.split("+"):
-            if part in PRESETS:
-                steps += [_parse_step(p, cid) for p in PRESETS[part].split("+")]
+            if part in _PRESETS:
+                steps += [_parse_step(p, cid) for p in _PRESETS[part].split("+")]
             elif part.partition("=")[0].strip() not in OPERATORS:
                 raise ConfigError(unknown_name("stress operator or preset", part.partition("=")[0].strip(),
-                                               [*OPERATORS.names(), *PRESETS], where=f" in {cid!r}"), param="stress")
+                                               [*OPERATORS.names(), *_PRESETS], where=f" in {cid!r}"), param="stress")
             else:
                 steps.append(_parse_step(part, cid))
         out.append(Condition(cid, tuple(steps)))

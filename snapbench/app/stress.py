@@ -32,6 +32,7 @@ from ..albums.stress import CLEAN, FIELDS, Condition, StressResult, apply_condit
 from ..core.defaults import DEFAULT_CI, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ..core.errors import ConfigError
 from ..core.validate import ci_level, positive_int
+from ..data.photobench import SOURCES
 from ..evaluate.metrics import counted_rows, parse_metrics
 from ..store.folders import StressDir, check_resume, claim_output_dir, remove_stale, write_run_json
 from ..store.perquery import write_combined_per_query
@@ -41,7 +42,6 @@ __all__ = ["MODE", "StressOptions", "StressOutcome", "field_availability", "run_
 
 #: The one retrieval mode a record stress moves: the query text against the record text (T→T).
 MODE = "T2T"
-SOURCES = ("V", "M", "F", "VM", "VF", "MF", "VMF")
 
 
 @dataclass

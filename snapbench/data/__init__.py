@@ -29,14 +29,14 @@ from ..core.errors import ConfigError, InputError, arg
 from ..core.registry import Table
 from .hf_imagefolder import METADATA_NAMES, find_metadata, load_hf_imagefolder
 from .jsonl import MANIFEST_NAMES, load_jsonl
-from .model import Dataset, GalleryItem, ReleasedVariants
+from .model import Dataset, GalleryItem
 from .photobench import (
     is_album,
     load_faiss_embeddings,
     load_photobench,
     photobench_albums,
 )
-from .snapbench_json import load_snapbench_json
+from .snapbench_json import find_snapbench_json, load_snapbench_json
 
 __all__ = [
     "LOADERS",
@@ -44,14 +44,12 @@ __all__ = [
     "FORMATS",
     "Dataset",
     "GalleryItem",
-    "ReleasedVariants",
     "detect_format",
     "load_dataset",
     "load_faiss_embeddings",
     "photobench_albums",
 ]
 
-SNAPBENCH_JSON_NAME = "snap_bench.json"
 _SNIFF_BYTES = 1 << 16
 
 
@@ -74,39 +72,15 @@ class DatasetFormat:
     options: frozenset[str] = frozenset()
 
 
-def _load_snapbench_json(p: Path, *, images: Path | None = None) -> Dataset:
-    if p.is_dir():
-        found = _snapbench_json_in(p)
-        if found is None:
-            raise InputError(f"no {SNAPBENCH_JSON_NAME} here or under benchmark/", path=p)
-        p = found
-    return load_snapbench_json(p, images=images)
-
-
-def _load_photobench(p: Path, *, qrels: Path | None = None, gallery: Path | None = None, language: str = "en") -> Dataset:
-    return load_photobench(p, qrels=qrels, captions=gallery, language=language)
-
-
-def _load_hf(p: Path) -> Dataset:
-    return load_hf_imagefolder(p)
-
-
 #: Dataset formats: name -> :class:`DatasetFormat`, in the order :data:`FORMATS` lists them.
 LOADERS: Table[DatasetFormat] = Table("dataset format", param="dataset_format")
-LOADERS.register("snapbench-json", DatasetFormat(_load_snapbench_json, frozenset({"images"})))
-LOADERS.register("hf-imagefolder", DatasetFormat(_load_hf))
-LOADERS.register("photobench", DatasetFormat(_load_photobench, frozenset({"qrels", "gallery", "language"})))
+LOADERS.register("snapbench-json", DatasetFormat(load_snapbench_json, frozenset({"images"})))
+LOADERS.register("hf-imagefolder", DatasetFormat(load_hf_imagefolder))
+LOADERS.register("photobench", DatasetFormat(load_photobench, frozenset({"qrels", "gallery", "language"})))
 LOADERS.register("jsonl", DatasetFormat(load_jsonl, frozenset({"qrels", "gallery"})))
 
 #: Formats :func:`load_dataset` reads (``format=`` takes one of these): the names of :data:`LOADERS`.
 FORMATS: tuple[str, ...] = tuple(LOADERS.names())
-
-
-def _snapbench_json_in(folder: Path) -> Path | None:
-    for cand in (folder / SNAPBENCH_JSON_NAME, folder / "benchmark" / SNAPBENCH_JSON_NAME):
-        if cand.is_file():
-            return cand
-    return None
 
 
 def detect_format(path: str | os.PathLike) -> str:
@@ -134,7 +108,7 @@ def detect_format(path: str | os.PathLike) -> str:
     if p.is_dir():
         if is_album(p) or photobench_albums(p):
             return "photobench"
-        if _snapbench_json_in(p) is not None:
+        if find_snapbench_json(p) is not None:
             return "snapbench-json"
         if any((p / n).is_file() for n in MANIFEST_NAMES):
             return "jsonl"

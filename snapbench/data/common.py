@@ -1,5 +1,6 @@
-"""Helpers shared by the dataset loaders: JSON and gallery readers and the notes on images (qrels are
-matched with a data set's ids by :func:`snapbench.store.align_qrels`)."""
+"""Helpers shared by the dataset loaders (and the album loader of :mod:`snapbench.albums`): the JSONL and
+gallery readers and the notes on images (qrels are matched with a data set's ids by
+:func:`snapbench.data.qrels.align_qrels`)."""
 
 from __future__ import annotations
 
@@ -15,18 +16,29 @@ from .model import Dataset, GalleryItem
 __all__ = [
     "IMAGE_SUFFIXES",
     "image_notes",
+    "jsonl_lines",
     "read_gallery_manifest",
-    "read_json",
 ]
 
 #: Image file suffixes a gallery folder is listed with (lower case).
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".heic")
 
 
-def read_json(path: Path, what: str) -> Any:
-    """Parse a JSON file through :func:`snapbench.core.userfiles.read_json` (InputError naming the file for a
-    missing file, bytes that are not UTF-8 or bad JSON)."""
-    return textio.read_json(path, what=what)
+def jsonl_lines(text: str, path: Path, *, objects: bool = True) -> list[tuple[int, Any]]:
+    """``(line number, value)`` of every non-blank line of the JSONL ``text`` read from ``path``.  A line
+    that is not JSON (or, with ``objects``, not a JSON object) is an InputError naming the file and the line."""
+    out = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"line {lineno}: invalid JSON ({exc.msg})", path=path) from None
+        if objects and not isinstance(obj, dict):
+            raise InputError(f"line {lineno}: expected a JSON object", path=path)
+        out.append((lineno, obj))
+    return out
 
 
 def read_gallery_manifest(path: Path) -> list[GalleryItem]:
@@ -36,16 +48,10 @@ def read_gallery_manifest(path: Path) -> list[GalleryItem]:
     """
     text = textio.read_text(path, what="gallery manifest")
     if text.lstrip().startswith("["):
-        data = read_json(path, "gallery manifest")
+        data = textio.read_json(path, what="gallery manifest")
         objs = [(f"record #{i + 1}", o) for i, o in enumerate(data)]
     else:
-        objs = []
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    objs.append((f"line {lineno}", json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"line {lineno}: invalid JSON ({exc.msg})", path=path) from None
+        objs = [(f"line {lineno}", o) for lineno, o in jsonl_lines(text, path, objects=False)]
     items: list[GalleryItem] = []
     seen: set[str] = set()
     for where, o in objs:

@@ -34,12 +34,12 @@ from ..core.errors import InputError
 from ..core.records import QueryRecord
 from ..core.userfiles import read_text
 from ..core.validate import examples
-from .common import image_notes
+from .common import image_notes, jsonl_lines
 from .model import Dataset, GalleryItem
 
-__all__ = ["ID_PREFIX", "METADATA_NAMES", "find_metadata", "load_hf_imagefolder"]
+__all__ = ["METADATA_NAMES", "find_metadata", "load_hf_imagefolder"]
 
-ID_PREFIX = "hf-"
+_ID_PREFIX = "hf-"
 METADATA_NAMES: tuple[str, ...] = ("metadata.jsonl", "metadata.csv")
 _QUERY_DIRS = {"query", "queries"}
 _GALLERY_DIRS = {"gallery", "corpus", "candidates"}
@@ -74,22 +74,10 @@ def _cell(v: Any) -> Any:
 
 def _read_table(path: Path) -> list[dict[str, Any]]:
     text = read_text(path, what="metadata table")
-    rows: list[dict[str, Any]] = []
     if path.suffix == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        for row in reader:
-            rows.append({k: _cell(v) for k, v in row.items() if k is not None})
+        rows = [{k: _cell(v) for k, v in row.items() if k is not None} for row in csv.DictReader(text.splitlines())]
     else:
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"line {lineno}: invalid JSON ({exc.msg})", path=path) from None
-            if not isinstance(obj, dict):
-                raise InputError(f"line {lineno}: expected a JSON object", path=path)
-            rows.append(obj)
+        rows = [obj for _, obj in jsonl_lines(text, path)]
     if not rows:
         raise InputError("the metadata table is empty", path=path)
     for i, row in enumerate(rows):
@@ -151,13 +139,13 @@ class _Refs:
             local, cap = ref.get("local", ref.get("file_name")), ref.get("caption") or ""
             if not isinstance(local, str):
                 raise InputError(f"{where}: {part} item {ref!r} has no 'local' file", path=p)
-            gid = (self.built.setdefault((local, cap), f"{ID_PREFIX}{len(self.built)}") if self.build
+            gid = (self.built.setdefault((local, cap), f"{_ID_PREFIX}{len(self.built)}") if self.build
                    else self.lookup.get((Path(local).name, cap)) or self.lookup.get(local))
         else:
             if self.build:
                 raise _layout_error(self.root, self.tables, f"{p}: {row}: {part} entry {ref!r} names a "
                                     "gallery item but there is no gallery table")
-            gid = self.lookup.get(str(ref)) or self.lookup.get(ID_PREFIX + str(ref))
+            gid = self.lookup.get(str(ref)) or self.lookup.get(_ID_PREFIX + str(ref))
             if str(ref) in self.ambiguous:
                 raise InputError(f"{where}: {part} entry {ref!r} matches several gallery items", path=p)
         if gid is None:
@@ -170,7 +158,7 @@ def _gallery_rows(grows: list[tuple[Path, int, dict]], refs: _Refs) -> list[Gall
     gids: set[str] = set()
     for p, i, row in grows:
         raw = _first(row, _GID)
-        gid = ID_PREFIX + str(raw if raw is not None else Path(row["file_name"]).with_suffix("").as_posix())
+        gid = _ID_PREFIX + str(raw if raw is not None else Path(row["file_name"]).with_suffix("").as_posix())
         if gid in gids:
             raise InputError(f"row {i + 1}: duplicate gallery id {gid!r}", path=p)
         cap = _first(row, _CAPTION)
@@ -191,7 +179,7 @@ def _query_row(p: Path, i: int, row: dict, root: Path, refs: _Refs, seen: dict[s
     raw_id = _first(row, _QID)
     if raw_id is None:
         raise InputError(f"{where}: no query id (expected one of {', '.join(_QID)})", path=p)
-    qid = ID_PREFIX + str(raw_id)
+    qid = _ID_PREFIX + str(raw_id)
     if qid in seen:
         raise InputError(f"{where}: duplicate query id {str(raw_id)!r} (first in {seen[qid]})", path=p)
     seen[qid] = f"{p} {where}"
@@ -228,7 +216,7 @@ def _built_gallery(refs: _Refs, gal_root: Path, qrels: dict[str, dict[str, float
     rename = {}
     for stem, keys in by_stem.items():
         for k, key in enumerate(keys, 1):
-            rename[refs.built[key]] = ID_PREFIX + (stem if len(keys) == 1 else f"{stem}#{k}")
+            rename[refs.built[key]] = _ID_PREFIX + (stem if len(keys) == 1 else f"{stem}#{k}")
     gallery = [GalleryItem(rename[g], gal_root / key[0], key[1] or None) for key, g in refs.built.items()]
     return gallery, {q: {rename[g]: r for g, r in pos.items()} for q, pos in qrels.items()}
 

@@ -9,50 +9,66 @@ Queries missing from the qrels count as zero-GT queries (noted), as in ``snapben
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from ..core.errors import InputError, SnapbenchError, arg
+from ..core.records import QueryRecord
 from ..corruptions import load_manifest
 from .common import image_notes, read_gallery_manifest
 from .model import Dataset
 from .qrels import align_qrels, read_qrels_file
 
-__all__ = ["GALLERY_NAMES", "MANIFEST_NAMES", "QRELS_NAMES", "load_jsonl"]
+__all__ = ["MANIFEST_NAMES", "QRELS_NAMES", "gallery_next_to", "load_jsonl", "read_queries", "sibling"]
 
 MANIFEST_NAMES: tuple[str, ...] = ("queries.jsonl", "queries.json", "manifest.jsonl")
 GALLERY_NAMES: tuple[str, ...] = ("gallery.jsonl", "gallery.json")
 QRELS_NAMES: tuple[str, ...] = ("qrels.json", "qrels.txt", "qrels.trec")
 
 
-def _sibling(folder: Path, names: tuple[str, ...]) -> Path | None:
+def sibling(folder: Path, names: tuple[str, ...]) -> Path | None:
+    """The first of ``names`` that is a file in ``folder`` (``None`` when none is)."""
     return next((folder / n for n in names if (folder / n).is_file()), None)
 
 
-def load_jsonl(path: Path, *, gallery: Path | None = None, qrels: Path | None = None) -> Dataset:
-    """Load the generic JSONL triple (see the module docstring)."""
+def read_queries(path: Path, *, on_warning: Callable[[str], None] | None = None) -> tuple[Path, list[QueryRecord]]:
+    """The query manifest (``path``, or the one of :data:`MANIFEST_NAMES` in the folder ``path``) and its
+    queries (:func:`snapbench.corruptions.load_manifest`, ``on_warning`` passed on)."""
     path = Path(path)
-    notes: list[str] = []
     if path.is_dir():
-        found = _sibling(path, MANIFEST_NAMES)
+        found = sibling(path, MANIFEST_NAMES)
         if found is None:
             raise InputError(f"no query manifest ({', '.join(MANIFEST_NAMES)}) in this folder", path=path)
         path = found
     try:
-        queries = load_manifest(path)
+        return path, load_manifest(path, on_warning=on_warning)
     except SnapbenchError:
         raise
     except ValueError as exc:  # the manifest reader's own error type: same message, our family
         raise InputError(str(exc)) from None
+
+
+def gallery_next_to(manifest: Path) -> Path:
+    """The gallery file next to the query ``manifest`` (one of :data:`GALLERY_NAMES`); an InputError saying
+    how to give one when there is none."""
+    found = sibling(manifest.parent, GALLERY_NAMES)
+    if found is None:
+        raise InputError(
+            f"no gallery: give one with {arg('gallery')} (or put one of {', '.join(GALLERY_NAMES)} next to it)",
+            path=manifest, param="gallery",
+        )
+    return found
+
+
+def load_jsonl(path: Path, *, gallery: Path | None = None, qrels: Path | None = None) -> Dataset:
+    """Load the generic JSONL triple (see the module docstring)."""
+    notes: list[str] = []
+    path, queries = read_queries(path)
     if gallery is None:
-        gallery = _sibling(path.parent, GALLERY_NAMES)
-        if gallery is None:
-            raise InputError(
-                f"no gallery: give one with {arg('gallery')} (or put one of {', '.join(GALLERY_NAMES)} next to it)",
-                path=path, param="gallery",
-            )
+        gallery = gallery_next_to(path)
         notes.append(f"gallery: using {gallery} (found next to the query manifest)")
     if qrels is None:
-        qrels = _sibling(path.parent, QRELS_NAMES)
+        qrels = sibling(path.parent, QRELS_NAMES)
         if qrels is not None:
             notes.append(f"qrels: using {qrels} (found next to the query manifest)")
     items = read_gallery_manifest(Path(gallery))

@@ -17,7 +17,7 @@ Decisions:
 * Gallery: the image files directly in ``images/`` and the file names in
   ``images/metadata/metadata.json`` (union, sorted by name); gallery id = the file name (the same
   names FAISS ``metadata.json`` uses).  Captions come from a ``{file name: caption}`` JSON file
-  (the ``captions`` argument) and are ``None`` otherwise.
+  (the ``gallery`` argument, as :func:`snapbench.data.load_dataset` names it) and are ``None`` otherwise.
 * Ground truth (not in the public copy) comes from a file (the ``qrels`` argument), JSON:
   ``{key: [file name, ...]}`` where key is the 0-based query index, the query id, or the query
   text (English or Chinese), or a JSON list aligned with query.json (element i = the file names of
@@ -37,13 +37,15 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.install_hint import install_hint
 from ..core.records import QueryRecord
+from ..core.userfiles import read_json
 from ..core.validate import examples
-from .common import IMAGE_SUFFIXES, image_notes, read_json
+from .common import IMAGE_SUFFIXES, image_notes
 from .model import Dataset, GalleryItem
 
 __all__ = [
-    "DIMENSIONS",
     "SOURCES",
+    "album_photos",
+    "album_queries",
     "is_album",
     "load_faiss_embeddings",
     "load_photobench",
@@ -51,7 +53,7 @@ __all__ = [
 ]
 
 SOURCES: tuple[str, ...] = ("V", "M", "F", "VM", "VF", "MF", "VMF")
-DIMENSIONS: tuple[str, ...] = ("Location", "Time", "Person", "Object", "Concept", "Genre")
+_DIMENSIONS: tuple[str, ...] = ("Location", "Time", "Person", "Object", "Concept", "Genre")
 _LANG_FIELD = {"en": "query_en", "cn": "query_cn"}
 
 
@@ -67,9 +69,11 @@ def photobench_albums(root: Path, *, query_file: str = "query.json") -> list[Pat
     return sorted((p for p in Path(root).iterdir() if p.is_dir() and is_album(p, query_file)), key=key)
 
 
-def _queries(album: Path, language: str, *, qfile: str = "query.json") -> list[QueryRecord]:
+def album_queries(album: Path, language: str, *, qfile: str = "query.json") -> tuple[list[QueryRecord], list[dict]]:
+    """The queries of an album's ``qfile`` (ids, questions and tags as the module docstring says), with
+    the file's records as read (:mod:`snapbench.albums.load` takes their ``ground_truth``)."""
     qpath = album / qfile
-    data = read_json(qpath, "PhotoBench query file")
+    data = read_json(qpath, what="PhotoBench query file")
     if not isinstance(data, list) or not data:
         raise InputError("expected a non-empty JSON list of queries", path=qpath)
     field = _LANG_FIELD[language]
@@ -87,35 +91,43 @@ def _queries(album: Path, language: str, *, qfile: str = "query.json") -> list[Q
                 raise InputError(f"{where}: 'Source' must be one of {', '.join(SOURCES)}, got {src!r}", path=qpath)
             src = src.strip().upper()
         tags: dict[str, Any] = {"album": album.name, "source": src}
-        for dim in DIMENSIONS:
+        for dim in _DIMENSIONS:
             tags[dim.lower()] = rec.get(dim)
         other = _LANG_FIELD["cn" if language == "en" else "en"]
         if isinstance(rec.get(other), str):
             tags[other] = rec[other]
         for k, v in rec.items():
-            if k not in (*_LANG_FIELD.values(), "Source", *DIMENSIONS) and isinstance(v, (str, int, float, bool)):
+            if k not in (*_LANG_FIELD.values(), "Source", *_DIMENSIONS) and isinstance(v, (str, int, float, bool)):
                 tags[k] = v
         out.append(QueryRecord(f"{album.name}_q{i:04d}", None, text, None, tags))
-    return out
+    return out, data
+
+
+def album_photos(album: Path, images: Path) -> tuple[set[str], dict[str, Any], Path]:
+    """The photos of ``album`` whose folder is ``images``: the image files directly in it and the file
+    names in its ``metadata/metadata.json``; with that metadata (``{}`` when absent) and its path."""
+    names: set[str] = set()
+    if images.is_dir():
+        names.update(p.name for p in images.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    meta_path = images / "metadata" / "metadata.json"
+    meta: dict[str, Any] = {}
+    if meta_path.is_file():
+        meta = read_json(meta_path, what="PhotoBench metadata")
+        if not isinstance(meta, dict):
+            raise InputError("expected a JSON object {file name: {latitude, longitude, time}}", path=meta_path)
+        names.update(str(k) for k in meta)
+    if not names:
+        raise InputError(f"no photos: neither image files in {images} nor {meta_path}", path=album)
+    return names, meta, meta_path
 
 
 def _gallery(album: Path, captions: Path | None) -> tuple[list[GalleryItem], list[str]]:
     images = album / "images"
-    names: set[str] = set()
+    names, _, _ = album_photos(album, images)
     notes: list[str] = []
-    if images.is_dir():
-        names.update(p.name for p in images.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
-    meta = images / "metadata" / "metadata.json"
-    if meta.is_file():
-        data = read_json(meta, "PhotoBench metadata")
-        if not isinstance(data, dict):
-            raise InputError("expected a JSON object {file name: {latitude, longitude, time}}", path=meta)
-        names.update(str(k) for k in data)
-    if not names:
-        raise InputError(f"no photos: neither image files in {images} nor {meta}", path=album)
     caps: dict[str, str] = {}
     if captions is not None:
-        data = read_json(Path(captions), "captions file")
+        data = read_json(Path(captions), what="captions file")
         if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
             raise InputError("expected a JSON object {file name: caption}", path=captions)
         unknown = sorted(set(data) - names)
@@ -128,7 +140,7 @@ def _gallery(album: Path, captions: Path | None) -> tuple[list[GalleryItem], lis
 
 
 def _ground_truth(path: Path, queries: list[QueryRecord], gallery_ids: set[str], language: str) -> dict[str, dict[str, float]]:
-    data = read_json(path, "ground-truth file")
+    data = read_json(path, what="ground-truth file")
     assigned: dict[int, list] = {}
     if isinstance(data, list):
         if len(data) != len(queries):
@@ -169,7 +181,7 @@ def _ground_truth(path: Path, queries: list[QueryRecord], gallery_ids: set[str],
 
 
 def load_photobench(
-    path: Path, *, qrels: Path | None = None, captions: Path | None = None, language: str = "en"
+    path: Path, *, qrels: Path | None = None, gallery: Path | None = None, language: str = "en"
 ) -> Dataset:
     """Load one PhotoBench album (see the module docstring for every decision)."""
     path = Path(path)
@@ -186,11 +198,11 @@ def load_photobench(
                 "each query searching its own album", path=path
             )
         raise InputError("not a PhotoBench album folder (no query.json)", path=path)
-    queries = _queries(path, language)
-    gallery, notes = _gallery(path, captions)
+    queries, _ = album_queries(path, language)
+    items, notes = _gallery(path, gallery)
     gt: dict[str, dict[str, float]] = {}
     if qrels is not None:
-        gt = _ground_truth(Path(qrels), queries, {g.id for g in gallery}, language)
+        gt = _ground_truth(Path(qrels), queries, {g.id for g in items}, language)
         zero = [q for q, v in gt.items() if not v]
         if zero:
             notes.append(f"{len(zero)} zero-GT query(ies) (kept: they count in the reject metrics)")
@@ -200,11 +212,11 @@ def load_photobench(
         )
     notes.append(
         "PhotoBench queries have no image: text-to-image retrieval (question→photo, path TI"
-        + (", and question→caption T→T" if all(g.caption for g in gallery) else "")
+        + (", and question→caption T→T" if all(g.caption for g in items) else "")
         + "); image query modes (I→I, IT→IT, I→IT) and image corruptions are not applicable"
     )
     ds = Dataset(name=f"photobench-{path.name}", format="photobench", root=path, queries=queries,
-                 gallery=gallery, qrels=gt, released=None, notes=notes)
+                 gallery=items, qrels=gt, released=None, notes=notes)
     if not ds.has_gallery_images:
         ds.notes.extend(n for n in image_notes(ds) if n.startswith("gallery images"))
     return ds
@@ -227,7 +239,7 @@ def load_faiss_embeddings(directory: str | Path) -> tuple[list[str], np.ndarray]
     ipath, mpath = directory / "index.faiss", directory / "metadata.json"
     if not ipath.is_file():
         raise InputError("no index.faiss in this folder", path=directory)
-    meta = read_json(mpath, "FAISS metadata")
+    meta = read_json(mpath, what="FAISS metadata")
     names = meta.get("filenames") if isinstance(meta, dict) else None
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise InputError("expected an object with a 'filenames' list of strings", path=mpath)

@@ -23,7 +23,7 @@ Decisions:
 * Qrels: each record's ``gt`` items with grade 1; ``hard_negative`` items are gallery items
   without a judgement; a record with an empty ``gt`` list is a zero-GT query.
 * Released variants: ``text_perturbations`` (operator names mapped to snapbench's 8 through
-  :data:`TEXT_OPERATOR_ALIASES`; unknown ones are reported in the notes and skipped) and the
+  the module's alias table; unknown ones are reported in the notes and skipped) and the
   ``image_perturbations`` files that exist, ``sev1/sev3/sev5`` -> severities 1/2/3.
 * Query ids are the release's ``query_id`` strings; this is the JSON id space (the Hugging Face
   ImageFolder copy is read with ``hf-`` prefixed ids and never matches these).
@@ -39,20 +39,17 @@ from typing import Any
 from ..core.conditions import IMAGE_OPERATORS, TEXT_OPERATORS
 from ..core.errors import InputError
 from ..core.records import QueryRecord
+from ..core.userfiles import read_json
 from ..core.validate import did_you_mean, examples
-from .common import image_notes, read_json
+from .common import image_notes
 from .model import Dataset, GalleryItem, ReleasedVariants
 
-__all__ = [
-    "IMAGE_OPERATOR_ALIASES",
-    "KNOWN_FIELDS",
-    "RELEASE_SEVERITIES",
-    "TEXT_OPERATOR_ALIASES",
-    "load_snapbench_json",
-]
+__all__ = ["find_snapbench_json", "load_snapbench_json"]
+
+_SNAPBENCH_JSON_NAME = "snap_bench.json"
 
 #: Top-level fields of a snap_bench.json record this reader knows.
-KNOWN_FIELDS: tuple[str, ...] = (
+_KNOWN_FIELDS: tuple[str, ...] = (
     "query_id", "query_text", "query_entity", "query_image_local", "domain",
     "gallery", "text_perturbations", "image_perturbations",
 )
@@ -63,7 +60,7 @@ def _aliases(table: dict[str, tuple[str, ...]]) -> dict[str, str]:
 
 #: Spellings of the 8 text operators seen in write-ups of the benchmark -> snapbench's names.
 #: Names are compared after lower-casing and turning "-" and " " into "_".
-TEXT_OPERATOR_ALIASES: dict[str, str] = _aliases({
+_TEXT_OPERATOR_ALIASES: dict[str, str] = _aliases({
     "char_add": ("char_insert", "char_insertion", "char_addition", "character_add", "character_insert", "add_char"),
     "char_delete": ("char_del", "char_deletion", "char_remove", "character_delete", "character_deletion", "delete_char"),
     "char_change": ("char_replace", "char_substitute", "char_substitution", "char_sub", "character_change",
@@ -77,7 +74,7 @@ TEXT_OPERATOR_ALIASES: dict[str, str] = _aliases({
 })
 
 #: Spellings of the 15 image operators -> snapbench's names (same normalisation).
-IMAGE_OPERATOR_ALIASES: dict[str, str] = _aliases({
+_IMAGE_OPERATOR_ALIASES: dict[str, str] = _aliases({
     "low_light": ("lowlight", "dark", "underexposure"),
     "overexposure": ("over_exposure", "overexposed", "bright"),
     "defocus_blur": ("defocus", "out_of_focus"),
@@ -96,10 +93,10 @@ IMAGE_OPERATOR_ALIASES: dict[str, str] = _aliases({
 })
 
 #: The release's severity keys -> snapbench's severity levels.
-RELEASE_SEVERITIES: dict[str, int] = {"sev1": 1, "sev3": 2, "sev5": 3}
+_RELEASE_SEVERITIES: dict[str, int] = {"sev1": 1, "sev3": 2, "sev5": 3}
 
-assert set(TEXT_OPERATOR_ALIASES.values()) == set(TEXT_OPERATORS)
-assert set(IMAGE_OPERATOR_ALIASES.values()) == set(IMAGE_OPERATORS)
+assert set(_TEXT_OPERATOR_ALIASES.values()) == set(TEXT_OPERATORS)
+assert set(_IMAGE_OPERATOR_ALIASES.values()) == set(IMAGE_OPERATORS)
 
 
 def _norm(name: str) -> str:
@@ -183,7 +180,7 @@ class _Reader:
             raise self.fail(where, f"'text_perturbations' must be an object, got {type(tp).__name__}")
         out: dict[str, str] = {}
         for name, entry in tp.items():
-            op = TEXT_OPERATOR_ALIASES.get(_norm(name))
+            op = _TEXT_OPERATOR_ALIASES.get(_norm(name))
             if op is None:
                 self.unknown_text_ops[name] = self.unknown_text_ops.get(name, 0) + 1
                 continue
@@ -218,13 +215,13 @@ class _Reader:
         out: dict[tuple[str, int], Path] = {}
         listed = 0
         for name, entry in ip.items():
-            op = IMAGE_OPERATOR_ALIASES.get(_norm(name))
+            op = _IMAGE_OPERATOR_ALIASES.get(_norm(name))
             if op is None:
                 self.unknown_image_ops[name] = self.unknown_image_ops.get(name, 0) + 1
                 continue
             if not isinstance(entry, dict):
                 raise self.fail(where, f"'image_perturbations.{name}' must be an object with sev1/sev3/sev5 paths")
-            for key, sev in RELEASE_SEVERITIES.items():
+            for key, sev in _RELEASE_SEVERITIES.items():
                 rel = entry.get(key)
                 if rel is None:
                     continue
@@ -296,7 +293,7 @@ def _record(rd: _Reader, rec: dict, i: int, root: Path | None, out: _Parsed) -> 
     if domain is not None:
         tags["domain"] = domain
     for k, v in rec.items():
-        if k in KNOWN_FIELDS:
+        if k in _KNOWN_FIELDS:
             continue
         rd.unknown_fields.setdefault(k, []).append(where)
         if isinstance(v, (str, int, float, bool)) or v is None:
@@ -325,14 +322,14 @@ def _notes(path: Path, root: Path | None, rd: _Reader, parsed: _Parsed, qrels: d
             f"{path.parent / 'bench_images'}): images are absent; if they are elsewhere, give their folder with --images (images= in Python)"
         )
     for name, wheres in sorted(rd.unknown_fields.items()):
-        hint = did_you_mean(name, KNOWN_FIELDS)
+        hint = did_you_mean(name, _KNOWN_FIELDS)
         notes.append(f"{path}: unknown field {name!r} in {len(wheres)} record(s) (first: {wheres[0]}){hint}; kept as a tag")
     for name, n in sorted(rd.unknown_text_ops.items()):
         notes.append(f"{path}: unknown text operator {name!r} in text_perturbations ({n} record(s)) skipped"
-                     + did_you_mean(_norm(name), TEXT_OPERATOR_ALIASES))
+                     + did_you_mean(_norm(name), _TEXT_OPERATOR_ALIASES))
     for name, n in sorted(rd.unknown_image_ops.items()):
         notes.append(f"{path}: unknown image operator {name!r} in image_perturbations ({n} record(s)) skipped"
-                     + did_you_mean(_norm(name), IMAGE_OPERATOR_ALIASES))
+                     + did_you_mean(_norm(name), _IMAGE_OPERATOR_ALIASES))
     if parsed.both:
         notes.append(f"{path}: {parsed.both} item(s) listed both as gt and hard_negative of one query: counted as positives")
     zero = [q for q, v in qrels.items() if not v]
@@ -343,10 +340,24 @@ def _notes(path: Path, root: Path | None, rd: _Reader, parsed: _Parsed, qrels: d
     return notes
 
 
+def find_snapbench_json(folder: Path) -> Path | None:
+    """``snap_bench.json`` in ``folder`` or in its ``benchmark/`` (``None`` when neither holds one)."""
+    for cand in (folder / _SNAPBENCH_JSON_NAME, folder / "benchmark" / _SNAPBENCH_JSON_NAME):
+        if cand.is_file():
+            return cand
+    return None
+
+
 def load_snapbench_json(path: Path, *, images: Path | None = None) -> Dataset:
-    """Load ``snap_bench.json`` (see the module docstring for every decision)."""
+    """Load ``snap_bench.json``, or the one :func:`find_snapbench_json` finds in the folder ``path`` (see
+    the module docstring for every decision)."""
     path = Path(path)
-    data = read_json(path, "SnapBench JSON")
+    if path.is_dir():
+        found = find_snapbench_json(path)
+        if found is None:
+            raise InputError(f"no {_SNAPBENCH_JSON_NAME} here or under benchmark/", path=path)
+        path = found
+    data = read_json(path, what="SnapBench JSON")
     if not isinstance(data, list):
         raise InputError(f"expected a JSON list of query records, got a JSON {type(data).__name__}", path=path)
     if not data:
