@@ -36,8 +36,8 @@ SCORES_DIR (``snapbench moor`` writes it, ``snapbench evaluate`` reads it): one 
 or one TREC run ``<cond>.run`` / ``<cond>.trec`` per condition, plus ``query_ids.txt`` and
 ``gallery_ids.txt``.  A condition's file name is its id with "/" as "__".
 
-TREC (:func:`write_trec_run`, :func:`read_trec_run`, :func:`read_qrels_file`, :func:`write_qrels`;
-:func:`align_qrels` matches qrels with the ids, for the data loaders and ``evaluate`` alike):
+TREC (:func:`write_trec_run`, :func:`read_trec_run`, :func:`snapbench.store.trec.write_qrels`; qrels are read
+and matched with the ids by :mod:`snapbench.data.qrels`, for the data loaders and ``evaluate`` alike):
 run lines ``qid Q0 docid rank score tag`` -- scores written with ``repr(float(score))`` (the shortest
 text that reads back to the same float64, so a float32 score round-trips exactly too); qrels lines
 ``qid 0 docid rel``.

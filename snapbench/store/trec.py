@@ -1,5 +1,5 @@
-"""TREC run and qrels files (``qid Q0 docid rank score tag``, ``qid 0 docid rel``) and JSON qrels, and
-the one rule that matches qrels with a data set's ids (:func:`align_qrels`)."""
+"""TREC run files (``qid Q0 docid rank score tag``) read and written, and qrels written (``qid 0 docid
+rel``); qrels are read, and matched with a data set's ids, by :mod:`snapbench.data.qrels`."""
 
 from __future__ import annotations
 
