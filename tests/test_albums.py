@@ -577,7 +577,7 @@ def test_the_output_folder_is_claimed_like_every_command(data, tmp_path):
 def test_chinese_queries_with_language_cn(data):
     ds = load_albums(data[0], language="cn")
     assert ds.queries[0].question == f"{fx.OBJECTS[0]}的照片" and ds.queries[0].id == "album1_q0000"
-    with pytest.raises(InputError, match="unknown language 'fr'"):
+    with pytest.raises(ConfigError, match="unknown language 'fr'.*; known: en, cn"):
         load_albums(data[0], language="fr")
 
 

@@ -32,7 +32,7 @@ from ..core.userfiles import read_json, read_text
 from ..core.validate import examples
 from ..data.common import jsonl_lines
 from ..data.jsonl import MANIFEST_NAMES, QRELS_NAMES, gallery_next_to, read_queries, sibling
-from ..data.photobench import album_photos, album_queries, photobench_albums
+from ..data.photobench import album_photos, album_queries, check_language, photobench_albums
 from ..data.qrels import align_qrels, read_qrels_file
 from .records import OWNER, OWNER_NAMES, AlbumRecord, Face, check_coordinates, parse_time
 
@@ -288,8 +288,7 @@ def load_albums(path: str | Path, *, split: str | None = None, gallery: Path | N
     """Load a dataset of albums (see the module docstring): a PhotoBench folder (of ``album*/`` folders,
     one album folder, or a Hugging Face copy with ``split``), or a JSONL query manifest / folder."""
     path = Path(path)
-    if language not in ("en", "cn"):
-        raise InputError(f"unknown language {language!r}; known: en, cn", param="language")
+    check_language(language)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
     jsonl = path.is_file() or (path.is_dir() and sibling(path, MANIFEST_NAMES) is not None)

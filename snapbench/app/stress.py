@@ -32,7 +32,7 @@ from ..albums.stress import CLEAN, FIELDS, Condition, StressResult, apply_condit
 from ..core.defaults import DEFAULT_CI, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ..core.errors import ConfigError
 from ..core.validate import ci_level, positive_int
-from ..data.photobench import SOURCES
+from ..data.photobench import SOURCES, check_language
 from ..evaluate.metrics import counted_rows, parse_metrics
 from ..store.folders import StressDir, check_resume, claim_output_dir, remove_stale, write_run_json
 from ..store.perquery import write_combined_per_query
@@ -122,8 +122,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
     ci_level(opts.ci, "ci")
     if not opts.ks:
         raise ConfigError("give at least one cut-off k", param="ks")
-    if opts.language not in ("en", "cn"):
-        raise ConfigError(f"unknown language {opts.language!r}; known: en, cn", param="language")
+    check_language(opts.language)
     conds = parse_conditions(opts.stress)
     template = RecordTemplate(opts.template)
     metrics = parse_metrics("hit,recall,ndcg,mrr", [int(k) for k in opts.ks])

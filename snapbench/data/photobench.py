@@ -38,7 +38,7 @@ from ..core.errors import InputError
 from ..core.install_hint import install_hint
 from ..core.records import QueryRecord
 from ..core.userfiles import read_json
-from ..core.validate import examples
+from ..core.validate import choice, examples
 from .common import IMAGE_SUFFIXES, image_notes
 from .model import Dataset, GalleryItem
 
@@ -55,6 +55,12 @@ __all__ = [
 SOURCES: tuple[str, ...] = ("V", "M", "F", "VM", "VF", "MF", "VMF")
 _DIMENSIONS: tuple[str, ...] = ("Location", "Time", "Person", "Object", "Concept", "Genre")
 _LANG_FIELD = {"en": "query_en", "cn": "query_cn"}
+
+
+def check_language(language: str) -> str:
+    """``language`` if PhotoBench has questions in it (``en``, ``cn``): the one check of ``run``'s
+    loader, ``stress``'s and their options; a :class:`~snapbench.core.errors.ConfigError` otherwise."""
+    return choice(language, _LANG_FIELD, "language", what="language")
 
 
 def is_album(path: Path, query_file: str = "query.json") -> bool:
@@ -185,8 +191,7 @@ def load_photobench(
 ) -> Dataset:
     """Load one PhotoBench album (see the module docstring for every decision)."""
     path = Path(path)
-    if language not in _LANG_FIELD:
-        raise InputError(f"language must be 'en' or 'cn', got {language!r}")
+    check_language(language)
     if path.is_file() and path.name == "query.json":
         path = path.parent
     if not is_album(path):
