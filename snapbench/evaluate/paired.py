@@ -75,13 +75,13 @@ def bootstrap_counts(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int = 0, 
     if resamples < 1:
         raise ConfigError(f"must be >= 1, got {resamples}", param="resamples")
     rng = derive_generator("evaluate.bootstrap", int(seed), str(key), int(n))
-    out = np.empty((resamples, n), dtype=np.float64)
-    for a in range(0, resamples, _CHUNK):
-        b = min(a + _CHUNK, resamples)
-        idx = rng.integers(0, n, size=(b - a, n), dtype=np.int64)
-        idx += np.arange(b - a, dtype=np.int64)[:, None] * n
-        out[a:b] = np.bincount(idx.ravel(), minlength=(b - a) * n).reshape(b - a, n)
-    return out
+
+    def draw(m: int) -> np.ndarray:
+        idx = rng.integers(0, n, size=(m, n), dtype=np.int64)
+        idx += np.arange(m, dtype=np.int64)[:, None] * n
+        return np.bincount(idx.ravel(), minlength=m * n).reshape(m, n)
+
+    return _draw_rows(resamples, n, draw)
 
 
 def swap_matrix(n: int, permutations: int = DEFAULT_RESAMPLES, seed: int = 0, *, key: str = "") -> np.ndarray:
@@ -89,12 +89,20 @@ def swap_matrix(n: int, permutations: int = DEFAULT_RESAMPLES, seed: int = 0, *,
 
     Fair coin flips from the generator's raw bytes (8 per byte), determined by (seed, key, n)."""
     rng = derive_generator("evaluate.permutation", int(seed), str(key), int(n))
-    out = np.empty((permutations, n), dtype=np.float64)
-    for a in range(0, permutations, _CHUNK):
-        b = min(a + _CHUNK, permutations)
-        m = (b - a) * n
-        bits = np.unpackbits(np.frombuffer(rng.bytes((m + 7) // 8), dtype=np.uint8), count=m)
-        out[a:b] = bits.reshape(b - a, n)
+
+    def draw(m: int) -> np.ndarray:
+        bits = np.unpackbits(np.frombuffer(rng.bytes((m * n + 7) // 8), dtype=np.uint8), count=m * n)
+        return bits.reshape(m, n)
+
+    return _draw_rows(permutations, n, draw)
+
+
+def _draw_rows(rows: int, n: int, draw) -> np.ndarray:
+    """(rows, n) float64 matrix filled by ``draw(m)`` in blocks of at most ``_CHUNK`` rows, in order."""
+    out = np.empty((rows, n), dtype=np.float64)
+    for a in range(0, rows, _CHUNK):
+        b = min(a + _CHUNK, rows)
+        out[a:b] = draw(b - a)
     return out
 
 
@@ -364,7 +372,7 @@ def paired_analysis(
         v0 = base.value
         b = boot[m] if boot is not None else rs.values([base] + others, counted[m])
         lo, hi = percentile_ci(b[:, 1:] - b[:, :1], ci)
-        p_raw = perm_p[m] if m in perm_p else _binary_or_permutation_pvalues(m, base, others, None)
+        p_raw = perm_p[m] if m in perm_p else _mcnemar_pvalues(base, others)  # every other metric is hit@k
         p_adj = holm(list(p_raw))
         for j, c in enumerate(conds):
             delta = others[j].value - v0
@@ -398,25 +406,19 @@ def _permutation_tests(stats, clean: str, conds: list[str], metrics: list[str],
     return out
 
 
-def _binary_or_permutation_pvalues(
-    metric: str, clean: QueryStat, others: Sequence[QueryStat], swaps: np.ndarray | None
-) -> np.ndarray:
-    """Raw p-values for ``others`` vs ``clean``: exact McNemar for hit@k, permutation otherwise."""
-    if is_binary_metric(metric):
-        out = []
-        inc0 = clean.den > 0
-        for o in others:
-            inc = inc0 & (o.den > 0)
-            x0 = clean.num[inc] > 0
-            x1 = o.num[inc] > 0
-            if not inc.any():
-                out.append(float("nan"))
-                continue
-            out.append(mcnemar_exact(np.count_nonzero(x0 & ~x1), np.count_nonzero(~x0 & x1)))
-        return np.asarray(out, dtype=np.float64)
-    if swaps is None:
-        raise ConfigError(f"the permutation test of {metric!r} needs a swap matrix", param="swaps")
-    return permutation_pvalues(clean, others, swaps)
+def _mcnemar_pvalues(clean: QueryStat, others: Sequence[QueryStat]) -> np.ndarray:
+    """Raw exact McNemar p-values of a 0/1 metric (hit@k) for ``others`` vs ``clean``."""
+    out = []
+    inc0 = clean.den > 0
+    for o in others:
+        inc = inc0 & (o.den > 0)
+        x0 = clean.num[inc] > 0
+        x1 = o.num[inc] > 0
+        if not inc.any():
+            out.append(float("nan"))
+            continue
+        out.append(mcnemar_exact(np.count_nonzero(x0 & ~x1), np.count_nonzero(~x0 & x1)))
+    return np.asarray(out, dtype=np.float64)
 
 
 # ------------------------------------------------------------------ does stability track the loss?
