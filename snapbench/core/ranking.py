@@ -71,11 +71,6 @@ class TopK:
     def k(self) -> int:
         return int(self.indices.shape[1])
 
-    @property
-    def filled(self) -> np.ndarray:
-        """Boolean (Q x k): which slots hold a gallery item."""
-        return self.indices >= 0
-
 
 def _sort_key(values: np.ndarray) -> np.ndarray:
     # Negating unsigned or small integer types would wrap around; compare in a signed/float type.
@@ -203,10 +198,7 @@ def topk(scores: Any, k: int, *, chunk_size: int | None = None) -> TopK:
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
     if chunk_size is not None:
-        acc = StreamingTopK(s.shape[0], k)
-        for start in range(0, s.shape[1], int(chunk_size)):
-            acc.push(s[:, start : start + int(chunk_size)], start)
-        return acc.result()
+        return streaming_topk(s, k, chunk=int(chunk_size))
     kk = min(int(k), s.shape[1])
     idx = topk_indices(s, kk)
     return _pad(idx, np.take_along_axis(s, idx, axis=1), int(k))

@@ -32,6 +32,7 @@ from ..core.install_hint import install_hint
 from ..core.ranking import TopK
 from ..core.userfiles import load_npy
 from ..core.validate import unknown_name
+from ._validate import check_shape
 
 __all__ = [
     "ANNIndex",
@@ -139,12 +140,7 @@ class GallerySource:
         for arr, nm in ((gi, names[0]), (gt, names[1])):
             if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
                 raise InputError(f"{nm}: expected a numeric array, got dtype {arr.dtype}")
-            if arr.ndim != 2:
-                raise InputError(f"{nm}: expected a 2-D (rows, dim) matrix, got shape {arr.shape}")
-            if arr.shape[0] == 0:
-                raise InputError(f"{nm}: is empty (0 rows)")
-            if arr.shape[1] == 0:
-                raise InputError(f"{nm}: has dimension 0")
+            check_shape(arr, nm)  # values are checked chunk by chunk when the gallery is read
         src = cls("memmap" if mapped else "array", gi, gt, gi.shape[0], None, names)
         src._check_pair(gi.shape, gt.shape)
         return src
@@ -244,7 +240,6 @@ class ANNIndex:
         faiss = _import_faiss()
         self.dim = int(dim)
         self.kind = kind
-        self._faiss = faiss
         self.ntotal = 0
         self._pending: list[np.ndarray] = []
         if kind == "hnsw":
