@@ -50,7 +50,7 @@ TIE_RULE = (
     "(np.argsort(-scores, kind='stable') order)"
 )
 
-ScoreSource = np.ndarray | Callable[[int, int], np.ndarray]
+_ScoreSource = np.ndarray | Callable[[int, int], np.ndarray]
 
 
 @dataclass
@@ -310,7 +310,7 @@ class StreamingTopK:
 
 
 def streaming_topk(
-    source: ScoreSource,
+    source: _ScoreSource,
     k: int,
     *,
     chunk: int = 65536,

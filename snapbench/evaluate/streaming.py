@@ -24,7 +24,7 @@ from .stability import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P
 
 __all__ = ["evaluate_column_chunks"]
 
-ChunkSource = Callable[[], Iterable[tuple[int, np.ndarray]]]
+_ChunkSource = Callable[[], Iterable[tuple[int, np.ndarray]]]
 
 
 def _check(S: np.ndarray, name: str, offset: int) -> np.ndarray:
@@ -39,7 +39,7 @@ def _check(S: np.ndarray, name: str, offset: int) -> np.ndarray:
 
 
 def evaluate_column_chunks(
-    chunks: ChunkSource,
+    chunks: _ChunkSource,
     labels: Labels,
     metrics: Sequence[str],
     *,

@@ -104,7 +104,7 @@ __all__ = [
     "path_scores",
 ]
 
-TEXT_PATHS = ("TT", "IT", "TI")
+_TEXT_PATHS = ("TT", "IT", "TI")
 DEFAULT_EPS = 1e-6
 DEFAULT_FUSION_EPS = 1e-6
 CONST_RTOL = 1e-10
@@ -250,7 +250,7 @@ def moor_from_scores(
     for b0 in range(0, Q, block):
         sl = slice(b0, b0 + block)
         acc = wn[sl, 0:1] * paths.II[sl]
-        for j, p in enumerate(TEXT_PATHS, start=1):
+        for j, p in enumerate(_TEXT_PATHS, start=1):
             acc += wn[sl, j : j + 1] * paths[p][sl]
         acc[fallback[sl]] = paths.II[sl][fallback[sl]]
         scores[sl] = acc
