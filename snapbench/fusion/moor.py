@@ -101,6 +101,7 @@ __all__ = [
     "fuse_stats",
     "gate_name",
     "moor_from_scores",
+    "path_moments",
     "path_scores",
 ]
 
@@ -183,6 +184,15 @@ def gate_name(gate: GateLike) -> str:
     return gate if isinstance(gate, str) else getattr(gate, "__name__", "custom")
 
 
+def path_moments(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of a path score matrix: the mean (Q x 1), the centred scores, the population variance
+    (two-pass: centre, then multiply) and the constant-path flag std(s) <= 1e-10 · rms(s)."""
+    m = s.mean(axis=1, keepdims=True)
+    c = s - m
+    v = np.einsum("ij,ij->i", c, c) / s.shape[1]
+    return m, c, v, v <= CONST_RTOL**2 * (v + m[:, 0] ** 2)
+
+
 def fuse_stats(
     var: np.ndarray, cov: np.ndarray, const: np.ndarray, gate: GateLike, fusion_eps: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -228,12 +238,7 @@ def moor_from_scores(
             sl = slice(b0, b0 + block)
             centred = []
             for j, p in enumerate(PATHS):
-                s = paths[p][sl]
-                m = s.mean(axis=1, keepdims=True)
-                c = s - m
-                v = np.einsum("ij,ij->i", c, c) / N
-                var[sl, j] = v
-                const[sl, j] = v <= CONST_RTOL**2 * (v + m[:, 0] ** 2)  # std <= 1e-10 rms
+                _, c, var[sl, j], const[sl, j] = path_moments(paths[p][sl])
                 centred.append(c)
             for j in range(3):
                 cov[sl, j] = np.einsum("ij,ij->i", centred[0], centred[j + 1]) / N
