@@ -38,6 +38,7 @@ __all__ = [
     "StreamingTopK",
     "TopK",
     "first_positive_rank",
+    "pad_topk",
     "rank_matrix",
     "streaming_topk",
     "topk",
@@ -173,7 +174,7 @@ def _topk_via_chunk_maxima(s: np.ndarray, kk: int) -> np.ndarray | None:
     return np.take_along_axis(cols, topk_indices(cand, kk)[:, :kk], axis=1)
 
 
-def _pad(idx: np.ndarray, val: np.ndarray, k: int) -> TopK:
+def pad_topk(idx: np.ndarray, val: np.ndarray, k: int) -> TopK:
     """``TopK`` of exactly ``k`` columns: slots beyond ``idx.shape[1]`` become ``-1`` / ``NaN``."""
     n_q, w = idx.shape
     if w == k:
@@ -201,7 +202,7 @@ def topk(scores: Any, k: int, *, chunk_size: int | None = None) -> TopK:
         return streaming_topk(s, k, chunk=int(chunk_size))
     kk = min(int(k), s.shape[1])
     idx = topk_indices(s, kk)
-    return _pad(idx, np.take_along_axis(s, idx, axis=1), int(k))
+    return pad_topk(idx, np.take_along_axis(s, idx, axis=1), int(k))
 
 
 def _chunk_topk(S: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -306,7 +307,7 @@ class StreamingTopK:
     def result(self) -> TopK:
         if self._vals is None or self._idx is None:
             raise InputError("no scores were pushed (empty gallery)")
-        return _pad(self._idx.copy(), self._vals.copy(), self.k)
+        return pad_topk(self._idx.copy(), self._vals.copy(), self.k)
 
 
 def streaming_topk(

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..core.errors import InputError, arg
 from ..core.install_hint import install_hint
-from ..core.ranking import TopK
+from ..core.ranking import TopK, pad_topk
 from ..core.userfiles import load_npy
 from ..core.validate import unknown_name
 from ._validate import check_shape
@@ -304,10 +304,5 @@ class ANNIndex:
         D = np.where(empty, -np.inf, D).astype(np.float32)
         order = np.lexsort((np.where(empty, np.iinfo(np.int64).max, I), -D), axis=-1)
         D, I = np.take_along_axis(D, order, -1), np.take_along_axis(I, order, -1)
-        empty = I < 0
-        D[empty] = np.nan
-        top = TopK(indices=I, scores=D)
-        if k_eff < k:
-            pad = np.full((I.shape[0], int(k) - k_eff), -1, dtype=np.int64)
-            top = TopK(np.concatenate([I, pad], 1), np.concatenate([D, np.full(pad.shape, np.nan, np.float32)], 1))
-        return top
+        D[I < 0] = np.nan
+        return pad_topk(I, D, int(k))
