@@ -75,13 +75,13 @@ def bootstrap_counts(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int = 0, 
     if resamples < 1:
         raise ConfigError(f"must be >= 1, got {resamples}", param="resamples")
     rng = derive_generator("evaluate.bootstrap", int(seed), str(key), int(n))
-
-    def draw(m: int) -> np.ndarray:
-        idx = rng.integers(0, n, size=(m, n), dtype=np.int64)
-        idx += np.arange(m, dtype=np.int64)[:, None] * n
-        return np.bincount(idx.ravel(), minlength=m * n).reshape(m, n)
-
-    return _draw_rows(resamples, n, draw)
+    out = np.empty((resamples, n), dtype=np.float64)
+    for a in range(0, resamples, _CHUNK):
+        b = min(a + _CHUNK, resamples)
+        idx = rng.integers(0, n, size=(b - a, n), dtype=np.int64)
+        idx += np.arange(b - a, dtype=np.int64)[:, None] * n
+        out[a:b] = np.bincount(idx.ravel(), minlength=(b - a) * n).reshape(b - a, n)
+    return out
 
 
 def swap_matrix(n: int, permutations: int = DEFAULT_RESAMPLES, seed: int = 0, *, key: str = "") -> np.ndarray:
@@ -89,20 +89,12 @@ def swap_matrix(n: int, permutations: int = DEFAULT_RESAMPLES, seed: int = 0, *,
 
     Fair coin flips from the generator's raw bytes (8 per byte), determined by (seed, key, n)."""
     rng = derive_generator("evaluate.permutation", int(seed), str(key), int(n))
-
-    def draw(m: int) -> np.ndarray:
-        bits = np.unpackbits(np.frombuffer(rng.bytes((m * n + 7) // 8), dtype=np.uint8), count=m * n)
-        return bits.reshape(m, n)
-
-    return _draw_rows(permutations, n, draw)
-
-
-def _draw_rows(rows: int, n: int, draw) -> np.ndarray:
-    """(rows, n) float64 matrix filled by ``draw(m)`` in blocks of at most ``_CHUNK`` rows, in order."""
-    out = np.empty((rows, n), dtype=np.float64)
-    for a in range(0, rows, _CHUNK):
-        b = min(a + _CHUNK, rows)
-        out[a:b] = draw(b - a)
+    out = np.empty((permutations, n), dtype=np.float64)
+    for a in range(0, permutations, _CHUNK):
+        b = min(a + _CHUNK, permutations)
+        m = (b - a) * n
+        bits = np.unpackbits(np.frombuffer(rng.bytes((m + 7) // 8), dtype=np.uint8), count=m)
+        out[a:b] = bits.reshape(b - a, n)
     return out
 
 
