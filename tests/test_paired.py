@@ -302,12 +302,12 @@ def _level_errors():
     from snapbench.compare.stats import row_intervals
     from snapbench.diagnose import wilson_interval
     from snapbench.evaluate import EvaluationConfig
-    from snapbench.evaluate.intervals import scipy_interval
+    from snapbench.evaluate.intervals import bca_interval
 
     return {
         "ci": [lambda v: EvaluationConfig(ci=v), lambda v: percentile_ci(np.arange(5.0), v),
                lambda v: CompareOptions(ci=v).check(), lambda v: CompareConfig(ci=v).check(["a", "b"])],
-        "level": [lambda v: scipy_interval(np.zeros(4), np.ones(4), level=v), lambda v: row_intervals(np.ones((2, 3)), v),
+        "level": [lambda v: bca_interval(np.zeros(4), np.ones(4), level=v), lambda v: row_intervals(np.ones((2, 3)), v),
                   lambda v: wilson_interval(1, 4, level=v)],
     }
 

@@ -38,6 +38,7 @@ __all__ = [
     "StreamingTopK",
     "TopK",
     "first_positive_rank",
+    "pad_topk",
     "rank_matrix",
     "streaming_topk",
     "topk",
@@ -50,7 +51,7 @@ TIE_RULE = (
     "(np.argsort(-scores, kind='stable') order)"
 )
 
-ScoreSource = np.ndarray | Callable[[int, int], np.ndarray]
+_ScoreSource = np.ndarray | Callable[[int, int], np.ndarray]
 
 
 @dataclass
@@ -70,11 +71,6 @@ class TopK:
     @property
     def k(self) -> int:
         return int(self.indices.shape[1])
-
-    @property
-    def filled(self) -> np.ndarray:
-        """Boolean (Q x k): which slots hold a gallery item."""
-        return self.indices >= 0
 
 
 def _sort_key(values: np.ndarray) -> np.ndarray:
@@ -178,7 +174,7 @@ def _topk_via_chunk_maxima(s: np.ndarray, kk: int) -> np.ndarray | None:
     return np.take_along_axis(cols, topk_indices(cand, kk)[:, :kk], axis=1)
 
 
-def _pad(idx: np.ndarray, val: np.ndarray, k: int) -> TopK:
+def pad_topk(idx: np.ndarray, val: np.ndarray, k: int) -> TopK:
     """``TopK`` of exactly ``k`` columns: slots beyond ``idx.shape[1]`` become ``-1`` / ``NaN``."""
     n_q, w = idx.shape
     if w == k:
@@ -203,13 +199,10 @@ def topk(scores: Any, k: int, *, chunk_size: int | None = None) -> TopK:
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
     if chunk_size is not None:
-        acc = StreamingTopK(s.shape[0], k)
-        for start in range(0, s.shape[1], int(chunk_size)):
-            acc.push(s[:, start : start + int(chunk_size)], start)
-        return acc.result()
+        return streaming_topk(s, k, chunk=int(chunk_size))
     kk = min(int(k), s.shape[1])
     idx = topk_indices(s, kk)
-    return _pad(idx, np.take_along_axis(s, idx, axis=1), int(k))
+    return pad_topk(idx, np.take_along_axis(s, idx, axis=1), int(k))
 
 
 def _chunk_topk(S: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -314,11 +307,11 @@ class StreamingTopK:
     def result(self) -> TopK:
         if self._vals is None or self._idx is None:
             raise InputError("no scores were pushed (empty gallery)")
-        return _pad(self._idx.copy(), self._vals.copy(), self.k)
+        return pad_topk(self._idx.copy(), self._vals.copy(), self.k)
 
 
 def streaming_topk(
-    source: ScoreSource,
+    source: _ScoreSource,
     k: int,
     *,
     chunk: int = 65536,

@@ -10,34 +10,24 @@ Reading the files is :mod:`snapbench.store.scores` (SCORES_DIR) and :mod:`snapbe
 the command, ``evaluate_directory``, is :mod:`snapbench.app.evaluate`; its output, :mod:`snapbench.render.terminal`.
 """
 
-from ..core.ranking import TIE_RULE, first_positive_rank, streaming_topk, topk_indices
-from ..core.records import Report
+from ..core.ranking import first_positive_rank, streaming_topk, topk_indices
 from .additivity import additivity_analysis, additivity_terms, joint_parts
-from .condition import ConditionEval, RunRanking, depth_limited_metrics, evaluate_matrix, evaluate_ranking, per_query_values
+from .condition import ConditionEval, evaluate_matrix, evaluate_ranking, per_query_values
 from .config import EvaluationConfig
 from .drag import coarse_text_drag_ci
 from .metrics import (
-    DEFAULT_KS,
     METRIC_FAMILIES,
-    REJECT_METRICS,
-    SET_METRICS,
     Labels,
     MetricFamily,
     QueryStat,
     counted_rows,
-    dcg,
-    hit_at_k,
-    ndcg_at_k,
     parse_metrics,
     query_stats,
-    recall_at_k,
-    reciprocal_rank,
     reject_counts,
     reject_scores,
     set_scores,
 )
 from .paired import (
-    CLIFF_RULE,
     QueryResamples,
     bootstrap_counts,
     bootstrap_values,
@@ -54,11 +44,6 @@ from .paired import (
 from .summarize import evaluate_conditions
 
 __all__ = [
-    "CLIFF_RULE",
-    "DEFAULT_KS",
-    "REJECT_METRICS",
-    "SET_METRICS",
-    "TIE_RULE",
     "ConditionEval",
     "EvaluationConfig",
     "Labels",
@@ -66,8 +51,6 @@ __all__ = [
     "MetricFamily",
     "QueryResamples",
     "QueryStat",
-    "Report",
-    "RunRanking",
     "additivity_analysis",
     "additivity_terms",
     "bootstrap_counts",
@@ -75,17 +58,13 @@ __all__ = [
     "cliff_label",
     "coarse_text_drag_ci",
     "counted_rows",
-    "dcg",
     "evaluate_conditions",
     "evaluate_matrix",
     "evaluate_ranking",
-    "depth_limited_metrics",
     "first_positive_rank",
-    "hit_at_k",
     "holm",
     "joint_parts",
     "mcnemar_exact",
-    "ndcg_at_k",
     "paired_analysis",
     "parse_metrics",
     "percentile_ci",
@@ -93,8 +72,6 @@ __all__ = [
     "permutation_pvalues",
     "query_stats",
     "rank_displacement",
-    "recall_at_k",
-    "reciprocal_rank",
     "reject_counts",
     "reject_scores",
     "set_scores",

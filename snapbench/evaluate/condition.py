@@ -41,10 +41,30 @@ class ConditionEval:
     ranking: np.ndarray | None = None
 
 
-def _keeps_ranking(metrics: Sequence[str], reference: np.ndarray | None) -> bool:
-    """The clean condition (no reference given) of an evaluation with stability measures keeps its
-    ranking: the other conditions are compared with it."""
-    return reference is None and any(is_stability_metric(m) for m in metrics)
+def listed_first_ranks(labels: Labels, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First-positive ranks read off ranked lists ``idx`` (Q, K) that are exact prefixes of the full
+    rankings (NaN where no positive is listed), and the rows with a positive still to be ranked."""
+    pos = labels.lookup(idx) > 0
+    found = pos.any(axis=1)
+    first = np.where(found, np.argmax(pos, axis=1) + 1.0, np.nan)
+    return first, np.flatnonzero(~found & (labels.n_pos > 0))
+
+
+def condition_eval(idx: np.ndarray, first_rank: np.ndarray, labels: Labels, metrics: Sequence[str], *,
+                   include_zero_gt: bool, pred: np.ndarray | None, tp: np.ndarray | None,
+                   reference: np.ndarray | None, rbo_p: float, rbo_depth: int, export_depth: int = 0,
+                   export_scores: np.ndarray | None = None) -> ConditionEval:
+    """The :class:`ConditionEval` of one condition's ranking ``idx`` and first-positive ranks.  The
+    clean condition (no ``reference``) of an evaluation with stability measures keeps its ranking:
+    the other conditions are compared with it."""
+    stats = query_stats(idx, first_rank, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp,
+                        reference=reference, rbo_p=rbo_p, rbo_depth=rbo_depth)
+    keep = reference is None and any(is_stability_metric(m) for m in metrics)
+    out = ConditionEval(stats, first_rank, ranking=idx if keep else None)
+    if export_depth:
+        out.topk_idx = idx[:, :export_depth]
+        out.topk_scores = export_scores
+    return out
 
 
 def _rank_block(s: np.ndarray, lab: Labels, r0: int, depth: int, *, name: str, query_ids: Sequence[str] | None,
@@ -66,10 +86,7 @@ def _rank_block(s: np.ndarray, lab: Labels, r0: int, depth: int, *, name: str, q
     idx = topk_indices(s, depth)
     # The top-k list is the exact prefix of the full ranking: a positive found there has its
     # final rank; only the other rows need the full-gallery count.
-    pos_k = lab.lookup(idx) > 0
-    found = pos_k.any(axis=1)
-    fr = np.where(found, np.argmax(pos_k, axis=1) + 1.0, np.nan)
-    need = np.flatnonzero(~found & (lab.n_pos > 0))
+    fr, need = listed_first_ranks(lab, idx)
     if need.size:
         sub = lab.select(need)
         fr[need] = first_positive_rank(s[need], sub.pos_rows, sub.items)
@@ -139,15 +156,9 @@ def evaluate_matrix(
     if set_threshold is not None:
         pred = np.concatenate([p[2] for p in parts])
         tp = np.concatenate([p[3] for p in parts])
-    stats = query_stats(idx, fr, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp,
-                        reference=reference, rbo_p=rbo_p, rbo_depth=rbo_depth)
-    out = ConditionEval(stats, fr)
-    if _keeps_ranking(metrics, reference):
-        out.ranking = idx
-    if export_depth:
-        out.topk_idx = idx[:, :export_depth]
-        out.topk_scores = np.concatenate([p[4] for p in parts])
-    return out
+    return condition_eval(idx, fr, labels, metrics, include_zero_gt=include_zero_gt, pred=pred, tp=tp,
+                          reference=reference, rbo_p=rbo_p, rbo_depth=rbo_depth, export_depth=export_depth,
+                          export_scores=np.concatenate([p[4] for p in parts]) if export_depth else None)
 
 
 def evaluate_ranking(
@@ -170,27 +181,21 @@ def evaluate_ranking(
     if idx.shape[1] < depth:
         pad = np.full((idx.shape[0], depth - idx.shape[1]), -1, dtype=np.int64)
         idx = np.concatenate([idx, pad], axis=1)
-    rel = labels.lookup(run.idx)
-    has = labels.n_pos > 0
-    first = np.where((rel > 0).any(axis=1), np.argmax(rel > 0, axis=1) + 1.0, np.inf)
-    first = np.where(has, first, np.nan)
+    first, unlisted = listed_first_ranks(labels, run.idx)
+    first[unlisted] = np.inf
     pred = tp = None
     if set_threshold is not None:
         inset = np.nan_to_num(run.scores, nan=-np.inf) >= set_threshold
         pred = np.count_nonzero(inset, axis=1)
-        tp = np.count_nonzero(inset & (rel > 0), axis=1)
-    stats = query_stats(idx, first, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp,
-                        reference=reference, rbo_p=rbo_p, rbo_depth=rbo_depth)
-    out = ConditionEval(stats, first)
-    if _keeps_ranking(metrics, reference):
-        out.ranking = idx
+        tp = np.count_nonzero(inset & (labels.lookup(run.idx) > 0), axis=1)
+    sc = None
     if export_depth:
-        out.topk_idx = idx[:, :export_depth]
-        sc = np.full(out.topk_idx.shape, np.nan)
+        sc = np.full((idx.shape[0], export_depth), np.nan)
         w = min(export_depth, run.scores.shape[1])
         sc[:, :w] = run.scores[:, :w]
-        out.topk_scores = sc
-    return out
+    return condition_eval(idx, first, labels, metrics, include_zero_gt=include_zero_gt, pred=pred, tp=tp,
+                          reference=reference, rbo_p=rbo_p, rbo_depth=rbo_depth, export_depth=export_depth,
+                          export_scores=sc)
 
 
 def depth_limited_metrics(metrics: Sequence[str], depth: int, n_items: int) -> list[str]:

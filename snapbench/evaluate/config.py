@@ -16,7 +16,7 @@ from .paired import DEFAULT_CI, DEFAULT_RESAMPLES
 from .stability import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P, check_rbo, is_stability_metric
 
 #: The stability measures evaluated by default (``overlap`` expands over the ks).
-STABILITY_DEFAULT = "overlap,rbo,flip@1"
+_STABILITY_DEFAULT = "overlap,rbo,flip@1"
 
 __all__ = ["EvaluationConfig"]
 
@@ -74,14 +74,14 @@ class EvaluationConfig:
         """The metric names evaluated, in report order (``metrics`` expanded over ``ks``; by default
         the labelled metrics, then the stability measures ``overlap@k``, ``rbo``, ``flip@1``)."""
         if not self.labelled:
-            ms = parse_metrics(self.metrics or STABILITY_DEFAULT, self.ks)
+            ms = parse_metrics(self.metrics or _STABILITY_DEFAULT, self.ks)
             need = [m for m in ms if not is_stability_metric(m)]
             if need:
                 raise ConfigError(f"{', '.join(need)} need{'s' if len(need) == 1 else ''} relevance labels (give {arg('qrels')}); without them "
                                   "only overlap@k, rbo and flip@k are defined", param="metrics")
             return ms
         if self.metrics is None:
-            ms = parse_metrics(None, self.ks) + parse_metrics(STABILITY_DEFAULT, self.ks)
+            ms = parse_metrics(None, self.ks) + parse_metrics(_STABILITY_DEFAULT, self.ks)
         else:
             ms = parse_metrics(self.metrics, self.ks)
         has_set = any(metric_family(m).sets for m in ms)

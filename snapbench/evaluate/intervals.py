@@ -28,9 +28,9 @@ from ..core.errors import InputError, arg
 from ..core.seeding import derive_generator
 from ..core.validate import ci_level, positive_int
 
-__all__ = ["BootstrapInterval", "bca_interval", "scipy_interval"]
+__all__ = ["BootstrapInterval", "bca_interval"]
 
-MetricFn = Callable[[np.ndarray], float]
+_MetricFn = Callable[[np.ndarray], float]
 
 
 @dataclass(frozen=True)
@@ -63,21 +63,23 @@ def _prepare(clean_values, cond_values) -> tuple[np.ndarray, np.ndarray]:
     return x0, x1
 
 
-def scipy_interval(
+def bca_interval(
     clean_values,
     cond_values,
-    *,
-    metric_fn: MetricFn | None = None,
+    metric_fn: _MetricFn | None = None,
     level: float = DEFAULT_CI,
     resamples: int = 9999,
     seed: int = 0,
+    *,
     key: str = "",
     method: Literal["BCa", "percentile", "basic"] = "BCa",
 ) -> BootstrapInterval:
-    """Paired bootstrap interval of ``metric_fn(cond) - metric_fn(clean)`` by :func:`scipy.stats.bootstrap`.
+    """Paired BCa interval of ``metric_fn(cond) - metric_fn(clean)`` for one condition, by
+    :func:`scipy.stats.bootstrap` (``method`` picks scipy's percentile or basic interval instead).
 
-    ``metric_fn`` maps a 1-D array of per-query values to the metric (default: the mean, e.g. per-query
-    hit@1 in {0, 1} gives R@1).  When every query's difference is the same (no variability) the
+    ``clean_values`` / ``cond_values``: per-query values (same queries, same order), e.g. hit@1 in
+    {0, 1}; ``metric_fn`` maps a 1-D array of per-query values to the metric (default: the mean, so
+    per-query hit@1 gives R@1).  When every query's difference is the same (no variability) the
     interval is the point ``[delta, delta]`` instead of scipy's NaN.
     """
     from scipy.stats import bootstrap
@@ -121,23 +123,3 @@ def scipy_interval(
         lo = hi = delta
     return BootstrapInterval(delta, lo, hi, level, method, int(resamples), se)
 
-
-def bca_interval(
-    clean_values,
-    cond_values,
-    metric_fn: MetricFn | None = None,
-    level: float = DEFAULT_CI,
-    resamples: int = 9999,
-    seed: int = 0,
-    *,
-    key: str = "",
-) -> BootstrapInterval:
-    """Paired BCa interval of ``metric_fn(cond) - metric_fn(clean)`` for one condition.
-
-    ``clean_values`` / ``cond_values``: per-query values (same queries, same order), e.g. hit@1 in
-    {0, 1}; ``metric_fn`` defaults to the mean.  See :func:`scipy_interval`.
-    """
-    return scipy_interval(
-        clean_values, cond_values, metric_fn=metric_fn, level=level, resamples=resamples, seed=seed, key=key,
-        method="BCa",
-    )

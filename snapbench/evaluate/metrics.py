@@ -45,7 +45,6 @@ from .stability import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P, flip_at_k, overlap_at_k
 __all__ = [
     "DEFAULT_KS",
     "METRIC_FAMILIES",
-    "METRIC_GROUPS",
     "SET_METRICS",
     "REJECT_METRICS",
     "Labels",
@@ -57,11 +56,6 @@ __all__ = [
     "is_binary_metric",
     "counted_rows",
     "ranking_depth",
-    "hit_at_k",
-    "recall_at_k",
-    "ndcg_at_k",
-    "dcg",
-    "reciprocal_rank",
     "set_scores",
     "reject_counts",
     "reject_scores",
@@ -72,7 +66,7 @@ __all__ = [
 SET_METRICS: tuple[str, ...] = ("set_precision", "set_recall", "set_f1")
 REJECT_METRICS: tuple[str, ...] = ("reject_precision", "reject_recall", "reject_f1")
 #: Names that stand for several metrics in a metric list.
-METRIC_GROUPS: dict[str, tuple[str, ...]] = {"set": SET_METRICS, "reject": REJECT_METRICS}
+_METRIC_GROUPS: dict[str, tuple[str, ...]] = {"set": SET_METRICS, "reject": REJECT_METRICS}
 _NAME_RE = re.compile(r"^([a-z][a-z0-9_]*?)(?:@(-?\d+))?$")
 
 
@@ -102,32 +96,32 @@ def safe_ratio(num: float, den: float) -> float:
 
 
 # ------------------------------------------------------------------------------ ranking metrics
-def hit_at_k(rel_topk: np.ndarray, k: int) -> np.ndarray:
+def _hit_at_k(rel_topk: np.ndarray, k: int) -> np.ndarray:
     """(Q,) 1.0 if any of the first ``k`` ranked items is relevant (grade > 0)."""
     return np.any(rel_topk[:, :k] > 0, axis=1).astype(np.float64)
 
 
-def recall_at_k(rel_topk: np.ndarray, n_pos: np.ndarray, k: int) -> np.ndarray:
+def _recall_at_k(rel_topk: np.ndarray, n_pos: np.ndarray, k: int) -> np.ndarray:
     """(Q,) relevant items in the top ``k`` / all relevant items (0 where a query has none)."""
     found = np.count_nonzero(rel_topk[:, :k] > 0, axis=1)
     n_pos = np.asarray(n_pos)
     return np.divide(found, n_pos, out=np.zeros(found.shape, dtype=np.float64), where=n_pos > 0)
 
 
-def dcg(gains: np.ndarray) -> np.ndarray:
+def _dcg(gains: np.ndarray) -> np.ndarray:
     """(Q,) linear-gain DCG: Σ_i gain_i / log2(i + 1), i = 1..K."""
     disc = 1.0 / np.log2(np.arange(2, gains.shape[1] + 2, dtype=np.float64))
     return gains @ disc
 
 
-def ndcg_at_k(rel_topk: np.ndarray, ideal_topk: np.ndarray, k: int) -> np.ndarray:
+def _ndcg_at_k(rel_topk: np.ndarray, ideal_topk: np.ndarray, k: int) -> np.ndarray:
     """(Q,) DCG@k / IDCG@k with linear gains (0 where IDCG is 0)."""
-    num = dcg(rel_topk[:, :k])
-    den = dcg(ideal_topk[:, :k])
+    num = _dcg(rel_topk[:, :k])
+    den = _dcg(ideal_topk[:, :k])
     return np.divide(num, den, out=np.zeros(num.shape, dtype=np.float64), where=den > 0)
 
 
-def reciprocal_rank(first_rank: np.ndarray, k: int | None = None) -> np.ndarray:
+def _reciprocal_rank(first_rank: np.ndarray, k: int | None = None) -> np.ndarray:
     """(Q,) 1 / rank of the first positive; 0 when not retrieved (rank inf), beyond ``k``, or no
     positive (NaN rank)."""
     r = np.asarray(first_rank, dtype=np.float64)
@@ -249,10 +243,10 @@ class MetricFamily:
 #: Every metric family by name; an unknown name is an error listing the known ones.
 METRIC_FAMILIES: Table[MetricFamily] = Table("metric", param="metrics")
 for _fam in (
-    MetricFamily("hit", _mean(lambda x, k: hit_at_k(x.rel, k)), "expand", topk=True, binary=True, counts="ranking"),
-    MetricFamily("recall", _mean(lambda x, k: recall_at_k(x.rel, x.n_pos, k)), "expand", topk=True, counts="ranking"),
-    MetricFamily("ndcg", _mean(lambda x, k: ndcg_at_k(x.rel, x.ideal, k)), "expand", topk=True, counts="ranking"),
-    MetricFamily("mrr", _mean(lambda x, k: reciprocal_rank(x.first_rank, k)), "optional", counts="ranking"),
+    MetricFamily("hit", _mean(lambda x, k: _hit_at_k(x.rel, k)), "expand", topk=True, binary=True, counts="ranking"),
+    MetricFamily("recall", _mean(lambda x, k: _recall_at_k(x.rel, x.n_pos, k)), "expand", topk=True, counts="ranking"),
+    MetricFamily("ndcg", _mean(lambda x, k: _ndcg_at_k(x.rel, x.ideal, k)), "expand", topk=True, counts="ranking"),
+    MetricFamily("mrr", _mean(lambda x, k: _reciprocal_rank(x.first_rank, k)), "optional", counts="ranking"),
     *(MetricFamily(m, _set(m), counts="positives", sets=True) for m in SET_METRICS),
     MetricFamily("reject_precision", _reject(1, 1, 0), sets=True),
     MetricFamily("reject_recall", _reject(1, 0, 1), sets=True),
@@ -274,7 +268,7 @@ def _split(name: str) -> tuple[MetricFamily, int | None]:
         spelled = {"expand": "{}[@k]", "optional": "{}[@k]", "none": "{}"}
         known = [spelled[f.cutoff].format(f.name) for _, f in METRIC_FAMILIES.items()]
         raise ConfigError(f"unknown metric {name!r}{hint_and_known(fam_name, known, among=METRIC_FAMILIES.names())}, "
-                          f"or the groups {', '.join(repr(g) for g in METRIC_GROUPS)}", param="metrics")
+                          f"or the groups {', '.join(repr(g) for g in _METRIC_GROUPS)}", param="metrics")
     fam = METRIC_FAMILIES.get(fam_name)
     k = None if m is None or m.group(2) is None else int(m.group(2))
     if k is not None and fam.cutoff == "none":
@@ -297,8 +291,8 @@ def parse_metrics(spec: str | Sequence[str] | None, ks: Sequence[int] = DEFAULT_
     out: list[str] = []
     for p in parts:
         name = p.lower()
-        if name in METRIC_GROUPS:
-            out += list(METRIC_GROUPS[name])
+        if name in _METRIC_GROUPS:
+            out += list(_METRIC_GROUPS[name])
             continue
         fam, k = _split(name)
         if k is None and fam.cutoff == "expand":

@@ -364,7 +364,7 @@ def paired_analysis(
         v0 = base.value
         b = boot[m] if boot is not None else rs.values([base] + others, counted[m])
         lo, hi = percentile_ci(b[:, 1:] - b[:, :1], ci)
-        p_raw = perm_p[m] if m in perm_p else _binary_or_permutation_pvalues(m, base, others, None)
+        p_raw = perm_p[m] if m in perm_p else _mcnemar_pvalues(base, others)  # every other metric is hit@k
         p_adj = holm(list(p_raw))
         for j, c in enumerate(conds):
             delta = others[j].value - v0
@@ -398,25 +398,19 @@ def _permutation_tests(stats, clean: str, conds: list[str], metrics: list[str],
     return out
 
 
-def _binary_or_permutation_pvalues(
-    metric: str, clean: QueryStat, others: Sequence[QueryStat], swaps: np.ndarray | None
-) -> np.ndarray:
-    """Raw p-values for ``others`` vs ``clean``: exact McNemar for hit@k, permutation otherwise."""
-    if is_binary_metric(metric):
-        out = []
-        inc0 = clean.den > 0
-        for o in others:
-            inc = inc0 & (o.den > 0)
-            x0 = clean.num[inc] > 0
-            x1 = o.num[inc] > 0
-            if not inc.any():
-                out.append(float("nan"))
-                continue
-            out.append(mcnemar_exact(np.count_nonzero(x0 & ~x1), np.count_nonzero(~x0 & x1)))
-        return np.asarray(out, dtype=np.float64)
-    if swaps is None:
-        raise ConfigError(f"the permutation test of {metric!r} needs a swap matrix", param="swaps")
-    return permutation_pvalues(clean, others, swaps)
+def _mcnemar_pvalues(clean: QueryStat, others: Sequence[QueryStat]) -> np.ndarray:
+    """Raw exact McNemar p-values of a 0/1 metric (hit@k) for ``others`` vs ``clean``."""
+    out = []
+    inc0 = clean.den > 0
+    for o in others:
+        inc = inc0 & (o.den > 0)
+        x0 = clean.num[inc] > 0
+        x1 = o.num[inc] > 0
+        if not inc.any():
+            out.append(float("nan"))
+            continue
+        out.append(mcnemar_exact(np.count_nonzero(x0 & ~x1), np.count_nonzero(~x0 & x1)))
+    return np.asarray(out, dtype=np.float64)
 
 
 # ------------------------------------------------------------------ does stability track the loss?

@@ -34,7 +34,6 @@ __all__ = [
     "overlap_metric",
     "DEFAULT_RBO_DEPTH",
     "DEFAULT_RBO_P",
-    "STABILITY_FAMILIES",
     "STABILITY_RULE",
     "check_rbo",
     "flip_at_k",
@@ -44,7 +43,7 @@ __all__ = [
 ]
 
 #: The metric families that compare a condition's ranking with the clean one (no labels needed).
-STABILITY_FAMILIES: tuple[str, ...] = ("overlap", "rbo", "flip")
+_STABILITY_FAMILIES: tuple[str, ...] = ("overlap", "rbo", "flip")
 STABILITY_RULE = (
     "between the clean and the corrupted ranking of the same query: overlap@k = |top-k(clean) ∩ top-k(corrupted)| / k; "
     "rbo = RBO_ext (Webber, Moffat & Zobel 2010) at depth d with persistence p; flip@k = 1 when the first k items "
@@ -63,7 +62,7 @@ def overlap_metric(metrics: list[str]) -> str | None:
 
 def is_stability_metric(name: str) -> bool:
     """``overlap@k``, ``rbo`` or ``flip@k``: a measure between two rankings, not against labels."""
-    return name.split("@", 1)[0] in STABILITY_FAMILIES
+    return name.split("@", 1)[0] in _STABILITY_FAMILIES
 
 
 def check_rbo(p: float, depth: int) -> tuple[float, int]:

@@ -18,13 +18,13 @@ import numpy as np
 
 from ..core.errors import EvaluationInputError
 from ..core.ranking import StreamingTopK
-from .condition import ConditionEval
-from .metrics import Labels, query_stats, ranking_depth
-from .stability import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P, is_stability_metric
+from .condition import ConditionEval, condition_eval, listed_first_ranks
+from .metrics import Labels, ranking_depth
+from .stability import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P
 
 __all__ = ["evaluate_column_chunks"]
 
-ChunkSource = Callable[[], Iterable[tuple[int, np.ndarray]]]
+_ChunkSource = Callable[[], Iterable[tuple[int, np.ndarray]]]
 
 
 def _check(S: np.ndarray, name: str, offset: int) -> np.ndarray:
@@ -39,7 +39,7 @@ def _check(S: np.ndarray, name: str, offset: int) -> np.ndarray:
 
 
 def evaluate_column_chunks(
-    chunks: ChunkSource,
+    chunks: _ChunkSource,
     labels: Labels,
     metrics: Sequence[str],
     *,
@@ -88,10 +88,7 @@ def evaluate_column_chunks(
     if seen != labels.n_items:
         raise EvaluationInputError(f"{name}: the chunks cover {seen} gallery items, the labels {labels.n_items}")
     idx = acc.result().indices
-    pos_k = labels.lookup(idx) > 0
-    found = pos_k.any(axis=1)
-    first_rank = np.where(found, np.argmax(pos_k, axis=1) + 1.0, np.nan)
-    need = np.flatnonzero(~found & (labels.n_pos > 0))
+    first_rank, need = listed_first_ranks(labels, idx)
     if need.size:
         above = np.zeros(need.size, dtype=np.int64)
         b, bc = best[need][:, None], best_col[need][:, None]
@@ -100,7 +97,5 @@ def evaluate_column_chunks(
             cols = off + np.arange(Sn.shape[1])[None, :]
             above += np.count_nonzero((Sn > b) | ((Sn == b) & (cols < bc)), axis=1)
         first_rank[need] = above + 1.0
-    stats = query_stats(idx, first_rank, labels, metrics, include_zero_gt=include_zero_gt, pred_size=pred, tp=tp,
-                        reference=reference, rbo_p=rbo_p, rbo_depth=rbo_depth)
-    keep = reference is None and any(is_stability_metric(m) for m in metrics)
-    return ConditionEval(stats, first_rank, ranking=idx if keep else None)
+    return condition_eval(idx, first_rank, labels, metrics, include_zero_gt=include_zero_gt, pred=pred, tp=tp,
+                          reference=reference, rbo_p=rbo_p, rbo_depth=rbo_depth)

@@ -15,7 +15,6 @@ live one layer below, in :mod:`snapbench.core.ranking` (shared with ``snapbench.
 """
 
 from .baselines import (
-    OracleResult,
     borda,
     comb_mnz,
     comb_sum,
@@ -24,32 +23,21 @@ from .baselines import (
     joint_alpha,
     minmax,
     oracle_alpha,
-    relevance_matrix,
     rrf,
     text_share,
-    uniform,
     wh_img,
     wh_uniform,
 )
 from .gates import GATES, get_gate
 from .index import MOORIndex, moor
-from .learned import LearnedResult, MetaFusion, learned_fusion
-from .moor import MOORResult, MOORTopK, PathScores, moor_from_scores, path_scores
-from .search import ANNIndex, GallerySource
-from .whitening import Whitener
+from .learned import MetaFusion, learned_fusion
+from .moor import PathScores, moor_from_scores, path_scores
 
 __all__ = [
     "GATES",
-    "ANNIndex",
-    "GallerySource",
-    "LearnedResult",
     "MOORIndex",
-    "MOORResult",
-    "MOORTopK",
     "MetaFusion",
-    "OracleResult",
     "PathScores",
-    "Whitener",
     "borda",
     "comb_mnz",
     "comb_sum",
@@ -63,10 +51,8 @@ __all__ = [
     "moor_from_scores",
     "oracle_alpha",
     "path_scores",
-    "relevance_matrix",
     "rrf",
     "text_share",
-    "uniform",
     "wh_img",
     "wh_uniform",
 ]

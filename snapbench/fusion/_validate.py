@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core.errors import InputError
 
-__all__ = ["as_matrix", "check_finite", "check_same_dim"]
+__all__ = ["as_matrix", "check_finite", "check_same_dim", "check_shape"]
 
 
 def as_matrix(x: Any, name: str, *, allow_vector: bool = False, dtype: Any = np.float64, copy: bool = False) -> np.ndarray:
@@ -27,6 +27,15 @@ def as_matrix(x: Any, name: str, *, allow_vector: bool = False, dtype: Any = np.
         raise InputError(f"{name}: complex values are not supported")
     if arr.ndim == 1 and allow_vector:
         arr = arr[None, :]
+    check_shape(arr, name, allow_vector=allow_vector)
+    out = arr.astype(dtype, copy=copy) if dtype is not None else arr
+    check_finite(out, name)
+    return out
+
+
+def check_shape(arr: np.ndarray, name: str, *, allow_vector: bool = False) -> None:
+    """Raise naming ``name`` unless ``arr`` is a 2-D matrix with at least one row and one column (the
+    shape half of :func:`as_matrix`, for galleries that are not read whole)."""
     if arr.ndim != 2:
         want = "a (rows, dim) matrix or one vector" if allow_vector else "a 2-D (rows, dim) matrix"
         raise InputError(f"{name}: expected {want}, got shape {arr.shape}")
@@ -34,9 +43,6 @@ def as_matrix(x: Any, name: str, *, allow_vector: bool = False, dtype: Any = np.
         raise InputError(f"{name}: is empty (0 rows)")
     if arr.shape[1] == 0:
         raise InputError(f"{name}: has dimension 0")
-    out = arr.astype(dtype, copy=copy) if dtype is not None else arr
-    check_finite(out, name)
-    return out
 
 
 def check_finite(arr: np.ndarray, name: str, *, row_offset: int = 0) -> None:

@@ -41,7 +41,6 @@ from ..core.registry import Table
 
 __all__ = [
     "GATES",
-    "SIGMOID_KAPPA",
     "GateLike",
     "bell",
     "get_gate",
@@ -52,10 +51,10 @@ __all__ = [
     "sigmoid",
 ]
 
-SIGMOID_KAPPA = 10.0
+_SIGMOID_KAPPA = 10.0
 
-GateFn = Callable[[np.ndarray], np.ndarray]
-GateLike = Union[str, GateFn]
+_GateFn = Callable[[np.ndarray], np.ndarray]
+GateLike = Union[str, _GateFn]
 
 
 def bell(r: np.ndarray) -> np.ndarray:
@@ -69,7 +68,7 @@ def linear(r: np.ndarray) -> np.ndarray:
     return np.maximum(0.0, np.asarray(r, dtype=np.float64))
 
 
-def sigmoid(r: np.ndarray, kappa: float = SIGMOID_KAPPA) -> np.ndarray:
+def sigmoid(r: np.ndarray, kappa: float = _SIGMOID_KAPPA) -> np.ndarray:
     """``1 / (1 + exp(−κ (r − 0.5)))`` with κ = 10 by default."""
     r = np.asarray(r, dtype=np.float64)
     return 1.0 / (1.0 + np.exp(-kappa * (r - 0.5)))
@@ -91,7 +90,7 @@ def no_gate(r: np.ndarray) -> np.ndarray:
 
 
 #: The gates by name: one table (unknown names are errors listing the known ones).
-GATES: Table[GateFn] = Table("gate", param="gate")
+GATES: Table[_GateFn] = Table("gate", param="gate")
 for _name, _fn, _aliases in (
     ("bell", bell, ()),
     ("linear", linear, ()),
@@ -103,7 +102,7 @@ for _name, _fn, _aliases in (
     GATES.register(_name, _fn, aliases=_aliases)
 
 
-def get_gate(gate: GateLike) -> GateFn:
+def get_gate(gate: GateLike) -> _GateFn:
     """Resolve a gate name (``bell``, ``linear``, ``sigmoid``, ``inverse_bell``, ``pure_r2``, ``none``;
     case and ``-``/``_`` insensitive) or pass a callable through (its output is checked when used)."""
     if callable(gate):
@@ -113,7 +112,7 @@ def get_gate(gate: GateLike) -> GateFn:
     return GATES.get(gate.strip().lower().replace("-", "_").replace(" ", "_"))
 
 
-def _checked(fn: GateFn) -> GateFn:
+def _checked(fn: _GateFn) -> _GateFn:
     def wrapped(r: np.ndarray) -> np.ndarray:
         r = np.asarray(r, dtype=np.float64)
         g = np.asarray(fn(r), dtype=np.float64)

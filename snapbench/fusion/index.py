@@ -4,14 +4,11 @@ streaming exact top-k, or an ANN index over the composed 2d-dim gallery).
 The algebra (why one composed query vector per query reproduces Algorithm 1 exactly) and the
 numerics are documented in :mod:`snapbench.fusion.moor`; this module holds the streaming machinery.
 
-The two streaming passes over a gallery that :meth:`MOORIndex.fit
-<snapbench.fusion.index.MOORIndex.fit>` runs, and the whitened-gallery cache file it writes.
-
-Pass 1 fits each modality's standardiser (per-dimension μ, σ); pass 2 whitens every row once and
-accumulates the mean and centred co-moment of ``[G~^I | G~^T]`` (float64 chunk merges), the per-row
-norms that streamed scoring folds into the query side, and, when asked, the whitened rows in memory
-and/or in the cache file.  Kept apart from ``index.py`` so the index reads as fit -> query -> search
-and the gallery passes, with their checks and file handling, sit in one place.
+:meth:`MOORIndex.fit` runs two streaming passes over the gallery (the helpers at the end of this
+module) and may write the whitened-gallery cache file.  Pass 1 fits each modality's standardiser
+(per-dimension μ, σ); pass 2 whitens every row once and accumulates the mean and centred co-moment of
+``[G~^I | G~^T]`` (float64 chunk merges), the per-row norms that streamed scoring folds into the query
+side, and, when asked, the whitened rows in memory and/or in the cache file.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from ..core.ranking import first_positive_rank
 from ..core.seeding import derive_generator
 from ..core.targets import PATHS
 from .baselines import relevance_matrix
-from .moor import CONST_RTOL, PathScores
+from .moor import PathScores, path_moments
 
 __all__ = ["LearnedResult", "MetaFusion", "learned_fusion"]
 
@@ -49,10 +49,7 @@ def _meta_features(paths: PathScores) -> np.ndarray:
     centred = []
     stds = []
     for s in S:
-        m = s.mean(axis=1, keepdims=True)
-        c = s - m
-        var = np.einsum("ij,ij->i", c, c) / s.shape[1]
-        const = var <= CONST_RTOL**2 * (var + m[:, 0] ** 2)  # std <= 1e-10 rms, as in moor_from_scores
+        m, c, var, const = path_moments(s)  # constant paths as in moor_from_scores
         sd = np.where(const, 0.0, np.sqrt(var))
         safe = np.where(sd > 0, sd, 1.0)
         if s.shape[1] >= 2:

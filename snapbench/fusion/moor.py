@@ -101,10 +101,11 @@ __all__ = [
     "fuse_stats",
     "gate_name",
     "moor_from_scores",
+    "path_moments",
     "path_scores",
 ]
 
-TEXT_PATHS = ("TT", "IT", "TI")
+_TEXT_PATHS = ("TT", "IT", "TI")
 DEFAULT_EPS = 1e-6
 DEFAULT_FUSION_EPS = 1e-6
 CONST_RTOL = 1e-10
@@ -183,6 +184,15 @@ def gate_name(gate: GateLike) -> str:
     return gate if isinstance(gate, str) else getattr(gate, "__name__", "custom")
 
 
+def path_moments(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of a path score matrix: the mean (Q x 1), the centred scores, the population variance
+    (two-pass: centre, then multiply) and the constant-path flag std(s) <= 1e-10 · rms(s)."""
+    m = s.mean(axis=1, keepdims=True)
+    c = s - m
+    v = np.einsum("ij,ij->i", c, c) / s.shape[1]
+    return m, c, v, v <= CONST_RTOL**2 * (v + m[:, 0] ** 2)
+
+
 def fuse_stats(
     var: np.ndarray, cov: np.ndarray, const: np.ndarray, gate: GateLike, fusion_eps: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -228,12 +238,7 @@ def moor_from_scores(
             sl = slice(b0, b0 + block)
             centred = []
             for j, p in enumerate(PATHS):
-                s = paths[p][sl]
-                m = s.mean(axis=1, keepdims=True)
-                c = s - m
-                v = np.einsum("ij,ij->i", c, c) / N
-                var[sl, j] = v
-                const[sl, j] = v <= CONST_RTOL**2 * (v + m[:, 0] ** 2)  # std <= 1e-10 rms
+                _, c, var[sl, j], const[sl, j] = path_moments(paths[p][sl])
                 centred.append(c)
             for j in range(3):
                 cov[sl, j] = np.einsum("ij,ij->i", centred[0], centred[j + 1]) / N
@@ -250,7 +255,7 @@ def moor_from_scores(
     for b0 in range(0, Q, block):
         sl = slice(b0, b0 + block)
         acc = wn[sl, 0:1] * paths.II[sl]
-        for j, p in enumerate(TEXT_PATHS, start=1):
+        for j, p in enumerate(_TEXT_PATHS, start=1):
             acc += wn[sl, j : j + 1] * paths[p][sl]
         acc[fallback[sl]] = paths.II[sl][fallback[sl]]
         scores[sl] = acc

@@ -29,9 +29,10 @@ import numpy as np
 
 from ..core.errors import InputError, arg
 from ..core.install_hint import install_hint
-from ..core.ranking import TopK
+from ..core.ranking import TopK, pad_topk
 from ..core.userfiles import load_npy
 from ..core.validate import unknown_name
+from ._validate import check_shape
 
 __all__ = [
     "ANNIndex",
@@ -139,12 +140,7 @@ class GallerySource:
         for arr, nm in ((gi, names[0]), (gt, names[1])):
             if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
                 raise InputError(f"{nm}: expected a numeric array, got dtype {arr.dtype}")
-            if arr.ndim != 2:
-                raise InputError(f"{nm}: expected a 2-D (rows, dim) matrix, got shape {arr.shape}")
-            if arr.shape[0] == 0:
-                raise InputError(f"{nm}: is empty (0 rows)")
-            if arr.shape[1] == 0:
-                raise InputError(f"{nm}: has dimension 0")
+            check_shape(arr, nm)  # values are checked chunk by chunk when the gallery is read
         src = cls("memmap" if mapped else "array", gi, gt, gi.shape[0], None, names)
         src._check_pair(gi.shape, gt.shape)
         return src
@@ -244,7 +240,6 @@ class ANNIndex:
         faiss = _import_faiss()
         self.dim = int(dim)
         self.kind = kind
-        self._faiss = faiss
         self.ntotal = 0
         self._pending: list[np.ndarray] = []
         if kind == "hnsw":
@@ -309,10 +304,5 @@ class ANNIndex:
         D = np.where(empty, -np.inf, D).astype(np.float32)
         order = np.lexsort((np.where(empty, np.iinfo(np.int64).max, I), -D), axis=-1)
         D, I = np.take_along_axis(D, order, -1), np.take_along_axis(I, order, -1)
-        empty = I < 0
-        D[empty] = np.nan
-        top = TopK(indices=I, scores=D)
-        if k_eff < k:
-            pad = np.full((I.shape[0], int(k) - k_eff), -1, dtype=np.int64)
-            top = TopK(np.concatenate([I, pad], 1), np.concatenate([D, np.full(pad.shape, np.nan, np.float32)], 1))
-        return top
+        D[I < 0] = np.nan
+        return pad_topk(I, D, int(k))
