@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError, InputError
+from ..core.install_hint import import_extra
 
 __all__ = ['OWNER', 'OWNER_NAMES', 'AlbumRecord', 'Face', 'check_coordinates', 'parse_time', 'DEFAULT_TEMPLATE', 'RecordTemplate', 'reverse_geocode', 'time_words']
 
@@ -193,16 +194,10 @@ def time_words(value: str | None) -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def _geocoder():
-    try:
-        import reverse_geocode
-    except ImportError:
-        from ..core.install_hint import install_hint
-
-        # no param: the geocoder is needed by any template naming a place (the default one too), so no
-        # flag the user gave (or did not give) is to blame
-        raise ConfigError("turning latitude/longitude into place names needs the offline geocoder: "
-                          f"{install_hint('albums')}  (installs reverse-geocode)") from None
-    return reverse_geocode
+    # no param: the geocoder is needed by any template naming a place (the default one too), so no
+    # flag the user gave (or did not give) is to blame
+    return import_extra("reverse_geocode", "albums", "turning latitude/longitude into place names needs the offline "
+                        "geocoder (reverse-geocode)", error=ConfigError)
 
 
 @lru_cache(maxsize=65536)

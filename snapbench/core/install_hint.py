@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 from urllib.parse import unquote, urlparse
 
-__all__ = ["TORCH_PIN", "Installation", "install_hint", "installation"]
+__all__ = ["TORCH_PIN", "Installation", "import_extra", "install_hint", "installation"]
 
 #: The torch build this project is tested with (the CPU wheel; scripts/test.sh and CI install it first).
 #: An extra that needs torch, asked for where torch is not installed, would let pip choose a build:
@@ -156,3 +156,14 @@ def _extras_command(names: list[str], how: Installation) -> str:
         reqs = dict.fromkeys(r for n in names for r in how.requirements[n])  # once each, in order
         return "pip install " + " ".join(shlex.quote(r) for r in reqs)
     return f"pip install {shlex.quote('snapbench' + tag)}"
+
+
+def import_extra(module: str, extra: str, need: str, *, error: type[Exception] = ImportError, **details: Any) -> Any:
+    """``module`` imported (a dotted name), or ``error`` saying ``"<need>: <the command that installs the
+    extra>"`` -- the one way snapbench imports what an extra installs, so every missing-extra message
+    ends in :func:`install_hint`'s command.  ``details`` go to the error (``param=`` of a
+    :class:`~snapbench.core.errors.ConfigError`)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise error(f"{need}: {install_hint(extra)}", **details) from exc

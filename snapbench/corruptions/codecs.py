@@ -42,7 +42,7 @@ import numpy as np
 
 from ..core.errors import CodecError, InputError
 from ..core.image_formats import IMAGE_FORMATS, formats_needing
-from ..core.install_hint import install_hint
+from ..core.install_hint import import_extra
 from ..core.validate import choice, listing
 from .pixels import PNG_SIGNATURE, as_rgb_uint8, encode_png, to_rgb_uint8
 
@@ -70,14 +70,8 @@ def extension(fmt: str) -> str:
 
 
 def _imagecodecs():
-    try:
-        import imagecodecs
-    except ImportError as exc:
-        names = formats_needing("codecs")
-        raise ImportError(
-            f"the {', '.join(names[:-1])} and {names[-1]} formats need imagecodecs: {install_hint('codecs')}"
-        ) from exc
-    return imagecodecs
+    names = formats_needing("codecs")
+    return import_extra("imagecodecs", "codecs", f"the {', '.join(names[:-1])} and {names[-1]} formats need imagecodecs")
 
 
 def encode_image(image: np.ndarray, fmt: str = "png") -> bytes:

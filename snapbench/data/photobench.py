@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.install_hint import install_hint
+from ..core.install_hint import import_extra
 from ..core.records import QueryRecord
 from ..core.userfiles import read_json
 from ..core.validate import choice, examples
@@ -237,10 +237,7 @@ def load_faiss_embeddings(directory: str | Path) -> tuple[list[str], np.ndarray]
     approximately, as FAISS does.
     """
     directory = Path(directory)
-    try:
-        import faiss  # type: ignore
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"reading FAISS indexes needs FAISS: {install_hint('ann')}  (installs faiss-cpu)") from exc
+    faiss = import_extra("faiss", "ann", "reading FAISS indexes needs FAISS (faiss-cpu)")
     ipath, mpath = directory / "index.faiss", directory / "metadata.json"
     if not ipath.is_file():
         raise InputError("no index.faiss in this folder", path=directory)

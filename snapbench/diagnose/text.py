@@ -25,7 +25,7 @@ import functools
 from collections.abc import Iterable
 
 from ..core.errors import EntityNotFoundError
-from ..core.install_hint import install_hint
+from ..core.install_hint import import_extra
 from ..corruptions.entity import STOPWORDS, WORD_RE, find_entity
 
 __all__ = [
@@ -108,12 +108,8 @@ class Vocabulary:
 
 @functools.lru_cache(maxsize=4)
 def _spellchecker_words(min_count: int) -> frozenset[str]:
-    try:
-        from spellchecker import SpellChecker
-    except ImportError:
-        raise ImportError(
-            f"the oov detector needs the English word list of pyspellchecker: {install_hint('diagnose')}"
-        ) from None
+    SpellChecker = import_extra("spellchecker", "diagnose",
+                                "the oov detector needs the English word list of pyspellchecker").SpellChecker
     freq = SpellChecker(language="en", distance=1).word_frequency.dictionary
     return frozenset(w for w, c in freq.items() if c >= min_count)
 

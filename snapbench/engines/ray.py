@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..core.errors import ConfigError, SnapbenchError
-from ..core.install_hint import install_hint
+from ..core.install_hint import import_extra
 from ..core.validate import positive_int
 from .local import run_once, worker_init
 
@@ -60,11 +60,7 @@ MAX_RETRIES = 3
 
 def import_ray() -> Any:
     """The ``ray`` module, or a :class:`ConfigError` saying how to install it."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise ConfigError(f"the ray engine needs Ray ({exc}): {install_hint('ray')}", param="engine") from None
-    return ray
+    return import_extra("ray", "ray", "the ray engine needs Ray", error=ConfigError, param="engine")
 
 
 #: Initializers already run in this (Ray worker) process, by the token of their map.

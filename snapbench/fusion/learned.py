@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.install_hint import install_hint
+from ..core.install_hint import import_extra
 from ..core.ranking import first_positive_rank
 from ..core.seeding import derive_generator
 from ..core.targets import PATHS
@@ -36,10 +36,7 @@ __all__ = ["LearnedResult", "MetaFusion", "learned_fusion"]
 
 
 def _import_sklearn():
-    try:
-        import sklearn  # type: ignore  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"the learned baselines need scikit-learn: {install_hint('learned')}") from exc
+    import_extra("sklearn", "learned", "the learned baselines need scikit-learn")
 
 
 def _meta_features(paths: PathScores) -> np.ndarray:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError, arg
-from ..core.install_hint import install_hint
+from ..core.install_hint import import_extra
 from ..core.ranking import TopK, pad_topk
 from ..core.userfiles import load_npy
 from ..core.validate import unknown_name
@@ -202,11 +202,7 @@ class GallerySource:
 
 
 def _import_faiss():
-    try:
-        import faiss  # type: ignore
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"approximate search needs FAISS: {install_hint('ann')} (installs faiss-cpu)") from exc
-    return faiss
+    return import_extra("faiss", "ann", "approximate search needs FAISS (faiss-cpu)")
 
 
 def ann_available() -> bool:

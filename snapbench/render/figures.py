@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core.conditions import parse_condition
 from ..core.errors import ConfigError
-from ..core.install_hint import install_hint
+from ..core.install_hint import import_extra
 from ..core.records import Report
 from ..core.validate import positive_int
 from ..store.folders import PER_QUERY_CSV
@@ -50,11 +50,7 @@ _KIND_COLOURS = {"clean": "#444444", "image": "#2b7bba", "text": "#e08214", "joi
 
 def require_matplotlib():
     """Import matplotlib's Figure class, or fail with the extra to install."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ConfigError(f"figures need matplotlib: {install_hint('report')}") from None
-    return Figure
+    return import_extra("matplotlib.figure", "report", "figures need matplotlib", error=ConfigError).Figure
 
 
 #: The resolutions (dots per inch) a PNG figure may have (``--dpi`` of report and compare).

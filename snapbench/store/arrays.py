@@ -36,14 +36,11 @@ from .folders import PATH_NAMES
 __all__ = ['load_matrix', 'load_path_scores', 'write_weights']
 
 
-from ..core.install_hint import install_hint
+from ..core.install_hint import import_extra
 
 
 def _safetensors_load(path: Path, key: str | None, name: str) -> np.ndarray:
-    try:
-        from safetensors.numpy import load_file  # type: ignore
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"{name}: reading {path} needs safetensors: {install_hint('safetensors')}") from exc
+    load_file = import_extra("safetensors.numpy", "safetensors", f"{name}: reading {path} needs safetensors").load_file
     try:
         tensors = load_file(str(path))
     except Exception as exc:
