@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.validate import check_finite
 
-__all__ = ["as_matrix", "check_finite", "check_same_dim", "check_shape"]
+__all__ = ["as_matrix", "check_same_dim", "check_shape"]
 
 
 def as_matrix(x: Any, name: str, *, allow_vector: bool = False, dtype: Any = np.float64, copy: bool = False) -> np.ndarray:
@@ -29,7 +30,7 @@ def as_matrix(x: Any, name: str, *, allow_vector: bool = False, dtype: Any = np.
         arr = arr[None, :]
     check_shape(arr, name, allow_vector=allow_vector)
     out = arr.astype(dtype, copy=copy) if dtype is not None else arr
-    check_finite(out, name)
+    check_finite(out, what=name)
     return out
 
 
@@ -43,18 +44,6 @@ def check_shape(arr: np.ndarray, name: str, *, allow_vector: bool = False) -> No
         raise InputError(f"{name}: is empty (0 rows)")
     if arr.shape[1] == 0:
         raise InputError(f"{name}: has dimension 0")
-
-
-def check_finite(arr: np.ndarray, name: str, *, row_offset: int = 0) -> None:
-    """Raise ``ValueError`` naming ``name`` and the first row holding NaN or inf."""
-    if np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_:
-        return
-    finite = np.isfinite(arr)
-    if not finite.all():
-        bad = np.argwhere(~finite)[0]
-        row = int(bad[0]) + row_offset
-        val = arr[tuple(bad)]
-        raise InputError(f"{name}: contains a non-finite value ({val}) in row {row}")
 
 
 def check_same_dim(named: dict[str, np.ndarray | tuple[int, ...]]) -> int:

@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.validate import check_finite
 from ..core.vectors import l2_normalize
-from ._validate import as_matrix, check_finite
+from ._validate import as_matrix
 
 __all__ = ["RunningMoments", "Whitener", "l2_normalize"]  # l2_normalize re-exported from snapbench.core.vectors
 
@@ -113,7 +114,7 @@ class Whitener:
             raise InputError(f"{name}: expected 2-D chunks (rows, dim), got shape {x.shape}")
         if self._moments is not None and x.shape[1] != self._moments.mean.shape[0]:
             raise InputError(f"{name}: chunk dimension {x.shape[1]} differs from {self._moments.mean.shape[0]}")
-        check_finite(x, name, row_offset=row_offset)
+        check_finite(x, what=name, row_offset=row_offset)
         if self._moments is None:
             self._moments = RunningMoments(x.shape[1])
         # huge values overflow the running statistics: reported just below when whitening needs them,
@@ -169,7 +170,7 @@ class Whitener:
         if arr.shape[1] != self.dim:
             raise InputError(f"{name}: has dim {arr.shape[1]}, the whitener was fitted on dim {self.dim}")
         if check:
-            check_finite(arr, name)
+            check_finite(arr, what=name)
         dtype = np.dtype(dtype)
         if out is None:
             out = np.empty(arr.shape, dtype=dtype)

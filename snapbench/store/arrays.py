@@ -29,7 +29,7 @@ import numpy as np
 
 from ..core.errors import ConfigError, InputError
 from ..core.userfiles import load_npy
-from ..fusion._validate import check_finite
+from ..core.validate import check_finite
 from .atomic import open_text_atomic, save_npy_atomic
 from .folders import PATH_NAMES
 
@@ -92,7 +92,7 @@ def load_matrix(
             raise InputError(f"{name}: has shape {arr.shape}, expected {ndim} dimensions", path=p)
         if arr.size == 0:
             raise InputError(f"{name}: is empty (shape {arr.shape})", path=p)
-        check_finite(arr, f"{name} ({p})")
+        check_finite(arr, what=f"{name} ({p})")
     return arr
 
 
