@@ -128,6 +128,8 @@ def test_load_manifest_layouts(tmp_path: Path) -> None:
         ('{"id": "a", "question": "Q?"}\n{"id": "b", "question": "Q?"}\n{"id": "a", "question": "R?"}\n',
          r"line 3: duplicate id 'a' \(first at line 1\)"),
         ('{"id": "a", "question": "Q?"}\n{"id": "b", "question": "Q?"}\n{"id": "c", "question": \n', r"line 3: invalid JSON"),
+        # the rules of every user JSON file: NaN is no JSON value (one reader of JSONL lines)
+        ('{"id": "a", "question": "Q?"}\n{"id": "b", "question": "Q?", "w": NaN}\n', r"line 2: invalid JSON \(NaN is not valid JSON"),
         ('{"id": "a"}\n', r"line 1 \(id 'a'\): record has neither an image nor a question"),
         ('{"id": "a/b", "question": "Q?"}\n', r"line 1: id 'a/b' cannot be used as a file name"),
         ('{"id": "a", "question": 3}\n', r"line 1 \(id 'a'\): question must be a string"),

@@ -28,9 +28,8 @@ from typing import Any
 
 from ..core.errors import InputError, arg
 from ..core.records import QueryRecord
-from ..core.userfiles import read_json, read_text
+from ..core.userfiles import jsonl_lines, read_json, read_text
 from ..core.validate import examples
-from ..data.common import jsonl_lines
 from ..data.jsonl import MANIFEST_NAMES, QRELS_NAMES, gallery_next_to, read_queries, sibling
 from ..data.photobench import album_photos, album_queries, check_language, photobench_albums
 from ..data.qrels import align_qrels, read_qrels_file

@@ -82,6 +82,28 @@ def _parse_json(text: str, path: str | os.PathLike) -> Any:
         raise InputError(f"not valid JSON: {exc}", path=path) from None
 
 
+def jsonl_lines(text: str, path: str | os.PathLike, *, objects: bool = True,
+                error: type[InputError] = InputError) -> list[tuple[int, Any]]:
+    """``(line number, value)`` of every non-blank line of the JSONL ``text`` read from ``path``: the one
+    reader of a user's JSONL (query manifests, galleries, ImageFolder tables, album galleries).  A line that
+    is not JSON (the rules of :func:`read_json`) or, with ``objects``, not a JSON object is an ``error``
+    naming the file and the line."""
+    out = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line, parse_constant=_no_constants)
+        except json.JSONDecodeError as exc:
+            raise error(f"line {lineno}: invalid JSON ({exc.msg} at column {exc.colno})", path=path) from None
+        except ValueError as exc:
+            raise error(f"line {lineno}: invalid JSON ({exc})", path=path) from None
+        if objects and not isinstance(obj, dict):
+            raise error(f"line {lineno}: expected a JSON object", path=path)
+        out.append((lineno, obj))
+    return out
+
+
 def read_json_or_text(path: str | os.PathLike, *, what: str, shape: str) -> tuple[dict | None, str]:
     """A file that is either a JSON object or a text format (qrels: JSON or TREC lines; tags: JSON
     or TSV): ``(object, text)`` when it is JSON, ``(None, text)`` otherwise.

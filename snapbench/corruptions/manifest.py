@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.errors import ManifestError
 from ..core.records import QueryRecord
-from ..core.userfiles import read_text
+from ..core.userfiles import jsonl_lines, read_text
 from ..core.validate import did_you_mean
 
 __all__ = [
@@ -212,16 +212,7 @@ def _entries(text: str, path: Path) -> list[tuple[str, Any]]:
         except json.JSONDecodeError:
             jsonl = False
     if jsonl:
-        entries = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ManifestError(f"{path}: line {lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            entries.append((f"{path}: line {lineno}", obj))
-        return entries
+        return [(f"{path}: line {lineno}", obj) for lineno, obj in jsonl_lines(text, path, objects=False, error=ManifestError)]
     try:
         whole = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -4,9 +4,7 @@ gallery readers and the notes on images (qrels are matched with a data set's ids
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from ..core import userfiles as textio
 from ..core.errors import InputError
@@ -16,29 +14,11 @@ from .model import Dataset, GalleryItem
 __all__ = [
     "IMAGE_SUFFIXES",
     "image_notes",
-    "jsonl_lines",
     "read_gallery_manifest",
 ]
 
 #: Image file suffixes a gallery folder is listed with (lower case).
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".heic")
-
-
-def jsonl_lines(text: str, path: Path, *, objects: bool = True) -> list[tuple[int, Any]]:
-    """``(line number, value)`` of every non-blank line of the JSONL ``text`` read from ``path``.  A line
-    that is not JSON (or, with ``objects``, not a JSON object) is an InputError naming the file and the line."""
-    out = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"line {lineno}: invalid JSON ({exc.msg})", path=path) from None
-        if objects and not isinstance(obj, dict):
-            raise InputError(f"line {lineno}: expected a JSON object", path=path)
-        out.append((lineno, obj))
-    return out
 
 
 def read_gallery_manifest(path: Path) -> list[GalleryItem]:
@@ -51,7 +31,7 @@ def read_gallery_manifest(path: Path) -> list[GalleryItem]:
         data = textio.read_json(path, what="gallery manifest")
         objs = [(f"record #{i + 1}", o) for i, o in enumerate(data)]
     else:
-        objs = [(f"line {lineno}", o) for lineno, o in jsonl_lines(text, path, objects=False)]
+        objs = [(f"line {lineno}", o) for lineno, o in textio.jsonl_lines(text, path, objects=False)]
     items: list[GalleryItem] = []
     seen: set[str] = set()
     for where, o in objs:

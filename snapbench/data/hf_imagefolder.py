@@ -32,9 +32,9 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..core.records import QueryRecord
-from ..core.userfiles import read_text
+from ..core.userfiles import jsonl_lines, read_text
 from ..core.validate import examples
-from .common import image_notes, jsonl_lines
+from .common import image_notes
 from .model import Dataset, GalleryItem
 
 __all__ = ["METADATA_NAMES", "find_metadata", "load_hf_imagefolder"]
