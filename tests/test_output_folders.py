@@ -225,6 +225,19 @@ def test_a_folder_another_command_is_writing_is_refused_until_it_ends(tmp_path):
         assert r.exit_code == 2, r.output
         assert f"error: {out} is in use by another snapbench command" in r.output
         assert not (out / "manifest.jsonl").exists()
+        (out / "manifest.jsonl").write_text("")  # a folder in the making, as the reader would find it
+        (out / "run.json").write_text('{"kind": "corrupt", "schema_version": 2}')
+        # and a command reading it meanwhile (encode of the corrupt folder, a report, an evaluation of a
+        # folder inside it) is told to wait, instead of reading a part of it
+        for reader in (["encode", str(out), "-e", "toy", "--out", str(tmp_path / "enc"), "--gallery",
+                        str(DEMO / "gallery.jsonl"), "--no-progress"],
+                       ["report", str(out)], ["evaluate", str(out / "images"), "--qrels", str(DEMO / "qrels.json")]):
+            r = runner.invoke(app, reader)
+            assert r.exit_code == 2, (reader, r.output)
+            assert "is being written by another snapbench command, still running" in r.output, (reader, r.output)
+        assert not (tmp_path / "enc").exists()
+        (out / "manifest.jsonl").unlink()
+        (out / "run.json").unlink()
     finally:
         holder.kill()
         holder.wait()

@@ -76,7 +76,7 @@ from ..store import (
     write_run_json,
 )
 from ..store.atomic import save_npy_atomic, write_json
-from ..store.folders import remove_stale
+from ..store.folders import refuse_unfinished, remove_stale
 from ..store.jsonl import read_manifest, read_skips
 from .stages.encoders import ZeroRows, encode_batches
 from .stages.gallery import encode_gallery
@@ -138,6 +138,7 @@ def check_conditions(corrupt_dir: str | os.PathLike, conditions: Sequence[str] |
     and the ``conditions`` given, in order.  An id the folder has no outputs for (a misspelt one, or
     one corrupt did not make) is a :class:`ConfigError` naming the close ids of the folder -- checked
     before any model is loaded.  ``manifest``: its records, when already read."""
+    refuse_unfinished(corrupt_dir)
     records = read_manifest(corrupt_dir) if manifest is None else manifest
     have = list(dict.fromkeys(str(ln["condition"]) for ln in records))
     if "clean" not in have:

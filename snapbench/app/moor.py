@@ -64,6 +64,7 @@ from ..store import (
 )
 from ..store.arrays import load_matrix, load_path_scores, write_weights
 from ..store.atomic import save_npy_atomic, write_json
+from ..store.folders import refuse_unfinished
 
 __all__ = ['ANN_RECALL_FILE', 'WEIGHTS_DIR', 'FuseOptions', 'FusionSummary', 'ann_topk_overlap', 'fuse_directory']
 
@@ -356,6 +357,9 @@ def fuse_directory(
     claim_output_dir(out, "moor")
     summary = FusionSummary(out, 0, 0)
     output = _Output(out, opts, summary, progress or (lambda line: None))
+    for folder in (paths_dir, embeddings_dir):
+        if folder is not None:
+            refuse_unfinished(folder)
     if paths_dir is not None:
         ids = _Ids(query_ids, gallery_ids, [Path(paths_dir)], summary)
         _fuse_path_scores(Path(paths_dir), ids, output, opts)

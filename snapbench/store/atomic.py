@@ -24,7 +24,7 @@ from ..core.errors import ConfigError, OutputError
 from ..core.jsonable import dumps
 
 __all__ = ["atomic_path", "open_text_atomic", "write_bytes_atomic", "write_text_atomic", "save_npy_atomic",
-           "prepare_output_dir", "check_output_file", "nearest_existing", "lock_output_dir", "owning_output_dirs"]
+           "prepare_output_dir", "check_output_file", "nearest_existing", "being_written", "lock_output_dir", "owning_output_dirs"]
 
 # folders prepare_output_dir created (outermost first) inside owning_output_dirs; None outside it
 _CREATED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("snapbench_created_dirs", default=None)
@@ -186,6 +186,30 @@ def lock_output_dir(folder: str | os.PathLike) -> None:
         os.close(fd)
         return
     held[key] = fd
+
+
+def being_written(folder: str | os.PathLike) -> bool:
+    """Whether another process holds the lock of the output folder ``folder`` (:func:`lock_output_dir`):
+    a command still writing it.  A folder this process holds, or one that cannot be asked (no
+    ``fcntl``, no locks on the file system, not a folder), is not."""
+    key = os.path.realpath(folder)
+    if key in (_LOCKED.get() or {}):
+        return False
+    try:
+        import fcntl
+
+        fd = os.open(key, os.O_RDONLY)
+    except (ImportError, OSError):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing drops the shared lock taken to ask
+    return False
 
 
 @contextlib.contextmanager

@@ -64,7 +64,7 @@ from ..core.records import Reader, Report, read_fields
 from ..core.userfiles import read_json
 from . import CompareDir, RunDir, read_run_json, run_json_kind
 from .atomic import write_json
-from .folders import COMPARE_JSON, RUN_CONFIG, SCHEMA_VERSIONS, check_schema_version
+from .folders import COMPARE_JSON, RUN_CONFIG, SCHEMA_VERSIONS, check_schema_version, refuse_unfinished
 from .rundir import read_report, read_target_values
 
 __all__ = ['COMPARE_FIGURES', 'RECORD_TYPES', 'read_compare_json', 'write_compare_json', 'UNNAMED', 'ModelSource', 'open_sources', 'possible_files', 'previous_files', 'relative_names']
@@ -222,6 +222,8 @@ def open_sources(paths: Sequence[str | os.PathLike], names: Sequence[str] | None
     """The models ``paths`` stand for (see the module docstring), named by ``names`` when given."""
     if not paths:
         raise ConfigError("needs at least one run folder or report file", param="paths")
+    for p in paths:
+        refuse_unfinished(p)
     sources = [s for p in paths for s in _expand(Path(p))]
     if names is not None:
         names = [str(n) for n in names]

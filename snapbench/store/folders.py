@@ -65,9 +65,9 @@ from ..core.errors import ConfigError, InputError, OutputError, arg
 from ..core.records import REPORT_SCHEMA_VERSION
 from ..core.targets import FUSION_PREFIX, TARGET_ORDER
 from ..core.userfiles import load_npy, read_json, read_text
-from .atomic import save_npy_atomic, write_json, write_text_atomic
+from .atomic import being_written, save_npy_atomic, write_json, write_text_atomic
 
-__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'CompareDir', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'remove_stale', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'CompareDir', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'refuse_unfinished', 'remove_stale', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
 
 QUERY_IDS = "query_ids.txt"
 GALLERY_IDS = "gallery_ids.txt"
@@ -490,12 +490,27 @@ def _soft_run_json(folder: Path) -> dict[str, Any]:
         return {}
 
 
+def refuse_unfinished(path: str | os.PathLike) -> None:
+    """An :class:`InputError` when ``path`` -- an output folder of snapbench given as an input, or a file
+    or folder inside one -- is being written by a command still running (it holds the folder's lock):
+    read now, it would be read in part.  Every command that reads another's output asks here first."""
+    here = Path(os.path.abspath(path))
+    for folder in (here, *here.parents):
+        if (folder / RUN_CONFIG).is_file():
+            if being_written(folder):
+                shown = "" if folder == here else f" (its output folder {folder})"
+                raise InputError(f"is being written by another snapbench command, still running{shown}; wait "
+                                 "for it to end, then run this one", path=path)
+            return
+
+
 def open_run_dir(folder: str | os.PathLike) -> RunDir:
     """``folder`` as a run directory to read (a :class:`~snapbench.store.RunDir` holding at least one
     ``<target>/report.json``); otherwise an :class:`InputError` that says what ``folder`` is instead
     and what to give: a file, the parent folder of a several-encoder run (naming its encoder folders),
     another command's output folder, or a run that has not written a report yet."""
     rd = RunDir(folder)
+    refuse_unfinished(rd.root)
     what = "a snapbench run directory (the output folder of 'snapbench run' or 'snapbench demo', with <MODE>/report.json)"
     if not rd.root.exists():
         raise InputError(f"no such folder (expected {what})", path=rd.root)

@@ -67,6 +67,7 @@ from . import (
     read_trec_run,
     write_trec_run,
 )
+from .folders import refuse_unfinished
 
 __all__ = ['ComposedScores', 'ScoresDir', 'read_run', 'write_run']
 
@@ -236,6 +237,7 @@ class ScoresDir:
 
     def __init__(self, path: str | Path, *, mode: str | None = None, qrels: str | Path | None = None):
         self.path = Path(path)
+        refuse_unfinished(self.path)
         if not self.path.is_dir():
             raise EvaluationInputError(f"{self.path}: not a directory")
         self.mode = normalize_mode(mode) if mode is not None else None
