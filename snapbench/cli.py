@@ -152,8 +152,8 @@ class Command(TyperCommand):
     ``min=``/``max=``), so ``--topk 0`` reads ``error: --topk: must be an integer >= 1, got 0`` like a library
     call.  An unknown flag is ``error: --quiet: no such option; see 'snapbench stress --help'``, with a
     did-you-mean only for a flag of the command that is close to it (not click's "Possible options", which
-    counts the shared ``--`` as likeness).  A missing argument keeps click's usage error (it names the
-    argument and shows the usage line)."""
+    counts the shared ``--`` as likeness).  A missing argument or required flag is ``error: QUERIES: required,
+    not given; usage: snapbench diagnose [OPTIONS] QUERIES``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -179,12 +179,16 @@ class Command(TyperCommand):
         except _NO_SUCH_OPTION as exc:
             _no_such(exc.option_name, "option", _flags(self, ctx), ctx)
         except typer.BadParameter as exc:
-            if isinstance(exc, _MISSING) or exc.param is None:
+            if exc.param is None:
                 raise
             p = exc.param
             name = (next((o for o in p.opts if o.startswith("--")), p.opts[0]) if p.param_type_name == "option"
                     else p.metavar or (p.name or "").upper())
-            typer.echo(f"error: {name}: {_not_parsed(exc) or exc.message.rstrip('.')}", err=True)
+            if isinstance(exc, _MISSING):  # with the usage line, which shows where it goes
+                usage = " ".join([ctx.command_path, *self.collect_usage_pieces(ctx)])
+                typer.echo(f"error: {name}: required, not given; usage: {usage}", err=True)
+            else:
+                typer.echo(f"error: {name}: {_not_parsed(exc) or exc.message.rstrip('.')}", err=True)
             raise typer.Exit(2) from None
 
 
