@@ -137,7 +137,8 @@ def test_some_gallery_images_absent(tmp_path):
     (tmp_path / "bench_images" / "gallery" / GALLERY_FILES[2]).unlink()
     ds = load_dataset(tmp_path)
     assert ds.has_query_images and not ds.has_gallery_images
-    assert "gallery images: 1 of 8 absent" in ds.notes
+    note = next(n for n in ds.notes if n.startswith("gallery images: 1 of 8 absent"))
+    assert "a run of a mode that compares gallery images refuses it" in note and "--modes T2T" in note
     # query image + captions still give I->IT's IT path, but no mode without II/TI
     assert ds.available_paths == ("TT", "IT")
     assert ds.runnable_modes == ("T→T",)

@@ -67,7 +67,9 @@ def image_notes(ds: Dataset) -> list[str]:
                     ": a run that reads query images leaves those queries out of every mode (all modes compare the same queries)")
         notes.append(f"query images: {nq} of {len(ds.queries)} absent{left_out}")
     if ng:
-        notes.append(f"gallery images: {ng} of {len(ds.gallery)} absent")
+        some = ("" if ng == len(ds.gallery) else ": the gallery is fixed, so a run of a mode that compares gallery "
+                "images refuses it (name them all); --modes T2T, or an encoder of texts only, runs without them")
+        notes.append(f"gallery images: {ng} of {len(ds.gallery)} absent{some}")
     modes = ds.runnable_modes
     if nq or ng or len(modes) < len(MODE_LABELS):
         extra = ""
