@@ -46,6 +46,8 @@ def test_a_missing_gallery_image_is_an_error_naming_it(tmp_path):
     ds = load_dataset(data)
     assert ds.runnable_modes == ("T→T",)
     assert ds.sides().why["gallery image"].startswith("1 of ")
+    # both reasons, when the data and the encoder each rule a side out (trial 2: only the first was said)
+    assert ds.sides({"text"}, "mini").why["gallery image"].endswith(" are missing and the encoder mini encodes no images")
     res = run_benchmark(ds, "toy", tmp_path / "t", RunOptions(progress=False, report=False, modes=["T2T"],
                                                                conditions=["clean", "txt/char_swap"]))
     assert list(res.modes) == ["T2T"]

@@ -125,10 +125,9 @@ class Dataset:
         why: dict[str, str] = {}
         for key, ok in have.items():
             side = key.split()[1]
-            if not ok:
-                why[key] = reasons[key]
-            elif side not in modalities:
-                why[key] = f"the encoder {encoder} encodes no {side}s"
+            no_encoder = None if side in modalities else f"the encoder {encoder} encodes no {side}s"
+            if not ok or no_encoder:
+                why[key] = " and ".join(r for r in (None if ok else reasons[key], no_encoder) if r)
         query = frozenset(k.split()[1] for k in have if k.startswith("query") and k not in why)
         gallery = frozenset(k.split()[1] for k in have if k.startswith("gallery") and k not in why)
         return Sides(query, gallery, why)
