@@ -634,3 +634,44 @@ def test_too_few_albums_records_the_unit_resampled_and_the_one_asked(run):
     page = (run / "report.html").read_text()
     assert "queries resampled (album resampling asked; 3 albums are too few)" in page
     assert "resamples of albums requested" not in page
+
+
+def _swap_summary(run, ci, delta, donor_match, n_counted=9):
+    """The module run's stress.json with its caption_swap condition's headline set to ``delta`` / ``ci``."""
+    s = json.loads((run / "stress.json").read_text())
+    body = s["conditions"]["caption_swap"]
+    body["groups"]["all"][s["metric"]].update(delta=delta, ci=ci, n_counted=n_counted)
+    body["caption_swap"] = {"donor_match": donor_match, "captions": sum(donor_match.values()),
+                            "swapped": sum(donor_match.values())}
+    return s
+
+
+def test_a_wide_caption_swap_ci_around_zero_says_the_data_cannot_tell(run):
+    """hit@1 -22.2 (95% CI -77.8 to +33.3) on 9 queries holds 0 and a large loss alike: no "no measurable
+    effect"; and the donors' matching is said as recorded (3 of 12 matched by month only)."""
+    from snapbench.render.stress import render_stress_report, stress_findings
+
+    s = _swap_summary(run, [-0.778, 0.333], -0.222, {"month+length+faces": 9, "month": 3})
+    text = dict(stress_findings(s))["finding-caption-swap"]
+    assert "No measurable effect" not in text and "does not depend" not in text
+    assert "cannot tell" in text and "9 counted queries" in text and "from -77.8 to +33.3" in text
+    assert "matched by month, length and faces for 9, by month only for 3" in text
+    assert "matched by month, length and faces)" not in text and "for all" not in text
+    assert "cannot tell" in render_stress_report(s)
+
+
+def test_only_a_narrow_caption_swap_ci_around_zero_says_no_measurable_effect(run):
+    from snapbench.render.stress import stress_findings
+
+    s = _swap_summary(run, [-0.02, 0.015], -0.002, {"month+length+faces": 200}, n_counted=400)
+    text = dict(stress_findings(s))["finding-caption-swap"]
+    assert "No measurable effect" in text and "cannot tell" not in text
+    assert "matched by month, length and faces for all 200" in text
+    for ci in ([-0.06, 0.01], [-0.01, 0.06]):  # a loss or a gain the size of PAL-Bench's is not excluded
+        text = dict(stress_findings(_swap_summary(run, ci, 0.0, {"month+length+faces": 200})))["finding-caption-swap"]
+        assert "No measurable effect" not in text and "cannot tell" in text
+
+
+def test_caption_chars_kept_only_for_conditions_that_truncate(run):
+    conds = json.loads((run / "stress.json").read_text())["conditions"]
+    assert {c for c, b in conds.items() if "caption_chars_kept" in b} == {"caption_truncate=0.51", "combined-mild"}

@@ -280,7 +280,8 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
             "groups": {},
         }
         clean_chars = sum(len(r.caption or "") for r in ds.records)
-        if clean_chars:  # truncation keeps every caption present: its availability is the characters kept
+        if clean_chars and any(n == "caption_truncate" for n, _ in cond.steps):
+            # truncation keeps every caption present: its availability is the characters kept
             body["caption_chars_kept"] = sum(len(r.caption or "") for r in res.records) / clean_chars
         if res.swap_levels:
             # swapped: captions the swap really changed (a donor's caption can equal the record's own)
