@@ -581,6 +581,19 @@ def test_chinese_queries_with_language_cn(data):
         load_albums(data[0], language="fr")
 
 
+def test_language_cn_on_a_jsonl_dataset_is_refused_like_split(data, tmp_path):
+    """A JSONL query has one text: --language would change nothing, so it is refused as --split is."""
+    with pytest.raises(InputError, match="this is a JSONL dataset") as exc:
+        load_albums(data[1], language="cn")
+    assert exc.value.param == "language"
+    assert load_albums(data[1], language="en").queries  # the default is no choice made
+    for flag, value in (("--language", "cn"), ("--split", "validation")):
+        r = runner.invoke(app, ["stress", str(data[1]), "-e", ENC, "--out", str(tmp_path / flag), "--stress",
+                                "drop=ocr", flag, value, "--no-progress"])
+        assert r.exit_code != 0 and "Traceback" not in r.output and flag in r.output, r.output
+        assert "JSONL dataset" in r.output and not (tmp_path / flag).exists()
+
+
 # ------------------------------------------------------------------------------ small albums, no-op swap
 def test_small_albums_headline_a_metric_that_can_move_and_name_the_fixed_ones(tmp_path):
     """3 albums of 5 photos: hit@10 and recall@10 retrieve every record of an album, so they cannot
