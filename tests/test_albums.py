@@ -413,6 +413,8 @@ def _gt(album: Path) -> None:
     ("ocr_dropout=1.5", ["ocr_dropout", "1.5", "out of range"]),
     ("blur=0.3", ["unknown stress operator", "caption_truncate", "combined-mild"]),
     ("drop=gps", ["unknown field 'gps'", "location"]),
+    ("drop=tiime", ["unknown field 'tiime'", "did you mean 'time'?", "known: caption, ocr, time"]),
+    ("ocr_dropot=0.2", ["unknown stress operator or preset 'ocr_dropot'", "did you mean 'ocr_dropout'"]),
     ("a/b", ["file name"]),
 ])
 def test_bad_stress_specs_are_refused_listing_what_is_known(tmp_path, data, spec, words):
