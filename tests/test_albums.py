@@ -175,6 +175,22 @@ def test_the_default_template_makes_place_and_person_queries_findable(run, data)
     assert recs["album1/IMG_0001.jpg"]["text"].count("Taken 2023 February winter morning Thursday") == 1
 
 
+def test_the_records_file_holds_the_geocoded_place_the_text_says(run, data, tmp_path):
+    """docs/albums.md: the records file holds every field after the stress; a photo with coordinates and
+    no place of its own holds the geocoded place its text names, not null."""
+    recs = _records(run, "clean")
+    located = [r for r in recs if r["latitude"] is not None]
+    assert located and all(r["place"] and f"Place: {r['place']}." in r["text"] for r in located)
+    assert all(r["place"] is None and "Place:" not in r["text"] for r in recs if r["latitude"] is None)
+    clean = {r["id"]: r for r in recs}
+    for r in _records(run, "location_sparsify=0.3"):  # a kept location keeps its place, a removed one none
+        assert r["place"] == (clean[r["id"]]["place"] if r["latitude"] is not None else None)
+    # a template without a place needs no geocoder: the records keep only their own place (none here)
+    res = run_stress(data[1], ENC, tmp_path / "np", StressOptions(stress="drop=ocr", template="[{caption}.]",
+                                                                  resamples=20, report=False))
+    assert all(r["place"] is None for r in _records(res.out, "clean"))
+
+
 # ------------------------------------------------------------------------------ operators
 def _changed(out: Path, cond: str):
     clean = {r["id"]: r for r in _records(out, "clean")}
