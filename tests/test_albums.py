@@ -175,6 +175,22 @@ def test_the_default_template_makes_place_and_person_queries_findable(run, data)
     assert recs["album1/IMG_0001.jpg"]["text"].count("Taken 2023 February winter morning Thursday") == 1
 
 
+def test_the_records_file_holds_the_geocoded_place_the_text_says(run, data, tmp_path):
+    """docs/albums.md: the records file holds every field after the stress; a photo with coordinates and
+    no place of its own holds the geocoded place its text names, not null."""
+    recs = _records(run, "clean")
+    located = [r for r in recs if r["latitude"] is not None]
+    assert located and all(r["place"] and f"Place: {r['place']}." in r["text"] for r in located)
+    assert all(r["place"] is None and "Place:" not in r["text"] for r in recs if r["latitude"] is None)
+    clean = {r["id"]: r for r in recs}
+    for r in _records(run, "location_sparsify=0.3"):  # a kept location keeps its place, a removed one none
+        assert r["place"] == (clean[r["id"]]["place"] if r["latitude"] is not None else None)
+    # a template without a place needs no geocoder: the records keep only their own place (none here)
+    res = run_stress(data[1], ENC, tmp_path / "np", StressOptions(stress="drop=ocr", template="[{caption}.]",
+                                                                  resamples=20, report=False))
+    assert all(r["place"] is None for r in _records(res.out, "clean"))
+
+
 # ------------------------------------------------------------------------------ operators
 def _changed(out: Path, cond: str):
     clean = {r["id"]: r for r in _records(out, "clean")}
@@ -413,6 +429,8 @@ def _gt(album: Path) -> None:
     ("ocr_dropout=1.5", ["ocr_dropout", "1.5", "out of range"]),
     ("blur=0.3", ["unknown stress operator", "caption_truncate", "combined-mild"]),
     ("drop=gps", ["unknown field 'gps'", "location"]),
+    ("drop=tiime", ["unknown field 'tiime'", "did you mean 'time'?", "known: caption, ocr, time"]),
+    ("ocr_dropot=0.2", ["unknown stress operator or preset 'ocr_dropot'", "did you mean 'ocr_dropout'"]),
     ("a/b", ["file name"]),
 ])
 def test_bad_stress_specs_are_refused_listing_what_is_known(tmp_path, data, spec, words):
@@ -581,6 +599,19 @@ def test_chinese_queries_with_language_cn(data):
         load_albums(data[0], language="fr")
 
 
+def test_language_cn_on_a_jsonl_dataset_is_refused_like_split(data, tmp_path):
+    """A JSONL query has one text: --language would change nothing, so it is refused as --split is."""
+    with pytest.raises(InputError, match="this is a JSONL dataset") as exc:
+        load_albums(data[1], language="cn")
+    assert exc.value.param == "language"
+    assert load_albums(data[1], language="en").queries  # the default is no choice made
+    for flag, value in (("--language", "cn"), ("--split", "validation")):
+        r = runner.invoke(app, ["stress", str(data[1]), "-e", ENC, "--out", str(tmp_path / flag), "--stress",
+                                "drop=ocr", flag, value, "--no-progress"])
+        assert r.exit_code != 0 and "Traceback" not in r.output and flag in r.output, r.output
+        assert "JSONL dataset" in r.output and not (tmp_path / flag).exists()
+
+
 # ------------------------------------------------------------------------------ small albums, no-op swap
 def test_small_albums_headline_a_metric_that_can_move_and_name_the_fixed_ones(tmp_path):
     """3 albums of 5 photos: hit@10 and recall@10 retrieve every record of an album, so they cannot
@@ -634,3 +665,44 @@ def test_too_few_albums_records_the_unit_resampled_and_the_one_asked(run):
     page = (run / "report.html").read_text()
     assert "queries resampled (album resampling asked; 3 albums are too few)" in page
     assert "resamples of albums requested" not in page
+
+
+def _swap_summary(run, ci, delta, donor_match, n_counted=9):
+    """The module run's stress.json with its caption_swap condition's headline set to ``delta`` / ``ci``."""
+    s = json.loads((run / "stress.json").read_text())
+    body = s["conditions"]["caption_swap"]
+    body["groups"]["all"][s["metric"]].update(delta=delta, ci=ci, n_counted=n_counted)
+    body["caption_swap"] = {"donor_match": donor_match, "captions": sum(donor_match.values()),
+                            "swapped": sum(donor_match.values())}
+    return s
+
+
+def test_a_wide_caption_swap_ci_around_zero_says_the_data_cannot_tell(run):
+    """hit@1 -22.2 (95% CI -77.8 to +33.3) on 9 queries holds 0 and a large loss alike: no "no measurable
+    effect"; and the donors' matching is said as recorded (3 of 12 matched by month only)."""
+    from snapbench.render.stress import render_stress_report, stress_findings
+
+    s = _swap_summary(run, [-0.778, 0.333], -0.222, {"month+length+faces": 9, "month": 3})
+    text = dict(stress_findings(s))["finding-caption-swap"]
+    assert "No measurable effect" not in text and "does not depend" not in text
+    assert "cannot tell" in text and "9 counted queries" in text and "from -77.8 to +33.3" in text
+    assert "matched by month, length and faces for 9, by month only for 3" in text
+    assert "matched by month, length and faces)" not in text and "for all" not in text
+    assert "cannot tell" in render_stress_report(s)
+
+
+def test_only_a_narrow_caption_swap_ci_around_zero_says_no_measurable_effect(run):
+    from snapbench.render.stress import stress_findings
+
+    s = _swap_summary(run, [-0.02, 0.015], -0.002, {"month+length+faces": 200}, n_counted=400)
+    text = dict(stress_findings(s))["finding-caption-swap"]
+    assert "No measurable effect" in text and "cannot tell" not in text
+    assert "matched by month, length and faces for all 200" in text
+    for ci in ([-0.06, 0.01], [-0.01, 0.06]):  # a loss or a gain the size of PAL-Bench's is not excluded
+        text = dict(stress_findings(_swap_summary(run, ci, 0.0, {"month+length+faces": 200})))["finding-caption-swap"]
+        assert "No measurable effect" not in text and "cannot tell" in text
+
+
+def test_caption_chars_kept_only_for_conditions_that_truncate(run):
+    conds = json.loads((run / "stress.json").read_text())["conditions"]
+    assert {c for c, b in conds.items() if "caption_chars_kept" in b} == {"caption_truncate=0.51", "combined-mild"}

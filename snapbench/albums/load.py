@@ -297,6 +297,9 @@ def load_albums(path: str | Path, *, split: str | None = None, gallery: Path | N
         if split is not None:
             raise InputError(f"{arg('split')} picks the query file of a PhotoBench copy; this is a JSONL dataset",
                              param="split")
+        if language != "en":
+            raise InputError(f"{arg('language')} picks the language of a PhotoBench copy's queries (query_en or "
+                             "query_cn); this is a JSONL dataset, whose queries carry one text each", param="language")
         ds = _load_jsonl(path, gallery, qrels)
     else:
         if gallery is not None:

@@ -100,7 +100,8 @@ class AlbumRecord:
         return replace(self, **fields)
 
     def fields(self) -> dict[str, Any]:
-        """The fields as the records file writes them (absent = ``None``)."""
+        """The fields as the records file writes them (absent = ``None``; the file's ``place`` is
+        :meth:`RecordTemplate.place`, the geocoded one included)."""
         return {"caption": self.caption, "ocr": self.ocr, "time": self.time, "latitude": self.latitude,
                 "longitude": self.longitude, "place": self.place, "people": self.people or None}
 
@@ -162,6 +163,8 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 _SEASONS = ("winter", "winter", "spring", "spring", "spring", "summer", "summer", "summer", "autumn",
             "autumn", "autumn", "winter")
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+#: The template fields read from the place (given, or geocoded from latitude/longitude).
+_PLACE_FIELDS = frozenset({"place", "city", "region", "country"})
 _FIELD = re.compile(r"\{([^{}]*)\}")
 _PIECE = re.compile(r"\[([^\[\]]*)\]|\{([^{}]*)\}")
 
@@ -251,6 +254,14 @@ class RecordTemplate:
     def fields(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(_FIELD.findall(self.source)))
 
+    def place(self, rec: AlbumRecord) -> str | None:
+        """The place name of ``rec`` as the records file writes it: its own place, else, when this
+        template names a place field, the geocoded ``city, region, country`` its text says (a template
+        without one needs no geocoder, so its records keep only their own place)."""
+        if set(self.fields) & _PLACE_FIELDS:
+            return _place_fields(rec).get("place")
+        return rec.place
+
     def values(self, rec: AlbumRecord) -> dict[str, str]:
         """The present fields of ``rec`` as strings (absent fields are missing from the dict)."""
         need = set(self.fields)
@@ -261,7 +272,7 @@ class RecordTemplate:
             vals["ocr"] = rec.ocr.strip()
         if need & {"time", "year", "month", "season", "part_of_day", "weekday", "date"}:
             vals.update(time_words(rec.time))
-        if need & {"place", "city", "region", "country"}:
+        if need & _PLACE_FIELDS:
             vals.update(_place_fields(rec))
         people = _people(rec)
         if people:

@@ -237,7 +237,7 @@ def _parse_step(text: str, cid: str) -> tuple[str, object]:
     raw = raw.strip()
     if op.kind == "field":
         if raw not in FIELDS:
-            raise ConfigError(f"{where}: unknown field {raw!r}; known: {', '.join(FIELDS)}", param="stress")
+            raise ConfigError(f"{where}: {unknown_name('field', raw, FIELDS)}", param="stress")
         return name, raw
     try:
         x = float(raw)

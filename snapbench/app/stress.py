@@ -80,10 +80,12 @@ class StressOutcome:
     elapsed_s: float = 0.0
 
 
-def _record_rows(records: Sequence[AlbumRecord], texts: Sequence[str], donors: dict[str, str] | None = None):
-    """The records file rows: id, album, every field after the stress (absent = null), the text encoded."""
+def _record_rows(records: Sequence[AlbumRecord], texts: Sequence[str], template: RecordTemplate,
+                 donors: dict[str, str] | None = None):
+    """The records file rows: id, album, every field after the stress (absent = null; the place as the
+    text names it, geocoded from latitude/longitude when the record has no own place), the text encoded."""
     for r, t in zip(records, texts):
-        row = {"id": r.id, "album": r.album, **r.fields()}
+        row = {"id": r.id, "album": r.album, **r.fields(), "place": template.place(r)}
         if donors is not None:
             row["caption_donor"] = donors.get(r.id)
         row["text"] = t
@@ -151,7 +153,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
 
     # -- clean: queries and records
     clean_texts = template.render_all(ds.records)
-    sd.write_records(CLEAN, _record_rows(ds.records, clean_texts))
+    sd.write_records(CLEAN, _record_rows(ds.records, clean_texts, template))
     q_saved = sd.load_vectors("queries")
     if q_saved is None or q_saved[0].shape[0] != len(ds.queries):
         say(f"encoding {len(ds.queries)} queries")
@@ -192,7 +194,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
         g = g_clean.copy()
         if changed.size:
             g[changed] = vecs
-        sd.write_records(cond.id, _record_rows(res.records, texts,
+        sd.write_records(cond.id, _record_rows(res.records, texts, template,
                                               res.donors if any(n == "caption_swap" for n, _ in cond.steps) else None))
         stats[cond.id] = album_stats(q_vecs, g, index, gold, metrics, set_threshold=opts.set_threshold)
         per_cond[cond.id] = {"result": res, "changed": int(changed.size), "condition": cond}
@@ -280,7 +282,8 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
             "groups": {},
         }
         clean_chars = sum(len(r.caption or "") for r in ds.records)
-        if clean_chars:  # truncation keeps every caption present: its availability is the characters kept
+        if clean_chars and any(n == "caption_truncate" for n, _ in cond.steps):
+            # truncation keeps every caption present: its availability is the characters kept
             body["caption_chars_kept"] = sum(len(r.caption or "") for r in res.records) / clean_chars
         if res.swap_levels:
             # swapped: captions the swap really changed (a donor's caption can equal the record's own)

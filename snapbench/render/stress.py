@@ -22,6 +22,12 @@ __all__ = ["availability_points", "render_stress_report", "stress_findings"]
 _SOURCES = ("V", "M", "F", "VM", "VF", "MF", "VMF")
 #: Below this share of captions really changed by caption_swap the probe gives no verdict.
 _MIN_SWAPPED_SHARE = 0.5
+#: The caption-swap drop PAL-Bench measured (OFR 0.4041 -> 0.3498, paired delta -0.0543; SPEC section 13): a
+#: CI around 0 that still holds a change this large cannot say the captions' content does not matter.
+_SWAP_REFERENCE_DROP = 0.0543
+#: The caption-swap match levels (albums.stress) in words, strictest first; any other level has no donor.
+_MATCH_WORDS = {"month+length+faces": "by month, length and faces", "month+length": "by month and length only",
+                "month": "by month only", "any": "by nothing (any other album's caption)"}
 _PLURAL = {"query": "queries", "album": "albums"}
 
 
@@ -63,6 +69,19 @@ def stress_findings(summary: dict) -> list[tuple[str, str]]:
     return out
 
 
+def _donor_matching(sw: dict) -> str:
+    """How the donors were matched, from the recorded counts: ``matched by month, length and faces for 9,
+    by month only for 3`` (each level used, strictest first; then the records left without a donor)."""
+    counts = sw.get("donor_match") or {}
+    if not counts:
+        return "matched by month, length and faces where a donor allows"
+    used = [(words, counts[k]) for k, words in _MATCH_WORDS.items() if counts.get(k)]
+    none = sum(n for k, n in counts.items() if k not in _MATCH_WORDS)
+    text = (f"matched {used[0][0]} for all {used[0][1]}" if len(used) == 1 and not none else
+            "matched " + ", ".join(f"{w} for {n}" for w, n in used) if used else "")
+    return text + ("; " if text and none else "") + (f"no donor for {none}" if none else "")
+
+
 def _swap_verdict(summary: dict) -> str | None:
     """The caption-swap probe in plain words, or ``None`` when it was not run."""
     metric = summary["metric"]
@@ -75,8 +94,8 @@ def _swap_verdict(summary: dict) -> str | None:
         sw = body.get("caption_swap", {})
         n_sw, n_cap = sw.get("swapped"), sw.get("captions")
         count = f"; {n_sw} of {n_cap} captions swapped" if n_sw is not None else ""
-        head = (f"Caption swap (each caption replaced by one from another album, matched by month, length and "
-                f"faces{count}): {metric} {pct(e['delta'], True)} points" + (f" ({ci_w})" if ci_w else "") + ". ")
+        head = (f"Caption swap (each caption replaced by one from another album, {_donor_matching(sw)}{count}): "
+                f"{metric} {pct(e['delta'], True)} points" + (f" ({ci_w})" if ci_w else "") + ". ")
         if n_sw == 0:
             donors = sum(v for k, v in sw.get("donor_match", {}).items() if not k.startswith("no donor"))
             why = ("every donor caption from another album was the same text as the record's own" if donors else
@@ -93,7 +112,17 @@ def _swap_verdict(summary: dict) -> str | None:
                            "encoder; look at their quality.")
         if ex is None:
             return head + "No CI: no verdict."
-        return head + ("No measurable effect: retrieval does not depend on the captions' content (a shortcut via "
+        lo, hi = e["ci"]
+        ref = pct(_SWAP_REFERENCE_DROP)
+        if lo <= -_SWAP_REFERENCE_DROP or hi >= _SWAP_REFERENCE_DROP:
+            n = e.get("n_counted")
+            queries = f"{n} counted quer{'y' if n == 1 else 'ies'}" if n is not None else "the counted queries"
+            return head + (f"The data cannot tell: with {queries} the CI runs from {pct(lo, True)} to {pct(hi, True)} "
+                           f"points, so it holds no change but also a change of {ref} points or more (the drop "
+                           "PAL-Bench measured with this probe); too few queries for a verdict on the captions' "
+                           "content.")
+        return head + (f"No measurable effect (the CI excludes a change of {ref} points either way, the drop PAL-Bench "
+                       "measured with this probe): retrieval does not depend on the captions' content (a shortcut via "
                        "time, place or people, or captions that carry little), so caption quality is not what "
                        "this benchmark measures.")
     return None
