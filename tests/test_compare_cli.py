@@ -259,3 +259,15 @@ def test_the_page_shortens_long_names_from_the_front_with_the_full_name_on_hover
     # the models table scrolls inside the page like the other tables
     models = page[page.index('<section id="models">'):page.index("</section>", page.index('<section id="models">'))]
     assert '<div class="table-scroll" style="overflow-x:auto;max-width:100%"><table class="paper" id="table-models">' in models
+
+
+def test_an_encoder_run_of_a_multi_run_has_one_name_however_it_is_given(runs, tmp_path):
+    """Given through its parent or alone, multi/mirror is 'mirror' (it was its encoder spec when given alone,
+    'snapbench_cmp_mirror:Mirror', and its folder name through the parent)."""
+    from snapbench.store.compare import open_sources
+
+    through = [s.name for s in open_sources([runs / "multi"])]
+    alone = [s.name for s in open_sources([runs / "multi" / "toy", runs / "multi" / "mirror"])]
+    assert through == alone == ["toy", "mirror"]
+    # a run of one encoder is called by its spec
+    assert [s.name for s in open_sources([runs / "fewer_run", runs / "multi" / "toy"])] == [MIRROR_SPEC, "toy"]

@@ -21,7 +21,8 @@ A path is
 
 * a **run folder** (``snapbench run`` DIR: ``<target>/report.json`` + ``<target>/per_query.csv``);
   the model is called by its run.json ``encoder`` (what was given to ``--encoder``), or the folder
-  name when there is no run.json;
+  name when there is no run.json; one encoder's folder of a several-encoder run is called by its name
+  there (the parent's run.json ``encoder_runs``), given alone or through its parent;
 * a **several-encoder run folder** (``snapbench run -e A -e B --out DIR``: its run.json lists
   ``encoder_runs``): it stands for each of its encoder runs, called by their folder names;
 * an **evaluate report file** (``snapbench evaluate --per-query``: a report.json that carries the
@@ -186,8 +187,20 @@ def _run_folder(path: Path, run: dict[str, Any], name: str | None = None, parent
     if not targets:
         raise InputError("is not a run folder: it holds no <target>/report.json (target: a mode, MOOR or "
                          "fusion/<name>)", path=path)
-    default = name or str(run.get("encoder") or path.resolve().name)
+    default = name or _name_in_parent(path) or str(run.get("encoder") or path.resolve().name)
     return ModelSource(default, path, "run", run, parent, _targets=targets)
+
+
+def _name_in_parent(path: Path) -> str | None:
+    """The name of ``path`` in the several-encoder run that holds it (its parent's run.json lists it under
+    ``encoder_runs``), so that one encoder's run is called the same given alone or through its parent."""
+    try:
+        listed = (read_run_json(path.resolve().parent) or {}).get("encoder_runs")
+    except (OSError, InputError, ConfigError):
+        return None
+    here = path.resolve().name
+    return next((str(e["name"]) for e in listed or () if isinstance(e, dict) and e.get("path") == here
+                 and e.get("name")), None)
 
 
 def _expand(path: Path) -> list[ModelSource]:
