@@ -67,7 +67,7 @@ from ..core.targets import FUSION_PREFIX, TARGET_ORDER
 from ..core.userfiles import load_npy, read_json, read_text
 from .atomic import being_written, save_npy_atomic, write_json, write_text_atomic
 
-__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'CompareDir', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'refuse_unfinished', 'remove_stale', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'MoorDir', 'CompareDir', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'refuse_unfinished', 'remove_stale', 'open_run_dir', 'output_kind', 'StressDir', 'STRESS_RECORDS_DIR', 'STRESS_VECTORS_DIR', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
 
 QUERY_IDS = "query_ids.txt"
 GALLERY_IDS = "gallery_ids.txt"
@@ -84,6 +84,8 @@ DIAGNOSE_HTML = "diagnose.html"
 EMBEDDINGS_DIR = "embeddings"  # encode's OUT/embeddings, run's DIR/embeddings
 PATHS_DIR = "paths"  # encode's OUT/paths
 DROPPED_QUERIES = "dropped_queries.json"  # encode's and run's queries left out of every state
+STRESS_RECORDS_DIR = "records"  # stress's OUT/records
+STRESS_VECTORS_DIR = "vectors"  # stress's OUT/vectors
 #: The four similarity paths of a dual encoder, in this order everywhere (weights, files, reports).
 PATH_NAMES: tuple[str, str, str, str] = modes.PATHS  # snapbench.core.targets: the one table of paths and modes
 RUN_SUFFIXES = (".run", ".trec")
@@ -114,6 +116,20 @@ class _Under:
 
     def __get__(self, folder: _Folder | None, owner: type | None = None) -> Any:
         return self if folder is None else folder.root.joinpath(*self.parts)
+
+
+@dataclass(frozen=True)
+class _Reported(_Folder):
+    """An output folder with a report's ``tables/<name>.{md,tex}`` and ``figures/<name>.{png,pdf}``."""
+
+    tables = _Under("tables")
+    figures = _Under("figures")
+
+    def table(self, name: str, ext: str) -> Path:
+        return self.tables / f"{name}.{ext}"
+
+    def figure(self, name: str, ext: str) -> Path:
+        return self.figures / f"{name}.{ext}"
 
 
 @dataclass(frozen=True)
@@ -159,7 +175,32 @@ class EncodeDir(_Folder):
 
 
 @dataclass(frozen=True)
-class RunDir(_Folder):
+class MoorDir(_Folder):
+    """``snapbench moor`` OUT, a SCORES_DIR that ``snapbench evaluate`` reads: per condition (its file
+    name) ``<cond>.npy`` fused scores or a ``<cond>.trec`` run, ``moor_weights/<cond>.{csv,npy}``; the
+    id lists; ``ann_recall.json`` (with an approximate search)."""
+
+    query_ids = _Under(QUERY_IDS)
+    gallery_ids = _Under(GALLERY_IDS)
+    weights_dir = _Under("moor_weights")
+    ann_recall = _Under("ann_recall.json")
+
+    def scores(self, condition: str) -> Path:
+        return self.root / f"{condition}.npy"
+
+    def trec_run(self, condition: str) -> Path:
+        return self.root / f"{condition}.trec"
+
+    def results(self, condition: str) -> list[Path]:
+        """Every file that can hold a condition's fused result (scores, or a run of any suffix)."""
+        return [self.scores(condition)] + [self.root / f"{condition}{s}" for s in RUN_SUFFIXES]
+
+    def weights(self, condition: str, fmt: str) -> Path:
+        return self.weights_dir / f"{condition}.{fmt}"
+
+
+@dataclass(frozen=True)
+class RunDir(_Reported):
     """``snapbench run`` DIR::
 
         run.json, dropped_queries.json
@@ -179,6 +220,10 @@ class RunDir(_Folder):
 
     def gallery_embedding(self, modality: str) -> Path:
         return self.embeddings / f"{GALLERY_STEM}.{modality}.npy"
+
+    def gallery_shard(self, number: int, modality: str) -> Path:
+        """Shard ``number`` of a large gallery's embeddings: ``embeddings/gallery/<number:05d>.<modality>.npy``."""
+        return self.gallery_shards / f"{number:05d}.{modality}.npy"
 
     def target_dir(self, target: str) -> Path:
         return self.root / target
@@ -208,9 +253,8 @@ class RunDir(_Folder):
     contact_sheet = _Under("contact_sheet.png")
     combined_per_query = _Under(PER_QUERY_CSV)
 
-    # the report's own folders (snapbench report writes them into DIR or its --out)
-    tables = _Under("tables")
-    figures = _Under("figures")
+    # the report's own folders (tables/, figures/) are :class:`_Reported`'s (snapbench report writes
+    # them into DIR or its --out)
     combined_per_query_parquet = _Under("per_query.parquet")
 
     # the query phase of a run (snapbench run)
@@ -228,7 +272,7 @@ class RunDir(_Folder):
 
 
 @dataclass(frozen=True)
-class CompareDir(_Folder):
+class CompareDir(_Reported):
     """``snapbench compare`` DIR::
 
         run.json (kind "compare"), compare.json, compare.html, findings.json
@@ -242,23 +286,15 @@ class CompareDir(_Folder):
     compare_json = _Under(COMPARE_JSON)
     html = _Under("compare.html")
     findings = _Under("findings.json")
-    tables = _Under("tables")
     records = _Under("records")
-    figures = _Under("figures")
 
     @staticmethod
     def stem(target: str, metric: str) -> str:
         """A file-name stem for a (target, metric): ``/`` -> ``-``, the metric without ``@``."""
         return f"{target.replace('/', '-')}_{metric.replace('@', '')}"
 
-    def table(self, name: str, ext: str) -> Path:
-        return self.tables / f"{name}.{ext}"
-
     def record_file(self, name: str, ext: str) -> Path:
         return self.records / f"{name}.{ext}"
-
-    def figure(self, name: str, ext: str) -> Path:
-        return self.figures / f"{name}.{ext}"
 
 
 RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose", "moor", "report", "stress")
@@ -629,15 +665,17 @@ def holds_a_demo(out: Path) -> bool:
 class StressDir(_Folder):
     """Paths of one ``snapbench stress`` output folder (condition ids are safe file names already)."""
 
+    records_dir = _Under(STRESS_RECORDS_DIR)
+    vectors_dir = _Under(STRESS_VECTORS_DIR)
 
     def records(self, condition: str) -> Path:
-        return self.root / "records" / f"{condition_to_filename(condition)}.jsonl"
+        return self.records_dir / f"{condition_to_filename(condition)}.jsonl"
 
     def vectors(self, name: str) -> Path:
-        return self.root / "vectors" / f"{condition_to_filename(name)}.npy"
+        return self.vectors_dir / f"{condition_to_filename(name)}.npy"
 
     def vector_rows(self, condition: str) -> Path:
-        return self.root / "vectors" / f"{condition_to_filename(condition)}.rows.npy"
+        return self.vectors_dir / f"{condition_to_filename(condition)}.rows.npy"
 
     per_query = _Under(PER_QUERY_CSV)
     stress_json = _Under("stress.json")
