@@ -69,6 +69,7 @@ from .store.atomic import owning_output_dirs
 from .store.folders import (
     DEMO_NAME,
     CompareDir,
+    EncodeDir,
     RunDir,
     claim_output_dir,
     holds_a_demo,
@@ -795,7 +796,7 @@ def _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progres
     if summary.dropped_queries:
         typer.echo(
             f"dropped {len(summary.dropped_queries)} queries not produced under every condition "
-            f"(kept paired; reasons in {out / 'dropped_queries.json'})",
+            f"(kept paired; reasons in {EncodeDir(out).dropped_queries})",
             err=True,
         )
     if isinstance(enc, CachedEncoder):
@@ -1014,7 +1015,7 @@ def _refuse_a_run_folder(source: Path) -> None:
     if not reports:
         raise InputError("is a 'snapbench run' folder without reports (finish the run first), not a SCORES_DIR",
                          path=source)
-    first = next((r for r in reports if r.endswith("IT2IT/report.json")), reports[0])
+    first = next((r for r in reports if r == rd.report("IT2IT").relative_to(source).as_posix()), reports[0])
     more = f" and {len(reports) - 8} more" if len(reports) > 8 else ""
     raise InputError(f"is a 'snapbench run' folder, not a SCORES_DIR: give one of its reports, e.g. {source / first} "
                      f"(it has {', '.join(reports[:8])}{more})", path=source)
