@@ -69,6 +69,7 @@ from .store.atomic import owning_output_dirs
 from .store.folders import (
     DEMO_NAME,
     CompareDir,
+    EncodeDir,
     RunDir,
     claim_output_dir,
     holds_a_demo,
@@ -77,7 +78,7 @@ from .store.folders import (
 )
 
 #: parameter name -> flag, where the flag is not simply ``--`` + name with "_" as "-".
-FLAGS: dict[str, str] = {
+_FLAGS: dict[str, str] = {
     "out_dir": "--out",
     "unknown_items": "--allow-unknown-items",
     "encoder_actors": "--actors",
@@ -102,7 +103,7 @@ FLAGS: dict[str, str] = {
 
 def flag(param: str) -> str:
     """The flag (or argument name) that sets the library parameter ``param``."""
-    return FLAGS.get(param) or "--" + param.replace("_", "-")
+    return _FLAGS.get(param) or "--" + param.replace("_", "-")
 
 
 _RESUMES = "interrupted; rerun the same command to resume (finished outputs are kept)"
@@ -111,7 +112,7 @@ _PARTIAL = ("interrupted; this command does not resume: the output folder may ho
             "(each complete, the set not); rerun the same command to write them all")
 
 #: command -> the line printed when it is interrupted (commands not listed: nothing was written)
-ON_INTERRUPT: dict[str, str] = {
+_ON_INTERRUPT: dict[str, str] = {
     "run": _RESUMES,  # app.stages.resume: finished query blocks and reports are kept
     "demo": _RESUMES,  # snapbench run on the bundled set
     "encode": ("interrupted; rerun the same command: embeddings already in the encoder cache are read back, "
@@ -237,14 +238,14 @@ app = typer.Typer(
 _SIDE_NOUN = {"image": "readable images", "text": "questions"}
 
 
-ENCODER_HELP = (
+_ENCODER_HELP = (
     "Encoder spec: 'toy', 'hf:NAME_OR_PATH' (transformers CLIP/SigLIP), 'sentence-transformers:NAME_OR_PATH', "
     "'open_clip:ARCH[:PRETRAINED_OR_FILE]', 'package.module:attribute' (your own), or a plugin name."
 )
 
 # Options several commands declare with one meaning and one help (each command gives its default);
 # an option whose help says something of its command is declared in that command.
-_Encoder = Annotated[str, typer.Option("--encoder", "-e", metavar="SPEC", help=ENCODER_HELP)]
+_Encoder = Annotated[str, typer.Option("--encoder", "-e", metavar="SPEC", help=_ENCODER_HELP)]
 _Grid = Annotated[Optional[Path], typer.Option("--grid", help="Severity grid override file (JSON/TOML).")]
 _Seed = Annotated[int, typer.Option("--seed", help="Seed of the corruptions and the bootstrap.")]
 _Resamples = Annotated[int, typer.Option("--resamples", help="Bootstrap resamples for the CIs.")]
@@ -327,7 +328,7 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
     A command's output folders are locked while it runs, and one that fails leaves no output folder it
     created and wrote nothing into (:func:`snapbench.store.atomic.owning_output_dirs`).
 
-    Ctrl-C prints the command's line of :data:`ON_INTERRUPT` and exits 130; SIGTERM and SIGHUP do the
+    Ctrl-C prints the command's line of :data:`_ON_INTERRUPT` and exits 130; SIGTERM and SIGHUP do the
     same with exit status 143 and 129 (:mod:`snapbench.engines.signals`).
 
     This is the one place where library exceptions become CLI messages: commands raise
@@ -363,7 +364,7 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
             typer.echo(f"error: {where}: {what}" if where else f"error: {what}", err=True)
             raise typer.Exit(2) from None
         except (KeyboardInterrupt, Terminated) as exc:
-            typer.echo(ON_INTERRUPT.get(command.__name__, _NOTHING), err=True)
+            typer.echo(_ON_INTERRUPT.get(command.__name__, _NOTHING), err=True)
             raise typer.Exit(exit_status(exc)) from None
 
     return wrapper
@@ -795,7 +796,7 @@ def _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progres
     if summary.dropped_queries:
         typer.echo(
             f"dropped {len(summary.dropped_queries)} queries not produced under every condition "
-            f"(kept paired; reasons in {out / 'dropped_queries.json'})",
+            f"(kept paired; reasons in {EncodeDir(out).dropped_queries})",
             err=True,
         )
     if isinstance(enc, CachedEncoder):
@@ -1014,7 +1015,7 @@ def _refuse_a_run_folder(source: Path) -> None:
     if not reports:
         raise InputError("is a 'snapbench run' folder without reports (finish the run first), not a SCORES_DIR",
                          path=source)
-    first = next((r for r in reports if r.endswith("IT2IT/report.json")), reports[0])
+    first = next((r for r in reports if r == rd.report("IT2IT").relative_to(source).as_posix()), reports[0])
     more = f" and {len(reports) - 8} more" if len(reports) > 8 else ""
     raise InputError(f"is a 'snapbench run' folder, not a SCORES_DIR: give one of its reports, e.g. {source / first} "
                      f"(it has {', '.join(reports[:8])}{more})", path=source)

@@ -57,7 +57,7 @@ from ..store.atomic import open_text_atomic, owning_output_dirs, write_json, wri
 from ..store.folders import DIAGNOSE_CSV, DIAGNOSE_HTML, DIAGNOSE_SUMMARY
 from ..store.jsonl import read_manifest
 
-__all__ = ['CSV_NAME', 'HTML_NAME', 'SUMMARY_NAME', 'DiagnoseResult', 'run_diagnose', 'INPUT_KINDS', 'QuerySet', 'load_queries']
+__all__ = ['CSV_NAME', 'HTML_NAME', 'SUMMARY_NAME', 'DiagnoseResult', 'run_diagnose', 'QuerySet', 'load_queries']
 
 
 CSV_NAME, SUMMARY_NAME, HTML_NAME = DIAGNOSE_CSV, DIAGNOSE_SUMMARY, DIAGNOSE_HTML  # store.folders spells them
@@ -164,7 +164,7 @@ def _diagnose_into(out_dir: Path, qs: QuerySet, th: Thresholds, extra: list[str]
 
 
 #: What ``format=`` accepts: the dataset formats plus the three inputs diagnose adds.
-INPUT_KINDS: tuple[str, ...] = (*FORMATS, "corrupt-output", "image-folder", "questions")
+_INPUT_KINDS: tuple[str, ...] = (*FORMATS, "corrupt-output", "image-folder", "questions")
 
 
 @dataclass
@@ -296,14 +296,14 @@ def _kind(p: Path) -> str:
 
 def load_queries(path: str | os.PathLike, *, questions: str | os.PathLike | None = None,
                  format: str | None = None) -> QuerySet:
-    """The queries of ``path`` (see the module docstring); ``format`` forces one of :data:`INPUT_KINDS`.
+    """The queries of ``path`` (see the module docstring); ``format`` forces one of :data:`_INPUT_KINDS`.
 
     Raises :class:`~snapbench.core.errors.InputError` naming the file for unreadable or malformed input
     and :class:`~snapbench.core.errors.ConfigError` for options that do not fit it.
     """
     p = Path(path)
     if format is not None:
-        choice(format, INPUT_KINDS, "format", what="input format")
+        choice(format, _INPUT_KINDS, "format", what="input format")
     if not p.exists():
         raise InputError("not found", path=p)
     from ..store import refuse_output_folder

@@ -223,7 +223,7 @@ def _coarse_text_drag(sd: ScoresDir, labels: Labels, clean_eval: ConditionEval, 
     s_ii = sd.path_scores("clean", "II")
     if s_ii is None:
         return None
-    common = dict(name=str(sd.path / "clean.II.npy"), query_ids=sd.query_ids, block_rows=cfg.block_rows,
+    common = dict(name=str(sd.path_file("clean", "II")), query_ids=sd.query_ids, block_rows=cfg.block_rows,
                   workers=cfg.workers, include_zero_gt=cfg.include_zero_gt)
     img = evaluate_matrix(s_ii, labels, [DRAG_METRIC], **common).stats[DRAG_METRIC]
     joint = clean_eval.stats.get(DRAG_METRIC)

@@ -51,7 +51,6 @@ from ..fusion.moor import moor_from_scores
 from ..store import (
     GALLERY_IDS,
     QUERY_IDS,
-    RUN_SUFFIXES,
     claim_output_dir,
     find_embeddings,
     find_ids,
@@ -64,16 +63,14 @@ from ..store import (
 )
 from ..store.arrays import load_matrix, load_path_scores, write_weights
 from ..store.atomic import save_npy_atomic, write_json
-from ..store.folders import refuse_unfinished
+from ..store.folders import MoorDir, refuse_unfinished
 
-__all__ = ['ANN_RECALL_FILE', 'WEIGHTS_DIR', 'FuseOptions', 'FusionSummary', 'ann_topk_overlap', 'fuse_directory']
+__all__ = ['FuseOptions', 'FusionSummary', 'ann_topk_overlap', 'fuse_directory']
 
 
-ANN_RECALL_FILE = "ann_recall.json"
-WEIGHTS_DIR = "moor_weights"
 DEFAULT_ANN_CHECK = 256
-WEIGHTS_FORMATS = ("csv", "npy")
-DTYPES = ("float32", "float64")
+_WEIGHTS_FORMATS = ("csv", "npy")
+_DTYPES = ("float32", "float64")
 
 
 @dataclass
@@ -99,8 +96,8 @@ class FuseOptions:
     def check(self, *, dense_input: bool) -> None:
         """Refuse impossible settings before any work (``dense_input``: the input is path scores)."""
         get_gate(self.gate)
-        choice(self.weights_format, WEIGHTS_FORMATS, "weights_format", what="weights format")
-        choice(self.dtype, DTYPES, "dtype", what="dtype")
+        choice(self.weights_format, _WEIGHTS_FORMATS, "weights_format", what="weights format")
+        choice(self.dtype, _DTYPES, "dtype", what="dtype")
         positive_int(self.chunk_size, "chunk_size")
         positive_int(self.ann_check, "ann_check", minimum=0)
         if self.k is not None:
@@ -179,24 +176,23 @@ class _Ids:
 class _Output:
     """Writes each condition's fused result into the SCORES_DIR (one file per condition) and its log line."""
 
-    def __init__(self, out: Path, opts: FuseOptions, summary: FusionSummary, say: Callable[[str], None]) -> None:
+    def __init__(self, out: MoorDir, opts: FuseOptions, summary: FusionSummary, say: Callable[[str], None]) -> None:
         self.out, self.opts, self.summary, self.say = out, opts, summary, say
-        self.recall_file = out / ANN_RECALL_FILE
+        self.recall_file = out.ann_recall
 
     def write(self, cond: str, res: Any, ids: _Ids, top: TopK | None, ann_entry: dict | None = None) -> None:
         qids, gids = ids.queries, ids.gallery
         assert qids is not None and gids is not None
-        stale = [self.out / f"{cond}{s}" for s in (".npy", *RUN_SUFFIXES)]
+        stale = self.out.results(cond)
         if top is not None:
-            keep = self.out / f"{cond}.trec"
+            keep = self.out.trec_run(cond)
             write_trec_run(keep, qids, gids, top.indices, top.scores, tag=f"moor-{self.opts.gate}")
         else:
-            keep = self.out / f"{cond}.npy"
+            keep = self.out.scores(cond)
             save_npy_atomic(keep, res.scores)
-        wdir = self.out / WEIGHTS_DIR
-        weights = wdir / f"{cond}.{self.opts.weights_format}"
+        weights = self.out.weights(cond, self.opts.weights_format)
         write_weights(weights, res.weights, res.correlations, res.text_share, res.fallback, qids)
-        stale += [wdir / f"{cond}.{fmt}" for fmt in WEIGHTS_FORMATS]
+        stale += [self.out.weights(cond, fmt) for fmt in _WEIGHTS_FORMATS]
         for f in stale:
             if f not in (keep, weights):
                 f.unlink(missing_ok=True)
@@ -356,7 +352,7 @@ def fuse_directory(
     out = Path(out_dir)
     claim_output_dir(out, "moor")
     summary = FusionSummary(out, 0, 0)
-    output = _Output(out, opts, summary, progress or (lambda line: None))
+    output = _Output(MoorDir(out), opts, summary, progress or (lambda line: None))
     for folder in (paths_dir, embeddings_dir):
         if folder is not None:
             refuse_unfinished(folder)
@@ -374,8 +370,8 @@ def fuse_directory(
         ids = _Ids(query_ids, gallery_ids, [], summary)
         _fuse_embeddings([(condition, (q_image, q_text))], (g_image, g_text), False, ids, output, opts)
     assert ids.queries is not None and ids.gallery is not None
-    write_ids(out / QUERY_IDS, ids.queries)
-    write_ids(out / GALLERY_IDS, ids.gallery)
+    write_ids(output.out.query_ids, ids.queries)
+    write_ids(output.out.gallery_ids, ids.gallery)
     # marks the SCORES_DIR as moor's (evaluate reads only score files and id lists): no other command
     # writes into it, and a later moor run adds its conditions to it
     before = (read_run_json(out, kind="moor") or {}).get("conditions") or []

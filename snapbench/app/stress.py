@@ -34,7 +34,15 @@ from ..core.errors import ConfigError
 from ..core.validate import ci_level, positive_int
 from ..data.photobench import SOURCES, check_language
 from ..evaluate.metrics import counted_rows, parse_metrics
-from ..store.folders import StressDir, check_resume, claim_output_dir, remove_stale, write_run_json
+from ..store.folders import (
+    STRESS_RECORDS_DIR,
+    STRESS_VECTORS_DIR,
+    StressDir,
+    check_resume,
+    claim_output_dir,
+    remove_stale,
+    write_run_json,
+)
 from ..store.perquery import write_combined_per_query
 from .stages.encoders import open_encoder
 
@@ -136,11 +144,11 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
                    "gallery": None if opts.gallery is None else str(Path(opts.gallery).resolve()),
                    "qrels": None if opts.qrels is None else str(Path(opts.qrels).resolve()),
                    "encoder": spec, "record_template": template.source, "seed": int(opts.seed)}
-    claim_output_dir(out, "stress", "records", "vectors")
+    claim_output_dir(out, "stress", STRESS_RECORDS_DIR, STRESS_VECTORS_DIR)
     previous = check_resume(out, "stress", fingerprint, force=opts.force)
     sd = StressDir(out)
     if previous is not None and opts.force and previous.get("fingerprint") != fingerprint:
-        remove_stale((out / "vectors").glob("*.npy"), [])  # vectors of another set-up
+        remove_stale(sd.vectors_dir.glob("*.npy"), [])  # vectors of another set-up
     ds = load_albums(dataset, split=opts.split, gallery=opts.gallery, qrels=opts.qrels, language=opts.language)
     # the one way run and encode open an encoder; the stress suite keeps its own vectors, so no embedding cache
     enc, _ = open_encoder(encoder, device=opts.device, batch_size=opts.batch_size, use_cache=False,

@@ -44,11 +44,11 @@ from ..store.folders import SCHEMA_VERSIONS, TRAFFIC_JSON, RunDir
 from ..store.rundir import RunTables, read_run
 from .diagnose import CSV_COLUMNS, CSV_NAME, SUMMARY_NAME
 
-__all__ = ["TRAFFIC_SCHEMA_VERSION", "TrafficSample", "check_traffic_dir", "compute_traffic", "traffic_body",
+__all__ = ["TrafficSample", "check_traffic_dir", "compute_traffic", "traffic_body",
            "read_traffic", "write_traffic"]
 
-TRAFFIC_SCHEMA_VERSION = SCHEMA_VERSIONS[TRAFFIC_JSON]
-MOOR_AGAINST = "IT2IT"
+_TRAFFIC_SCHEMA_VERSION = SCHEMA_VERSIONS[TRAFFIC_JSON]
+_MOOR_AGAINST = "IT2IT"
 
 
 @dataclass
@@ -286,9 +286,9 @@ def _metric_block(run: RunTables, aligned: Mapping, metric: str, mix: Mix, w: np
                        "ci_traffic": _interval(_weighted(wb, r), level)}
         delta[t] = {**_ci(e - r[0], None if rb is None else eb[t] - rb[:, 0], level), "clean": _num(r[0])}
     gain = None
-    if "MOOR" in expected and MOOR_AGAINST in expected:
-        both = eb["MOOR"] is not None and eb[MOOR_AGAINST] is not None
-        gain = _ci(ep["MOOR"] - ep[MOOR_AGAINST], eb["MOOR"] - eb[MOOR_AGAINST] if both else None, level)
+    if "MOOR" in expected and _MOOR_AGAINST in expected:
+        both = eb["MOOR"] is not None and eb[_MOOR_AGAINST] is not None
+        gain = _ci(ep["MOOR"] - ep[_MOOR_AGAINST], eb["MOOR"] - eb[_MOOR_AGAINST] if both else None, level)
     return expected, delta, gain
 
 
@@ -345,7 +345,7 @@ def traffic_body(
              for k in ("clean", "image_only", "text_only", "both")}
     return {
         "kind": "traffic",
-        "schema_version": TRAFFIC_SCHEMA_VERSION,
+        "schema_version": _TRAFFIC_SCHEMA_VERSION,
         "run_dir": str(run.path),
         "diagnose_dir": str(sample.path),
         "queries": {"n": sample.n, **kinds, "excluded_unreadable_image": sample.n_unreadable, "sides": sample.sides},
@@ -353,7 +353,7 @@ def traffic_body(
         "estimated": {c: {"rule": "additive", "image": ci, "text": ct} for c, (ci, ct) in mix.estimated.items()},
         "expected": _by_target({m: b[0] for m, b in blocks.items()}),
         "delta_vs_clean": _by_target({m: b[1] for m, b in blocks.items()}),
-        "moor_gain": {"against": MOOR_AGAINST, "by_metric": gains} if gains else None,
+        "moor_gain": {"against": _MOOR_AGAINST, "by_metric": gains} if gains else None,
         "mapping": {f: {"conditions": list(e.conditions), "explained_by": list(e.explained_by)}
                     for f, e in mapping.items()},
         "ci": {"level": level, "resamples": resamples, "seed": seed, "method": "percentile interval of "

@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 from urllib.parse import unquote, urlparse
 
-__all__ = ["TORCH_PIN", "Installation", "import_extra", "install_hint", "installation"]
+__all__ = ["Installation", "import_extra", "install_hint", "installation"]
 
 #: The torch build this project is tested with (the CPU wheel; scripts/test.sh and CI install it first).
 #: An extra that needs torch, asked for where torch is not installed, would let pip choose a build:
 #: an unpinned torch is a multi-GB CUDA build, so the hint installs this one first.
-TORCH_PIN = "torch==2.13.0"
+_TORCH_PIN = "torch==2.13.0"
 #: The extras that install torch when the distribution's metadata cannot say (a source tree on PYTHONPATH).
 _TORCH_EXTRAS = frozenset({"models", "torch", "openclip", "test"})
 
@@ -125,13 +125,13 @@ def _cached() -> Installation:
 def install_hint(extras: str | Iterable[str], *, how: Installation | None = None) -> str:
     """The shell command that installs the extra(s) ``extras`` (``"report"`` or ``["models",
     "report"]``) for the running snapbench, e.g. ``pip install -e '/home/me/snapbench[report]'``.
-    An extra that needs torch, where torch is not installed, first installs :data:`TORCH_PIN` (the CPU
+    An extra that needs torch, where torch is not installed, first installs :data:`_TORCH_PIN` (the CPU
     build this project is tested with; an unpinned torch is a multi-GB CUDA build: on a GPU machine
     install the torch build for your hardware first, and the hint's second command adds nothing more).
     ``how`` (default: :func:`installation` of the running copy) is for tests."""
     names = [extras] if isinstance(extras, str) else list(extras)
     how = how or _cached()
-    first = f"pip install {shlex.quote(TORCH_PIN)} && " if _pulls_torch(names, how) else ""
+    first = f"pip install {shlex.quote(_TORCH_PIN)} && " if _pulls_torch(names, how) else ""
     return first + _extras_command(names, how)
 
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "DEFAULT_RUN_BASELINES", "FUSION_PREFIX", "TARGET_ORDER", "PRIMARY_ORDER",
+__all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "DEFAULT_RUN_BASELINES", "FUSION_PREFIX", "TARGET_ORDER",
            "baseline_target", "primary_target", "TargetPlan", "compose",
-           "needs_paths", "normalize_mode", "plan_targets", "query_sides", "target_reads", "target_sides"]
+           "needs_paths", "normalize_mode", "plan_targets", "query_sides", "target_reads"]
 
 #: The four similarity paths, in the order files, tables and weight columns use.
 PATHS: tuple[str, str, str, str] = ("II", "TT", "IT", "TI")
@@ -69,7 +69,7 @@ FUSION_PREFIX = "fusion/"
 TARGET_ORDER: tuple[str, ...] = (*MODES, "MOOR")
 #: The targets in the order of preference for the one the findings speak of first (the paper's joint
 #: mode IT→IT, then MOOR, ...): of a run's report and of a comparison.
-PRIMARY_ORDER: tuple[str, ...] = ("IT2IT", "MOOR", "I2I", "I2IT", "T2IT", "T2T")
+_PRIMARY_ORDER: tuple[str, ...] = ("IT2IT", "MOOR", "I2I", "I2IT", "T2IT", "T2T")
 
 
 def baseline_target(name: str) -> str:
@@ -78,10 +78,10 @@ def baseline_target(name: str) -> str:
 
 
 def primary_target(targets: Iterable[str]) -> str:
-    """The target of ``targets`` the findings speak of first: the first in :data:`PRIMARY_ORDER`, else
+    """The target of ``targets`` the findings speak of first: the first in :data:`_PRIMARY_ORDER`, else
     the first given (a fusion baseline)."""
     given = list(targets)
-    return next((t for t in PRIMARY_ORDER if t in given), given[0])
+    return next((t for t in _PRIMARY_ORDER if t in given), given[0])
 
 
 def normalize_mode(mode: str, *, param: str = "mode") -> str:
@@ -214,7 +214,7 @@ def query_sides(paths: Collection[str]) -> frozenset[str]:
     return frozenset(PATH_SIDES[p][0] for p in paths)
 
 
-def target_sides(target: str) -> frozenset[str]:
+def _target_sides(target: str) -> frozenset[str]:
     """The sides of the query a target reads: a mode's (:func:`query_sides` of its paths); MOOR and the
     fixed-fusion baselines (``fusion/<name>``) read all four paths, so both sides."""
     return query_sides(MODES[target]) if target in MODES else frozenset(SIDES)
@@ -222,10 +222,10 @@ def target_sides(target: str) -> frozenset[str]:
 
 def target_reads(target: str, condition: str) -> bool:
     """Whether ``condition`` corrupts a side of the query that ``target`` reads: the sides of its kind
-    (:data:`~snapbench.core.conditions.KIND_SIDES`) meet :func:`target_sides`.  A joint condition
+    (:data:`~snapbench.core.conditions.KIND_SIDES`) meet :func:`_target_sides`.  A joint condition
     counts when either of its parts is read (T→T reads the text part of ``joint/…``); an image
     condition cannot move T→T, nor a text condition I→I, so they do not count in that target's
     means over corrupted conditions.  ``clean`` corrupts nothing: never."""
     from .conditions import KIND_SIDES, parse_condition
 
-    return bool(KIND_SIDES[parse_condition(condition).kind] & target_sides(target))
+    return bool(KIND_SIDES[parse_condition(condition).kind] & _target_sides(target))

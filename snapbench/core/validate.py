@@ -24,13 +24,13 @@ import numpy as np
 from .errors import ConfigError, InputError
 
 __all__ = ["positive_int", "finite_number", "ci_level", "comma_list", "int_list", "choice", "check_finite", "did_you_mean",
-           "suggestion", "examples", "listing", "hint_and_known", "unknown_name", "SUGGEST_CUTOFF", "SUGGEST_MAX",
+           "suggestion", "examples", "listing", "hint_and_known", "unknown_name",
            "LIST_MAX"]
 
 #: A known name is suggested for a misspelt one when difflib's similarity ratio reaches this...
-SUGGEST_CUTOFF = 0.6
+_SUGGEST_CUTOFF = 0.6
 #: ... and at most this many (the closest first).
-SUGGEST_MAX = 3
+_SUGGEST_MAX = 3
 #: A known list of unbounded length (the conditions a folder holds) is cut after this many names.
 LIST_MAX = 10
 
@@ -130,8 +130,8 @@ def suggestion(names: Sequence[str]) -> str:
 
 
 def did_you_mean(name: str, choices: Iterable[str], *, key: Callable[[str], str] = str) -> str:
-    """:func:`suggestion` of the ``choices`` closest to ``name`` (difflib ratio >= :data:`SUGGEST_CUTOFF`,
-    at most :data:`SUGGEST_MAX`, closest first; equally close ones in the order of ``choices``, so
+    """:func:`suggestion` of the ``choices`` closest to ``name`` (difflib ratio >= :data:`_SUGGEST_CUTOFF`,
+    at most :data:`_SUGGEST_MAX`, closest first; equally close ones in the order of ``choices``, so
     'hit@l' suggests hit@1 before hit@5), or ``""`` when none is close.  ``key``: what of a name is
     compared (flags: the name without its dashes, which every flag shares and so make any two look close)."""
     matcher = difflib.SequenceMatcher()
@@ -139,9 +139,9 @@ def did_you_mean(name: str, choices: Iterable[str], *, key: Callable[[str], str]
     scored = []
     for i, c in enumerate(dict.fromkeys(str(c) for c in choices)):
         matcher.set_seq1(key(c))
-        if matcher.ratio() >= SUGGEST_CUTOFF:
+        if matcher.ratio() >= _SUGGEST_CUTOFF:
             scored.append((-matcher.ratio(), i, c))
-    return suggestion([c for _, _, c in sorted(scored)[:SUGGEST_MAX]])
+    return suggestion([c for _, _, c in sorted(scored)[:_SUGGEST_MAX]])
 
 
 def examples(items: Iterable[Any], n: int = 5) -> str:

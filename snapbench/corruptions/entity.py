@@ -15,7 +15,7 @@ import unicodedata
 
 from ..core.errors import EntityNotFoundError
 
-__all__ = ["Span", "STOPWORDS", "IRREGULAR_PLURALS", "find_entity", "guess_entity", "locate", "nospace", "WORD_RE", "POSSESSIVE_AFTER_RE",
+__all__ = ["Span", "STOPWORDS", "find_entity", "guess_entity", "locate", "nospace", "WORD_RE", "POSSESSIVE_AFTER_RE",
            "QUESTION_MARKS", "SENT_BOUNDARY_RE", "TERMINATORS"]
 
 # The word lists of entity finding, written for snapbench.  Changing one changes which word a
@@ -44,7 +44,7 @@ STOPWORDS: frozenset[str] = frozenset(
 )
 
 # Irregular singular -> plural pairs used by the plural/stem matcher (whole words only).
-IRREGULAR_PLURALS: dict[str, str] = {
+_IRREGULAR_PLURALS: dict[str, str] = {
     "man": "men",
     "woman": "women",
     "child": "children",
@@ -124,12 +124,12 @@ def _plural_forms(w: str) -> set[str]:
         forms.add(w[:-2] + "ves")
     elif w.endswith("f"):
         forms.add(w[:-1] + "ves")
-    if w in IRREGULAR_PLURALS:
-        forms.add(IRREGULAR_PLURALS[w])
+    if w in _IRREGULAR_PLURALS:
+        forms.add(_IRREGULAR_PLURALS[w])
     return forms
 
 
-_IRREGULAR_SINGULARS = {pl: sg for sg, pl in IRREGULAR_PLURALS.items()}
+_IRREGULAR_SINGULARS = {pl: sg for sg, pl in _IRREGULAR_PLURALS.items()}
 
 
 def _singular_forms(w: str) -> set[str]:

@@ -26,7 +26,6 @@ from ..core.userfiles import jsonl_lines, read_text
 from ..core.validate import did_you_mean
 
 __all__ = [
-    "KNOWN_FIELDS",
     "ManifestWarning",
     "load_manifest",
 ]
@@ -49,7 +48,7 @@ _IGNORED_FIELDS = ("gallery", "text_perturbations", "image_perturbations")
 _LIST_KEYS = ("queries", "data", "items")
 
 #: Every top-level field name a query record may have without a warning.
-KNOWN_FIELDS: tuple[str, ...] = (
+_KNOWN_FIELDS: tuple[str, ...] = (
     *_ID_ALIASES, *_IMAGE_ALIASES, *_QUESTION_ALIASES, *_ENTITY_ALIASES, "tags", *_TAG_FIELDS, *_IGNORED_FIELDS,
 )
 
@@ -126,7 +125,7 @@ def _record_from_obj(obj: Any, where: str, base: Path) -> QueryRecord:
 def _unknown_field_message(path: Path, name: str, where: str, qid: str | None, count: int) -> str:
     example = where.split(": ", 1)[-1] + (f", id {qid!r}" if qid is not None else "")
     return (
-        f"{path}: unknown field {name!r}{did_you_mean(name, KNOWN_FIELDS)} in {count} record(s) (e.g. {example}); "
+        f"{path}: unknown field {name!r}{did_you_mean(name, _KNOWN_FIELDS)} in {count} record(s) (e.g. {example}); "
         f"it is kept as a tag and otherwise ignored (put your own metadata under \"tags\"; "
         f"known fields: id, image, question, entity and their aliases)"
     )
@@ -174,7 +173,7 @@ def load_manifest(
     records: list[QueryRecord] = []
     seen: dict[str, str] = {}
     unknown: dict[str, tuple[str, str, int]] = {}  # field -> (first where, its id, count)
-    known = set(KNOWN_FIELDS)
+    known = set(_KNOWN_FIELDS)
     for where, obj in entries:
         rec = _record_from_obj(obj, where, path.parent)
         if rec.id in seen:

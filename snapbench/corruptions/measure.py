@@ -11,7 +11,7 @@ Images (:func:`measure_image` -> :class:`ImageStrength`), in this order:
 2. ``changed``: the share of clean-size pixels where any of the three channels differs;
 3. both images become BT.601 luma, ``0.299 R + 0.587 G + 0.114 B`` in float32 (not rounded);
 4. both lumas are resized with ``cv2.INTER_AREA`` so that the long side is at most
-   :data:`COMPARE_MAX_SIDE` (512) px: ``side * 512 / long_side`` rounded half up, at least 1
+   :data:`_COMPARE_MAX_SIDE` (512) px: ``side * 512 / long_side`` rounded half up, at least 1
    (smaller images are compared as they are).  This keeps the cost a few ms per variant whatever
    the photo's size;
 5. ``psnr = 10 log10(255² / MSE)`` of the two lumas (``inf`` when they are equal);
@@ -66,7 +66,6 @@ from ..core.records import Record
 from .entity import WORD_RE
 
 __all__ = [
-    "COMPARE_MAX_SIDE",
     "ImageReference",
     "ImageStrength",
     "TextStrength",
@@ -80,9 +79,9 @@ __all__ = [
 ]
 
 #: Both lumas are compared at a long side of at most this many pixels.
-COMPARE_MAX_SIDE = 512
-SSIM_SIGMA = 1.5
-_RADIUS = int(3.5 * SSIM_SIGMA + 0.5)  # scipy/scikit-image truncate the Gaussian at 3.5 sigma
+_COMPARE_MAX_SIDE = 512
+_SSIM_SIGMA = 1.5
+_RADIUS = int(3.5 * _SSIM_SIGMA + 0.5)  # scipy/scikit-image truncate the Gaussian at 3.5 sigma
 _KSIZE = 2 * _RADIUS + 1
 _C1 = (0.01 * 255.0) ** 2
 _C2 = (0.03 * 255.0) ** 2
@@ -157,7 +156,7 @@ def _check_rgb(image: Any, what: str) -> np.ndarray:
     return image
 
 
-def compare_size(height: int, width: int, max_side: int = COMPARE_MAX_SIDE) -> tuple[int, int]:
+def compare_size(height: int, width: int, max_side: int = _COMPARE_MAX_SIDE) -> tuple[int, int]:
     """``(height, width)`` at which an image of that size is compared: unchanged if its long side
     is at most ``max_side``, else each side scaled by ``max_side / long side``, rounded half up."""
     long_side = max(height, width)
@@ -198,7 +197,7 @@ def _fit_scaled(milli: np.ndarray, out: np.ndarray) -> None:
         out *= np.float32(0.001)
 
 
-def luma(image: np.ndarray, max_side: int = COMPARE_MAX_SIDE) -> np.ndarray:
+def luma(image: np.ndarray, max_side: int = _COMPARE_MAX_SIDE) -> np.ndarray:
     """BT.601 luma (float32, unrounded) of an RGB uint8 image at its comparison size
     (:func:`compare_size`, ``cv2.INTER_AREA``)."""
     image = _check_rgb(image, "input")
@@ -207,7 +206,7 @@ def luma(image: np.ndarray, max_side: int = COMPARE_MAX_SIDE) -> np.ndarray:
 
 
 def _blur(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    return cv2.GaussianBlur(a, (_KSIZE, _KSIZE), SSIM_SIGMA, dst=out, sigmaY=SSIM_SIGMA,
+    return cv2.GaussianBlur(a, (_KSIZE, _KSIZE), _SSIM_SIGMA, dst=out, sigmaY=_SSIM_SIGMA,
                             borderType=cv2.BORDER_REFLECT)
 
 

@@ -550,7 +550,7 @@ SENTENCE_POOL: tuple[str, ...] = (
 # sent_replace: generic questions per question word, with no category and no entity.  The first
 # form that differs from the original question is used; the alternatives exist so that a question
 # that already *is* the first generic form still changes.
-GENERIC_QUESTIONS: dict[str, tuple[str, ...]] = {
+_GENERIC_QUESTIONS: dict[str, tuple[str, ...]] = {
     "what": ("What is this?", "What is that?", "What am I looking at?"),
     "which": ("Which one is this?", "Which is this?", "Which one is that?"),
     "who": ("Who is this?", "Who is that?"),
@@ -567,9 +567,9 @@ GENERIC_QUESTIONS: dict[str, tuple[str, ...]] = {
     "how long": ("How long is this?", "How long is that?"),
 }
 
-QUESTION_WORDS: frozenset[str] = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "why", "how"})
+_QUESTION_WORDS: frozenset[str] = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "why", "how"})
 # "how" + one of these forms a two-word question word with its own generic questions.
-HOW_QUANTIFIERS: frozenset[str] = frozenset({"much", "many", "old", "big", "long"})
+_HOW_QUANTIFIERS: frozenset[str] = frozenset({"much", "many", "old", "big", "long"})
 
 
 def _last_sentence_start(text: str) -> int:
@@ -614,8 +614,8 @@ def _sent_add(text: str, span: Span, rng: np.random.Generator) -> tuple[str, dic
 def _question_word(question: str) -> str:
     words = [m.group().lower().replace("’", "'").split("'")[0] for m in WORD_RE.finditer(question)]
     for i, w in enumerate(words):
-        if w in QUESTION_WORDS:
-            if w == "how" and i + 1 < len(words) and words[i + 1] in HOW_QUANTIFIERS:
+        if w in _QUESTION_WORDS:
+            if w == "how" and i + 1 < len(words) and words[i + 1] in _HOW_QUANTIFIERS:
                 return f"how {words[i + 1]}"
             return w
     return "what"
@@ -631,7 +631,7 @@ def _sent_replace(text: str, span: Span, rng: np.random.Generator | None) -> tup
     end = len(text.rstrip())
     question = text[start:end]
     qword = _question_word(question)
-    forms = GENERIC_QUESTIONS[qword]
+    forms = _GENERIC_QUESTIONS[qword]
     for i, form in enumerate(forms):
         if _norm_question(form) != _norm_question(question):
             new = text[:start] + form + text[end:]

@@ -1,7 +1,7 @@
 """Image detectors: small pure functions from decoded pixels to a score, and the fast decoder they share.
 
 Every detector reads an :class:`ImageView` -- the luma and the per-pixel maximum channel at the
-*analysis size* (the long side scaled down to at most :data:`ANALYSIS_SIDE` px by area averaging,
+*analysis size* (the long side scaled down to at most :data:`_ANALYSIS_SIDE` px by area averaging,
 never up), the luma at the decoded resolution (for pixel-grid signals: 8x8 JPEG blocks, repeated
 columns), the original size and, for a JPEG file, the quality its quantisation tables imply.
 Scores, not flags: :mod:`snapbench.diagnose.thresholds` holds the thresholds.
@@ -17,7 +17,7 @@ Scores, not flags: :mod:`snapbench.diagnose.thresholds` holds the thresholds.
   columns and rows (a nearest-neighbour upscale repeats them).
 
 Decoding (:func:`decode_for_diagnosis`): a JPEG is decoded by OpenCV at a reduced size (libjpeg's DCT
-scaling by 2, 4 or 8, as long as the long side stays >= :data:`ANALYSIS_SIDE`), which is most of
+scaling by 2, 4 or 8, as long as the long side stays >= :data:`_ANALYSIS_SIDE`), which is most of
 what makes the detectors fast; everything else goes through :func:`snapbench.corruptions.load_image`
 (Pillow, with snapbench's normalisation rules).
 
@@ -44,10 +44,10 @@ import numpy as np
 
 from ..corruptions.io import DEFAULT_MAX_PIXELS, as_rgb_uint8, load_image, read_image_bytes
 
-__all__ = ['ANALYSIS_SIDE', 'BLOCKINESS_QUALITY', 'ImageView', 'blockiness', 'blur_score', 'decode_for_diagnosis', 'image_scores', 'low_light_score', 'low_resolution_score', 'overexposure_score', 'perceptual_hash', 'view_of', 'JpegHeader', 'parse_jpeg_header', 'ijg_table', 'ijg_quality']
+__all__ = ['BLOCKINESS_QUALITY', 'ImageView', 'blockiness', 'blur_score', 'decode_for_diagnosis', 'image_scores', 'low_light_score', 'low_resolution_score', 'overexposure_score', 'perceptual_hash', 'view_of', 'JpegHeader', 'parse_jpeg_header', 'ijg_table', 'ijg_quality']
 
 #: Long side (px) of the analysis size; larger images are area-averaged down to it.
-ANALYSIS_SIDE = 512
+_ANALYSIS_SIDE = 512
 
 #: (blockiness, JPEG quality) pairs, blockiness decreasing: the median 8x8 blockiness of OpenCV JPEG
 #: round trips at each quality, measured on scikit-image's photos that the demo is built from
@@ -78,7 +78,7 @@ class ImageView:
 
 def _analysis(img: np.ndarray) -> np.ndarray:
     h, w = img.shape[:2]
-    s = ANALYSIS_SIDE / max(h, w)
+    s = _ANALYSIS_SIDE / max(h, w)
     if s >= 1.0:
         return img
     return cv2.resize(img, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
@@ -113,7 +113,7 @@ def decode_for_diagnosis(path: str | os.PathLike, *, data: bytes | None = None,
     # half-grey picture).
     if hdr is not None and data.rstrip(b"\0")[-2:] == b"\xff\xd9" and hdr.width * hdr.height <= max_pixels:
         r = 1
-        while r < 8 and max(hdr.width, hdr.height) / (2 * r) >= ANALYSIS_SIDE:
+        while r < 8 and max(hdr.width, hdr.height) / (2 * r) >= _ANALYSIS_SIDE:
             r *= 2
         bgr = cv2.imdecode(np.frombuffer(data, np.uint8), _REDUCED[r] | cv2.IMREAD_IGNORE_ORIENTATION)
         if bgr is not None and bgr.ndim == 3 and bgr.shape[2] == 3:

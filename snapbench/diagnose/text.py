@@ -15,7 +15,7 @@ numbers, years) are neither checked against the word list nor counted as content
   (:func:`snapbench.corruptions.entity.find_entity`: exact, plural/stem, last-word match) finds it in the
   question, else 0.  Without one: the number of entity-bearing candidates -- content words that are
   also not generic (:data:`snapbench.corruptions.entity.STOPWORDS`: kind, type, thing, identify,
-  taken, ...) nor one of the common question verbs (:data:`QUESTION_VERBS`), and have two letters or
+  taken, ...) nor one of the common question verbs (:data:`_QUESTION_VERBS`), and have two letters or
   more.  No part-of-speech tagger is used: it is a rule, documented, not a parser.
 """
 
@@ -30,7 +30,6 @@ from ..corruptions.entity import STOPWORDS, WORD_RE, find_entity
 
 __all__ = [
     "FUNCTION_WORDS",
-    "QUESTION_VERBS",
     "Vocabulary",
     "content_tokens",
     "entity_score",
@@ -61,7 +60,7 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
 )
 
 #: Verbs common in snap-and-ask questions; not entity-bearing (used only when no entity is given).
-QUESTION_VERBS: frozenset[str] = frozenset(
+_QUESTION_VERBS: frozenset[str] = frozenset(
     """
     buy bought cost costs cook cooked eat eaten use used fix clean make mean means say says said wear worn
     grow grows water work works go goes come comes live lives play plays playing need want like call
@@ -137,7 +136,7 @@ def entity_score(question: str, entity: str | None) -> float:
             return 0.0
         return 1.0
     cands = [w for w in content_tokens(question)
-             if len(w) >= 2 and w.replace("'", "") not in STOPWORDS and w not in QUESTION_VERBS]
+             if len(w) >= 2 and w.replace("'", "") not in STOPWORDS and w not in _QUESTION_VERBS]
     return float(len(cands))
 
 

@@ -21,7 +21,7 @@ from ..core.errors import ConfigError
 from ..core.userfiles import read_text
 from ..core.validate import unknown_name
 
-__all__ = ["DETECTORS", "IMAGE_DETECTORS", "TEXT_DETECTORS", "CHECKS_SECTION", "Detector", "Thresholds",
+__all__ = ["DETECTORS", "IMAGE_DETECTORS", "TEXT_DETECTORS", "Detector", "Thresholds",
            "default_thresholds", "load_thresholds", "is_flagged"]
 
 
@@ -48,7 +48,7 @@ DETECTORS: dict[str, Detector] = {d.name: d for d in (
 )}
 IMAGE_DETECTORS: tuple[str, ...] = tuple(n for n, d in DETECTORS.items() if d.side == "image")
 TEXT_DETECTORS: tuple[str, ...] = tuple(n for n, d in DETECTORS.items() if d.side == "text")
-CHECKS_SECTION = "checks"
+_CHECKS_SECTION = "checks"
 
 _SHIPPED = "thresholds.toml"
 
@@ -96,7 +96,7 @@ def default_thresholds() -> Thresholds:
     """The shipped thresholds (``snapbench/diagnose/thresholds.toml``) as ``{section: {key: value}}``."""
     text = resources.files(__package__).joinpath(_SHIPPED).read_text(encoding="utf-8")
     data = _parse(text, _SHIPPED)
-    missing = [d for d in (*DETECTORS, CHECKS_SECTION) if d not in data]
+    missing = [d for d in (*DETECTORS, _CHECKS_SECTION) if d not in data]
     if missing:  # pragma: no cover - a packaging mistake, not a user error
         raise RuntimeError(f"{_SHIPPED} lacks sections {missing}")
     return {s: {k: _number(v, f"[{s}] {k}", _SHIPPED) for k, v in vals.items()} for s, vals in data.items()}

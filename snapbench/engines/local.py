@@ -19,7 +19,7 @@ _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.5
 
 
-def die_with_parent(parent_pid: int) -> None:
+def _die_with_parent(parent_pid: int) -> None:
     """End this worker when its parent dies (``kill -9``, the OOM killer) instead of letting it wait
     forever on a task queue it holds both ends of: on Linux the kernel SIGKILLs it
     (``prctl(PR_SET_PDEATHSIG)``); everywhere a daemon thread also polls ``os.getppid()``."""
@@ -76,12 +76,12 @@ def worker_init(initializer: Callable[..., Any] | None = None, initargs: tuple =
         initializer(*initargs)
 
 
-def local_worker_init(parent_pid: int, initializer: Callable[..., Any] | None = None, initargs: tuple = ()) -> None:
+def _local_worker_init(parent_pid: int, initializer: Callable[..., Any] | None = None, initargs: tuple = ()) -> None:
     """A local pool worker: dies with its parent and leaves Ctrl-C, SIGTERM and SIGHUP (sent to the
     whole process group) to it: the parent stops submitting, lets running tasks finish, shuts the
     pool down and says how to resume.  Then keeps freed memory (:func:`keep_freed_memory`) and runs
     :func:`worker_init`."""
-    die_with_parent(parent_pid)
+    _die_with_parent(parent_pid)
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):  # blocked while the parent started this worker: now ignored
@@ -97,7 +97,7 @@ def local_worker_init(parent_pid: int, initializer: Callable[..., Any] | None = 
 def _stop_signals_blocked() -> Iterator[None]:
     """The stop signals blocked in this thread while it starts workers: a spawned worker inherits the
     signal mask, so a Ctrl-C or SIGTERM sent to the whole process group cannot kill it while it
-    imports, before its initializer ignores them (:func:`local_worker_init`).  Blocked, not ignored:
+    imports, before its initializer ignores them (:func:`_local_worker_init`).  Blocked, not ignored:
     the parent still gets every one (at once through another thread, or when they are unblocked)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield
@@ -145,7 +145,7 @@ def local_ordered_map(
     from .shm import named_semaphores
 
     with named_semaphores():  # the pool's queues make their semaphores now; a kill -9 leaves them named after us
-        executor = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=local_worker_init,
+        executor = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_local_worker_init,
                                           initargs=(os.getpid(), initializer, initargs))
     with executor as pool:
         pending: deque[cf.Future] = deque()

@@ -47,18 +47,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["SHM_PREFIX", "BlockWriter", "Handoff", "Offer", "SharedBlocks", "cleanup_shared",
+__all__ = ["BlockWriter", "Handoff", "Offer", "SharedBlocks", "cleanup_shared",
            "named_semaphores", "remove_stale_shared"]
 
-SHM_PREFIX = "snapbench"
-_SHM_RE = re.compile(rf"^{SHM_PREFIX}(\d+)_[0-9a-f]{{12}}$")
+_SHM_PREFIX = "snapbench"
+_SHM_RE = re.compile(rf"^{_SHM_PREFIX}(\d+)_[0-9a-f]{{12}}$")
 _SHM_DIR = Path("/dev/shm")
 _atexit_registered = False
 
 
 def _block_name(parent_pid: int, token: str) -> str:
     """The name of a block written for the process ``parent_pid`` (``token``: 12 hex digits)."""
-    return f"{SHM_PREFIX}{int(parent_pid)}_{token}"
+    return f"{_SHM_PREFIX}{int(parent_pid)}_{token}"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -328,7 +328,7 @@ def cleanup_shared() -> Iterator[None]:
 
 
 # the semaphores of a worker pool, named after the process so a kill -9 leaves none for good
-_SEM_RE = re.compile(rf"^sem\.mp-{SHM_PREFIX}(\d+)-[0-9a-z_]+$")
+_SEM_RE = re.compile(rf"^sem\.mp-{_SHM_PREFIX}(\d+)-[0-9a-z_]+$")
 
 
 def _semaphores() -> Iterator[tuple[Path, int]]:
@@ -353,7 +353,7 @@ def named_semaphores() -> Iterator[None]:
         yield
         return
     previous = config["semprefix"]
-    config["semprefix"] = f"{previous}-{SHM_PREFIX}{os.getpid()}"
+    config["semprefix"] = f"{previous}-{_SHM_PREFIX}{os.getpid()}"
     try:
         yield
     finally:

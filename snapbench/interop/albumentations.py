@@ -35,7 +35,7 @@ on those four values only, in any process and worker.  Re-seeding a transform mu
 are serialised by a module lock (albumentations transforms are not thread-safe anyway).  The
 recorded parameters are ``{"severity", "albumentations_seed", "transform"}`` plus ``"applied"``:
 what albumentations reports as applied (``save_applied_params``), made JSON-safe -- arrays with more
-than :data:`MAX_ARRAY_ITEMS` entries (noise maps, ...) are summarised by shape and dtype.
+than :data:`_MAX_ARRAY_ITEMS` entries (noise maps, ...) are summarised by shape and dtype.
 ``"applied"`` is filled in by ``apply`` (it is only known once the image has been seen), which is
 why it appears in :func:`~snapbench.corruptions.corrupt_image_with_params`' result and the manifest.
 """
@@ -61,9 +61,9 @@ from ..core.errors import ConfigError, InputError, arg
 from ..core.jsonable import to_json
 from ..corruptions import get_image_operator, level_params, register_image_operator
 
-__all__ = ["MAX_ARRAY_ITEMS", "AlbumentationsOperator", "SnapbenchCorruption", "register_albumentations_operator"]
+__all__ = ["AlbumentationsOperator", "SnapbenchCorruption", "register_albumentations_operator"]
 
-MAX_ARRAY_ITEMS = 16
+_MAX_ARRAY_ITEMS = 16
 _LOCK = threading.RLock()  # module-level (not per instance) so operator objects stay picklable
 
 
@@ -187,7 +187,7 @@ class AlbumentationsOperator:
             )
         # Known only after albumentations has seen the image: recorded in the params dict that
         # corrupt_image_with_params returns (and the manifest writes).
-        params["applied"] = to_json([[n, p] for n, p in res.get("applied_transforms", [])], max_array_items=MAX_ARRAY_ITEMS)
+        params["applied"] = to_json([[n, p] for n, p in res.get("applied_transforms", [])], max_array_items=_MAX_ARRAY_ITEMS)
         return out
 
 

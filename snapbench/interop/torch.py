@@ -55,7 +55,7 @@ from ..corruptions import (
 )
 from ..corruptions.plan import generated_space, plan_conditions, plan_grid, resolve_grid
 
-__all__ = ["CorruptedQueries", "CorruptedQueriesIterable", "SnapbenchTransform", "collate_queries", "content_key"]
+__all__ = ["CorruptedQueries", "CorruptedQueriesIterable", "SnapbenchTransform", "collate_queries"]
 
 def collate_queries(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``collate_fn`` for DataLoaders over corrupted queries: the batch as a list (sizes differ)."""
@@ -223,7 +223,7 @@ class CorruptedQueriesIterable(_IterableDataset):
                 yield {"id": rec.id, "condition": v.condition, "image": img, "question": v.question}
 
 
-def content_key(image: np.ndarray) -> str:
+def _content_key(image: np.ndarray) -> str:
     """The per-sample key :class:`SnapbenchTransform` uses: SHA-256 of the shape and the pixel bytes."""
     h = hashlib.sha256(f"{image.shape[0]}x{image.shape[1]}x{image.shape[2]}:".encode())
     h.update(np.ascontiguousarray(image).tobytes())
@@ -235,7 +235,7 @@ class SnapbenchTransform(_torch.nn.Module):
 
     Accepts an HWC uint8 numpy array, a PIL image or a CHW uint8 tensor, and returns the same kind.
     The randomness is keyed by (``seed``, key, operator, severity) where the key is ``key`` when
-    given and otherwise :func:`content_key` of the image, so the output depends on the image alone
+    given and otherwise :func:`_content_key` of the image, so the output depends on the image alone
     -- not on the worker, the epoch or the order of samples.  (Hence the same image always gets the
     same corruption; give per-sample keys for different draws.)
     """
@@ -252,7 +252,7 @@ class SnapbenchTransform(_torch.nn.Module):
         level_params(self.operator, self.severity, self.grid or resolve_grid(None))  # fails early on a missing level
 
     def _apply(self, rgb: np.ndarray, key: str | None) -> np.ndarray:
-        k = key if key is not None else (self.key if self.key is not None else content_key(rgb))
+        k = key if key is not None else (self.key if self.key is not None else _content_key(rgb))
         return corrupt_image(rgb, self.operator, self.severity, seed=self.seed, key=k, grid=self.grid)
 
     def forward(self, image: Any, key: str | None = None) -> Any:

@@ -13,10 +13,10 @@ import re
 from ..core.errors import ConfigError
 from ..core.validate import hint_and_known
 
-__all__ = ["DEVICE_TYPES", "check_device"]
+__all__ = ["check_device"]
 
 #: Device types torch knows by name (``c10::DeviceType``) plus ``npu`` (Ascend, through torch_npu).
-DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "xla", "hip", "hpu", "mtia", "npu", "ipu", "ve", "maia", "meta",
+_DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "xla", "hip", "hpu", "mtia", "npu", "ipu", "ve", "maia", "meta",
                 "lazy", "vulkan", "privateuseone")
 _DEVICE = re.compile(r"^([a-z_]+)(?::(\d+))?$")
 
@@ -24,13 +24,13 @@ _DEVICE = re.compile(r"^([a-z_]+)(?::(\d+))?$")
 def check_device(device: str | None) -> str | None:
     """``device`` unchanged when it is ``None`` (the encoder's default) or names a torch device type
     with an optional index; else a :class:`ConfigError` (``param="device"``) with the close types
-    and the list of :data:`DEVICE_TYPES`."""
+    and the list of :data:`_DEVICE_TYPES`."""
     if device is None:
         return None
     m = _DEVICE.match(device) if isinstance(device, str) else None
-    if m is None or m[1] not in DEVICE_TYPES:
+    if m is None or m[1] not in _DEVICE_TYPES:
         kind = str(device).split(":")[0].strip().lower()  # 'CUDA' and 'cuda:x' are close to 'cuda'
         tpu = " (TPUs are torch's 'xla' device)" if kind.startswith("tpu") else ""
-        raise ConfigError(f"unknown torch device {device!r}{hint_and_known('xla' if tpu else kind, DEVICE_TYPES)}, "
+        raise ConfigError(f"unknown torch device {device!r}{hint_and_known('xla' if tpu else kind, _DEVICE_TYPES)}, "
                           f"each optionally with :N (cuda:1){tpu}", param="device")
     return device

@@ -38,7 +38,7 @@ from ..core.registry import Table
 from ..core.validate import did_you_mean, listing
 from .loading import one_line
 
-__all__ = ["ADAPTERS", "ADAPTER_PREFIXES", "ENCODERS", "ENTRY_POINT_GROUP", "describe",
+__all__ = ["ADAPTERS", "ENCODERS", "ENTRY_POINT_GROUP", "describe",
            "known_names", "resolve"]
 
 ENTRY_POINT_GROUP = "snapbench.encoders"
@@ -190,7 +190,7 @@ ADAPTERS.register("open_clip", _build_open_clip)
 ADAPTERS.register("hf", _build_hf)
 
 #: The adapter prefixes as they are written in a spec (``"hf:"`` ...).
-ADAPTER_PREFIXES: tuple[str, ...] = tuple(f"{name}:" for name in ADAPTERS.names())
+_ADAPTER_PREFIXES: tuple[str, ...] = tuple(f"{name}:" for name in ADAPTERS.names())
 
 
 def _register_builtins() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-DIM = 256
+_DIM = 256
 
 
 class ToyEncoder:
@@ -19,7 +19,7 @@ class ToyEncoder:
     hue/saturation histogram; texts -> 256 hashed character trigrams (CRC32, stable across processes).
     Deterministic, fast, and sensitive to the corruptions, which is all a demo needs."""
 
-    dim = DIM
+    dim = _DIM
     name = "toy"
     modalities = frozenset({"image", "text"})
     #: Computing its features is cheaper than reading them from the embedding cache: not cached unless asked.
@@ -28,10 +28,10 @@ class ToyEncoder:
     fingerprint = "toy:" + hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
     def encode_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
-        return np.stack([self._image(im) for im in images]).astype(np.float32) if len(images) else np.zeros((0, DIM), np.float32)
+        return np.stack([self._image(im) for im in images]).astype(np.float32) if len(images) else np.zeros((0, _DIM), np.float32)
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._text(t) for t in texts]).astype(np.float32) if len(texts) else np.zeros((0, DIM), np.float32)
+        return np.stack([self._text(t) for t in texts]).astype(np.float32) if len(texts) else np.zeros((0, _DIM), np.float32)
 
     @staticmethod
     def _image(img: np.ndarray) -> np.ndarray:
@@ -55,10 +55,10 @@ class ToyEncoder:
 
     @staticmethod
     def _text(text: str) -> np.ndarray:
-        vec = np.zeros(DIM, np.float64)
+        vec = np.zeros(_DIM, np.float64)
         for word in re.findall(r"\w+", text.lower()):
             padded = f"#{word}#"
             for i in range(len(padded) - 2):
                 h = zlib.crc32(padded[i : i + 3].encode("utf-8"))
-                vec[h % DIM] += 1.0 if (h >> 16) & 1 else -1.0
+                vec[h % _DIM] += 1.0 if (h >> 16) & 1 else -1.0
         return vec

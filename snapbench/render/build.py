@@ -91,9 +91,9 @@ class _Writer:
         if self.limit and not t.title.endswith(self.limit):
             t.title += self.limit
         if "md" in self.formats:
-            self.write(self.out.tables / f"{t.name}.md", t.to_markdown())
+            self.write(self.out.table(t.name, "md"), t.to_markdown())
         if "tex" in self.formats:
-            self.write(self.out.tables / f"{t.name}.tex", t.to_latex())
+            self.write(self.out.table(t.name, "tex"), t.to_latex())
         return t.to_html()
 
     def figure(self, name: str, make: Callable[[], Any], caption: str) -> HtmlFigure | None:
@@ -105,9 +105,9 @@ class _Writer:
             return None
         png = self.plot.fig_to_bytes(fig, "png", self.dpi)
         if self.formats & {"png", "html"}:
-            self.write(self.out.figures / f"{name}.png", png)
+            self.write(self.out.figure(name, "png"), png)
         if "pdf" in self.formats:
-            self.write(self.out.figures / f"{name}.pdf", self.plot.fig_to_bytes(fig, "pdf", self.dpi))
+            self.write(self.out.figure(name, "pdf"), self.plot.fig_to_bytes(fig, "pdf", self.dpi))
         self.res.figures.append(name)
         return HtmlFigure(name, caption, png)
 
@@ -465,7 +465,7 @@ def _contact_section(data: RunData, w: _Writer) -> HtmlSection:
     sec = HtmlSection("contact-sheet", "One query under every condition")
     sheet = _contact_sheet(data, w) if w.formats & {"html", "png"} else None
     if sheet is not None:
-        w.write(w.out.figures / "contact_sheet.png", sheet)
+        w.write(w.out.figure("contact_sheet", "png"), sheet)
         w.res.figures.append("contact_sheet")
         sec.figures.append(HtmlFigure("contact_sheet", "One query under every image condition (clean first, "
                                       "then one row per operator, severities left to right; questions below).", sheet))

@@ -67,7 +67,7 @@ from ..core.targets import FUSION_PREFIX, TARGET_ORDER
 from ..core.userfiles import load_npy, read_json, read_text
 from .atomic import being_written, save_npy_atomic, write_json, write_text_atomic
 
-__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'CompareDir', 'FINGERPRINT_WORDS', 'RUN_KINDS', 'RUN_JSON_SCHEMA', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'refuse_unfinished', 'remove_stale', 'open_run_dir', 'output_kind', 'StressDir', 'OUTPUT_CONTENTS', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'MoorDir', 'CompareDir', 'FINGERPRINT_WORDS', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'refuse_unfinished', 'remove_stale', 'open_run_dir', 'output_kind', 'StressDir', 'STRESS_RECORDS_DIR', 'STRESS_VECTORS_DIR', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
 
 QUERY_IDS = "query_ids.txt"
 GALLERY_IDS = "gallery_ids.txt"
@@ -83,12 +83,14 @@ DIAGNOSE_SUMMARY = "summary.json"  # diagnose's OUT: the traffic mix
 DIAGNOSE_HTML = "diagnose.html"
 EMBEDDINGS_DIR = "embeddings"  # encode's OUT/embeddings, run's DIR/embeddings
 PATHS_DIR = "paths"  # encode's OUT/paths
-DROPPED_QUERIES = "dropped_queries.json"  # encode's and run's queries left out of every state
+_DROPPED_QUERIES = "dropped_queries.json"  # encode's and run's queries left out of every state
+STRESS_RECORDS_DIR = "records"  # stress's OUT/records
+STRESS_VECTORS_DIR = "vectors"  # stress's OUT/vectors
 #: The four similarity paths of a dual encoder, in this order everywhere (weights, files, reports).
 PATH_NAMES: tuple[str, str, str, str] = modes.PATHS  # snapbench.core.targets: the one table of paths and modes
 RUN_SUFFIXES = (".run", ".trec")
-GALLERY_STEM = "gallery"
-MODALITIES = ("image", "text")
+_GALLERY_STEM = "gallery"
+_MODALITIES = ("image", "text")
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,20 @@ class _Under:
 
 
 @dataclass(frozen=True)
+class _Reported(_Folder):
+    """An output folder with a report's ``tables/<name>.{md,tex}`` and ``figures/<name>.{png,pdf}``."""
+
+    tables = _Under("tables")
+    figures = _Under("figures")
+
+    def table(self, name: str, ext: str) -> Path:
+        return self.tables / f"{name}.{ext}"
+
+    def figure(self, name: str, ext: str) -> Path:
+        return self.figures / f"{name}.{ext}"
+
+
+@dataclass(frozen=True)
 class CorruptDir(_Folder):
     """``snapbench corrupt`` OUT: run.json, manifest.jsonl, skips.jsonl, images/<condition>/<id><ext>."""
 
@@ -142,24 +158,49 @@ class EncodeDir(_Folder):
     gallery_ids = _Under(GALLERY_IDS)
     embeddings = _Under(EMBEDDINGS_DIR)
     paths = _Under(PATHS_DIR)
-    dropped_queries = _Under(DROPPED_QUERIES)
+    dropped_queries = _Under(_DROPPED_QUERIES)
 
     def embedding(self, condition_id: str | None, modality: str) -> Path:
         """Query embeddings of a condition, or the gallery's (``condition_id=None``); modality
         ``image``, ``text`` or ``joint`` (a native joint model)."""
-        if modality not in (*MODALITIES, "joint"):
-            raise ValueError(f"modality must be one of {MODALITIES + ('joint',)}, got {modality!r}")
-        stem = GALLERY_STEM if condition_id is None else condition_to_filename(condition_id)
+        if modality not in (*_MODALITIES, "joint"):
+            raise ValueError(f"modality must be one of {_MODALITIES + ('joint',)}, got {modality!r}")
+        stem = _GALLERY_STEM if condition_id is None else condition_to_filename(condition_id)
         return self.embeddings / f"{stem}.{modality}.npy"
 
     def path_scores(self, condition_id: str, path: str | None) -> Path:
         """The Q x N scores of one similarity path of a condition; ``path=None``: the native joint scores."""
         stem = condition_to_filename(condition_id)
-        return self.paths / f"{stem}.npy" if path is None else path_score_file(self.paths, stem, path)
+        return self.paths / f"{stem}.npy" if path is None else _path_score_file(self.paths, stem, path)
 
 
 @dataclass(frozen=True)
-class RunDir(_Folder):
+class MoorDir(_Folder):
+    """``snapbench moor`` OUT, a SCORES_DIR that ``snapbench evaluate`` reads: per condition (its file
+    name) ``<cond>.npy`` fused scores or a ``<cond>.trec`` run, ``moor_weights/<cond>.{csv,npy}``; the
+    id lists; ``ann_recall.json`` (with an approximate search)."""
+
+    query_ids = _Under(QUERY_IDS)
+    gallery_ids = _Under(GALLERY_IDS)
+    weights_dir = _Under("moor_weights")
+    ann_recall = _Under("ann_recall.json")
+
+    def scores(self, condition: str) -> Path:
+        return self.root / f"{condition}.npy"
+
+    def trec_run(self, condition: str) -> Path:
+        return self.root / f"{condition}.trec"
+
+    def results(self, condition: str) -> list[Path]:
+        """Every file that can hold a condition's fused result (scores, or a run of any suffix)."""
+        return [self.scores(condition)] + [self.root / f"{condition}{s}" for s in RUN_SUFFIXES]
+
+    def weights(self, condition: str, fmt: str) -> Path:
+        return self.weights_dir / f"{condition}.{fmt}"
+
+
+@dataclass(frozen=True)
+class RunDir(_Reported):
     """``snapbench run`` DIR::
 
         run.json, dropped_queries.json
@@ -171,14 +212,18 @@ class RunDir(_Folder):
         headline.json (the numbers run prints: per target clean value, mean Δ, worst/mildest operator, δ, MOOR)
     """
 
-    dropped_queries = _Under(DROPPED_QUERIES)
+    dropped_queries = _Under(_DROPPED_QUERIES)
     embeddings = _Under(EMBEDDINGS_DIR)
-    gallery_shards = _Under(EMBEDDINGS_DIR, GALLERY_STEM)
+    gallery_shards = _Under(EMBEDDINGS_DIR, _GALLERY_STEM)
     query_embeddings = _Under(EMBEDDINGS_DIR, "queries")
     blocks_log = _Under(EMBEDDINGS_DIR, "queries", "blocks.jsonl")
 
     def gallery_embedding(self, modality: str) -> Path:
-        return self.embeddings / f"{GALLERY_STEM}.{modality}.npy"
+        return self.embeddings / f"{_GALLERY_STEM}.{modality}.npy"
+
+    def gallery_shard(self, number: int, modality: str) -> Path:
+        """Shard ``number`` of a large gallery's embeddings: ``embeddings/gallery/<number:05d>.<modality>.npy``."""
+        return self.gallery_shards / f"{number:05d}.{modality}.npy"
 
     def target_dir(self, target: str) -> Path:
         return self.root / target
@@ -208,16 +253,15 @@ class RunDir(_Folder):
     contact_sheet = _Under("contact_sheet.png")
     combined_per_query = _Under(PER_QUERY_CSV)
 
-    # the report's own folders (snapbench report writes them into DIR or its --out)
-    tables = _Under("tables")
-    figures = _Under("figures")
+    # the report's own folders (tables/, figures/) are :class:`_Reported`'s (snapbench report writes
+    # them into DIR or its --out)
     combined_per_query_parquet = _Under("per_query.parquet")
 
     # the query phase of a run (snapbench run)
     def query_embedding(self, source: str, modality: str) -> Path:
         """One query variant source's embeddings (one row per dataset query): ``embeddings/queries/<stem>.<modality>.npy``."""
-        if modality not in MODALITIES:
-            raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
+        if modality not in _MODALITIES:
+            raise ValueError(f"modality must be one of {_MODALITIES}, got {modality!r}")
         return self.query_embeddings / f"{condition_to_filename(source)}.{modality}.npy"
 
     # the traffic-weighted view (snapbench report --traffic)
@@ -228,7 +272,7 @@ class RunDir(_Folder):
 
 
 @dataclass(frozen=True)
-class CompareDir(_Folder):
+class CompareDir(_Reported):
     """``snapbench compare`` DIR::
 
         run.json (kind "compare"), compare.json, compare.html, findings.json
@@ -242,30 +286,22 @@ class CompareDir(_Folder):
     compare_json = _Under(COMPARE_JSON)
     html = _Under("compare.html")
     findings = _Under("findings.json")
-    tables = _Under("tables")
     records = _Under("records")
-    figures = _Under("figures")
 
     @staticmethod
     def stem(target: str, metric: str) -> str:
         """A file-name stem for a (target, metric): ``/`` -> ``-``, the metric without ``@``."""
         return f"{target.replace('/', '-')}_{metric.replace('@', '')}"
 
-    def table(self, name: str, ext: str) -> Path:
-        return self.tables / f"{name}.{ext}"
-
     def record_file(self, name: str, ext: str) -> Path:
         return self.records / f"{name}.{ext}"
 
-    def figure(self, name: str, ext: str) -> Path:
-        return self.figures / f"{name}.{ext}"
 
-
-RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose", "moor", "report", "stress")
-RUN_JSON_SCHEMA = 2
+_RUN_KINDS: tuple[str, ...] = ("corrupt", "encode", "run", "compare", "diagnose", "moor", "report", "stress")
+_RUN_JSON_SCHEMA = 2
 #: The schema version of every versioned JSON artifact, the one this snapbench writes and reads;
 #: readers check it with :func:`check_schema_version` (one rule, one wording).
-SCHEMA_VERSIONS: dict[str, int] = {RUN_CONFIG: RUN_JSON_SCHEMA, REPORT_JSON: REPORT_SCHEMA_VERSION,
+SCHEMA_VERSIONS: dict[str, int] = {RUN_CONFIG: _RUN_JSON_SCHEMA, REPORT_JSON: REPORT_SCHEMA_VERSION,
                                    COMPARE_JSON: 1, TRAFFIC_JSON: 1}
 
 
@@ -282,17 +318,17 @@ def check_schema_version(obj: Mapping[str, Any], artifact: str, path: str | os.P
 
 def write_run_json(folder: str | os.PathLike, kind: str, body: Mapping[str, Any]) -> Path:
     """Write ``folder/run.json`` = ``{"kind", "schema_version", **body}`` atomically."""
-    if kind not in RUN_KINDS:
+    if kind not in _RUN_KINDS:
         raise ValueError(f"unknown run.json kind {kind!r}")  # a programming error, not a user's
     path = Path(folder) / RUN_CONFIG
-    write_json(path, {"kind": kind, "schema_version": RUN_JSON_SCHEMA, **body})
+    write_json(path, {"kind": kind, "schema_version": _RUN_JSON_SCHEMA, **body})
     return path
 
 
 def run_json_kind(cfg: Mapping[str, Any]) -> str | None:
     """The command that wrote a parsed run.json (``None``: not snapbench's)."""
     kind = cfg.get("kind")
-    return str(kind) if kind in RUN_KINDS else None
+    return str(kind) if kind in _RUN_KINDS else None
 
 
 def read_run_json(folder: str | os.PathLike, *, kind: str | None = None) -> dict[str, Any] | None:
@@ -536,10 +572,10 @@ def open_run_dir(folder: str | os.PathLike) -> RunDir:
     raise InputError(f"holds no <MODE>/report.json: not {what}", path=rd.root)
 
 
-def embedding_file(emb_dir: str | os.PathLike, stem: str, modality: str) -> Path:
+def _embedding_file(emb_dir: str | os.PathLike, stem: str, modality: str) -> Path:
     """``<emb_dir>/<stem>.<modality>.npy`` (stem = condition file name, or ``gallery``)."""
-    if modality not in MODALITIES:
-        raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
+    if modality not in _MODALITIES:
+        raise ValueError(f"modality must be one of {_MODALITIES}, got {modality!r}")
     return Path(emb_dir) / f"{stem}.{modality}.npy"
 
 
@@ -552,20 +588,20 @@ def find_embeddings(emb_dir: str | os.PathLike) -> tuple[tuple[Path, Path], dict
     d = Path(emb_dir)
     if not d.is_dir():
         raise InputError("not a directory (expected an embeddings folder)", path=d)
-    gallery = (embedding_file(d, GALLERY_STEM, "image"), embedding_file(d, GALLERY_STEM, "text"))
+    gallery = (_embedding_file(d, _GALLERY_STEM, "image"), _embedding_file(d, _GALLERY_STEM, "text"))
     missing = [g.name for g in gallery if not g.is_file()]
     if missing:
         raise InputError(f"lacks {', '.join(missing)} (the gallery embeddings)", path=d)
     found: dict[str, dict[str, Path]] = {}
     for f in sorted(d.glob("*.npy")):
         cond, _, modality = f.name[: -len(".npy")].rpartition(".")
-        if cond and cond != GALLERY_STEM and modality in MODALITIES:
+        if cond and cond != _GALLERY_STEM and modality in _MODALITIES:
             found.setdefault(cond, {})[modality] = f
     if not found:
         raise InputError("holds no query embeddings (<condition>.image.npy / .text.npy)", path=d)
     conds: dict[str, tuple[Path, Path]] = {}
     for cond, files in found.items():
-        lacking = [m for m in MODALITIES if m not in files]
+        lacking = [m for m in _MODALITIES if m not in files]
         if lacking:
             raise InputError(f"condition {cond!r} lacks {cond}.{lacking[0]}.npy", path=d)
         conds[cond] = (files["image"], files["text"])
@@ -573,7 +609,7 @@ def find_embeddings(emb_dir: str | os.PathLike) -> tuple[tuple[Path, Path], dict
 
 
 # ------------------------------------------------------------------------------------------ path scores
-def path_score_file(paths_dir: str | os.PathLike, stem: str, path: str) -> Path:
+def _path_score_file(paths_dir: str | os.PathLike, stem: str, path: str) -> Path:
     """Where encode writes path ``path`` of condition ``stem``: ``<dir>/<stem>.<path>.npy``."""
     if path not in PATH_NAMES:
         raise ValueError(f"path must be one of {PATH_NAMES}, got {path!r}")
@@ -629,15 +665,17 @@ def holds_a_demo(out: Path) -> bool:
 class StressDir(_Folder):
     """Paths of one ``snapbench stress`` output folder (condition ids are safe file names already)."""
 
+    records_dir = _Under(STRESS_RECORDS_DIR)
+    vectors_dir = _Under(STRESS_VECTORS_DIR)
 
     def records(self, condition: str) -> Path:
-        return self.root / "records" / f"{condition_to_filename(condition)}.jsonl"
+        return self.records_dir / f"{condition_to_filename(condition)}.jsonl"
 
     def vectors(self, name: str) -> Path:
-        return self.root / "vectors" / f"{condition_to_filename(name)}.npy"
+        return self.vectors_dir / f"{condition_to_filename(name)}.npy"
 
     def vector_rows(self, condition: str) -> Path:
-        return self.root / "vectors" / f"{condition_to_filename(condition)}.rows.npy"
+        return self.vectors_dir / f"{condition_to_filename(condition)}.rows.npy"
 
     per_query = _Under(PER_QUERY_CSV)
     stress_json = _Under("stress.json")
@@ -685,7 +723,7 @@ class StressDir(_Folder):
 
 
 #: What the output folder of each command holds, in words.
-OUTPUT_CONTENTS: dict[str, str] = {
+_OUTPUT_CONTENTS: dict[str, str] = {
     "corrupt": "corrupted variants of queries and their manifest.jsonl",
     "encode": "embeddings and similarity scores",
     "run": "a run's reports per mode, its report.html and figures",
@@ -710,7 +748,7 @@ class OutputFolder:
         """``is the output folder of 'snapbench run' (...)`` / ``is inside RUN, the output folder of ...``."""
         # snapbench demo writes a run and says so in run.json
         command = "demo" if self.kind == "run" and self.run.get("command") == "demo" else self.kind
-        what = f"the output folder of 'snapbench {command}' ({OUTPUT_CONTENTS.get(self.kind, 'its outputs')})"
+        what = f"the output folder of 'snapbench {command}' ({_OUTPUT_CONTENTS.get(self.kind, 'its outputs')})"
         return f"is {what}" if self.itself else f"is inside {self.folder}, {what}"
 
     def instead(self) -> str:

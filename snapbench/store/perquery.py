@@ -28,9 +28,9 @@ from ..core.install_hint import install_hint
 from ..core.userfiles import decode, read_bytes
 from .atomic import atomic_path, write_text_atomic
 
-__all__ = ["PER_QUERY_COLUMNS", "read_per_query", "write_combined_per_query", "write_per_query"]
+__all__ = ["read_per_query", "write_combined_per_query", "write_per_query"]
 
-PER_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "condition", "metric", "value")
+_PER_QUERY_COLUMNS: tuple[str, ...] = ("query_id", "condition", "metric", "value")
 
 
 def _cell(v: float) -> str:
@@ -49,7 +49,7 @@ def write_per_query(
     qids = [str(q) for q in query_ids]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(PER_QUERY_COLUMNS)
+    w.writerow(_PER_QUERY_COLUMNS)
     for cond, per_metric in values.items():
         for metric, arr in per_metric.items():
             a = np.asarray(arr, dtype=np.float64).reshape(-1)
@@ -74,8 +74,8 @@ def read_per_query(path: str | Path) -> tuple[list[str], dict[str, dict[str, np.
     text = decode(data, p)  # checks the bytes (a bad one is named by line and column) for either reader
     end = text.find("\n")
     header = next(csv.reader([text if end < 0 else text[:end]]), None)
-    if header is None or tuple(h.strip() for h in header) != PER_QUERY_COLUMNS:
-        raise InputError(f"per-query table must start with the header {','.join(PER_QUERY_COLUMNS)}", path=p)
+    if header is None or tuple(h.strip() for h in header) != _PER_QUERY_COLUMNS:
+        raise InputError(f"per-query table must start with the header {','.join(_PER_QUERY_COLUMNS)}", path=p)
     fast = _read_arrow(data)
     if fast is not None:
         return fast
@@ -123,14 +123,14 @@ def _read_arrow(data: bytes) -> tuple[list[str], dict[str, dict[str, np.ndarray]
     try:
         table = pacsv.read_csv(
             pa.BufferReader(data[3:] if data.startswith(b"\xef\xbb\xbf") else data),
-            read_options=pacsv.ReadOptions(column_names=list(PER_QUERY_COLUMNS), skip_rows=1, use_threads=True),
+            read_options=pacsv.ReadOptions(column_names=list(_PER_QUERY_COLUMNS), skip_rows=1, use_threads=True),
             # only an empty cell is undefined ("nan" parses as NaN; "N/A" must fail, as float() does)
             convert_options=pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=False,
                                                  quoted_strings_can_be_null=False),
         ).unify_dictionaries()
     except (pa.ArrowException, ValueError):
         return None
-    cols = [table.column(c).combine_chunks() for c in PER_QUERY_COLUMNS[:3]]
+    cols = [table.column(c).combine_chunks() for c in _PER_QUERY_COLUMNS[:3]]
     if any(c.null_count for c in cols):
         return None
     return _scatter([c.indices.to_numpy() for c in cols], [c.dictionary.to_pylist() for c in cols],
@@ -183,7 +183,7 @@ def write_combined_per_query(
     rows = list(_per_query_rows(per_query))
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(("mode",) + PER_QUERY_COLUMNS)
+    w.writerow(("mode",) + _PER_QUERY_COLUMNS)
     for mode, q, cond, metric, v in rows:
         w.writerow((mode, q, cond, metric, _cell(v)))
     write_text_atomic(csv_path, buf.getvalue())

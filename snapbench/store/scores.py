@@ -376,9 +376,13 @@ class ScoresDir:
             mats[p] = arr
         return ComposedScores(self.mode, mats)
 
+    def path_file(self, cid: str, path: str) -> Path | None:
+        """The file of one similarity path of ``cid`` (in either layout; ``None`` when absent)."""
+        return self._paths.get(cid, {}).get(path)
+
     def path_scores(self, cid: str, path: str):
         """One similarity path's memmap (``None`` when the file is absent)."""
-        f = self._paths.get(cid, {}).get(path)
+        f = self.path_file(cid, path)
         if f is None:
             return None
         arr = _load_score_matrix(f)

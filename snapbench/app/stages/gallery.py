@@ -23,7 +23,8 @@ __all__ = ["GalleryEmbeddings", "ShardedArray", "encode_gallery"]
 
 
 class ShardedArray:
-    """A gallery side stored as row shards ``<folder>/<k>.<side>.npy`` (read as memmaps, in order)."""
+    """A gallery side stored as row shards (:meth:`~snapbench.store.folders.RunDir.gallery_shard`; read as
+    memmaps, in order)."""
 
     def __init__(self, paths: list[Path], n: int, dim: int):
         self.paths, self.shape = paths, (n, dim)
@@ -70,14 +71,14 @@ def _load_saved(path: Path, n: int, **kw: Any) -> np.ndarray | None:
     return None
 
 
-def _encode_shards(items: Sequence[Any], encoder: Any, side: str, folder: Path, rows: int, batch_size: int,
+def _encode_shards(items: Sequence[Any], encoder: Any, side: str, rundir: RunDir, rows: int, batch_size: int,
                    bar: Any) -> ShardedArray:
-    folder.mkdir(parents=True, exist_ok=True)
+    rundir.gallery_shards.mkdir(parents=True, exist_ok=True)
     task = bar.add(f"encode gallery {side}s (shards of {rows})", len(items))
     paths, dim = [], 0
     for k in range(0, -(-len(items) // rows)):
         part = items[k * rows : (k + 1) * rows]
-        path = folder / f"{k:05d}.{side}.npy"
+        path = rundir.gallery_shard(k, side)
         arr = _load_saved(path, len(part), mmap_mode="r")
         if arr is not None:
             bar.advance(task, len(part))
@@ -101,7 +102,7 @@ def encode_gallery(items: Sequence[Any], encoder: Any, sides: Sequence[str] | Ma
     out: dict[str, np.ndarray | ShardedArray] = {}
     for side in wanted:
         if rundir is not None and shard_rows:
-            out[side] = _encode_shards(items, encoder, side, rundir.gallery_shards, int(shard_rows), batch_size, bar)
+            out[side] = _encode_shards(items, encoder, side, rundir, int(shard_rows), batch_size, bar)
             continue
         saved = None if rundir is None else _load_saved(rundir.gallery_embedding(side), len(items))
         if saved is not None:

@@ -30,12 +30,12 @@ import numpy as np
 from ...core.conditions import Condition
 from .plan import image_source, text_source
 
-__all__ = ["MEASURED_METRICS", "TARGET_METRIC", "drift", "measured_rows", "run_target_outcome"]
+__all__ = ["drift", "measured_rows", "run_target_outcome"]
 
 #: The metrics these rows use in the per-query tables, in the order they are written.
-MEASURED_METRICS: tuple[str, ...] = ("psnr", "ssim", "drift_image", "drift_text")
+_MEASURED_METRICS: tuple[str, ...] = ("psnr", "ssim", "drift_image", "drift_text")
 #: The row of a run with a severity target: 1 where the variant reached it, 0 where it missed.
-TARGET_METRIC = "target_reached"
+_TARGET_METRIC = "target_reached"
 
 
 def drift(clean: np.ndarray, corrupted: np.ndarray) -> np.ndarray:
@@ -71,8 +71,8 @@ def measured_rows(
     *,
     damage: bool = True,
 ) -> dict[str, dict[str, np.ndarray]]:
-    """``{condition: {metric: one value per kept query}}`` for the metrics of :data:`MEASURED_METRICS`
-    (``damage``; off with ``--no-measure``) and :data:`TARGET_METRIC` (where ``measured`` has targets).
+    """``{condition: {metric: one value per kept query}}`` for the metrics of :data:`_MEASURED_METRICS`
+    (``damage``; off with ``--no-measure``) and :data:`_TARGET_METRIC` (where ``measured`` has targets).
 
     ``qids`` are the kept queries' ids (rows ``keep`` of the embedding arrays, in that order);
     ``embeddings`` maps ``(side, source)`` to one row per dataset query; ``measured`` maps a query id
@@ -89,7 +89,7 @@ def measured_rows(
                 per["ssim"] = _strength(measured, qids, src, "ssim")
                 per["drift_image"] = drift(embeddings[("image", "clean")][keep], embeddings[("image", src)][keep])
             if ("image", src) in embeddings and any("reached" in measured.get(q, {}).get(src, {}) for q in qids):
-                per[TARGET_METRIC] = _strength(measured, qids, src, "reached")
+                per[_TARGET_METRIC] = _strength(measured, qids, src, "reached")
         if "text" in c.sides and ("text", "clean") in embeddings and damage:
             src = text_source(c)
             if ("text", src) in embeddings:

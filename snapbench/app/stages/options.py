@@ -11,12 +11,12 @@ from ...core.defaults import DEFAULT_BATCH_SIZE, DEFAULT_KS, DEFAULT_RESAMPLES, 
 from ...core.errors import ConfigError, arg
 from ...core.validate import choice, comma_list, int_list, positive_int
 
-__all__ = ["BLOCK_QUERIES", "VARIANTS", "RunOptions", "RunResult", "RunSetResult", "check_options"]
+__all__ = ["BLOCK_QUERIES", "RunOptions", "RunResult", "RunSetResult", "check_options"]
 
 #: Queries per resume checkpoint (a block's embeddings are flushed and logged together).
 BLOCK_QUERIES = 16
 #: Where a run's query variants come from.
-VARIANTS: tuple[str, ...] = ("generated", "released")
+_VARIANTS: tuple[str, ...] = ("generated", "released")
 
 
 @dataclass
@@ -93,7 +93,7 @@ def check_options(opts: RunOptions) -> None:
     if not opts.ks:
         raise ConfigError("needs at least one cut-off", param="ks")
     int_list(list(opts.ks), "ks")
-    choice(opts.variants, VARIANTS, "variants", what="variant source")
+    choice(opts.variants, _VARIANTS, "variants", what="variant source")
     for m in comma_list(opts.modes, "modes") or ():
         normalize_mode(m, param="modes")
     if opts.traffic is not None:  # a wrong diagnose folder fails now, not after the run

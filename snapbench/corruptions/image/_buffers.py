@@ -7,7 +7,7 @@ hands large freed blocks back to the kernel, and the next call page-faults its n
 (measured on a 1024x768 image: a 4-channel warp 1.4 ms with its buffers kept, 4.5 ms when they are
 allocated per call).  Keeping one scratch array per (thread, purpose) for the last image size seen
 removes those faults; the contents are undefined between calls and never leave the operator (every
-operator still returns a freshly allocated image).  Arrays above :data:`SCRATCH_MAX_BYTES` are not
+operator still returns a freshly allocated image).  Arrays above :data:`_SCRATCH_MAX_BYTES` are not
 kept, so a very large photo does not pin its temporaries in memory.
 
 Tables an operator derives from (image size, parameters) -- remap maps, overlay layers -- are cached
@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SCRATCH_MAX_BYTES", "BytesLRU", "array_bytes", "scratch"]
+__all__ = ["BytesLRU", "array_bytes", "scratch"]
 
 #: Largest scratch array kept between calls (a 12-megapixel RGBA frame is 48 MiB).
-SCRATCH_MAX_BYTES = 64 * 2**20
+_SCRATCH_MAX_BYTES = 64 * 2**20
 
 _local = threading.local()
 
@@ -43,7 +43,7 @@ def scratch(purpose: str, shape: tuple[int, ...], dtype: type = np.uint8) -> np.
     if arr is not None and arr.shape == tuple(shape) and arr.dtype == dtype:
         return arr
     arr = np.empty(shape, dtype)
-    if arr.nbytes <= SCRATCH_MAX_BYTES:
+    if arr.nbytes <= _SCRATCH_MAX_BYTES:
         arrays[purpose] = arr
     else:
         arrays.pop(purpose, None)

@@ -39,7 +39,6 @@ from .base import Knob, builtin_operator, fraction_value, integer_value, known_k
 
 __all__ = [
     "FONT_FILE",
-    "SCRIBBLE_COLORS",
     "renderer_versions",
     "watermark",
     "mosaic",
@@ -252,7 +251,7 @@ def mosaic(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 # Five pen colours (RGB).  The release names black, red, blue, green and amber; these values give
 # its measured strength (mean PSNR within ~0.7 dB of release_strength.json; pure primaries are ~1 dB
 # too strong).
-SCRIBBLE_COLORS = ((0, 0, 0), (220, 20, 20), (20, 60, 220), (20, 160, 20), (255, 180, 0))
+_SCRIBBLE_COLORS = ((0, 0, 0), (220, 20, 20), (20, 60, 220), (20, 160, 20), (255, 180, 0))
 _STEPS = (4, 10)  # steps per stroke, inclusive
 _STEP_FRAC = 0.2  # each step moves up to +-w/5 and +-h/5
 
@@ -271,7 +270,7 @@ def _sample_scribble(rng: np.random.Generator, level: Mapping[str, Any], shape: 
     mx, my = int(W * _STEP_FRAC), int(H * _STEP_FRAC)
     paths = []
     for _ in range(n):
-        colour = list(SCRIBBLE_COLORS[int(rng.integers(len(SCRIBBLE_COLORS)))])
+        colour = list(_SCRIBBLE_COLORS[int(rng.integers(len(_SCRIBBLE_COLORS)))])
         x, y = int(rng.integers(0, W)), int(rng.integers(0, H))
         steps = int(rng.integers(_STEPS[0], _STEPS[1] + 1))
         dx = rng.integers(-mx, mx + 1, size=steps)
@@ -410,8 +409,8 @@ def _ui_boxes(items: tuple) -> list[tuple[int, int, int, int]]:
 
 #: Bytes of rendered ui_elements layers a process keeps (12 bytes a pixel of the rows they cover:
 #: a severity-target search renders one layer per candidate, each up to 4 image sizes).
-UI_LAYER_CACHE_BYTES = 64 * 2**20
-UI_LAYERS = BytesLRU(UI_LAYER_CACHE_BYTES)
+_UI_LAYER_CACHE_BYTES = 64 * 2**20
+UI_LAYERS = BytesLRU(_UI_LAYER_CACHE_BYTES)
 
 
 def _ui_layers(H: int, W: int, items: tuple) -> tuple[tuple[int, np.ndarray, np.ndarray], ...]:

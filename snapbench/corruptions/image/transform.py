@@ -235,8 +235,8 @@ def lens_crop_scale(height: int, width: int, k1: float) -> float:
 
 
 #: Bytes of lens_distortion remap tables a process keeps (fixed-point map pairs, 6 bytes a pixel).
-LENS_MAP_CACHE_BYTES = 256 * 2**20
-LENS_MAPS = BytesLRU(LENS_MAP_CACHE_BYTES)
+_LENS_MAP_CACHE_BYTES = 256 * 2**20
+LENS_MAPS = BytesLRU(_LENS_MAP_CACHE_BYTES)
 
 
 def _lens_maps(height: int, width: int, k1: float) -> tuple[np.ndarray, np.ndarray]:
