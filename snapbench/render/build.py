@@ -465,7 +465,7 @@ def _contact_section(data: RunData, w: _Writer) -> HtmlSection:
     sec = HtmlSection("contact-sheet", "One query under every condition")
     sheet = _contact_sheet(data, w) if w.formats & {"html", "png"} else None
     if sheet is not None:
-        w.write(w.out.figures / "contact_sheet.png", sheet)
+        w.write(w.out.figures / w.out.contact_sheet.name, sheet)  # figures/ holds it under the name DIR/ does
         w.res.figures.append("contact_sheet")
         sec.figures.append(HtmlFigure("contact_sheet", "One query under every image condition (clean first, "
                                       "then one row per operator, severities left to right; questions below).", sheet))
