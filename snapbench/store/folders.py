@@ -62,6 +62,7 @@ import numpy as np
 from ..core import targets as modes
 from ..core.conditions import condition_to_filename
 from ..core.errors import ConfigError, InputError, OutputError, arg
+from ..core.jsonable import dumps
 from ..core.records import REPORT_SCHEMA_VERSION
 from ..core.targets import FUSION_PREFIX, TARGET_ORDER
 from ..core.userfiles import load_npy, read_json, read_text
@@ -647,7 +648,7 @@ class StressDir(_Folder):
     def write_records(self, condition: str, rows: Iterable[Mapping[str, Any]]) -> Path:
         """One JSON object per line, keys in the given order, atomically (the same rows give the same bytes)."""
         path = self.records(condition)
-        text = "".join(json.dumps(dict(r), ensure_ascii=False, allow_nan=False) + "\n" for r in rows)
+        text = "".join(dumps(r, indent=None) + "\n" for r in rows)
         write_text_atomic(path, text)
         return path
 
