@@ -1,4 +1,5 @@
-"""File and folder names shared by the stages (the one copy of each).
+"""File and folder names shared by the stages (the one copy of each; the names a dataset folder is
+searched for, ``queries.jsonl`` ..., live with their reader, :mod:`snapbench.data.jsonl`).
 
 The output folders of the stages as objects: every writer and reader of a folder names its files here.
 
