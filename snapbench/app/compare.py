@@ -102,7 +102,7 @@ from ..core.conditions import KIND_SIDES, KINDS, parse_condition
 from ..core.errors import ConfigError, InputError, arg
 from ..core.install_hint import install_hint
 from ..core.jsonable import dumps
-from ..core.targets import FUSION_PREFIX, MODES, PATHS, TARGET_ORDER, primary_target, query_sides
+from ..core.targets import FUSION_PREFIX, TARGET_ORDER, primary_target, target_sides
 from ..core.validate import choice, hint_and_known
 from ..evaluate.metrics import metric_family, parse_metrics
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES
@@ -474,12 +474,6 @@ def _write_outputs(res: CompareResult, opts: CompareOptions) -> Written:
     return written
 
 
-def _targets_query_sides(targets: Sequence[str]) -> frozenset[str]:
-    """The sides of the query (``image``, ``text``) the targets read: a mode its paths' query sides;
-    MOOR, a fusion baseline or an unknown target every path."""
-    return query_sides({p for t in targets for p in MODES.get(t, PATHS)})
-
-
 def _kind(cid: str) -> str:
     return parse_condition(cid).kind
 
@@ -494,7 +488,7 @@ class _Plan:
 
 def _plan(source: ModelSource, target: str) -> _Plan:
     conds = list(source.report(target).conditions)
-    sides = _targets_query_sides(source.targets)
+    sides = frozenset().union(*map(target_sides, source.targets))  # the sides of the query the targets read
     left = source.run.get("conditions_left_out")
     if isinstance(left, list):
         ids, known = conds + [str(c) for c in left], set(KINDS)

@@ -160,8 +160,9 @@ def _extras_command(names: list[str], how: Installation) -> str:
 
 def import_extra(module: str, extra: str, need: str, *, error: type[Exception] = ImportError, **details: Any) -> Any:
     """``module`` imported (a dotted name), or ``error`` saying ``"<need>: <the command that installs the
-    extra>"`` -- the one way snapbench imports what an extra installs, so every missing-extra message
-    ends in :func:`install_hint`'s command.  ``details`` go to the error (``param=`` of a
+    extra>"`` -- how snapbench imports what an extra installs, so every missing-extra message ends in
+    :func:`install_hint`'s command (the model packages go through
+    :func:`snapbench.models.torch_support.require`, whose message also names the package and the import error).  ``details`` go to the error (``param=`` of a
     :class:`~snapbench.core.errors.ConfigError`)."""
     try:
         return importlib.import_module(module)

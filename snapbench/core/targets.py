@@ -54,7 +54,7 @@ MODE_LABELS: dict[str, str] = {"I2I": "I→I", "T2T": "T→T", "IT2IT": "IT→IT
 
 
 # ------------------------------------------------------------------------------------------------
-# what can run: the one rule every layer uses (data, encode, run, evaluate, the commands)
+# what can run: the one rule of data, encode and run (evaluate --mode composes given paths: compose below)
 # ------------------------------------------------------------------------------------------------
 SIDES: tuple[str, str] = ("image", "text")
 

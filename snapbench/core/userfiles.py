@@ -84,8 +84,9 @@ def _parse_json(text: str, path: str | os.PathLike) -> Any:
 
 def jsonl_lines(text: str, path: str | os.PathLike, *, objects: bool = True,
                 error: type[InputError] = InputError) -> list[tuple[int, Any]]:
-    """``(line number, value)`` of every non-blank line of the JSONL ``text`` read from ``path``: the one
-    reader of a user's JSONL (query manifests, galleries, ImageFolder tables, album galleries).  A line that
+    """``(line number, value)`` of every non-blank line of the JSONL ``text`` read from ``path``: the
+    reader of a user's JSONL (query manifests, galleries, ImageFolder tables, album galleries; a
+    ``diagnose`` questions file is parsed in :mod:`snapbench.app.diagnose`, with its own wording).  A line that
     is not JSON (the rules of :func:`read_json`) or, with ``objects``, not a JSON object is an ``error``
     naming the file and the line."""
     out = []
@@ -123,7 +124,9 @@ def read_json_or_text(path: str | os.PathLike, *, what: str, shape: str) -> tupl
 
 
 def load_npy(path: str | os.PathLike, *, what: str = "array", mmap: bool = False) -> np.ndarray:
-    """A user's ``.npy`` file as a real numeric array (read-only memmap with ``mmap``): the one loader.
+    """A user's ``.npy`` file as a real numeric array (read-only memmap with ``mmap``): the loader of every
+    ``.npy`` input but ``evaluate``'s score matrices, which keep their own checks and wording
+    (:mod:`snapbench.store.scores`).
 
     Never unpickles.  :class:`InputError` naming the file for a missing file, a file that is not
     ``.npy`` (e.g. text), an object array, a truncated file or a non-real dtype.

@@ -154,8 +154,9 @@ class Dataset:
 
 
 def _limit_note(kept: int, total: int, limit: int) -> str:
-    """The one sentence that says a run saw only part of its dataset (recorded in run.json, so it
-    names the flag as the command line spells it)."""
+    """The note that says a run saw only part of its dataset (recorded in run.json, so it names the
+    flag as the command line spells it; the terminal summary words it as a line of its own from
+    run.json's ``limit``: :mod:`snapbench.render.terminal`)."""
     return f"only the first {kept} of {total} queries (--limit {limit}): a quick look, not the dataset's result"
 
 

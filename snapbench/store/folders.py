@@ -1,4 +1,5 @@
-"""File and folder names shared by the stages (the one copy of each).
+"""File and folder names shared by the stages (the one copy of each; the names a dataset folder is
+searched for, ``queries.jsonl`` ..., live with their reader, :mod:`snapbench.data.jsonl`).
 
 The output folders of the stages as objects: every writer and reader of a folder names its files here.
 
@@ -62,6 +63,7 @@ import numpy as np
 from ..core import targets as modes
 from ..core.conditions import condition_to_filename
 from ..core.errors import ConfigError, InputError, OutputError, arg
+from ..core.jsonable import dumps
 from ..core.records import REPORT_SCHEMA_VERSION
 from ..core.targets import FUSION_PREFIX, TARGET_ORDER
 from ..core.userfiles import load_npy, read_json, read_text
@@ -685,7 +687,7 @@ class StressDir(_Folder):
     def write_records(self, condition: str, rows: Iterable[Mapping[str, Any]]) -> Path:
         """One JSON object per line, keys in the given order, atomically (the same rows give the same bytes)."""
         path = self.records(condition)
-        text = "".join(json.dumps(dict(r), ensure_ascii=False, allow_nan=False) + "\n" for r in rows)
+        text = "".join(dumps(r, indent=None) + "\n" for r in rows)
         write_text_atomic(path, text)
         return path
 

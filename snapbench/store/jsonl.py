@@ -1,6 +1,10 @@
 """JSONL files written line by line during a run (manifest, skips): one reader with the cut-last-line rule.
 
-Write a loaded :class:`Dataset` as the generic JSONL triple the other commands read.
+(The resume log of ``snapbench run``, ``embeddings/queries/blocks.jsonl``, has its own reader in
+:mod:`snapbench.app.stages.resume`: appended to across resumes, a cut line can sit anywhere in it.)
+
+Write a loaded :class:`Dataset` as the generic JSONL triple the other commands read, under the names
+:func:`snapbench.data.jsonl.load_jsonl` looks for first.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 from ..core.errors import InputError, OutputError
 from ..core.jsonable import dumps
 from ..core.userfiles import read_bytes
+from ..data.jsonl import GALLERY_NAMES, MANIFEST_NAMES, QRELS_NAMES
 from ..data.model import Dataset
 from .atomic import write_json, write_text_atomic
 from .folders import MANIFEST, SKIPS
@@ -109,8 +114,8 @@ def export_jsonl(dataset: Dataset, out_dir: str | os.PathLike) -> dict[str, Path
         if q.tags:
             obj["tags"] = q.tags
         lines.append(_line(obj))
-    write_text_atomic(out / "queries.jsonl", "".join(lines))
-    written["queries"] = out / "queries.jsonl"
+    write_text_atomic(out / MANIFEST_NAMES[0], "".join(lines))
+    written["queries"] = out / MANIFEST_NAMES[0]
     lines = []
     for g in dataset.gallery:
         obj = {"id": g.id}
@@ -119,16 +124,16 @@ def export_jsonl(dataset: Dataset, out_dir: str | os.PathLike) -> dict[str, Path
         if g.caption is not None:
             obj["caption"] = g.caption
         lines.append(_line(obj))
-    write_text_atomic(out / "gallery.jsonl", "".join(lines))
-    written["gallery"] = out / "gallery.jsonl"
+    write_text_atomic(out / GALLERY_NAMES[0], "".join(lines))
+    written["gallery"] = out / GALLERY_NAMES[0]
     if dataset.has_ground_truth:
         binary = all(r == 1.0 for g in dataset.qrels.values() for r in g.values())
         qrels = {
             q.id: (list(dataset.qrels.get(q.id, {})) if binary else dict(dataset.qrels.get(q.id, {})))
             for q in dataset.queries
         }
-        write_json(out / "qrels.json", qrels, indent=1)
-        written["qrels"] = out / "qrels.json"
+        write_json(out / QRELS_NAMES[0], qrels, indent=1)
+        written["qrels"] = out / QRELS_NAMES[0]
     if dataset.released is not None and dataset.released.texts:
         lines = [
             _line({"id": qid, "operator": op, "question": text})

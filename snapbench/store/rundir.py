@@ -231,6 +231,6 @@ def read_run(run_dir: str | os.PathLike) -> RunTables:
     rd = open_run_dir(run_dir)
     targets = rd.targets()
     reports = {t: read_report(rd.report(t)) for t in targets}
-    per_query = {t: read_per_query(rd.per_query(t)) for t in targets if rd.per_query(t).is_file()}
+    per_query = {t: got for t in targets if (got := read_target_values(rd.root, t)) is not None}
     conds = [c for c in reports[targets[0]].condition_ids if all(c in r.conditions for r in reports.values())]
     return RunTables(rd.root, targets, reports, per_query, conds, report_digests(rd.root))

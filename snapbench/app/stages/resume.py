@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,14 +173,26 @@ def save_run_json(state: RunState) -> None:
     write_run_json(state.dir.root, "run", state.meta)
 
 
+def _log_lines(path: Path) -> Iterator[Any]:
+    """The parsed lines of the resume log (none when it does not exist).
+
+    This run's own file, appended to across resumes: a line cut by a kill can sit anywhere, not only
+    last, so a line that is not JSON is skipped, not an error (unlike
+    :func:`snapbench.store.jsonl.read_jsonl_records`); its block is redone."""
+    if not path.exists():
+        return
+    for raw in path.read_bytes().splitlines():
+        try:
+            yield json.loads(raw.decode("utf-8"))
+        except ValueError:
+            continue
+
+
 def _read_blocks(path: Path) -> dict[int, list[dict[str, Any]]]:
     """Finished blocks of the resume log (a line cut by a kill is ignored: that block is redone)."""
     done: dict[int, list[dict[str, Any]]] = {}
-    if not path.exists():
-        return done
-    for raw in path.read_bytes().splitlines():  # this run's own file: a cut line is skipped, not an error
+    for rec in _log_lines(path):
         try:
-            rec = json.loads(raw.decode("utf-8"))
             done[int(rec["block"])] = list(rec.get("skips", []))
         except (ValueError, KeyError, TypeError):
             continue
@@ -191,11 +203,8 @@ def read_block_measures(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """The measured strength the resume log recorded with its blocks: query id -> image source ->
     {"psnr", "ssim"} (the last line of a block wins, as in :func:`_read_blocks`)."""
     by_block: dict[int, dict[str, Any]] = {}
-    if not path.exists():
-        return {}
-    for raw in path.read_bytes().splitlines():
+    for rec in _log_lines(path):
         try:
-            rec = json.loads(raw.decode("utf-8"))
             block, measured = int(rec["block"]), rec.get("measured") or {}
         except (ValueError, KeyError, TypeError):
             continue
