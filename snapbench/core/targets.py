@@ -26,7 +26,7 @@ import numpy as np
 
 __all__ = ["PATHS", "PATH_SIDES", "MODES", "MODE_LABELS", "SIDES", "DEFAULT_RUN_BASELINES", "FUSION_PREFIX", "TARGET_ORDER",
            "baseline_target", "primary_target", "TargetPlan", "compose",
-           "needs_paths", "normalize_mode", "plan_targets", "query_sides", "target_reads"]
+           "needs_paths", "normalize_mode", "plan_targets", "query_sides", "target_reads", "target_sides"]
 
 #: The four similarity paths, in the order files, tables and weight columns use.
 PATHS: tuple[str, str, str, str] = ("II", "TT", "IT", "TI")
@@ -214,7 +214,7 @@ def query_sides(paths: Collection[str]) -> frozenset[str]:
     return frozenset(PATH_SIDES[p][0] for p in paths)
 
 
-def _target_sides(target: str) -> frozenset[str]:
+def target_sides(target: str) -> frozenset[str]:
     """The sides of the query a target reads: a mode's (:func:`query_sides` of its paths); MOOR and the
     fixed-fusion baselines (``fusion/<name>``) read all four paths, so both sides."""
     return query_sides(MODES[target]) if target in MODES else frozenset(SIDES)
@@ -222,10 +222,10 @@ def _target_sides(target: str) -> frozenset[str]:
 
 def target_reads(target: str, condition: str) -> bool:
     """Whether ``condition`` corrupts a side of the query that ``target`` reads: the sides of its kind
-    (:data:`~snapbench.core.conditions.KIND_SIDES`) meet :func:`_target_sides`.  A joint condition
+    (:data:`~snapbench.core.conditions.KIND_SIDES`) meet :func:`target_sides`.  A joint condition
     counts when either of its parts is read (T→T reads the text part of ``joint/…``); an image
     condition cannot move T→T, nor a text condition I→I, so they do not count in that target's
     means over corrupted conditions.  ``clean`` corrupts nothing: never."""
     from .conditions import KIND_SIDES, parse_condition
 
-    return bool(KIND_SIDES[parse_condition(condition).kind] & _target_sides(target))
+    return bool(KIND_SIDES[parse_condition(condition).kind] & target_sides(target))
