@@ -85,8 +85,8 @@ def _parse_json(text: str, path: str | os.PathLike) -> Any:
 def jsonl_lines(text: str, path: str | os.PathLike, *, objects: bool = True,
                 error: type[InputError] = InputError) -> list[tuple[int, Any]]:
     """``(line number, value)`` of every non-blank line of the JSONL ``text`` read from ``path``: the
-    reader of a user's JSONL (query manifests, galleries, ImageFolder tables, album galleries; a
-    ``diagnose`` questions file is parsed in :mod:`snapbench.app.diagnose`, with its own wording).  A line that
+    reader of a user's JSONL (query manifests, galleries, ImageFolder tables, album galleries, ``diagnose``
+    questions files).  A line that
     is not JSON (the rules of :func:`read_json`) or, with ``objects``, not a JSON object is an ``error``
     naming the file and the line."""
     out = []
