@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
@@ -611,6 +612,17 @@ def test_language_cn_on_a_jsonl_dataset_is_refused_like_split(data, tmp_path):
         assert r.exit_code != 0 and "Traceback" not in r.output and flag in r.output, r.output
         assert "JSONL dataset" in r.output and not (tmp_path / flag).exists()
 
+
+
+def test_an_unknown_split_or_resampling_unit_is_refused_with_a_did_you_mean(data, tmp_path):
+    with pytest.raises(InputError, match=re.escape("unknown split 'valdation' (did you mean 'validation'?); "
+                                                   "known: validation, test, query")) as exc:
+        load_albums(data[0], split="valdation")
+    assert exc.value.param == "split"
+    with pytest.raises(ConfigError, match=re.escape("unknown resampling unit 'albums' (did you mean 'album'?); "
+                                                    "known: album, query")) as exc:
+        run_stress(data[1], ENC, tmp_path / "o", StressOptions(resample_by="albums"))
+    assert exc.value.param == "resample_by" and not (tmp_path / "o").exists()
 
 # ------------------------------------------------------------------------------ small albums, no-op swap
 def test_small_albums_headline_a_metric_that_can_move_and_name_the_fixed_ones(tmp_path):

@@ -31,7 +31,7 @@ from ..albums.records import DEFAULT_TEMPLATE, AlbumRecord, RecordTemplate
 from ..albums.stress import CLEAN, FIELDS, Condition, StressResult, apply_condition, parse_conditions
 from ..core.defaults import DEFAULT_CI, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ..core.errors import ConfigError
-from ..core.validate import ci_level, positive_int
+from ..core.validate import ci_level, positive_int, unknown_name
 from ..data.photobench import SOURCES, check_language
 from ..evaluate.metrics import counted_rows, parse_metrics
 from ..store.folders import (
@@ -126,8 +126,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
     say = log or (lambda _m: None)
     t0 = time.perf_counter()
     if opts.resample_by not in RESAMPLE_UNITS:
-        raise ConfigError(f"unknown resampling unit {opts.resample_by!r}; known: {', '.join(RESAMPLE_UNITS)}",
-                          param="resample_by")
+        raise ConfigError(unknown_name("resampling unit", opts.resample_by, RESAMPLE_UNITS), param="resample_by")
     positive_int(opts.resamples, "resamples")
     ci_level(opts.ci, "ci")
     if not opts.ks:
