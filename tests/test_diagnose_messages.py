@@ -80,7 +80,8 @@ def test_a_side_the_set_does_not_have_has_no_share(images, tmp_path) -> None:
     for k in ("text_only", "both"):
         assert s[k] == {"share": None, "ci": [None, None], "count": 0, "n": 0, "not_applicable": "no questions"}
     assert s["image_only"]["n"] == s["clean"]["n"] == 3 and "not_applicable" not in s["image_only"]
-    assert f"image only {100 * s['image_only']['share']:.1f}% [" in output
+    lo, hi = s["image_only"]["ci"]
+    assert f"image only {100 * s['image_only']['share']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]  " in output
     page = (tmp_path / "o" / "diagnose.html").read_text(encoding="utf-8")
     assert "n/a (no questions)" in page
 
