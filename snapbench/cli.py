@@ -682,6 +682,7 @@ def diagnose(
     Unreadable images are recorded as skips; the run goes on. Thresholds: snapbench/diagnose/thresholds.toml.
     """
     from .app.diagnose import run_diagnose
+    from .render.fmt import points
 
     res = run_diagnose(queries, out, questions=questions, format=format, thresholds=thresholds, words=words,
                        examples=examples, progress=not no_progress,
@@ -694,7 +695,7 @@ def diagnose(
         if x.get("not_applicable"):
             return f"n/a ({x['not_applicable']})"
         lo, hi = x["ci"]
-        return "n/a" if x["n"] == 0 else f"{100 * x['share']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+        return "n/a" if x["n"] == 0 else f"{points(x['share'])}% [{points(lo)}, {points(hi)}]"
 
     typer.echo(f"{s['n_queries']} queries ({s['n_images']} images, {s['n_questions']} questions) -> {res.out_dir}"
                f"  time: {res.elapsed_s:.1f} s")

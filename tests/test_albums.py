@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
@@ -611,6 +612,43 @@ def test_language_cn_on_a_jsonl_dataset_is_refused_like_split(data, tmp_path):
         assert r.exit_code != 0 and "Traceback" not in r.output and flag in r.output, r.output
         assert "JSONL dataset" in r.output and not (tmp_path / flag).exists()
 
+
+
+def test_an_unknown_split_or_resampling_unit_is_refused_with_a_did_you_mean(data, tmp_path):
+    with pytest.raises(InputError, match=re.escape("unknown split 'valdation' (did you mean 'validation'?); "
+                                                   "known: validation, test, query")) as exc:
+        load_albums(data[0], split="valdation")
+    assert exc.value.param == "split"
+    with pytest.raises(ConfigError, match=re.escape("unknown resampling unit 'albums' (did you mean 'album'?); "
+                                                    "known: album, query")) as exc:
+        run_stress(data[1], ENC, tmp_path / "o", StressOptions(resample_by="albums"))
+    assert exc.value.param == "resample_by" and not (tmp_path / "o").exists()
+
+
+class _FailingEncoder:
+    modalities = frozenset({"text"})
+
+    def encode_texts(self, texts):
+        raise RuntimeError("out of memory")
+
+
+class _ZeroEncoder:
+    modalities = frozenset({"text"})
+
+    def encode_texts(self, texts):
+        return np.zeros((len(texts), 8), np.float32)
+
+
+def test_stress_calls_its_encoder_the_way_run_and_encode_do(data, tmp_path):
+    """A failing model is a clean error naming the batch; all-zero embeddings are said once per kind of text."""
+    with pytest.raises(InputError, match=r"the encoder failed on a batch of \d+ queries: RuntimeError: out of memory"):
+        run_stress(data[1], _FailingEncoder(), tmp_path / "fail", StressOptions(stress="drop=ocr", resamples=50))
+    with pytest.warns(UserWarning, match="all-zero embeddings") as caught:
+        run_stress(data[1], _ZeroEncoder(), tmp_path / "zero", StressOptions(stress="drop=ocr", resamples=50))
+    said = [str(w.message) for w in caught]
+    assert len(said) == 2, said
+    assert re.search(r"all-zero embeddings for (\d+) of \1 queries", said[0]), said
+    assert re.search(r"all-zero embeddings for (\d+) of \1 record texts", said[1]), said
 
 # ------------------------------------------------------------------------------ small albums, no-op swap
 def test_small_albums_headline_a_metric_that_can_move_and_name_the_fixed_ones(tmp_path):

@@ -80,7 +80,8 @@ def test_a_side_the_set_does_not_have_has_no_share(images, tmp_path) -> None:
     for k in ("text_only", "both"):
         assert s[k] == {"share": None, "ci": [None, None], "count": 0, "n": 0, "not_applicable": "no questions"}
     assert s["image_only"]["n"] == s["clean"]["n"] == 3 and "not_applicable" not in s["image_only"]
-    assert f"image only {100 * s['image_only']['share']:.1f}% [" in output
+    lo, hi = s["image_only"]["ci"]
+    assert f"image only {100 * s['image_only']['share']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]  " in output
     page = (tmp_path / "o" / "diagnose.html").read_text(encoding="utf-8")
     assert "n/a (no questions)" in page
 
@@ -111,3 +112,18 @@ def test_an_unfinished_run_leaves_no_folder_it_created(images, tmp_path, monkeyp
     with pytest.raises(stop):
         diagnose_run.run_diagnose(images, tmp_path / "kept")
     assert (tmp_path / "kept").is_dir() and list((tmp_path / "kept").iterdir()) == []
+
+
+@pytest.mark.parametrize("second_line,expect", [
+    ('["p1.png", "what is this?"]', "line 2: expected a JSON object"),
+    ('{"image": "p1.png", "question": "what is this?", "score": NaN}',
+     "line 2: invalid JSON (NaN is not valid JSON (use null for an undefined value))"),
+    ('{"image": "p1.png", "question": }', "line 2: invalid JSON (Expecting value at column 33)"),
+])
+def test_a_bad_line_of_a_jsonl_questions_file_names_the_file_and_line(images, tmp_path, second_line, expect) -> None:
+    """A questions file is read like every JSONL snapbench reads: objects only, no NaN, the column of a syntax error."""
+    qfile = tmp_path / "questions.jsonl"
+    qfile.write_text('{"image": "p0.png", "question": "what is this?"}\n' + second_line + "\n", encoding="utf-8")
+    code, output = _diagnose(str(images), "--questions", str(qfile), out=tmp_path / "o")
+    assert code == 2 and f"{qfile}: {expect}" in output, output
+    assert not (tmp_path / "o" / "summary.json").exists()

@@ -296,6 +296,16 @@ def test_stability_tracks_the_loss_over_the_conditions_each_mode_reads(smoke_run
     assert "across the 3 corrupted conditions it reads" in stability_finding(body, "T2T")
 
 
+
+@pytest.mark.parametrize("level,label", [(0.95, "95% CI"), (0.975, "97.5% CI"), (0.9, "90% CI")])
+def test_the_stability_finding_names_its_ci_level_as_every_table_does(level, label):
+    """--ci 0.975 is a 97.5% CI (render.fmt.ci_label), not a rounded "98% CI"."""
+    from snapbench.render.stability import stability_finding
+
+    body = {"metric": "hit@1", "ci_level": level,
+            "modes": {"T2T": {"overlap@10": {"rho": -0.5, "ci": [-0.9, -0.1], "n_conditions": 3}}}}
+    assert f"overlap@10 ρ = -0.50 ({label} -0.90 to -0.10)" in stability_finding(body, "T2T")
+
 def test_image_conditions_do_not_inflate_text_to_texts_stability_correlation(smoke_run):
     """Trial: T→T's ρ was taken over every condition, the image ones too.  T→T cannot read them, so each
     sat at stability 1, drop 0 and pulled ρ (on the demo −0.87 over 71 conditions, −0.61 over the 26 it

@@ -29,7 +29,7 @@ from typing import Any
 from ..core.errors import InputError, arg
 from ..core.records import QueryRecord
 from ..core.userfiles import jsonl_lines, read_json, read_text
-from ..core.validate import examples
+from ..core.validate import examples, unknown_name
 from ..data.jsonl import MANIFEST_NAMES, QRELS_NAMES, gallery_next_to, read_queries, sibling
 from ..data.photobench import album_photos, album_queries, check_language, photobench_albums
 from ..data.qrels import align_qrels, read_qrels_file
@@ -72,7 +72,7 @@ def _album_dirs(path: Path, split: str | None) -> tuple[list[Path], str, Path | 
     """(album folders, query file name, folder of the non-protected copy)."""
     qfile = f"{split}.json" if split else "query.json"
     if split is not None and split not in _SPLITS:
-        raise InputError(f"unknown split {split!r}; known: {', '.join(_SPLITS)}", param="split")
+        raise InputError(unknown_name("split", split, _SPLITS), param="split")
     if (path / qfile).is_file():
         return [path], qfile, None
     root = path

@@ -39,7 +39,7 @@ from typing import Any
 from ..core.defaults import DEFAULT_CI
 from ..core.errors import ConfigError, InputError, arg
 from ..core.records import QueryRecord
-from ..core.userfiles import read_lines, read_text
+from ..core.userfiles import jsonl_lines, read_lines, read_text
 from ..core.validate import choice, positive_int
 from ..corruptions import load_manifest
 from ..data import FORMATS, detect_format, load_dataset
@@ -218,19 +218,9 @@ def _image_files(folder: Path) -> list[Path]:
 
 def _question_rows(path: Path) -> list[tuple[str, dict]]:
     text = read_text(path, what="questions file")
-    rows: list[tuple[str, dict]] = []
     if path.suffix.lower() == ".csv":
-        for i, row in enumerate(csv.DictReader(io.StringIO(text)), 2):
-            rows.append((f"line {i}", row))
-    else:
-        for i, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"line {i}: invalid JSON ({exc.msg})", path=path) from None
-                rows.append((f"line {i}", obj))
-    return rows
+        return [(f"line {i}", row) for i, row in enumerate(csv.DictReader(io.StringIO(text)), 2)]
+    return [(f"line {i}", obj) for i, obj in jsonl_lines(text, path)]
 
 
 def _check_some_question(path: Path, rows: list[tuple[str, dict]]) -> None:
@@ -251,7 +241,7 @@ def _image_folder(folder: Path, questions: Path | None) -> list[QueryRecord]:
     if questions is not None:
         rows = _question_rows(questions)
         for where, row in rows:
-            if not isinstance(row, dict) or not isinstance(row.get("image"), str) or not row["image"].strip():
+            if not isinstance(row.get("image"), str) or not row["image"].strip():
                 raise InputError(f"{where}: needs an 'image' field (path relative to {folder})", path=questions)
             q, e = row.get("question") or None, row.get("entity") or None
             if (q is not None and not isinstance(q, str)) or (e is not None and not isinstance(e, str)):

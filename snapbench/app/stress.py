@@ -31,7 +31,7 @@ from ..albums.records import DEFAULT_TEMPLATE, AlbumRecord, RecordTemplate
 from ..albums.stress import CLEAN, FIELDS, Condition, StressResult, apply_condition, parse_conditions
 from ..core.defaults import DEFAULT_CI, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ..core.errors import ConfigError
-from ..core.validate import ci_level, positive_int
+from ..core.validate import ci_level, positive_int, unknown_name
 from ..data.photobench import SOURCES, check_language
 from ..evaluate.metrics import counted_rows, parse_metrics
 from ..store.folders import (
@@ -44,7 +44,7 @@ from ..store.folders import (
     write_run_json,
 )
 from ..store.perquery import write_combined_per_query
-from .stages.encoders import open_encoder
+from .stages.encoders import ZeroRows, call_encoder, open_encoder
 
 __all__ = ["MODE", "StressOptions", "StressOutcome", "field_availability", "run_stress"]
 
@@ -113,10 +113,13 @@ def field_availability(records: Sequence[AlbumRecord]) -> dict[str, float]:
     return {f: has[f] / n for f in FIELDS}
 
 
-def _encode(enc, texts: list[str]) -> np.ndarray:
+def _encode(enc, texts: list[str], what: str, zeros: ZeroRows) -> np.ndarray:
+    """``texts`` encoded in one call (the encoder batches) through :func:`call_encoder`: a failing model is
+    a clean error, all-zero rows are counted into ``zeros``.  No texts (a condition that changed no
+    record): an empty array, the encoder not called."""
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
-    return np.asarray(enc.encode_texts(texts), dtype=np.float32)
+    return call_encoder(enc.encode_texts, texts, what, zeros=zeros)
 
 
 def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: StressOptions | None = None, *,
@@ -126,8 +129,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
     say = log or (lambda _m: None)
     t0 = time.perf_counter()
     if opts.resample_by not in RESAMPLE_UNITS:
-        raise ConfigError(f"unknown resampling unit {opts.resample_by!r}; known: {', '.join(RESAMPLE_UNITS)}",
-                          param="resample_by")
+        raise ConfigError(unknown_name("resampling unit", opts.resample_by, RESAMPLE_UNITS), param="resample_by")
     positive_int(opts.resamples, "resamples")
     ci_level(opts.ci, "ci")
     if not opts.ks:
@@ -160,12 +162,13 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
     outcome = StressOutcome(out, [CLEAN] + [c.id for c in conds], len(ds.queries), len(ds.records), ds.albums)
 
     # -- clean: queries and records
+    zeros = ZeroRows()  # one warning per kind of text, after the last condition
     clean_texts = template.render_all(ds.records)
     sd.write_records(CLEAN, _record_rows(ds.records, clean_texts, template))
     q_saved = sd.load_vectors("queries")
     if q_saved is None or q_saved[0].shape[0] != len(ds.queries):
         say(f"encoding {len(ds.queries)} queries")
-        q_vecs = _encode(enc, [q.question or "" for q in ds.queries])
+        q_vecs = _encode(enc, [q.question or "" for q in ds.queries], "queries", zeros)
         sd.save_vectors("queries", q_vecs)
         outcome.encoded["queries"] = len(ds.queries)
     else:
@@ -173,7 +176,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
     g_saved = sd.load_vectors(CLEAN)
     if g_saved is None or g_saved[0].shape[0] != len(ds.records):
         say(f"encoding {len(ds.records)} clean records")
-        g_clean = _encode(enc, clean_texts)
+        g_clean = _encode(enc, clean_texts, "record texts", zeros)
         sd.save_vectors(CLEAN, g_clean)
         outcome.encoded[CLEAN] = len(ds.records)
     else:
@@ -196,7 +199,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
             vecs = saved[0]
         else:
             say(f"{cond.id}: encoding {changed.size} changed record(s)")
-            vecs = _encode(enc, [texts[j] for j in changed])
+            vecs = _encode(enc, [texts[j] for j in changed], "record texts", zeros)
             sd.save_vectors(cond.id, vecs, changed)
             outcome.encoded[cond.id] = int(changed.size)
         g = g_clean.copy()
@@ -207,6 +210,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
         stats[cond.id] = album_stats(q_vecs, g, index, gold, metrics, set_threshold=opts.set_threshold)
         per_cond[cond.id] = {"result": res, "changed": int(changed.size), "condition": cond}
 
+    zeros.warn()
     gone = sd.remove_other_records([CLEAN, *(c.id for c in conds)])
     if gone:
         say(f"removed the records files of conditions this run does not have: {', '.join(gone)}")

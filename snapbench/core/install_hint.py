@@ -160,11 +160,15 @@ def _extras_command(names: list[str], how: Installation) -> str:
 
 def import_extra(module: str, extra: str, need: str, *, error: type[Exception] = ImportError, **details: Any) -> Any:
     """``module`` imported (a dotted name), or ``error`` saying ``"<need>: <the command that installs the
-    extra>"`` -- how snapbench imports what an extra installs, so every missing-extra message ends in
-    :func:`install_hint`'s command (the model packages go through
-    :func:`snapbench.models.torch_support.require`, whose message also names the package and the import error).  ``details`` go to the error (``param=`` of a
+    extra>"`` -- how snapbench imports what an extra installs (model packages included), so every
+    missing-extra message ends in :func:`install_hint`'s command.  When ``module`` is there but fails to
+    import (a dependency of it missing, a broken or mismatched build), the message also gives that import
+    error: installing the extra again may not be the fix.  ``details`` go to the error (``param=`` of a
     :class:`~snapbench.core.errors.ConfigError`)."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise error(f"{need}: {install_hint(extra)}", **details) from exc
+        absent = isinstance(exc, ModuleNotFoundError) and exc.name is not None and (
+            module == exc.name or module.startswith(exc.name + "."))
+        why = "" if absent else f" (importing {module} failed: {exc})"
+        raise error(f"{need}{why}: {install_hint(extra)}", **details) from exc

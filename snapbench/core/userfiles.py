@@ -85,8 +85,8 @@ def _parse_json(text: str, path: str | os.PathLike) -> Any:
 def jsonl_lines(text: str, path: str | os.PathLike, *, objects: bool = True,
                 error: type[InputError] = InputError) -> list[tuple[int, Any]]:
     """``(line number, value)`` of every non-blank line of the JSONL ``text`` read from ``path``: the
-    reader of a user's JSONL (query manifests, galleries, ImageFolder tables, album galleries; a
-    ``diagnose`` questions file is parsed in :mod:`snapbench.app.diagnose`, with its own wording).  A line that
+    reader of a user's JSONL (query manifests, galleries, ImageFolder tables, album galleries, ``diagnose``
+    questions files).  A line that
     is not JSON (the rules of :func:`read_json`) or, with ``objects``, not a JSON object is an ``error``
     naming the file and the line."""
     out = []
@@ -123,35 +123,36 @@ def read_json_or_text(path: str | os.PathLike, *, what: str, shape: str) -> tupl
     return data, text
 
 
-def load_npy(path: str | os.PathLike, *, what: str = "array", mmap: bool = False) -> np.ndarray:
+def load_npy(path: str | os.PathLike, *, what: str = "array", mmap: bool = False,
+             error: type[InputError] = InputError) -> np.ndarray:
     """A user's ``.npy`` file as a real numeric array (read-only memmap with ``mmap``): the loader of every
-    ``.npy`` input but ``evaluate``'s score matrices, which keep their own checks and wording
-    (:mod:`snapbench.store.scores`).
+    ``.npy`` input (embeddings, vectors, arrays, ``evaluate``'s score matrices).
 
-    Never unpickles.  :class:`InputError` naming the file for a missing file, a file that is not
+    Never unpickles.  An ``error`` naming the file for a missing file, a file that is not
     ``.npy`` (e.g. text), an object array, a truncated file or a non-real dtype.
     """
-    from .userfiles import read_bytes
-
     p = Path(path)
     if not p.is_file():
-        read_bytes(p, what=what)  # raises the missing / folder / unreadable error
+        try:
+            read_bytes(p, what=what)  # raises the missing / folder / unreadable error
+        except InputError as exc:
+            raise error(exc.problem, path=p) from None
     try:
         with open(p, "rb") as fh:
             magic = fh.read(len(_NPY_MAGIC))
     except OSError as exc:
-        raise InputError(f"cannot read the {what} ({exc.strerror or exc})", path=p) from None
+        raise error(f"cannot read the {what} ({exc.strerror or exc})", path=p) from None
     if magic != _NPY_MAGIC:
-        raise InputError(f"not a .npy file (no NumPy header): save the {what} with numpy.save", path=p)
+        raise error(f"not a .npy file (no NumPy header): save the {what} with numpy.save", path=p)
     try:
         arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
     except ValueError as exc:
         if "pickle" in str(exc).lower() or "object" in str(exc).lower():
-            raise InputError("holds a Python-object array; snapbench never unpickles files -- save a numeric "
-                             "array, e.g. np.save(path, x.astype(np.float32))", path=p) from None
-        raise InputError(f"cannot load the {what} ({exc})", path=p) from None
+            raise error("holds a Python-object array; snapbench never unpickles files -- save a numeric "
+                        "array, e.g. np.save(path, x.astype(np.float32))", path=p) from None
+        raise error(f"cannot load the {what} ({exc})", path=p) from None
     except (OSError, EOFError) as exc:
-        raise InputError(f"truncated or unreadable .npy file ({exc})", path=p) from None
+        raise error(f"truncated or unreadable .npy file ({exc})", path=p) from None
     if arr.dtype.kind not in "fiu":
-        raise InputError(f"the {what} must be a real numeric array, got dtype {arr.dtype}", path=p)
+        raise error(f"the {what} must be a real numeric array, got dtype {arr.dtype}", path=p)
     return arr

@@ -176,6 +176,5 @@ def unknown_name(what: str, name: Any, known: Iterable[Any], *, among: Iterable[
     """The wording of a name outside a known set, for errors and notes alike:
     ``"unknown <what> '<name>'<where> (did you mean 'a', 'b' or 'c'?); known: a, b, c"``
     (see :func:`hint_and_known` for ``among`` and ``n``; ``where`` says where it was looked for,
-    e.g. ``" in cj"``).  Two refusals of a short fixed list keep the same words without the hint:
-    ``stress --resample-by`` (:mod:`snapbench.app.stress`) and ``--split`` (:mod:`snapbench.albums.load`)."""
+    e.g. ``" in cj"``)."""
     return f"unknown {what} {name!r}{where}{hint_and_known(name, known, among=among, n=n)}"

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import ConfigError
+from ..core.install_hint import import_extra
 from ..core.validate import hint_and_known
 from .loading import load_or_explain, model_source
 from .torch_support import (
@@ -31,7 +32,6 @@ from .torch_support import (
     fingerprint_of,
     hash_model_dir,
     local_model_folder,
-    require,
     to_pil,
 )
 
@@ -61,8 +61,9 @@ class HFEncoder(TorchEncoderBase):
 
     def __init__(self, source: str, *, device: str | None = None, batch_size: int | None = None) -> None:
         super().__init__(device, batch_size)
-        transformers = require("transformers", for_what=f"encoder 'hf:{source}'")
         what = f"encoder 'hf:{source}'"
+        transformers = import_extra("transformers", "models", f"{what} needs the Python package 'transformers'",
+                                    error=ConfigError)
         src = model_source(what, source)
         self.model = load_or_explain(what, src, lambda **kw: transformers.AutoModel.from_pretrained(source, **kw))
         self.processor = load_or_explain(what, src, lambda **kw: transformers.AutoProcessor.from_pretrained(source, **kw))
@@ -145,8 +146,9 @@ class SentenceTransformersEncoder(TorchEncoderBase):
 
     def __init__(self, source: str, *, device: str | None = None, batch_size: int | None = None) -> None:
         super().__init__(device, batch_size)
-        st = require("sentence_transformers", for_what=f"encoder 'sentence-transformers:{source}'")
         what = f"encoder 'sentence-transformers:{source}'"
+        st = import_extra("sentence_transformers", "models", f"{what} needs the Python package 'sentence-transformers'",
+                          error=ConfigError)
         # sentence-transformers resolves bare names under its own organisation
         hub_names = () if "/" in source else (f"sentence-transformers/{source}",)
         src = model_source(what, source, alternatives=hub_names)
@@ -190,7 +192,8 @@ class OpenClipEncoder(TorchEncoderBase):
                  batch_size: int | None = None) -> None:
         super().__init__(device, batch_size)
         spec = f"open_clip:{arch}" + (f":{pretrained}" if pretrained else "")
-        open_clip = require("open_clip", for_what=f"encoder {spec!r}")
+        open_clip = import_extra("open_clip", "openclip", f"encoder {spec!r} needs the Python package 'open_clip_torch'",
+                                 error=ConfigError)
         if arch.startswith(("hf-hub:", "local-dir:")):
             folder = local_model_folder(arch.split(":", 1)[1])
             weights_id: dict = {"files": hash_model_dir(folder)} if folder is not None else {"repo": arch}

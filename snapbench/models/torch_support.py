@@ -1,6 +1,7 @@
-"""Shared plumbing of the torch-based adapters: lazy imports with an install hint, device and
-mixed-precision choice, batching under ``torch.inference_mode`` and the weight fingerprints that key
-the embedding cache (where a model comes from and load errors: :mod:`.loading`).
+"""Shared plumbing of the torch-based adapters (their packages are imported lazily, through
+:func:`snapbench.core.install_hint.import_extra`): device and mixed-precision choice, batching under
+``torch.inference_mode`` and the weight fingerprints that key the embedding cache (where a model
+comes from and load errors: :mod:`.loading`).
 
 Nothing here is imported unless a torch-based encoder is asked for: ``import snapbench`` never
 imports torch.
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.defaults import DEFAULT_BATCH_SIZE
 from ..core.errors import ConfigError
-from ..core.install_hint import install_hint
+from ..core.install_hint import import_extra
 from .loading import load_or_explain
 
 __all__ = [
@@ -33,28 +33,8 @@ __all__ = [
     "hash_model_dir",
     "load_or_explain",
     "local_model_folder",
-    "require",
     "to_pil",
 ]
-
-
-_PIP = {
-    "torch": "torch",
-    "transformers": "transformers",
-    "sentence_transformers": "sentence-transformers",
-    "open_clip": "open_clip_torch",
-}
-
-
-def require(module: str, *, for_what: str) -> Any:
-    """Import ``module`` or raise a :class:`ConfigError` with the ``pip install`` hint."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ConfigError(
-            f"{for_what} needs the Python package {_PIP.get(module, module)!r}, which is not installed "
-            f"({exc}); install it with: {install_hint('openclip' if module == 'open_clip' else 'models')}"
-        ) from None
 
 
 def fingerprint_of(parts: dict[str, Any]) -> str:
@@ -146,7 +126,7 @@ class TorchEncoderBase:
     dim: int | None = None
 
     def __init__(self, device: str | None, batch_size: int | None) -> None:
-        torch = require("torch", for_what="a model encoder")
+        torch = import_extra("torch", "models", "a model encoder needs the Python package 'torch'", error=ConfigError)
         self._torch = torch
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"

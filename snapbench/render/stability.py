@@ -22,6 +22,7 @@ from ..core.targets import target_reads
 from ..evaluate.paired import TRACKING_RULE, bootstrap_counts, stability_tracks_loss
 from ..evaluate.stability import is_stability_metric, overlap_metric
 from ..store.rundir import TARGET_NAMES, RunData
+from .fmt import ci_label
 from .tables import report_labelled
 
 __all__ = ["labelled", "stability_finding",
@@ -99,7 +100,7 @@ def stability_finding(body: dict[str, Any] | None, mode: str) -> str | None:
         if rho is None:
             parts.append(f"{s}: undefined (a constant side)")
             continue
-        ci = f"{round(body['ci_level'] * 100)}% CI {lo:+.2f} to {hi:+.2f}" if lo is not None and hi is not None else "no CI"
+        ci = f"{ci_label(body['ci_level'])} {lo:+.2f} to {hi:+.2f}" if lo is not None and hi is not None else "no CI"
         parts.append(f"{s} ρ = {rho:+.2f} ({ci})")
     first = next(iter(body["modes"][mode].values()))
     lo, hi = first["ci"]

@@ -50,6 +50,7 @@ import numpy as np
 from ..core.conditions import IMAGE_OPERATORS, TEXT_OPERATORS, condition_sort_key, condition_to_filename, parse_condition
 from ..core.errors import EvaluationInputError, arg
 from ..core.targets import MODES, compose, normalize_mode
+from ..core.userfiles import load_npy
 from ..core.validate import did_you_mean, suggestion
 from ..data.qrels import read_qrels_file
 from ..evaluate.condition import RunRanking
@@ -71,34 +72,12 @@ from .folders import refuse_unfinished
 
 __all__ = ['ComposedScores', 'ScoresDir', 'read_run', 'write_run']
 
-_NPY_MAGIC = b"\x93NUMPY"
-
-
-def _load_score_matrix(path: str | Path) -> np.ndarray:
-    """Open a ``.npy`` score matrix as a read-only memmap, with clear errors for non-numeric data."""
-    p = Path(path)
-    try:
-        with open(p, "rb") as fh:
-            magic = fh.read(6)
-    except OSError as e:
-        raise EvaluationInputError(f"{p}: cannot read ({e.strerror})") from None
-    if magic != _NPY_MAGIC:
-        raise EvaluationInputError(f"{p}: not a .npy file (bad header); save scores with numpy.save")
-    try:
-        arr = np.load(p, mmap_mode="r", allow_pickle=False)
-    except ValueError as e:
-        if "object" in str(e).lower() or "pickle" in str(e).lower():
-            raise EvaluationInputError(
-                f"{p}: holds a Python-object array; snapbench never unpickles files -- save a numeric "
-                "array, e.g. np.save(path, scores.astype(np.float32))"
-            ) from None
-        raise EvaluationInputError(f"{p}: cannot load ({e})") from None
-    except (OSError, EOFError) as e:
-        raise EvaluationInputError(f"{p}: truncated or unreadable .npy file ({e})") from None
-    if arr.dtype.kind not in "fiu":
-        raise EvaluationInputError(f"{p}: scores must be a real numeric array, got dtype {arr.dtype}")
+def _load_score_matrix(path: Path) -> np.ndarray:
+    """A ``.npy`` score matrix as a read-only memmap (:func:`~snapbench.core.userfiles.load_npy`'s checks),
+    2-d."""
+    arr = load_npy(path, what="scores", mmap=True, error=EvaluationInputError)
     if arr.ndim != 2:
-        raise EvaluationInputError(f"{p}: scores must be 2-d (queries x gallery), got shape {arr.shape}")
+        raise EvaluationInputError(f"scores must be 2-d (queries x gallery), got shape {arr.shape}", path=path)
     return arr
 
 

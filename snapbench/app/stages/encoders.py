@@ -8,9 +8,9 @@ which is cached only when asked (``use_cache=True``, or a ``cache_dir`` given). 
 
 The one encoding loop of ``snapbench run`` and ``snapbench encode``: items -> batches -> the encoder.
 
-Every call into an encoder goes through :func:`call_encoder`, so both commands fail the same way: an
-exception of the user's model becomes an :class:`~snapbench.core.errors.InputError` saying which batch
-failed (the cause chained), and an output that is not one ``(n, d)`` row per input is a
+Every call into an encoder goes through :func:`call_encoder` (``snapbench stress``'s record texts too),
+so every command fails the same way: an exception of the user's model becomes an
+:class:`~snapbench.core.errors.InputError` saying which batch failed (the cause chained), and an output that is not one ``(n, d)`` row per input is a
 :class:`~snapbench.core.errors.ConfigError`.  :func:`encode_batches` encodes a sequence (loading each
 batch's items just before it is encoded: memory grows with the batch, not with the sequence);
 :class:`Batcher` collects items arriving one by one (query variants from the variant stream).
