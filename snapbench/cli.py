@@ -1294,6 +1294,13 @@ def _several(result, out: Path, quiet: bool = False) -> None:
         typer.echo(f"{folder}:")
         _summary(res, title=f"snapbench run: {folder}")
     if not quiet:
+        from .render.aggregate import read_headline
+        from .render.terminal import uneven_conditions_note
+
+        note = uneven_conditions_note({folder: read_headline(res.out_dir) for folder, res in result.runs.items()
+                                       if RunDir(res.out_dir).headline.is_file()})
+        if note:
+            typer.echo(note)
         typer.echo(f"{len(result.runs)} encoders, one corruption pass, {result.elapsed_s:.1f} s -> {out}")
 
 

@@ -98,6 +98,8 @@ def test_cli_errors_name_the_file(emb, tmp_path):
     np.save(d / "qT.npy", bad)
     r = runner.invoke(app, _args(d, "--out", str(d / "o")))
     assert r.exit_code != 0 and "qT.npy" in r.output and "non-finite" in r.output
+    # the README's form, as every other one-file error of moor: "error: <file>: <flag>: <problem>"
+    assert f"error: {d / 'qT.npy'}: --q-text: non-finite value nan at row 1, column 1" in r.output, r.output
     np.save(d / "qT.npy", qT[:, :5])
     r = runner.invoke(app, _args(d, "--out", str(d / "o")))
     assert r.exit_code != 0 and "--q-text" in r.output and "qT.npy" in r.output

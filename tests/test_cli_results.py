@@ -210,6 +210,11 @@ def test_the_demo_table_averages_only_the_conditions_each_target_reads(one_run):
             cells.append(_pct(np.mean([conds[c]["hit@1"] for c in read])) if read else "–")
         assert rows[t][:4] == cells, t
     assert rows["T2T"][1] == "–" and rows["I2I"][2] == "–" and rows["I2IT"][2] == rows["T2IT"][1] == "–"
+    # below the table, how many queries count (trial: the demo left out what `run` says), from report.json
+    rep = reports["IT2IT"]
+    n, zero = rep["n_queries"], rep["n_excluded_zero_gt"]
+    want = f"{n - zero} of {n} queries count" if zero else f"all {n} queries count"
+    assert any(line.strip().startswith(want) for line in lines), lines[-3:]
 
 def test_limit_is_stated_on_every_output(one_run):
     out, stdout = one_run

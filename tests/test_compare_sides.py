@@ -166,3 +166,31 @@ def test_plans_of_a_side_no_model_evaluated_may_differ(runs, tmp_path):
              "--out", tmp_path / "o", "--formats", "md")
     assert r.exit_code == 0, r.output
     assert "warning:" not in r.output
+
+
+def test_the_terminal_says_when_several_encoders_tables_are_over_different_conditions(tmp_path, user_code):
+    """A text-only encoder's T2T mean is over the text conditions only, toy's over text and joint ones:
+    the two tables `run -e toy -e text-only` prints look comparable row by row and are not."""
+    (tmp_path / "snapbench_cmp_textonly.py").write_text(TEXT_ONLY)
+    with user_code(tmp_path, "snapbench_cmp_textonly"):
+        r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "-e", ENC, "--out", str(tmp_path / "o"),
+                                "--conditions", ",".join(CONDS), "--resamples", "150", "--no-report", "--no-progress",
+                                "--no-cache"])
+    assert r.exit_code == 0, r.output
+    counts = {}
+    for folder in sorted(p for p in (tmp_path / "o").iterdir() if (p / "headline.json").is_file()):
+        rows = json.loads((folder / "headline.json").read_text())["targets"]
+        counts[folder.name] = {row["target"]: row["mean_delta"]["n_conditions"] for row in rows}
+    assert len(counts) == 2, r.output
+    toy, text = sorted(counts, key=lambda n: len(counts[n]), reverse=True)  # toy has the image modes too
+    assert counts[toy]["T2T"] != counts[text]["T2T"]  # toy's T2T reads the joint condition too
+    note = [line for line in r.output.splitlines() if line.startswith("note: the encoders' mean Δ")]
+    assert len(note) == 1, r.output
+    assert f"T2T: {toy} {counts[toy]['T2T']}, {text} {counts[text]['T2T']})" in note[0], note[0]
+    # one encoder twice: the same conditions, no note
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "-e", "toy", "--name", "a", "--name", "b",
+                            "--out", str(tmp_path / "same"),
+                            "--conditions", ",".join(CONDS), "--resamples", "150", "--no-report", "--no-progress",
+                            "--no-cache"])
+    assert r.exit_code == 0, r.output
+    assert "note: the encoders' mean Δ" not in r.output

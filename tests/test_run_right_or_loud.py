@@ -329,7 +329,7 @@ def test_a_cache_dir_that_is_a_file_is_refused_before_any_work_in_run_and_encode
 @pytest.mark.parametrize("device", ["tpu", "gpu", "cuda1", "CUDA", "cuda:x"])
 def test_a_device_that_is_no_torch_device_is_refused_up_front_even_for_toy(corrupted, tmp_path, device):
     """Was exit 0 with no word: toy ignores the device, so the typo went unnoticed."""
-    hint = {"tpu": "xla", "cuda1": "cuda", "CUDA": "cuda", "cuda:x": "cuda"}.get(device)
+    hint = {"tpu": "xla", "gpu": "cuda", "cuda1": "cuda", "CUDA": "cuda", "cuda:x": "cuda"}.get(device)
     want = f"error: --device: unknown torch device {device!r}" + (f" (did you mean {hint!r}" if hint else "")
     r = runner.invoke(app, ["encode", str(corrupted), "--gallery", str(DEFAULT_DATA / "gallery.jsonl"),
                             "--out", str(tmp_path / "e"), "--no-progress", "--device", device])

@@ -19,6 +19,9 @@ __all__ = ["check_device"]
 _DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "xla", "hip", "hpu", "mtia", "npu", "ipu", "ve", "maia", "meta",
                 "lazy", "vulkan", "privateuseone")
 _DEVICE = re.compile(r"^([a-z_]+)(?::(\d+))?$")
+#: Names people type for a device torch calls otherwise (the hint suggests torch's name, not close spellings).
+_ALIASES = {"gpu": ("cuda", "NVIDIA and AMD GPUs are torch's 'cuda' device; Apple's are 'mps'"),
+            "tpu": ("xla", "TPUs are torch's 'xla' device")}
 
 
 def check_device(device: str | None) -> str | None:
@@ -30,7 +33,8 @@ def check_device(device: str | None) -> str | None:
     m = _DEVICE.match(device) if isinstance(device, str) else None
     if m is None or m[1] not in _DEVICE_TYPES:
         kind = str(device).split(":")[0].strip().lower()  # 'CUDA' and 'cuda:x' are close to 'cuda'
-        tpu = " (TPUs are torch's 'xla' device)" if kind.startswith("tpu") else ""
-        raise ConfigError(f"unknown torch device {device!r}{hint_and_known('xla' if tpu else kind, _DEVICE_TYPES)}, "
-                          f"each optionally with :N (cuda:1){tpu}", param="device")
+        alias = next((a for a in _ALIASES if kind.startswith(a)), None)
+        known, why = _ALIASES[alias] if alias else (kind, "")
+        raise ConfigError(f"unknown torch device {device!r}{hint_and_known(known, _DEVICE_TYPES)}, "
+                          f"each optionally with :N (cuda:1){f' ({why})' if why else ''}", param="device")
     return device

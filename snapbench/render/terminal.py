@@ -242,12 +242,15 @@ def demo_table(reports: Mapping[str, Report], metric: str = "hit@1") -> Any:
     """What ``snapbench demo`` prints when it is done: per target, the clean ``metric`` and its mean per
     condition kind over the conditions the target reads (:func:`~snapbench.render.tables.kind_means`,
     the report's summary table: an image condition cannot move T→T, nor a text condition I→I, so
-    those cells are ``–``), the mean super-additivity gap and the coarse-text drag vs I→I."""
+    those cells are ``–``), the mean super-additivity gap and the coarse-text drag vs I→I; below it, how
+    many queries count (:func:`queries_line`)."""
     from rich.table import Table
 
     kinds = [parse_condition(c).kind for c in dict.fromkeys(c for r in reports.values() for c in r.condition_ids)]
+    first = next(iter(reports.values()), None)  # every target evaluates the same queries
     table = Table(title=f"demo: mean {metric} (SnapBench {metric_label(metric)}, %) by condition kind, over the "
-                        "conditions each target reads (–: none); δ = super-additivity gap; drag vs I→I")
+                        "conditions each target reads (–: none); δ = super-additivity gap; drag vs I→I",
+                  caption=None if first is None else queries_line(first), caption_justify="left")
     for col in ("mode", "clean", *(f"{name} ({kinds.count(k)})" for k, name in _KIND_COLUMNS.items()), "mean δ", "drag"):
         table.add_column(col, justify="right")
     for target, rep in reports.items():
@@ -378,6 +381,22 @@ def _n_conditions(rows: Sequence[dict[str, Any]]) -> str:
     if len(set(ns.values())) == 1:
         return f"{next(iter(ns.values()))} each"
     return ", ".join(f"{t} {n}" for t, n in ns.items())
+
+
+def uneven_conditions_note(headlines: Mapping[str, dict[str, Any]]) -> str | None:
+    """After the tables of one run of several encoders (``headlines``: encoder name -> its headline.json):
+    a note when a target's mean Δ is over different conditions for different encoders (one without an
+    image side runs no image or joint condition), so that the tables are not read side by side."""
+    counts: dict[str, dict[str, Any]] = {}
+    for name, headline in headlines.items():
+        for row in headline.get("targets", []):
+            counts.setdefault(row["target"], {})[name] = (row.get("mean_delta") or {}).get("n_conditions")
+    uneven = {t: ns for t, ns in counts.items() if len(ns) > 1 and len(set(ns.values())) > 1}
+    if not uneven:
+        return None
+    which = "; ".join(f"{t}: " + ", ".join(f"{n} {k}" for n, k in ns.items()) for t, ns in uneven.items())
+    return (f"note: the encoders' mean Δ are over different conditions ({which}), so their tables are not "
+            "comparable row by row; 'snapbench compare' compares them over the conditions they share")
 
 
 def _queries(headline: dict[str, Any], lab: str) -> str:

@@ -92,7 +92,7 @@ def load_matrix(
             raise InputError(f"{name}: has shape {arr.shape}, expected {ndim} dimensions", path=p)
         if arr.size == 0:
             raise InputError(f"{name}: is empty (shape {arr.shape})", path=p)
-        check_finite(arr, what=f"{name} ({p})")
+        check_finite(arr, what=name, path=p)
     return arr
 
 

@@ -212,5 +212,6 @@ def _small_gallery_notes(n_gallery: int, ks: Any) -> list[str]:
         return []
     names = ", ".join(f"overlap@{k}" for k in small)
     return [f"the gallery has {n_gallery} item{'s' if n_gallery != 1 else ''}: {names} "
-            f"{'is' if len(small) == 1 else 'are'} 1 by construction (the top-k holds the whole gallery) and say "
-            "nothing about how far the ranking moved; use a smaller --k or rbo / flip@1"]
+            f"{'is' if len(small) == 1 else 'are'} 1 by construction (the top-k holds the whole gallery) and "
+            f"{'says' if len(small) == 1 else 'say'} nothing about how far the ranking moved; use a smaller --k "
+            "or rbo / flip@1"]
