@@ -380,3 +380,17 @@ def test_rerun_in_another_format_leaves_one_file_per_condition(emb):
         assert (out / present).is_file() and not (out / absent).exists(), extra
         assert len(list((out / "moor_weights").glob("clean.*"))) == 1
         evaluate_directory(out, qrels, cfg)  # one file per condition: no "two files name one condition"
+
+
+def test_a_run_folders_embeddings_are_refused_with_what_to_do(smoke_run, tmp_path):
+    """A `snapbench run` keeps its embeddings in a layout of its own (queries/, a sharded gallery): moor
+    names the run and what to do instead, rather than a missing file."""
+    for given in (smoke_run / "embeddings", smoke_run / "embeddings" / "queries", smoke_run):
+        r = runner.invoke(app, ["moor", "--embeddings-dir", str(given), "--out", str(tmp_path / "o")])
+        assert r.exit_code == 2, r.output
+        text = " ".join(r.output.split())
+        assert "the output folder of 'snapbench run'" in text
+        assert "not an EMBEDDINGS_DIR" in text and str(smoke_run / "MOOR" / "report.json") in text
+        assert "'snapbench encode CORRUPTED --gallery GALLERY --out ENC'" in text
+        assert "--embeddings-dir ENC/embeddings" in text
+        assert not (tmp_path / "o").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -248,6 +249,19 @@ def test_limit_reaches_the_report_page(tmp_path):
     finds = json.loads((out / "findings.json").read_text())
     assert finds[0]["id"] == "limit" and finds[0]["values"] == {"queries": 3, "of": 12}
     assert "first 3 of the dataset's 12 queries" in finds[0]["text"]
+
+
+def test_a_rerun_without_the_limit_is_refused_naming_it(one_run, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(one_run[0], out)
+    base = ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(out), "--conditions", CONDS, "--no-report", *FAST]
+    r = runner.invoke(app, base)
+    assert r.exit_code == 2
+    assert (f"error: {out} holds the output of a 'snapbench run' made with --limit 10 (a different list of queries); "
+            "use a new output folder, or --force to discard it") in " ".join(r.output.split())
+    r = runner.invoke(app, [*base, "--seed", "1"])
+    assert r.exit_code == 2
+    assert "made with --limit 10 (a different list of queries) and a different --seed 0 (this run: 1);" in " ".join(r.output.split())
 
 
 @pytest.mark.parametrize("value", ["0", "-2"])

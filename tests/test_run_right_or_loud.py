@@ -52,6 +52,16 @@ class Boom:
     def encode_texts(self, texts):
         return np.ones((len(texts), 4), np.float32)
 
+class NotANumber:
+    name = fingerprint = "not-a-number"
+    modalities = frozenset({"image", "text"})
+
+    def encode_images(self, images):
+        return np.ones((len(images), 4), np.float32)
+
+    def encode_texts(self, texts):
+        return np.full((len(texts), 4), np.nan, np.float32)
+
 class Heavy:
     '''A model worth caching (not cheap): the toy features under another identity.'''
     name = fingerprint = "heavy-v1"
@@ -106,6 +116,17 @@ def test_an_encoder_that_raises_is_the_same_clean_error_in_encode_and_run(encode
     r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", f"{encoders}:Boom", "--out", str(tmp_path / "r"),
                             "--conditions", "clean", *FAST])
     assert r.exit_code == 2 and "error: the encoder failed on a batch of 32 gallery images: RuntimeError: CUDA out of memory" in r.output
+
+
+def test_nan_embeddings_name_the_batch_like_a_raising_encoder(encoders, corrupted, tmp_path):
+    """Was "encoder 'not-a-number': encode_texts returned NaN or infinite values", no batch named."""
+    want = ("error: encoder 'not-a-number': encode_texts returned NaN or infinite values for a batch of 32 "
+            "gallery captions")
+    r = _encode(corrupted, tmp_path / "e", "--encoder", f"{encoders}:NotANumber")
+    assert r.exit_code == 2 and r.output.startswith(want), r.output
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", f"{encoders}:NotANumber", "--out", str(tmp_path / "r"),
+                            "--conditions", "clean", "--no-cache", *FAST])
+    assert r.exit_code == 2 and want in r.output, r.output
 
 
 def test_encode_with_an_unknown_condition_is_a_clean_error(corrupted, tmp_path):

@@ -229,6 +229,23 @@ def test_images_only_and_questions_only(run_dir, variants, tmp_path) -> None:
         assert body["expected"]["IT2IT"]["hit@1"]["ci_low"] is not None
 
 
+def test_every_diagnosed_query_is_counted_or_excluded(run_dir, tmp_path) -> None:
+    """An unreadable image with no question has no diagnose.csv row; it is still an exclusion."""
+    imgs = tmp_path / "uploads"
+    imgs.mkdir()
+    for name in ("astronaut.jpg", "coffee.jpg", "camera.jpg"):
+        shutil.copy(Path(DEFAULT_DATA) / "queries" / name, imgs / name)
+    (imgs / "broken.jpg").write_bytes(b"not a jpeg")  # no question: image-only, unreadable
+    (tmp_path / "uq.csv").write_text("image,question\nastronaut.jpg,Which astronaut is this?\n"
+                                     "missing.jpg,What is it?\n", encoding="utf-8")
+    diag = run_diagnose(imgs, tmp_path / "d", questions=tmp_path / "uq.csv")
+    summary = json.loads((diag.out_dir / "summary.json").read_text())
+    assert summary["n_queries"] == 5 and summary["n_skipped_images"] == 2
+    queries = compute_traffic(run_dir, diag.out_dir)["queries"]
+    assert queries["excluded_unreadable_image"] == 2
+    assert queries["n"] + queries["excluded_unreadable_image"] == summary["n_queries"]
+
+
 def test_a_run_lacking_mapped_conditions_falls_back_with_warnings(demo, hand_diag, tmp_path) -> None:
     out = tmp_path / "small"
     run_benchmark(demo, "toy", out, _opts(conditions=SMALL))

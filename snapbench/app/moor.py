@@ -63,7 +63,7 @@ from ..store import (
 )
 from ..store.arrays import load_matrix, load_path_scores, write_weights
 from ..store.atomic import save_npy_atomic, write_json
-from ..store.folders import MoorDir, refuse_unfinished
+from ..store.folders import MoorDir, RunDir, find_output_folder, refuse_unfinished
 
 __all__ = ['FuseOptions', 'FusionSummary', 'ann_topk_overlap', 'fuse_directory']
 
@@ -317,6 +317,21 @@ def _fuse_embeddings(states: list[tuple[str, tuple[Any, Any]]], gallery: tuple[A
             output.write(cond, index.query(qI, qT, out=buf), ids, None)
 
 
+def _refuse_run_embeddings(embeddings_dir: Path) -> None:
+    """A 'snapbench run' folder's embeddings are refused, with what to do instead, rather than read:
+    its layout is not an EMBEDDINGS_DIR (query embeddings in ``queries/``, a gallery that may be
+    sharded in ``gallery/``, no id lists beside them, queries dropped under some condition)."""
+    found = find_output_folder(embeddings_dir)
+    if found is None or found.kind != "run":
+        return
+    moor = RunDir(found.folder).report("MOOR")
+    done = f"the run's MOOR results are in {moor}; " if moor.is_file() else ""
+    raise InputError(f"{found.describe(embeddings_dir)}: not an EMBEDDINGS_DIR (a run keeps its embeddings in a "
+                     f"layout of its own); {done}to fuse with other settings, 'snapbench encode CORRUPTED --gallery "
+                     f"GALLERY --out ENC' writes an EMBEDDINGS_DIR that moor reads: pass {arg('embeddings_dir')} "
+                     "ENC/embeddings", path=embeddings_dir)
+
+
 def fuse_directory(
     out_dir: str | os.PathLike,
     *,
@@ -349,6 +364,8 @@ def fuse_directory(
         condition = condition_to_filename(parse_condition(condition).id)
     except ValueError as exc:
         raise ConfigError(str(exc), param="condition") from None
+    if embeddings_dir is not None:
+        _refuse_run_embeddings(Path(embeddings_dir))
     out = Path(out_dir)
     claim_output_dir(out, "moor")
     summary = FusionSummary(out, 0, 0)

@@ -104,7 +104,8 @@ def read_traffic(diagnose_dir: str | os.PathLike) -> TrafficSample:
     """Read the flags of a ``snapbench diagnose`` output folder (diagnose.csv, summary.json).
 
     Queries whose image could not be read (summary.json ``skips``) are left out: their image side
-    is unknown.  Raises :class:`InputError` naming the file for a folder that is not diagnose's."""
+    is unknown.  They are counted in ``n_unreadable`` whether or not their question left rows in
+    diagnose.csv (an image-only query has none).  Raises :class:`InputError` naming the file for a folder that is not diagnose's."""
     d = Path(diagnose_dir)
     if not d.is_dir():
         raise InputError("not a folder (expected the output folder of snapbench diagnose)", path=d, param="traffic")
@@ -129,7 +130,7 @@ def read_traffic(diagnose_dir: str | os.PathLike) -> TrafficSample:
     counts = {(named(i), named(t)): k for (i, t), k in masks.items()}
     order = sorted(counts, key=lambda s: (len(s[0]) + len(s[1]) > 0, signature_kind(s), sorted(s[0]), sorted(s[1])))
     return TrafficSample(d, order, np.array([counts[s] for s in order], dtype=np.int64),
-                         [s for s in ("image", "text") if s in sides], len(flags) - sum(masks.values()))
+                         [s for s in ("image", "text") if s in sides], len(skips))
 
 
 def _columns(get: Any, mix: Mix) -> np.ndarray:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import ConfigError, SnapbenchError
+from ..core.errors import ConfigError, NonFiniteEmbeddingError, SnapbenchError
 from ..core.registry import Table
 from ..core.validate import did_you_mean, listing
 from .loading import one_line
@@ -97,7 +97,7 @@ class _DescribedEncoder:
         if a.ndim != 2 or a.shape[0] != n:
             raise ConfigError(f"encoder {self.name!r}: encode_{kind}s returned shape {a.shape} for {n} inputs (want (n, d))")
         if n and not np.isfinite(a).all():
-            raise ConfigError(f"encoder {self.name!r}: encode_{kind}s returned NaN or infinite values")
+            raise NonFiniteEmbeddingError(f"encoder {self.name!r}: encode_{kind}s returned NaN or infinite values")
         return a
 
     def _encode_queries(self, images: Sequence[np.ndarray], texts: Sequence[str]) -> np.ndarray:

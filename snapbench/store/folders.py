@@ -423,9 +423,16 @@ def check_resume(folder: str | os.PathLike, kind: str, fingerprint: Mapping[str,
     if not isinstance(recorded, dict):
         why = "made with other settings (its run.json records no fingerprint)"
     else:
-        keys = list(now) + [k for k in recorded if k not in now]
-        diffs = [_describe(k, recorded.get(k), now.get(k)) for k in keys if recorded.get(k) != now.get(k)]
-        why = f"made with a different {', '.join(diffs)}" if diffs else ""
+        keys = [k for k in list(now) + [k for k in recorded if k not in now] if recorded.get(k) != now.get(k)]
+        # a run made with --limit (run.json "limit": the first N queries only) has another list of
+        # queries for that reason: said as such, not as a changed dataset
+        limit = previous.get("limit") if "dataset_queries_sha256" in keys else None
+        n = limit.get("queries") if isinstance(limit, dict) else None
+        cut = isinstance(n, int) and n != limit.get("of")  # a limit at or above the size cut nothing
+        parts = [f"{arg('limit')} {n} (a different list of queries)"] if cut else []
+        diffs = [_describe(k, recorded.get(k), now.get(k)) for k in keys if not (cut and k == "dataset_queries_sha256")]
+        parts += [f"a different {', '.join(diffs)}"] if diffs else []
+        why = f"made with {' and '.join(parts)}" if parts else ""
     if why and not force:
         raise ConfigError(
             f"{Path(folder)} holds the output of a 'snapbench {kind}' {why}; use a new output folder, "

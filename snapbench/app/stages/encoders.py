@@ -11,7 +11,8 @@ The one encoding loop of ``snapbench run`` and ``snapbench encode``: items -> ba
 Every call into an encoder goes through :func:`call_encoder` (``snapbench stress``'s record texts too),
 so every command fails the same way: an exception of the user's model becomes an
 :class:`~snapbench.core.errors.InputError` saying which batch failed (the cause chained), and an output that is not one ``(n, d)`` row per input is a
-:class:`~snapbench.core.errors.ConfigError`.  :func:`encode_batches` encodes a sequence (loading each
+:class:`~snapbench.core.errors.ConfigError`; NaN or infinite values (refused by the encoder's wrapper,
+:class:`~snapbench.core.errors.NonFiniteEmbeddingError`) are said with the batch too.  :func:`encode_batches` encodes a sequence (loading each
 batch's items just before it is encoded: memory grows with the batch, not with the sequence);
 :class:`Batcher` collects items arriving one by one (query variants from the variant stream).
 Both count, through a :class:`ZeroRows` tally, the all-zero embeddings the encoder returns (such a row
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import ConfigError, InputError, SnapbenchError, arg
+from ...core.errors import ConfigError, InputError, NonFiniteEmbeddingError, SnapbenchError, arg
 
 __all__ = ['close_encoder', 'encoder_label', 'open_encoder', 'run_names', 'RESUME_HINT', 'Batcher', 'ZeroRows', 'call_encoder', 'encode_batches']
 
@@ -154,6 +155,8 @@ def call_encoder(fn: Callable[[list], Any], items: list, what: str, *, hint: str
     ``hint`` ends the message of a failing model (e.g. that finished work is kept)."""
     try:
         out = np.asarray(fn(items), dtype=np.float32)
+    except NonFiniteEmbeddingError as exc:  # said by the encoder's wrapper, which does not know the batch
+        raise NonFiniteEmbeddingError(f"{exc.problem} for a batch of {len(items)} {what}") from None
     except SnapbenchError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure of the user's model
