@@ -381,3 +381,40 @@ def test_the_device_check_agrees_with_torch():
         except ConfigError:
             ours = False
         assert ours == ok, device
+
+
+def test_nan_embeddings_of_an_encoder_given_as_an_object_are_refused(tmp_path):
+    """An encoder object given to the library is not wrapped (built-in adapters are not either): its NaN
+    rows used to become zero vectors that score 0 silently.  Refused where every encoder is called,
+    naming the encoder and the batch."""
+    from snapbench.app.stages import RunOptions, run_benchmark
+    from snapbench.core.errors import ConfigError
+
+    class HalfBroken:
+        name = fingerprint = "half-broken-v1"
+        modalities = frozenset({"image", "text"})
+
+        def encode_images(self, images):
+            return np.ones((len(images), 4), np.float32)
+
+        def encode_texts(self, texts):
+            out = np.ones((len(texts), 4), np.float32)
+            out[0, 2] = np.inf
+            return out
+
+    with pytest.raises(ConfigError, match=r"^encoder 'half-broken-v1': encode_texts returned NaN or infinite values "
+                                          r"for a batch of \d+ gallery captions"):
+        run_benchmark(DEFAULT_DATA, HalfBroken(), tmp_path / "r",
+                      RunOptions(conditions=["clean"], resamples=100, report=False, progress=False))
+
+
+def test_the_embedding_cache_keeps_no_nan_embedding(encoders, tmp_path):
+    """A refused NaN row kept in the cache would come back after the model is fixed (same fingerprint)."""
+    cache = tmp_path / "cache"
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", f"{encoders}:NotANumber", "--out", str(tmp_path / "r"),
+                            "--conditions", "clean", "--cache-dir", str(cache), *FAST])
+    assert r.exit_code == 2 and "returned NaN or infinite values" in r.output, r.output
+    images = list((cache).rglob("image/**/*.npy"))
+    assert images, sorted(cache.rglob("*"))  # the finite image embeddings were cached
+    assert not list(cache.rglob("text/**/*.npy"))  # the NaN text ones were not
+    assert all(np.isfinite(np.load(f)).all() for f in images)

@@ -89,11 +89,6 @@ class ConfigError(SnapbenchError):
     """An option or a combination of options is invalid (unknown condition, bad grid, seed mismatch...)."""
 
 
-class NonFiniteEmbeddingError(ConfigError):
-    """An encoder returned NaN or infinite embeddings (the commands' one encoder call,
-    ``snapbench.app.stages.encoders.call_encoder``, adds which batch)."""
-
-
 class EvaluationInputError(InputError):
     """Bad evaluation input (file, id, shape or value); the message names the file and the problem."""
 

@@ -155,7 +155,8 @@ class CachedEncoder:
             self._write_meta()
             for i, v in zip(first_todo, fresh):
                 found[keys[i]] = v
-                save_npy_atomic(self._path(kind, keys[i]), np.ascontiguousarray(v))
+                if np.isfinite(v).all():  # a NaN row is refused by the caller; kept, it would stay after a fix
+                    save_npy_atomic(self._path(kind, keys[i]), np.ascontiguousarray(v))
         if not keys:
             return np.asarray(encode([]), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)

@@ -11,8 +11,8 @@ The one encoding loop of ``snapbench run`` and ``snapbench encode``: items -> ba
 Every call into an encoder goes through :func:`call_encoder` (``snapbench stress``'s record texts too),
 so every command fails the same way: an exception of the user's model becomes an
 :class:`~snapbench.core.errors.InputError` saying which batch failed (the cause chained), and an output that is not one ``(n, d)`` row per input is a
-:class:`~snapbench.core.errors.ConfigError`; NaN or infinite values (refused by the encoder's wrapper,
-:class:`~snapbench.core.errors.NonFiniteEmbeddingError`) are said with the batch too.  :func:`encode_batches` encodes a sequence (loading each
+:class:`~snapbench.core.errors.ConfigError`, as are NaN or infinite values (from any encoder, built-in
+ones included), each named with the batch.  :func:`encode_batches` encodes a sequence (loading each
 batch's items just before it is encoded: memory grows with the batch, not with the sequence);
 :class:`Batcher` collects items arriving one by one (query variants from the variant stream).
 Both count, through a :class:`ZeroRows` tally, the all-zero embeddings the encoder returns (such a row
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import ConfigError, InputError, NonFiniteEmbeddingError, SnapbenchError, arg
+from ...core.errors import ConfigError, InputError, SnapbenchError, arg
 
 __all__ = ['close_encoder', 'encoder_label', 'open_encoder', 'run_names', 'RESUME_HINT', 'Batcher', 'ZeroRows', 'call_encoder', 'encode_batches']
 
@@ -148,6 +148,12 @@ class ZeroRows:
         self.counts.clear()
 
 
+def _encoder_words(fn: Callable[[list], Any]) -> str:
+    """``"encoder 'x': encode_texts"`` for a bound method of a named encoder, else ``"the encoder"``."""
+    name, method = getattr(getattr(fn, "__self__", None), "name", None), getattr(fn, "__name__", "")
+    return f"encoder {name!r}: {method}" if name and method.startswith("encode_") else "the encoder"
+
+
 def call_encoder(fn: Callable[[list], Any], items: list, what: str, *, hint: str = "",
                  zeros: ZeroRows | None = None) -> np.ndarray:
     """``fn(items)`` as a float32 ``(len(items), d)`` array (errors in the module docstring).
@@ -155,8 +161,6 @@ def call_encoder(fn: Callable[[list], Any], items: list, what: str, *, hint: str
     ``hint`` ends the message of a failing model (e.g. that finished work is kept)."""
     try:
         out = np.asarray(fn(items), dtype=np.float32)
-    except NonFiniteEmbeddingError as exc:  # said by the encoder's wrapper, which does not know the batch
-        raise NonFiniteEmbeddingError(f"{exc.problem} for a batch of {len(items)} {what}") from None
     except SnapbenchError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure of the user's model
@@ -165,6 +169,8 @@ def call_encoder(fn: Callable[[list], Any], items: list, what: str, *, hint: str
     if out.ndim != 2 or out.shape[0] != len(items):
         raise ConfigError(f"the encoder returned an array of shape {out.shape} for a batch of {len(items)} {what} "
                           "(want one row per item)")
+    if not np.isfinite(out).all():  # every encoder, built-in ones too: a NaN row would score 0 silently
+        raise ConfigError(f"{_encoder_words(fn)} returned NaN or infinite values for a batch of {len(items)} {what}")
     if zeros is not None:
         zeros.add(what, out)
     return out
