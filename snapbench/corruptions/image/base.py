@@ -655,11 +655,7 @@ def corrupt_image_with_params(
     Randomness comes only from ``seed``, ``key`` (the query id), ``operator`` and ``severity``
     (an alias is seeded as the operator it names).
     """
-    op = get_image_operator(operator)
-    image = as_rgb_uint8(image)
-    level = level_params(op.name, severity, grid)
-    rng = image_rng(seed, key, op.name, severity)
-    params = op.sample(rng, level, (int(image.shape[0]), int(image.shape[1])))
+    op, image, params = sample_image_params(image, operator, severity, seed=seed, key=key, grid=grid)
     out = op.apply(image, params)
     out = np.ascontiguousarray(out, dtype=np.uint8)
     return CorruptedImage(out, op.name, int(severity), params)
