@@ -44,6 +44,7 @@ __all__ = [
     "TEXT_LEVELS",
     "SEVERITIES",
     "JOINT_PAIRS",
+    "JOINT_PAIR_LABELS",
     "KINDS",
     "KIND_SIDES",
     "Condition",
@@ -78,15 +79,17 @@ TEXT_OPERATORS: tuple[str, ...] = tuple(op for ops in TEXT_LEVELS.values() for o
 
 SEVERITIES: tuple[int, ...] = (1, 2, 3)
 
-# The paper's six joint pairs (image operator, text operator), each at the three image severities.
-JOINT_PAIRS: tuple[tuple[str, str], ...] = (
-    ("compression", "char_add"),     # C+C
-    ("downscale", "char_delete"),    # D+D
-    ("low_light", "word_swap"),      # L+W
-    ("mosaic", "sent_add"),          # M+S
-    ("overexposure", "word_repeat"), # E+W
-    ("rotation", "sent_replace"),    # R+S
-)
+#: The paper's six joint pairs (image operator, text operator), each at the three image severities,
+#: in its order -> the abbreviation its tables and figures name the pair by.
+JOINT_PAIR_LABELS: dict[tuple[str, str], str] = {
+    ("compression", "char_add"): "C+C",
+    ("downscale", "char_delete"): "D+D",
+    ("low_light", "word_swap"): "L+W",
+    ("mosaic", "sent_add"): "M+S",
+    ("overexposure", "word_repeat"): "E+W",
+    ("rotation", "sent_replace"): "R+S",
+}
+JOINT_PAIRS: tuple[tuple[str, str], ...] = tuple(JOINT_PAIR_LABELS)
 
 # positions in the paper's order (condition_sort_key)
 _IMAGE_POS = {op: i for i, op in enumerate(IMAGE_OPERATORS)}
