@@ -16,9 +16,9 @@ This module holds the benchmark's taxonomy: which built-in operators there are, 
 order, and each image operator's primitive (:data:`IMAGE_PRIMITIVES`, read the other way
 :data:`PRIMITIVE_OF`) -- vocabulary that results, reports and comparisons read without loading an
 operator.  Everything else about an image operator (levels, knob, revision, diagnose flag) is its
-one registration in :mod:`snapbench.corruptions.image`, which must agree with this list (a
-registration under another primitive is refused; a listed operator nobody registered is an error
-at every lookup).  It is also the one place that turns requested ids into the ordered list
+one registration in :mod:`snapbench.corruptions.image`, which reads its primitive from this list (a
+built-in registration of an operator not listed is refused; a listed operator nobody registered is
+an error at every lookup).  It is also the one place that turns requested ids into the ordered list
 of a run (:func:`build_conditions`, over a :class:`ConditionSpace`: what can exist) and the one
 condition order (:func:`condition_sort_key`).  It knows only names; the operators themselves live in
 :mod:`snapbench.corruptions`, whose :func:`~snapbench.corruptions.plan.plan_conditions` builds the
