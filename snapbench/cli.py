@@ -732,9 +732,10 @@ def encode(
     (listed in OUT/dropped_queries.json).  Then: 'snapbench evaluate OUT/paths --mode IT2IT --qrels ...'
     or 'snapbench moor --paths-dir OUT/paths --out fused/'.
     """
-    from .app.encode import check_conditions, load_gallery, prepare_out_dir
+    from .app.encode import check_conditions, prepare_out_dir
     from .app.stages.encoders import close_encoder, open_encoder
     from .core.validate import comma_list
+    from .data.common import read_gallery_manifest
     from .models.device import check_device
     from .store.cache import CachedEncoder, check_cache_dir
 
@@ -748,7 +749,7 @@ def encode(
     # Inputs and the output folder are checked before a (possibly multi-GB) model is loaded.
     prepare_out_dir(out)  # outputs first: a wrong --out is said before anything is read
     check_conditions(corrupted, cond_list)  # a folder that is not a corrupt output; ids it has no outputs for
-    items = load_gallery(gallery)
+    items = read_gallery_manifest(Path(gallery))
     enc, note = open_encoder(encoder, device=device, batch_size=batch_size, engine=engine,
                              actors=actors if engine == "ray" else 0, address=address,
                              use_cache=False if no_cache else None, cache_dir=cache_dir, progress=not no_progress)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from data_fixtures import make_hf_imagefolder, make_snapbench_release, write_photo
 
-from snapbench.app.encode import load_gallery
 from snapbench.core.errors import ConfigError, InputError, OutputError
 from snapbench.corruptions import load_manifest
 from snapbench.data import FORMATS, detect_format, load_dataset
+from snapbench.data.common import read_gallery_manifest
 from snapbench.data.qrels import load_qrels
 from snapbench.store.jsonl import export_jsonl
 
@@ -165,7 +165,7 @@ def test_export_snapbench_json_round_trip(tmp_path):
     assert [q.tags for q in back.queries] == [q.tags for q in src.queries]
     # the existing commands' readers accept the files
     assert [r.id for r in load_manifest(written["queries"])] == src.query_ids
-    assert [g.id for g in load_gallery(written["gallery"])] == src.gallery_ids
+    assert [g.id for g in read_gallery_manifest(written["gallery"])] == src.gallery_ids
     _labels, notes = load_qrels(written["qrels"], src.query_ids, src.gallery_ids)
     assert notes == []
     texts = [json.loads(x) for x in written["released_texts"].read_text().splitlines()]

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from snapbench.app.corrupt import run_corruption
-from snapbench.app.encode import encode_corrupted, load_gallery
+from snapbench.app.encode import encode_corrupted
 from snapbench.corruptions import load_image
+from snapbench.data.common import read_gallery_manifest
 from snapbench.models import get_encoder
 
 DEMO = Path(__file__).resolve().parents[1] / "snapbench" / "assets" / "demo"
@@ -35,7 +36,7 @@ def test_encode_writes_paired_embeddings_and_the_four_cosines(small_run):
     assert list(s.dropped_queries) == ["q_coffee"]
     qids = (tmp / "e" / "query_ids.txt").read_text().split()
     assert qids == ["q_astronaut", "q_chelsea"]
-    gallery = load_gallery(DEMO / "gallery.jsonl")
+    gallery = read_gallery_manifest(DEMO / "gallery.jsonl")
     assert (tmp / "e" / "paths" / "gallery_ids.txt").read_text().split() == [g.id for g in gallery]
 
     # second code path: encode the written variant files and questions directly
@@ -67,9 +68,9 @@ def test_gallery_manifest_errors_name_the_file_and_line(tmp_path):
     p = tmp_path / "g.jsonl"
     p.write_text('{"id": "a", "image": "a.jpg", "caption": "x"}\n{"id": "a", "image": "b.jpg", "caption": "y"}\n')
     with pytest.raises(ValueError, match=r"g.jsonl: line 2: duplicate gallery id 'a'"):
-        load_gallery(p)
+        read_gallery_manifest(p)
     p.write_text('{"id": "a", "image": "a.jpg"}\n')
-    assert load_gallery(p)[0].caption is None  # a gallery without captions: image paths only
+    assert read_gallery_manifest(p)[0].caption is None  # a gallery without captions: image paths only
     with pytest.raises(ValueError, match="no manifest.jsonl"):
         encode_corrupted(tmp_path, p, get_encoder("toy"), tmp_path / "o")
 

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from snapbench.app.corrupt import run_corruption
-from snapbench.app.encode import encode_corrupted, load_gallery
+from snapbench.app.encode import encode_corrupted
 from snapbench.corruptions import load_image
+from snapbench.data.common import read_gallery_manifest
 from snapbench.models import get_encoder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,7 +75,7 @@ def test_image_only_queries_give_the_image_paths_and_say_why_not_the_others(tmp_
         ["query_ids.txt", "gallery_ids.txt"] + [f"{c}.{p}.npy" for c in ("clean", "img__cropping__s3") for p in ("II", "IT")]
     )
     assert "clean.text.npy" not in files(tmp_path / "e" / "embeddings")
-    gallery = load_gallery(DEMO / "gallery.jsonl")
+    gallery = read_gallery_manifest(DEMO / "gallery.jsonl")
     man = {(m["id"], m["condition"]): m for m in map(json.loads, (tmp_path / "c" / "manifest.jsonl").read_text().splitlines())}
     qids = (tmp_path / "e" / "query_ids.txt").read_text().split()
     q_img = enc.encode_images([load_image(tmp_path / "c" / man[(q, "img/cropping/s3")]["path"]) for q in qids])
@@ -91,7 +92,7 @@ def test_question_only_queries_and_a_caption_only_gallery_of_any_item_type(tmp_p
     run_corruption(write_jsonl(tmp_path / "q.jsonl", qs), tmp_path / "c", conditions=["txt/char_swap"], progress=False)
     enc = get_encoder("toy")
     # any objects with id / image / caption attributes (the data loaders' GalleryItem, here a namespace)
-    gallery = [SimpleNamespace(id=g.id, image=None, caption=g.caption) for g in load_gallery(DEMO / "gallery.jsonl")]
+    gallery = [SimpleNamespace(id=g.id, image=None, caption=g.caption) for g in read_gallery_manifest(DEMO / "gallery.jsonl")]
     s = encode_corrupted(tmp_path / "c", gallery, enc, tmp_path / "e")
     assert s.paths == ["TT"] and set(s.skipped_paths) == {"II", "IT", "TI"}
     assert "no query has an image" in s.skipped_paths["II"] and "no gallery item has an image" in s.skipped_paths["TI"]
@@ -158,7 +159,7 @@ def test_a_text_only_model_writes_text_embeddings_and_tt_only(tmp_path):
     assert [f for f in files(tmp_path / "e" / "paths") if f.endswith(".npy")] == ["clean.TT.npy", "txt__char_swap.TT.npy"]
     assert files(tmp_path / "e" / "embeddings") == ["clean.text.npy", "gallery.text.npy", "txt__char_swap.text.npy"]
     tt = np.load(tmp_path / "e" / "paths" / "clean.TT.npy")
-    assert tt.shape == (3, len(load_gallery(DEMO / "gallery.jsonl"))) and np.abs(tt).max() <= 1 + 1e-5
+    assert tt.shape == (3, len(read_gallery_manifest(DEMO / "gallery.jsonl"))) and np.abs(tt).max() <= 1 + 1e-5
 
 
 def _gallery(tmp_path, n):
@@ -219,7 +220,7 @@ def test_a_native_joint_model_gets_its_own_it2it_scores(tmp_path, monkeypatch):
     s = encode_corrupted(tmp_path / "c", DEMO / "gallery.jsonl", enc, tmp_path / "e")
     assert s.joint and s.paths == ["II", "TT", "IT", "TI"]
     toy = get_encoder("toy")
-    gallery = load_gallery(DEMO / "gallery.jsonl")
+    gallery = read_gallery_manifest(DEMO / "gallery.jsonl")
     g = toy.encode_images([load_image(x.image) for x in gallery]) + toy.encode_texts([x.caption for x in gallery])
     man = {(m["id"], m["condition"]): m for m in map(json.loads, (tmp_path / "c" / "manifest.jsonl").read_text().splitlines())}
     qids = (tmp_path / "e" / "query_ids.txt").read_text().split()
@@ -247,7 +248,7 @@ def test_a_rerun_into_the_same_folder_leaves_only_its_own_matrices(tmp_path):
         f"{c}.{p}.npy" for c in ("clean", "img__cropping__s3") for p in ("II", "TT", "IT", "TI"))
     for f in (tmp_path / "e" / "paths").glob("*.npy"):
         assert np.load(f).shape[0] == 3
-    gallery = [SimpleNamespace(id=g.id, image=g.image, caption=None) for g in load_gallery(DEMO / "gallery.jsonl")]
+    gallery = [SimpleNamespace(id=g.id, image=g.image, caption=None) for g in read_gallery_manifest(DEMO / "gallery.jsonl")]
     encode_corrupted(tmp_path / "c", gallery, enc, tmp_path / "e", conditions=["img/cropping/s3"])
     assert [f for f in files(tmp_path / "e" / "paths") if f.endswith(".npy")] == sorted(
         f"{c}.{p}.npy" for c in ("clean", "img__cropping__s3") for p in ("II", "TI"))

@@ -81,13 +81,13 @@ def demo_dataset():
     try:
         from snapbench.data import load_dataset
     except ImportError:  # the data loader is not merged yet: the same object, built by hand
-        from snapbench.app.encode import load_gallery
         from snapbench.corruptions import load_manifest
+        from snapbench.data.common import read_gallery_manifest
 
         qrels = {q: {g: 1.0 for g in gs} for q, gs in json.loads((DEFAULT_DATA / "qrels.json").read_text()).items()}
         return SimpleNamespace(
             name="demo", format="jsonl", root=DEFAULT_DATA, queries=load_manifest(DEFAULT_DATA / "queries.jsonl"),
-            gallery=load_gallery(DEFAULT_DATA / "gallery.jsonl"), qrels=qrels, released=None, notes=[],
+            gallery=read_gallery_manifest(DEFAULT_DATA / "gallery.jsonl"), qrels=qrels, released=None, notes=[],
             has_query_images=True, has_gallery_images=True,
         )
     return load_dataset(DEFAULT_DATA)

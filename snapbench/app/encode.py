@@ -62,7 +62,6 @@ from ..core.errors import ConfigError, InputError, SnapbenchError
 from ..core.targets import PATH_SIDES, SIDES, TargetPlan, plan_targets, query_sides
 from ..core.validate import LIST_MAX, positive_int, unknown_name
 from ..corruptions.io import load_image
-from ..data import GalleryItem
 from ..data.common import read_gallery_manifest
 from ..models import Encoder, cosine_path_scores
 from ..store import (
@@ -81,7 +80,7 @@ from ..store.jsonl import read_manifest, read_skips
 from .stages.encoders import ZeroRows, encode_batches
 from .stages.gallery import encode_gallery
 
-__all__ = ["EncodeSummary", "GalleryItem", "check_conditions", "encode_corrupted", "load_gallery", "prepare_out_dir"]
+__all__ = ["EncodeSummary", "check_conditions", "encode_corrupted", "prepare_out_dir"]
 
 
 @dataclass
@@ -106,12 +105,6 @@ class _Input:
     conditions: list[str]
     query_ids: list[str]
     dropped: dict[str, str]
-
-
-def load_gallery(path: str | os.PathLike) -> list[GalleryItem]:
-    """Read a gallery manifest: JSONL or a JSON list of objects with ``id`` and ``image`` and/or
-    ``caption`` (the one reader of :mod:`snapbench.data`)."""
-    return read_gallery_manifest(Path(path))
 
 
 def prepare_out_dir(out_dir: str | os.PathLike) -> None:
@@ -328,7 +321,7 @@ def encode_corrupted(
     batch_size = positive_int(batch_size, "batch_size")
     corrupt_dir, out = Path(corrupt_dir), EncodeDir(out_dir)
     inp = _read_input(corrupt_dir, conditions)
-    items = load_gallery(gallery) if isinstance(gallery, (str, os.PathLike)) else list(gallery)
+    items = read_gallery_manifest(Path(gallery)) if isinstance(gallery, (str, os.PathLike)) else list(gallery)
     if not items:
         raise InputError("the gallery is empty")
     gallery_ids = [str(g.id) for g in items]

@@ -16,9 +16,9 @@ This module holds the benchmark's taxonomy: which built-in operators there are, 
 order, and each image operator's primitive (:data:`IMAGE_PRIMITIVES`, read the other way
 :data:`PRIMITIVE_OF`) -- vocabulary that results, reports and comparisons read without loading an
 operator.  Everything else about an image operator (levels, knob, revision, diagnose flag) is its
-one registration in :mod:`snapbench.corruptions.image`, which must agree with this list (a
-registration under another primitive is refused; a listed operator nobody registered is an error
-at every lookup).  It is also the one place that turns requested ids into the ordered list
+one registration in :mod:`snapbench.corruptions.image`, which reads its primitive from this list (a
+built-in registration of an operator not listed is refused; a listed operator nobody registered is
+an error at every lookup).  It is also the one place that turns requested ids into the ordered list
 of a run (:func:`build_conditions`, over a :class:`ConditionSpace`: what can exist) and the one
 condition order (:func:`condition_sort_key`).  It knows only names; the operators themselves live in
 :mod:`snapbench.corruptions`, whose :func:`~snapbench.corruptions.plan.plan_conditions` builds the
@@ -44,6 +44,7 @@ __all__ = [
     "TEXT_LEVELS",
     "SEVERITIES",
     "JOINT_PAIRS",
+    "JOINT_PAIR_LABELS",
     "KINDS",
     "KIND_SIDES",
     "Condition",
@@ -78,15 +79,17 @@ TEXT_OPERATORS: tuple[str, ...] = tuple(op for ops in TEXT_LEVELS.values() for o
 
 SEVERITIES: tuple[int, ...] = (1, 2, 3)
 
-# The paper's six joint pairs (image operator, text operator), each at the three image severities.
-JOINT_PAIRS: tuple[tuple[str, str], ...] = (
-    ("compression", "char_add"),     # C+C
-    ("downscale", "char_delete"),    # D+D
-    ("low_light", "word_swap"),      # L+W
-    ("mosaic", "sent_add"),          # M+S
-    ("overexposure", "word_repeat"), # E+W
-    ("rotation", "sent_replace"),    # R+S
-)
+#: The paper's six joint pairs (image operator, text operator), each at the three image severities,
+#: in its order -> the abbreviation its tables and figures name the pair by.
+JOINT_PAIR_LABELS: dict[tuple[str, str], str] = {
+    ("compression", "char_add"): "C+C",
+    ("downscale", "char_delete"): "D+D",
+    ("low_light", "word_swap"): "L+W",
+    ("mosaic", "sent_add"): "M+S",
+    ("overexposure", "word_repeat"): "E+W",
+    ("rotation", "sent_replace"): "R+S",
+}
+JOINT_PAIRS: tuple[tuple[str, str], ...] = tuple(JOINT_PAIR_LABELS)
 
 # positions in the paper's order (condition_sort_key)
 _IMAGE_POS = {op: i for i, op in enumerate(IMAGE_OPERATORS)}

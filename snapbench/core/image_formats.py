@@ -20,7 +20,7 @@ class _ImageFormat(NamedTuple):
     extra: str | None
 
 
-#: Format name -> :class:`ImageFormat`.
+#: Format name -> :class:`_ImageFormat`.
 IMAGE_FORMATS: dict[str, _ImageFormat] = {
     "png": _ImageFormat(".png", None),       # OpenCV
     "qoi": _ImageFormat(".qoi", "codecs"),   # imagecodecs

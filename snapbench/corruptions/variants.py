@@ -5,7 +5,10 @@ the preview contact sheet.
 list of conditions into :class:`Variant` objects (or :class:`Skip` records for conditions that
 cannot be produced).  Each image part ``(operator, severity)`` and each text part is computed once
 per query and shared by the conditions that use it (a joint condition reuses its image and text
-conditions' parts), so a joint variant is byte-identical to its single parts.
+conditions' parts), so a joint variant is byte-identical to its single parts.  (One caller decides
+some skips before it: the torch datasets of :mod:`snapbench.interop.torch` list their
+(query, condition) pairs up front, without reading images, and leave out a text condition whose
+operator fails on the question, giving the operator's own message as the reason.)
 
 With ``measure``, each part's measured strength (:mod:`.measure`) is computed once with it and
 carried by the variant (:attr:`Variant.measured`, the manifest's ``"measured"``); with a

@@ -25,6 +25,7 @@ import numpy as np
 from ..core.errors import EntityNotFoundError
 from ..corruptions.entity import find_entity
 from .detect import QueryResult
+from .thresholds import is_flagged
 
 __all__ = ["entity_problem", "run_checks"]
 
@@ -95,14 +96,16 @@ def _across_queries(results: Sequence["QueryResult"], idx: Sequence[int]) -> lis
 
 def run_checks(results: Sequence["QueryResult"], thresholds: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The query-set checks over diagnosed queries: ``{check: {"rule", "count", "ids" | "groups"}}``."""
-    from .text import content_tokens
+    from .text import _few_content_tokens_score
 
     min_side = int(thresholds["checks"]["min_side"])
     bits = int(thresholds["checks"]["near_duplicate_bits"])
     min_tokens = thresholds["few_content_tokens"]["threshold"]
     entity_missing = [{"id": r.id, "reason": why} for r in results if r.record.question is not None
                       and (why := entity_problem(r.record.question, r.record.entity)) is not None]
-    few = [r.id for r in results if r.record.question is not None and len(content_tokens(r.record.question)) < min_tokens]
+    # the detector's own score and flagged side (diagnose.thresholds.DETECTORS), over the whole set
+    few = [r.id for r in results if r.record.question is not None
+           and is_flagged("few_content_tokens", _few_content_tokens_score(r.record.question), thresholds)]
     small = [{"id": r.id, "width": r.width, "height": r.height} for r in results
              if r.width is not None and r.height is not None and min(r.width, r.height) < min_side]
     with_img = [i for i, r in enumerate(results) if r.digest is not None]

@@ -43,6 +43,7 @@ import cv2
 import numpy as np
 
 from ..corruptions.io import DEFAULT_MAX_PIXELS, as_rgb_uint8, load_image, read_image_bytes
+from .thresholds import default_thresholds
 
 __all__ = ['BLOCKINESS_QUALITY', 'ImageView', 'blockiness', 'blur_score', 'decode_for_diagnosis', 'image_scores', 'low_light_score', 'low_resolution_score', 'overexposure_score', 'perceptual_hash', 'view_of', 'JpegHeader', 'parse_jpeg_header', 'ijg_table', 'ijg_quality']
 
@@ -161,8 +162,11 @@ def low_light_score(luma: np.ndarray) -> float:
     return _percentiles(luma, (95.0,))[0]
 
 
-def overexposure_score(maxc: np.ndarray, clip_level: float = 250) -> float:
-    """Share of pixels whose largest channel is >= ``clip_level``."""
+def overexposure_score(maxc: np.ndarray, clip_level: float | None = None) -> float:
+    """Share of pixels whose largest channel is >= ``clip_level`` (default: the shipped
+    ``[overexposure] clip_level``)."""
+    if clip_level is None:
+        clip_level = default_thresholds()["overexposure"]["clip_level"]
     return float(np.count_nonzero(maxc >= clip_level)) / maxc.size
 
 

@@ -14,7 +14,8 @@ conditions (clean included) sum to 1:
   flag's conditions (weighted as the two flags weight those conditions); when the run has none, to
   every (image condition, text condition) pair of the two flags, each *estimated additively* as
   ``max(0, min(1, R(img) + R(txt) − R(clean)))`` -- the paper's expected joint value without
-  interaction, optimistic where the run finds super-additivity;
+  interaction, optimistic where the run finds super-additivity (the mix names the pairs to
+  estimate, :attr:`Mix.estimated`; ``snapbench traffic`` computes the values);
 * fallbacks when the run lacks a flag's conditions: other severities of the same operators the run
   has, else ``clean`` (the benchmark does not measure that issue); each fallback is a note.
 

@@ -25,13 +25,12 @@ import numpy as np
 from ..core.errors import ConfigError
 from ..core.install_hint import import_extra
 from ..core.validate import hint_and_known
-from .loading import load_or_explain, model_source
+from .loading import load_or_explain, local_model_folder, model_source
 from .torch_support import (
     TorchEncoderBase,
     file_sha256,
     fingerprint_of,
     hash_model_dir,
-    local_model_folder,
     to_pil,
 )
 

@@ -12,7 +12,8 @@
   retries printed by the download library (skipped under ``HF_HUB_OFFLINE=1``, where the loaders
   fail at once themselves).
 
-:func:`load_or_explain` runs a loader and turns whatever it raises into one
+:func:`local_model_folder` finds, without checks, the folder a loaded model's files were read from (to
+fingerprint them).  :func:`load_or_explain` runs a loader and turns whatever it raises into one
 :class:`~snapbench.core.errors.ConfigError` line starting with the encoder's spec.
 :func:`quiet_loading` turns off the progress bars of transformers and huggingface_hub ("Loading
 weights", downloads) while models load, for commands run with ``--no-progress``.
@@ -31,7 +32,7 @@ from typing import Any
 
 from ..core.errors import ConfigError, SnapbenchError
 
-__all__ = ["ModelSource", "load_or_explain", "model_source", "one_line", "quiet_loading"]
+__all__ = ["ModelSource", "load_or_explain", "local_model_folder", "model_source", "one_line", "quiet_loading"]
 
 _QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("snapbench_quiet_loading", default=False)
 _PROBE_TIMEOUT_S = 10.0
@@ -85,6 +86,19 @@ def _cached_snapshot(names: tuple[str, ...]) -> Path | None:
         except Exception:  # noqa: BLE001, S112 - not cached under that name (or not a valid name): next
             continue
     return None
+
+
+def local_model_folder(source: str, *, alternatives: tuple[str, ...] = ()) -> Path | None:
+    """The folder a model's files are read from: ``source`` itself when it is a folder, else the local
+    Hugging Face cache snapshot of ``source`` (or of one of ``alternatives``); ``None`` if neither.
+
+    Unlike :func:`model_source` it checks nothing and asks no Hub: the adapters call it after the
+    load, to hash the files of the weights they loaded (a model the load just downloaded is in the
+    cache by then)."""
+    p = Path(os.path.expanduser(source))
+    if p.is_dir():
+        return p
+    return _cached_snapshot((source, *alternatives))
 
 
 def _probe_hub(what: str, source: str, names: tuple[str, ...]) -> None:

@@ -23,7 +23,6 @@ import numpy as np
 from ..core.defaults import DEFAULT_BATCH_SIZE
 from ..core.errors import ConfigError
 from ..core.install_hint import import_extra
-from .loading import load_or_explain
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -31,8 +30,6 @@ __all__ = [
     "file_sha256",
     "fingerprint_of",
     "hash_model_dir",
-    "load_or_explain",
-    "local_model_folder",
     "to_pil",
 ]
 
@@ -80,24 +77,6 @@ def hash_model_dir(folder: str | os.PathLike) -> dict[str, str]:
             elif target.is_file():
                 out[rel] = file_sha256(target)
     return out
-
-
-def local_model_folder(source: str, *, alternatives: tuple[str, ...] = ()) -> Path | None:
-    """The folder a model's files are read from: ``source`` itself when it is a folder, else the local
-    Hugging Face cache snapshot of ``source`` (or of one of ``alternatives``); ``None`` if neither."""
-    p = Path(os.path.expanduser(source))
-    if p.is_dir():
-        return p
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        return None
-    for repo in (source, *alternatives):
-        try:
-            return Path(snapshot_download(repo, local_files_only=True))
-        except Exception:  # noqa: BLE001, S112 - not cached under that name: try the next one
-            continue
-    return None
 
 
 def to_pil(image: np.ndarray) -> Any:

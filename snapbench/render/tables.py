@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..core.conditions import IMAGE_PRIMITIVES, JOINT_PAIRS, TEXT_LEVELS, Condition, parse_condition
+from ..core.conditions import IMAGE_PRIMITIVES, JOINT_PAIR_LABELS, JOINT_PAIRS, TEXT_LEVELS, Condition, parse_condition
 from ..core.records import Additivity, Paired, Report
 from ..core.targets import target_reads
 from .fmt import DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, minus, points
@@ -44,10 +44,7 @@ __all__ = [
     "text_operators",
 ]
 
-_PAIR_ABBREV: dict[str, str] = {
-    "compression+char_add": "C+C", "downscale+char_delete": "D+D", "low_light+word_swap": "L+W",
-    "mosaic+sent_add": "M+S", "overexposure+word_repeat": "E+W", "rotation+sent_replace": "R+S",
-}
+_PAIR_ABBREV: dict[str, str] = {f"{img}+{txt}": label for (img, txt), label in JOINT_PAIR_LABELS.items()}
 
 
 def metric_label(metric: str) -> str:

@@ -2,14 +2,15 @@
 
 Data flows load -> corrupt -> encode -> score -> fuse -> evaluate; each stage writes a folder the next
 one reads.  Their names and formats live here, once, so that a producer and its consumers can never
-disagree (one truncated-line rule, one id-list reader, one TREC float format, both path-score layouts
-accepted by every reader).
+disagree (one truncated-line rule for the JSONL a stage appends to, one id-list reader, one TREC float
+format, both path-score layouts accepted by every reader).  The resume log of ``snapbench run``, not a
+stage output, reads cut lines by its own rule (:mod:`snapbench.app.stages.resume`).
 
 Each output folder is an object naming its files (:class:`CorruptDir`, :class:`EncodeDir`,
 :class:`RunDir`); every command's ``run.json`` starts with its ``kind`` (:mod:`.folders`, which also
 holds the one resume check).
 
-``snapbench corrupt`` OUT (:func:`read_manifest`, :func:`read_skips`, :func:`read_run_json`)::
+``snapbench corrupt`` OUT (:func:`.jsonl.read_manifest`, :func:`.jsonl.read_skips`, :func:`read_run_json`)::
 
     OUT/run.json          seed, conditions, resolved severity grid, snapbench version (one JSON object)
     OUT/manifest.jsonl    one JSON object per output (at least ``id`` and ``condition``); appended

@@ -121,7 +121,7 @@ _WATERMARK_LEVELS = {
 }
 
 
-@builtin_operator("watermark", "add", levels=_WATERMARK_LEVELS, sample=_sample_watermark,
+@builtin_operator("watermark", levels=_WATERMARK_LEVELS, sample=_sample_watermark,
                   knob=Knob("opacity", 0, 255, integer=True))
 def watermark(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Composite the text at every origin of ``origins`` as one semi-transparent layer.
@@ -224,7 +224,7 @@ _MOSAIC_LEVELS = {
 }
 
 
-@builtin_operator("mosaic", "add", levels=_MOSAIC_LEVELS, sample=_sample_mosaic,
+@builtin_operator("mosaic", levels=_MOSAIC_LEVELS, sample=_sample_mosaic,
                   knob=Knob("frac", 0.01, 1.0, update=_mosaic_at))
 def mosaic(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Pixelate each box [top, left, height, width] of ``boxes`` in order (a later box works on the
@@ -294,7 +294,7 @@ _SCRIBBLE_LEVELS = {
 }
 
 
-@builtin_operator("scribble", "add", levels=_SCRIBBLE_LEVELS, sample=_sample_scribble,
+@builtin_operator("scribble", levels=_SCRIBBLE_LEVELS, sample=_sample_scribble,
                   knob=Knob("thickness", 1, 255, integer=True))
 def scribble(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Draw each path of ``paths`` as an anti-aliased open polyline ``thickness`` pixels wide."""
@@ -484,7 +484,7 @@ _UI_LEVELS = {
 }
 
 
-@builtin_operator("ui_elements", "add", levels=_UI_LEVELS, sample=_sample_ui_elements,
+@builtin_operator("ui_elements", levels=_UI_LEVELS, sample=_sample_ui_elements,
                   knob=Knob("bar_height", 0.0, 0.3, update=_ui_elements_at, resample=True))
 def ui_elements(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Composite phone-interface overlays: the items of ``params["draw"]`` drawn in order on one

@@ -15,8 +15,8 @@ severity table right above it; the tables of the built-ins -- the severity grid 
 the knobs (``BUILTIN_KNOBS``) and diagnose's image flags -- are read from those records
 (:func:`builtin_image_operators`).  Which operators the benchmark has, their primitives and order
 are the benchmark's vocabulary, :data:`snapbench.core.conditions.IMAGE_PRIMITIVES` (read by layers
-that never load an operator: results, reports, comparisons); a registration must agree with it,
-and a listed operator without one is an error at every lookup.  Users call
+that never load an operator: results, reports, comparisons); a built-in's registration takes its
+primitive from there, and a listed operator without one is an error at every lookup.  Users call
 :func:`register_image_operator`; installed packages
 add operators through the entry point group ``snapbench.image_operators`` (see
 :mod:`snapbench.corruptions.plugins`), loaded on the first lookup.
@@ -463,7 +463,6 @@ def _identity(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 
 def builtin_operator(
     name: str,
-    primitive: str,
     *,
     levels: Mapping[int, Mapping[str, Any]],
     sample: SampleFn,
@@ -473,19 +472,18 @@ def builtin_operator(
     diagnose: DiagnoseFlag | None = None,
 ) -> Callable[[ApplyFn], ApplyFn]:
     """The one registration of a built-in operator, a decorator on its ``apply`` function (used by
-    the primitive modules only): its primitive (degrade / transform / remove / add), default ``levels`` (the
-    severity table right above it), ``sample``, ``knob``, ``revision`` (see
-    :func:`register_image_operator`) and the :class:`DiagnoseFlag` that answers to it, if any.
-    Every table of the built-ins is read from these records (:func:`builtin_image_operators`), except
-    the benchmark's taxonomy in :mod:`snapbench.core.conditions` (which operators the benchmark has,
-    their primitives and order, read by layers that never load an operator), which the record must
-    agree with: a built-in it does not list, or lists under another primitive, is refused here, and
-    one it lists but nobody registered is an error at every lookup."""
-    listed = _conditions.PRIMITIVE_OF.get(name)
-    if listed != primitive:
-        raise ConfigError(f"built-in image operator {name!r} is registered as primitive {primitive!r}, but "
-                          f"snapbench.core.conditions.IMAGE_PRIMITIVES lists it "
-                          + (f"under {listed!r}" if listed else "nowhere"), param="primitive")
+    the primitive modules only): its default ``levels`` (the severity table right above it),
+    ``sample``, ``knob``, ``revision`` (see :func:`register_image_operator`) and the
+    :class:`DiagnoseFlag` that answers to it, if any.  Every table of the built-ins is read from these
+    records (:func:`builtin_image_operators`).  Its primitive (degrade / transform / remove / add) is
+    not repeated here: it is read from the benchmark's taxonomy in :mod:`snapbench.core.conditions`
+    (which operators the benchmark has, their primitives and order, read by layers that never load an
+    operator); a built-in the taxonomy does not list is refused here, and one it lists but nobody
+    registered is an error at every lookup."""
+    primitive = _conditions.PRIMITIVE_OF.get(name)
+    if primitive is None:
+        raise ConfigError(f"built-in image operator {name!r} is not listed in snapbench.core.conditions.IMAGE_PRIMITIVES",
+                          param="name")
 
     def _register(apply_fn: ApplyFn) -> ApplyFn:
         _BUILTINS[name] = _add_image_operator(ImageOperator(
@@ -655,11 +653,7 @@ def corrupt_image_with_params(
     Randomness comes only from ``seed``, ``key`` (the query id), ``operator`` and ``severity``
     (an alias is seeded as the operator it names).
     """
-    op = get_image_operator(operator)
-    image = as_rgb_uint8(image)
-    level = level_params(op.name, severity, grid)
-    rng = image_rng(seed, key, op.name, severity)
-    params = op.sample(rng, level, (int(image.shape[0]), int(image.shape[1])))
+    op, image, params = sample_image_params(image, operator, severity, seed=seed, key=key, grid=grid)
     out = op.apply(image, params)
     out = np.ascontiguousarray(out, dtype=np.uint8)
     return CorruptedImage(out, op.name, int(severity), params)

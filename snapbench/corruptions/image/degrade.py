@@ -137,7 +137,7 @@ def _low_light_at(params: Mapping[str, Any], value: float, shape: tuple[int, int
 
 # Revision 2: noise from one byte per value (normal_atoms) instead of 16-bit quantiles, ~2-3x faster.
 # Knob: brightness 0 .. 1; noise_sigma follows in proportion to the darkening 1 - brightness.
-@builtin_operator("low_light", "degrade", levels=_LOW_LIGHT_LEVELS, sample=_sample_low_light,
+@builtin_operator("low_light", levels=_LOW_LIGHT_LEVELS, sample=_sample_low_light,
                   knob=Knob("brightness", 0.0, 1.0, update=_low_light_at), revision=2,
                   diagnose=DiagnoseFlag("low_light", (3,), why="recall 1.00 at s3, 0.10 at s1 and s2"))
 def low_light(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
@@ -179,7 +179,7 @@ def _sample_overexposure(rng: np.random.Generator, level: Mapping[str, Any], sha
     return {"gain": number("overexposure", level, "gain", lo=0.0)}
 
 
-@builtin_operator("overexposure", "degrade", levels=_OVEREXPOSURE_LEVELS, sample=_sample_overexposure,
+@builtin_operator("overexposure", levels=_OVEREXPOSURE_LEVELS, sample=_sample_overexposure,
                   knob=Knob("gain", 1.0, 16.0, log=True),
                   diagnose=DiagnoseFlag("overexposure", (2, 3), why="recall 0.80 at s2, 0.90 at s3, 0.30 at s1"))
 def overexposure(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
@@ -225,7 +225,7 @@ def _gaussian_reduced(image: np.ndarray, sigma: float, factor: int) -> np.ndarra
     return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
 
 
-@builtin_operator("defocus_blur", "degrade", levels=_DEFOCUS_LEVELS, sample=_sample_defocus,
+@builtin_operator("defocus_blur", levels=_DEFOCUS_LEVELS, sample=_sample_defocus,
                   knob=Knob("sigma", 0.1, 64.0, log=True),
                   diagnose=DiagnoseFlag("blur", (2, 3), why="recall 1.00 at s2 and s3, 0.20 at s1"))
 def defocus_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
@@ -286,7 +286,7 @@ _BOX_RGBA_FROM = 8  # box length from which filtering a 4-channel copy is faster
 
 
 # Knob: kernel 1 .. 401 (integer), the angle kept.
-@builtin_operator("motion_blur", "degrade", levels=_MOTION_LEVELS, sample=_sample_motion,
+@builtin_operator("motion_blur", levels=_MOTION_LEVELS, sample=_sample_motion,
                   knob=Knob("kernel", 1, 401, integer=True),
                   diagnose=DiagnoseFlag("blur", (2, 3), why="recall 1.00 at s2 and s3, 0.30 at s1"))
 def motion_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
@@ -328,7 +328,7 @@ def _sample_compression(rng: np.random.Generator, level: Mapping[str, Any], shap
 _IMREAD_RGB = getattr(cv2, "IMREAD_COLOR_RGB", None)  # OpenCV >= 4.10 decodes straight to RGB
 
 
-@builtin_operator("compression", "degrade", levels=_COMPRESSION_LEVELS, sample=_sample_compression,
+@builtin_operator("compression", levels=_COMPRESSION_LEVELS, sample=_sample_compression,
                   knob=Knob("quality", 1, 100, integer=True),
                   diagnose=DiagnoseFlag("compression", (3,), why="recall 1.00 at s3, 0.30 at s2"))
 def compression(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
@@ -378,7 +378,7 @@ def _low_res_indices(h: int, w: int, scale: float) -> tuple[np.ndarray, np.ndarr
     return out
 
 
-@builtin_operator("low_resolution", "degrade", levels=_LOW_RESOLUTION_LEVELS, sample=_sample_low_resolution,
+@builtin_operator("low_resolution", levels=_LOW_RESOLUTION_LEVELS, sample=_sample_low_resolution,
                   knob=Knob("scale", 0.01, 1.0, log=True),
                   diagnose=DiagnoseFlag("low_resolution", (2, 3), why="recall 1.00 at s2 and s3"))
 def low_resolution(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:

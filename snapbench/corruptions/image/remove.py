@@ -54,7 +54,7 @@ def _cropping_at(params: Mapping[str, Any], value: float, shape: tuple[int, int]
             "top": offset(int(params["top"]), h - ch0, h - ch), "left": offset(int(params["left"]), w - cw0, w - cw)}
 
 
-@builtin_operator("cropping", "remove", levels=_CROPPING_LEVELS, sample=_sample_cropping,
+@builtin_operator("cropping", levels=_CROPPING_LEVELS, sample=_sample_cropping,
                   knob=Knob("keep", 0.05, 1.0, update=_cropping_at), changes_size=True)
 def cropping(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Keep the ``height`` x ``width`` window at (``top``, ``left``); the output is the smaller crop."""
@@ -88,7 +88,7 @@ def _downscale_at(params: Mapping[str, Any], value: float, shape: tuple[int, int
     return {**params, "scale": value, "height": scaled_side(shape[0], value), "width": scaled_side(shape[1], value)}
 
 
-@builtin_operator("downscale", "remove", levels=_DOWNSCALE_LEVELS, sample=_sample_downscale,
+@builtin_operator("downscale", levels=_DOWNSCALE_LEVELS, sample=_sample_downscale,
                   knob=Knob("scale", 0.01, 1.0, log=True, update=_downscale_at), changes_size=True,
                   diagnose=DiagnoseFlag("low_resolution", (1, 2, 3), why="recall 1.00 at every severity"))
 def downscale(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:

@@ -85,7 +85,7 @@ def _rotation_cover_scale(height: int, width: int, angle: float) -> float:
     return max((width * c + height * s) / width, (width * s + height * c) / height)
 
 
-@builtin_operator("rotation", "transform", levels=_ROTATION_LEVELS, sample=_sample_rotation,
+@builtin_operator("rotation", levels=_ROTATION_LEVELS, sample=_sample_rotation,
                   knob=Knob("angle", 0.0, 180.0))
 def rotation(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Rotate by ``angle`` degrees counter-clockwise about the centre, zoomed to fill the frame.
@@ -152,7 +152,7 @@ def _perspective_geometry(height: int, width: int, d: float) -> tuple[np.ndarray
     return p, (dx, dy, width - dx, float(height))
 
 
-@builtin_operator("perspective", "transform", levels=_PERSPECTIVE_LEVELS, sample=_sample_perspective,
+@builtin_operator("perspective", levels=_PERSPECTIVE_LEVELS, sample=_sample_perspective,
                   knob=Knob("d", 0.0, 0.45))
 def perspective(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Keystone (camera tilted up): top corners in by ``d`` and down by ``d/2`` of the short side.
@@ -269,7 +269,7 @@ def _compute_lens_maps(height: int, width: int, k1: float) -> tuple[np.ndarray, 
     return m1, m2
 
 
-@builtin_operator("lens_distortion", "transform", levels=_LENS_LEVELS, sample=_sample_lens,
+@builtin_operator("lens_distortion", levels=_LENS_LEVELS, sample=_sample_lens,
                   knob=Knob("k1", -0.33, 0.0))
 def lens_distortion(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Radial lens distortion ``r_d = r_u * (1 + k1 * r_u**2)``, cropped to the frame and resized.
