@@ -208,6 +208,64 @@ def test_sigterm_and_sighup_to_the_process_group_stop_like_ctrl_c(tmp_path: Path
     assert "leaked" not in err and "Traceback" not in err and "resource_tracker" not in err, err
 
 
+def _interrupt_twice(args: list[str], manifest: Path, at_lines: int, gap_s: float) -> subprocess.CompletedProcess:
+    """Start ``snapbench corrupt`` in its own process group; once ``manifest`` has ``at_lines`` lines, send
+    SIGINT to the command and then to its whole group ``gap_s`` later: what ``timeout -s INT`` does, and what
+    a Ctrl-C pressed twice does.  Returns the finished process, or fails when it has not exited 30 s later."""
+    proc = subprocess.Popen(snapbench_cmd() + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if manifest.exists() and manifest.read_bytes().count(b"\n") >= at_lines:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before it could be interrupted; make the query set larger"
+        os.kill(proc.pid, signal.SIGINT)
+        time.sleep(gap_s)
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running 30 s after SIGINT at {at_lines} manifest lines (gap {gap_s} s)")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals")
+def test_sigint_twice_at_any_point_exits_130_and_the_reruns_resume(tmp_path: Path) -> None:
+    """Trial 5: `timeout -s INT 7 snapbench corrupt big.jsonl --workers 2` printed the resume line and then
+    hung forever in 3 of 8 tries.  The second SIGINT (timeout sends one to the command, then one to its
+    group) interrupted the pool's shutdown while it joined its manager thread; Python 3.11 then takes
+    that still running thread for stopped, exits without waiting for it, and the workers never get the
+    message to stop.  Every interrupted run must exit 130 promptly, and the reruns must end with the
+    manifest of an uninterrupted run."""
+    queries = make_queries(tmp_path / "qs", 14, size=512)
+    per_query = 54  # the default conditions
+    full = tmp_path / "full"
+    res = subprocess.run(snapbench_cmd() + ["corrupt", str(queries), "--out", str(full), "--workers", "2", "--no-progress"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = tmp_path / "o"
+    args = ["corrupt", str(queries), "--out", str(out), "--workers", "2", "--no-progress"]
+    manifest = out / "manifest.jsonl"
+    done = 0
+    for queries_more, gap_s in [(1, 0.0), (2, 0.02), (2, 0.1), (3, 0.0)]:  # each rerun resumes the last one
+        res = _interrupt_twice(args, manifest, done + queries_more * per_query, gap_s)
+        assert res.returncode == 130, res.stderr
+        assert "to resume, run:" in res.stderr and "Traceback" not in res.stderr, res.stderr
+        done = manifest.read_bytes().count(b"\n")
+    res = subprocess.run(snapbench_cmd() + args, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert f"reused: {done}" in res.stdout
+    assert manifest.read_bytes() == (full / "manifest.jsonl").read_bytes()
+    assert tree(out / "images") == tree(full / "images")
+
+
 LIVE_SEMAPHORE = """
 import multiprocessing, sys, time
 from snapbench.engines.shm import named_semaphores

@@ -72,6 +72,7 @@ flags): this runs only when the whole run failed, where every load fails fast.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -309,10 +310,11 @@ def _write(folder: CorruptDir, tasks: list[QueryTask], n_records: int, opts: Cor
     """Run the tasks, appending each query's lines (flushed and fsynced) as it completes."""
     counts = _Counts()
     with open(folder.manifest, "a", encoding="utf-8") as mf, open(folder.skips, "w", encoding="utf-8") as sf:
-        with ProgressDisplay(opts.progress) as bar:
+        # an interrupted run shuts its pool down here, before the command says how to resume
+        with ProgressDisplay(opts.progress) as bar, contextlib.closing(_execute(tasks, opts, payload)) as results:
             task = bar.add("corrupting queries", n_records)
             bar.advance(task, n_records - len(tasks))
-            for res in _execute(tasks, opts, payload):
+            for res in results:
                 if res.lines:
                     mf.write("".join(_dumps_line(x) + "\n" for x in res.lines))
                     mf.flush()

@@ -17,6 +17,9 @@ from .signals import STOP_SIGNALS
 
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.5
+#: how long a map that ends early (Ctrl-C, an error) lets the tasks already running finish before
+#: it kills the workers still busy
+_STOP_GRACE_S = 10.0
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -109,6 +112,52 @@ def _stop_signals_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+@contextlib.contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """A stop signal that arrives inside the block (a second Ctrl-C, ``timeout``'s SIGINT to the process
+    group after the one to the command) is held and acted on when the block ends, as if it arrived then.
+
+    Around the pool's final shutdown: an exception raised while ``shutdown`` joins its manager thread
+    leaves that thread running but taken for stopped (Python 3.11's ``Thread.join``), so the
+    interpreter exits without waiting for it; multiprocessing's exit handler then closes the queue the
+    thread was about to tell the workers to stop through, and waits for those workers forever.  Only
+    in the main thread (where Python runs signal handlers); handlers set outside Python are left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {sig: handler for sig in STOP_SIGNALS if (handler := signal.getsignal(sig)) is not None}
+    for sig in previous:
+        signal.signal(sig, lambda signum, _frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(held):
+            signal.raise_signal(sig)
+
+
+def _shut_down(pool: cf.ProcessPoolExecutor, pending: Iterable[cf.Future], grace_s: float = _STOP_GRACE_S) -> None:
+    """End ``pool`` in bounded time, whatever ended the map.
+
+    Queued tasks are cancelled; tasks already running get ``grace_s`` seconds to finish (a corruption
+    task's files are then complete) or until a further stop signal; workers still busy after that are
+    killed (they ignore SIGTERM, see :func:`_local_worker_init`).  The shutdown itself runs with the stop
+    signals held (:func:`_stop_signals_held`): an interrupted one would leave the process hanging at exit."""
+    futures = list(pending)
+    try:
+        for fut in futures:
+            fut.cancel()
+        cf.wait(futures, timeout=grace_s)
+    finally:
+        with _stop_signals_held():
+            if not all(fut.done() for fut in futures):
+                for proc in list((pool._processes or {}).values()):  # noqa: SLF001 - the pool's own workers
+                    proc.kill()
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
 def local_ordered_map(
     fn: Callable[[Any], Any],
     tasks: Iterable[Any],
@@ -145,25 +194,25 @@ def local_ordered_map(
     from .shm import named_semaphores
 
     with named_semaphores():  # the pool's queues make their semaphores now; a kill -9 leaves them named after us
-        executor = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_local_worker_init,
-                                          initargs=(os.getpid(), initializer, initargs))
-    with executor as pool:
-        pending: deque[cf.Future] = deque()
-        try:
-            for n, t in enumerate(tasks):
-                # the first `workers` submissions start the worker processes
-                with _stop_signals_blocked() if n < workers else contextlib.nullcontext():
-                    pending.append(pool.submit(fn, t))
-                if len(pending) >= window:
-                    begin()  # the first window is in flight: the caller's own work overlaps it
-                    yield pending.popleft().result()
-            begin()
-            while pending:
-                yield pending.popleft().result()
-        except BaseException:  # an error, or the consumer closed the generator: drop queued work
-            for fut in pending:
-                fut.cancel()
-            raise
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_local_worker_init,
+                                      initargs=(os.getpid(), initializer, initargs))
+    pending: deque[cf.Future] = deque()
+    try:
+        for n, t in enumerate(tasks):
+            # the first `workers` submissions start the worker processes
+            with _stop_signals_blocked() if n < workers else contextlib.nullcontext():
+                pending.append(pool.submit(fn, t))
+            if len(pending) >= window:
+                begin()  # the first window is in flight: the caller's own work overlaps it
+                # taken off `pending` once it is there: a wait Ctrl-C interrupts leaves the task to _shut_down
+                yield pending[0].result()
+                pending.popleft()
+        begin()
+        while pending:
+            yield pending[0].result()
+            pending.popleft()
+    finally:  # done, an error, Ctrl-C, or the consumer closed the generator
+        _shut_down(pool, pending)
 
 
 def run_once(fn: Callable[[], None] | None) -> Callable[[], None]:
