@@ -93,9 +93,6 @@ def _local_worker_init(parent_pid: int, initializer: Callable[..., Any] | None =
     worker_init(initializer, initargs)
 
 
-#: what a terminal or a shell sends the whole process group to stop it; the parent handles them
-
-
 @contextlib.contextmanager
 def _stop_signals_blocked() -> Iterator[None]:
     """The stop signals blocked in this thread while it starts workers: a spawned worker inherits the
