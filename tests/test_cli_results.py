@@ -518,3 +518,15 @@ def test_additivity_of_a_label_free_run_uses_overlap(nolab_run):
     r = runner.invoke(app, ["additivity", str(out / "IT2IT" / "report.json")])
     assert r.exit_code == 0, r.output
     assert "overlap@10 drops" in " ".join(r.stdout.split()) and "joint/compression+char_add/s3" in r.stdout
+
+
+def test_a_several_encoder_rerun_without_the_limit_is_refused_naming_it(tmp_path):
+    """The folder of a several-encoder run records its --limit as a run's does, so the refusal says so."""
+    base = ["run", str(DEFAULT_DATA), "-e", "toy", "-e", "toy", "--name", "a", "--name", "b", "--out",
+            str(tmp_path / "multi"), "--conditions", "clean,txt/char_swap", "--no-report", *FAST]
+    r = runner.invoke(app, [*base, "--limit", "4"])
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "multi" / "run.json").read_text())["limit"] == {"queries": 4, "of": 12}
+    r = runner.invoke(app, base)
+    assert r.exit_code == 2
+    assert "made with --limit 4 (a different list of queries)" in " ".join(r.output.split()), r.output

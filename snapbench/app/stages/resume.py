@@ -24,7 +24,7 @@ from ...store import RunDir, check_resume, read_run_json, write_run_json
 from .options import RunOptions
 from .plan import RunPlan
 
-__all__ = ["RunState", "open_run", "read_block_measures", "run_fingerprint", "save_run_json",
+__all__ = ["RunState", "limit_record", "open_run", "read_block_measures", "run_fingerprint", "save_run_json",
            "shared_fingerprint"]
 
 
@@ -121,6 +121,14 @@ def _contact_sheet(dataset: Any, seed: int, severity_target: Any = None) -> dict
     return spec
 
 
+def limit_record(dataset: Any) -> dict[str, Any]:
+    """run.json's ``limit`` (``{"queries": N, "of": M}``) of a dataset cut by ``--limit`` (else nothing):
+    stated for every reader of the folder (compare, report) and named by the resume check's refusal."""
+    if getattr(dataset, "limited_from", None) is None:
+        return {}
+    return {"limit": {"queries": len(dataset.queries), "of": int(dataset.limited_from)}}
+
+
 def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: RunPlan, options: RunOptions) -> RunState:
     """The :class:`RunState` of ``out`` for this run (see the module docstring); writes run.json."""
     rundir = RunDir(out)
@@ -144,9 +152,7 @@ def open_run(out: Path, dataset: Any, encoder_label: str, encoder: Any, plan: Ru
         "dataset": f"{dataset.name} ({dataset.format})",
         "dataset_info": {"name": dataset.name, "format": dataset.format, "root": str(Path(dataset.root).resolve()),
                          "n_queries": len(dataset.queries), "n_gallery": len(dataset.gallery)},
-        # --limit: the first N queries only; stated here for every reader of the folder (compare, report)
-        **({} if getattr(dataset, "limited_from", None) is None
-           else {"limit": {"queries": len(dataset.queries), "of": int(dataset.limited_from)}}),
+        **limit_record(dataset),
         "encoder": encoder_label,
         "seed": int(options.seed),
         "variants": options.variants,

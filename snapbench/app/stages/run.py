@@ -29,7 +29,7 @@ from .options import RunOptions, RunResult, RunSetResult, check_options
 from .plan import RunPlan, grid_json, plan_run
 from .queries import QueryEmbeddings, QueryJob, encode_queries
 from .report import Evaluated, finish_run, reused_run
-from .resume import RunState, open_run, shared_fingerprint
+from .resume import RunState, limit_record, open_run, shared_fingerprint
 
 __all__ = ["run_benchmark", "run_encoders"]
 
@@ -211,7 +211,8 @@ def _open_run_set(out: Path, ds: Any, specs: Sequence[str | Any], encs: list[Any
     runs = [{"name": n, "encoder": encoder_label(s, e), "path": n} for n, s, e in zip(names, specs, encs)]
     kept = [r for r in (previous or {}).get("encoder_runs", []) if r.get("name") not in names and not opts.force]
     meta = {"snapbench_version": __version__, "dataset": f"{ds.name} ({ds.format})", "seed": int(opts.seed),
-            "variants": opts.variants, "fingerprint": fp, "encoder_runs": runs + kept, "status": "running"}
+            "variants": opts.variants, **limit_record(ds), "fingerprint": fp, "encoder_runs": runs + kept,
+            "status": "running"}
     write_run_json(out, "run", meta)
     return meta
 
