@@ -622,6 +622,20 @@ def test_a_failed_start_leaves_no_output_folder_behind(data, tmp_path):
     assert r.exit_code == 0, r.output
 
 
+def test_quiet_lists_the_result_files_only(data, tmp_path):
+    """-q as run's and compare's: no progress, no findings, no notes; stdout lists the result files."""
+    root = tmp_path / "jl"
+    shutil.copytree(data[1], root)
+    _drop_album(root, relevant=False)  # a note the quiet run does not print
+    out = tmp_path / "o"
+    r = runner.invoke(app, ["stress", str(root), "-e", ENC, "--out", str(out), "--stress", "drop=ocr",
+                            "--resamples", "20", "-q"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == [str(out / "stress.json"), str(out / "per_query.csv"), str(out / "report.html")]
+    assert r.stderr == "", r.stderr
+    assert json.loads((out / "stress.json").read_text())["notes"]  # the note is in the file
+
+
 def test_the_output_folder_is_claimed_like_every_command(data, tmp_path):
     from snapbench.store import write_run_json
 
