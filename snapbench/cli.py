@@ -151,7 +151,7 @@ class Command(TyperCommand):
     that do not parse (``--topk abc``, ``--ci x``) are said as every other refusal is: ``error: --topk: must
     be an integer, got 'abc'``, exit 2 -- not click's usage block.  Ranges are the library's checks (no typer
     ``min=``/``max=``), so ``--topk 0`` reads ``error: --topk: must be an integer >= 1, got 0`` like a library
-    call.  An unknown flag is ``error: --quiet: no such option; see 'snapbench stress --help'``, with a
+    call.  An unknown flag is ``error: --verbose: no such option; see 'snapbench stress --help'``, with a
     did-you-mean only for a flag of the command that is close to it (not click's "Possible options", which
     counts the shared ``--`` as likeness).  A missing argument or required flag is ``error: QUERIES: required,
     not given; usage: snapbench diagnose [OPTIONS] QUERIES``."""
@@ -198,7 +198,7 @@ def _flags(command: Any, ctx: Any) -> list[str]:
 
 
 def _no_such(name: str, what: str, known: list[str], ctx: Any) -> NoReturn:
-    """``error: --quiet: no such option; see 'snapbench stress --help'`` (a did-you-mean only for a close
+    """``error: --verbose: no such option; see 'snapbench stress --help'`` (a did-you-mean only for a close
     name, the dashes not counted as likeness), exit 2."""
     hint = did_you_mean(name, known, key=lambda o: o.lstrip("-"))
     typer.echo(f"error: {name}: no such {what}{hint}; see '{ctx.command_path} --help'", err=True)
@@ -260,6 +260,19 @@ _Force = Annotated[bool, typer.Option("--force", help="Discard an earlier run in
 _NoProgressBar = Annotated[bool, typer.Option("--no-progress", help="Do not show the progress bar.")]
 _NoProgressBars = Annotated[bool, typer.Option("--no-progress", help="Do not show progress bars.")]
 _Dpi = Annotated[int, typer.Option("--dpi", help="Resolution of the PNG figures (50 to 600).")]
+
+
+def _quiet(silenced: str, listed: str) -> Any:
+    """The ``--quiet``/``-q`` flag of run, compare and stress (one meaning): for scripts, no progress and
+    no messages (``silenced``: what the command would print), stdout lists ``listed``, one path per line."""
+    return Annotated[bool, typer.Option(
+        "--quiet", "-q", help=f"For scripts: no progress, {silenced}; stdout lists {listed}, one path per line. "
+                              "Errors and warnings still go to stderr.")]
+
+
+_QuietCompare = _quiet("no notes, no tables", "compare.json (and compare.html when written)")
+_QuietRun = _quiet("no messages, no table", "the result files (each report.json, headline.json, report.html)")
+_QuietStress = _quiet("no messages, no findings", "the result files (stress.json, per_query.csv, report.html)")
 _FORMATS = "html,md,tex,csv,parquet,png,pdf"  # report's and compare's --formats default: every output
 
 
@@ -399,10 +412,7 @@ def compare(
              "csv/parquet (records/), png/pdf (figures/; need the 'report' extra)."),
     dpi: _Dpi = 120,
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress."),
-    quiet: bool = typer.Option(
-        False, "--quiet", "-q",
-        help="For scripts: no progress, no notes, no tables; stdout lists compare.json (and compare.html when "
-             "written), one path per line. Errors and warnings still go to stderr."),
+    quiet: _QuietCompare = False,
 ) -> None:
     """Compare models on the same corrupted queries: paired differences of drops with CIs and exact or
     permutation tests (adjusted across conditions), rankings with rank intervals and tiers, corruption
@@ -1245,10 +1255,7 @@ def run(
     limit: Optional[int] = typer.Option(
         None, "--limit", metavar="N",
         help="Evaluate the first N queries only: a quick look before a long run (said on the terminal, in run.json and in the report)."),
-    quiet: bool = typer.Option(
-        False, "--quiet", "-q",
-        help="For scripts: no progress, no messages, no table; stdout lists the result files (each report.json, "
-             "headline.json, report.html), one path per line. Errors and warnings still go to stderr."),
+    quiet: _QuietRun = False,
 ) -> None:
     """Run the whole paired evaluation: load -> corrupt -> encode -> score -> fuse -> evaluate -> report.
 
@@ -1369,6 +1376,7 @@ def stress(
     force: _Force = False,
     no_report: bool = typer.Option(False, "--no-report", help="Skip report.html."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not print progress lines."),
+    quiet: _QuietStress = False,
 ) -> None:
     """Perturb only the gallery records' fields and report paired deltas against the clean records.
 
@@ -1383,9 +1391,17 @@ def stress(
                          template=record_template if record_template is not None else DEFAULT_TEMPLATE, split=split,
                          language=language, gallery=gallery, qrels=qrels, set_threshold=set_threshold, device=device,
                          batch_size=batch_size, force=force, report=not no_report,
-                         progress=not no_progress)
-    log = None if no_progress else (lambda m: typer.echo(m, err=True))
+                         progress=not (no_progress or quiet))
+    log = None if no_progress or quiet else (lambda m: typer.echo(m, err=True))
     res = run_stress(dataset, encoder, out, opts, log=log)
+    if quiet:
+        from .store.folders import StressDir
+
+        sd = StressDir(res.out)
+        for path in (sd.stress_json, sd.per_query, res.html):
+            if path is not None:
+                typer.echo(str(path))
+        return
     s = res.summary
     typer.echo(f"{res.n_queries} queries in {len(res.albums)} album(s), {res.n_records} records; "
                f"{len(res.conditions) - 1} stress condition(s); {res.elapsed_s:.1f} s -> {out}")

@@ -514,6 +514,46 @@ def test_bad_jsonl_records_are_named(tmp_path, data, field, value, words):
         assert w in r.output, (w, r.output)
 
 
+def _drop_album(root: Path, relevant: bool) -> str:
+    """Remove the 'album' field of a gallery record the qrels name, or add a record without 'album' that
+    they do not name; its id."""
+    lines = [json.loads(x) for x in (root / "gallery.jsonl").read_text().splitlines()]
+    if relevant:
+        named = {g for gs in json.loads((root / "qrels.json").read_text()).values() for g in gs}
+        rec = next(x for x in lines if x["id"] in named)
+        del rec["album"]
+    else:
+        rec = {"id": "stray.jpg", "caption": "a photo of a lake"}
+        lines.append(rec)
+    (root / "gallery.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return rec["id"]
+
+
+def test_a_relevant_gallery_record_without_album_is_named_as_such(tmp_path, data):
+    """A record without 'album' is in the album 'all': the refusal says so, not only 'from another album'."""
+    from snapbench.albums.load import load_albums
+
+    root = tmp_path / "jl"
+    shutil.copytree(data[1], root)
+    rid = _drop_album(root, relevant=True)
+    with pytest.raises(InputError) as e:
+        load_albums(root)
+    msg = str(e.value)
+    assert repr(rid) in msg and "without an 'album' field" in msg and "in the album 'all'" in msg, msg
+    assert "from another album" not in msg, msg
+
+
+def test_an_unjudged_gallery_record_without_album_is_noted(tmp_path, data):
+    from snapbench.albums.load import load_albums
+
+    root = tmp_path / "jl"
+    shutil.copytree(data[1], root)
+    rid = _drop_album(root, relevant=False)
+    ds = load_albums(root)
+    assert [r.album for r in ds.records if r.id == rid] == ["all"]
+    assert any("no 'album' field" in n and repr(rid) in n and "'all'" in n for n in ds.notes), ds.notes
+
+
 def test_the_availability_curve_reads_caption_characters_for_truncation(run):
     from snapbench.render.stress import availability_points
 
@@ -580,6 +620,20 @@ def test_a_failed_start_leaves_no_output_folder_behind(data, tmp_path):
     r = runner.invoke(app, ["stress", str(data[0]), "-e", ENC, "--out", str(out), "--stress", "drop=ocr",
                             "--resamples", "20", "--no-report", "--no-progress"])
     assert r.exit_code == 0, r.output
+
+
+def test_quiet_lists_the_result_files_only(data, tmp_path):
+    """-q as run's and compare's: no progress, no findings, no notes; stdout lists the result files."""
+    root = tmp_path / "jl"
+    shutil.copytree(data[1], root)
+    _drop_album(root, relevant=False)  # a note the quiet run does not print
+    out = tmp_path / "o"
+    r = runner.invoke(app, ["stress", str(root), "-e", ENC, "--out", str(out), "--stress", "drop=ocr",
+                            "--resamples", "20", "-q"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == [str(out / "stress.json"), str(out / "per_query.csv"), str(out / "report.html")]
+    assert r.stderr == "", r.stderr
+    assert json.loads((out / "stress.json").read_text())["notes"]  # the note is in the file
 
 
 def test_the_output_folder_is_claimed_like_every_command(data, tmp_path):

@@ -4,6 +4,8 @@ it refuses another severity grid.  Runs that agree are compared."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from typer.testing import CliRunner
 
@@ -48,6 +50,9 @@ def test_another_severity_target_is_refused(runs, tmp_path, a, b, said):
     assert r.output.startswith("error: the runs cannot be compared, they differ in their conditions: ")
     first, second = said
     assert f"'{a}' ({runs / a}) generated its variants {first}, '{b}' ({runs / b}) {second}" in r.output
+    # the example id is one of these runs' conditions (trial finding: img/compression/s2, which they lack)
+    example = re.search(r"one condition id, such as (\S+), names a different corruption in each", r.output)
+    assert example and example.group(1) in [c for c in CONDS.split(",") if c.startswith("img/")], r.output
     assert "Traceback" not in r.output and not (tmp_path / "o" / "compare.json").exists()
 
 

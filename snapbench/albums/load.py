@@ -251,19 +251,26 @@ def _load_jsonl(path: Path, gallery: Path | None, qrels: Path | None) -> AlbumDa
     gallery = Path(gallery) if gallery is not None else gallery_next_to(path)
     records = []
     seen: dict[str, int] = {}
+    unnamed: list[str] = []  # the records without an 'album' field (placed in the album 'all')
     for i, obj in jsonl_lines(read_text(gallery, what="gallery JSONL"), gallery):
         r = _jsonl_record(i, obj, gallery)
         if r.id in seen:
             raise InputError(f"line {i}: duplicate id {r.id!r} (first on line {seen[r.id]})", path=gallery)
         seen[r.id] = i
         records.append(r)
+        if "album" not in obj:
+            unnamed.append(r.id)
     if not records:
         raise InputError("the gallery holds no records", path=gallery)
     albums = {r.album for r in records}
+    if unnamed and len(unnamed) < len(records):
+        notes.append(f"{gallery}: {len(unnamed)} gallery record(s) have no 'album' field and form the album "
+                     f"{_DEFAULT_ALBUM!r}, searched by no query of another album: {examples(unnamed)}")
     for q in queries:
         a = str(q.tags.get("album") or _DEFAULT_ALBUM)
         if a not in albums:
-            raise InputError(f"query {q.id!r}: album {a!r} has no gallery records (albums: "
+            why = "" if q.tags.get("album") else f" (the query has no 'album' field: it is in the album {a!r})"
+            raise InputError(f"query {q.id!r}: album {a!r} has no gallery records{why} (albums: "
                              f"{', '.join(sorted(albums))})", path=path)
         q.tags["album"] = a
     qrels = qrels or sibling(path.parent, QRELS_NAMES)
@@ -272,12 +279,21 @@ def _load_jsonl(path: Path, gallery: Path | None, qrels: Path | None) -> AlbumDa
         gt, more, _ = align_qrels(read_qrels_file(qrels), [q.id for q in queries], [r.id for r in records],
                                   path=qrels, id_lists=("the query set", "the gallery"))
         notes += more
-        album_of = {r.id: r.album for r in records}
+        album_of, no_album = {r.id: r.album for r in records}, set(unnamed)
         for q in queries:
             other = [g for g in gt.get(q.id, {}) if album_of[g] != q.tags["album"]]
             if other:
-                raise InputError(f"query {q.id!r} (album {q.tags['album']!r}): relevant record(s) from another "
-                                 f"album: {examples(other)}; each query searches only its own album", path=qrels)
+                lack = [g for g in other if g in no_album]
+                head = f"query {q.id!r} (album {q.tags['album']!r}): relevant record(s)"
+                if lack:
+                    rest = [g for g in other if g not in no_album]
+                    raise InputError(f"{head} without an 'album' field in {gallery}, which therefore are in the album "
+                                     f"{_DEFAULT_ALBUM!r}: {examples(lack)}"
+                                     + (f", and from another album: {examples(rest)}" if rest else "")
+                                     + "; give each gallery record its album (each query searches only its own album)",
+                                     path=qrels)
+                raise InputError(f"{head} from another album: {examples(other)}; each query searches only its own album",
+                                 path=qrels)
     return AlbumDataset(name=path.stem, format="jsonl", root=path.parent, queries=queries, records=records,
                         qrels=gt, notes=notes)
 

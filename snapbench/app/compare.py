@@ -595,7 +595,9 @@ def _seed(s: ModelSource, targets: Sequence[str]) -> Any:
     return s.run["seed"] if "seed" in s.run else s.report(targets[0]).meta.seed
 
 
-def _run_diffs(a: ModelSource, b: ModelSource, targets: Sequence[str]) -> list[str]:
+def _run_diffs(a: ModelSource, b: ModelSource, targets: Sequence[str], example: str | None = None) -> list[str]:
+    """What differs between the set-ups of ``a`` and ``b``; ``example``: a corrupted condition with a
+    severity that the runs compare (a message's example of an id whose corruption differs), if any."""
     out = [_value_diff("seed", a, _seed(a, targets), b, _seed(b, targets))]
     fa, fb = a.run.get("fingerprint"), b.run.get("fingerprint")
     if isinstance(fa, dict) and isinstance(fb, dict):
@@ -606,8 +608,9 @@ def _run_diffs(a: ModelSource, b: ModelSource, targets: Sequence[str]) -> list[s
             if fa.get("grid") != fb.get("grid"):
                 out.append(f"conditions: {a.label} and {b.label} generated their variants with different severity grids")
             if fa.get("severity_target") != fb.get("severity_target"):
+                such = f", such as {example}," if example else ""
                 out.append(f"conditions: {a.label} generated its variants {_strengths(fa)}, {b.label} "
-                           f"{_strengths(fb)} (one condition id, such as img/compression/s2, names a different corruption in each)")
+                           f"{_strengths(fb)} (one condition id{such} names a different corruption in each)")
     return [d for d in out if d]
 
 
@@ -660,8 +663,11 @@ def _check_setups(sources: Sequence[ModelSource], targets: Sequence[str]) -> tup
         compared[t], warning, d = _compared_conditions(sources, t)
         warnings += [warning] if warning else []
         diffs += d
+    # a condition of these runs with a severity (the first image one, else joint) for the messages' example
+    graded = [c for conds in compared.values() for c in conds if parse_condition(c).severity is not None]
+    example = min(graded, key=lambda c: parse_condition(c).kind != "image", default=None)
     for other in sources[1:]:
-        run = _run_diffs(first, other, targets)
+        run = _run_diffs(first, other, targets, example)
         diffs += run + _report_diffs(first, other, targets, {d.split(":")[0] for d in run})
     _fail(diffs)
     return compared, warnings

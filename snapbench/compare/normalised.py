@@ -32,7 +32,7 @@ from ..core.conditions import parse_condition
 from .records import EffectiveRecord, FitRecord, NormalisedRecord
 
 __all__ = ["DEFAULT_CLIP", "corruption_errors", "logit_fit", "effective_robustness",
-           "normalised_records", "effective_records"]
+           "normalised_records", "effective_records", "operator_levels"]
 
 DEFAULT_CLIP = 1e-4
 
@@ -53,6 +53,11 @@ def _operator_conditions(conditions: Sequence[str]) -> dict[str, tuple[str, list
             continue
         out.setdefault(key, (kind, []))[1].append(i)
     return out
+
+
+def operator_levels(conditions: Sequence[str]) -> dict[str, int]:
+    """How many of ``conditions`` each operator of the CE has (1: a text operator, or one run at one level)."""
+    return {op: len(pos) for op, (_, pos) in _operator_conditions(conditions).items()}
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:

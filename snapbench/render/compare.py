@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from ..compare.groups import GROUP_ALL
+from ..compare.normalised import operator_levels
 from ..compare.ranking import told_apart
 from ..compare.records import (
     AdditivityPairRecord,
@@ -75,12 +76,12 @@ from ..compare.records import (
 )
 from ..compare.stats import adjust_pvalues
 from ..core.conditions import IMAGE_PRIMITIVES
-from ..store.compare import COMPARE_FIGURES, RECORD_TYPES, ModelSource
+from ..store.compare import COMPARE_FIGURES, RECORD_TYPES, UNNAMED, ModelSource
 from ..store.folders import CompareDir
 from ..store.rundir import TARGET_NAMES
 from .figures import legend_outside, require_matplotlib, tidy_axes, to_points
 from .findings import Finding
-from .fmt import PAIRED_SIGN, ci_excludes_zero, ci_label, ci_level_text, ci_words, p_text, pct
+from .fmt import DASH, PAIRED_SIGN, ci_excludes_zero, ci_label, ci_level_text, ci_words, p_text, pct
 from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from .tables import Cell, Table, metric_label
 
@@ -318,9 +319,14 @@ def _pairs_adjustment(n_pairs: int, correction: str) -> str:
     return f"{correction}-adjusted over the {n_pairs} pairs of models"
 
 
+#: How sentences, tables and pages name the target of evaluate reports that record no mode (:data:`UNNAMED`).
+_UNNAMED_LABEL = "the scores (no mode recorded)"
+
+
 def _target_label(target: str) -> str:
-    """``IT→IT`` for ``IT2IT``; MOOR and fusion baselines as they are."""
-    return TARGET_NAMES.get(target, target)
+    """``IT→IT`` for ``IT2IT``; MOOR and fusion baselines as they are; the target of evaluate reports
+    that record no mode as :data:`_UNNAMED_LABEL` (not its placeholder id ``evaluate``)."""
+    return _UNNAMED_LABEL if target == UNNAMED else TARGET_NAMES.get(target, target)
 
 
 def value_table(v: MetricView, stem: str) -> Table:
@@ -435,22 +441,42 @@ def _ci(lo: float | None, hi: float | None, level: float) -> str:
     return ci_words((lo, hi), level) or "no CI"
 
 
+def _gains(delta: float) -> bool:
+    """Whether a mean Δ (condition − clean) is a gain as written (positive once rounded: ``+0.0`` is none)."""
+    shown = pct(delta, True)
+    return shown != DASH and float(shown) > 0
+
+
 def _extremes(rec: dict, order: list[str], level: float) -> str:
     """"X drops least (...) and Y most (...)", with models of equal mean Δ named together: equal
-    values read as equal (a run compared with itself)."""
+    values read as equal (a run compared with itself).  A positive mean Δ is a gain, said so: "X gains
+    most (...) and Y least (...)" when every model gains, "X gains (...) and Y drops (...)" when one
+    side gains and the other drops ("most" when others lie between)."""
     def said(ms: list[str]) -> str:
         r = rec[ms[0]]
         return f"{pct(r.delta, True)} points, {_ci(r.ci_low, r.ci_high, level)}"
 
+    def verb(ms: list[str], word: str) -> str:
+        return f"{word}s" if len(ms) == 1 else word
+
     least = [m for m in order if rec[m].delta == rec[order[0]].delta]
     most = [m for m in order if rec[m].delta == rec[order[-1]].delta]
     if len(least) == len(order):
+        same = "gain" if _gains(rec[order[0]].delta) else "drop"
         if _same_ci(rec, order):
-            return f"{_join(order)} drop the same ({said(order)})"
+            return f"{_join(order)} {same} the same ({said(order)})"
         cis = ", ".join(f"{m}: {_ci(rec[m].ci_low, rec[m].ci_high, level)}" for m in order)
-        return f"{_join(order)} drop the same ({pct(rec[order[0]].delta, True)} points; {cis})"
-    verb = "drops" if len(least) == 1 else "drop"
-    text = f"{_join(least)} {verb} least ({said(least)}) and {_join(most)} most ({said(most)})"
+        return f"{_join(order)} {same} the same ({pct(rec[order[0]].delta, True)} points; {cis})"
+    if _gains(rec[most[0]].delta):
+        text = f"{_join(least)} {verb(least, 'gain')} most ({said(least)}) and {_join(most)} least ({said(most)})"
+    elif _gains(rec[least[0]].delta):
+        gainers = [m for m in order if _gains(rec[m].delta)]
+        most_word = " most" if len(order) - len(gainers) > len(most) else ""
+        least_word = " most" if len(gainers) > len(least) else ""
+        text = (f"{_join(least)} {verb(least, 'gain')}{least_word} ({said(least)}) and {_join(most)} "
+                f"{verb(most, 'drop')}{most_word} ({said(most)})")
+    else:
+        text = f"{_join(least)} {verb(least, 'drop')} least ({said(least)}) and {_join(most)} most ({said(most)})"
     if pct(rec[least[0]].delta, True) == pct(rec[most[0]].delta, True):
         text += ", apart by less than the precision shown"
     return text
@@ -569,13 +595,20 @@ def _undefined_mce(v: MetricView, reference: str, models: list[str], relative: b
     field = "relative_ce" if relative else "ce"
     ref_ops = sorted(_undefined_ops(v, reference, field))
     parts = []
+    # an operator of one condition (a text operator) has one level, not severities
+    levels = operator_levels(v.conditions)
+    single = [levels.get(op) == 1 for op in ref_ops]
     if ref_ops and relative:
+        summed = ("at its one level" if all(single) else "summed over the severities" if not any(single) else
+                  "summed over the severities (or at its one level)")
         parts.append(f"{reference}, the reference, drops 0 under {len(ref_ops)} operator(s) ({_etc(ref_ops)}: "
-                     f"{metric_label(v.metric)} summed over the severities equals its clean value), and a relative "
+                     f"{metric_label(v.metric)} {summed} equals its clean value), and a relative "
                      "corruption error divides by the reference's drop")
     elif ref_ops:
+        where = ("at its one level" if all(single) else "at every severity" if not any(single) else
+                 "at every severity (or its one level)")
         parts.append(f"{reference}, the reference, makes no error under {len(ref_ops)} operator(s) ({_etc(ref_ops)}: "
-                     f"{metric_label(v.metric)} 100% at every severity), and a corruption error divides by the "
+                     f"{metric_label(v.metric)} 100% {where}), and a corruption error divides by the "
                      "reference's errors")
     for m in models:
         own = [op for op in _undefined_ops(v, m, field) if op not in ref_ops]
