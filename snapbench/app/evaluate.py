@@ -88,7 +88,7 @@ def evaluate_directory(
         groups = query_groups(load_tags(tags, sd.query_ids, notes=notes), sd.query_ids, group_by, source=tags)
     elif group_by is not None:
         raise EvaluationInputError(f"{arg('group_by')} needs {arg('tags')} (a tags file)", param="group_by")
-    report = evaluate_conditions(evals, labels, cfg, groups=groups)
+    report = evaluate_conditions(evals, labels, cfg, groups=groups, target=scores_target(sd))
     if qrels is not None:
         report.coarse_text_drag = _coarse_text_drag(sd, labels, evals["clean"], cfg)
     report.meta.scores_dir = str(sd.path)

@@ -164,7 +164,8 @@ def _meta(cfg: CompareConfig, names: list[str], ref: int, n_q: int, n_perm: int)
             "exact_signflip": "generalised Cohen's g = sum(d) / (2 sum|d|)",
             "permutation": "d_z = mean(d_q) / SD(d_q)",
         },
-        "families": "p_adj over the conditions of one (mode, metric, model_a, model_b); its groups form a second family",
+        "families": ("p_adj over the conditions of one (mode, metric, model_a, model_b) that the mode reads; its groups "
+                     "of them form a second family; a condition or group the mode cannot read has p_adj = p_raw"),
         "ranking_score": ("group:all delta (mean drop over the corrupted conditions that corrupt a side of the query "
                           "the mode reads); rank 1 = smallest drop"),
         "ranking_group": ("tiers, best first: walking down by score, a model joins the current tier unless it is told apart "

@@ -25,7 +25,7 @@ import numpy as np
 from ..core.conditions import IMAGE_PRIMITIVES, PRIMITIVE_OF, parse_condition
 from ..core.targets import target_reads
 
-__all__ = ["GROUP_ALL", "condition_groups", "exact_group_means", "group_means"]
+__all__ = ["GROUP_ALL", "condition_groups", "exact_group_means", "group_means", "read_columns"]
 
 GROUP_ALL = "group:all"
 
@@ -63,6 +63,15 @@ def condition_groups(conditions: Sequence[str], target: str | None = None) -> di
     if not groups[GROUP_ALL]:
         del groups[GROUP_ALL]
     return groups
+
+
+def read_columns(conditions: Sequence[str], groups: dict[str, list[int]], target: str) -> np.ndarray:
+    """Per column (the corrupted ``conditions``, then ``groups`` of them): whether ``target`` reads it --
+    a condition by :func:`target_reads`, a group when it reads at least one of its conditions.  A column
+    it cannot read cannot move it (T→T under an image condition, or ``group:img/...``): such columns are
+    outside the families of adjusted p-values and shown as "–" in the Δ tables."""
+    read = [target_reads(target, c) for c in conditions]
+    return np.array(read + [any(read[i] for i in idx) for idx in groups.values()], dtype=bool)
 
 
 def group_means(x: np.ndarray, groups: dict[str, list[int]], axis: int = -1) -> np.ndarray:

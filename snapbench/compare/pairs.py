@@ -14,8 +14,9 @@
     ``test = "permutation"``; effect size d_z = mean(d_q) / SD(d_q) (ddof 1) over the queries where
     d_q is defined, d_q from the per-query values num/den (for a group, d_q averaged over its
     conditions).
-* **Families**: p_adj adjusts the conditions of one (mode, metric, model_a, model_b) together, and
-  that pair's groups together as a second family (:mod:`snapbench.compare.stats`).
+* **Families**: p_adj adjusts the conditions of one (mode, metric, model_a, model_b) that the mode
+  reads together, and that pair's groups of them together as a second family
+  (:mod:`snapbench.compare.stats`); a condition or group the mode cannot read keeps p_adj = p_raw.
 
 Exact paired test of a difference of drops on a 0/1 metric (hit@k), and its effect size.
 
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..evaluate.metrics import is_binary_metric
-from .groups import group_means
+from .groups import group_means, read_columns
 from .records import PairRecord
 from .stats import MetricBlock, adjust_pvalues, pair_intervals
 
@@ -205,12 +206,16 @@ def pair_statistics(block: MetricBlock, swaps: np.ndarray, ci: float, workers: i
 
 
 def pair_records(block: MetricBlock, ps: _PairStats, correction: str) -> list[PairRecord]:
-    """One record per pair x column; p_adj within (conditions) and within (groups) of each pair."""
+    """One record per pair x column; p_adj within (conditions) and within (groups) of each pair, over
+    the columns the mode reads (:func:`~snapbench.compare.groups.read_columns`); a column it cannot
+    read (the difference of two zero drops) keeps p_adj = p_raw."""
     n_cond = len(block.conditions) - 1
+    read = read_columns(block.conditions[1:], block.groups, block.mode)
     out: list[PairRecord] = []
     for i, (a, b) in enumerate(ps.pairs):
-        p_adj = np.concatenate([adjust_pvalues(ps.p_raw[i, :n_cond], correction),
-                                adjust_pvalues(ps.p_raw[i, n_cond:], correction)])
+        p_adj = ps.p_raw[i].copy()
+        for family in (np.flatnonzero(read[:n_cond]), n_cond + np.flatnonzero(read[n_cond:])):
+            p_adj[family] = adjust_pvalues(ps.p_raw[i, family], correction)
         for j, col in enumerate(ps.columns):
             out.append(PairRecord(
                 block.mode, block.metric, col, block.models[a], block.models[b], float(ps.diff[i, j]),

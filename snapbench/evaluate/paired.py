@@ -18,8 +18,10 @@
   per-query values at random (for a mean metric this is the sign-flip test), two-sided,
   p = (1 + #{|Δ*| >= |Δ|}) / (1 + R).  McNemar comes from ``scipy.stats.binomtest``; the permutation
   test is a matrix product over a seeded swap matrix (checked against ``scipy.stats.permutation_test``).
-* **Multiple conditions**: Holm(-Bonferroni) over all paired conditions, separately per metric.
-  Reports carry ``p`` (Holm-adjusted) and ``p_raw``.
+* **Multiple conditions**: Holm(-Bonferroni) over the paired conditions of the family, separately per
+  metric: the conditions the report's target reads (:func:`snapbench.core.targets.target_reads`: an
+  image condition cannot move T→T), every condition when the target is unknown.  Reports carry ``p``
+  (Holm-adjusted) and ``p_raw``; a condition outside the family keeps ``p = p_raw`` (nothing to adjust).
 
 All randomness comes from :func:`snapbench.core.seeding.derive_generator` keyed by the seed, so results
 are identical in any process.
@@ -28,7 +30,7 @@ are identical in any process.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -328,12 +330,14 @@ def paired_analysis(
     boot: Mapping[str, np.ndarray] | None = None,
     rows: Mapping[str, np.ndarray] | None = None,
     resampler: QueryResamples | None = None,
+    family: Collection[str] | None = None,
 ) -> dict[str, dict[str, dict]]:
     """``{cond: {metric: {"delta", "ci", "p", "p_raw"}}}`` for every condition except ``clean``.
 
     ``stats[cond][metric]`` are per-query :class:`QueryStat` (same queries in the same order for all
     conditions).  delta = value(cond) - value(clean); CI from the paired bootstrap; ``p`` is
-    Holm-adjusted over the conditions (per metric), ``p_raw`` unadjusted.
+    Holm-adjusted over the conditions of ``family`` (per metric; default every condition), ``p_raw``
+    unadjusted; a condition outside ``family`` has ``p`` = ``p_raw``.
 
     ``rows[metric]``: the query rows that count for the metric
     (:func:`~snapbench.evaluate.metrics.counted_rows`); only they are resampled and permuted
@@ -365,7 +369,9 @@ def paired_analysis(
         b = boot[m] if boot is not None else rs.values([base] + others, counted[m])
         lo, hi = percentile_ci(b[:, 1:] - b[:, :1], ci)
         p_raw = perm_p[m] if m in perm_p else _mcnemar_pvalues(base, others)  # every other metric is hit@k
-        p_adj = holm(list(p_raw))
+        in_family = [family is None or c in family for c in conds]
+        adj = iter(holm([p for p, f in zip(p_raw, in_family) if f]))
+        p_adj = [next(adj) if f else (None if math.isnan(p) else float(p)) for p, f in zip(p_raw, in_family)]
         for j, c in enumerate(conds):
             delta = others[j].value - v0
             out[c][m] = {

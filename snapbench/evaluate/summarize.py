@@ -33,6 +33,7 @@ from ..core.records import (
     SeverityCurve,
     Stability,
 )
+from ..core.targets import target_reads
 from .additivity import additivity_analysis, joint_parts
 from .condition import ConditionEval
 from .config import EvaluationConfig
@@ -68,8 +69,13 @@ def evaluate_conditions(
     *,
     groups: Mapping[str, np.ndarray] | None = None,
     clean: str = "clean",
+    target: str | None = None,
 ) -> Report:
-    """The report (SPEC §11 schema plus extras) from per-condition results sharing queries/labels."""
+    """The report (SPEC §11 schema plus extras) from per-condition results sharing queries/labels.
+
+    ``target``: the retrieval target the results are of (a mode, MOOR, ``fusion/<name>``), when known:
+    the Holm family of its p-values is then the conditions it reads (:func:`target_reads`; an image
+    condition cannot move T→T), else every corrupted condition."""
     cfg = config or EvaluationConfig()
     metrics = cfg.metric_list()
     if clean not in evals:
@@ -92,8 +98,9 @@ def evaluate_conditions(
     rs = QueryResamples(n_q, cfg.resamples, cfg.seed, permutations=n_perm)
     rows = {m: rs.rows(counted_rows(m, labels.n_pos, cfg.include_zero_gt)) for m in metrics}
     boot = _metric_bootstrap(evals, conds, metrics, rows, rs)
+    family = None if target is None else [c for c in conds[1:] if target_reads(target, c)]
     paired = paired_analysis({c: {m: evals[c].stats[m] for m in metrics} for c in conds},
-                             clean=clean, ci=cfg.ci, boot=boot, rows=rows, resampler=rs)
+                             clean=clean, ci=cfg.ci, boot=boot, rows=rows, resampler=rs, family=family)
     values = {m: {c: evals[c].stats[m].value for c in conds} for m in metrics}
     n_zero = int(np.count_nonzero(labels.n_pos == 0))
     report = Report(
@@ -270,7 +277,8 @@ def _meta(cfg: EvaluationConfig, metrics: Sequence[str], n_perm: int, n_zero: in
             "hit@k": "exact two-sided McNemar (binomial on discordant queries)",
             "other": "two-sided paired permutation test (random per-query swap of the two conditions)",
         },
-        correction="Holm over all paired conditions, per metric; 'p' = adjusted, 'p_raw' = unadjusted",
+        correction=("Holm over the paired conditions the target reads (all of them when the target is unknown), per "
+                    "metric; 'p' = adjusted, 'p_raw' = unadjusted; a condition the target cannot read has p = p_raw"),
         zero_gt="included as 0 in ranking metrics" if cfg.include_zero_gt else "excluded from ranking metrics",
         n_zero_gt=n_zero,
         n_gallery=labels.n_items,

@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare.groups import GROUP_ALL
+from ..compare.groups import GROUP_ALL, condition_groups, read_columns
 from ..compare.normalised import operator_levels
 from ..compare.ranking import told_apart
 from ..compare.records import (
@@ -295,6 +295,19 @@ class MetricView:
         """The corrupted conditions (no groups), in the runs' order."""
         return [c for c in self.columns if c != "clean" and not c.startswith("group:")]
 
+    @cached_property
+    def read(self) -> dict[str, bool]:
+        """Condition or group id -> whether the target reads it (:func:`~snapbench.compare.groups.read_columns`:
+        an image condition, or an image group, cannot move T→T)."""
+        conds = self.conditions
+        groups = condition_groups(conds, self.target)
+        return dict(zip(conds + list(groups), read_columns(conds, groups, self.target).tolist()))
+
+    @property
+    def read_conditions(self) -> list[str]:
+        """The corrupted conditions the target reads: those ``group:all`` (the ranking's mean) is over."""
+        return [c for c in self.conditions if self.read[c]]
+
     def pair(self, a: str, b: str, condition: str) -> tuple[PairRecord | None, int]:
         """The record of ``a`` vs ``b`` on ``condition`` and the sign (+1, or -1 when the record is b vs a)."""
         if (a, b, condition) in self.pairs:
@@ -352,10 +365,16 @@ def delta_table(v: MetricView, stem: str) -> Table:
         cells = []
         for _, c in cols:
             r = v.values.get((m, c))
-            cells.append(Cell(finite(r.delta), [finite(r.ci_low), finite(r.ci_high)], signed=True) if r else Cell())
+            if not v.read.get(c, True):
+                cells.append(Cell(text="–"))
+            else:
+                cells.append(Cell(finite(r.delta), [finite(r.ci_low), finite(r.ci_high)], signed=True) if r else Cell())
         rows.append((v.label(m), cells))
     t.groups.append(("", rows))
     t.notes.append("A group's Δ is the mean over its conditions; its CI resamples queries jointly for every condition.")
+    if any(not v.read.get(c, True) for _, c in cols):
+        t.notes.append(f"–: a column of conditions {_target_label(v.target)} cannot read (they corrupt only a side "
+                       "of the query it does not read, so its Δ is 0 by construction).")
     return t
 
 
@@ -400,22 +419,23 @@ def ranking_table(v: MetricView, stem: str, reference: str) -> Table:
 
 
 def _wins(v: MetricView, a: str, b: str) -> tuple[int, int, int]:
-    """Conditions where ``a`` is told apart as more robust, as less robust, and neither."""
+    """Conditions the target reads where ``a`` is told apart as more robust, as less robust, and neither."""
     better = worse = 0
-    for c in v.conditions:
+    for c in v.read_conditions:
         rec, sign = v.pair(a, b, c)
         if rec is not None and v.apart(rec):
             better, worse = (better + 1, worse) if sign * rec.diff > 0 else (better, worse + 1)
-    return better, worse, len(v.conditions) - better - worse
+    return better, worse, len(v.read_conditions) - better - worse
 
 
 def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
     """Each pair on all corrupted conditions the mode reads, and its condition-by-condition tally."""
     lab = metric_label(v.metric)
+    one = len(v.overall_p) == 1  # one pair of models: its overall p is not adjusted (nothing to adjust over)
     t = Table(f"{stem}_pairs", f"{_target_label(v.target)}: pairs of models, ΔA − ΔB of {lab} over all corrupted conditions the mode reads "
-                               f"(> 0: A drops less), {ci_label(v.level)}, {correction}-adjusted p",
-              ["A vs B", "ΔA − ΔB (points)", "p (adj. over pairs)", "effect", "verdict", "A better in", "B better in",
-               "neither"])
+                               f"(> 0: A drops less), {ci_label(v.level)}, {'p' if one else f'{correction}-adjusted p'}",
+              ["A vs B", "ΔA − ΔB (points)", "p" if one else "p (adj. over pairs)", "effect", "verdict", "A better in",
+               "B better in", "neither"])
     rows = []
     for (a, b, c), r in v.pairs.items():
         if c != GROUP_ALL:
@@ -532,7 +552,7 @@ def _ranking(v: MetricView, correction: str) -> Finding | None:
     else:
         verdict = "tiers (a model of a tier is not told apart from the tier's first): " + "; ".join(
             f"{t}: {', '.join(ms)}" for t, ms in sorted(tiers.items()))
-    text = (f"In {_target_label(v.target)}, by mean Δ{lab} over {len(v.conditions)} corrupted conditions, "
+    text = (f"In {_target_label(v.target)}, by mean Δ{lab} over {len(v.read_conditions)} corrupted conditions, "
             f"{_extremes(rec, order, v.level)}; {verdict}.{_clean_context(v, rec, order)}")
     return Finding(f"ranking:{v.target}", text, {
         "target": v.target, "metric": v.metric, "order": order, "tiers": {str(k): m for k, m in tiers.items()},

@@ -80,7 +80,7 @@ def evaluate_all(ds, out: Path, conds: list[Condition], modes: list[str], moor_o
             if c.id == "clean":
                 reference = evals[c.id].ranking
             bar.advance(task)
-        report = evaluate_conditions(evals, labels, cfg, groups=groups)
+        report = evaluate_conditions(evals, labels, cfg, groups=groups, target=name)
         report.meta.mode = name
         report.meta.dataset = ds.name
         report.meta.n_dropped_queries = int(len(ds.queries) - keep.size)
