@@ -999,7 +999,7 @@ def _additivity_report(source: Path, qrels: Path, metric: str, seed: int, resamp
         if exc.param != "metrics":
             raise
         raise ConfigError(exc.problem, path=exc.path, param="metric") from None
-    sd = ScoresDir(source, mode=mode, qrels=qrels)
+    sd = ScoresDir(source, mode=mode)
     joints = [parse_condition(c) for c in sd.conditions if parse_condition(c).kind == "joint"]
     parts = {p.id for j in joints for p in (j.image_part, j.text_part) if p is not None}
     need = [c for c in sd.conditions if c in parts or parse_condition(c).kind == "joint"]
