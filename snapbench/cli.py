@@ -1185,6 +1185,8 @@ def report(
     for topic, msgs in res.notes.items():
         for m in msgs:
             err.print(f"note ({topic}): {m}", highlight=False, markup=False)
+    for warning in res.warnings:
+        _warn(warning)
     html = RunDir(res.out).report_html
     typer.echo(f"wrote {len(res.files)} files under {res.out}" + (f"; open {html}" if html in res.files else ""))
 
