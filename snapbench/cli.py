@@ -1009,7 +1009,7 @@ def _additivity_report(source: Path, qrels: Path, metric: str, seed: int, resamp
         if exc.param != "metrics":
             raise
         raise ConfigError(exc.problem, path=exc.path, param="metric") from None
-    sd = ScoresDir(source, mode=mode, qrels=qrels)
+    sd = ScoresDir(source, mode=mode)
     joints = [parse_condition(c) for c in sd.conditions if parse_condition(c).kind == "joint"]
     parts = {p.id for j in joints for p in (j.image_part, j.text_part) if p is not None}
     need = [c for c in sd.conditions if c in parts or parse_condition(c).kind == "joint"]
@@ -1195,6 +1195,8 @@ def report(
     for topic, msgs in res.notes.items():
         for m in msgs:
             err.print(f"note ({topic}): {m}", highlight=False, markup=False)
+    for warning in res.warnings:
+        _warn(warning)
     html = RunDir(res.out).report_html
     typer.echo(f"wrote {len(res.files)} files under {res.out}" + (f"; open {html}" if html in res.files else ""))
 

@@ -316,6 +316,12 @@ def _limit_notes(sources: Sequence[ModelSource]) -> list[str]:
             f"only (run --limit): a quick look, not the dataset's result"]
 
 
+def _unfinished_notes(sources: Sequence[ModelSource]) -> list[str]:
+    """Runs that stopped before they wrote every report: compared on what they wrote, with a warning
+    (terminal, compare.json's notes, the page) that says so and how to finish them."""
+    return [s.unfinished for s in sources if s.unfinished]
+
+
 def compare_runs(
     paths: Sequence[str | os.PathLike],
     out: str | os.PathLike,
@@ -341,6 +347,7 @@ def compare_runs(
     sources = open_sources(paths, opts.names)
     st = _resolve_settings(sources, opts)
     compared, warnings = _check_setups(sources, st.targets)
+    warnings = _unfinished_notes(sources) + warnings
     models = _model_values(sources, st.targets, st.metrics, say, compared)
     t_read = time.perf_counter()
     cfg = CompareConfig(resamples=st.resamples, ci=st.ci, seed=st.seed, correction=opts.correction,

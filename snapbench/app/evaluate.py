@@ -65,14 +65,15 @@ def evaluate_directory(
     metrics = cfg.metric_list()
     if export_depth is not None:
         positive_int(export_depth, "export_depth")  # not 0 (the default) or -1 (one less than the default)
-    sd = ScoresDir(scores_dir, mode=mode, qrels=qrels)
+    sd = ScoresDir(scores_dir, mode=mode)
     if sd.kind == "npy":
         sd.scores("clean")  # a wrong id list shows up as a shape mismatch, not as unknown qrels ids
     dropped: list[str] = []
     if qrels is None:
         labels, notes = Labels.from_lists([[] for _ in sd.query_ids], len(sd.gallery_ids)), []
     else:
-        labels, notes = load_qrels(qrels, sd.query_ids, sd.gallery_ids, unknown_items=unknown_items, dropped=dropped)
+        labels, notes = load_qrels(qrels, sd.query_ids, sd.gallery_ids, unknown_items=unknown_items,
+                                   dropped=dropped, id_lists=sd.id_lists)
     notes = list(sd.warnings) + notes
     conds = _selected(sd, conditions)
     depth = 0

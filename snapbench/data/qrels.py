@@ -25,6 +25,7 @@ def load_qrels(
     *,
     unknown_items: str = "error",
     dropped: list[str] | None = None,
+    id_lists: tuple[str, str] = ("query_ids", "gallery_ids"),
 ) -> tuple[Labels, list[str]]:
     """Read qrels (TREC or JSON) into :class:`Labels` aligned with ``query_ids`` x ``gallery_ids``.
 
@@ -32,11 +33,12 @@ def load_qrels(
     :func:`align_qrels`'s.  ``unknown_items``: ``"error"`` (default) or ``"drop"``.
     Qrels queries that have no scores (e.g. queries ``snapbench encode`` skipped under some
     condition) are left out with a warning, never silently, and appended to ``dropped`` when given.
+    ``id_lists`` names where the two id lists come from (:attr:`snapbench.store.scores.ScoresDir.id_lists`).
     """
     p = Path(path)
     aligned, notes, left_out = align_qrels(read_qrels_file(p), query_ids, gallery_ids, path=p,
                                            unknown_queries="drop", unknown_items=unknown_items,
-                                           items_param="unknown_items")
+                                           items_param="unknown_items", id_lists=id_lists)
     if dropped is not None:
         dropped.extend(left_out)
     gpos = {g: j for j, g in enumerate(gallery_ids)}

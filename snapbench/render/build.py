@@ -56,11 +56,13 @@ FORMATS: tuple[str, ...] = ("html", "md", "tex", "csv", "parquet", "png", "pdf")
 
 @dataclass
 class ReportResult:
-    """What was written (paths) and what could not be (notes, by topic)."""
+    """What was written (paths), what could not be (notes, by topic) and what the reader must know
+    about the numbers shown (warnings: an unfinished run)."""
 
     out: Path
     files: list[Path] = field(default_factory=list)
     notes: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)
 
 
@@ -179,6 +181,7 @@ def _summary(data: RunData, metric: str, scope: RunScope) -> list[tuple[str, str
     lim = _limit(run)
     ci = ci_level_text(meta.ci_level)
     rows = [
+        *([("unfinished", data.unfinished)] if data.unfinished else []),
         ("dataset", str(run.get("dataset", "not recorded (no run.json)"))),
         ("encoder", str(run.get("encoder", "not recorded (no run.json)"))),
         ("modes", ", ".join(TARGET_NAMES.get(m, m) for m in data.modes)
@@ -236,7 +239,8 @@ def build_report(
     ours = not separate or not outdir.is_dir()
     if separate:  # a folder of its own: never another command's (a run, a corrupt output...) nor inside one
         ours = claim_output_dir(outdir, "report") is not None or ours
-    res = ReportResult(out=outdir, notes={k: list(v) for k, v in data.missing.items()})
+    res = ReportResult(out=outdir, notes={k: list(v) for k, v in data.missing.items()},
+                       warnings=[data.unfinished] if data.unfinished else [])
     w = _Writer(RunDir(outdir), set(formats), res, dpi, limit=_limit_caption(data.run))
     _load_plot(w)
     scope = run_scope(data)

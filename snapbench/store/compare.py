@@ -65,7 +65,7 @@ from ..core.records import Reader, Report, read_fields
 from ..core.userfiles import read_json
 from . import CompareDir, RunDir, read_run_json, run_json_kind
 from .atomic import write_json
-from .folders import COMPARE_JSON, RUN_CONFIG, SCHEMA_VERSIONS, check_schema_version, refuse_unfinished
+from .folders import COMPARE_JSON, RUN_CONFIG, SCHEMA_VERSIONS, check_schema_version, refuse_unfinished, unfinished_run
 from .rundir import read_report, read_target_values
 
 __all__ = ['COMPARE_FIGURES', 'RECORD_TYPES', 'read_compare_json', 'write_compare_json', 'UNNAMED', 'ModelSource', 'open_sources', 'possible_files', 'previous_files', 'relative_names']
@@ -346,6 +346,12 @@ class ModelSource:
         if not self.target_named:
             self._reports = {target: self._reports[UNNAMED]}
             self._targets = [target]
+
+    @property
+    def unfinished(self) -> str | None:
+        """The warning for a run that stopped before it wrote every report (``None``: finished, or a
+        report file); see :func:`snapbench.store.folders.unfinished_run`."""
+        return unfinished_run(self.run, self.path) if self.kind == "run" and self.run else None
 
     @property
     def variants(self) -> str | None:

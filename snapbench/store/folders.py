@@ -549,6 +549,19 @@ def refuse_unfinished(path: str | os.PathLike) -> None:
             return
 
 
+def unfinished_run(run: Mapping[str, Any], folder: str | os.PathLike) -> str | None:
+    """The warning for a run folder whose run.json says the run did not finish (its ``status`` is not
+    ``"complete"``): it was stopped (interrupted, killed) before it wrote every report, so a reader
+    that shows its reports shows part of the run.  ``None`` for a finished run or a run.json of
+    another command.  (A run still writing the folder is refused before, by :func:`refuse_unfinished`;
+    one that wrote no report at all, by :func:`open_run_dir`.)"""
+    if run_json_kind(run) != "run" or run.get("status") == "complete":
+        return None
+    return (f"{folder}: an unfinished run (run.json status {run.get('status')!r}): it stopped before writing every "
+            f"report, so what is shown is only what it wrote; rerun 'snapbench {run.get('command') or 'run'}' with "
+            "the same arguments to finish it")
+
+
 def open_run_dir(folder: str | os.PathLike) -> RunDir:
     """``folder`` as a run directory to read (a :class:`~snapbench.store.RunDir` holding at least one
     ``<target>/report.json``); otherwise an :class:`InputError` that says what ``folder`` is instead
@@ -575,7 +588,7 @@ def open_run_dir(folder: str | os.PathLike) -> RunDir:
 
         raise InputError(f"holds the output of 'snapbench {kind}', not {what}{run_dir_instead(rd.root, kind, run)}",
                          path=rd.root)
-    if kind == "run" and run.get("status") != "complete":
+    if run and unfinished_run(run, rd.root):
         raise InputError("holds a run that has not written any report yet (interrupted?); rerun the same "
                          "'snapbench run' command to finish it", path=rd.root)
     raise InputError(f"holds no <MODE>/report.json: not {what}", path=rd.root)

@@ -22,7 +22,7 @@ from ..core.records import PerQuery, Report, ReportMeta
 from ..core.targets import FUSION_PREFIX, MODE_LABELS, TARGET_ORDER, primary_target
 from ..core.userfiles import read_json
 from . import RunDir, open_run_dir
-from .folders import REPORT_JSON, check_schema_version
+from .folders import REPORT_JSON, check_schema_version, unfinished_run
 from .perquery import read_per_query
 
 __all__ = ["TARGET_NAMES", "RunData", "load_run_dir", "read_target_per_query", "read_target_values"]
@@ -37,7 +37,8 @@ class RunData:
 
     ``reports`` maps a mode (``I2I`` ... ``MOOR``) to its report, ``fusion`` a baseline name to its
     report, ``per_query`` a target (a mode or ``fusion/<name>``) to its per-query table; ``missing``
-    collects what could not be read, keyed by topic.
+    collects what could not be read, keyed by topic; ``unfinished`` is the warning for a run that
+    stopped before it wrote every report (:func:`snapbench.store.folders.unfinished_run`), else ``None``.
     """
 
     path: Path
@@ -48,6 +49,7 @@ class RunData:
     text_share: dict[str, float] | None = None
     contact_sheet: Path | None = None
     missing: dict[str, list[str]] = field(default_factory=dict)
+    unfinished: str | None = None
 
     def note(self, topic: str, message: str) -> None:
         self.missing.setdefault(topic, []).append(message)
@@ -151,6 +153,7 @@ def load_run_dir(path: str | Path) -> RunData:
         if not isinstance(data.run, dict):
             raise InputError("not a JSON object (run.json records the run: dataset, encoder, modes...)",
                              path=rd.run_json)
+        data.unfinished = unfinished_run(data.run, rd.root)
     else:
         data.note("run", f"{rd.run_json} not found: dataset, encoder and seed come from the reports where they can")
     listed = data.run.get("modes") if isinstance(data.run.get("modes"), list) else None

@@ -17,8 +17,11 @@ SCORES_DIR layouts
 * TREC runs: one ``<condition>.run`` or ``<condition>.trec`` per condition, lines
   ``qid Q0 docid rank score [tag]``.  Like trec_eval, the order comes from the score column (not the
   rank column); equal scores follow the gallery order.  ``query_ids.txt`` / ``gallery_ids.txt``
-  are optional here: without them the ids are the sorted union of those in the runs and qrels.
-  A query absent from a run retrieved nothing (an empty answer).
+  are optional here: without them the ids are the sorted union of those in the runs, and the qrels
+  are matched with them by the rules below (a judged query no run lists is left out; a judged item
+  no run lists is an unknown gallery id -- give ``gallery_ids.txt`` when it is a real item that no
+  run retrieved).  A query absent from a run retrieved nothing (an empty answer); a run without a
+  single result line is an error (as in trec_eval).
 
 QRELS
 -----
@@ -52,7 +55,6 @@ from ..core.errors import EvaluationInputError, arg
 from ..core.targets import MODES, compose, normalize_mode
 from ..core.userfiles import load_npy
 from ..core.validate import did_you_mean, suggestion
-from ..data.qrels import read_qrels_file
 from ..evaluate.condition import RunRanking
 from . import (
     GALLERY_IDS,
@@ -212,9 +214,11 @@ class ScoresDir:
     (``<cond>.II.npy`` or ``II/<cond>.npy``; see :mod:`snapbench.store`).  ``warnings`` lists what
     was accepted with a doubt (operator names that are not built in).  :attr:`conditions` are in
     the order of a default run (:func:`snapbench.core.conditions.condition_sort_key`).
+    :attr:`id_lists` names where :attr:`query_ids` and :attr:`gallery_ids` come from, for the
+    qrels messages (:func:`snapbench.data.qrels.align_qrels`).
     """
 
-    def __init__(self, path: str | Path, *, mode: str | None = None, qrels: str | Path | None = None):
+    def __init__(self, path: str | Path, *, mode: str | None = None):
         self.path = Path(path)
         refuse_unfinished(self.path)
         if not self.path.is_dir():
@@ -222,6 +226,7 @@ class ScoresDir:
         self.mode = normalize_mode(mode) if mode is not None else None
         self._need = tuple(MODES[self.mode]) if self.mode is not None else ()  # the mode's path files
         self.warnings: list[str] = []
+        self.id_lists = ("query_ids", "gallery_ids")
         npy = sorted(self.path.glob("*.npy"))
         path_files = find_path_scores(self.path)
         runs = sorted(f for f in self.path.iterdir() if f.suffix in RUN_SUFFIXES)
@@ -256,7 +261,7 @@ class ScoresDir:
         else:
             for f in runs:
                 self._add(self._files, self._cid(f.stem, f), f)
-            self.query_ids, self.gallery_ids = self._run_ids(qrels)
+            self.query_ids, self.gallery_ids = self._run_ids()
         if self.mode is not None:
             if self.kind != "npy":
                 raise EvaluationInputError(f"{arg('mode')} needs .npy path files (<cond>.II.npy ...), not TREC runs",
@@ -300,7 +305,9 @@ class ScoresDir:
             self.warnings.append(warning)
         return cid
 
-    def _run_ids(self, qrels: str | Path | None) -> tuple[list[str], list[str]]:
+    def _run_ids(self) -> tuple[list[str], list[str]]:
+        """The id files' ids, or, for a missing file, the sorted ids the runs list (never the qrels':
+        a judged id no run lists then meets the qrels rules instead of becoming a query or an item)."""
         qf, gf = self.path / QUERY_IDS, self.path / GALLERY_IDS
         q = read_ids(qf, "query ids") if qf.is_file() else None
         g = read_ids(gf, "gallery ids") if gf.is_file() else None
@@ -312,10 +319,12 @@ class ScoresDir:
             for ln in iter_trec_run(f):
                 qs.add(ln.qid)
                 gs.add(ln.docid)
-        if qrels is not None:
-            for qq, items in read_qrels_file(qrels).items():
-                qs.add(qq)
-                gs.update(items)
+        self.id_lists = (
+            "query_ids" if q is not None else f"the ids of the runs (no {QUERY_IDS})",
+            "gallery_ids" if g is not None else
+            f"the ids of the runs (no {GALLERY_IDS}; give one listing the whole gallery if a judged item "
+            "is one that no run retrieved)",
+        )
         return (q if q is not None else sorted(qs)), (g if g is not None else sorted(gs))
 
     def file(self, cid: str) -> Path:

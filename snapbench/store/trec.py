@@ -54,7 +54,9 @@ def read_trec_run(
     """A run as ``(indices, scores)`` (Q x L, ``-1`` / ``NaN`` padding), each query's items ordered
     like trec_eval does -- by the score column, not the rank column -- with equal scores in gallery
     order (our tie rule).  Unknown ids and repeated items are InputErrors; a query absent from the
-    run has an empty list."""
+    run has an empty list.  A run without a single result line (an empty file, or only blank and
+    ``#`` lines) is an InputError, as trec_eval refuses an empty results file: it is a failed or
+    forgotten write far more often than a system that retrieved nothing for every query."""
     p = Path(path)
     qpos = {q: i for i, q in enumerate(query_ids)}
     gpos = {g: j for j, g in enumerate(gallery_ids)}
@@ -72,6 +74,10 @@ def read_trec_run(
         cols, scs = per_q.setdefault(key[0], ([], []))
         cols.append(key[1])
         scs.append(ln.score)
+    if not seen:
+        raise InputError("no result lines (the file is empty or holds only blank or '#' lines); a query that "
+                         "retrieved nothing leaves its lines out, but a run without any line is refused, as "
+                         "trec_eval refuses it: write the run again or remove the file", path=p)
     depth = max((len(c) for c, _ in per_q.values()), default=0)
     idx = np.full((len(query_ids), depth), -1, dtype=np.int64)
     sc = np.full((len(query_ids), depth), np.nan)
