@@ -944,8 +944,8 @@ def evaluate(
 
 
 def additivity(
-    source: Path = typer.Argument(..., help="A report written by 'snapbench evaluate --out' or 'snapbench run' (RUN/IT2IT/report.json, one per mode), or a SCORES_DIR (then --qrels is needed)."),
-    qrels: Path | None = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR."),
+    source: Path = typer.Argument(..., help="A report written by 'snapbench evaluate --out' or 'snapbench run' (RUN/IT2IT/report.json, one per mode), or a SCORES_DIR (with --qrels; without it, the label-free overlap@k, rbo, flip@1 as 'evaluate' gives them)."),
+    qrels: Path | None = typer.Option(None, "--qrels", help="Relevance labels, when SOURCE is a SCORES_DIR (without them: label-free measures only)."),
     metric: Optional[str] = typer.Option(
         None, "--metric",
         help="Metric of the table (default: the report's primary: hit@1, SnapBench's R@1, when the report has it, else the label-free overlap@10)."),
@@ -982,9 +982,11 @@ def additivity(
                              param="metric")
     else:
         _refuse_a_run_folder(source)
-        if qrels is None:
-            raise ConfigError("a SCORES_DIR needs --qrels", path=source)
-        metric = metric or "hit@1"
+        if metric is None:  # evaluate's primary: hit@1 with --qrels, else the label-free overlap@10
+            from .evaluate.config import EvaluationConfig
+            from .render.aggregate import headline_metric
+
+            metric = headline_metric(EvaluationConfig(labelled=qrels is not None).metric_list())[0]
         report = _additivity_report(source, qrels, metric, seed, resamples, ci, mode)
         for w in report.warnings or []:
             _warn(w)
@@ -994,7 +996,7 @@ def additivity(
     sys.stdout.flush()
 
 
-def _additivity_report(source: Path, qrels: Path, metric: str, seed: int, resamples: int | None, ci: float | None,
+def _additivity_report(source: Path, qrels: Path | None, metric: str, seed: int, resamples: int | None, ci: float | None,
                        mode: str | None):
     """Evaluate only the joint conditions and the parts of them that have score files: a missing part
     is then named as what it is (no score file), never as "not selected"."""
@@ -1004,7 +1006,8 @@ def _additivity_report(source: Path, qrels: Path, metric: str, seed: int, resamp
 
     given = {name: v for name, v in (("resamples", resamples), ("ci", ci)) if v is not None}
     try:
-        cfg = EvaluationConfig(metrics=metric, permutations=0, seed=seed, **given)  # the rest: evaluate's defaults
+        cfg = EvaluationConfig(metrics=metric, permutations=0, seed=seed, labelled=qrels is not None, **given)
+        cfg.metric_list()  # a labelled metric without --qrels is refused here, as --metric (the rest: evaluate's defaults)
     except ConfigError as exc:  # the metric list is additivity's one --metric
         if exc.param != "metrics":
             raise

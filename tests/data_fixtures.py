@@ -1,10 +1,12 @@
 """On-disk fixtures for the dataset loader tests: a miniature SnapBench release, a PhotoBench
-album, a Hugging Face ImageFolder copy.  Images are real photos from ``skimage.data`` written with
+album, a Hugging Face ImageFolder copy; the bundled demo without its qrels and a SCORES_DIR of
+given score matrices (for the label-free tests).  Images are real photos from ``skimage.data`` written with
 real codecs (JPEG, PNG, WebP), shrunk so the fixtures stay small."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -153,3 +155,28 @@ def make_hf_imagefolder(root: Path) -> Path:
     lines = ["file_name,gallery_id,caption"] + [f'{f},{gid},"{cap.replace(chr(34), chr(34) * 2)}"' for f, gid, cap in gal]
     (g / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
+
+
+def demo_without_qrels(root: Path) -> Path:
+    """The bundled demo's queries.jsonl, gallery.jsonl and their images in ``root`` (created), without
+    its qrels: a dataset without relevance labels.  Returns ``root / "queries.jsonl"``."""
+    from snapbench.core.defaults import DEFAULT_DATA
+
+    root.mkdir(parents=True)
+    for f in ("queries.jsonl", "gallery.jsonl"):
+        shutil.copy(DEFAULT_DATA / f, root / f)
+    for d in ("queries", "gallery"):
+        shutil.copytree(DEFAULT_DATA / d, root / d)
+    return root / "queries.jsonl"
+
+
+def write_scores_dir(d: Path, conds: dict[str, np.ndarray]) -> Path:
+    """A SCORES_DIR ``d`` (created) holding each condition's (queries, gallery) scores as
+    ``<id with / as __>.npy``, with ids q0.. and g0..."""
+    d.mkdir()
+    for c, s in conds.items():
+        np.save(d / (c.replace("/", "__") + ".npy"), s)
+    n_q, n = conds["clean"].shape
+    (d / "query_ids.txt").write_text("".join(f"q{i}\n" for i in range(n_q)))
+    (d / "gallery_ids.txt").write_text("".join(f"g{j}\n" for j in range(n)))
+    return d

@@ -361,7 +361,7 @@ def test_library_parameters_are_shown_as_flags(data, tmp_path):
         (["--qrels", str(qp), "--group-by", "domain"], "error: --group-by needs --tags (a tags file)"),
         (["--qrels", str(qp), "--metrics", "set"], "error: --metrics: set/reject metrics need --set-threshold"),
         (["--qrels", str(qp), "--workers", "0"], "error: --workers: must be an integer >= 1, got 0"),
-        (["--qrels", str(qp), "--k", "1,0"], "error: --k: needs integers >= 1"),
+        (["--qrels", str(qp), "--k", "1,0"], "error: --k: each value must be an integer >= 1, got 0 (in 1,0)"),
         (["--qrels", str(qp), "--ci", "1.5"], "error: --ci: must be in (0, 1)"),
         (["--qrels", str(qp), "--cliff-tol", "nan"], "error: --cliff-tol: must be finite"),
         (["--qrels", str(qp), "--metrics", "ndgc@10"], "error: --metrics: unknown metric 'ndgc@10' (did you mean 'ndcg'?)"),

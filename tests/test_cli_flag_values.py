@@ -52,7 +52,7 @@ ROWS = [
     (EVALUATE + ["--ci", "1.5"], "error: --ci: must be in (0, 1), e.g. 0.95; got 1.5"),
     (EVALUATE + ["--workers", "0"], "error: --workers: must be an integer >= 1, got 0"),
     (EVALUATE + ["--cliff-tol", "nan"], "error: --cliff-tol: must be finite, got nan"),
-    (EVALUATE + ["--k", "0,5"], "error: --k: needs integers >= 1, got '0,5'"),
+    (EVALUATE + ["--k", "0,5"], "error: --k: each value must be an integer >= 1, got 0 (in 0,5)"),
     (["additivity", "{root}/e/paths", "--qrels", QRELS, "--mode", "IT2IT", "--resamples", "0"],
      "error: --resamples: must be an integer >= 1, got 0"),
     (COMPARE + ["--resamples", "0"], "error: --resamples: must be an integer >= 1, got 0"),

@@ -455,14 +455,9 @@ def test_operator_names_are_never_split_at_120_columns():
 def nolab_run(tmp_path_factory):
     """The demo without its qrels (queries.jsonl + gallery.jsonl and their images): a label-free run;
     --k 40 reaches past the demo's 33 gallery items."""
-    import shutil
+    from data_fixtures import demo_without_qrels
 
-    data = tmp_path_factory.mktemp("nolab") / "my_nolab"
-    data.mkdir()
-    for f in ("queries.jsonl", "gallery.jsonl"):
-        shutil.copy(DEFAULT_DATA / f, data / f)
-    for d in ("queries", "gallery"):
-        shutil.copytree(DEFAULT_DATA / d, data / d)
+    data = demo_without_qrels(tmp_path_factory.mktemp("nolab") / "my_nolab").parent
     out = data.parent / "runs" / "nolab"
     r = runner.invoke(app, ["run", str(data / "queries.jsonl"), "-e", "toy", "--out", str(out), "--conditions", CONDS,
                             "--k", "1,10,40", "--no-report", *FAST])

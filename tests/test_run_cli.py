@@ -79,7 +79,7 @@ def test_relative_dataset_paths_are_recorded_absolute(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--k", "0"], "--k: needs integers >= 1, got '0'"),
+    (["--k", "0"], "--k: must be an integer >= 1, got 0"),
     (["--workers", "0"], "--workers: must be an integer >= 1, got 0"),
     (["--variants", "published"], "--variants: unknown variant source 'published'; known: generated, released"),
     (["--modes", "I2X"], "unknown retrieval mode 'I2X'"),

@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from data_fixtures import write_scores_dir
 
 from snapbench.app.evaluate import evaluate_directory
 from snapbench.core.errors import ConfigError
@@ -84,13 +85,7 @@ def _folder(tmp_path, n_q=40, n=150, seed=0, ties=False):
     if ties:  # coarse scores: many equal values in both rankings; one condition all equal
         conds = {c: np.round(s, 0) for c, s in conds.items()}
         conds["txt/char_add"] = np.zeros((n_q, n))
-    d = tmp_path / "scores"
-    d.mkdir()
-    for c, s in conds.items():
-        np.save(d / (c.replace("/", "__") + ".npy"), s)
-    (d / "query_ids.txt").write_text("".join(f"q{i}\n" for i in range(n_q)))
-    (d / "gallery_ids.txt").write_text("".join(f"g{j}\n" for j in range(n)))
-    return d, conds
+    return write_scores_dir(tmp_path / "scores", conds), conds
 
 
 def _independent(conds, ks=(1, 5, 10, 20), p=0.9, depth=100):

@@ -23,7 +23,7 @@ from ..data.qrels import load_qrels, load_tags, query_groups
 from ..evaluate.condition import ConditionEval, depth_limited_metrics, evaluate_matrix, evaluate_ranking, per_query_values
 from ..evaluate.config import EvaluationConfig
 from ..evaluate.drag import DRAG_METRIC, coarse_text_drag_ci
-from ..evaluate.metrics import Labels, ranking_depth
+from ..evaluate.metrics import Labels, metric_k, ranking_depth
 from ..evaluate.summarize import evaluate_conditions
 from ..store import output_kind
 from ..store.scores import ScoresDir, write_run
@@ -31,7 +31,7 @@ from ..store.scores import ScoresDir, write_run
 __all__ = ['ConditionEval', 'EvaluationConfig', 'evaluate_conditions', 'evaluate_directory', 'evaluate_matrix', 'evaluate_ranking', 'depth_limited_metrics']
 
 
-from ..evaluate.stability import is_stability_metric
+from ..evaluate.stability import is_stability_metric, whole_gallery_notes
 
 
 def evaluate_directory(
@@ -106,6 +106,8 @@ def evaluate_directory(
         reason = sd.why_missing(j, set(evals))
         report.additivity_skipped[j] = reason  # type: ignore[index]
         notes.append(f"{j}: no additivity: {reason}")
+    # an overlap@k whose top-k holds the whole gallery is 1 by construction: said as run says it
+    notes += whole_gallery_notes(len(sd.gallery_ids), [metric_k(m) for m in metrics if m.startswith("overlap@")])
     why = _nothing_measured(report, labels, qrels) if qrels is not None else None
     if why:
         notes.append(why)

@@ -440,16 +440,16 @@ class ReportMeta(Record):
     tests: dict[str, str]
     correction: str
     zero_gt: str
-    n_zero_gt: int
+    n_zero_gt: int | None  # None (and graded_labels, stability_metric) without relevance labels: labelled false
     n_gallery: int
-    graded_labels: bool
+    graded_labels: bool | None
     set_threshold: float | None
     paired_delta: str
     additivity_drops: str
     cliff_rule: str
     cliff_tol: float
     cliff_ratio: float
-    stability_metric: str
+    stability_metric: str | None
     scores_dir: Any = MISSING
     qrels: Any = MISSING
     input_format: Any = MISSING

@@ -85,8 +85,11 @@ def int_list(value: str | Sequence[int] | None, param: str, *, minimum: int = 1)
         out = tuple(int(x) for x in items)
     except ValueError:
         raise ConfigError(f"must be comma-separated integers, got {value!r}", param=param) from None
-    if any(x < minimum for x in out):
-        raise ConfigError(f"needs integers >= {minimum}, got {value!r}", param=param)
+    bad = [x for x in out if x < minimum]
+    if bad:  # worded as positive_int words one integer: the offending value, as typed
+        where = "" if len(out) == 1 else f" (in {','.join(map(str, out))})"
+        each = "must be" if len(out) == 1 else "each value must be"
+        raise ConfigError(f"{each} an integer >= {minimum}, got {listing(bad)}{where}", param=param)
     return out
 
 

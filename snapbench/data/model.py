@@ -163,11 +163,15 @@ def _limit_note(kept: int, total: int, limit: int) -> str:
 def limit_queries(dataset: Any, limit: int | None) -> Any:
     """``dataset`` cut to its first ``limit`` queries (their qrels only), with :func:`_limit_note` among
     its notes and :attr:`~snapbench.data.Dataset.limited_from` set; unchanged when ``limit`` is None.
-    A limit at or above the number of queries keeps them all and says so too (the user asked for a
-    cut and must see that none was needed)."""
+    A limit at or above the number of queries keeps them all: the run is the dataset's result, so no
+    cut is recorded (``limited_from`` stays None, no warning anywhere) and a plain note says that the
+    limit kept every query (the user asked for a cut and must see that none was needed)."""
     if limit is None:
         return dataset
     total = len(dataset.queries)
+    if int(limit) >= total:
+        note = f"--limit {int(limit)} keeps all {total} queries of the dataset: nothing was cut"
+        return dataclasses.replace(dataset, notes=[*dataset.notes, note])
     kept = dataset.queries[: int(limit)]
     ids = {q.id for q in kept}
     qrels = {q: rel for q, rel in dataset.qrels.items() if q in ids} if dataset.qrels else dataset.qrels

@@ -9,11 +9,21 @@ from ..core.records import CoarseTextDrag
 from .config import EvaluationConfig
 from .metrics import Labels, QueryStat, counted_rows
 from .paired import QueryResamples, percentile_ci
+from .stability import is_stability_metric
 from .summarize import as_value
 
-__all__ = ["DRAG_METRIC", "coarse_text_drag_ci"]
+__all__ = ["DRAG_METRIC", "NO_DRAG_WITHOUT_LABELS", "coarse_text_drag_ci", "drag_applies"]
 
 DRAG_METRIC = "hit@1"
+#: Why a label-free measure has no drag: the one sentence every output that leaves it out says.
+NO_DRAG_WITHOUT_LABELS = ("it compares the clean values of two modes, and a label-free measure (overlap@k, rbo, "
+                          "flip@k) of a clean ranking against itself is 100 (flip: 0) in every mode by construction")
+
+
+def drag_applies(metric: str) -> bool:
+    """Whether a drag (clean ``metric`` of a mode minus I→I's) of ``metric`` says anything: not for a
+    label-free stability measure, whose clean value is the same in every mode by construction."""
+    return not is_stability_metric(metric)
 
 
 def coarse_text_drag_ci(joint: QueryStat, image: QueryStat, labels: Labels, config: EvaluationConfig, *,

@@ -25,6 +25,8 @@ its mean minus 1.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..core.defaults import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P
@@ -32,6 +34,7 @@ from ..core.errors import ConfigError, InputError
 
 __all__ = [
     "overlap_metric",
+    "whole_gallery_notes",
     "DEFAULT_RBO_DEPTH",
     "DEFAULT_RBO_P",
     "STABILITY_RULE",
@@ -58,6 +61,20 @@ def overlap_metric(metrics: list[str]) -> str | None:
     if "overlap@10" in ov:
         return "overlap@10"
     return max(ov, key=lambda m: int(m.split("@")[1])) if ov else None
+
+
+def whole_gallery_notes(n_gallery: int, ks: Any) -> list[str]:
+    """A note when the gallery has at most k items for a reported overlap@k (``ks``: those k): the clean
+    top-k then holds the whole gallery, so every corrupted top-k overlaps it fully (1 by construction).
+    The one wording ``run`` (its plan's notes) and ``evaluate`` (the report's warnings) give."""
+    small = sorted({int(k) for k in ks if n_gallery and int(k) >= n_gallery})
+    if not small:
+        return []
+    names = ", ".join(f"overlap@{k}" for k in small)
+    return [f"the gallery has {n_gallery} item{'s' if n_gallery != 1 else ''}: {names} "
+            f"{'is' if len(small) == 1 else 'are'} 1 by construction (the top-k holds the whole gallery) and "
+            f"{'says' if len(small) == 1 else 'say'} nothing about how far the ranking moved; use a smaller --k "
+            "or rbo / flip@1"]
 
 
 def is_stability_metric(name: str) -> bool:
@@ -156,8 +173,13 @@ def rbo_ext(a: np.ndarray, b: np.ndarray, p: float = DEFAULT_RBO_P, depth: int =
     d = np.maximum(_filled(a, d_max), 1)  # per query: the depth its clean ranking fills
     i = np.arange(1, d_max + 1, dtype=np.float64)
     w = (x / i) * p ** i
-    w[i[None, :] > d[:, None]] = 0.0
+    deeper = i[None, :] > d[:, None]
+    w[deeper] = 0.0
     x_d = x[np.arange(x.shape[0]), d - 1]
-    return (x_d / d) * p ** d + ((1.0 - p) / p) * w.sum(axis=1)
+    value = (x_d / d) * p ** d + ((1.0 - p) / p) * w.sum(axis=1)
+    # the sum rounds p^d + ((1 - p) / p) Σ p^i = 1 to 1 ± ulp: rankings that agree at every depth
+    # (X_i = i for i <= d, the identical top d) get the exact 1 the definition gives them
+    same = np.all((x == i) | deeper, axis=1)
+    return np.where(same, 1.0, value)
 
 

@@ -242,7 +242,7 @@ def _group_reports(evals, conds: list[str], metrics: list[str], labels: Labels, 
     out: dict[str, GroupReport] = {}
     for name, rows in groups.items():
         rows = np.asarray(rows, dtype=np.int64)
-        g = GroupReport(int(rows.size), 0 if cfg.include_zero_gt else int(np.count_nonzero(labels.n_pos[rows] == 0)),
+        g = GroupReport(int(rows.size), 0 if cfg.include_zero_gt or not cfg.labelled else int(np.count_nonzero(labels.n_pos[rows] == 0)),
                         {c: {} for c in conds}, {c: {} for c in conds[1:]})
         out[name] = g
         if not rows.size:
@@ -279,15 +279,27 @@ def _meta(cfg: EvaluationConfig, metrics: Sequence[str], n_perm: int, n_zero: in
         },
         correction=("Holm over the paired conditions the target reads (all of them when the target is unknown), per "
                     "metric; 'p' = adjusted, 'p_raw' = unadjusted; a condition the target cannot read has p = p_raw"),
-        zero_gt="included as 0 in ranking metrics" if cfg.include_zero_gt else "excluded from ranking metrics",
-        n_zero_gt=n_zero,
+        zero_gt=_zero_gt_rule(cfg),
+        n_zero_gt=n_zero if cfg.labelled else None,
         n_gallery=labels.n_items,
-        graded_labels=labels.graded,
+        graded_labels=labels.graded if cfg.labelled else None,
         set_threshold=cfg.set_threshold,
         paired_delta="condition - clean (negative = worse)",
         additivity_drops="clean - condition; delta = obs - exp (> 0 super-additive)",
         cliff_rule=CLIFF_RULE,
         cliff_tol=cfg.curve_tol,
         cliff_ratio=cfg.curve_ratio,
-        stability_metric=cfg.stability_metric,
+        stability_metric=cfg.stability_metric if cfg.labelled else None,
     )
+
+
+#: meta.zero_gt of a report evaluated without relevance labels (meta.labelled false): no query is a
+#: zero-GT query to exclude or count as 0, every query counts in the label-free measures
+NO_LABELS_ZERO_GT = "not applicable: no relevance labels (every query counts in the label-free measures)"
+
+
+def _zero_gt_rule(cfg: EvaluationConfig) -> str:
+    """meta.zero_gt: what the report did with the queries that have no relevant item."""
+    if not cfg.labelled:
+        return NO_LABELS_ZERO_GT
+    return "included as 0 in ranking metrics" if cfg.include_zero_gt else "excluded from ranking metrics"

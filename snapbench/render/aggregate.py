@@ -53,6 +53,7 @@ from ..core.records import PerQuery, Report
 from ..core.targets import FUSION_PREFIX
 from ..core.userfiles import read_json
 from ..evaluate import bootstrap_counts, percentile_ci
+from ..evaluate.drag import drag_applies
 from ..evaluate.stability import overlap_metric
 from ..store import RunDir
 from ..store.atomic import write_json
@@ -176,8 +177,11 @@ def image_vs_text(report: Report, metric: str, pq: PerQuery | None = None) -> tu
 def mode_drags(data: RunData, metric: str = "hit@1") -> dict[str, dict]:
     """Clean ``metric`` of each mode minus I→I's (coarse-text drag for IT→IT).  ``ci`` is the
     report's own interval for IT→IT (its ``coarse_text_drag``), a per-query bootstrap when both
-    modes have per-query values, else None."""
+    modes have per-query values, else None.  Nothing for a label-free measure
+    (:func:`~snapbench.evaluate.drag.drag_applies`: its clean value is the same in every mode)."""
     out: dict[str, dict] = {}
+    if not drag_applies(metric):
+        return out
     base = data.reports.get("I2I")
     base_v = None if base is None else base.value("clean", metric)
     for mode, rep in data.reports.items():

@@ -27,6 +27,7 @@ from ..core.jsonable import dumps
 from ..core.targets import FUSION_PREFIX
 from ..core.userfiles import read_json
 from ..core.validate import choice, hint_and_known
+from ..evaluate.drag import NO_DRAG_WITHOUT_LABELS, drag_applies
 from ..evaluate.stability import overlap_metric
 from ..store import RunDir, claim_output_dir, write_run_json
 from ..store.atomic import write_bytes_atomic, write_text_atomic
@@ -126,8 +127,8 @@ def _load_plot(w: _Writer) -> None:
 
         plot.require_matplotlib()
         w.plot = plot
-    except ConfigError as e:
-        w.note("figures", str(e))
+    except ConfigError as e:  # said as compare says it: that the figures were skipped, and the install
+        w.note("figures", f"no figures: {e}")
 
 
 def _contact_sheet(data: RunData, w: _Writer) -> bytes | None:
@@ -394,9 +395,12 @@ def _across_section(data: RunData, metric: str, w: _Writer, scope: RunScope) -> 
 
     add(w.figure("modes_severity", lambda: plot.modes_severity_figure(data, metric),
                  f"Mean Δ{lab} over the image operators at each severity, per mode; diamonds: text conditions."))
-    add(w.figure("drag", lambda: plot.drag_figure(data, metric),
-                 f"Clean {lab} of each mode minus image-only I→I; for IT→IT this is the coarse-text drag."),
-        "" if scope.no_drag else "drag: needs the I2I report, or an IT2IT report with coarse_text_drag")
+    if drag_applies(metric):
+        add(w.figure("drag", lambda: plot.drag_figure(data, metric),
+                     f"Clean {lab} of each mode minus image-only I→I; for IT→IT this is the coarse-text drag."),
+            "" if scope.no_drag else "drag: needs the I2I report, or an IT2IT report with coarse_text_drag")
+    elif not scope.no_drag:  # not a missing file: said once, as a plain note (no warning box)
+        sec.raw.append(ul([("", f"No coarse-text drag without relevance labels: {NO_DRAG_WITHOUT_LABELS}.")]))
     add(w.figure("moor_gain", lambda: plot.moor_gain_figure(data, metric),
                  f"{lab}(MOOR) − {lab}(IT→IT) per condition (points), grouped by kind; whiskers when per-query "
                  "values exist."),

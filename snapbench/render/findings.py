@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.records import Report
+from ..evaluate.drag import drag_applies
 from ..store.rundir import TARGET_NAMES, RunData
 from .aggregate import (
     image_vs_text,
@@ -156,6 +157,8 @@ def _cliff_gradual(data: RunData, metric: str) -> list[Finding]:
 
 
 def _drag(data: RunData, metric: str) -> list[Finding]:
+    if not drag_applies(metric):  # said once, where the drag figure would be (the report's "Across modes")
+        return []
     drags = mode_drags(data, metric)
     lab = metric_label(metric)
     if "IT2IT" not in drags:

@@ -35,11 +35,12 @@ def pct(x: float | None, signed: bool = False) -> str:
     return DASH if s is None else s
 
 
-def ci_text(ci: Sequence[float | None] | None, *, scale: float = 100.0) -> str:
-    """``[lo, hi]`` in signed points (``scale=1`` for numbers shown as they are); ``–`` if undefined."""
+def ci_text(ci: Sequence[float | None] | None, *, scale: float = 100.0, signed: bool = True) -> str:
+    """``[lo, hi]`` in signed points (``scale=1`` for numbers shown as they are); ``–`` if undefined.
+    ``signed=False`` for the CI of a level (a value, not a difference): signs only on differences."""
     if not ci or ci[0] is None or ci[1] is None:
         return DASH
-    return f"[{points(ci[0], signed=True, scale=scale)}, {points(ci[1], signed=True, scale=scale)}]"
+    return f"[{points(ci[0], signed=signed, scale=scale)}, {points(ci[1], signed=signed, scale=scale)}]"
 
 
 def ci_words(ci: Sequence[float | None] | None, level: float, before: str = "", after: str = "") -> str:

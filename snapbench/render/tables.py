@@ -67,7 +67,7 @@ class Cell:
         if self.text is not None:
             return self.text, None
         has_ci = self.ci and self.ci[0] is not None and self.ci[1] is not None
-        return points(self.value, signed=self.signed), ci_text(self.ci) if has_ci else None
+        return points(self.value, signed=self.signed), ci_text(self.ci, signed=self.signed) if has_ci else None
 
     def md(self) -> str:
         v, ci = self.parts()

@@ -256,8 +256,9 @@ def demo_table(reports: Mapping[str, Report], metric: str = "hit@1") -> Any:
     for target, rep in reports.items():
         means = kind_means(rep, metric, target)
         add = (rep.additivity_summary.mean or {}).get(metric)
+        drag = rep.coarse_text_drag  # a drag of hit@1 only: "–" in a table of another metric
         table.add_row(target, *(pct(means[k]) for k in ("clean", *_KIND_COLUMNS)), pct(add.delta if add else None),
-                      pct(rep.coarse_text_drag.value if rep.coarse_text_drag else None))
+                      pct(drag.value if drag and drag.metric == metric else None))
     return table
 
 

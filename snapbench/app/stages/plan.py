@@ -28,6 +28,7 @@ from ...core.targets import (
     query_sides,
 )
 from ...data.model import Sides
+from ...evaluate.stability import whole_gallery_notes
 from .options import RunOptions
 
 __all__ = ["RunPlan", "DataWarning", "grid_json", "image_source", "plan_run", "text_source"]
@@ -199,19 +200,6 @@ def plan_run(dataset: Any, encoder: Any, options: RunOptions) -> RunPlan:
     img_sources = tuple(dict.fromkeys(image_source(c) for c in conds)) if use_img else ()
     txt_sources = tuple(dict.fromkeys(text_source(c) for c in conds)) if use_txt else ()
     notes = (list(getattr(dataset, "notes", [])) + _mode_notes(modes) + cnotes
-             + _small_gallery_notes(len(getattr(dataset, "gallery", ()) or ()), options.ks))
+             + whole_gallery_notes(len(getattr(dataset, "gallery", ()) or ()), options.ks))
     return RunPlan(sides, modes, conds, img_sources, txt_sources, table, notes,
                    None if use_img and use_txt else left_out)
-
-
-def _small_gallery_notes(n_gallery: int, ks: Any) -> list[str]:
-    """A note when the gallery has at most k items for a reported overlap@k: the clean top-k then
-    holds the whole gallery, so every corrupted top-k overlaps it fully (1 by construction)."""
-    small = sorted({int(k) for k in ks if n_gallery and int(k) >= n_gallery})
-    if not small:
-        return []
-    names = ", ".join(f"overlap@{k}" for k in small)
-    return [f"the gallery has {n_gallery} item{'s' if n_gallery != 1 else ''}: {names} "
-            f"{'is' if len(small) == 1 else 'are'} 1 by construction (the top-k holds the whole gallery) and "
-            f"{'says' if len(small) == 1 else 'say'} nothing about how far the ranking moved; use a smaller --k "
-            "or rbo / flip@1"]
