@@ -798,3 +798,27 @@ def test_only_a_narrow_caption_swap_ci_around_zero_says_no_measurable_effect(run
 def test_caption_chars_kept_only_for_conditions_that_truncate(run):
     conds = json.loads((run / "stress.json").read_text())["conditions"]
     assert {c for c, b in conds.items() if "caption_chars_kept" in b} == {"caption_truncate=0.51", "combined-mild"}
+
+
+def test_flags_that_cannot_apply_are_refused_before_the_resume_check(data, tmp_path):
+    """Trial 3: --split/--language on a JSONL dataset whose --out holds an earlier stress run was answered
+    with the resume refusal (inviting --force) instead of the flag's own refusal."""
+    out = tmp_path / "sx"
+    run_stress(data[1], ENC, out, StressOptions(stress="drop=ocr", resamples=20, report=False))
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    for flag, value in (("--split", "validation"), ("--language", "cn")):
+        for force in ([], ["--force"]):
+            r = runner.invoke(app, ["stress", str(data[1]), "-e", ENC, "--out", str(out), "--stress", "drop=ocr",
+                                    flag, value, "--no-progress", *force])
+            assert r.exit_code == 2 and "this is a JSONL dataset" in r.output and "holds the output" not in r.output, r.output
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before  # --force discarded nothing
+
+
+def test_a_changed_split_is_worded_with_the_flag_and_no_bare_none(tmp_path):
+    from snapbench.store import check_resume, write_run_json
+
+    write_run_json(tmp_path, "stress", {"fingerprint": {"split": None, "language": "en"}})
+    with pytest.raises(ConfigError) as exc:
+        check_resume(tmp_path, "stress", {"split": "validation", "language": "cn"})
+    # arg() names the parameter (the CLI shows it as --split)
+    assert 'a different split not given (this run: "validation"), language "en" (this run: "cn")' in str(exc.value)

@@ -388,6 +388,8 @@ FINGERPRINT_WORDS: dict[str, tuple[str, dict[Any, str]]] = {
     "dataset_gallery_sha256": ("gallery", {}),
     "encoder_fingerprint": (f"encoder ({arg('encoder')})", {}),
     "sources": ("variant sources (modes and conditions)", {}),
+    "split": (arg("split"), {None: "not given"}),
+    "language": (arg("language"), {}),
 }
 
 
