@@ -4,6 +4,7 @@ their fields (tests/album_fixtures.py), with a bag-of-words text encoder given a
 from __future__ import annotations
 
 import csv
+import html
 import json
 import math
 import re
@@ -822,3 +823,28 @@ def test_a_changed_split_is_worded_with_the_flag_and_no_bare_none(tmp_path):
         check_resume(tmp_path, "stress", {"split": "validation", "language": "cn"})
     # arg() names the parameter (the CLI shows it as --split)
     assert 'a different split not given (this run: "validation"), language "en" (this run: "cn")' in str(exc.value)
+
+
+def test_stress_is_said_to_be_required_in_the_help_and_the_docs():
+    """Trial 3: --stress is required, but only the error said so."""
+    r = runner.invoke(app, ["stress", "--help"], terminal_width=200)
+    assert r.exit_code == 0 and "Required (no default)" in " ".join(r.output.split()), r.output
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "albums.md").read_text()
+    assert "`--stress` is **required**" in doc
+
+
+def test_a_condition_moving_one_field_is_on_its_curve_and_the_others_are_listed_with_why(run):
+    """Trial 3: combined conditions were left off the availability curves without a word; faces-mild (two
+    operators, one field) was left off although its point is well defined."""
+    from snapbench.render.stress import availability_points
+
+    summary = json.loads((run / "stress.json").read_text())
+    recs = _records(run, "faces-mild")
+    share = sum(1 for r in recs if r["people"]) / len(recs)
+    pts = availability_points(summary, "recall@10")
+    assert [x for x, _, c in pts["people"] if c == "faces-mild"] == [pytest.approx(share)]
+    assert "combined-mild" not in {c for p in pts.values() for _, _, c in p}
+    page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", (run / "report.html").read_text())).split())
+    curves = page.split("Curves over field availability")[-1].split("Caption-swap probe")[0]  # (after the contents)
+    assert "Not on the curves: caption_swap (caption_swap changes the captions' content" in curves
+    assert "combined-mild (moves caption, ocr, location, people at once" in curves

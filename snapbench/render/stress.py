@@ -4,7 +4,8 @@ Sections: findings in words (a drop or a gain is called one only when its CI exc
 run report's findings; otherwise "not distinguishable from none"; without a CI the numbers are given
 without a verdict), the field x source-type table of micro deltas (which query types depend on which
 field: PhotoBench's modality gap, measured), per-album results (micro and macro), the curves over
-field availability (one row per single-operator condition, in the order of availability), and the
+field availability (one row per condition that moves one field, in the order of availability; the
+conditions left off -- several fields at once, caption_swap -- are listed with why), and the
 caption-swap verdict.
 """
 
@@ -128,20 +129,32 @@ def _swap_verdict(summary: dict) -> str | None:
     return None
 
 
+def _off_curve(b: dict) -> str | None:
+    """Why a condition has no point on the availability curves (``None``: it has one)."""
+    if any(n == "caption_swap" for n, _ in b["operators"]):
+        return "caption_swap changes the captions' content, not how many records hold one"
+    if len(b["fields"]) != 1:
+        return (f"moves {', '.join(b['fields'])} at once: its change cannot be put down to one field's "
+                "availability (see the findings and the field × source-type table)")
+    return None
+
+
 def availability_points(summary: dict, metric: str) -> dict[str, list[tuple[float, float, str]]]:
     """Per field: ``(share of records holding it, micro metric, condition)`` for clean, every
-    single-operator condition that moves only that field, and ``drop=FIELD`` (share 0); by share.
-    For ``caption_truncate`` the share is that of the caption characters kept."""
+    condition that moves only that field (one operator or several, as ``faces-mild``), and
+    ``drop=FIELD`` (share 0); by share.  For a condition with ``caption_truncate`` the share is that of
+    the caption characters kept.  Conditions moving several fields, and ``caption_swap``, have no point
+    (:func:`_off_curve` says why; the page lists them)."""
     clean_m = summary["conditions"] and next(iter(summary["conditions"].values()))["groups"]["all"][metric]["clean"]
     out: dict[str, list[tuple[float, float, str]]] = {}
     for cid, b in summary["conditions"].items():
         ops = [n for n, _ in b["operators"]]
-        if len(ops) != 1 or ops[0] == "caption_swap" or len(b["fields"]) != 1:
+        if _off_curve(b) is not None:
             continue
         f = b["fields"][0]
         pts = out.setdefault(f, [(summary["field_availability"]["clean"][f], clean_m, "clean")])
         share = b["field_availability"][f]
-        if f == "caption" and ops[0] == "caption_truncate":
+        if f == "caption" and "caption_truncate" in ops:
             share = b.get("caption_chars_kept", share)  # every caption is still there, shorter
         pts.append((share, b["groups"]["all"][metric]["stressed"], cid))
     return {f: sorted(p, key=lambda t: -t[0]) for f, p in out.items()}
@@ -229,6 +242,10 @@ def render_stress_report(summary: dict) -> str:
                f"{metric} (micro) as a field becomes sparser (available: share of records holding it; "
                "for caption_truncate, share of caption characters kept)")] if crows else [],
         missing=[] if crows else ["no single-field condition was run (e.g. ocr_dropout=0.25 or drop=ocr)"])
+    off = [(cid, why) for cid, b in conds.items() if (why := _off_curve(b)) is not None]
+    if off:
+        curve.raw.append('<p class="note">Not on the curves: ' + "; ".join(
+            f"{html.escape(cid)} ({html.escape(why)})" for cid, why in off) + ".</p>")
     if crows:
         try:
             png = _availability_figure(summary, metric)
