@@ -848,3 +848,38 @@ def test_a_condition_moving_one_field_is_on_its_curve_and_the_others_are_listed_
     curves = page.split("Curves over field availability")[-1].split("Caption-swap probe")[0]  # (after the contents)
     assert "Not on the curves: caption_swap (caption_swap changes the captions' content" in curves
     assert "combined-mild (moves caption, ocr, location, people at once" in curves
+
+
+def test_a_missing_longitude_or_latitude_is_said_in_words_not_as_none():
+    """Trial 3: 'latitude 48.8566 and longitude None: give both or neither' (Python's None in a message)."""
+    from snapbench.albums.records import check_coordinates
+
+    for lat, lon, said in ((48.8566, None, "latitude 48.8566 but no longitude"),
+                           ("", 2.35, "longitude 2.35 but no latitude")):
+        with pytest.raises(InputError) as exc:
+            check_coordinates(lat, lon, where="line 1 (record 'x')", path=None)
+        assert f"line 1 (record 'x'): {said}: give both or neither" in str(exc.value) and "None" not in str(exc.value)
+
+
+def test_album_names_are_listed_in_natural_order(data, tmp_path):
+    """Trial 3: 'album0, album1, album10, album11, album2' -- album names listed as text, not as numbers."""
+    root = fx.write_jsonl(tmp_path / "jl", n_photos=4)  # small albums: the note on fixed metrics lists them all
+    rename = {"album1": "a10", "album2": "a2", "album3": "a1"}  # in the files: a10, a2, a1
+    for name in ("queries.jsonl", "gallery.jsonl"):
+        rows = [json.loads(x) for x in (root / name).read_text().splitlines()]
+        (root / name).write_text("".join(json.dumps({**r, "album": rename[r["album"]]}) + "\n" for r in rows))
+    natural = ["a1", "a2", "a10"]
+    out = tmp_path / "o"
+    r = runner.invoke(app, ["stress", str(root), "-e", ENC, "--out", str(out), "--stress", "drop=ocr",
+                            "--resamples", "20", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((out / "stress.json").read_text())
+    assert any(f"album(s) {', '.join(natural)} of 4 record(s)" in n for n in summary["notes"]), summary["notes"]
+    page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", (out / "report.html").read_text())).split())
+    assert f"3 ({', '.join(natural)})" in page
+    per_album = page.split("Per album")[-1].split("Curves over field availability")[0]
+    assert [per_album.index(f"drop=ocr {a} ") for a in natural] == sorted(per_album.index(f"drop=ocr {a} ") for a in natural)
+    # a query of an album without records: the known albums listed in the same order
+    (root / "queries.jsonl").write_text((root / "queries.jsonl").read_text().replace('"a10"', '"a99"', 1))
+    with pytest.raises(InputError, match=re.escape(f"(albums: {', '.join(natural)})")):
+        load_albums(root)

@@ -26,7 +26,7 @@ from ..albums.evaluate import (
     paired_delta,
     too_few_albums,
 )
-from ..albums.load import AlbumDataset, load_albums
+from ..albums.load import AlbumDataset, album_sort_key, load_albums
 from ..albums.records import DEFAULT_TEMPLATE, AlbumRecord, RecordTemplate
 from ..albums.stress import CLEAN, FIELDS, Condition, StressResult, apply_condition, parse_conditions
 from ..core.defaults import DEFAULT_CI, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -271,7 +271,7 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
     out["fixed_metrics"] = fixed
     out["metric"] = headline_metric(metrics, fixed)
     if fixed:
-        small = sorted(a for a, n in sizes.items() if n == smallest)
+        small = sorted((a for a, n in sizes.items() if n == smallest), key=album_sort_key)
         out["notes"].append(
             f"{', '.join(fixed)} cannot fall in album(s) {', '.join(small)} of {smallest} record(s): k is at least "
             f"the album's size, so every record is retrieved and the metric is fixed by construction there"

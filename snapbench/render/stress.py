@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import math
 
+from ..albums import album_sort_key
 from ..core.errors import ConfigError
 from .fmt import ci_excludes_zero, ci_label, ci_words, pct, points
 from .htmlpage import HtmlFigure, HtmlSection, html_table, render_html, ul
@@ -210,7 +211,7 @@ def render_stress_report(summary: dict) -> str:
     conds = summary["conditions"]
     sources = [s for s in _SOURCES if any(f"source={s}" in b["groups"] for b in conds.values())]
     info = [("dataset", summary["dataset"]), ("encoder", summary["encoder"]),
-            ("albums", f"{summary['n_albums']} ({', '.join(summary['albums'])})"),
+            ("albums", f"{summary['n_albums']} ({', '.join(sorted(summary['albums'], key=album_sort_key))})"),
             ("queries", f"{summary['n_queries']} ({summary['n_excluded_zero_gt']} zero-GT, excluded from ranking metrics)"),
             ("records", str(summary["n_records"])), ("mode", f"{summary['mode']}: {summary['modes_note']}"),
             ("intervals", _intervals(summary)),
@@ -229,10 +230,9 @@ def render_stress_report(summary: dict) -> str:
         '<p class="note">' + html.escape(summary["modes_note"]) + "</p>"]))
     arows = []
     for cid, b in conds.items():
-        for gname, g in b["groups"].items():
-            if gname.startswith("album="):
-                e = g[metric]
-                arows.append([cid, gname[6:], points(e["clean"]) or "–", points(e["stressed"]) or "–", _cell(e)])
+        for gname in sorted((g for g in b["groups"] if g.startswith("album=")), key=lambda g: album_sort_key(g[6:])):
+            e = b["groups"][gname][metric]
+            arows.append([cid, gname[6:], points(e["clean"]) or "–", points(e["stressed"]) or "–", _cell(e)])
     sections.append(HtmlSection("albums", "Per album", [_table(["condition", "album", "clean", "stressed", "Δ"], arows,
                                                                 f"{metric} per album (micro within the album)")]))
     curves = availability_points(summary, metric)
