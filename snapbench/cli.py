@@ -1365,7 +1365,7 @@ def stress(
     dataset: Annotated[Path, typer.Argument(help="A PhotoBench folder (album*/ folders, one album, or a Hugging Face copy with --split), or a JSONL query manifest / folder holding queries.jsonl, gallery.jsonl, qrels.json.")],
     encoder: _Encoder,
     out: Path = typer.Option(..., "--out", help="Output folder: records/<condition>.jsonl, per_query.csv, stress.json, report.html; rerun to resume."),
-    stress: str = typer.Option(..., "--stress", help="Comma-separated stress conditions: operators (caption_truncate=F, ocr_dropout=P, location_sparsify=P, time_dropout=P, face_dropout=P, owner_face_dropout=P, drop=FIELD, caption_swap), combined with '+', or presets (combined-mild, faces-mild)."),
+    stress: str = typer.Option(..., "--stress", help="Required (no default): the stress conditions to run, comma-separated: operators (caption_truncate=F, ocr_dropout=P, location_sparsify=P, time_dropout=P, face_dropout=P, owner_face_dropout=P, drop=FIELD, caption_swap), combined with '+', or presets (combined-mild, faces-mild)."),
     k: _Ks = ",".join(map(str, DEFAULT_KS)),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the stress operators and the bootstrap."),
     resamples: _Resamples = DEFAULT_RESAMPLES,
@@ -1386,6 +1386,7 @@ def stress(
     """Perturb only the gallery records' fields and report paired deltas against the clean records.
 
     Each query searches only its own album; results per album, micro (over queries) and macro (over albums).
+    --stress is required: the conditions to run, e.g. --stress combined-mild,drop=location.
     Writes OUT/records/<condition>.jsonl, OUT/per_query.csv, OUT/stress.json and OUT/report.html.
     """
     from .albums.records import DEFAULT_TEMPLATE

@@ -4,6 +4,7 @@ their fields (tests/album_fixtures.py), with a bag-of-words text encoder given a
 from __future__ import annotations
 
 import csv
+import html
 import json
 import math
 import re
@@ -798,3 +799,87 @@ def test_only_a_narrow_caption_swap_ci_around_zero_says_no_measurable_effect(run
 def test_caption_chars_kept_only_for_conditions_that_truncate(run):
     conds = json.loads((run / "stress.json").read_text())["conditions"]
     assert {c for c, b in conds.items() if "caption_chars_kept" in b} == {"caption_truncate=0.51", "combined-mild"}
+
+
+def test_flags_that_cannot_apply_are_refused_before_the_resume_check(data, tmp_path):
+    """Trial 3: --split/--language on a JSONL dataset whose --out holds an earlier stress run was answered
+    with the resume refusal (inviting --force) instead of the flag's own refusal."""
+    out = tmp_path / "sx"
+    run_stress(data[1], ENC, out, StressOptions(stress="drop=ocr", resamples=20, report=False))
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    for flag, value in (("--split", "validation"), ("--language", "cn")):
+        for force in ([], ["--force"]):
+            r = runner.invoke(app, ["stress", str(data[1]), "-e", ENC, "--out", str(out), "--stress", "drop=ocr",
+                                    flag, value, "--no-progress", *force])
+            assert r.exit_code == 2 and "this is a JSONL dataset" in r.output and "holds the output" not in r.output, r.output
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before  # --force discarded nothing
+
+
+def test_a_changed_split_is_worded_with_the_flag_and_no_bare_none(tmp_path):
+    from snapbench.store import check_resume, write_run_json
+
+    write_run_json(tmp_path, "stress", {"fingerprint": {"split": None, "language": "en"}})
+    with pytest.raises(ConfigError) as exc:
+        check_resume(tmp_path, "stress", {"split": "validation", "language": "cn"})
+    # arg() names the parameter (the CLI shows it as --split)
+    assert 'a different split not given (this run: "validation"), language "en" (this run: "cn")' in str(exc.value)
+
+
+def test_stress_is_said_to_be_required_in_the_help_and_the_docs():
+    """Trial 3: --stress is required, but only the error said so."""
+    r = runner.invoke(app, ["stress", "--help"], terminal_width=200)
+    assert r.exit_code == 0 and "Required (no default)" in " ".join(r.output.split()), r.output
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "albums.md").read_text()
+    assert "`--stress` is **required**" in doc
+
+
+def test_a_condition_moving_one_field_is_on_its_curve_and_the_others_are_listed_with_why(run):
+    """Trial 3: combined conditions were left off the availability curves without a word; faces-mild (two
+    operators, one field) was left off although its point is well defined."""
+    from snapbench.render.stress import availability_points
+
+    summary = json.loads((run / "stress.json").read_text())
+    recs = _records(run, "faces-mild")
+    share = sum(1 for r in recs if r["people"]) / len(recs)
+    pts = availability_points(summary, "recall@10")
+    assert [x for x, _, c in pts["people"] if c == "faces-mild"] == [pytest.approx(share)]
+    assert "combined-mild" not in {c for p in pts.values() for _, _, c in p}
+    page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", (run / "report.html").read_text())).split())
+    curves = page.split("Curves over field availability")[-1].split("Caption-swap probe")[0]  # (after the contents)
+    assert "Not on the curves: caption_swap (caption_swap changes the captions' content" in curves
+    assert "combined-mild (moves caption, ocr, location, people at once" in curves
+
+
+def test_a_missing_longitude_or_latitude_is_said_in_words_not_as_none():
+    """Trial 3: 'latitude 48.8566 and longitude None: give both or neither' (Python's None in a message)."""
+    from snapbench.albums.records import check_coordinates
+
+    for lat, lon, said in ((48.8566, None, "latitude 48.8566 but no longitude"),
+                           ("", 2.35, "longitude 2.35 but no latitude")):
+        with pytest.raises(InputError) as exc:
+            check_coordinates(lat, lon, where="line 1 (record 'x')", path=None)
+        assert f"line 1 (record 'x'): {said}: give both or neither" in str(exc.value) and "None" not in str(exc.value)
+
+
+def test_album_names_are_listed_in_natural_order(data, tmp_path):
+    """Trial 3: 'album0, album1, album10, album11, album2' -- album names listed as text, not as numbers."""
+    root = fx.write_jsonl(tmp_path / "jl", n_photos=4)  # small albums: the note on fixed metrics lists them all
+    rename = {"album1": "a10", "album2": "a2", "album3": "a1"}  # in the files: a10, a2, a1
+    for name in ("queries.jsonl", "gallery.jsonl"):
+        rows = [json.loads(x) for x in (root / name).read_text().splitlines()]
+        (root / name).write_text("".join(json.dumps({**r, "album": rename[r["album"]]}) + "\n" for r in rows))
+    natural = ["a1", "a2", "a10"]
+    out = tmp_path / "o"
+    r = runner.invoke(app, ["stress", str(root), "-e", ENC, "--out", str(out), "--stress", "drop=ocr",
+                            "--resamples", "20", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((out / "stress.json").read_text())
+    assert any(f"album(s) {', '.join(natural)} of 4 record(s)" in n for n in summary["notes"]), summary["notes"]
+    page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", (out / "report.html").read_text())).split())
+    assert f"3 ({', '.join(natural)})" in page
+    per_album = page.split("Per album")[-1].split("Curves over field availability")[0]
+    assert [per_album.index(f"drop=ocr {a} ") for a in natural] == sorted(per_album.index(f"drop=ocr {a} ") for a in natural)
+    # a query of an album without records: the known albums listed in the same order
+    (root / "queries.jsonl").write_text((root / "queries.jsonl").read_text().replace('"a10"', '"a99"', 1))
+    with pytest.raises(InputError, match=re.escape(f"(albums: {', '.join(natural)})")):
+        load_albums(root)

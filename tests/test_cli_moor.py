@@ -394,3 +394,21 @@ def test_a_run_folders_embeddings_are_refused_with_what_to_do(smoke_run, tmp_pat
         assert "'snapbench encode CORRUPTED --gallery GALLERY --out ENC'" in text
         assert "--embeddings-dir ENC/embeddings" in text
         assert not (tmp_path / "o").exists()
+
+
+def test_mismatched_query_shapes_name_the_rule_they_break(emb):
+    """Trial 3: '--q-image (qI.npy) has shape (5, 8), --q-text (qT.npy) has shape (5, 6)' listed the shapes
+    without the rule (one dimension for both sides? one row per query?)."""
+    d, (qI, qT, gI, gT) = emb
+    cases = [
+        (qT[:, :6], "--q-text (" + str(d / "qT.npy") + ") has shape (6, 6): the image and text embeddings must share"),
+        (qT[:5], "has shape (5, 8): the two need the same number of rows: one per query"),
+    ]
+    for bad, words in cases:
+        np.save(d / "qT.npy", bad)
+        r = runner.invoke(app, _args(d, "--out", str(d / "out")))
+        assert r.exit_code == 2 and words in " ".join(r.output.split()), r.output
+    np.save(d / "qT.npy", qT[:, :6])
+    np.save(d / "qI.npy", qI[:, :6])
+    r = runner.invoke(app, _args(d, "--out", str(d / "out")))
+    assert r.exit_code == 2 and "the gallery has dim 8: the queries' embeddings must have the gallery's dimension" in " ".join(r.output.split()), r.output

@@ -8,6 +8,7 @@ import pytest
 
 from snapbench.app.corrupt import run_corruption
 from snapbench.app.encode import encode_corrupted
+from snapbench.core.errors import ConfigError
 from snapbench.corruptions import load_image
 from snapbench.data.common import read_gallery_manifest
 from snapbench.models import get_encoder
@@ -96,3 +97,57 @@ def test_encode_takes_e_for_the_encoder_as_run_does(tmp_path):
                                  "--out", str(tmp_path / "o"), "-e", "toy"])
     assert "No such option" not in r.output
     assert r.exit_code == 2 and r.output.startswith("error:"), r.output  # the missing corrupt folder, not the flag
+
+
+class _Hist:
+    """Trial 3's user encoder: 24-dimensional images and texts, under a fingerprint another model used."""
+
+    name, fingerprint, modalities, dim = "my-hist", "my-hist-v1", frozenset({"image", "text"}), 24
+
+    def encode_images(self, images):
+        return np.stack([np.concatenate([np.histogram(im[..., c], bins=8, range=(0, 256))[0] for c in range(3)])
+                         for im in images]).astype(np.float32) + 1
+
+    def encode_texts(self, texts):
+        return np.stack([np.bincount([len(w) % self.dim for w in t.split()] or [0], minlength=self.dim)
+                         for t in texts]).astype(np.float32) + 0.01
+
+
+class _Foreign(_Hist):
+    name, dim = "someone-else", 32
+
+
+def _files(folder: Path) -> dict[str, int]:
+    """Every path under ``folder``, with a file's modification time (a folder's changes with its listing)."""
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns if p.is_file() else None
+            for p in folder.rglob("*")} if folder.exists() else {}
+
+
+def test_a_foreign_cache_entry_fails_the_encode_leaving_the_entry_and_the_output_as_they_were(small_run, tmp_path):
+    """Trial 3: a cache entry holding another model's 32-dimensional texts under the same fingerprint was found
+    only at the gallery texts, after the gallery images had been written into it; the failed encode left a
+    half-written output folder (dropped_queries.json, paths/query_ids.txt...)."""
+    from snapbench.app.encode import prepare_out_dir
+    from snapbench.store.cache import CachedEncoder
+
+    tmp, _ = small_run
+    cache = tmp_path / "cache"
+    # the other model encoded the same gallery's captions (only a hit shows the entry's dimension)
+    CachedEncoder(_Foreign(), cache).encode_texts([g.caption for g in read_gallery_manifest(DEMO / "gallery.jsonl")
+                                                   if g.caption is not None])
+    entry = _files(cache)
+    assert any(k.startswith(next(iter(entry)).split("/")[0] + "/text/") for k in entry)
+    prepared = tmp_path / "prepared"
+    prepare_out_dir(prepared)  # as the CLI does before the model is loaded: the folder exists, holding no file
+    held = tmp_path / "held"
+    (held / "paths").mkdir(parents=True)
+    (held / "paths" / "earlier.txt").write_text("an earlier call's file\n")
+    for out in (tmp_path / "fresh", prepared, held):
+        was = _files(out)
+        with pytest.raises(ConfigError, match="holds text embeddings of dimension 32 but encoder 'my-hist' returns 24"):
+            encode_corrupted(tmp / "c", DEMO / "gallery.jsonl", CachedEncoder(_Hist(), cache), out)
+        assert _files(cache) == entry  # no image embeddings of this model next to the other's texts
+        if out is held:
+            assert (held / "paths" / "earlier.txt").is_file()  # a folder given with content is kept
+        else:
+            assert _files(out) == was, sorted(set(_files(out)) - set(was))

@@ -31,11 +31,11 @@ from ..core.records import QueryRecord
 from ..core.userfiles import jsonl_lines, read_json, read_text
 from ..core.validate import examples, unknown_name
 from ..data.jsonl import MANIFEST_NAMES, QRELS_NAMES, gallery_next_to, read_queries, sibling
-from ..data.photobench import album_photos, album_queries, check_language, photobench_albums
+from ..data.photobench import album_photos, album_queries, album_sort_key, check_language, photobench_albums
 from ..data.qrels import align_qrels, read_qrels_file
 from .records import OWNER, OWNER_NAMES, AlbumRecord, Face, check_coordinates, parse_time
 
-__all__ = ["AlbumDataset", "load_albums"]
+__all__ = ["AlbumDataset", "album_sort_key", "load_albums"]
 
 #: The album of JSONL queries and records that name none.
 _DEFAULT_ALBUM = "all"
@@ -271,7 +271,7 @@ def _load_jsonl(path: Path, gallery: Path | None, qrels: Path | None) -> AlbumDa
         if a not in albums:
             why = "" if q.tags.get("album") else f" (the query has no 'album' field: it is in the album {a!r})"
             raise InputError(f"query {q.id!r}: album {a!r} has no gallery records{why} (albums: "
-                             f"{', '.join(sorted(albums))})", path=path)
+                             f"{', '.join(sorted(albums, key=album_sort_key))})", path=path)
         q.tags["album"] = a
     qrels = qrels or sibling(path.parent, QRELS_NAMES)
     gt: dict[str, dict[str, float]] = {}

@@ -146,7 +146,8 @@ def check_coordinates(lat: Any, lon: Any, *, where: str, path: Path | None) -> t
 
     a, b = num(lat, "latitude", 90.0), num(lon, "longitude", 180.0)
     if (a is None) != (b is None):
-        raise InputError(f"{where}: latitude {lat!r} and longitude {lon!r}: give both or neither", path=path)
+        given, value, lacking = ("latitude", lat, "longitude") if b is None else ("longitude", lon, "latitude")
+        raise InputError(f"{where}: {given} {value!r} but no {lacking}: give both or neither", path=path)
     return a, b
 
 

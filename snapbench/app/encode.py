@@ -43,6 +43,9 @@ Decisions:
   they would be read with this run's id lists.
 * Queries without an output under some selected condition are dropped from every condition so all
   states stay paired on the same queries; ``dropped_queries.json`` gives each one's reason.
+* A failure (a model error, a foreign cache entry, Ctrl-C) removes what this call wrote into an output
+  folder that held no file before it (:func:`snapbench.store.folders.undone_on_failure`): encode does not
+  resume its own folder, so a half-written one would only mislead.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ from ..store import (
     write_run_json,
 )
 from ..store.atomic import save_npy_atomic, write_json
-from ..store.folders import refuse_unfinished, remove_stale
+from ..store.folders import refuse_unfinished, remove_stale, undone_on_failure
 from ..store.jsonl import read_manifest, read_skips
 from .stages.encoders import ZeroRows, encode_batches
 from .stages.gallery import encode_gallery
@@ -337,7 +340,18 @@ def encode_corrupted(
     if not paths and not joint:
         raise ConfigError("no path can be scored: " + "; ".join(f"{p}: {w}" for p, w in skipped.items()))
 
-    prepare_out_dir(out.root)
+    # encode does not resume: a failure (a model error, a foreign cache entry, Ctrl-C) leaves no half-written
+    # folder behind; a folder holding an earlier call's output is kept
+    with undone_on_failure(out.root):
+        prepare_out_dir(out.root)
+        return _encode_into(inp, items, gallery, encoder, out, paths, skipped, why, joint, batch_size, progress)
+
+
+def _encode_into(inp: _Input, items: Sequence[Any], gallery: Any, encoder: Any, out: EncodeDir, paths: list[str],
+                 skipped: dict[str, str], why: dict[str, str], joint: bool, batch_size: int,
+                 progress: Callable[[str, int, int], None] | None) -> EncodeSummary:
+    corrupt_dir = inp.corrupt_dir
+    gallery_ids = [str(g.id) for g in items]
     for d in (out.root, out.paths):  # the id lists of the folder, and of its SCORES_DIR
         write_ids(d / QUERY_IDS, inp.query_ids)
         write_ids(d / GALLERY_IDS, gallery_ids)

@@ -290,9 +290,17 @@ def _query_pair(cond: str, qi_src: Any, qt_src: Any, index: MOORIndex, from_dir:
     fi = f" ({qi_src})" if isinstance(qi_src, (str, os.PathLike)) else ""
     ft = f" ({qt_src})" if isinstance(qt_src, (str, os.PathLike)) else ""
     if qI.shape != qT.shape:
-        raise InputError(f"{ni}{fi} has shape {qI.shape}, {nt}{ft} has shape {qT.shape}")
+        if qI.ndim != 2 or qT.ndim != 2:
+            rule = "each must be a 2-D matrix, one row per query"
+        elif qI.shape[0] != qT.shape[0]:
+            rule = "the two need the same number of rows: one per query, in the same order"
+        else:
+            rule = ("the image and text embeddings must share one dimension: MOOR fuses them in one space, "
+                    f"the gallery's (dim {index.dim})")
+        raise InputError(f"{ni}{fi} has shape {qI.shape}, {nt}{ft} has shape {qT.shape}: {rule}")
     if qI.ndim != 2 or qI.shape[1] != index.dim:
-        raise InputError(f"{ni}{fi} has shape {qI.shape}, the gallery has dim {index.dim}")
+        raise InputError(f"{ni}{fi} has shape {qI.shape}, the gallery has dim {index.dim}: the queries' embeddings "
+                         "must have the gallery's dimension (one matrix, one row per query)")
     return qI, qT
 
 

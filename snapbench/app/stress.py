@@ -26,7 +26,7 @@ from ..albums.evaluate import (
     paired_delta,
     too_few_albums,
 )
-from ..albums.load import AlbumDataset, load_albums
+from ..albums.load import AlbumDataset, album_sort_key, load_albums
 from ..albums.records import DEFAULT_TEMPLATE, AlbumRecord, RecordTemplate
 from ..albums.stress import CLEAN, FIELDS, Condition, StressResult, apply_condition, parse_conditions
 from ..core.defaults import DEFAULT_CI, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -146,12 +146,14 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
                    "gallery": None if opts.gallery is None else str(Path(opts.gallery).resolve()),
                    "qrels": None if opts.qrels is None else str(Path(opts.qrels).resolve()),
                    "encoder": spec, "record_template": template.source, "seed": int(opts.seed)}
+    # the dataset and the options that depend on it (--split, --language, --gallery) are checked before the
+    # output folder: a resume refusal must not invite --force for a run whose flags could never apply
+    ds = load_albums(dataset, split=opts.split, gallery=opts.gallery, qrels=opts.qrels, language=opts.language)
     claim_output_dir(out, "stress", STRESS_RECORDS_DIR, STRESS_VECTORS_DIR)
     previous = check_resume(out, "stress", fingerprint, force=opts.force)
     sd = StressDir(out)
     if previous is not None and opts.force and previous.get("fingerprint") != fingerprint:
         remove_stale(sd.vectors_dir.glob("*.npy"), [])  # vectors of another set-up
-    ds = load_albums(dataset, split=opts.split, gallery=opts.gallery, qrels=opts.qrels, language=opts.language)
     # the one way run and encode open an encoder; the stress suite keeps its own vectors, so no embedding cache
     enc, _ = open_encoder(encoder, device=opts.device, batch_size=opts.batch_size, use_cache=False,
                           progress=opts.progress)
@@ -269,7 +271,7 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
     out["fixed_metrics"] = fixed
     out["metric"] = headline_metric(metrics, fixed)
     if fixed:
-        small = sorted(a for a, n in sizes.items() if n == smallest)
+        small = sorted((a for a, n in sizes.items() if n == smallest), key=album_sort_key)
         out["notes"].append(
             f"{', '.join(fixed)} cannot fall in album(s) {', '.join(small)} of {smallest} record(s): k is at least "
             f"the album's size, so every record is retrieved and the metric is fixed by construction there"

@@ -45,6 +45,7 @@ from .model import Dataset, GalleryItem
 __all__ = [
     "SOURCES",
     "album_photos",
+    "album_sort_key",
     "album_queries",
     "is_album",
     "load_faiss_embeddings",
@@ -67,12 +68,17 @@ def is_album(path: Path, query_file: str = "query.json") -> bool:
     return (Path(path) / query_file).is_file()
 
 
+def album_sort_key(name: str) -> tuple:
+    """The one order of album names wherever they are listed: natural, numbers as numbers
+    (``album2`` before ``album10``)."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+
+
 def photobench_albums(root: Path, *, query_file: str = "query.json") -> list[Path]:
     """The album folders (holding ``query_file``: ``query.json``, or a Hugging Face copy's
-    ``validation.json`` / ``test.json``) directly inside ``root``, in natural order."""
-    def key(p: Path) -> tuple:
-        return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.name))
-    return sorted((p for p in Path(root).iterdir() if p.is_dir() and is_album(p, query_file)), key=key)
+    ``validation.json`` / ``test.json``) directly inside ``root``, in natural order (:func:`album_sort_key`)."""
+    return sorted((p for p in Path(root).iterdir() if p.is_dir() and is_album(p, query_file)),
+                  key=lambda p: album_sort_key(p.name))
 
 
 def album_queries(album: Path, language: str, *, qfile: str = "query.json") -> tuple[list[QueryRecord], list[dict]]:

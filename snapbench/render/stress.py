@@ -4,7 +4,8 @@ Sections: findings in words (a drop or a gain is called one only when its CI exc
 run report's findings; otherwise "not distinguishable from none"; without a CI the numbers are given
 without a verdict), the field x source-type table of micro deltas (which query types depend on which
 field: PhotoBench's modality gap, measured), per-album results (micro and macro), the curves over
-field availability (one row per single-operator condition, in the order of availability), and the
+field availability (one row per condition that moves one field, in the order of availability; the
+conditions left off -- several fields at once, caption_swap -- are listed with why), and the
 caption-swap verdict.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import html
 import math
 
+from ..albums import album_sort_key
 from ..core.errors import ConfigError
 from .fmt import ci_excludes_zero, ci_label, ci_words, pct, points
 from .htmlpage import HtmlFigure, HtmlSection, html_table, render_html, ul
@@ -128,20 +130,32 @@ def _swap_verdict(summary: dict) -> str | None:
     return None
 
 
+def _off_curve(b: dict) -> str | None:
+    """Why a condition has no point on the availability curves (``None``: it has one)."""
+    if any(n == "caption_swap" for n, _ in b["operators"]):
+        return "caption_swap changes the captions' content, not how many records hold one"
+    if len(b["fields"]) != 1:
+        return (f"moves {', '.join(b['fields'])} at once: its change cannot be put down to one field's "
+                "availability (see the findings and the field × source-type table)")
+    return None
+
+
 def availability_points(summary: dict, metric: str) -> dict[str, list[tuple[float, float, str]]]:
     """Per field: ``(share of records holding it, micro metric, condition)`` for clean, every
-    single-operator condition that moves only that field, and ``drop=FIELD`` (share 0); by share.
-    For ``caption_truncate`` the share is that of the caption characters kept."""
+    condition that moves only that field (one operator or several, as ``faces-mild``), and
+    ``drop=FIELD`` (share 0); by share.  For a condition with ``caption_truncate`` the share is that of
+    the caption characters kept.  Conditions moving several fields, and ``caption_swap``, have no point
+    (:func:`_off_curve` says why; the page lists them)."""
     clean_m = summary["conditions"] and next(iter(summary["conditions"].values()))["groups"]["all"][metric]["clean"]
     out: dict[str, list[tuple[float, float, str]]] = {}
     for cid, b in summary["conditions"].items():
         ops = [n for n, _ in b["operators"]]
-        if len(ops) != 1 or ops[0] == "caption_swap" or len(b["fields"]) != 1:
+        if _off_curve(b) is not None:
             continue
         f = b["fields"][0]
         pts = out.setdefault(f, [(summary["field_availability"]["clean"][f], clean_m, "clean")])
         share = b["field_availability"][f]
-        if f == "caption" and ops[0] == "caption_truncate":
+        if f == "caption" and "caption_truncate" in ops:
             share = b.get("caption_chars_kept", share)  # every caption is still there, shorter
         pts.append((share, b["groups"]["all"][metric]["stressed"], cid))
     return {f: sorted(p, key=lambda t: -t[0]) for f, p in out.items()}
@@ -197,7 +211,7 @@ def render_stress_report(summary: dict) -> str:
     conds = summary["conditions"]
     sources = [s for s in _SOURCES if any(f"source={s}" in b["groups"] for b in conds.values())]
     info = [("dataset", summary["dataset"]), ("encoder", summary["encoder"]),
-            ("albums", f"{summary['n_albums']} ({', '.join(summary['albums'])})"),
+            ("albums", f"{summary['n_albums']} ({', '.join(sorted(summary['albums'], key=album_sort_key))})"),
             ("queries", f"{summary['n_queries']} ({summary['n_excluded_zero_gt']} zero-GT, excluded from ranking metrics)"),
             ("records", str(summary["n_records"])), ("mode", f"{summary['mode']}: {summary['modes_note']}"),
             ("intervals", _intervals(summary)),
@@ -216,10 +230,9 @@ def render_stress_report(summary: dict) -> str:
         '<p class="note">' + html.escape(summary["modes_note"]) + "</p>"]))
     arows = []
     for cid, b in conds.items():
-        for gname, g in b["groups"].items():
-            if gname.startswith("album="):
-                e = g[metric]
-                arows.append([cid, gname[6:], points(e["clean"]) or "–", points(e["stressed"]) or "–", _cell(e)])
+        for gname in sorted((g for g in b["groups"] if g.startswith("album=")), key=lambda g: album_sort_key(g[6:])):
+            e = b["groups"][gname][metric]
+            arows.append([cid, gname[6:], points(e["clean"]) or "–", points(e["stressed"]) or "–", _cell(e)])
     sections.append(HtmlSection("albums", "Per album", [_table(["condition", "album", "clean", "stressed", "Δ"], arows,
                                                                 f"{metric} per album (micro within the album)")]))
     curves = availability_points(summary, metric)
@@ -229,6 +242,10 @@ def render_stress_report(summary: dict) -> str:
                f"{metric} (micro) as a field becomes sparser (available: share of records holding it; "
                "for caption_truncate, share of caption characters kept)")] if crows else [],
         missing=[] if crows else ["no single-field condition was run (e.g. ocr_dropout=0.25 or drop=ocr)"])
+    off = [(cid, why) for cid, b in conds.items() if (why := _off_curve(b)) is not None]
+    if off:
+        curve.raw.append('<p class="note">Not on the curves: ' + "; ".join(
+            f"{html.escape(cid)} ({html.escape(why)})" for cid, why in off) + ".</p>")
     if crows:
         try:
             png = _availability_figure(summary, metric)

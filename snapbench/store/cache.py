@@ -11,7 +11,10 @@ The key of an image is its decoded pixels (shape + bytes), not its file, so a re
 file with the same pixels hits and a changed one misses.  The model part is the encoder's
 ``fingerprint`` (weights + preprocessing + precision).  Two processes sharing the folder are safe:
 each file appears complete or not at all (``os.replace``), and two writers of one key write the
-same bytes.  An unreadable or mis-shaped entry is treated as a miss and rewritten.
+same bytes.  An unreadable or mis-shaped entry is treated as a miss and rewritten.  An entry holding
+embeddings of another dimension than the encoder returns (another model under the same fingerprint) is
+refused, and what this process had added to it before finding out (say images, before the texts showed
+the mismatch) is removed: the entry is left as it was found.
 """
 
 from __future__ import annotations
@@ -87,6 +90,11 @@ class CachedEncoder:
         self.hits = 0
         self.misses = 0
         self._meta_written = False
+        # kinds the entry already held, whose dimension this encoder has not yet matched: while there are any,
+        # the files this object adds are remembered, to be removed if the entry proves to be another model's
+        self._unchecked = {k for k in ("image", "text", "joint") if any((self.root / k).glob("*/*.npy"))}
+        self._written: list[Path] = []
+        self._dims: dict[str, int | None] = {}  # kind -> the entry's dimension (a stored file's, then the encoder's)
 
     def __getattr__(self, attr: str) -> Any:  # name, fingerprint, modalities, dim, joint...
         if attr == "encoder":  # not yet set (during unpickling/copy): avoid infinite recursion
@@ -120,6 +128,7 @@ class CachedEncoder:
         if not meta.exists():
             write_json(meta, {"name": getattr(self.encoder, "name", None), "fingerprint": self.encoder.fingerprint},
                        indent=1)
+            self._remember(meta)
         self._meta_written = True
 
     def _cached(self, kind: str, items: Sequence[Any], keys: list[str], encode: Callable[[list], np.ndarray]) -> np.ndarray:
@@ -132,6 +141,8 @@ class CachedEncoder:
         if len(dims) > 1:  # entries of two shapes under one fingerprint: trust none of them
             found.clear()
             dims = set()
+        elif dims and kind in self._dims and self._dims[kind] != next(iter(dims)):
+            self._refuse(kind, next(iter(dims)), self._dims[kind])  # hits only, but of another dimension
         todo = [i for i, k in enumerate(keys) if k not in found]
         first_todo: list[int] = []  # the first index of each distinct missing key
         pending: set[str] = set()
@@ -146,20 +157,56 @@ class CachedEncoder:
             if fresh.ndim != 2 or fresh.shape[0] != len(first_todo):
                 raise ConfigError(f"encoder {getattr(self.encoder, 'name', '?')!r} returned shape {fresh.shape} "
                                   f"for {len(first_todo)} {kind}s")
-            if found and fresh.shape[1] not in dims:
-                raise ConfigError(
-                    f"embedding cache {self.root}: holds {kind} embeddings of dimension {dims.pop()} but encoder "
-                    f"{getattr(self.encoder, 'name', '?')!r} returns {fresh.shape[1]}: its fingerprint does not change "
-                    "with its weights; delete that folder (or use no cache)"
-                )
+            # checked against the entry even when every item is a miss: a stored file tells its dimension
+            held = next(iter(dims)) if dims else self._entry_dim(kind)
+            if held is not None and fresh.shape[1] != held:
+                self._refuse(kind, held, int(fresh.shape[1]))
+            self._dims[kind] = int(fresh.shape[1])
+            self._unchecked.discard(kind)  # the entry's embeddings of this kind match this encoder's
+            if not self._unchecked:
+                self._written.clear()
             self._write_meta()
             for i, v in zip(first_todo, fresh):
                 found[keys[i]] = v
+                path = self._path(kind, keys[i])
                 if np.isfinite(v).all():  # a NaN row is refused by the caller; kept, it would stay after a fix
-                    save_npy_atomic(self._path(kind, keys[i]), np.ascontiguousarray(v))
+                    if not path.exists():
+                        self._remember(path)
+                    save_npy_atomic(path, np.ascontiguousarray(v))
         if not keys:
             return np.asarray(encode([]), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def _entry_dim(self, kind: str) -> int | None:
+        """The dimension of the entry's ``kind`` embeddings (one stored file's); ``None``: it holds none."""
+        if kind not in self._dims:
+            sample = next((self.root / kind).glob("*/*.npy"), None)
+            v = None if sample is None else self._read(sample)
+            self._dims[kind] = None if v is None else int(v.shape[0])
+        return self._dims[kind]
+
+    def _refuse(self, kind: str, held: int, returned: int) -> None:
+        self._undo()  # the entry is left as it was found: no embeddings of two models side by side
+        raise ConfigError(
+            f"embedding cache {self.root}: holds {kind} embeddings of dimension {held} but encoder "
+            f"{getattr(self.encoder, 'name', '?')!r} returns {returned}: its fingerprint does not change "
+            "with its weights; delete that folder (or use no cache)"
+        )
+
+    def _remember(self, path: Path) -> None:
+        if self._unchecked:
+            self._written.append(path)
+
+    def _undo(self) -> None:
+        """Remove the files this object added to the entry (then empty folders): a foreign entry -- another
+        model's embeddings under the same fingerprint, found on a later kind -- is left as it was."""
+        for path in reversed(self._written):
+            path.unlink(missing_ok=True)
+            for folder in (path.parent, path.parent.parent):
+                if self.root in folder.parents and folder.is_dir() and not any(folder.iterdir()):
+                    folder.rmdir()
+        self._written.clear()
+        self._meta_written = False
 
     def encode_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
         images = list(images)

@@ -50,10 +50,11 @@ Id lists: one id per line (``query_ids.txt``, ``gallery_ids.txt``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ from ..core.targets import FUSION_PREFIX, TARGET_ORDER
 from ..core.userfiles import load_npy, read_json, read_text
 from .atomic import being_written, save_npy_atomic, write_json, write_text_atomic
 
-__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'MoorDir', 'CompareDir', 'FINGERPRINT_WORDS', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'refuse_unfinished', 'remove_stale', 'open_run_dir', 'output_kind', 'StressDir', 'STRESS_RECORDS_DIR', 'STRESS_VECTORS_DIR', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
+__all__ = ['CorruptDir', 'EncodeDir', 'RunDir', 'MoorDir', 'CompareDir', 'FINGERPRINT_WORDS', 'REPORT_JSON', 'PER_QUERY_CSV', 'COMPARE_JSON', 'TRAFFIC_JSON', 'DIAGNOSE_CSV', 'DIAGNOSE_SUMMARY', 'DIAGNOSE_HTML', 'SCHEMA_VERSIONS', 'check_schema_version', 'write_run_json', 'read_run_json', 'run_json_kind', 'check_resume', 'claim_output_dir', 'refuse_unfinished', 'remove_stale', 'undone_on_failure', 'open_run_dir', 'output_kind', 'StressDir', 'STRESS_RECORDS_DIR', 'STRESS_VECTORS_DIR', 'OutputFolder', 'find_output_folder', 'refuse_output_folder', 'run_dir_instead', 'read_ids', 'write_ids', 'find_ids']
 
 QUERY_IDS = "query_ids.txt"
 GALLERY_IDS = "gallery_ids.txt"
@@ -388,6 +389,8 @@ FINGERPRINT_WORDS: dict[str, tuple[str, dict[Any, str]]] = {
     "dataset_gallery_sha256": ("gallery", {}),
     "encoder_fingerprint": (f"encoder ({arg('encoder')})", {}),
     "sources": ("variant sources (modes and conditions)", {}),
+    "split": (arg("split"), {None: "not given"}),
+    "language": (arg("language"), {}),
 }
 
 
@@ -504,6 +507,33 @@ def remove_stale(candidates: Iterable[Path], written: Iterable[Path], *, empty_d
         if d.is_dir() and not any(d.iterdir()):
             d.rmdir()
     return removed
+
+
+@contextlib.contextmanager
+def undone_on_failure(folder: str | os.PathLike) -> Iterator[None]:
+    """For a command that writes ``folder`` and cannot resume (``snapbench encode``): if the block fails (an
+    error, Ctrl-C) and ``folder`` held no file when it began, what the block added is removed -- a folder
+    that did not exist goes, one that held only empty folders is left as it was.  A folder that held
+    files (the output of an earlier call) is kept as the failed call left it."""
+    folder = Path(folder)
+    before = set(folder.rglob("*")) if folder.is_dir() else None
+    if before is not None and any(p.is_file() or p.is_symlink() for p in before):
+        yield
+        return
+    try:
+        yield
+    except BaseException as exc:
+        if getattr(exc, "exit_code", getattr(exc, "code", 1)) not in (0, None) and folder.is_dir() \
+                and not folder.is_symlink():
+            if before is None:
+                shutil.rmtree(folder, ignore_errors=True)
+            else:
+                for p in sorted(set(folder.rglob("*")) - before, reverse=True):  # children before their folder
+                    if p.is_dir() and not p.is_symlink():
+                        shutil.rmtree(p, ignore_errors=True)
+                    else:
+                        p.unlink(missing_ok=True)
+        raise
 
 
 def _refuse_nested(folder: Path, command: str, within: str | os.PathLike | None) -> None:
