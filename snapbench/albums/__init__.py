@@ -1,8 +1,8 @@
 """Personal albums: datasets of many galleries, records as text, and record-field stress.
 
 * :func:`load_albums` -- PhotoBench folders of albums and JSONL datasets with ``album`` fields
-  (:mod:`snapbench.albums.load`); :func:`album_sort_key` -- the natural order album names are listed in
-  (``album2`` before ``album10``);
+  (:mod:`snapbench.albums.load`), listed in natural order
+  (:func:`snapbench.data.photobench.album_sort_key`: ``album2`` before ``album10``);
 * :data:`DEFAULT_TEMPLATE` -- a record's fields -> the text a text encoder indexes
   (:mod:`snapbench.albums.records`);
 * :data:`OPERATORS`, :func:`parse_conditions`, :func:`apply_condition` -- the record-field stress
@@ -14,8 +14,8 @@
 
 from __future__ import annotations
 
-from .load import album_sort_key, load_albums
+from .load import load_albums
 from .records import DEFAULT_TEMPLATE
 from .stress import OPERATORS, apply_condition, parse_conditions
 
-__all__ = ["DEFAULT_TEMPLATE", "OPERATORS", "album_sort_key", "apply_condition", "load_albums", "parse_conditions"]
+__all__ = ["DEFAULT_TEMPLATE", "OPERATORS", "apply_condition", "load_albums", "parse_conditions"]

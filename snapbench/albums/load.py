@@ -35,7 +35,7 @@ from ..data.photobench import album_photos, album_queries, album_sort_key, check
 from ..data.qrels import align_qrels, read_qrels_file
 from .records import OWNER, OWNER_NAMES, AlbumRecord, Face, check_coordinates, parse_time
 
-__all__ = ["AlbumDataset", "album_sort_key", "load_albums"]
+__all__ = ["AlbumDataset", "load_albums"]
 
 #: The album of JSONL queries and records that name none.
 _DEFAULT_ALBUM = "all"

@@ -26,13 +26,13 @@ from ..albums.evaluate import (
     paired_delta,
     too_few_albums,
 )
-from ..albums.load import AlbumDataset, album_sort_key, load_albums
+from ..albums.load import AlbumDataset, load_albums
 from ..albums.records import DEFAULT_TEMPLATE, AlbumRecord, RecordTemplate
 from ..albums.stress import CLEAN, FIELDS, Condition, StressResult, apply_condition, parse_conditions
 from ..core.defaults import DEFAULT_CI, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ..core.errors import ConfigError
 from ..core.validate import ci_level, positive_int, unknown_name
-from ..data.photobench import SOURCES, check_language
+from ..data.photobench import SOURCES, album_sort_key, check_language
 from ..evaluate.metrics import counted_rows, parse_metrics
 from ..store.folders import (
     STRESS_RECORDS_DIR,

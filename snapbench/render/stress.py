@@ -14,8 +14,8 @@ from __future__ import annotations
 import html
 import math
 
-from ..albums import album_sort_key
 from ..core.errors import ConfigError
+from ..data.photobench import album_sort_key
 from .fmt import ci_excludes_zero, ci_label, ci_words, pct, points
 from .htmlpage import HtmlFigure, HtmlSection, html_table, render_html, ul
 
