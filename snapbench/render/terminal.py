@@ -486,9 +486,11 @@ def ranking_table(views: Sequence[MetricView]) -> Any:
 
     lab = metric_label(views[0].metric)
     level = ci_label(views[0].level)
-    t = Table(title=f"snapbench compare — ranking by mean Δ{lab} over the corrupted conditions each target reads (rank 1 = smallest drop)",
-              caption=f"values in %, Δ in points (condition − clean, negative = worse); CI and rank interval: {level}; "
-                      "a tier holds the models not told apart from its first model",
+    t = Table(title=f"snapbench compare — ranking by mean Δ{lab} over the corrupted conditions each target reads "
+                    f"(rank 1 = smallest drop{views[0].direction_note})",
+              caption=f"values in %, Δ in points (condition − clean, {'negative' if views[0].sign > 0 else 'positive'} "
+                      f"= worse); CI and rank interval: {level}; a tier holds the models not told apart from its first "
+                      "model",
               caption_justify="left", box=box.MINIMAL)
     t.add_column("target", no_wrap=True)
     t.add_column("rank", justify="right", no_wrap=True)
@@ -519,7 +521,7 @@ def _told_apart_lines(v: MetricView) -> list[str]:
             continue
         total += 1
         if v.overall_apart(a, b):
-            better, worse, sign = (a, b, 1) if r.diff > 0 else (b, a, -1)
+            better, worse, sign = (a, b, 1) if v.sign * r.diff > 0 else (b, a, -1)
             lo, hi = sorted((sign * r.ci_low, sign * r.ci_high))
             apart.append(f"  {v.target}: {v.label(better)} > {v.label(worse)}  difference of mean Δ "
                          f"{pct(sign * r.diff, True)} points {ci_text([lo, hi])}")
