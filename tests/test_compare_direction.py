@@ -1,6 +1,7 @@
 """A metric where higher is worse (flip@1: the share of queries whose top-1 item changed) is read the
 right way round by compare: the model that flips less ranks first, is called more robust, and the
-other's mean corruption error is above 1.
+other's mean corruption error is above 1 -- and the terminal's ranking says what its rank interval
+and tier each rest on when the two seem to disagree.
 
 Expected values come from the per-query values themselves (numpy transcriptions of the definitions:
 mean Δ = mean over corrupted conditions of the mean flip, clean flips 0; CE_o = Σ_s flips(model) /
@@ -9,12 +10,15 @@ mean Δ = mean over corrupted conditions of the mean flip, clean flips 0; CE_o =
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from snapbench.compare import CompareConfig, ModelValues, compare_models
+from snapbench.compare.records import RankingRecord
 from snapbench.render.compare import MetricView, compare_findings, pairs_table, ranking_table
-from snapbench.render.terminal import _told_apart_lines
+from snapbench.render.terminal import _tier_footnote, _told_apart_lines
 
 Q = 80
 CONDS = (["clean"] + [f"img/{op}/s{s}" for op in ("compression", "mosaic") for s in (1, 2, 3)]
@@ -95,3 +99,15 @@ def test_flip_pairs_verdict_findings_and_terminal_call_a_more_robust(compared):
     assert _told_apart_lines(v)[0].startswith("  IT2IT: A > B")
     diff = _mean_delta(vals["A"], "flip@1") - _mean_delta(vals["B"], "flip@1")
     assert f"{100 * diff:+.1f}" in _told_apart_lines(v)[0]
+
+
+def test_terminal_footnote_when_rank_intervals_are_apart_within_one_tier():
+    def view(ranks):
+        rec = {m: RankingRecord("IT2IT", "hit@1", m, r, lo, hi, g) for m, (r, lo, hi, g) in ranks.items()}
+        return SimpleNamespace(ranking=rec, ranked=lambda: list(rec), level=0.95)
+
+    apart = view({"a": (1, 1, 1, 1), "b": (2, 2, 2, 1)})
+    assert "rank intervals that do not overlap within one tier" in _tier_footnote([apart])
+    overlapping = view({"a": (1, 1, 2, 1), "b": (2, 1, 2, 1)})
+    separate_tiers = view({"a": (1, 1, 1, 1), "b": (2, 2, 2, 2)})
+    assert _tier_footnote([overlapping, separate_tiers]) == ""
