@@ -141,9 +141,12 @@ def test_ce_relative_ce_and_retention_from_the_reports(runs):
                 if c == "clean":
                     continue
                 op = c.split("/", 1)[1]
-                e, e_ref = 1 - rep["conditions"][c][m], 1 - reports[ref]["conditions"][c][m]
-                d = e - (1 - clean)
-                d_ref = e_ref - (1 - reports[ref]["conditions"]["clean"][m])
+                # the error: 1 − R, but flip@k is itself an error rate (higher is worse): E = R
+                def err(x, m=m):
+                    return x if m.startswith("flip@") else 1 - x
+                e, e_ref = err(rep["conditions"][c][m]), err(reports[ref]["conditions"][c][m])
+                d = e - err(clean)
+                d_ref = e_ref - err(reports[ref]["conditions"]["clean"][m])
                 r = _one(cj["normalised"], mode="T2T", model=name, operator=op, metric=m)
                 assert r["ce"] == pytest.approx(e / e_ref if e_ref else float("nan"), rel=1e-12, nan_ok=True)
                 assert r["relative_ce"] == pytest.approx(d / d_ref if d_ref else float("nan"), rel=1e-12, nan_ok=True)

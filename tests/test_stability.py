@@ -325,3 +325,19 @@ def test_image_conditions_do_not_inflate_text_to_texts_stability_correlation(smo
     assert e["n_conditions"] == 3 and set(e["points"]) == set(points)
     every = _spearman(pq, "overlap@10", [c for c in conds if c != "clean"])
     assert every is not None and every != pytest.approx(-0.5, abs=0.05)  # the old value, over all 5
+
+
+def test_severity_curve_of_flip_counts_its_rise_as_the_drop(tmp_path):
+    """flip@1 is higher-is-worse: its severity curve's drops are the rise of the flip rate (s − clean),
+    positive as the ranking moves more, like the drops of overlap@10 (clean − s)."""
+    d, conds = _folder(tmp_path)
+    rep = evaluate_directory(d, None, EvaluationConfig(resamples=50, workers=1))
+    want = _independent(conds)
+    curve = rep.severity_curves["motion_blur"]
+    for s in ("s1", "s3"):
+        flip = want[f"img/motion_blur/{s}"]["flip@1"] - want["clean"]["flip@1"]
+        overlap = want["clean"]["overlap@10"] - want[f"img/motion_blur/{s}"]["overlap@10"]
+        assert curve["flip@1"].drops[s] == pytest.approx(flip, abs=1e-12)
+        assert curve["overlap@10"].drops[s] == pytest.approx(overlap, abs=1e-12)
+    assert curve["flip@1"].drops["s3"] > 0
+    assert curve["flip@1"].label != "flat"  # the old sign made every rise look like no drop

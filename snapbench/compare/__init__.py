@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.errors import ConfigError
 from ..core.validate import choice, ci_level, positive_int
+from ..evaluate.metrics import metric_sign
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES, QueryResamples
 from .additivity import additivity_records
 from .groups import GROUP_ALL, condition_groups
@@ -127,14 +128,17 @@ def _compare_metric(out: Comparison, models, mode, metric, conds, groups, draws:
     out.pairs += pair_records(block, ps, cfg.correction)
     names = block.models
     n_cond = len(conds) - 1
+    sign = metric_sign(metric)  # the score is the gain sign·Δ: higher = smaller drop, for flip@k too
     if GROUP_ALL in groups:
         col = n_cond + list(groups).index(GROUP_ALL)
         tests = {pair: (ps.p_raw[i, col], ps.ci_low[i, col], ps.ci_high[i, col]) for i, pair in enumerate(ps.pairs)}
-        out.ranking += ranking_records(mode, metric, names, block.col_deltas[:, col], block.col_boot_deltas[:, col].T,
-                                       tests, level=cfg.ci, correction=cfg.correction)
+        out.ranking += ranking_records(mode, metric, names, sign * block.col_deltas[:, col],
+                                       sign * block.col_boot_deltas[:, col].T, tests, level=cfg.ci,
+                                       correction=cfg.correction)
     clean = block.values[:, 0]
-    out.normalised += normalised_records(mode, metric, names, clean, block.values[:, 1:], conds[1:], ref)
-    eff, fits = effective_records(mode, metric, names, clean, block.col_values[:, n_cond:], list(groups), cfg.clip)
+    out.normalised += normalised_records(mode, metric, names, clean, block.values[:, 1:], conds[1:], ref, sign)
+    eff, fits = effective_records(mode, metric, names, clean, block.col_values[:, n_cond:], list(groups), cfg.clip,
+                                  sign)
     out.effective += eff
     out.fits += fits
     add, add_pairs = additivity_records(block, ps.pairs, cfg.ci, cfg.workers)
@@ -150,8 +154,10 @@ def _meta(cfg: CompareConfig, names: list[str], ref: int, n_q: int, n_perm: int)
         "correction_method": CORRECTIONS[cfg.correction],
         "config": {k: v for k, v in asdict(cfg).items() if k != "workers"} | {"permutations": n_perm, "reference": names[ref]},
         "n_queries": n_q,
-        "delta": "value(condition) - value(clean); negative = worse",
-        "pair_diff": "delta(model_a) - delta(model_b) on the same queries; > 0 = model_a drops less",
+        "delta": ("value(condition) - value(clean); negative = worse, except for a metric where higher is worse "
+                  "(flip@k: positive = worse; its drop is its rise)"),
+        "pair_diff": ("delta(model_a) - delta(model_b) on the same queries; > 0 = model_a drops less (flip@k: "
+                      "< 0 = model_a rises less)"),
         "ci_method": ("paired bootstrap over the queries that count for each metric (the run's own draw), percentile "
                       "interval; one resample set for all models"),
         "tests": {
@@ -167,7 +173,8 @@ def _meta(cfg: CompareConfig, names: list[str], ref: int, n_q: int, n_perm: int)
         "families": ("p_adj over the conditions of one (mode, metric, model_a, model_b) that the mode reads; its groups "
                      "of them form a second family; a condition or group the mode cannot read has p_adj = p_raw"),
         "ranking_score": ("group:all delta (mean drop over the corrupted conditions that corrupt a side of the query "
-                          "the mode reads); rank 1 = smallest drop"),
+                          "the mode reads; for flip@k, where higher is worse, the drop is the rise); rank 1 = smallest "
+                          "drop"),
         "ranking_group": ("tiers, best first: walking down by score, a model joins the current tier unless it is told apart "
                           "from the tier's first model (group:all test adjusted over all pairs has p_adj < 1 - ci "
                           "and its CI excludes 0), else it opens the next tier"),

@@ -1,6 +1,7 @@
 """Normalised robustness: retention, corruption error (CE), relative CE, effective robustness.
 
-With R a metric value (higher = better, in [0, 1]) and E = 1 − R its error:
+With R a metric value in [0, 1] and E its error: E = 1 − R where higher is better, E = R where higher
+is worse (``flip@k``, itself an error rate; :func:`snapbench.evaluate.metrics.metric_sign`):
 
 * **retention** R(c) / R(clean)  (in the ``models`` records).
 * **CE** of an operator o over its severities s (Hendrycks & Dietterich 2019, ICLR, "Benchmarking
@@ -19,7 +20,8 @@ With R a metric value (higher = better, in [0, 1]) and E = 1 − R its error:
   logit(R_clean) + intercept): how much better a model holds up than the trend of the models at its
   clean level predicts.  Values are clipped to [eps, 1 − eps] before the logit (default eps 1e-4),
   so a value of exactly 0 or 1 stays finite.  The fit is over the models compared, so ER is relative
-  to that set.
+  to that set.  Where higher is worse, ER = fitted − R_corrupted (the fit itself does not depend on the
+  direction: logit(1 − p) = −logit(p)), so ER > 0 always means "holds up better than the trend".
 """
 
 from __future__ import annotations
@@ -66,13 +68,20 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.where((den != 0) & np.isfinite(r), r, np.nan)
 
 
+def _error(r: np.ndarray, sign: int) -> np.ndarray:
+    """E of metric values ``r``: 1 − R where higher is better (``sign`` +1), R where higher is worse (−1)."""
+    r = np.asarray(r, dtype=np.float64)
+    return 1.0 - r if sign > 0 else r
+
+
 def corruption_errors(
-    clean: np.ndarray, values: np.ndarray, conditions: Sequence[str], reference: int
+    clean: np.ndarray, values: np.ndarray, conditions: Sequence[str], reference: int, sign: int = 1
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(operators, CE (M, O), relative CE (M, O)) from ``clean`` (M,) and ``values`` (M, C) of the
-    corrupted ``conditions``; the operator list ends with the ``mean:*`` rows."""
-    e = 1.0 - np.asarray(values, dtype=np.float64)
-    e0 = 1.0 - np.asarray(clean, dtype=np.float64)
+    corrupted ``conditions`` (``sign``: the metric's direction, :func:`~snapbench.evaluate.metrics.metric_sign`);
+    the operator list ends with the ``mean:*`` rows."""
+    e = _error(values, sign)
+    e0 = _error(clean, sign)
     ops = _operator_conditions(conditions)
     names = list(ops)
     ce = np.empty((e.shape[0], len(names)))
@@ -114,28 +123,28 @@ def logit_fit(clean: np.ndarray, corrupted: np.ndarray, eps: float = DEFAULT_CLI
 
 
 def effective_robustness(
-    clean: np.ndarray, corrupted: np.ndarray, eps: float = DEFAULT_CLIP
+    clean: np.ndarray, corrupted: np.ndarray, eps: float = DEFAULT_CLIP, sign: int = 1
 ) -> tuple[np.ndarray, np.ndarray, tuple[float, float, int]]:
-    """(fitted (M,), ER (M,), (slope, intercept, n)): ER = corrupted − expit(fit(logit(clean)))."""
+    """(fitted (M,), ER (M,), (slope, intercept, n)): ER = sign · (corrupted − expit(fit(logit(clean))))."""
     slope, intercept, n = logit_fit(clean, corrupted, eps)
     z = slope * _logit(clean, eps) + intercept
     fitted = 1.0 / (1.0 + np.exp(-z))
-    return fitted, np.asarray(corrupted, dtype=np.float64) - fitted, (slope, intercept, n)
+    return fitted, sign * (np.asarray(corrupted, dtype=np.float64) - fitted), (slope, intercept, n)
 
 
 def normalised_records(
     mode: str, metric: str, models: Sequence[str], clean: np.ndarray, values: np.ndarray,
-    conditions: Sequence[str], reference: int,
+    conditions: Sequence[str], reference: int, sign: int = 1,
 ) -> list[NormalisedRecord]:
     """CE and relative CE of every model x operator (and the ``mean:*`` rows)."""
-    names, ce, rel = corruption_errors(clean, values, conditions, reference)
+    names, ce, rel = corruption_errors(clean, values, conditions, reference, sign)
     return [NormalisedRecord(mode, models[m], op, metric, float(ce[m, j]), float(rel[m, j]))
             for m in range(len(models)) for j, op in enumerate(names)]
 
 
 def effective_records(
     mode: str, metric: str, models: Sequence[str], clean: np.ndarray, group_values: np.ndarray,
-    groups: Sequence[str], eps: float = DEFAULT_CLIP,
+    groups: Sequence[str], eps: float = DEFAULT_CLIP, sign: int = 1,
 ) -> tuple[list[EffectiveRecord], list[FitRecord]]:
     """Effective robustness per group (corrupted = the group's mean value) with the fit; none with
     fewer than 3 models."""
@@ -144,7 +153,7 @@ def effective_records(
     if len(models) < 3:
         return recs, fits
     for g, gid in enumerate(groups):
-        fitted, er, (slope, intercept, n) = effective_robustness(clean, group_values[:, g], eps)
+        fitted, er, (slope, intercept, n) = effective_robustness(clean, group_values[:, g], eps, sign)
         fits.append(FitRecord(mode, metric, gid, slope, intercept, n))
         recs += [EffectiveRecord(mode, metric, gid, models[m], float(clean[m]), float(group_values[m, g]),
                                  float(fitted[m]), float(er[m])) for m in range(len(models))]

@@ -1,7 +1,9 @@
 """Ranking with uncertainty: ranks under resampling, rank intervals, tiers of models not told apart.
 
 * **Score** of a model = its robustness: the mean delta over all corrupted conditions the mode reads (the
-  ``group:all`` delta, value − clean averaged over conditions; higher = smaller drop = better).
+  ``group:all`` delta, value − clean averaged over conditions, times the metric's sign
+  (:func:`snapbench.evaluate.metrics.metric_sign`: −1 for flip@k, where higher is worse, so its rise is
+  its drop); higher = smaller drop = better).  The caller passes the signed scores.
 * **rank** = the model's rank by the observed score (1 = best; ties share the average rank).
 * **rank_low, rank_high**: the model's rank in each bootstrap resample (the shared resamples, so all
   models are ranked on the same queries each time); the interval is the (1−level)/2 and

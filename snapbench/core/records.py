@@ -290,7 +290,8 @@ class AdditivitySummary(Record):
 
 @dataclass
 class SeverityCurve(Record):
-    """Drops (clean − s) per severity of one image operator, and its cliff/gradual/flat label."""
+    """Drops (clean − s; s − clean where higher is worse, flip@k) per severity of one image operator, and
+    its cliff/gradual/flat label."""
 
     drops: dict[str, Value]
     label: str

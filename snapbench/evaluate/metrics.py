@@ -54,6 +54,7 @@ __all__ = [
     "metric_family",
     "metric_k",
     "is_binary_metric",
+    "metric_sign",
     "counted_rows",
     "ranking_depth",
     "set_scores",
@@ -228,7 +229,10 @@ class MetricFamily:
     McNemar test instead of the permutation test).  ``counts``: the queries that count, and that the
     bootstrap resamples -- ``"ranking"`` (queries with a positive; every query with
     ``include_zero_gt``), ``"positives"`` (queries with a positive) or ``"all"``.  ``sets``: needs
-    answer sets (a set threshold).
+    answer sets (a set threshold).  ``higher_is_better``: the direction of the metric, the one place it
+    is declared (False for ``flip@k``, the share of queries whose top k changed): every reading of a Δ
+    as a drop or a gain, every ranking by robustness and every error rate goes through
+    :func:`metric_sign`.
     """
 
     name: str
@@ -238,6 +242,7 @@ class MetricFamily:
     binary: bool = False
     counts: str = "all"
     sets: bool = False
+    higher_is_better: bool = True
 
 
 #: Every metric family by name; an unknown name is an error listing the known ones.
@@ -254,7 +259,8 @@ for _fam in (
     # label-free: the corrupted ranking against the clean one of the same query (SPEC §14)
     MetricFamily("overlap", _stable(lambda x, k: overlap_at_k(x.reference, x.topk_idx, k)), "expand", topk=True),
     MetricFamily("rbo", _stable(lambda x, _k: rbo_ext(x.reference, x.topk_idx, x.rbo_p, x.rbo_depth))),
-    MetricFamily("flip", _stable(lambda x, k: flip_at_k(x.reference, x.topk_idx, k)), "expand", topk=True, binary=True),
+    MetricFamily("flip", _stable(lambda x, k: flip_at_k(x.reference, x.topk_idx, k)), "expand", topk=True, binary=True,
+                 higher_is_better=False),
 ):
     METRIC_FAMILIES.register(_fam.name, _fam)
 
@@ -320,6 +326,16 @@ def is_binary_metric(name: str) -> bool:
         return metric_family(name).binary
     except ConfigError:
         return False
+
+
+def metric_sign(name: str) -> int:
+    """+1 when a higher value of ``name`` is better, -1 when higher is worse (``flip@k``): ``sign · Δ``
+    (Δ = condition − clean) is a gain, ``−sign · Δ`` the drop (the drop of a higher-is-worse metric is
+    its rise).  +1 for a name that is no metric (as :func:`is_binary_metric`, it raises nothing)."""
+    try:
+        return 1 if metric_family(name).higher_is_better else -1
+    except ConfigError:
+        return 1
 
 
 def ranking_depth(metrics: Sequence[str], rbo_depth: int = DEFAULT_RBO_DEPTH) -> int:

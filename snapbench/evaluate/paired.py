@@ -60,7 +60,8 @@ __all__ = [
 
 _CHUNK = 1024  # rows of resample indices drawn per call; fixed so results never depend on memory
 CLIFF_RULE = (
-    "drops d_s = metric(clean) - metric(s) per severity; 'flat' if no d_s exceeds tol; 'cliff' if the "
+    "drops d_s = metric(clean) - metric(s) per severity (metric(s) - metric(clean) where higher is worse: "
+    "flip@k); 'flat' if no d_s exceeds tol; 'cliff' if the "
     "last drop exceeds tol and d_last - max(earlier d) > ratio * max(max(earlier d), 0) (default ratio 2: "
     "under a third of the final drop has happened before the last severity); else 'gradual'"
 )

@@ -37,7 +37,7 @@ from ..core.targets import target_reads
 from .additivity import additivity_analysis, joint_parts
 from .condition import ConditionEval
 from .config import EvaluationConfig
-from .metrics import Labels, counted_rows, is_binary_metric
+from .metrics import Labels, counted_rows, is_binary_metric, metric_sign
 from .paired import (
     CLIFF_RULE,
     QueryResamples,
@@ -194,7 +194,8 @@ def _add_additivity(report: Report, conds: list[str], metrics: list[str], values
 
 def _severity_curves(conds: list[str], metrics: list[str], values, cfg: EvaluationConfig,
                      clean: str) -> dict[str, dict[str, SeverityCurve]]:
-    """Per image operator and metric: drops (clean − corrupted) by severity and the cliff label."""
+    """Per image operator and metric: drops (clean − corrupted, corrupted − clean where higher is worse)
+    by severity and the cliff label."""
     by_op: dict[str, dict[int, str]] = {}
     for c in conds:
         pc = parse_condition(c)
@@ -205,7 +206,8 @@ def _severity_curves(conds: list[str], metrics: list[str], values, cfg: Evaluati
         levels = sorted(sev)
         curves[op] = {}
         for m in metrics:
-            drops = [values[m][clean] - values[m][sev[s]] for s in levels]
+            sign = metric_sign(m)  # the drop of a higher-is-worse metric (flip@k) is its rise
+            drops = [sign * (values[m][clean] - values[m][sev[s]]) for s in levels]
             curves[op][m] = SeverityCurve({f"s{s}": as_value(d) for s, d in zip(levels, drops)},
                                           cliff_label(drops, tol=cfg.curve_tol, ratio=cfg.curve_ratio))
     return curves

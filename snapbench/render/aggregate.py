@@ -54,6 +54,7 @@ from ..core.targets import FUSION_PREFIX
 from ..core.userfiles import read_json
 from ..evaluate import bootstrap_counts, percentile_ci
 from ..evaluate.drag import drag_applies
+from ..evaluate.metrics import metric_sign
 from ..evaluate.stability import overlap_metric
 from ..store import RunDir
 from ..store.atomic import write_json
@@ -313,7 +314,7 @@ def _mean_delta(data: RunData, target: str, report: Report, metric: str) -> dict
 
 def _extremes(report: Report, metric: str, target: str | None = None) -> tuple[dict | None, dict | None]:
     """The operator with the lowest mean Δ (worst) and the highest (mildest) among the conditions
-    ``target`` reads; ties: the first listed."""
+    ``target`` reads (the other way round where higher is worse); ties: the first listed."""
     by: dict[str, list[float]] = {}
     for c, d in corrupted_deltas(report, metric, target).items():
         op = _operator(c)
@@ -322,8 +323,9 @@ def _extremes(report: Report, metric: str, target: str | None = None) -> tuple[d
     if not by:
         return None, None
     means = {op: float(np.mean(v)) for op, v in by.items()}
-    worst = min(means, key=lambda op: means[op])
-    mild = max(means, key=lambda op: means[op])
+    sign = metric_sign(metric)  # worst = largest drop; the drop of a higher-is-worse metric (flip@k) is its rise
+    worst = min(means, key=lambda op: sign * means[op])
+    mild = max(means, key=lambda op: sign * means[op])
     if means[worst] == means[mild]:  # no order to state: every operator has the same mean Δ
         return {"operator": None, "delta": means[worst]}, {"operator": None, "delta": means[mild]}
     return {"operator": worst, "delta": means[worst]}, {"operator": mild, "delta": means[mild]}

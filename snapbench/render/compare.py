@@ -76,6 +76,7 @@ from ..compare.records import (
 )
 from ..compare.stats import adjust_pvalues
 from ..core.conditions import IMAGE_PRIMITIVES
+from ..evaluate.metrics import metric_sign
 from ..store.compare import COMPARE_FIGURES, RECORD_TYPES, UNNAMED, ModelSource
 from ..store.folders import CompareDir
 from ..store.rundir import TARGET_NAMES
@@ -102,7 +103,9 @@ def _summary(res: CompareResult, label: dict[str, str]) -> list[tuple[str, str]]
                   f"{meta.get('correction_method')} over the conditions of each pair"),
         ("bootstrap", f"{st.resamples} resamples of the queries, jointly for all models; {ci_level_text(st.ci)} "
                       f"percentile intervals; seed {st.seed}"),
-        ("signs", "Δ = condition − clean (negative = worse); ΔA − ΔB > 0 = A drops less"),
+        ("signs", "Δ = condition − clean (negative = worse); ΔA − ΔB > 0 = A drops less"
+                  + "".join(f"; {metric_label(m)}: higher is worse, so Δ > 0 = worse (its drop is its rise) and "
+                            "ΔA − ΔB < 0 = A rises less" for m in st.metrics if metric_sign(m) < 0)),
         ("verdicts", f"a difference is called real only when its adjusted p < {1 - st.ci:.2g} and its CI excludes 0"),
     ]
 
@@ -243,6 +246,21 @@ class MetricView:
     def label(self, model: str) -> str:
         """The model as tables and figures name it."""
         return self.labels.get(model, model)
+
+    @property
+    def sign(self) -> int:
+        """The metric's direction (:func:`~snapbench.evaluate.metrics.metric_sign`): ``sign · Δ`` is a gain."""
+        return metric_sign(self.metric)
+
+    @property
+    def drop_words(self) -> tuple[str, str]:
+        """How a drop and a gain of the metric read: ("drop", "gain"), or ("rise", "fall") where higher is worse."""
+        return ("drop", "gain") if self.sign > 0 else ("rise", "fall")
+
+    @property
+    def direction_note(self) -> str:
+        """"" where higher is better; else a clause saying that the metric's drop is its rise."""
+        return "" if self.sign > 0 else f"; {metric_label(self.metric)}: higher is worse, so its drop is its rise"
 
     @classmethod
     def all_of(cls, comparison: Comparison, level: float, correction: str = "holm") -> dict[tuple[str, str], MetricView]:
@@ -399,7 +417,7 @@ def ranking_table(v: MetricView, stem: str, reference: str) -> Table:
     cols = ["Model", "rank", f"rank {ci_label(v.level)}", "tier", f"mean Δ{lab} (points)", "retention",
             "mCE", "relative mCE"] + (["eff. robustness (points)"] if has_er else [])
     t = Table(f"{stem}_ranking", f"{_target_label(v.target)}: ranking by mean Δ{lab} over all corrupted conditions the mode reads "
-                                 f"(rank 1 = smallest drop); CE against {reference}", cols)
+                                 f"(rank 1 = smallest drop{v.direction_note}); CE against {reference}", cols)
     rows = []
     for m in v.ranked():
         r = v.values.get((m, GROUP_ALL))
@@ -424,7 +442,7 @@ def _wins(v: MetricView, a: str, b: str) -> tuple[int, int, int]:
     for c in v.read_conditions:
         rec, sign = v.pair(a, b, c)
         if rec is not None and v.apart(rec):
-            better, worse = (better + 1, worse) if sign * rec.diff > 0 else (better, worse + 1)
+            better, worse = (better + 1, worse) if v.sign * sign * rec.diff > 0 else (better, worse + 1)
     return better, worse, len(v.read_conditions) - better - worse
 
 
@@ -433,7 +451,8 @@ def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
     lab = metric_label(v.metric)
     one = len(v.overall_p) == 1  # one pair of models: its overall p is not adjusted (nothing to adjust over)
     t = Table(f"{stem}_pairs", f"{_target_label(v.target)}: pairs of models, ΔA − ΔB of {lab} over all corrupted conditions the mode reads "
-                               f"(> 0: A drops less), {ci_label(v.level)}, {'p' if one else f'{correction}-adjusted p'}",
+                               f"({'>' if v.sign > 0 else '<'} 0: A {v.drop_words[0]}s less{v.direction_note}), "
+                               f"{ci_label(v.level)}, {'p' if one else f'{correction}-adjusted p'}",
               ["A vs B", "ΔA − ΔB (points)", "p" if one else "p (adj. over pairs)", "effect", "verdict", "A better in",
                "B better in", "neither"])
     rows = []
@@ -441,7 +460,7 @@ def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
         if c != GROUP_ALL:
             continue
         apart = v.overall_apart(a, b)
-        verdict = "A more robust" if apart and r.diff > 0 else "B more robust" if apart else "not told apart"
+        verdict = "A more robust" if apart and v.sign * r.diff > 0 else "B more robust" if apart else "not told apart"
         better, worse, neither = _wins(v, a, b)
         rows.append((f"{v.label(a)} vs {v.label(b)}", [
             Cell(finite(r.diff), [finite(r.ci_low), finite(r.ci_high)], signed=True),
@@ -461,36 +480,40 @@ def _ci(lo: float | None, hi: float | None, level: float) -> str:
     return ci_words((lo, hi), level) or "no CI"
 
 
-def _gains(delta: float) -> bool:
-    """Whether a mean Δ (condition − clean) is a gain as written (positive once rounded: ``+0.0`` is none)."""
+def _gains(delta: float, sign: int = 1) -> bool:
+    """Whether a mean Δ (condition − clean) is a gain as written (``sign · Δ`` positive once rounded: ``+0.0``
+    is none; ``sign`` the metric's direction)."""
     shown = pct(delta, True)
-    return shown != DASH and float(shown) > 0
+    return shown != DASH and sign * float(shown) > 0
 
 
-def _extremes(rec: dict, order: list[str], level: float) -> str:
+def _extremes(rec: dict, order: list[str], level: float, sign: int = 1) -> str:
     """"X drops least (...) and Y most (...)", with models of equal mean Δ named together: equal
     values read as equal (a run compared with itself).  A positive mean Δ is a gain, said so: "X gains
     most (...) and Y least (...)" when every model gains, "X gains (...) and Y drops (...)" when one
-    side gains and the other drops ("most" when others lie between)."""
+    side gains and the other drops ("most" when others lie between).  Where higher is worse (``sign`` −1)
+    a drop is a rise and a gain a fall, and the sentences say so."""
+    word = {"drop": "drop", "gain": "gain"} if sign > 0 else {"drop": "rise", "gain": "fall"}
+
     def said(ms: list[str]) -> str:
         r = rec[ms[0]]
         return f"{pct(r.delta, True)} points, {_ci(r.ci_low, r.ci_high, level)}"
 
-    def verb(ms: list[str], word: str) -> str:
-        return f"{word}s" if len(ms) == 1 else word
+    def verb(ms: list[str], which: str) -> str:
+        return f"{word[which]}s" if len(ms) == 1 else word[which]
 
     least = [m for m in order if rec[m].delta == rec[order[0]].delta]
     most = [m for m in order if rec[m].delta == rec[order[-1]].delta]
     if len(least) == len(order):
-        same = "gain" if _gains(rec[order[0]].delta) else "drop"
+        same = word["gain" if _gains(rec[order[0]].delta, sign) else "drop"]
         if _same_ci(rec, order):
             return f"{_join(order)} {same} the same ({said(order)})"
         cis = ", ".join(f"{m}: {_ci(rec[m].ci_low, rec[m].ci_high, level)}" for m in order)
         return f"{_join(order)} {same} the same ({pct(rec[order[0]].delta, True)} points; {cis})"
-    if _gains(rec[most[0]].delta):
+    if _gains(rec[most[0]].delta, sign):
         text = f"{_join(least)} {verb(least, 'gain')} most ({said(least)}) and {_join(most)} least ({said(most)})"
-    elif _gains(rec[least[0]].delta):
-        gainers = [m for m in order if _gains(rec[m].delta)]
+    elif _gains(rec[least[0]].delta, sign):
+        gainers = [m for m in order if _gains(rec[m].delta, sign)]
         most_word = " most" if len(order) - len(gainers) > len(most) else ""
         least_word = " most" if len(gainers) > len(least) else ""
         text = (f"{_join(least)} {verb(least, 'gain')}{least_word} ({said(least)}) and {_join(most)} "
@@ -515,12 +538,13 @@ def _clean_context(v: MetricView, rec: dict, order: list[str]) -> str:
     da, db = finite(rec[least].delta), finite(rec[most].delta)
     if None in (ca, cb, da, db) or pct(da, True) == pct(db, True) or pct(ca) == pct(cb):
         return ""
-    if not (ca < cb and cb - ca > abs(da - db)):
+    sign = v.sign  # where higher is worse, the headroom is below the clean value: a higher one has less to lose
+    if not (sign * ca < sign * cb and abs(cb - ca) > abs(da - db)):
         return ""
     # the models named together as dropping most, when they start from the same clean value too
     alike = [m for m in order if rec[m].delta == rec[most].delta and pct(clean(m)) == pct(cb)]
     lab = metric_label(v.metric)
-    return (f" {least} starts from a lower clean {lab} than {_join(alike)} ({pct(ca)}% against "
+    return (f" {least} starts from a {'lower' if sign > 0 else 'higher'} clean {lab} than {_join(alike)} ({pct(ca)}% against "
             f"{pct(cb)}%, "
             f"a gap larger than the one between their drops): it has less to lose, so dropping less does not by "
             "itself make it more robust (retention and effective robustness take the clean value into account).")
@@ -553,7 +577,7 @@ def _ranking(v: MetricView, correction: str) -> Finding | None:
         verdict = "tiers (a model of a tier is not told apart from the tier's first): " + "; ".join(
             f"{t}: {', '.join(ms)}" for t, ms in sorted(tiers.items()))
     text = (f"In {_target_label(v.target)}, by mean Δ{lab} over {len(v.read_conditions)} corrupted conditions, "
-            f"{_extremes(rec, order, v.level)}; {verdict}.{_clean_context(v, rec, order)}")
+            f"{_extremes(rec, order, v.level, v.sign)}; {verdict}.{_clean_context(v, rec, order)}")
     return Finding(f"ranking:{v.target}", text, {
         "target": v.target, "metric": v.metric, "order": order, "tiers": {str(k): m for k, m in tiers.items()},
         "mean_delta": {m: r.delta for m, r in rec.items()}})
@@ -566,8 +590,9 @@ def _pair_sentence(v: MetricView, a: str, b: str, correction: str) -> tuple[str,
     nums = (f"{pct(r.diff, True)} points, {_ci(r.ci_low, r.ci_high, v.level)}, p = {p_text(finite(p_all))} "
             f"{_pairs_adjustment(len(v.overall_p), correction)}, effect size {finite(r.effect_size) or 0:.2f}")
     if apart:
-        more, less = (a, b) if r.diff > 0 else (b, a)
-        head = f"{more} is more robust than {less}: it drops {pct(abs(r.diff))} points less on average ({nums})"
+        more, less = (a, b) if v.sign * r.diff > 0 else (b, a)
+        head = (f"{more} is more robust than {less}: its {metric_label(v.metric)} {v.drop_words[0]}s "
+                f"{pct(abs(r.diff))} points less on average ({nums})")
     else:
         head = f"{a} and {b} are not told apart on average (ΔA − ΔB = {nums})"
     better, worse, neither = _wins(v, a, b)
@@ -628,7 +653,7 @@ def _undefined_mce(v: MetricView, reference: str, models: list[str], relative: b
         where = ("at its one level" if all(single) else "at every severity" if not any(single) else
                  "at every severity (or its one level)")
         parts.append(f"{reference}, the reference, makes no error under {len(ref_ops)} operator(s) ({_etc(ref_ops)}: "
-                     f"{metric_label(v.metric)} 100% {where}), and a corruption error divides by the "
+                     f"{metric_label(v.metric)} {'100' if v.sign > 0 else '0'}% {where}), and a corruption error divides by the "
                      "reference's errors")
     for m in models:
         own = [op for op in _undefined_ops(v, m, field) if op not in ref_ops]
@@ -672,7 +697,8 @@ def _effective(v: MetricView) -> Finding | None:
     else:
         said = (f"highest {_join([m for m in recs if written[m] == hi])} ({hi} points), "
                 f"lowest {_join([m for m in recs if written[m] == lo])} ({lo})")
-    text = (f"{_target_label(v.target)}, {metric_label(v.metric)}: effective robustness (corrupted value above the "
+    text = (f"{_target_label(v.target)}, {metric_label(v.metric)}: effective robustness (corrupted value "
+            f"{'above' if v.sign > 0 else 'below (higher is worse)'} the "
             f"logit-space fit across these {fit.n} models; descriptive, relative to this set): {said}.")
     return Finding(f"effective:{v.target}", text, {"target": v.target, "metric": v.metric, "slope": fit.slope,
                                                   "intercept": fit.intercept,
@@ -686,7 +712,7 @@ def _additivity(v: MetricView) -> Finding | None:
     parts = []
     for a, b, r in pairs[:_MAX_PAIR_SENTENCES]:
         sure = ci_excludes_zero([finite(r.ci_low), finite(r.ci_high)])
-        word = ((f"{a}'s joint corruptions compound more" if r.diff > 0 else f"{b}'s joint corruptions compound more")
+        word = ((f"{a}'s joint corruptions compound more" if v.sign * r.diff > 0 else f"{b}'s joint corruptions compound more")
                 if sure else "not distinguishable")
         parts.append(f"{a} vs {b} δA − δB = {pct(r.diff, True)} points ({_ci(r.ci_low, r.ci_high, v.level)}): {word}")
     more = f" (and {len(pairs) - _MAX_PAIR_SENTENCES} more pairs in compare.json)" if len(pairs) > _MAX_PAIR_SENTENCES else ""
@@ -757,7 +783,8 @@ def effective_caption(v: MetricView) -> str:
     """The caption of :func:`_effective_figure`: the fit is named only when it is drawn."""
     if fitted(v):
         return ("Clean vs corrupted value per model; the curve is the logit-space fit across the models (effective "
-                "robustness = a model's height above it).")
+                f"robustness = a model's {'height above' if v.sign > 0 else 'depth below'} it"
+                f"{v.direction_note}).")
     return ("Clean vs corrupted value per model (no fit drawn: it needs three or more models whose clean values "
             "differ); the dotted line is no drop.")
 
@@ -868,13 +895,13 @@ def heatmap_figure(v: MetricView):
                           0.45 * len(v.models) + 2.2 + 0.075 * longest), layout="constrained")
     ax = fig.subplots()
     lim = max(float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 0.0, 1.0)
-    im = ax.imshow(m, cmap="RdBu", norm=TwoSlopeNorm(0.0, -lim, lim), aspect="auto", interpolation="nearest")
+    im = ax.imshow(m, cmap="RdBu" if v.sign > 0 else "RdBu_r", norm=TwoSlopeNorm(0.0, -lim, lim), aspect="auto", interpolation="nearest")
     ax.set_yticks(range(len(v.models)), names, fontsize=9)
     _group_axis(ax, conds)
     ax.set_xlabel("condition: operator (severity 1–3 under its columns where it has them)")
     cb = fig.colorbar(im, ax=ax, shrink=0.9)
     cb.set_label(f"Δ{lab} (points, condition − clean)")
-    ax.set_title(f"{_target_label(v.target)}: Δ{lab} per model and condition (red = drop)", fontsize=11)
+    ax.set_title(f"{_target_label(v.target)}: Δ{lab} per model and condition (red = drop{v.direction_note})", fontsize=11)
     return fig
 
 
@@ -953,7 +980,8 @@ def _rank_figure(v: MetricView):
     n = len(order)
     ax.set_xticks(range(1, n + 1))
     ax.set_xlim(0.5, n + 0.5)
-    ax.set_xlabel(f"rank by mean Δ{metric_label(v.metric)} over all corrupted conditions the mode reads (1 = smallest drop)")
+    ax.set_xlabel(f"rank by mean Δ{metric_label(v.metric)} over all corrupted conditions the mode reads "
+                  f"(1 = smallest {v.drop_words[0]})")
     legend_outside(ax, fontsize=8, title="not told apart\nwithin a tier", title_fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(f"{_target_label(v.target)}: rank and its bootstrap {ci_label(v.level)} per model", fontsize=10)

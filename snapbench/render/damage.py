@@ -48,6 +48,7 @@ import numpy as np
 from ..core.conditions import parse_condition
 from ..core.records import PerQuery, TargetOutcome
 from ..evaluate import bootstrap_counts, percentile_ci
+from ..evaluate.metrics import metric_sign
 from ..store.rundir import TARGET_NAMES, RunData
 from .aggregate import MAX_RESAMPLES, boot_params
 from .figures import require_matplotlib, whiskers
@@ -176,8 +177,10 @@ def _analyse(pq: PerQuery, metric: str, damage: str, res: DamageAnalysis, counts
         finite_x = x_all[np.isfinite(x_all)]
         res.slopes[damage][op] = Sensitivity(op, kind, float(a.sum() / b.sum()), ci, n,
                                              float(np.mean(finite_x)), float(np.max(finite_x)))
-    # most / least steep among the operators whose damage reaches the quoting unit only
-    ranked = sorted((s for s in res.slopes[damage].values() if s.in_range), key=lambda s: (s.slope, s.operator))
+    # most / least steep among the operators whose damage reaches the quoting unit only (steep in the metric's
+    # bad direction: a rise of a higher-is-worse metric such as flip@k)
+    sign = metric_sign(metric)
+    ranked = sorted((s for s in res.slopes[damage].values() if s.in_range), key=lambda s: (sign * s.slope, s.operator))
     if len(ranked) >= 2:
         most, least = ranked[0], ranked[-1]
         (am, bm), (al, bl) = sums[most.operator], sums[least.operator]

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..core.records import Report
 from ..evaluate.drag import drag_applies
+from ..evaluate.metrics import metric_sign
 from ..store.rundir import TARGET_NAMES, RunData
 from .aggregate import (
     image_vs_text,
@@ -67,7 +68,7 @@ def _image_vs_text(data: RunData, metric: str) -> list[Finding]:
         ci = image_vs_text(rep, metric, data.per_query.get(mode))
         diff = km["d_image"] - km["d_text"]
         said = f"difference {pct(diff, True)} points{ci_words(ci, rep.meta.ci_level, ', ')}"
-        verdict = ci_verdict(ci, f"{'image' if diff < 0 else 'text'} corruptions hurt more ({said})",
+        verdict = ci_verdict(ci, f"{'image' if metric_sign(metric) * diff < 0 else 'text'} corruptions hurt more ({said})",
                              f"the two are not distinguishable ({said})",
                              f"difference {pct(diff, True)} points (no CI: needs per_query.csv)")
         text = (f"In {mname}, image corruptions change {lab} by {pct(km['d_image'], True)} points on average and text "
@@ -98,7 +99,7 @@ def _severity(data: RunData, metric: str) -> list[Finding]:
         grows, verdict = None, "."
     elif any(v is None for v in verdicts):
         grows, verdict = None, f" (steps: {step_words}; no CI, so no verdict on growth: needs per_query.csv)."
-    elif all(v and st["difference"] < 0 for v, st in zip(verdicts, steps)):
+    elif all(v and metric_sign(metric) * st["difference"] < 0 for v, st in zip(verdicts, steps)):
         grows, verdict = True, f" — the drop grows with severity at every step ({step_words})."
     else:
         grows, verdict = False, f" — the drop is not shown to grow at every step ({step_words})."
@@ -119,7 +120,8 @@ def _primitives(data: RunData, metric: str) -> list[Finding]:
     top = max(s for d in ps.values() for s in d)
     at = {p: d[top]["mean"] for p, d in ps.items() if top in d}
     values = {"mode": mode, "severity": top, "by_primitive": at}
-    lowest, highest = min(at.values()), max(at.values())
+    sign = metric_sign(metric)  # worst = the largest drop: the lowest Δ, or the highest where higher is worse
+    lowest, highest = min(at.values(), key=lambda x: sign * x), max(at.values(), key=lambda x: sign * x)
     if pct(lowest, True) == pct(highest, True):  # equal as written: no order to state
         return [Finding("primitive_top_severity",
             f"At s{top}, every primitive has the same mean Δ{lab} ({pct(lowest, True)} points).",
@@ -135,8 +137,9 @@ def _primitives(data: RunData, metric: str) -> list[Finding]:
     diff = f"difference {pct(lowest - highest, True)} points{ci_words(ci, level, ', ')}"
     verdict = ci_verdict(ci, f": a {diff}", f"; the two are not distinguishable ({diff})",
                          " (no CI for their difference: needs per_query.csv)")
-    text = (f"At s{top}, {names(worst)} {'has' if len(worst) == 1 else 'have'} the lowest mean Δ{lab} "
-            f"({pct(lowest, True)} points{ci_words(ps[worst[0]][top]['ci'], level, ', ')}) and {names(mild)} the highest "
+    low, high = ("lowest", "highest") if sign > 0 else ("highest (higher is worse)", "lowest")
+    text = (f"At s{top}, {names(worst)} {'has' if len(worst) == 1 else 'have'} the {low} mean Δ{lab} "
+            f"({pct(lowest, True)} points{ci_words(ps[worst[0]][top]['ci'], level, ', ')}) and {names(mild)} the {high} "
             f"({pct(highest, True)}{ci_words(ps[mild[0]][top]['ci'], level, ', ')}){verdict}.")
     return [Finding("primitive_top_severity", text,
                     {**values, "worst": worst[0], "mildest": mild[0], "difference_ci": list(ci) if ci else None})]
@@ -182,11 +185,12 @@ def _additivity(data: RunData, metric: str) -> list[Finding]:
     if summ is None or summ.delta is None:
         return [Finding("additivity", f"No additivity in the {mname} report (no joint condition with both parts).",
                         {})]
-    kind = ci_verdict(summ.ci, "super-additive" if summ.delta > 0 else "sub-additive",
+    sign = metric_sign(metric)  # δ's drops are clean − corrupted: where higher is worse a drop is negative
+    kind = ci_verdict(summ.ci, "super-additive" if sign * summ.delta > 0 else "sub-additive",
                       "not distinguishable from additive", "of unknown additivity (no CI)")
     entries = [e[metric] for e in rep.additivity.values() if metric in e]
-    n_sup = sum(1 for e in entries if e.ci[0] is not None and e.ci[0] > 0)
-    n_sub = sum(1 for e in entries if e.ci[1] is not None and e.ci[1] < 0)
+    n_sup = sum(1 for e in entries if None not in e.ci and min(sign * e.ci[0], sign * e.ci[1]) > 0)
+    n_sub = sum(1 for e in entries if None not in e.ci and max(sign * e.ci[0], sign * e.ci[1]) < 0)
     return [Finding("additivity",
         f"Joint corruptions in {mname} are {kind} on average: mean δ = {pct(summ.delta, True)} points{ci_words(summ.ci, rep.meta.ci_level, ' (', ')')} "
         f"(Exp drop {pct(summ.exp, True)}, Obs drop {pct(summ.obs, True)}); of {len(entries)} joint conditions, {n_sup} are "
@@ -204,11 +208,12 @@ def _moor(data: RunData, metric: str) -> list[Finding]:
     g = np.array([v["value"] for v in gain.values()])
     ci = moor_mean_gain_ci(data, metric)
     sure = [ci_excludes_zero(v["ci"]) for v in gain.values()]
-    verdict = ("better" if ci_excludes_zero(ci) and g.mean() > 0 else "worse" if ci_excludes_zero(ci)
+    sign = metric_sign(metric)  # a gain of a higher-is-worse metric is a fall
+    verdict = ("better" if ci_excludes_zero(ci) and sign * g.mean() > 0 else "worse" if ci_excludes_zero(ci)
                else "not distinguishable from it" if ci is not None else "(no CI: needs per_query.csv)")
     if any(s is not None for s in sure):
-        better = sum(1 for s, v in zip(sure, g) if s and v > 0)
-        worse = sum(1 for s, v in zip(sure, g) if s and v < 0)
+        better = sum(1 for s, v in zip(sure, g) if s and sign * v > 0)
+        worse = sum(1 for s, v in zip(sure, g) if s and sign * v < 0)
         counts = f"better in {better}, worse in {worse}, not distinguishable in {len(g) - better - worse} by {ci_label(level)}s"
     else:
         better, worse = int((g > 0).sum()), int((g < 0).sum())
@@ -258,7 +263,8 @@ def _damage_sentence(res, damage: str, lab: str) -> str:
 
     verdict = ci_verdict(ci, f"the model is more sensitive to {most.operator} than to {least.operator}",
                          "the two are not distinguishable", "no verdict (no CI)")
-    return (f"per {per}, Δ{lab} falls most steeply under {one(most)} and least under {one(least)}: {verdict} "
+    falls = "falls" if metric_sign(res.metric) > 0 else "rises"
+    return (f"per {per}, Δ{lab} {falls} most steeply under {one(most)} and least under {one(least)}: {verdict} "
             f"(difference {pct(diff, True)} points{ci_words(ci, res.level, ', ')})")
 
 

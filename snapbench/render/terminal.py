@@ -478,6 +478,19 @@ def _rank(x: float | None) -> str:
     return "–" if x is None else f"{x:g}"
 
 
+def _tier_footnote(views: Sequence[MetricView]) -> str:
+    """When two models share a tier although their rank intervals do not overlap, what each column rests on
+    (docs/compare.md: the rank interval is the bootstrap's alone, the tier needs the paired test too), so the
+    two do not read as a contradiction; "" otherwise."""
+    for v in views:
+        r = [v.ranking[m] for m in v.ranked() if m in v.ranking]
+        if any(a.group == b.group and (finite(a.rank_high) or 0) < (finite(b.rank_low) or 0) for a in r for b in r):
+            return ("; rank intervals that do not overlap within one tier: the bootstrap's resamples never "
+                    "swapped the two models, but their paired difference is not told apart (a tier needs its "
+                    f"adjusted p < {1 - v.level:.2g} and its CI excluding 0; the tier is the statement to rely on)")
+    return ""
+
+
 def ranking_table(views: Sequence[MetricView]) -> Any:
     """A ``rich.table.Table``: per target (a section each), the models from the best rank down, with the
     clean value, the mean Δ over the corrupted conditions the target reads (the ranking's score) and its CI, the rank,
@@ -487,9 +500,11 @@ def ranking_table(views: Sequence[MetricView]) -> Any:
 
     lab = metric_label(views[0].metric)
     level = ci_label(views[0].level)
-    t = Table(title=f"snapbench compare — ranking by mean Δ{lab} over the corrupted conditions each target reads (rank 1 = smallest drop)",
-              caption=f"values in %, Δ in points (condition − clean, negative = worse); CI and rank interval: {level}; "
-                      "a tier holds the models not told apart from its first model",
+    t = Table(title=f"snapbench compare — ranking by mean Δ{lab} over the corrupted conditions each target reads "
+                    f"(rank 1 = smallest drop{views[0].direction_note})",
+              caption=f"values in %, Δ in points (condition − clean, {'negative' if views[0].sign > 0 else 'positive'} "
+                      f"= worse); CI and rank interval: {level}; a tier holds the models not told apart from its first "
+                      f"model{_tier_footnote(views)}",
               caption_justify="left", box=box.MINIMAL)
     t.add_column("target", no_wrap=True)
     t.add_column("rank", justify="right", no_wrap=True)
@@ -520,7 +535,7 @@ def _told_apart_lines(v: MetricView) -> list[str]:
             continue
         total += 1
         if v.overall_apart(a, b):
-            better, worse, sign = (a, b, 1) if r.diff > 0 else (b, a, -1)
+            better, worse, sign = (a, b, 1) if v.sign * r.diff > 0 else (b, a, -1)
             lo, hi = sorted((sign * r.ci_low, sign * r.ci_high))
             apart.append(f"  {v.target}: {v.label(better)} > {v.label(worse)}  difference of mean Δ "
                          f"{pct(sign * r.diff, True)} points {ci_text([lo, hi])}")
