@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -138,6 +139,19 @@ def integer(op: str, params: Mapping[str, Any], name: str, *, lo: int, hi: int |
     if value != int(value):
         raise ConfigError(f"{op}: parameter {name!r} must be an integer, got {params[name]!r}")
     return int(value)
+
+
+def level_param(op: str, name: str, read: Callable[..., Any] = number, **bounds: Any) -> SampleFn:
+    """The ``sample`` of an operator whose one parameter ``name`` is the level's own (it draws nothing),
+    read and checked by ``read(op, level, name, **bounds)``.  A :func:`functools.partial` of a
+    module-level function, not a closure: a user record that reuses it still pickles to workers."""
+    return functools.partial(_level_param, op, name, read, bounds)
+
+
+def _level_param(op: str, name: str, read: Callable[..., Any], bounds: dict[str, Any], rng: np.random.Generator,
+                 level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
+    known_keys(op, level, name)
+    return {name: read(op, level, name, **bounds)}
 
 
 def fraction(operator: str, level: Mapping[str, Any], name: str) -> float:
