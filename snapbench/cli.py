@@ -28,14 +28,13 @@ argument" error alike.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import importlib
 import shlex
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, Optional
 
@@ -815,21 +814,6 @@ def _encode_with(enc, corrupted, out, encoder, cond_list, batch_size, no_progres
         typer.echo(f"embedding cache: {enc.hits} hits, {enc.misses} encoded", err=True)
 
 
-def _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold, stability_metric,
-            cliff_tol, cliff_ratio, workers, rbo_p=None, rbo_depth=None, labelled=True):
-    """The evaluation settings; every value is checked there (errors name the flag)."""
-    from .evaluate.config import EvaluationConfig
-
-
-    kw = {} if workers is None else {"workers": workers}
-    kw.update({name: v for name, v in (("rbo_p", rbo_p), ("rbo_depth", rbo_depth)) if v is not None})
-    return EvaluationConfig(
-        ks=k, metrics=metrics, resamples=resamples, permutations=permutations, ci=ci, seed=seed,
-        include_zero_gt=include_zero_gt, set_threshold=set_threshold, stability_metric=stability_metric,
-        curve_tol=cliff_tol, curve_ratio=cliff_ratio, labelled=labelled, **kw,
-    )
-
-
 def _check_chosen_metrics(evaluated: list[str], primary: str, stability_metric: str) -> None:
     """An explicitly chosen --primary / --stability-metric must be evaluated (defaults adapt)."""
     from .evaluate.metrics import is_binary_metric
@@ -909,6 +893,7 @@ def evaluate(
     Exit status: 0 when something was measured, 1 when nothing was (no query has a relevant item:
     every value is null; the report is still written), 2 for an error."""
     from .app.evaluate import evaluate_directory
+    from .evaluate.config import EvaluationConfig
     from .render.terminal import check_table_path, print_report, write_table
     from .store.atomic import check_output_file
     from .store.rundir import write_report
@@ -918,8 +903,13 @@ def evaluate(
         check_output_file(out, param="out")
     if table_out is not None:
         check_table_path(table_out)
-    cfg = _config(k, metrics, resamples, permutations, ci, seed, include_zero_gt, set_threshold,
-                  stability_metric, cliff_tol, cliff_ratio, workers, rbo_p, rbo_depth, labelled=qrels is not None)
+    # the evaluation settings: every value is checked there (errors name the flag)
+    cfg = EvaluationConfig(
+        ks=k, metrics=metrics, resamples=resamples, permutations=permutations, ci=ci, seed=seed,
+        include_zero_gt=include_zero_gt, set_threshold=set_threshold, stability_metric=stability_metric,
+        curve_tol=cliff_tol, curve_ratio=cliff_ratio, labelled=qrels is not None,
+        **{name: v for name, v in (("workers", workers), ("rbo_p", rbo_p), ("rbo_depth", rbo_depth)) if v is not None},
+    )
     if qrels is None and primary == "hit@1":
         primary = "overlap@10" if "overlap@10" in cfg.metric_list() else cfg.metric_list()[0]  # no labels: no hit@1
     _check_chosen_metrics(cfg.metric_list(), primary, stability_metric)
@@ -1036,16 +1026,6 @@ def _refuse_a_run_folder(source: Path) -> None:
                      f"(it has {', '.join(reports[:8])}{more})", path=source)
 
 
-@contextlib.contextmanager
-def _conditions_progress() -> Iterator[Callable[[str], None]]:
-    """A line printer for each fused condition, with a spinner on stderr while the work runs."""
-    from .render.console import stderr_console
-
-    console = stderr_console()
-    with console.status("moor: fusing"):
-        yield typer.echo
-
-
 def moor(
     out: Path = typer.Option(..., "--out", "-o", help="Output SCORES_DIR (created if missing)."),
     q_image: Path | None = typer.Option(None, "--q-image", help="Query image embeddings (Q x d)."),
@@ -1069,6 +1049,7 @@ def moor(
 ) -> None:
     """Apply MOOR (whitening, four paths, Bell gate, variance weights) to embeddings or path scores."""
     from .app.moor import DEFAULT_ANN_CHECK, FuseOptions, fuse_directory
+    from .render.console import stderr_console
 
     emb = [q_image, q_text, g_image, g_text]
     given = [n for n, v in (("the embedding files", any(e is not None for e in emb)), ("--paths-dir", paths_dir),
@@ -1082,11 +1063,11 @@ def moor(
         raise ConfigError("--condition names the single condition of --q-image/--q-text; --embeddings-dir takes the names from its files")
     if ann_check is not None and not ann:
         raise ConfigError("--ann-check measures the overlap of --ann with exact MOOR; add --ann (and --topk K)")
-    with _conditions_progress() as say:
+    with stderr_console().status("moor: fusing"):  # a spinner while it works; a line per fused condition
         summary = fuse_directory(
             out, embeddings_dir=embeddings_dir, paths_dir=paths_dir,
             embeddings=emb if given == ["the embedding files"] else None,
-            condition=condition, query_ids=query_ids, gallery_ids=gallery_ids, progress=say,
+            condition=condition, query_ids=query_ids, gallery_ids=gallery_ids, progress=typer.echo,
             options=FuseOptions(whiten=not no_whiten, gate=gate, k=topk, chunk_size=chunk_size, ann=ann,
                                 ann_check=DEFAULT_ANN_CHECK if ann_check is None else ann_check, dtype=dtype,
                                 weights_format=weights_format, fusion_eps=fusion_eps),
@@ -1333,15 +1314,6 @@ def _paths(result) -> None:
             typer.echo(str(path))
 
 
-def _table(result, title: str) -> None:
-    """The headline table of the run (OUT/headline.json, read back: the numbers the file holds)."""
-    from .render.aggregate import read_headline
-    from .render.terminal import headline_table, results_console
-
-    if RunDir(result.out_dir).headline.is_file():
-        results_console().print(headline_table(read_headline(result.out_dir), title=title))
-
-
 def _summary(result, title: str = "snapbench run") -> None:
     done = "complete already, read back" if result.reused else f"{result.elapsed_s:.1f} s"
     typer.echo(
@@ -1356,7 +1328,11 @@ def _summary(result, title: str = "snapbench run") -> None:
     width = max(map(len, result.reports), default=0)
     for target, path in result.reports.items():
         typer.echo(f"  {target:{width}s}  {path}")
-    _table(result, title)
+    if RunDir(result.out_dir).headline.is_file():  # the headline table, read back: the numbers the file holds
+        from .render.aggregate import read_headline
+        from .render.terminal import headline_table, results_console
+
+        results_console().print(headline_table(read_headline(result.out_dir), title=title))
     if result.html is not None:
         typer.echo(f"report: {result.html}")
 

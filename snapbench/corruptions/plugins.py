@@ -22,11 +22,17 @@ registered at run time) is ignored with a warning: a package cannot silently rep
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Container, Sequence
 from typing import Any
 
-__all__ = ["IMAGE_GROUP", "TEXT_GROUP", "load_operator_plugins", "plugin_failure", "plugin_failures"]
+from ..core import conditions as _conditions
+from ..core.errors import ConfigError
+from ..core.registry import Table
+
+__all__ = ["IMAGE_GROUP", "TEXT_GROUP", "OperatorTable", "load_operator_plugins", "plugin_failure",
+           "plugin_failures"]
 
 IMAGE_GROUP = "snapbench.image_operators"
 TEXT_GROUP = "snapbench.text_operators"
@@ -85,3 +91,88 @@ def load_operator_plugins(group: str, *, record_type: type, add: Callable[[Any],
                           f"{ep.name!r} is already registered ({known.origin})", RuntimeWarning, stacklevel=2)
             continue
         _load_one(ep, record_type, add, get)
+
+
+class OperatorTable(Table[Any]):
+    """The table of one kind of operator (``what``: "text operator" / "image operator"), whose records
+    (``record_type``) carry ``name``, ``aliases`` and ``origin``: the plugins of entry point ``group``
+    are loaded on first use, and a lookup of a plugin's operator that failed to load says why.
+
+    ``check(record)`` validates a record before it is added (and returns it as it is stored);
+    ``builtins`` is the constant of :mod:`snapbench.core.conditions` that names the built-ins in the
+    taxonomy's order (read at each use), all of which must be registered (``listed_in``: the constant
+    the error names); ``fixed`` the names :meth:`remove` refuses (default: the built-ins), with
+    ``fixed_note`` added to its message.
+    """
+
+    def __init__(self, what: str, record_type: type, *, group: str, check: Callable[[Any], Any], builtins: str,
+                 listed_in: str | None = None, fixed: Container[str] | None = None, fixed_note: str = "") -> None:
+        super().__init__(what)
+        self.record_type, self.group, self.check = record_type, group, check
+        self.builtins_name, self.listed_in = builtins, f"snapbench.core.conditions.{listed_in or builtins}"
+        self.fixed, self.fixed_note = fixed, fixed_note
+        self.on_first_use(self._load_plugins)
+
+    @property
+    def builtins(self) -> Sequence[str]:
+        return getattr(_conditions, self.builtins_name)
+
+    def _load_plugins(self) -> None:
+        load_operator_plugins(self.group, record_type=self.record_type,
+                              add=lambda op: self.add(dataclasses.replace(op, origin="plugin"), replace=True),
+                              get=self.find)
+
+    def add(self, op: Any, *, replace: bool = False) -> Any:
+        """Add a record (validated by ``check``); returns the record as stored."""
+        op = self.check(op)
+        self.register(op.name, op, aliases=op.aliases, replace=replace)
+        return op
+
+    def find(self, name: str) -> Any:
+        """The record ``name`` (or an alias of it); ``None`` when there is none."""
+        return super().get(name) if name in self else None
+
+    def get(self, name: str) -> Any:
+        """The record ``name`` (or an alias of it); :class:`ConfigError` listing the known names
+        otherwise (or, for a plugin's operator, why the plugin did not load)."""
+        if name not in self and (why := plugin_failure(self.group, name)) is not None:
+            raise ConfigError(f"{self.what} {name!r} is not available: {why}")
+        return super().get(name)
+
+    def check_builtins(self, names: Container[str]) -> None:
+        """A :class:`ConfigError` when a built-in is not among ``names`` (the installation is incomplete)."""
+        missing = [n for n in self.builtins if n not in names]
+        if missing:
+            raise ConfigError(f"built-in {self.what}(s) {', '.join(missing)} ({self.listed_in}) "
+                              "have no registered implementation; the installation is incomplete")
+
+    def ordered(self) -> list[str]:
+        """Registered names: the built-ins in the taxonomy's order, then the others by name."""
+        names = self.names()
+        self.check_builtins(names)
+        return list(self.builtins) + sorted(n for n in names if n not in self.builtins)
+
+    def aliases(self) -> dict[str, str]:
+        """alias -> operator name, for every registered alias."""
+        return {a: op.name for _, op in self.items() for a in op.aliases}
+
+    def user_operators(self) -> list[Any]:
+        """The operators not registered by snapbench's own modules (run time and plugins), in
+        registration order.
+
+        ``run_corruption`` ships this snapshot to its worker processes, which start fresh (spawn) and
+        would otherwise know only the built-ins; :meth:`restore` re-registers it there.
+        """
+        return [op for _, op in self.items() if op.origin != "builtin"]
+
+    def restore(self, snapshot: list[Any]) -> None:
+        """Register a :meth:`user_operators` snapshot (replacing same-named registrations)."""
+        for op in snapshot:
+            self.add(op, replace=True)
+
+    def remove(self, name: str) -> None:
+        """Remove a user-registered operator; built-ins cannot be removed."""
+        op = self.find(name)
+        if op is None or op.origin == "builtin" or name in (self.builtins if self.fixed is None else self.fixed):
+            raise ConfigError(f"{self.what} {name!r} is not a user-registered operator{self.fixed_note}", param="name")
+        self.unregister(name)

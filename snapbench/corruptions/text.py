@@ -66,8 +66,8 @@ Randomness: ``char_*``, ``word_swap`` and ``sent_add`` draw from the generator; 
 :func:`snapbench.core.seeding.text_rng` are used, so outputs depend on (text, entity, seed, key,
 operator) alone -- not on the process, call order or thread.
 
-The text-operator table holds one :class:`TextOperator` record per operator (a
-:class:`~snapbench.core.registry.Table`).  Built-ins register themselves below, when this module is
+The text-operator table holds one :class:`TextOperator` record per operator (an
+:class:`~.plugins.OperatorTable`).  Built-ins register themselves below, when this module is
 imported; users call :func:`register_text_operator`; installed packages add operators through the
 entry point group ``snapbench.text_operators`` (:mod:`.plugins`), loaded on the first lookup.  A
 built-in named in :data:`snapbench.core.conditions.TEXT_OPERATORS` without a registered
@@ -76,7 +76,6 @@ implementation is an error at every lookup, never a silent gap in a run.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -84,10 +83,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core import conditions as _conditions
 from ..core.conditions import TEXT_OPERATORS
 from ..core.errors import ConfigError, EntityNotFoundError, TextCorruptionError
-from ..core.registry import Table
 from ..core.seeding import text_rng
 from .entity import (
     POSSESSIVE_AFTER_RE,
@@ -100,7 +97,7 @@ from .entity import (
     locate,
     nospace,
 )
-from .plugins import TEXT_GROUP, load_operator_plugins, plugin_failure
+from .plugins import TEXT_GROUP, OperatorTable
 
 __all__ = [
     "TEXT_OPERATORS",
@@ -150,19 +147,18 @@ class TextOperator:
     origin: str = "user"
 
 
-_TABLE: Table[TextOperator] = Table("text operator")
-
-
-def _add_text_operator(op: TextOperator, *, replace: bool = False) -> TextOperator:
-    """Add a record to the table (validated; see :func:`register_text_operator`)."""
+def _checked(op: TextOperator) -> TextOperator:
+    """``op`` validated (see :func:`register_text_operator`)."""
     for n in (op.name, *op.aliases):
         if not isinstance(n, str) or not _NAME_RE.match(n):
             raise ConfigError(f"text operator name {n!r} must match [A-Za-z0-9_.-]+ (it appears in condition ids)",
                               param="name")
     if not callable(op.fn):
         raise ConfigError(f"text operator {op.name!r}: fn must be a callable", param="fn")
-    _TABLE.register(op.name, op, aliases=op.aliases, replace=replace)
     return op
+
+
+_TABLE = OperatorTable("text operator", TextOperator, group=TEXT_GROUP, check=_checked, builtins="TEXT_OPERATORS")
 
 
 def register_text_operator(
@@ -187,28 +183,19 @@ def register_text_operator(
 
     def _register(fn: TextOperatorFn) -> TextOperatorFn:
         origin = "builtin" if getattr(fn, "__module__", None) == __name__ else "user"
-        _add_text_operator(TextOperator(name, fn, random=bool(random), doc=(getattr(fn, "__doc__", None) or "").strip(),
-                                       aliases=tuple(aliases), origin=origin), replace=replace)
+        _TABLE.add(TextOperator(name, fn, random=bool(random), doc=(getattr(fn, "__doc__", None) or "").strip(),
+                                aliases=tuple(aliases), origin=origin), replace=replace)
         return fn
 
     return _register
 
 
-def _load_plugins() -> None:
-    load_operator_plugins(TEXT_GROUP, record_type=TextOperator,
-                          add=lambda op: _add_text_operator(dataclasses.replace(op, origin="plugin"), replace=True),
-                          get=lambda n: _TABLE.get(n) if n in _TABLE else None)
-
-
-_TABLE.on_first_use(_load_plugins)
-
-
-def text_operator(name: str) -> TextOperator:
-    """The record of text operator ``name`` (or an alias of it); :class:`ConfigError` listing the
-    known names otherwise (or, for a plugin's operator, why the plugin did not load)."""
-    if name not in _TABLE and (why := plugin_failure(TEXT_GROUP, name)) is not None:
-        raise ConfigError(f"text operator {name!r} is not available: {why}")
-    return _TABLE.get(name)
+# the table's operations under the names the package exports (their docstrings: OperatorTable's)
+text_operator = _TABLE.get
+text_aliases = _TABLE.aliases
+user_text_operators = _TABLE.user_operators
+restore_text_operators = _TABLE.restore
+unregister_text_operator = _TABLE.remove
 
 
 def get_text_operator(name: str) -> TextOperatorFn:
@@ -218,40 +205,7 @@ def get_text_operator(name: str) -> TextOperatorFn:
 
 def text_operators() -> tuple[str, ...]:
     """Registered operator names: the eight built-ins in SPEC order, then the others by name."""
-    names = _TABLE.names()
-    missing = [n for n in _conditions.TEXT_OPERATORS if n not in names]
-    if missing:
-        raise ConfigError(f"built-in text operator(s) {', '.join(missing)} (snapbench.core.conditions.TEXT_OPERATORS) "
-                          "have no registered implementation; the installation is incomplete")
-    return tuple(_conditions.TEXT_OPERATORS) + tuple(sorted(n for n in names if n not in _conditions.TEXT_OPERATORS))
-
-
-def text_aliases() -> dict[str, str]:
-    """alias -> operator name, for every registered alias."""
-    return {a: op.name for _, op in _TABLE.items() for a in op.aliases}
-
-
-def user_text_operators() -> list[TextOperator]:
-    """The operators not registered by snapbench's own module (run time and plugins).
-
-    ``run_corruption`` ships this snapshot to its worker processes (which start fresh and know only
-    the built-ins); :func:`restore_text_operators` re-registers it there.
-    """
-    return [op for _, op in _TABLE.items() if op.origin != "builtin"]
-
-
-def unregister_text_operator(name: str) -> None:
-    """Remove a user-registered operator; the eight built-ins cannot be removed."""
-    op = _TABLE.get(name) if name in _TABLE else None
-    if op is None or op.origin == "builtin" or name in _conditions.TEXT_OPERATORS:
-        raise ConfigError(f"text operator {name!r} is not a user-registered operator", param="name")
-    _TABLE.unregister(name)
-
-
-def restore_text_operators(snapshot: list[TextOperator]) -> None:
-    """Register a :func:`user_text_operators` snapshot (replacing same-named registrations)."""
-    for op in snapshot:
-        _add_text_operator(op, replace=True)
+    return tuple(_TABLE.ordered())
 
 
 MAX_ATTEMPTS = 10

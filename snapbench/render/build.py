@@ -349,7 +349,7 @@ def _stability_section(data: RunData, w: _Writer, findings: HtmlSection) -> Html
         fig = w.figure(f"{m}_stability_vs_loss", lambda m=m: stability_scatter_figure(body, m),
                        f"{TARGET_NAMES.get(m, m)}: mean stability against the drop of {body['metric']} per "
                        "condition, coloured by operator family.")
-        sec.figures += [fig] if fig else []
+        sec.add_figure(fig)
     return sec
 
 
@@ -388,10 +388,7 @@ def _across_section(data: RunData, metric: str, w: _Writer, scope: RunScope) -> 
     sec = HtmlSection("across", "Across modes")
 
     def add(fig: HtmlFigure | None, missing: str = "") -> None:
-        if fig is not None:
-            sec.figures.append(fig)
-        elif missing and plot is not None:
-            sec.missing.append(missing)
+        sec.add_figure(fig, missing if plot is not None else "")  # no matplotlib: said once, in the figures note
 
     add(w.figure("modes_severity", lambda: plot.modes_severity_figure(data, metric),
                  f"Mean Δ{lab} over the image operators at each severity, per mode; diamonds: text conditions."))
@@ -434,8 +431,7 @@ def _mode_section(data: RunData, mode: str, metric: str, w: _Writer, scope: RunS
         ("additivity", lambda: plot.additivity_heatmap_figure(rep, mode, metric),
          f"{name}: additivity δ = Obs − Exp per pair and severity (drops), with CI."),
     ):
-        f = w.figure(f"{mode}_{fname}", make, cap)
-        sec.figures += [f] if f else []
+        sec.add_figure(w.figure(f"{mode}_{fname}", make, cap))
     if mode not in data.per_query:
         sec.missing.append(f"{mode}/per_query.csv not found: no CIs for aggregated bars, no per-query table")
     return sec
@@ -465,7 +461,7 @@ def _damage_section(data: RunData, metric: str, w: _Writer) -> HtmlSection:
         f = w.figure("damage", lambda: damage_figure(res),
                      f"{TARGET_NAMES.get(res.mode, res.mode)}: {metric_label(metric)} per bin of measured damage and "
                      "each operator's change per 0.1 of damage (paired with clean; bootstrap CI over queries).")
-        sec.figures += [f] if f else []
+        sec.add_figure(f)
     return sec
 
 

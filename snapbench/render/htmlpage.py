@@ -72,6 +72,13 @@ class HtmlSection:
     figures: list[HtmlFigure] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
+    def add_figure(self, fig: HtmlFigure | None, missing: str = "") -> None:
+        """Show ``fig``; where there is none (it could not be drawn), list ``missing`` instead, if given."""
+        if fig is not None:
+            self.figures.append(fig)
+        elif missing:
+            self.missing.append(missing)
+
 
 def ul(items: list[tuple[str, str]], cls: str = "", *, code: bool = False) -> str:
     """A list of ``(id, text)`` items (text escaped, in ``<code>`` with ``code``; ``id`` may be empty)."""

@@ -561,7 +561,7 @@ def _soft_run_json(folder: Path) -> dict[str, Any]:
     """run.json when it can be read, else ``{}`` (only used to explain what a folder is instead)."""
     try:
         return read_run_json(folder) or {}
-    except (InputError, ConfigError):
+    except (OSError, ValueError):
         return {}
 
 
@@ -827,13 +827,6 @@ class OutputFolder:
         if self.kind == "report" and run.get("run_dir"):
             return f"pass the dataset itself (this report is of the run {run['run_dir']})"
         return "pass the dataset itself"
-
-
-def _soft_run_json(folder: Path) -> dict[str, Any]:
-    try:
-        return read_run_json(folder) or {}
-    except (OSError, ValueError):
-        return {}
 
 
 def find_output_folder(path: str | os.PathLike) -> OutputFolder | None:

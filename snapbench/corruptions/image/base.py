@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -58,12 +59,11 @@ import numpy as np
 
 from ...core import conditions as _conditions
 from ...core.errors import ConfigError
-from ...core.registry import Table
 from ...core.seeding import image_rng
 from ...core.userfiles import read_text
 from ...core.validate import listing, unknown_name
 from ..pixels import as_rgb_uint8
-from ..plugins import IMAGE_GROUP, load_operator_plugins, plugin_failure
+from ..plugins import IMAGE_GROUP, OperatorTable
 
 __all__ = [
     "DiagnoseFlag",
@@ -139,6 +139,19 @@ def integer(op: str, params: Mapping[str, Any], name: str, *, lo: int, hi: int |
     if value != int(value):
         raise ConfigError(f"{op}: parameter {name!r} must be an integer, got {params[name]!r}")
     return int(value)
+
+
+def level_param(op: str, name: str, read: Callable[..., Any] = number, **bounds: Any) -> SampleFn:
+    """The ``sample`` of an operator whose one parameter ``name`` is the level's own (it draws nothing),
+    read and checked by ``read(op, level, name, **bounds)``.  A :func:`functools.partial` of a
+    module-level function, not a closure: a user record that reuses it still pickles to workers."""
+    return functools.partial(_level_param, op, name, read, bounds)
+
+
+def _level_param(op: str, name: str, read: Callable[..., Any], bounds: dict[str, Any], rng: np.random.Generator,
+                 level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
+    known_keys(op, level, name)
+    return {name: read(op, level, name, **bounds)}
 
 
 def fraction(operator: str, level: Mapping[str, Any], name: str) -> float:
@@ -350,7 +363,6 @@ class CorruptedImage:
     params: dict[str, Any]
 
 
-_TABLE: Table[ImageOperator] = Table("image operator")
 # The built-ins' own registrations, kept when a user replaces one: the source of every derived table.
 _BUILTINS: dict[str, ImageOperator] = {}
 
@@ -395,15 +407,12 @@ def _checked(op: ImageOperator) -> ImageOperator:
     else:
         raise ConfigError(f"image operator {name!r} has no default levels: give grid (the parameters of each "
                           "severity, e.g. {1: {...}, 2: {...}}) when registering it", param="grid")
+    _check_knob(name, op.knob)
     return dataclasses.replace(op, primitive=primitive, grid=levels)
 
 
-def _add_image_operator(op: ImageOperator, *, replace: bool = False) -> ImageOperator:
-    """Add a record to the table (validated; see :func:`register_image_operator`)."""
-    op = _checked(op)
-    _check_knob(op.name, op.knob)
-    _TABLE.register(op.name, op, aliases=op.aliases, replace=replace)
-    return op
+_TABLE = OperatorTable("image operator", ImageOperator, group=IMAGE_GROUP, check=_checked, builtins="IMAGE_OPERATORS",
+                       listed_in="IMAGE_PRIMITIVES", fixed=_BUILTINS, fixed_note=" (built-ins are replaced, not removed)")
 
 
 def register_image_operator(
@@ -443,15 +452,15 @@ def register_image_operator(
     """
 
     def _register(apply_fn: ApplyFn) -> ApplyFn:
-        _add_image_operator(ImageOperator(
+        _TABLE.add(ImageOperator(
             name=name, apply=apply_fn, sample=sample or _no_randomness, primitive=primitive or "custom",
             changes_size=changes_size, doc=(getattr(apply_fn, "__doc__", None) or "").strip(), grid=grid,
             aliases=tuple(aliases), origin="user", knob=knob, revision=revision),
             replace=replace)
         return apply_fn
 
-    _checked(ImageOperator(name, apply=_identity, primitive=primitive or "custom", grid=grid, aliases=tuple(aliases)))
-    _check_knob(name, knob)
+    _checked(ImageOperator(name, apply=_identity, primitive=primitive or "custom", grid=grid, aliases=tuple(aliases),
+                           knob=knob))
     if apply is not None:
         return _register(apply)
     return _register
@@ -486,7 +495,7 @@ def builtin_operator(
                           param="name")
 
     def _register(apply_fn: ApplyFn) -> ApplyFn:
-        _BUILTINS[name] = _add_image_operator(ImageOperator(
+        _BUILTINS[name] = _TABLE.add(ImageOperator(
             name=name, apply=apply_fn, sample=sample, primitive=primitive, changes_size=changes_size,
             doc=(apply_fn.__doc__ or "").strip(), grid=levels, origin="builtin", knob=knob, revision=revision,
             diagnose=diagnose))
@@ -495,57 +504,26 @@ def builtin_operator(
     return _register
 
 
-def _check_builtins(names: Iterable[str]) -> None:
-    missing = [n for n in _conditions.IMAGE_OPERATORS if n not in names]
-    if missing:
-        raise ConfigError(f"built-in image operator(s) {', '.join(missing)} (snapbench.core.conditions.IMAGE_PRIMITIVES) "
-                          "have no registered implementation; the installation is incomplete")
-
-
 def builtin_image_operators() -> dict[str, ImageOperator]:
     """The built-in operators' own registrations (whatever replaced them in the table since), in the
     paper's order (:data:`snapbench.core.conditions.IMAGE_OPERATORS`)."""
-    _check_builtins(_BUILTINS)
+    _TABLE.check_builtins(_BUILTINS)
     return {name: _BUILTINS[name] for name in _conditions.IMAGE_OPERATORS}
 
 
-def unregister_image_operator(name: str) -> None:
-    """Remove a user-registered operator (and its default levels); built-ins cannot be removed."""
-    op = _TABLE.get(name) if name in _TABLE else None
-    if op is None or op.origin == "builtin" or name in _BUILTINS:
-        raise ConfigError(f"image operator {name!r} is not a user-registered operator (built-ins are replaced, "
-                          "not removed)", param="name")
-    _TABLE.unregister(name)
-
-
-def _load_plugins() -> None:
-    load_operator_plugins(IMAGE_GROUP, record_type=ImageOperator,
-                          add=lambda op: _add_image_operator(dataclasses.replace(op, origin="plugin"), replace=True),
-                          get=lambda n: _TABLE.get(n) if n in _TABLE else None)
-
-
-_TABLE.on_first_use(_load_plugins)
-
-
-def get_image_operator(name: str) -> ImageOperator:
-    """The registered operator ``name`` (or an alias of it); :class:`ConfigError` with the closest names
-    otherwise (or, for a plugin's operator, why the plugin did not load)."""
-    if name not in _TABLE and (why := plugin_failure(IMAGE_GROUP, name)) is not None:
-        raise ConfigError(f"image operator {name!r} is not available: {why}")
-    return _TABLE.get(name)
+# the table's operations under the names the package exports (their docstrings: OperatorTable's);
+# unregistering an operator removes its default levels with it
+get_image_operator = _TABLE.get
+image_aliases = _TABLE.aliases
+user_image_operators = _TABLE.user_operators
+restore_image_operators = _TABLE.restore
+unregister_image_operator = _TABLE.remove
 
 
 def image_operators() -> dict[str, ImageOperator]:
     """All registered operators (built-ins first, in the paper's taxonomy order, then the others by name)."""
     entries = dict(_TABLE.items())
-    _check_builtins(entries)
-    builtin = list(_conditions.IMAGE_OPERATORS)
-    return {n: entries[n] for n in builtin + sorted(set(entries) - set(builtin))}
-
-
-def image_aliases() -> dict[str, str]:
-    """alias -> operator name, for every registered alias."""
-    return {a: op.name for op in image_operators().values() for a in op.aliases}
+    return {n: entries[n] for n in _TABLE.ordered()}
 
 
 def image_operator_revisions(names: Iterable[str]) -> dict[str, int]:
@@ -609,21 +587,6 @@ def load_grid(path: Any, base: Mapping[str, Mapping[int, Mapping[str, Any]]] | N
         return merge_grid(default_grid() if base is None else base, data)
     except ConfigError as exc:
         raise ConfigError(exc.problem, path=path, param=None if exc.path else exc.param) from None
-
-
-def user_image_operators() -> list[ImageOperator]:
-    """The operators not registered by snapbench's own modules (run time and plugins), in registration order.
-
-    ``run_corruption`` ships this snapshot to its worker processes, which start fresh (spawn) and
-    would otherwise know only the built-ins; :func:`restore_image_operators` re-registers it there.
-    """
-    return [op for _, op in _TABLE.items() if op.origin != "builtin"]
-
-
-def restore_image_operators(snapshot: list[ImageOperator]) -> None:
-    """Register a :func:`user_image_operators` snapshot (replacing same-named registrations)."""
-    for op in snapshot:
-        _add_image_operator(op, replace=True)
 
 
 def level_params(operator: str, severity: int, grid: Mapping[str, Mapping[int, Mapping[str, Any]]] | None) -> Mapping[str, Any]:

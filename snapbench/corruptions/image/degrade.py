@@ -23,7 +23,7 @@ import numpy as np
 
 from ...core.errors import ConfigError
 from ._buffers import scratch
-from .base import DiagnoseFlag, Knob, builtin_operator, integer, known_keys, number
+from .base import DiagnoseFlag, Knob, builtin_operator, integer, known_keys, level_param, number
 
 __all__ = [
     "low_light",
@@ -174,12 +174,7 @@ def low_light(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 _OVEREXPOSURE_LEVELS = {1: {"gain": 1.4}, 2: {"gain": 2.2}, 3: {"gain": 3.0}}
 
 
-def _sample_overexposure(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    known_keys("overexposure", level, "gain")
-    return {"gain": number("overexposure", level, "gain", lo=0.0)}
-
-
-@builtin_operator("overexposure", levels=_OVEREXPOSURE_LEVELS, sample=_sample_overexposure,
+@builtin_operator("overexposure", levels=_OVEREXPOSURE_LEVELS, sample=level_param("overexposure", "gain", lo=0.0),
                   knob=Knob("gain", 1.0, 16.0, log=True),
                   diagnose=DiagnoseFlag("overexposure", (2, 3), why="recall 0.80 at s2, 0.90 at s3, 0.30 at s1"))
 def overexposure(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
@@ -320,15 +315,11 @@ def motion_blur(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 _COMPRESSION_LEVELS = {1: {"quality": 50}, 2: {"quality": 18}, 3: {"quality": 5}}
 
 
-def _sample_compression(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    known_keys("compression", level, "quality")
-    return {"quality": integer("compression", level, "quality", lo=1, hi=100)}
-
-
 _IMREAD_RGB = getattr(cv2, "IMREAD_COLOR_RGB", None)  # OpenCV >= 4.10 decodes straight to RGB
 
 
-@builtin_operator("compression", levels=_COMPRESSION_LEVELS, sample=_sample_compression,
+@builtin_operator("compression", levels=_COMPRESSION_LEVELS,
+                  sample=level_param("compression", "quality", integer, lo=1, hi=100),
                   knob=Knob("quality", 1, 100, integer=True),
                   diagnose=DiagnoseFlag("compression", (3,), why="recall 1.00 at s3, 0.30 at s2"))
 def compression(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
@@ -355,11 +346,6 @@ def compression(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 _LOW_RESOLUTION_LEVELS = {1: {"scale": 0.50}, 2: {"scale": 0.25}, 3: {"scale": 0.08}}
 
 
-def _sample_low_resolution(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    known_keys("low_resolution", level, "scale")
-    return {"scale": number("low_resolution", level, "scale", lo=0.0, lo_open=True, hi=1.0)}
-
-
 def _nearest_indices(src: int, dst: int) -> np.ndarray:
     """Source index of each of ``dst`` samples resampling ``src`` pixels by nearest neighbour.
 
@@ -378,7 +364,8 @@ def _low_res_indices(h: int, w: int, scale: float) -> tuple[np.ndarray, np.ndarr
     return out
 
 
-@builtin_operator("low_resolution", levels=_LOW_RESOLUTION_LEVELS, sample=_sample_low_resolution,
+@builtin_operator("low_resolution", levels=_LOW_RESOLUTION_LEVELS,
+                  sample=level_param("low_resolution", "scale", lo=0.0, lo_open=True, hi=1.0),
                   knob=Knob("scale", 0.01, 1.0, log=True),
                   diagnose=DiagnoseFlag("low_resolution", (2, 3), why="recall 1.00 at s2 and s3"))
 def low_resolution(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:

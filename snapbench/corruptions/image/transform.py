@@ -21,7 +21,7 @@ import numpy as np
 
 from ...core.errors import ConfigError
 from ._buffers import BytesLRU, scratch
-from .base import Knob, builtin_operator, known_keys, number
+from .base import Knob, builtin_operator, known_keys, level_param, number
 
 __all__ = [
     "rotation",
@@ -58,11 +58,6 @@ def _on_rgba(image: np.ndarray, warp: Callable[[np.ndarray, np.ndarray], np.ndar
 _ROTATION_LEVELS = {1: {"angle": 10.0}, 2: {"angle": 45.0}, 3: {"angle": 180.0}}
 
 
-def _sample_rotation(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    known_keys("rotation", level, "angle")
-    return {"angle": number("rotation", level, "angle")}
-
-
 def _cos_sin(angle_deg: float) -> tuple[float, float]:
     # Exact values at multiples of 90 degrees, so those rotations move pixels onto pixels.
     quarter, rest = divmod(angle_deg, 90.0)
@@ -85,7 +80,7 @@ def _rotation_cover_scale(height: int, width: int, angle: float) -> float:
     return max((width * c + height * s) / width, (width * s + height * c) / height)
 
 
-@builtin_operator("rotation", levels=_ROTATION_LEVELS, sample=_sample_rotation,
+@builtin_operator("rotation", levels=_ROTATION_LEVELS, sample=level_param("rotation", "angle"),
                   knob=Knob("angle", 0.0, 180.0))
 def rotation(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Rotate by ``angle`` degrees counter-clockwise about the centre, zoomed to fill the frame.
@@ -124,11 +119,6 @@ def rotation(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
 _PERSPECTIVE_LEVELS = {1: {"d": 0.10}, 2: {"d": 0.20}, 3: {"d": 0.30}}
 
 
-def _sample_perspective(rng: np.random.Generator, level: Mapping[str, Any], shape: tuple[int, int]) -> dict[str, Any]:
-    known_keys("perspective", level, "d")
-    return {"d": number("perspective", level, "d", lo=0.0)}
-
-
 def _perspective_geometry(height: int, width: int, d: float) -> tuple[np.ndarray, tuple[float, float, float, float]]:
     """The keystone homography and the crop that removes its empty border.
 
@@ -152,7 +142,7 @@ def _perspective_geometry(height: int, width: int, d: float) -> tuple[np.ndarray
     return p, (dx, dy, width - dx, float(height))
 
 
-@builtin_operator("perspective", levels=_PERSPECTIVE_LEVELS, sample=_sample_perspective,
+@builtin_operator("perspective", levels=_PERSPECTIVE_LEVELS, sample=level_param("perspective", "d", lo=0.0),
                   knob=Knob("d", 0.0, 0.45))
 def perspective(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """Keystone (camera tilted up): top corners in by ``d`` and down by ``d/2`` of the short side.
