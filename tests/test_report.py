@@ -874,3 +874,15 @@ def test_a_listed_mode_without_its_report_is_said_on_the_page_and_the_terminal(r
     words = "run.json lists mode 'I2I' but"
     assert words in r.output and "I2I/report.json is missing" in r.output.replace("\n", "")
     assert html.escape(words) in (d / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_pdf_figure_is_the_same_bytes_whenever_it_is_drawn():
+    """A resumed or repeated run writes its figures again: a PDF must not carry the time it was drawn
+    (matplotlib writes /CreationDate unless told not to), so the same numbers give the same bytes."""
+    pytest.importorskip("matplotlib")
+    from snapbench.render.figures import fig_to_bytes, one_axes
+
+    fig, ax = one_axes((2.0, 1.5))
+    ax.plot([0, 1, 2], [3, 1, 2])
+    pdf = fig_to_bytes(fig, "pdf", 60)
+    assert pdf[:5] == b"%PDF-" and b"/CreationDate" not in pdf and b"snapbench report" in pdf

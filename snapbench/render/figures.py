@@ -75,9 +75,11 @@ def whiskers(y, lo, hi) -> np.ndarray:
 
 
 def fig_to_bytes(fig, fmt: str, dpi: int) -> bytes:
+    # no CreationDate in a PDF: a figure is a function of the run's numbers, so a resumed or repeated
+    # run writes the same bytes
     buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata={"Creator": "snapbench report"}
-                if fmt == "pdf" else None)
+    fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight",
+                metadata={"Creator": "snapbench report", "CreationDate": None} if fmt == "pdf" else None)
     return buf.getvalue()
 
 
