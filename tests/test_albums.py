@@ -337,7 +337,7 @@ def test_micro_and_macro_deltas_equal_a_recomputation_from_per_query_csv(run, da
     e = summary["conditions"]["combined-mild"]["groups"]["all"]["recall@10"]
     assert summary["resample_by"] == "query" and summary["resample_by_requested"] == "album"
     assert e["resample_by"] == "album" and e["resampled"] == "query" and e["ci_macro"] is None
-    assert "too few" in e["note"] and any("3 album(s) are too few" in n for n in summary["notes"])
+    assert "too few" in e["note"] and any("3 albums are too few" in n for n in summary["notes"])
     assert e["ci"][0] <= e["delta"] <= e["ci"][1]
 
 

@@ -10,9 +10,10 @@
   queries (:func:`snapbench.evaluate.paired.bootstrap_counts`, as ``snapbench evaluate``) and gives a
   CI for the micro delta; ``resample_by="album"`` resamples albums (PAL-Bench: 10^4 user-level
   resamples) and gives CIs for both micro and macro deltas.  With fewer than
-  :data:`MIN_ALBUMS` albums an album bootstrap has too few distinct resamples to be an interval
-  (3 albums: 10 distinct multisets), so it is not computed: the CI falls back to resampling queries
-  and the result says so (``resampled``, ``note``).
+  :data:`MIN_ALBUMS` albums an album bootstrap's interval rests on the spread of a handful of units:
+  too narrow (it holds the true change less often than its level says) and lumpy (3 albums: 10
+  distinct multisets), so it is not computed: the CI falls back to resampling queries and the result
+  says so (``resampled``, ``note``).
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ def too_few_albums(n_albums: int) -> str | None:
     """The plain words when ``n_albums`` are too few to resample albums, else ``None``."""
     if n_albums >= MIN_ALBUMS:
         return None
-    return (f"{n_albums} album(s) are too few to resample albums (an album bootstrap needs at least {MIN_ALBUMS}; "
-            f"{n_albums} albums give only {_multisets(n_albums)} distinct resamples): the CIs resample queries "
-            "instead, and no CI is given for the macro delta")
+    albums = f"{n_albums} album" + ("" if n_albums == 1 else "s")
+    return (f"{albums} {'is' if n_albums == 1 else 'are'} too few to resample albums (an album bootstrap needs at "
+            f"least {MIN_ALBUMS}: its interval would rest on the spread of only {albums}, so it would come out too "
+            "narrow, holding the true change less often than its level says, and lumpy, from few distinct "
+            "resamples): the CIs resample queries instead, and no CI is given for the macro delta")
 
 
 def fixed_by_construction(metrics: Sequence[str], min_records: int) -> list[str]:
@@ -65,12 +68,6 @@ def headline_metric(metrics: Sequence[str], fixed: Sequence[str] = ()) -> str:
         if m in free:
             return m
     return free[0]
-
-
-def _multisets(n: int) -> int:
-    from math import comb
-
-    return comb(2 * n - 1, n) if n > 0 else 0
 
 
 @dataclass(frozen=True)

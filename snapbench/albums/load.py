@@ -31,7 +31,14 @@ from ..core.records import QueryRecord
 from ..core.userfiles import jsonl_lines, read_json, read_text
 from ..core.validate import examples, unknown_name
 from ..data.jsonl import MANIFEST_NAMES, QRELS_NAMES, gallery_next_to, read_queries, sibling
-from ..data.photobench import album_photos, album_queries, album_sort_key, check_language, photobench_albums
+from ..data.photobench import (
+    album_photos,
+    album_queries,
+    album_sort_key,
+    albums_without_queries,
+    check_language,
+    photobench_albums,
+)
 from ..data.qrels import align_qrels, read_qrels_file
 from .records import OWNER, OWNER_NAMES, AlbumRecord, Face, check_coordinates, parse_time
 
@@ -67,14 +74,39 @@ class AlbumDataset:
         return str(q.tags.get("album") or _DEFAULT_ALBUM)
 
 
+def _check_own_album(queries: list[QueryRecord], records: list[AlbumRecord], gt: dict[str, dict[str, float]], *,
+                     path: Path, no_album: set[str] = frozenset(), gallery: Path | None = None) -> None:
+    """The one rule of a qrels file for every layout: each query's relevant records are in its own album
+    (each query searches only its album); ``no_album``: JSONL records without an ``album`` field (in the
+    album ``all``), named as such."""
+    album_of = {r.id: r.album for r in records}
+    for q in queries:
+        own = str(q.tags.get("album") or _DEFAULT_ALBUM)
+        other = [g for g in gt.get(q.id, {}) if album_of[g] != own]
+        if not other:
+            continue
+        lack = [g for g in other if g in no_album]
+        head = f"query {q.id!r} (album {own!r}): relevant record(s)"
+        if lack:
+            rest = [g for g in other if g not in no_album]
+            raise InputError(f"{head} without an 'album' field in {gallery}, which therefore are in the album "
+                             f"{_DEFAULT_ALBUM!r}: {examples(lack)}"
+                             + (f", and from another album: {examples(rest)}" if rest else "")
+                             + "; give each gallery record its album (each query searches only its own album)",
+                             path=path)
+        raise InputError(f"{head} from another album: {examples(other)}; each query searches only its own album",
+                         path=path)
+
+
 # ------------------------------------------------------------------------------ PhotoBench
-def _album_dirs(path: Path, split: str | None) -> tuple[list[Path], str, Path | None]:
-    """(album folders, query file name, folder of the non-protected copy)."""
+def _album_dirs(path: Path, split: str | None) -> tuple[list[Path], str, Path | None, list[str]]:
+    """(album folders, query file name, folder of the non-protected copy, notes: the album folders
+    skipped for want of the query file, never dropped silently)."""
     qfile = f"{split}.json" if split else "query.json"
     if split is not None and split not in _SPLITS:
         raise InputError(unknown_name("split", split, _SPLITS), param="split")
     if (path / qfile).is_file():
-        return [path], qfile, None
+        return [path], qfile, None, []
     root = path
     if split is not None and (path / "protected").is_dir():
         root = path / "protected"
@@ -85,7 +117,9 @@ def _album_dirs(path: Path, split: str | None) -> tuple[list[Path], str, Path | 
                          + ("" if split or not (path / "protected").is_dir() else
                             f"; the queries are under protected/: choose a split with {arg('split')} "
                             f"({', '.join(_SPLITS)})"), path=path)
-    return albums, qfile, (path if root != path else None)
+    skipped = albums_without_queries(root, query_file=qfile)
+    notes = [f"{d}: no {qfile}: album {d.name!r} is skipped (its photos are searched by no query)" for d in skipped]
+    return albums, qfile, (path if root != path else None), notes
 
 
 def _images_dir(album: Path, public: Path | None) -> Path:
@@ -142,6 +176,9 @@ def _photobench_album(album: Path, qfile: str, public: Path | None, language: st
     queries, raw = album_queries(album, language, qfile=qfile)
     images = _images_dir(album, public)
     names, meta, meta_path = album_photos(album, images)
+    if not meta_path.is_file():
+        notes.append(f"{album.name}: no {meta_path.relative_to(images.parent)}: every photo of the album has no "
+                     "time and no place")
     faces = _faces(images / "faceid" / "face_info_en.json", names)
     caps = _text_map(images / "captions.json", names, "caption")
     ocr = _text_map(images / "ocr.json", names, "OCR text")
@@ -185,11 +222,10 @@ def _photobench_album(album: Path, qfile: str, public: Path | None, language: st
 
 
 def _load_photobench(path: Path, split: str | None, qrels: Path | None, language: str) -> AlbumDataset:
-    dirs, qfile, public = _album_dirs(path, split)
+    dirs, qfile, public, notes = _album_dirs(path, split)
     queries: list[QueryRecord] = []
     records: list[AlbumRecord] = []
     gt: dict[str, dict[str, float]] = {}
-    notes: list[str] = []
     for d in dirs:
         q, r, g, n = _photobench_album(d, qfile, public, language)
         queries += q
@@ -202,6 +238,7 @@ def _load_photobench(path: Path, split: str | None, qrels: Path | None, language
         gt, more, _ = align_qrels(read_qrels_file(qrels), [q.id for q in queries], [r.id for r in records],
                                   path=qrels, id_lists=("the queries", "the album records (<album>/<file>)"))
         notes += more
+        _check_own_album(queries, records, gt, path=qrels)
     if gt and len(gt) < len(queries):
         missing = [q.id for q in queries if q.id not in gt]
         raise InputError(f"{len(missing)} query(ies) have no ground truth while the others do: {examples(missing)}",
@@ -279,21 +316,7 @@ def _load_jsonl(path: Path, gallery: Path | None, qrels: Path | None) -> AlbumDa
         gt, more, _ = align_qrels(read_qrels_file(qrels), [q.id for q in queries], [r.id for r in records],
                                   path=qrels, id_lists=("the query set", "the gallery"))
         notes += more
-        album_of, no_album = {r.id: r.album for r in records}, set(unnamed)
-        for q in queries:
-            other = [g for g in gt.get(q.id, {}) if album_of[g] != q.tags["album"]]
-            if other:
-                lack = [g for g in other if g in no_album]
-                head = f"query {q.id!r} (album {q.tags['album']!r}): relevant record(s)"
-                if lack:
-                    rest = [g for g in other if g not in no_album]
-                    raise InputError(f"{head} without an 'album' field in {gallery}, which therefore are in the album "
-                                     f"{_DEFAULT_ALBUM!r}: {examples(lack)}"
-                                     + (f", and from another album: {examples(rest)}" if rest else "")
-                                     + "; give each gallery record its album (each query searches only its own album)",
-                                     path=qrels)
-                raise InputError(f"{head} from another album: {examples(other)}; each query searches only its own album",
-                                 path=qrels)
+        _check_own_album(queries, records, gt, path=qrels, no_album=set(unnamed), gallery=gallery)
     return AlbumDataset(name=path.stem, format="jsonl", root=path.parent, queries=queries, records=records,
                         qrels=gt, notes=notes)
 
@@ -324,7 +347,8 @@ def load_albums(path: str | Path, *, split: str | None = None, gallery: Path | N
         ds = _load_photobench(path, split, qrels, language)
     if not ds.qrels:
         raise InputError("no ground truth: the stress suite measures paired deltas of ranking metrics, which need "
-                         "it (PhotoBench: the release's samples/ or the Hugging Face validation.json carry "
-                         f"'ground_truth'; JSONL: give {arg('qrels')})", path=path)
+                         f"it: give {arg('qrels')} (JSON or TREC; PhotoBench ids <album>_qNNNN and <album>/<file>), or, "
+                         "for PhotoBench, query files that carry 'ground_truth' (the release's samples/, the Hugging "
+                         "Face validation.json)", path=path)
     return ds
 

@@ -166,8 +166,14 @@ _SEASONS = ("winter", "winter", "spring", "spring", "spring", "summer", "summer"
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 #: The template fields read from the place (given, or geocoded from latitude/longitude).
 _PLACE_FIELDS = frozenset({"place", "city", "region", "country"})
+#: The template fields read from the time.
+_TIME_FIELDS = frozenset({"time", "year", "month", "season", "part_of_day", "weekday", "date"})
+#: The template fields that write each record field a stress moves (snapbench.albums.stress FIELDS).
+_WRITTEN_BY = {"caption": frozenset({"caption"}), "ocr": frozenset({"ocr"}), "time": _TIME_FIELDS,
+               "location": _PLACE_FIELDS, "people": frozenset({"people"})}
 _FIELD = re.compile(r"\{([^{}]*)\}")
-_PIECE = re.compile(r"\[([^\[\]]*)\]|\{([^{}]*)\}")
+_GROUP = re.compile(r"\[([^\[\]]*)\]")
+_PIECE = re.compile(_GROUP.pattern + r"|\{([^{}]*)\}")
 
 
 def _part_of_day(hour: int) -> str:
@@ -250,10 +256,22 @@ class RecordTemplate:
         if not _FIELD.search(self.source):
             raise ConfigError(f"the record template {self.source!r} names no field (e.g. {{caption}})",
                               param="record_template")
+        # a group is "[...]" holding no bracket: any other "[" or "]" would be written as a literal character
+        stray = re.search(r"[\[\]]", _GROUP.sub(lambda m: " " * len(m.group(0)), self.source))
+        if stray:
+            where = f"{stray.group(0)!r} at character {stray.start() + 1}"
+            raise ConfigError(f"unbalanced brackets in the record template {self.source!r}: {where} has no "
+                              f"{'closing' if stray.group(0) == '[' else 'opening'} partner (a [group] closes before "
+                              "the next one opens; groups do not nest)", param="record_template")
 
     @property
     def fields(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(_FIELD.findall(self.source)))
+
+    def writes(self, field: str) -> bool:
+        """Whether the text holds anything of the record field ``field`` (``caption``, ``ocr``, ``time``,
+        ``location``, ``people``): a stress of a field the template does not write changes no text."""
+        return bool(set(self.fields) & _WRITTEN_BY[field])
 
     def place(self, rec: AlbumRecord) -> str | None:
         """The place name of ``rec`` as the records file writes it: its own place, else, when this
@@ -271,7 +289,7 @@ class RecordTemplate:
             vals["caption"] = rec.caption.strip()
         if rec.ocr:
             vals["ocr"] = rec.ocr.strip()
-        if need & {"time", "year", "month", "season", "part_of_day", "weekday", "date"}:
+        if need & _TIME_FIELDS:
             vals.update(time_words(rec.time))
         if need & _PLACE_FIELDS:
             vals.update(_place_fields(rec))

@@ -252,11 +252,15 @@ def _parse_step(text: str, cid: str) -> tuple[str, object]:
 
 def parse_conditions(spec: str | Sequence[str]) -> list[Condition]:
     """Parse ``--stress``: comma-separated condition ids (an operator, ``a+b`` combinations, presets)."""
-    parts = [p.strip() for p in (spec.split(",") if isinstance(spec, str) else spec) if p.strip()]
+    given = [p.strip() for p in (spec.split(",") if isinstance(spec, str) else spec)]
+    parts = [p for p in given if p]
     if not parts:
         raise ConfigError("give at least one stress condition, e.g. location_sparsify=0.3 or combined-mild; "
                           f"operators: {', '.join(OPERATORS.names())}; presets: {', '.join(_PRESETS)}",
                           param="stress")
+    if len(parts) < len(given):  # as strict as a condition given twice: never a silent fix
+        raise ConfigError(f"{len(given) - len(parts)} empty entry(ies) in {spec if isinstance(spec, str) else ','.join(given)!r} (a comma at an end, "
+                          "or two in a row); list each condition once, comma-separated", param="stress")
     out: list[Condition] = []
     for cid in parts:
         if cid == CLEAN:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from ..albums.records import DEFAULT_TEMPLATE, AlbumRecord, RecordTemplate
 from ..albums.stress import CLEAN, FIELDS, Condition, StressResult, apply_condition, parse_conditions
 from ..core.defaults import DEFAULT_CI, DEFAULT_KS, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ..core.errors import ConfigError
-from ..core.validate import ci_level, positive_int, unknown_name
+from ..core.validate import answer_threshold, ci_level, positive_int, unknown_name
 from ..data.photobench import SOURCES, album_sort_key, check_language
 from ..evaluate.metrics import counted_rows, parse_metrics
 from ..store.folders import (
@@ -132,6 +132,7 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
         raise ConfigError(unknown_name("resampling unit", opts.resample_by, RESAMPLE_UNITS), param="resample_by")
     positive_int(opts.resamples, "resamples")
     ci_level(opts.ci, "ci")
+    opts = replace(opts, set_threshold=answer_threshold(opts.set_threshold))
     if not opts.ks:
         raise ConfigError("give at least one cut-off k", param="ks")
     check_language(opts.language)
@@ -238,12 +239,14 @@ def _per_query(st) -> np.ndarray:
     return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
 
 
-def _levels(st, album_rows: list[np.ndarray]) -> dict[str, Any]:
-    """Micro (over queries) and macro (mean over the albums where the metric is defined) of one metric."""
+def _levels(st, album_rows: list[np.ndarray], counted: np.ndarray) -> dict[str, Any]:
+    """Micro (over queries) and macro (mean over the albums where the metric is defined) of one metric;
+    ``n_counted``: the queries it counts (:func:`counted_rows`, as each condition's groups say: with ground
+    truth for ranking metrics, every query for reject metrics)."""
     per = [float(np.sum(st.num[r])) / float(np.sum(st.den[r])) for r in album_rows if float(np.sum(st.den[r])) > 0]
     den = float(np.sum(st.den))
     return {"micro": float(np.sum(st.num)) / den if den > 0 else None, "macro": float(np.mean(per)) if per else None,
-            "n_counted": int(np.count_nonzero(st.den > 0)), "n_albums": len(per)}
+            "n_counted": int(len(counted)), "n_albums": len(per)}
 
 
 def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_cond: dict, stats: dict,
@@ -280,7 +283,8 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
     # per group: the query rows of each of its albums, as positions within the group's rows
     group_albums = {g: [a for a in (np.flatnonzero(np.isin(rows, ar)) for ar in index.query_rows) if a.size]
                     for g, rows in groups.items()}
-    out["clean"] = {g: {m: _levels(stats[CLEAN][m].subset(rows), group_albums[g]) for m in metrics}
+    out["clean"] = {g: {m: _levels(stats[CLEAN][m].subset(rows), group_albums[g], counted_rows(m, n_pos[rows]))
+                        for m in metrics}
                     for g, rows in groups.items()}
     draws: dict = {}  # one bootstrap draw per (unit, group, size), shared by every condition and metric
     few = too_few_albums(len(index.albums)) if opts.resample_by == "album" else None
@@ -290,6 +294,13 @@ def _summary(ds: AlbumDataset, index: AlbumIndex, conds: list[Condition], per_co
     for cond in conds:
         info = per_cond[cond.id]
         res: StressResult = info["result"]
+        if not info["changed"]:
+            unwritten = [f for f in cond.fields if not template.writes(f)]
+            why = (f"the record template {template.source!r} does not write {', '.join(unwritten)}"
+                   if len(unwritten) == len(cond.fields) else
+                   f"no record holds what it removes from {', '.join(cond.fields)} in a way the template writes")
+            out["notes"].append(f"stress condition {cond.id!r} changed no record's text ({why}): every query ranks "
+                                "as on the clean records, so its deltas are 0 by construction")
         body: dict[str, Any] = {
             "operators": [[n, v] for n, v in cond.steps], "fields": list(cond.fields),
             "changed_records": info["changed"], "field_availability": field_availability(res.records),

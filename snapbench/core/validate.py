@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import ConfigError, InputError
 
-__all__ = ["positive_int", "finite_number", "ci_level", "comma_list", "int_list", "choice", "check_finite", "did_you_mean",
+__all__ = ["positive_int", "finite_number", "answer_threshold", "ci_level", "comma_list", "int_list", "choice", "check_finite", "did_you_mean",
            "suggestion", "examples", "listing", "hint_and_known", "unknown_name",
            "LIST_MAX"]
 
@@ -53,6 +53,23 @@ def finite_number(value: Any, param: str) -> float:
         raise ConfigError(f"must be a number, got {value!r}", param=param) from None
     if not math.isfinite(x):
         raise ConfigError(f"must be finite, got {value!r}", param=param)
+    return x
+
+
+def answer_threshold(value: Any, param: str = "set_threshold", *, minus_inf: bool = False) -> float | None:
+    """``--set-threshold`` (the score that admits an item into a query's answer set), the one check of
+    every command taking it: ``None`` stays ``None``; otherwise a finite number (``nan`` admits nothing
+    and ``inf`` rejects every query, and JSON would record either as null, as if no threshold were
+    given).  ``minus_inf``: ``-inf`` is allowed too (``evaluate`` with TREC runs: each run's list is the
+    answer)."""
+    if value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"must be a number, got {value!r}", param=param) from None
+    if not math.isfinite(x) and not (minus_inf and x == -math.inf):
+        raise ConfigError(f"must be a finite number{' (or -inf)' if minus_inf else ''}, got {x!r}", param=param)
     return x
 
 

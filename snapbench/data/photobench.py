@@ -46,6 +46,7 @@ __all__ = [
     "SOURCES",
     "album_photos",
     "album_sort_key",
+    "albums_without_queries",
     "album_queries",
     "is_album",
     "load_faiss_embeddings",
@@ -79,6 +80,13 @@ def photobench_albums(root: Path, *, query_file: str = "query.json") -> list[Pat
     ``validation.json`` / ``test.json``) directly inside ``root``, in natural order (:func:`album_sort_key`)."""
     return sorted((p for p in Path(root).iterdir() if p.is_dir() and is_album(p, query_file)),
                   key=lambda p: album_sort_key(p.name))
+
+
+def albums_without_queries(root: Path, *, query_file: str = "query.json") -> list[Path]:
+    """The folders directly inside ``root`` that hold an album's ``images/`` but not ``query_file``: an
+    album without queries, which :func:`photobench_albums` leaves out (its callers say so)."""
+    return sorted((p for p in Path(root).iterdir() if p.is_dir() and not is_album(p, query_file)
+                   and (p / "images").is_dir()), key=lambda p: album_sort_key(p.name))
 
 
 def album_queries(album: Path, language: str, *, qfile: str = "query.json") -> tuple[list[QueryRecord], list[dict]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import operator
 import os
 from collections.abc import Sequence
@@ -10,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ..core.defaults import DEFAULT_CLIFF_RATIO, DEFAULT_CLIFF_TOL, DEFAULT_SEED
 from ..core.errors import ConfigError, arg
-from ..core.validate import ci_level, finite_number, int_list, positive_int
+from ..core.validate import answer_threshold, ci_level, finite_number, int_list, positive_int
 from .metrics import DEFAULT_KS, REJECT_METRICS, SET_METRICS, metric_family, parse_metrics
 from .paired import DEFAULT_CI, DEFAULT_RESAMPLES
 from .stability import DEFAULT_RBO_DEPTH, DEFAULT_RBO_P, check_rbo, is_stability_metric
@@ -61,8 +60,7 @@ class EvaluationConfig:
             self.seed = operator.index(self.seed)
         except TypeError:
             raise ConfigError(f"must be an integer, got {self.seed!r}", param="seed") from None
-        if self.set_threshold is not None and math.isnan(float(self.set_threshold)):
-            raise ConfigError("must be a number (or -inf / inf), not nan: no score is >= nan", param="set_threshold")
+        self.set_threshold = answer_threshold(self.set_threshold, minus_inf=True)
         self.curve_tol = finite_number(self.curve_tol, "curve_tol")
         self.curve_ratio = finite_number(self.curve_ratio, "curve_ratio")
         self.block_rows = positive_int(self.block_rows, "block_rows")

@@ -1,8 +1,9 @@
 """The HTML page of ``snapbench stress`` (``DIR/report.html``), from its ``stress.json``.
 
 Sections: findings in words (a drop or a gain is called one only when its CI excludes 0, as in the
-run report's findings; otherwise "not distinguishable from none"; without a CI the numbers are given
-without a verdict), the field x source-type table of micro deltas (which query types depend on which
+run report's findings; otherwise "not distinguishable from none", or, when the change and its CI are exactly
+0, that the metric did not move; a condition that changed no record's text says so instead; without a CI the
+numbers are given without a verdict), the field x source-type table of micro deltas (which query types depend on which
 field: PhotoBench's modality gap, measured), per-album results (micro and macro), the curves over
 field availability (one row per condition that moves one field, in the order of availability; the
 conditions left off -- several fields at once, caption_swap -- are listed with why), and the
@@ -53,6 +54,9 @@ def _verdict(entry: dict, level: float, metric: str, what: str) -> str:
     if ex:
         word = "lowered" if d < 0 else "raised"
         return f"{what} {word} {unit} by {pct(abs(d), True)[1:]} points ({ci_w})."
+    if d == 0 and ci[0] == 0 and ci[1] == 0:  # every resample gave exactly 0: nothing to distinguish
+        return (f"{what}: {metric} did not move: its change is 0 on the counted queries and in every "
+                f"resample ({entry.get('resampled', 'query')} resampling).")
     return f"{what}: the change in {unit}, {pct(d, True)} points ({ci_w}), is not distinguishable from none."
 
 
@@ -63,6 +67,10 @@ def stress_findings(summary: dict) -> list[tuple[str, str]]:
     out = []
     for cid, body in summary["conditions"].items():
         e = body["groups"]["all"][metric]
+        if body.get("changed_records") == 0:
+            out.append((f"finding-{cid}", f"Stress {cid} changed no record's text (see the notes): every query ranks "
+                                          "as on the clean records; nothing to measure."))
+            continue
         out.append((f"finding-{cid}", _verdict(e, level, metric, f"Stress {cid}")
                     + _others_moved(body["groups"]["all"], summary, metric)))
     swap = _swap_verdict(summary)
