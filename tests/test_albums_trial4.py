@@ -90,6 +90,14 @@ def test_an_album_without_metadata_json_is_named_in_the_notes(pb, tmp_path):
     assert len(notes) == 1 and "time" in notes[0] and "place" in notes[0], s["notes"]
 
 
+# ----------------------------------------------------------- --batch-size checked before any model loads
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_stress_refuses_a_batch_size_below_one_naming_the_flag(pb, tmp_path, value):
+    r = _stress(pb, tmp_path / "o", "--stress", "drop=caption", "--batch-size", value)
+    assert r.exit_code == 2 and f"error: --batch-size: must be an integer >= 1, got {value}" in r.output, r.output
+    assert not (tmp_path / "o" / "stress.json").exists()
+
+
 # ------------------------------------------------------------------------------ 3: finite --set-threshold
 @pytest.mark.parametrize("value", ["inf", "nan", "-inf"])
 def test_stress_refuses_a_non_finite_set_threshold(pb, tmp_path, value):

@@ -131,8 +131,9 @@ def test_device_errors_are_clear(tiny_clip):
     if not torch.cuda.is_available():
         with pytest.raises(ConfigError, match="CUDA is not available"):
             load_encoder(f"hf:{tiny_clip}", device="cuda")
-    with pytest.raises(ConfigError, match="batch_size must be a positive integer"):
+    with pytest.raises(ConfigError, match="must be an integer >= 1, got 0") as caught:
         load_encoder(f"hf:{tiny_clip}", batch_size=0)
+    assert caught.value.param == "batch_size"  # shown as --batch-size by the CLI
 
 
 def test_hf_model_without_feature_methods_is_refused():

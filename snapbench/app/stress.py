@@ -131,6 +131,8 @@ def run_stress(dataset: str | Path, encoder: str | Any, out: str | Path, opts: S
     if opts.resample_by not in RESAMPLE_UNITS:
         raise ConfigError(unknown_name("resampling unit", opts.resample_by, RESAMPLE_UNITS), param="resample_by")
     positive_int(opts.resamples, "resamples")
+    if opts.batch_size is not None:  # checked before the model loads (the toy encoder takes any)
+        positive_int(opts.batch_size, "batch_size")
     ci_level(opts.ci, "ci")
     opts = replace(opts, set_threshold=answer_threshold(opts.set_threshold))
     if not opts.ks:

@@ -23,6 +23,7 @@ import numpy as np
 from ..core.defaults import DEFAULT_BATCH_SIZE
 from ..core.errors import ConfigError
 from ..core.install_hint import import_extra
+from ..core.validate import positive_int
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -116,9 +117,7 @@ class TorchEncoderBase:
         if dev.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(f"device {device!r}: CUDA is not available to torch here (use device 'cpu')")
         self.device = dev
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self.batch_size = batch_size or DEFAULT_BATCH_SIZE
+        self.batch_size = DEFAULT_BATCH_SIZE if batch_size is None else positive_int(batch_size, "batch_size")
         if dev.type == "cuda":
             self.amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         else:
