@@ -883,3 +883,14 @@ def test_album_names_are_listed_in_natural_order(data, tmp_path):
     (root / "queries.jsonl").write_text((root / "queries.jsonl").read_text().replace('"a10"', '"a99"', 1))
     with pytest.raises(InputError, match=re.escape(f"(albums: {', '.join(natural)})")):
         load_albums(root)
+
+
+def test_the_stress_page_states_the_answer_threshold_only_when_one_was_set(data, tmp_path):
+    from snapbench.render.stress import render_stress_report
+
+    res = run_stress(data[0], ENC, tmp_path / "r", StressOptions(stress="drop=location", set_threshold=0.3,
+                                                                  resamples=50, report=False))
+    page = html.unescape(render_stress_report(json.loads((res.out / "stress.json").read_text())))
+    assert "--set-threshold 0.3: a query's answer is the records scoring at least this" in page
+    res = run_stress(data[0], ENC, tmp_path / "n", StressOptions(stress="drop=location", resamples=50, report=False))
+    assert "--set-threshold" not in render_stress_report(json.loads((res.out / "stress.json").read_text()))

@@ -224,6 +224,10 @@ def render_stress_report(summary: dict) -> str:
             ("records", str(summary["n_records"])), ("mode", f"{summary['mode']}: {summary['modes_note']}"),
             ("intervals", _intervals(summary)),
             ("metric", f"{metric}; micro = over queries, macro = mean over albums")]
+    if summary.get("set_threshold") is not None:
+        info.append(("answer sets", f"--set-threshold {summary['set_threshold']:g}: a query's answer is the records "
+                     "scoring at least this; an empty answer is a rejection, and reject_precision / reject_recall / "
+                     "reject_f1 score the rejections against the zero-GT queries"))
     sections = [HtmlSection("findings", "Findings", [ul(stress_findings(summary), "findings")],
                             missing=[n for n in summary["notes"] if "too few" in n])]
     rows = []
