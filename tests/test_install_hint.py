@@ -248,3 +248,24 @@ def test_a_torchvision_made_for_another_torch_is_named(monkeypatch, tmp_path, mi
     else:
         assert f"torchvision 0.99.0 is installed beside torch {torch}" in msg
     assert "pip install" not in msg
+
+
+def test_the_docs_give_the_tested_torch_install_and_the_read_only_load_image():
+    """README's tested torch install (scripts/test.sh's command) is the one docs/interop.md gives; the
+    CPU wheel index is said to be the PyPI-on-Linux case.  load_image's array is read-only, and the docs
+    where load_image is described say so with the copy idiom."""
+    import re
+
+    from snapbench.corruptions import load_image
+
+    tested = re.search(r'pip install -q "(torch==[\d.]+)"', (REPO / "scripts" / "test.sh").read_text()).group(1)
+    readme, interop = (REPO / "README.md").read_text(), (REPO / "docs" / "interop.md").read_text()
+    assert f"pip install {tested}" in readme and f"`pip install {tested}`, what scripts/test.sh runs" in interop
+    for text in (readme, interop):  # the index URL only with the case it applies to
+        for m in re.finditer(r"--index-url https://download\.pytorch\.org/whl/cpu", text):
+            assert "PyPI" in text[max(0, m.start() - 300):m.end() + 300]
+    img = load_image(REPO / "snapbench" / "assets" / "demo" / "queries" / "astronaut.jpg")
+    assert not img.flags.writeable
+    for doc in ("interop.md", "corruptions.md"):
+        text = (REPO / "docs" / doc).read_text()
+        assert "read-only" in text and "torch.from_numpy(load_image(" in text and ".copy())" in text, doc
