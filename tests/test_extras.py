@@ -45,13 +45,14 @@ def test_albumentations_without_the_package(monkeypatch, hide_modules):
 
 
 def test_an_extra_that_is_installed_but_fails_to_import_says_why(monkeypatch, tmp_path):
-    """A package that is there but cannot be imported (a dependency missing, a broken build): the message
-    gives the import error beside the install command, since reinstalling the extra may not be the fix."""
+    """A package that is there but cannot be imported because a dependency is missing: the message says
+    it is installed, gives the import error, and the install command (which adds what the extra requires)."""
     from snapbench.core.install_hint import import_extra
 
     (tmp_path / "snapbench_broken_pkg.py").write_text("import snapbench_no_such_dependency\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ImportError) as info:
         import_extra("snapbench_broken_pkg", "report", "figures need it")
-    assert str(info.value) == ("figures need it (importing snapbench_broken_pkg failed: No module named "
-                               f"'snapbench_no_such_dependency'): {install_hint('report')}")
+    assert str(info.value) == ("figures need it, which is installed but failed to import: No module named "
+                               f"'snapbench_no_such_dependency' (the extra installs what it requires: "
+                               f"{install_hint('report')})")

@@ -159,10 +159,113 @@ def test_an_extra_that_needs_torch_installs_the_tested_cpu_build_first(monkeypat
     assert install_hint("torchlike", how=how) == "pip install -e '/src/snapbench[torchlike]'"  # not torch itself
     # without metadata (a source tree on PYTHONPATH) the extras known to pull torch
     bare = Installation("checkout", "/src/snapbench", {})
-    assert install_hint("openclip", how=bare).startswith("pip install torch==2.13.0 && ")
+    assert install_hint("models", how=bare).startswith("pip install torch==2.13.0 && ")
 
 
 def test_where_torch_is_installed_the_hint_adds_only_the_extra():
     pytest.importorskip("torch")
     how = Installation("checkout", "/src/snapbench", {"models": ["torch>=2.2"]})
     assert install_hint("models", how=how) == "pip install -e '/src/snapbench[models]'"
+
+
+def test_the_openclip_hint_keeps_the_installed_torch():
+    """torchvision pins one exact torch and pip picks the newest torchvision: the plain openclip hint
+    would replace the installed torch with the newest (CUDA) one.  Read from this environment's real
+    metadata: the hint names the installed torch's version."""
+    pytest.importorskip("torch")
+    torch = metadata.version("torch")
+    assert install_hint("openclip") == f"pip install -e '{REPO}[openclip]' torch=={torch}"
+    assert install_hint(["models", "openclip"]) == f"pip install -e '{REPO}[models,openclip]' torch=={torch}"
+    assert install_hint("models") == f"pip install -e '{REPO}[models]'"  # torch>=2.2: pip keeps the installed one
+    how = Installation("checkout", "/src/snapbench", {"openclip": ["open_clip_torch>=2.24"]})
+    assert install_hint("openclip", how=how) == f"pip install -e '/src/snapbench[openclip]' torch=={torch}"
+
+
+def test_the_openclip_hint_without_torch_pins_the_tested_build(monkeypatch):
+    _without_torch(monkeypatch)
+    how = Installation("checkout", "/src/snapbench", {"openclip": ["open_clip_torch>=2.24"]})
+    assert install_hint("openclip", how=how) == "pip install -e '/src/snapbench[openclip]' torch==2.13.0"
+    bare = Installation("checkout", "/src/snapbench", {})
+    assert install_hint("openclip", how=bare) == "pip install -e '/src/snapbench[openclip]' torch==2.13.0"
+
+
+def _package(root: Path, name: str, body: str, *, version: str | None = None, requires: str = "") -> None:
+    (root / name).mkdir(parents=True)
+    (root / name / "__init__.py").write_text(body)
+    if version is not None:
+        info = root / f"{name}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{requires}")
+
+
+def _import_error(module: str) -> str:
+    import importlib
+
+    from snapbench.core.errors import ConfigError
+    from snapbench.core.install_hint import import_extra
+
+    importlib.invalidate_caches()
+    with pytest.raises(ConfigError) as info:
+        import_extra(module, "report", "figures need the Python package 'x'", error=ConfigError)
+    return str(info.value)
+
+
+def test_an_installed_package_that_fails_to_import_is_not_sent_to_pip(monkeypatch, tmp_path):
+    _package(tmp_path, "snapbench_t_broken", "raise RuntimeError('boom at import')\n")
+    _package(tmp_path, "snapbench_t_badname", "from json import no_such_name\n")
+    _package(tmp_path, "snapbench_t_needsdep", "import snapbench_t_absent_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    hint = install_hint("report")
+    msg = _import_error("snapbench_t_broken")
+    assert msg == ("figures need the Python package 'x', which is installed but failed to import: "
+                   "RuntimeError: boom at import"), msg
+    msg = _import_error("snapbench_t_badname")
+    assert msg.startswith("figures need the Python package 'x', which is installed but failed to import: cannot import "
+                          "name 'no_such_name'") and "pip install" not in msg, msg
+    # a dependency of it missing: the extra's command installs what it requires
+    msg = _import_error("snapbench_t_needsdep")
+    assert "installed but failed to import: No module named 'snapbench_t_absent_dependency'" in msg and hint in msg
+    # the package itself missing: the install command, as before
+    assert _import_error("snapbench_t_not_installed") == f"figures need the Python package 'x': {hint}"
+
+
+@pytest.mark.parametrize("mismatched", [True, False])
+def test_a_torchvision_made_for_another_torch_is_named(monkeypatch, tmp_path, mismatched):
+    pytest.importorskip("torch")
+    torch = metadata.version("torch")
+    pin = "9.9.9" if mismatched else torch.split("+")[0]
+    # a torchvision whose import fails the way a build for another torch does, and a package importing it
+    _package(tmp_path, "torchvision", "raise RuntimeError('operator torchvision::nms does not exist')\n",
+             version="0.99.0", requires=f"Requires-Dist: torch=={pin}\nRequires-Dist: numpy\n")
+    _package(tmp_path, "snapbench_t_clip", "import torchvision\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)
+    msg = _import_error("snapbench_t_clip")
+    assert msg.startswith("figures need the Python package 'x', which is installed but failed to import: "
+                          "RuntimeError: operator torchvision::nms does not exist (torchvision 0.99.0 "), msg
+    if mismatched:
+        assert f"torchvision 0.99.0 requires torch==9.9.9, but torch {torch} is installed" in msg
+    else:
+        assert f"torchvision 0.99.0 is installed beside torch {torch}" in msg
+    assert "pip install" not in msg
+
+
+def test_the_docs_give_the_tested_torch_install_and_the_read_only_load_image():
+    """README's tested torch install (scripts/test.sh's command) is the one docs/interop.md gives; the
+    CPU wheel index is said to be the PyPI-on-Linux case.  load_image's array is read-only, and the docs
+    where load_image is described say so with the copy idiom."""
+    import re
+
+    from snapbench.corruptions import load_image
+
+    tested = re.search(r'pip install -q "(torch==[\d.]+)"', (REPO / "scripts" / "test.sh").read_text()).group(1)
+    readme, interop = (REPO / "README.md").read_text(), (REPO / "docs" / "interop.md").read_text()
+    assert f"pip install {tested}" in readme and f"`pip install {tested}`, what scripts/test.sh runs" in interop
+    for text in (readme, interop):  # the index URL only with the case it applies to
+        for m in re.finditer(r"--index-url https://download\.pytorch\.org/whl/cpu", text):
+            assert "PyPI" in text[max(0, m.start() - 300):m.end() + 300]
+    img = load_image(REPO / "snapbench" / "assets" / "demo" / "queries" / "astronaut.jpg")
+    assert not img.flags.writeable
+    for doc in ("interop.md", "corruptions.md"):
+        text = (REPO / "docs" / doc).read_text()
+        assert "read-only" in text and "torch.from_numpy(load_image(" in text and ".copy())" in text, doc

@@ -291,3 +291,29 @@ def test_a_sharded_gallery_gives_the_in_memory_reports_and_resumes_per_shard(dem
     a = json.loads((tmp_path / "s" / "MOOR" / "report.json").read_text())
     b = json.loads((tmp_path / "k" / "MOOR" / "report.json").read_text())
     assert _values(a) == _values(b)
+
+
+@pytest.mark.slow
+def test_a_run_stopped_while_writing_its_report_resumes_to_the_same_run_json(demo, tmp_path, monkeypatch):
+    """Ctrl-C after run.json says "complete" (while the report is written), then the same run again:
+    its run.json is the uninterrupted run's, stability_vs_loss included (the reused run records it)."""
+    from snapbench.app.stages import report as stage
+
+    opts = smoke_options(report=True)
+    run_benchmark(demo, "toy", tmp_path / "ref", opts)
+    ref = json.loads((tmp_path / "ref" / "run.json").read_text())
+    assert "stability_vs_loss" in ref  # the demo's labels: the measure is recorded in one go
+
+    def stop(*_a, **_k):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(stage, "_build_html", stop)
+        with pytest.raises(KeyboardInterrupt):
+            run_benchmark(demo, "toy", tmp_path / "r", opts)
+    stopped = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert stopped["status"] == "complete" and not (tmp_path / "r" / "report.html").exists()
+    run_benchmark(demo, "toy", tmp_path / "r", opts)
+    again = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert again == ref
+    assert json.loads((tmp_path / "r" / "stability.json").read_text()) == again["stability_vs_loss"]

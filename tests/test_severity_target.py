@@ -344,3 +344,15 @@ def test_inverted_levels_are_counted_per_query_and_operator() -> None:
     line = target_summary(got, "where")
     assert line.startswith("severity target: 5 of 8 image variants reached it; 3 missed it")
     assert line.endswith("for 2 (query, operator) pair(s) a harsher level measures milder than the one before it")
+
+
+def test_the_summary_gives_the_causes_of_a_miss_only_when_some_variant_missed():
+    from snapbench.core.records import TargetOutcome
+    from snapbench.corruptions.target import target_summary
+
+    flagged = '"reached": false in manifest.jsonl'
+    assert target_summary(TargetOutcome(3, 0, 0), flagged) == "severity target: 3 of 3 image variants reached it"
+    assert target_summary(TargetOutcome(3, 1, 1), flagged) == (
+        "severity target: 2 of 3 image variants reached it; 1 missed it by more than the tolerance "
+        '("reached": false in manifest.jsonl): the knob\'s range ended first, or the measure jumps over the target; '
+        "for 1 (query, operator) pair(s) a harsher level measures milder than the one before it")

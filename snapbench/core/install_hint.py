@@ -27,6 +27,7 @@ import importlib.util
 import json
 import re
 import shlex
+import traceback
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
@@ -40,6 +41,12 @@ __all__ = ["Installation", "import_extra", "install_hint", "installation"]
 _TORCH_PIN = "torch==2.13.0"
 #: The extras that install torch when the distribution's metadata cannot say (a source tree on PYTHONPATH).
 _TORCH_EXTRAS = frozenset({"models", "torch", "openclip", "test"})
+#: Requirements that pull torchvision (open_clip_torch requires it), and the extras that do where the
+#: metadata cannot say.  Each torchvision release pins one exact torch, and pip picks the newest
+#: torchvision: installing one of these beside a torch would replace that torch with the newest (a
+#: multi-GB CUDA build), so their hint pins the torch in place (or the tested build, where none is).
+_TORCHVISION_REQUIREMENTS = ("torchvision", "open_clip_torch", "open-clip-torch")
+_TORCHVISION_EXTRAS = frozenset({"openclip"})
 
 #: The source tree this module was imported from (the parent of the ``snapbench`` package).
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]  # snapbench/core/install_hint.py -> the checkout
@@ -128,20 +135,46 @@ def install_hint(extras: str | Iterable[str], *, how: Installation | None = None
     An extra that needs torch, where torch is not installed, first installs :data:`_TORCH_PIN` (the CPU
     build this project is tested with; an unpinned torch is a multi-GB CUDA build: on a GPU machine
     install the torch build for your hardware first, and the hint's second command adds nothing more).
+    An extra that pulls torchvision (``openclip``: torchvision pins one exact torch, and the newest one
+    would replace the installed torch with the newest, a CUDA build) ends in ``torch==<the installed
+    version>`` (:data:`_TORCH_PIN` where torch is not installed), so pip keeps that torch.
     ``how`` (default: :func:`installation` of the running copy) is for tests."""
     names = [extras] if isinstance(extras, str) else list(extras)
     how = how or _cached()
-    first = f"pip install {shlex.quote(_TORCH_PIN)} && " if _pulls_torch(names, how) else ""
-    return first + _extras_command(names, how)
+    command = _extras_command(names, how)
+    torch = _installed_torch()
+    if _pulls_torchvision(names, how) and torch != "":
+        # torchvision pins an exact torch: the command names the torch to keep (the installed one, else
+        # the tested build), so pip picks the torchvision made for it
+        return f"{command} {shlex.quote(f'torch=={torch}' if torch else _TORCH_PIN)}"
+    first = f"pip install {shlex.quote(_TORCH_PIN)} && " if torch is None and _pulls_torch(names, how) else ""
+    return first + command
+
+
+def _installed_torch() -> str | None:
+    """The installed torch's version (``2.13.0+cpu``); ``""`` where torch is importable but its
+    distribution metadata is missing (a build run in place: nothing to pin), ``None`` where torch is
+    not installed."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def _pulls_torch(names: list[str], how: Installation) -> bool:
-    """Whether installing ``names`` would let pip pick a torch build (torch is required and absent)."""
-    if importlib.util.find_spec("torch") is not None:
-        return False
+    """Whether installing ``names`` requires torch (read from the extras' requirements)."""
     if how.requirements:
         return any(re.match(r"^torch(?![\w-])", r) for n in names for r in how.requirements.get(n, []))
     return any(n in _TORCH_EXTRAS for n in names)
+
+
+def _pulls_torchvision(names: list[str], how: Installation) -> bool:
+    """Whether installing ``names`` installs torchvision (and with it one exact torch)."""
+    if how.requirements:
+        return any(r.lower().startswith(_TORCHVISION_REQUIREMENTS) for n in names for r in how.requirements.get(n, []))
+    return any(n in _TORCHVISION_EXTRAS for n in names)
 
 
 def _extras_command(names: list[str], how: Installation) -> str:
@@ -161,14 +194,42 @@ def _extras_command(names: list[str], how: Installation) -> str:
 def import_extra(module: str, extra: str, need: str, *, error: type[Exception] = ImportError, **details: Any) -> Any:
     """``module`` imported (a dotted name), or ``error`` saying ``"<need>: <the command that installs the
     extra>"`` -- how snapbench imports what an extra installs (model packages included), so every
-    missing-extra message ends in :func:`install_hint`'s command.  When ``module`` is there but fails to
-    import (a dependency of it missing, a broken or mismatched build), the message also gives that import
-    error: installing the extra again may not be the fix.  ``details`` go to the error (``param=`` of a
-    :class:`~snapbench.core.errors.ConfigError`)."""
+    missing-extra message ends in :func:`install_hint`'s command.  When ``module`` is installed but fails
+    to import (a broken or mismatched build, any exception its import raises), the message says so and
+    gives that error instead: installing the extra again is not the fix.  Only a missing dependency of
+    it (a ``ModuleNotFoundError`` for another module) keeps the command, which installs what the extra
+    requires.  A torchvision that does not fit the installed torch is named with both versions.
+    ``details`` go to the error (``param=`` of a :class:`~snapbench.core.errors.ConfigError`)."""
     try:
         return importlib.import_module(module)
-    except ImportError as exc:
-        absent = isinstance(exc, ModuleNotFoundError) and exc.name is not None and (
-            module == exc.name or module.startswith(exc.name + "."))
-        why = "" if absent else f" (importing {module} failed: {exc})"
-        raise error(f"{need}{why}: {install_hint(extra)}", **details) from exc
+    except Exception as exc:
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if missing is not None and (module == missing or module.startswith(missing + ".")):
+            raise error(f"{need}: {install_hint(extra)}", **details) from exc
+        cause = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
+        why = _torchvision_mismatch(exc)
+        also = f" ({why})" if why else f" (the extra installs what it requires: {install_hint(extra)})" if missing else ""
+        raise error(f"{need}, which is installed but failed to import: {cause}{also}", **details) from exc
+
+
+def _torchvision_mismatch(exc: BaseException) -> str | None:
+    """Both versions, where the failed import ran into torchvision (its frames or its messages) and
+    torch and torchvision are installed: torchvision pins the torch it was built for."""
+    seen: list[BaseException] = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    frames = [f.filename for e in seen for f in traceback.extract_tb(e.__traceback__)]
+    if not any("torchvision" in str(e) for e in seen) and not any("torchvision" in Path(f).parts for f in frames):
+        return None
+    try:
+        vision, torch = metadata.version("torchvision"), metadata.version("torch")
+        pins = [r for r in metadata.requires("torchvision") or [] if re.match(r"^torch\s*==", r)]
+    except metadata.PackageNotFoundError:
+        return None
+    pin = re.sub(r"\s", "", pins[0].split(";")[0]).removeprefix("torch==") if pins else None
+    if pin is not None and pin.split("+")[0] != torch.split("+")[0]:
+        return (f"torchvision {vision} requires torch=={pin}, but torch {torch} is installed: install the torchvision "
+                f"made for torch {torch}, or torch {pin}")
+    return (f"torchvision {vision} is installed beside torch {torch}; a torchvision built for another build of "
+            f"torch fails this way: install torchvision from the same index as this torch")

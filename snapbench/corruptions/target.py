@@ -382,9 +382,10 @@ def target_outcome(entries: Iterable[tuple[str, str, int, Mapping[str, Any]]]) -
 def target_summary(outcome: TargetOutcome, flagged: str) -> str:
     """The one line ``corrupt`` and ``run`` print about a severity target; ``flagged`` says where the
     missed variants are marked (``'"reached": false in manifest.jsonl'``)."""
-    line = (f"severity target: {outcome.variants - outcome.missed} of {outcome.variants} image variants reached it; "
-            f"{outcome.missed} missed it by more than the tolerance ({flagged}): the knob's range ended first, or the "
-            "measure jumps over the target")
+    line = f"severity target: {outcome.variants - outcome.missed} of {outcome.variants} image variants reached it"
+    if outcome.missed:  # the causes of a miss, said only where some variant missed
+        line += (f"; {outcome.missed} missed it by more than the tolerance ({flagged}): the knob's range ended first, "
+                 "or the measure jumps over the target")
     if outcome.inverted:
         line += (f"; for {outcome.inverted} (query, operator) pair(s) a harsher level measures milder than the one "
                  "before it")

@@ -115,7 +115,8 @@ def _record_stability(state: RunState, *, built: bool) -> bool:
 def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable[[str], None], t0: float) -> RunResult:
     """The :class:`RunResult` of a folder that holds this run complete already.  Its reports are read
     back; ``--traffic`` is honoured all the same (traffic.json written, the HTML report rebuilt), and
-    an unfinished HTML report (no report.html) is written."""
+    an unfinished HTML report (no report.html) is written, and with it run.json's missing
+    ``stability_vs_loss`` (the last thing :func:`finish_run` records)."""
     from ...core.records import TargetOutcome
 
     meta, rundir = state.meta, state.dir
@@ -126,6 +127,10 @@ def reused_run(state: RunState, dataset: Any, options: RunOptions, say: Callable
         _build_html(rundir.root, say)
     elif traffic and options.report:
         _build_html(rundir.root, say)
+    # a run stopped after run.json said "complete" (while its report was written) records
+    # stability_vs_loss now, so that run.json does not depend on whether the run was interrupted
+    if "stability_vs_loss" not in meta and _record_stability(state, built=options.report):
+        save_run_json(state)
     html = rundir.report_html if rundir.report_html.is_file() else None
     return RunResult(rundir.root, list(meta.get("modes", [])), list(meta.get("conditions", [])),
                      int(meta.get("n_queries_evaluated", 0)), len(dataset.gallery), dict(dropped), list(meta.get("notes", [])),
