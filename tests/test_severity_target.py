@@ -225,6 +225,23 @@ def test_cli_severity_target_reports_what_was_reached(tmp_path: Path) -> None:
     assert f"severity target: {n} of 2 image variants reached it" in res.output
 
 
+def test_an_image_too_small_for_an_ssim_is_skipped_naming_why_not_written_unsearched(tmp_path: Path) -> None:
+    """An 8x9 px photo has no SSIM (one 11x11 window does not fit): every knob value measures NaN, so a
+    search cannot aim at the target.  Its image variants are skips saying so; a psnr target still works."""
+    src = _query_set(tmp_path, [("moto_left", 8, 9), ("gravel", 40, 40)])
+    res = runner.invoke(app, ["corrupt", str(src), "--out", str(tmp_path / "o"), "--conditions",
+                              "img/defocus_blur/s2", "--severity-target", TARGET, "--no-progress"])
+    assert res.exit_code == 0, res.output
+    skips = [json.loads(x) for x in (tmp_path / "o" / "skips.jsonl").read_text().splitlines()]
+    assert [(s["id"], s["condition"]) for s in skips] == [("moto_left@9x8", "img/defocus_blur/s2")]
+    assert "9x8 px" in skips[0]["reason"] and "at least 11 px" in skips[0]["reason"]
+    written = {(ln["id"], ln["condition"]) for ln in _lines(tmp_path / "o")}
+    assert ("moto_left@9x8", "img/defocus_blur/s2") not in written and ("gravel@40x40", "img/defocus_blur/s2") in written
+    res = runner.invoke(app, ["corrupt", str(src), "--out", str(tmp_path / "p"), "--conditions",
+                              "img/defocus_blur/s2", "--severity-target", "psnr=35,30,25", "--no-progress"])
+    assert res.exit_code == 0 and not (tmp_path / "p" / "skips.jsonl").read_text().strip(), res.output
+
+
 @pytest.mark.slow
 def test_targets_are_met_across_three_sizes_and_narrow_the_spread(tmp_path: Path) -> None:
     """Through the manifest, at 320x240, 1024x768 and 2048x1536: every reached target is within ±0.01

@@ -83,6 +83,8 @@ _COMPARE_MAX_SIDE = 512
 _SSIM_SIGMA = 1.5
 _RADIUS = int(3.5 * _SSIM_SIGMA + 0.5)  # scipy/scikit-image truncate the Gaussian at 3.5 sigma
 _KSIZE = 2 * _RADIUS + 1
+#: the smallest side (px, at the comparison size) an image needs for an SSIM: one whole window
+SSIM_MIN_SIDE = _KSIZE
 _C1 = (0.01 * 255.0) ** 2
 _C2 = (0.03 * 255.0) ** 2
 _LUMA_MILLI = np.array([[299.0, 587.0, 114.0]], dtype=np.float32)
@@ -244,7 +246,7 @@ def image_reference(clean: np.ndarray) -> ImageReference:
 
 def _ssim(ref: ImageReference, y: np.ndarray, d: np.ndarray) -> float:
     h, w = y.shape
-    if min(h, w) < _KSIZE:
+    if min(h, w) < SSIM_MIN_SIDE:
         return math.nan
     t, my, vy, dm, vd = _buffers((h, w), 7)[:5]
     centre = np.float32(y.mean(dtype=np.float64))

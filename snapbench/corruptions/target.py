@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, InputError
 from ..core.records import TargetOutcome
 from ..core.validate import unknown_name
-from .measure import ImageReference, ImageStrength, image_reference, measure_image
+from .measure import SSIM_MIN_SIDE, ImageReference, ImageStrength, image_reference, measure_image
 
 __all__ = ["DEFAULT_TOLERANCE", "KnobSearch", "SeverityTarget", "parse_severity_target", "search_knob",
            "target_outcome", "target_summary", "target_variant"]
@@ -175,6 +175,17 @@ class _Search:
 _SCAN_POINTS = 6
 
 
+def _measurable(ref: ImageReference, metric: str) -> ImageReference:
+    """``ref``, or :class:`InputError` when ``metric`` cannot be measured on it: where every knob value
+    measures NaN, a search would hand back its first try whatever the target (a variant that looks
+    searched and is not)."""
+    h, w = ref.luma.shape
+    if metric == "ssim" and min(h, w) < SSIM_MIN_SIDE:
+        raise InputError(f"the image is {w}x{h} px (at the comparison size): an SSIM needs both sides of at least "
+                         f"{SSIM_MIN_SIDE} px, so an ssim severity target cannot be searched (a psnr target can)")
+    return ref
+
+
 def search_knob(
     apply_fn: ApplyFn,
     image: np.ndarray,
@@ -204,7 +215,7 @@ def search_knob(
     """
     tol = DEFAULT_TOLERANCE.get(metric, math.nan) if tol is None else float(tol)
     _check(metric, float(lo), float(hi), integer, log, tol, max_evals)
-    ref = reference if reference is not None else image_reference(image)
+    ref = _measurable(reference if reference is not None else image_reference(image), metric)
     target = float(target)
     shape = (int(image.shape[0]), int(image.shape[1]))
 
@@ -349,7 +360,7 @@ def target_variant(operator: Any, image: np.ndarray, params: Mapping[str, Any], 
                            operator=operator.name)
     tol = DEFAULT_TOLERANCE.get(metric, math.nan) if tol is None else float(tol)
     _check(metric, 0.0, 1.0, False, False, tol, max_evals)
-    ref = reference if reference is not None else image_reference(image)
+    ref = _measurable(reference if reference is not None else image_reference(image), metric)
     out = np.ascontiguousarray(operator.apply(image, params), dtype=np.uint8)
     strength = measure_image(ref, out, operator=operator.name, params=params)
     got = strength.ssim if metric == "ssim" else strength.psnr
