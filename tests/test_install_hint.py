@@ -269,3 +269,18 @@ def test_the_docs_give_the_tested_torch_install_and_the_read_only_load_image():
     for doc in ("interop.md", "corruptions.md"):
         text = (REPO / "docs" / doc).read_text()
         assert "read-only" in text and "torch.from_numpy(load_image(" in text and ".copy())" in text, doc
+
+
+def test_an_open_clip_encoder_without_torch_names_the_openclip_extra(monkeypatch):
+    """The torch check runs before the open_clip import: its hint must install what open_clip needs
+    ([openclip], torch pinned), not the models extra, which holds no open_clip_torch."""
+    from snapbench.core.errors import ConfigError
+    from snapbench.models.adapters import HFEncoder, OpenClipEncoder
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails as where it is not installed
+    with pytest.raises(ConfigError, match="needs the Python package 'torch'") as caught:
+        OpenClipEncoder("ViT-B-32")
+    assert install_hint("openclip") in str(caught.value) and "[openclip]" in str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        HFEncoder("openai/clip-vit-base-patch32")
+    assert install_hint("models") in str(caught.value)

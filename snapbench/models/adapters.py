@@ -187,11 +187,13 @@ class SentenceTransformersEncoder(TorchEncoderBase):
 class OpenClipEncoder(TorchEncoderBase):
     """``model.encode_image(preprocess(img))`` and ``model.encode_text(tokenizer(texts))``."""
 
+    extra = "openclip"
+
     def __init__(self, arch: str, pretrained: str | None = None, *, device: str | None = None,
                  batch_size: int | None = None) -> None:
         super().__init__(device, batch_size)
         spec = f"open_clip:{arch}" + (f":{pretrained}" if pretrained else "")
-        open_clip = import_extra("open_clip", "openclip", f"encoder {spec!r} needs the Python package 'open_clip_torch'",
+        open_clip = import_extra("open_clip", self.extra, f"encoder {spec!r} needs the Python package 'open_clip_torch'",
                                  error=ConfigError)
         if arch.startswith(("hf-hub:", "local-dir:")):
             folder = local_model_folder(arch.split(":", 1)[1])

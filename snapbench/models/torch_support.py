@@ -104,9 +104,11 @@ class TorchEncoderBase:
     fingerprint: str
     modalities: frozenset[str]
     dim: int | None = None
+    #: the extra that installs this encoder's packages (torch with them): what a missing torch's hint names
+    extra: str = "models"
 
     def __init__(self, device: str | None, batch_size: int | None) -> None:
-        torch = import_extra("torch", "models", "a model encoder needs the Python package 'torch'", error=ConfigError)
+        torch = import_extra("torch", self.extra, "a model encoder needs the Python package 'torch'", error=ConfigError)
         self._torch = torch
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
