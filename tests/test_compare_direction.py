@@ -111,3 +111,12 @@ def test_terminal_footnote_when_rank_intervals_are_apart_within_one_tier():
     overlapping = view({"a": (1, 1, 2, 1), "b": (2, 1, 2, 1)})
     separate_tiers = view({"a": (1, 1, 1, 1), "b": (2, 2, 2, 2)})
     assert _tier_footnote([overlapping, separate_tiers]) == ""
+
+
+def test_a_retention_with_a_clean_value_of_zero_is_worded_not_printed_as_nan(compared):
+    """flip@1 is 0 on clean for every model, so corrupted / clean is undefined: the finding says so."""
+    vals, _, views = compared
+    assert vals["A"]["clean"]["flip@1"].mean() == 0  # the data: retention = x / 0
+    v = views[("IT2IT", "flip@1")]
+    text = next(f.text for f in compare_findings([v], [], "A", "holm") if f.id == "normalised:IT2IT")
+    assert "nan" not in text and "A undefined" in text and "B undefined" in text

@@ -669,8 +669,10 @@ def _normalised(v: MetricView, reference: str) -> Finding | None:
     rows = [(m, v.values.get((m, GROUP_ALL)), v.normalised.get((m, "mean:all"))) for m in v.ranked()]
     if any(r is None or n is None for _, r, n in rows):
         return None
-    parts = [f"{m} {r.retention:.3f} (mCE {n.ce:.2f}, relative mCE {_ratio_text(n.relative_ce)})"
-             if finite(n.ce) is not None else f"{m} {r.retention:.3f} (mCE undefined)" for m, r, n in rows]
+    # a retention is undefined where the clean value is 0 (flip@1 of every model, a metric nothing scores)
+    kept = {m: "undefined" if finite(r.retention) is None else f"{r.retention:.3f}" for m, r, _ in rows}
+    parts = [f"{m} {kept[m]} (mCE {n.ce:.2f}, relative mCE {_ratio_text(n.relative_ce)})"
+             if finite(n.ce) is not None else f"{m} {kept[m]} (mCE undefined)" for m, _, n in rows]
     undefined = [m for m, _, n in rows if finite(n.ce) is None]
     no_relative = [m for m, _, n in rows if finite(n.ce) is not None and finite(n.relative_ce) is None]
     text = (f"{_target_label(v.target)}, {metric_label(v.metric)}: retention (corrupted / clean, mean over the "
