@@ -401,7 +401,7 @@ def compare(
     metrics: Optional[str] = typer.Option(
         None, "--metrics", help="Comma-separated metrics or families (hit, recall@5, ndcg, mrr), or 'all'; default: the "
                                 "runs' hit@k (R@k), the fastest to compare."),
-    metric: Optional[str] = typer.Option(None, "--metric", help="Headline metric of the page, figures and findings (default: hit@1; overlap@10 for runs without labels)."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="Headline metric of the page, figures and findings (default: hit@1; overlap@10 where hit@1 is not compared, as for runs without labels)."),
     resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default: the runs' own)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the resamples (default: the runs' seed)."),
     ci: Optional[float] = typer.Option(None, "--ci", help="Confidence level of the intervals (default: the runs' own, e.g. 0.95)."),
