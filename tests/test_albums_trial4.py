@@ -125,6 +125,17 @@ def test_unbalanced_template_brackets_are_refused(pb, tmp_path, template):
     assert r.exit_code == 2 and "error: --record-template: unbalanced brackets" in r.output, r.output
 
 
+@pytest.mark.parametrize("template,words", [
+    ("{caption}}", "unbalanced braces in the record template '{caption}}': '}' at character 10 has no opening partner"),
+    ("{caption", "unbalanced braces in the record template '{caption': '{' at character 1 has no closing partner"),
+    ("[{caption} [{place}]]", "'[' at character 12 opens inside the one opened at character 1"),
+    ("{captoin}", "unknown field {captoin} in the record template (did you mean 'caption'?); known: {caption}"),
+])
+def test_template_braces_nesting_and_misspelt_fields_are_named_where_they_are(pb, tmp_path, template, words):
+    r = _stress(pb, tmp_path / "o", "--stress", "drop=caption", "--record-template", template)
+    assert r.exit_code == 2 and "error: --record-template: " in r.output and words in r.output, r.output
+
+
 # ------------------------------------------------------------------------------ 5: nothing moved
 def test_a_condition_that_changes_no_record_says_so(pb, tmp_path):
     r = _stress(pb, tmp_path / "o", "--stress", "drop=location,drop=caption", "--record-template", "[{caption}.]")

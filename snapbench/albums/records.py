@@ -46,6 +46,7 @@ from typing import Any
 
 from ..core.errors import ConfigError, InputError
 from ..core.install_hint import import_extra
+from ..core.validate import did_you_mean
 
 __all__ = ['OWNER', 'OWNER_NAMES', 'AlbumRecord', 'Face', 'check_coordinates', 'parse_time', 'DEFAULT_TEMPLATE', 'RecordTemplate', 'reverse_geocode', 'time_words']
 
@@ -240,6 +241,27 @@ def _people(rec: AlbumRecord) -> str | None:
     return ", ".join(names) or None
 
 
+def _check_pairs(source: str, opening: str, closing: str, what: str, rule: str) -> None:
+    """:class:`ConfigError` at the first of ``source``'s ``opening``/``closing`` characters that does not
+    pair (read left to right: an opening inside an open pair, a closing with none open, one left open)."""
+    start = None
+    for i, ch in enumerate(source, 1):
+        if ch == opening and start is not None:
+            problem = f"{ch!r} at character {i} opens inside the one opened at character {start}"
+        elif ch == closing and start is None:
+            problem = f"{ch!r} at character {i} has no opening partner"
+        else:
+            start = i if ch == opening else None if ch == closing else start
+            continue
+        break
+    else:
+        if start is None:
+            return
+        problem = f"{opening!r} at character {start} has no closing partner"
+    raise ConfigError(f"unbalanced {what} in the record template {source!r}: {problem} ({rule})",
+                      param="record_template")
+
+
 @dataclass(frozen=True)
 class RecordTemplate:
     """A parsed template (see the module docstring); ``render(record)`` is the text to encode."""
@@ -249,20 +271,17 @@ class RecordTemplate:
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source.strip():
             raise ConfigError("a record template must be a non-empty string", param="record_template")
+        # any "{" / "}" outside a {field}, "[" / "]" outside a [group], would be written as a literal character
+        _check_pairs(self.source, "{", "}", "braces", "a {field} holds a field name only")
+        _check_pairs(self.source, "[", "]", "brackets", "a [group] closes before the next one opens; groups do not nest")
         unknown = [f for f in _FIELD.findall(self.source) if f not in _TEMPLATE_FIELDS]
         if unknown:
-            raise ConfigError(f"unknown field {{{unknown[0]}}} in the record template; known: "
+            raise ConfigError(f"unknown field {{{unknown[0]}}} in the record template"
+                              f"{did_you_mean(unknown[0], _TEMPLATE_FIELDS)}; known: "
                               f"{', '.join('{' + f + '}' for f in _TEMPLATE_FIELDS)}", param="record_template")
         if not _FIELD.search(self.source):
             raise ConfigError(f"the record template {self.source!r} names no field (e.g. {{caption}})",
                               param="record_template")
-        # a group is "[...]" holding no bracket: any other "[" or "]" would be written as a literal character
-        stray = re.search(r"[\[\]]", _GROUP.sub(lambda m: " " * len(m.group(0)), self.source))
-        if stray:
-            where = f"{stray.group(0)!r} at character {stray.start() + 1}"
-            raise ConfigError(f"unbalanced brackets in the record template {self.source!r}: {where} has no "
-                              f"{'closing' if stray.group(0) == '[' else 'opening'} partner (a [group] closes before "
-                              "the next one opens; groups do not nest)", param="record_template")
 
     @property
     def fields(self) -> tuple[str, ...]:
