@@ -81,12 +81,16 @@ def finish_run(state: RunState, dataset: Any, queries: QueryEmbeddings, evaluate
         outcome = run_target_outcome(queries.measured)
         state.meta["severity_target_outcome"] = outcome.to_json()
     # headline.json before run.json says "complete": a run killed in between is redone, not read back
-    # without it (a complete folder is never written to again)
+    # without it (a complete folder is never written to again); so is stability_vs_loss where no report
+    # computes it (with a report it is recorded after, from the report's stability.json: reused_run
+    # finishes a run stopped while its report was written)
+    if not options.report:
+        _record_stability(state, built=False)
     _write_headline(state)
     save_run_json(state)
     _write_traffic(state, options, say)
     html = _build_html(state.dir.root, say) if options.report else None
-    if _record_stability(state, built=options.report):
+    if options.report and _record_stability(state, built=True):
         save_run_json(state)
     return RunResult(state.dir.root, list(evaluated.modes.targets), list(state.meta["conditions"]), int(queries.keep.size),
                      len(dataset.gallery), queries.dropped, notes, evaluated.reports, html, time.perf_counter() - t0,
