@@ -104,8 +104,9 @@ from ..core.install_hint import install_hint
 from ..core.jsonable import dumps
 from ..core.targets import FUSION_PREFIX, TARGET_ORDER, primary_target, target_sides
 from ..core.validate import choice, hint_and_known
-from ..evaluate.metrics import metric_family, parse_metrics
+from ..evaluate.metrics import metric_family, metric_k, parse_metrics
 from ..evaluate.paired import DEFAULT_CI, DEFAULT_RESAMPLES
+from ..evaluate.stability import whole_gallery_notes
 from ..render import FORMATS
 from ..render.compare import (
     CompareResult,
@@ -261,6 +262,9 @@ def _resolve_settings(sources: Sequence[ModelSource], options: CompareOptions) -
     seed = options.seed
     if seed is None:
         seed = int(sources[0].run.get("seed", sources[0].report(targets[0]).meta.seed))
+    # the runs share one gallery (checked): an overlap@k over all of it cannot move, for any model
+    notes += whole_gallery_notes(sources[0].report(targets[0]).meta.n_gallery,
+                                 [metric_k(m) for m in metrics if m.startswith("overlap@")])
     return Settings(targets, metrics, metric, int(resamples), int(seed), float(ci), notes)
 
 
