@@ -874,7 +874,7 @@ def evaluate(
     table_out: Path | None = typer.Option(None, "--table-out", help="Also write a table: .csv (long, complete) or .md (readable)."),
     export_run: Path | None = typer.Option(None, "--export-run", help="Write each condition's top-k as a TREC run DIR/<condition>.run to re-check with trec_eval/ranx "
         "(they re-break equal scores their own way)."),
-    export_depth: int | None = typer.Option(None, "--export-depth", help="Depth of exported runs (default: largest k)."),
+    export_depth: int | None = typer.Option(None, "--export-depth", help="Depth of exported runs (default: the depth the metrics rank to: the largest k, or --rbo-depth when rbo is computed, as by default)."),
     primary: str = typer.Option("hit@1", "--primary", help="Metric whose Δ, CI and p the printed table shows."),
     stability_metric: str = typer.Option("hit@1", "--stability-metric", help="hit@k metric for the stability classes (stably correct / drag / persistently wrong / boost)."),
     cliff_tol: float = typer.Option(DEFAULT_CLIFF_TOL, "--cliff-tol", help="Severity-curve rule: drops <= this (metric units) count as no drop."),

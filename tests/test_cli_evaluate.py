@@ -483,3 +483,20 @@ def test_score_files_in_undocumented_sub_folders_are_named_not_silently_ignored(
     (d / "II").mkdir()
     np.save(d / "II" / "clean.npy", np.zeros((Q, N), dtype=np.float32))
     assert not any("II/clean.npy" in w for w in ScoresDir(d).warnings)
+
+
+@pytest.mark.parametrize("rbo_depth", [7, 30])
+def test_the_default_export_depth_is_the_depth_the_metrics_rank_to(data, tmp_path, rbo_depth):
+    """Default metrics (k up to 20, and rbo): the exported runs hold max(20, --rbo-depth) items per query,
+    cut to the gallery -- the --rbo-depth given, not the default 100."""
+    d, qp, _ = data
+    runs = tmp_path / "runs"
+    r = runner.invoke(app, ["evaluate", str(d), "--qrels", str(qp), "--resamples", "50", "--quiet",
+                            "--rbo-depth", str(rbo_depth), "--export-run", str(runs)])
+    assert r.exit_code == 0, r.output
+    n_gallery = len((d / "gallery_ids.txt").read_text().split())
+    lines = (runs / "clean.run").read_text().splitlines()
+    per_query = {}
+    for ln in lines:
+        per_query[ln.split()[0]] = per_query.get(ln.split()[0], 0) + 1
+    assert set(per_query.values()) == {min(max(20, rbo_depth), n_gallery)}

@@ -52,7 +52,8 @@ def evaluate_directory(
     """Evaluate a SCORES_DIR (see :mod:`snapbench.store.scores`) against ``qrels``: the typed report.
 
     ``conditions`` restricts the evaluation to these ids (clean is always added).  With
-    ``export_run`` the top ``export_depth`` (default: the largest k) of every condition is written
+    ``export_run`` the top ``export_depth`` (default: the depth the metrics rank to -- the largest k, or
+    ``rbo_depth`` when rbo is computed) of every condition is written
     to ``DIR/<condition file name>.run``.  ``per_query`` adds every query's value of every condition
     and metric (:attr:`Report.per_query`).  ``report.warnings`` lists what was accepted with a doubt.
 
@@ -78,7 +79,7 @@ def evaluate_directory(
     conds = _selected(sd, conditions)
     depth = 0
     if export_run is not None:
-        depth = export_depth or ranking_depth(metrics)
+        depth = export_depth or ranking_depth(metrics, cfg.rbo_depth)
         try:
             Path(export_run).mkdir(parents=True, exist_ok=True)
         except OSError as e:
