@@ -120,3 +120,19 @@ def test_a_retention_with_a_clean_value_of_zero_is_worded_not_printed_as_nan(com
     v = views[("IT2IT", "flip@1")]
     text = next(f.text for f in compare_findings([v], [], "A", "holm") if f.id == "normalised:IT2IT")
     assert "nan" not in text and "A undefined" in text and "B undefined" in text
+
+
+def test_the_terminal_caption_of_one_pair_says_its_p_is_not_adjusted(compared):
+    """Two models make one pair: its p is the raw one (the pairs table and findings say so), and the
+    terminal's caption must not call it adjusted."""
+    import io
+
+    from rich.console import Console
+
+    from snapbench.render.terminal import print_comparison
+
+    _, cmp, _ = compared
+    buf = io.StringIO()
+    print_comparison(cmp, ["IT2IT"], "flip@1", 0.95, "holm", Console(file=buf, width=200))
+    out = buf.getvalue()
+    assert "p < 0.05 unadjusted (one pair of models: nothing to adjust over)" in out and "holm-adjusted" not in out

@@ -86,7 +86,7 @@ from .fmt import DASH, PAIRED_SIGN, ci_excludes_zero, ci_label, ci_level_text, c
 from .htmlpage import HtmlFigure, HtmlSection, details, render_html, ul
 from .tables import Cell, Table, metric_label
 
-__all__ = ['render_page', 'MetricView', 'finite', 'display_names', 'value_table', 'delta_table', 'ranking_table', 'pairs_table', 'compare_findings', 'FIGURES', 'heatmap_figure', 'primitive_bars_figure']
+__all__ = ['render_page', 'MetricView', 'finite', 'pairs_adjustment', 'display_names', 'value_table', 'delta_table', 'ranking_table', 'pairs_table', 'compare_findings', 'FIGURES', 'heatmap_figure', 'primitive_bars_figure']
 
 
 def _summary(res: CompareResult, label: dict[str, str]) -> list[tuple[str, str]]:
@@ -342,7 +342,7 @@ class MetricView:
         return sorted(self.models, key=lambda m: (self.ranking[m].rank, self.models.index(m)))
 
 
-def _pairs_adjustment(n_pairs: int, correction: str) -> str:
+def pairs_adjustment(n_pairs: int, correction: str) -> str:
     """How the overall p of a pair of models is adjusted, in words: over the ``n_pairs`` pairs, or
     not at all when there is one pair (an adjustment over one p-value leaves it as it is)."""
     if n_pairs == 1:
@@ -467,7 +467,7 @@ def pairs_table(v: MetricView, stem: str, correction: str) -> Table:
             Cell(text=p_text(finite(v.overall_p.get((a, b))))), _num(r.effect_size), Cell(text=verdict),
             Cell(text=str(better)), Cell(text=str(worse)), Cell(text=str(neither))]))
     t.groups.append(("", rows))
-    t.notes.append(f"The overall p (the test of the ranking's tiers) is {_pairs_adjustment(len(v.overall_p), correction)}"
+    t.notes.append(f"The overall p (the test of the ranking's tiers) is {pairs_adjustment(len(v.overall_p), correction)}"
                    f"; per condition, a difference counts when its {correction}-adjusted p (family: the conditions of the pair) "
                    f"is below {1 - v.level:.2g} and its CI excludes 0. Effect size: d_z of the per-query differences.")
     return t
@@ -588,7 +588,7 @@ def _pair_sentence(v: MetricView, a: str, b: str, correction: str) -> tuple[str,
     apart = v.overall_apart(a, b)
     p_all = v.overall_p.get((a, b))
     nums = (f"{pct(r.diff, True)} points, {_ci(r.ci_low, r.ci_high, v.level)}, p = {p_text(finite(p_all))} "
-            f"{_pairs_adjustment(len(v.overall_p), correction)}, effect size {finite(r.effect_size) or 0:.2f}")
+            f"{pairs_adjustment(len(v.overall_p), correction)}, effect size {finite(r.effect_size) or 0:.2f}")
     if apart:
         more, less = (a, b) if v.sign * r.diff > 0 else (b, a)
         head = (f"{more} is more robust than {less}: its {metric_label(v.metric)} {v.drop_words[0]}s "

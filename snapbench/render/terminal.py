@@ -35,7 +35,7 @@ from ..core.conditions import parse_condition
 from ..core.errors import EvaluationInputError
 from ..core.records import Report
 from ..store.atomic import check_output_file, open_text_atomic
-from .compare import MetricView, finite
+from .compare import MetricView, finite, pairs_adjustment
 from .console import stdout_console
 from .fmt import DASH, DROP_SIGN, PAIRED_SIGN, ci_label, ci_text, p_text, pct, points
 from .tables import kind_means, metric_label, report_labelled
@@ -552,8 +552,9 @@ def print_comparison(comparison: Comparison, targets: Sequence[str], metric: str
     if not views:
         return
     console.print(ranking_table(views))
+    adjusted = pairs_adjustment(len(views[0].overall_p), correction)  # one pair: nothing to adjust over
     console.print(f"pairs told apart on {metric_label(metric)} (more robust > less robust; mean over the corrupted "
-                  f"conditions each target reads, {correction}-adjusted p < {1 - level:.2g} over the pairs and CI excluding 0):",
+                  f"conditions each target reads, p < {1 - level:.2g} {adjusted}, and CI excluding 0):",
                   markup=False, highlight=False)
     for v in views:
         for line in _told_apart_lines(v):
