@@ -246,3 +246,21 @@ def test_demo_into_a_read_only_folder_is_a_clean_error(tmp_path):
         assert r.exit_code == 2 and r.output.startswith("error:")
     finally:
         ro.chmod(0o700)
+
+
+def test_a_run_that_drops_every_query_writes_the_reasons_it_points_at(tmp_path):
+    """Every query fails a condition (its entity is not in its question): the refusal names
+    dropped_queries.json, which must then exist and hold each query's reason."""
+    qs = [{"id": "q1", "question": "what bird is this", "entity": "zebra"},
+          {"id": "q2", "question": "which car is that", "entity": "yak"}]
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    (tmp_path / "gallery.jsonl").write_text("".join(json.dumps({"id": f"g{i}", "caption": c}) + "\n"
+                                                    for i, c in enumerate(["a bird", "a car", "a cat"])))
+    (tmp_path / "qrels.json").write_text(json.dumps({"q1": ["g0"], "q2": ["g1"]}))
+    out = tmp_path / "r"
+    r = runner.invoke(app, ["run", str(tmp_path / "queries.jsonl"), "-e", "toy", "--out", str(out), "--conditions",
+                            "txt/char_swap", "--no-progress", "--resamples", "50"])
+    assert r.exit_code == 2 and "no query could be produced under every condition" in r.output, r.output
+    reasons = json.loads((out / "dropped_queries.json").read_text())
+    assert set(reasons) == {"q1", "q2"} and "entity 'zebra' not found" in reasons["q1"]
+    assert "entity 'zebra' not found" in r.output  # the first reason is on the terminal too

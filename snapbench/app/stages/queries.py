@@ -199,9 +199,11 @@ def _collect(dataset: Any, job: QueryJob, timings: dict[str, float]) -> QueryEmb
         for s in job.done[b]:
             dropped.setdefault(s["id"], f"{s['condition'] or 'all conditions'}: {s['reason']}")
     keep = np.array([i for i, q in enumerate(dataset.queries) if q.id not in dropped], dtype=np.int64)
+    write_json(job.dir.dropped_queries, dropped, indent=2)  # first: the refusal below points at it
     if keep.size == 0:
-        raise InputError(f"no query could be produced under every condition (see {job.dir.dropped_queries})")
-    write_json(job.dir.dropped_queries, dropped, indent=2)
+        first = next(iter(dropped.items()))
+        raise InputError(f"no query could be produced under every condition (each one's reason is in "
+                         f"{job.dir.dropped_queries}; the first: {first[0]}: {first[1]})")
     n_q = len(dataset.queries)
     stores = {m: _QueryStore(job.dir, n_q, m) for m in ("image", "text")}
     emb = {("image", s): stores["image"].load(s) for s in job.image_sources}
