@@ -856,8 +856,9 @@ def evaluate(
     k: str = typer.Option(",".join(map(str, DEFAULT_KS)), "--k", help="Cut-offs for hit/recall/ndcg given without @k."),
     metrics: str | None = typer.Option(
         None, "--metrics", help="Comma list: hit, recall, ndcg (optionally @k), mrr, mrr@k, set_precision, set_recall, "
-        "set_f1, reject_precision, reject_recall, reject_f1, or 'set'/'reject'. Default: hit,recall,ndcg,mrr "
-        "(+ set and reject metrics when --set-threshold is given)."
+        "set_f1, reject_precision, reject_recall, reject_f1, or 'set'/'reject'; label-free: overlap (@k), rbo, flip@k. "
+        "Default: hit,recall,ndcg,mrr,overlap,rbo,flip@1 (without --qrels: overlap,rbo,flip@1; + set and reject "
+        "metrics when --set-threshold is given)."
     ),
     resamples: int = typer.Option(DEFAULT_RESAMPLES, "--resamples", help="Bootstrap resamples of the queries (paired, shared by all conditions)."),
     permutations: int | None = typer.Option(None, "--permutations", help="Permutations for the non-hit metrics' test (default = --resamples)."),

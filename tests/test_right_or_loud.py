@@ -264,3 +264,14 @@ def test_a_run_that_drops_every_query_writes_the_reasons_it_points_at(tmp_path):
     reasons = json.loads((out / "dropped_queries.json").read_text())
     assert set(reasons) == {"q1", "q2"} and "entity 'zebra' not found" in reasons["q1"]
     assert "entity 'zebra' not found" in r.output  # the first reason is on the terminal too
+
+
+def test_a_target_that_reads_no_condition_is_counted_as_zero_not_none(tmp_path):
+    """Text conditions only: I→I reads none of them, so its mean is over 0 conditions (not 'None')."""
+    from snapbench.core.defaults import DEFAULT_DATA
+
+    r = runner.invoke(app, ["run", str(DEFAULT_DATA), "-e", "toy", "--out", str(tmp_path / "r"), "--conditions",
+                            "clean,txt/char_add,txt/word_swap", "--no-progress", "--resamples", "50", "--no-report"])
+    assert r.exit_code == 0, r.output
+    flat = " ".join(r.output.split())
+    assert "None" not in flat and "I2I 0, T2T 2" in flat, r.output

@@ -378,7 +378,8 @@ def _moor(x: dict[str, Any] | None) -> str:
 
 def _n_conditions(rows: Sequence[dict[str, Any]]) -> str:
     """``"6 each"`` or ``"IT2IT 6, T2T 3, …"``: how many conditions each target's mean is over."""
-    ns = {r["target"]: (r.get("mean_delta") or {}).get("n_conditions") for r in rows}
+    # a target that reads none of the run's conditions has no mean: over 0 conditions
+    ns = {r["target"]: (r.get("mean_delta") or {}).get("n_conditions") or 0 for r in rows}
     if len(set(ns.values())) == 1:
         return f"{next(iter(ns.values()))} each"
     return ", ".join(f"{t} {n}" for t, n in ns.items())
@@ -391,7 +392,7 @@ def uneven_conditions_note(headlines: Mapping[str, dict[str, Any]]) -> str | Non
     counts: dict[str, dict[str, Any]] = {}
     for name, headline in headlines.items():
         for row in headline.get("targets", []):
-            counts.setdefault(row["target"], {})[name] = (row.get("mean_delta") or {}).get("n_conditions")
+            counts.setdefault(row["target"], {})[name] = (row.get("mean_delta") or {}).get("n_conditions") or 0
     uneven = {t: ns for t, ns in counts.items() if len(ns) > 1 and len(set(ns.values())) > 1}
     if not uneven:
         return None
