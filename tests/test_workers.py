@@ -266,6 +266,51 @@ def test_sigint_twice_at_any_point_exits_130_and_the_reruns_resume(tmp_path: Pat
     assert tree(out / "images") == tree(full / "images")
 
 
+KILLED_MID_SEND = """
+import concurrent.futures as cf, multiprocessing, sys, time
+from snapbench.engines.local import _shut_down
+
+def preempted_after_the_header():
+    from multiprocessing import connection
+    send = connection.Connection._send
+    def _send(self, buf, write=None):
+        send(self, buf)
+        if len(buf) == 4:  # the length header of a message over 16 KiB, written before its body
+            time.sleep(120)  # a loaded machine runs other processes here
+    connection.Connection._send = _send
+
+def big(_):
+    return b"x" * 40000
+
+if __name__ == "__main__":
+    pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=preempted_after_the_header)
+    futures = [pool.submit(big, i) for i in range(6)]
+    time.sleep(3)  # a worker has sent the header of its result
+    t0 = time.monotonic()
+    _shut_down(pool, futures, grace_s=1.0)
+    print(f"shut down in {time.monotonic() - t0:.1f} s", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX pipes")
+def test_a_worker_killed_while_it_sends_its_result_does_not_hang_the_shutdown(tmp_path: Path) -> None:
+    """CI under heavy load: `corrupt --workers 2` was still running 30 s after a double SIGINT.  A worker
+    killed after the grace period while it sent a result left half a message in the result pipe; the
+    pool's manager thread waited for the rest forever (the parent holds the pipe's write end too), and
+    the shutdown that joins it with it."""
+    script = tmp_path / "killed_mid_send.py"
+    script.write_text(KILLED_MID_SEND, encoding="utf-8")
+    try:
+        res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the shutdown hung on a worker killed in the middle of sending its result")
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr, res.stderr  # Python 3.11's broken-pool path raised on a cancelled future
+    assert float(res.stdout.split()[3]) < 15, res.stdout  # 1 s of grace, then the kill
+
+
 LIVE_SEMAPHORE = """
 import multiprocessing, sys, time
 from snapbench.engines.shm import named_semaphores

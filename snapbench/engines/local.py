@@ -140,19 +140,33 @@ def _shut_down(pool: cf.ProcessPoolExecutor, pending: Iterable[cf.Future], grace
 
     Queued tasks are cancelled; tasks already running get ``grace_s`` seconds to finish (a corruption
     task's files are then complete) or until a further stop signal; workers still busy after that are
-    killed (they ignore SIGTERM, see :func:`_local_worker_init`).  The shutdown itself runs with the stop
-    signals held (:func:`_stop_signals_held`): an interrupted one would leave the process hanging at exit."""
+    killed (they ignore SIGTERM, see :func:`_local_worker_init`).  The rest runs with the stop signals
+    held (:func:`_stop_signals_held`): an interrupted shutdown would leave the process hanging at exit.
+
+    A worker killed while it sends a result (one over 16 KiB goes out as a length header, then the
+    body: a loaded machine can preempt the worker between the two) leaves part of a message in the
+    result pipe.  The pool's manager thread would wait for the rest forever, and the shutdown with it:
+    the parent itself holds the pipe's write end (it hands it to every worker it starts), so the read
+    never ends.  So the parent's write end is closed once the workers are killed: the read gets end
+    of file when the last of them is gone, and the manager thread takes the pool for broken and stops.
+    The queued tasks are cancelled by the manager thread itself (``cancel_futures``): a future the
+    caller cancelled but the thread still lists makes Python 3.11's broken-pool path raise."""
     futures = list(pending)
+    # shutdown(wait=False) drops the pool's references to these: kept for the kill and the join
+    manager, workers = pool._executor_manager_thread, dict(pool._processes or {})  # noqa: SLF001
+    result_queue = pool._result_queue  # noqa: SLF001 - the pool's own pipe
     try:
-        for fut in futures:
-            fut.cancel()
+        pool.shutdown(wait=False, cancel_futures=True)
         cf.wait(futures, timeout=grace_s)
     finally:
         with _stop_signals_held():
             if not all(fut.done() for fut in futures):
-                for proc in list((pool._processes or {}).values()):  # noqa: SLF001 - the pool's own workers
+                for proc in workers.values():
                     proc.kill()
-            pool.shutdown(wait=True, cancel_futures=True)
+                result_queue._writer.close()  # noqa: SLF001 - see above: no worker is started after this
+            if manager is not None:
+                manager.join()
+            result_queue.close()
 
 
 def local_ordered_map(
